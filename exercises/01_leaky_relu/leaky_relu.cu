@@ -1,0 +1,85 @@
+// GENERATED from solutions/01_leaky_relu/leaky_relu.cu by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
+// Exercise 01: LeakyReLU forward and backward kernels and their launchers.
+//
+// This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
+// Tensors, dtype dispatch and op registration live in leaky_relu.cpp.
+#include <course/cuda.cuh>
+
+#include "leaky_relu.h"
+
+namespace {
+
+// The activation and its derivative for one element, in opmath (float for half types).
+template <typename opmath>
+__device__ __forceinline__ opmath leaky_relu_value(opmath x, opmath negative_slope) {
+  return x > opmath(0) ? x : x * negative_slope;
+}
+
+template <typename opmath>
+__device__ __forceinline__ opmath leaky_relu_grad(opmath grad_y, opmath x, opmath negative_slope) {
+  return x > opmath(0) ? grad_y : grad_y * negative_slope;
+}
+
+// 1D grid-stride loop: thread t handles 16-byte vectors t, t + stride, ...; then the n % V tail
+// elements (or all of them, when a pointer is not 16-byte aligned) one at a time.
+template <typename scalar_t>
+__global__ void leaky_relu_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n,
+                                  course::opmath_t<scalar_t> negative_slope) {
+  // BEGIN SOLUTION
+  // TODO: a grid-stride loop over all n elements, y[i] = leaky_relu_value(x[i], negative_slope),
+  // TODO: computed in course::opmath_t<scalar_t>. Index with int64_t (n may exceed 2^31) and
+  // TODO: never touch y[n] or beyond.
+  // TODO: (the reference solution takes about 15 lines)
+  // END SOLUTION
+}
+
+// Same geometry as leaky_relu_kernel, reading two inputs per element.
+template <typename scalar_t>
+__global__ void leaky_relu_backward_kernel(const scalar_t* __restrict__ grad_y, const scalar_t* __restrict__ x,
+                                           scalar_t* __restrict__ grad_x, int64_t n,
+                                           course::opmath_t<scalar_t> negative_slope) {
+  // BEGIN SOLUTION
+  // TODO: a grid-stride loop over all n elements, grad_x[i] = leaky_relu_grad(grad_y[i], x[i], negative_slope).
+  // TODO: (the reference solution takes about 16 lines)
+  // END SOLUTION
+}
+
+constexpr int kThreads = 256;
+
+// Threads needed to give each one 16-byte vector (the grid-stride loop covers the rest).
+template <typename scalar_t>
+unsigned blocks_for(int64_t n) {
+  return course::grid_for(course::ceil_div<int64_t>(n, course::kVec16<scalar_t>), kThreads);
+}
+
+}  // namespace
+
+template <typename scalar_t>
+void leaky_relu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double negative_slope, cudaStream_t stream) {
+  // BEGIN SOLUTION
+  // TODO: launch leaky_relu_kernel on `stream` with kThreads threads per block and blocks_for<scalar_t>(n)
+  // TODO: blocks, passing negative_slope as course::opmath_t<scalar_t>; check the launch with
+  // TODO: C10_CUDA_KERNEL_LAUNCH_CHECK(). An empty grid is an error: return early when n == 0.
+  // TODO: (the reference solution takes about 4 lines)
+  TORCH_CHECK(false, "leaky_relu_forward_cuda (leaky_relu.cu) is not implemented yet");
+  // END SOLUTION
+}
+
+template <typename scalar_t>
+void leaky_relu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, scalar_t* grad_x, int64_t n,
+                              double negative_slope, cudaStream_t stream) {
+  // BEGIN SOLUTION
+  // TODO: launch leaky_relu_backward_kernel like the forward launcher does.
+  // TODO: (the reference solution takes about 4 lines)
+  TORCH_CHECK(false, "leaky_relu_backward_cuda (leaky_relu.cu) is not implemented yet");
+  // END SOLUTION
+}
+
+// The binding file dispatches on dtype; these are the types it may ask for.
+#define INSTANTIATE(T)                                                                                   \
+  template void leaky_relu_forward_cuda<T>(const T*, T*, int64_t, double, cudaStream_t);               \
+  template void leaky_relu_backward_cuda<T>(const T*, const T*, T*, int64_t, double, cudaStream_t);
+INSTANTIATE(float)
+INSTANTIATE(double)
+INSTANTIATE(c10::Half)
+INSTANTIATE(c10::BFloat16)

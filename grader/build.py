@@ -1,0 +1,245 @@
+"""Build an exercise folder's C++/CUDA sources into a torch op library, cached by source hash.
+
+Every exercise folder (in solutions/, exercises/ or a student's submission) builds into its own
+directory under .build/<target>/<exercise>/, so two targets never share a build lock, and its ops
+are registered under a namespace unique to that folder, so a student build and the reference can
+be loaded into one process side by side.
+
+Command line (used by the grader to build several folders in parallel, one process each):
+    python -m grader.build DIR [DIR ...] [--json OUT]
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from grader import env
+
+SOURCE_SUFFIXES = (".cu", ".cpp")
+HEADER_SUFFIXES = (".h", ".cuh", ".hpp")
+# -lineinfo lets compute-sanitizer and the profiler name source lines; it does not slow the code.
+CUDA_FLAGS = ["-O3", "-lineinfo"]
+CXX_FLAGS = ["-O2"]  # torch picks the C++ standard its headers need
+
+
+@dataclass
+class BuildResult:
+    exercise_dir: str
+    namespace: str
+    ok: bool
+    library: str | None = None
+    seconds: float = 0.0
+    cached: bool = False
+    error: str = ""  # the compiler's own error lines, file:line first
+    log: str = ""  # the whole build output, for the detailed report
+    extra: dict = field(default_factory=dict)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def target_tag(exercise_dir: Path) -> str:
+    """A short, stable name for the folder holding this exercise (solutions, exercises, a student)."""
+    parent = exercise_dir.resolve().parent
+    if parent in (env.REPO / "solutions", env.REPO / "exercises"):
+        return parent.name
+    digest = hashlib.sha1(str(parent).encode()).hexdigest()[:8]
+    return f"{_slug(parent.name)[:24]}_{digest}"
+
+
+def namespace_for(exercise_dir: Path) -> str:
+    """The op namespace for this folder's build, e.g. `ex01_leaky_relu_solutions`."""
+    return f"ex{_slug(exercise_dir.resolve().name)}_{target_tag(exercise_dir)}"
+
+
+def build_dir_for(exercise_dir: Path) -> Path:
+    return env.BUILD_ROOT / target_tag(exercise_dir) / exercise_dir.resolve().name
+
+
+def sources_of(exercise_dir: Path) -> list[Path]:
+    return sorted(p for p in exercise_dir.iterdir() if p.suffix in SOURCE_SUFFIXES)
+
+
+def _fingerprint(exercise_dir: Path, namespace: str) -> str:
+    """Hash of everything that changes the built library: sources, headers, flags, toolchain."""
+    import torch
+
+    h = hashlib.sha256()
+    files = [p for p in sorted(exercise_dir.iterdir()) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
+    files += sorted(env.INCLUDE_DIR.rglob("*"))
+    for p in files:
+        if p.is_file():
+            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    config = [namespace, torch.__version__, os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *CUDA_FLAGS, *CXX_FLAGS]
+    h.update("\0".join(config).encode())
+    return h.hexdigest()
+
+
+_ERROR_LINE = re.compile(r"(error|Error|undefined reference|fatal)")
+
+
+def condense_compiler_output(text: str, limit: int = 25) -> str:
+    """The lines a student needs: each `file:line: error` with a line of context, no ninja noise."""
+    lines = text.splitlines()
+    keep: list[str] = []
+    for i, line in enumerate(lines):
+        if _ERROR_LINE.search(line) and not line.startswith(("FAILED:", "ninja: build stopped", "subprocess.")):
+            keep.append(line.strip())
+            # nvcc and gcc print the offending source line (and a caret) right after the message
+            for extra in lines[i + 1 : i + 3]:
+                if extra.startswith(" ") and not _ERROR_LINE.search(extra):
+                    keep.append(extra.rstrip())
+    if not keep:
+        keep = [l for l in lines if l.strip()][-limit:]
+    return "\n".join(keep[:limit])
+
+
+class _BuildLock:
+    """An OS-level lock on the build directory: released by the kernel when its holder dies,
+    so a build killed mid-way never blocks the next one (torch's own lock file would)."""
+
+    def __init__(self, directory: Path):
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / ".course-build.lock"
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) -> BuildResult:
+    """Compile (if the sources changed) and optionally load the exercise's op library."""
+    env.configure()
+    exercise_dir = Path(exercise_dir).resolve()
+    namespace = namespace_for(exercise_dir)
+    out_dir = build_dir_for(exercise_dir)
+    result = BuildResult(str(exercise_dir), namespace, ok=False)
+    start = time.perf_counter()
+    with _BuildLock(out_dir):
+        stamp = out_dir / "fingerprint"
+        library = out_dir / f"{namespace}.so"
+        fingerprint = _fingerprint(exercise_dir, namespace)
+        if library.exists() and stamp.exists() and stamp.read_text() == fingerprint:
+            result.cached = True
+        else:
+            stamp.unlink(missing_ok=True)
+            # torch's FileBaton lock left behind by a killed build would make load() wait forever;
+            # we hold the directory's flock, so nobody else is using it.
+            (out_dir / "lock").unlink(missing_ok=True)
+            try:
+                result.log = _compile(exercise_dir, namespace, out_dir, verbose)
+            except Exception as e:  # the compiler's message is in the exception text
+                result.log = str(e)
+                result.error = condense_compiler_output(str(e))
+                result.seconds = time.perf_counter() - start
+                return result
+            stamp.write_text(fingerprint)
+        result.library = str(library)
+        if load:
+            import torch
+
+            torch.ops.load_library(str(library))
+    result.ok = True
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _compile(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -> str:
+    import io
+    from contextlib import redirect_stdout
+
+    from torch.utils import cpp_extension
+
+    sources = [str(p) for p in sources_of(exercise_dir)]
+    if not sources:
+        raise RuntimeError(f"no .cu or .cpp sources in {exercise_dir}")
+    captured = io.StringIO()
+    with redirect_stdout(captured):
+        cpp_extension.load(
+            name=namespace,
+            sources=sources,
+            extra_include_paths=[str(env.INCLUDE_DIR), str(exercise_dir)],
+            extra_cflags=CXX_FLAGS + [f"-DCOURSE_NS={namespace}"],
+            extra_cuda_cflags=CUDA_FLAGS,
+            build_directory=str(out_dir),
+            is_python_module=False,
+            verbose=verbose,
+        )
+    return captured.getvalue()
+
+
+class Library:
+    """A loaded exercise library: its namespace and its ops (`lib.ops.leaky_relu(...)`)."""
+
+    def __init__(self, result: BuildResult):
+        import torch
+
+        self.namespace = result.namespace
+        self.path = result.library
+        self.ops = getattr(torch.ops, result.namespace)
+
+    def qualname(self, op: str) -> str:
+        return f"{self.namespace}::{op}"
+
+
+_loaded: dict[str, Library] = {}
+
+
+def load_library(path: str | Path) -> Library:
+    """Build (if needed) and load the library of the exercise folder holding `path`.
+
+    Called by each exercise's Python wrapper: `lib = load_library(__file__)`.
+    """
+    exercise_dir = Path(path).resolve()
+    if exercise_dir.is_file():
+        exercise_dir = exercise_dir.parent
+    key = str(exercise_dir)
+    if key not in _loaded:
+        result = build(exercise_dir)
+        if not result.ok:
+            raise BuildError(exercise_dir, result.error)
+        _loaded[key] = Library(result)
+    return _loaded[key]
+
+
+class BuildError(RuntimeError):
+    def __init__(self, exercise_dir: Path, message: str):
+        super().__init__(f"build of {exercise_dir} failed:\n{message}")
+        self.message = message
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dirs", nargs="+", type=Path)
+    parser.add_argument("--json", type=Path, help="write the build results here")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    results = []
+    for d in args.dirs:
+        r = build(d, verbose=args.verbose, load=False)
+        results.append(r)
+        status = "cached" if r.cached else ("ok" if r.ok else "FAILED")
+        print(f"{status:7s} {r.seconds:6.1f}s {d}", file=sys.stderr)
+        if not r.ok:
+            print(r.error, file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in results], indent=1))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

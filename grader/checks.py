@@ -1,0 +1,176 @@
+"""Correctness helpers shared by every exercise's spec: poisoning, comparison, input snapshots.
+
+A failed check raises CheckFailure with a message written for the student: what was wrong, the
+first mismatching indices with their values, and how to replay the case.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+
+class CheckFailure(AssertionError):
+    """A graded check failed; the message is the reason the student sees."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Elementwise |actual - expected| <= atol + rtol * |expected|."""
+
+    rtol: float
+    atol: float
+
+
+# For elementwise ops computed in float (or double) arithmetic and rounded once to the output
+# dtype. fp32's rtol is far below fp16's rounding error (4.9e-4), so a kernel that computes an
+# fp32 exercise in fp16 fails; atol only covers values near the dtype's smallest normal number.
+ELEMENTWISE_TOL = {
+    torch.float64: Tolerance(1e-12, 1e-300),
+    torch.float32: Tolerance(1e-5, 1e-37),
+    torch.float16: Tolerance(1e-3, 1e-7),
+    torch.bfloat16: Tolerance(8e-3, 1e-37),
+}
+
+
+def poison(t: torch.Tensor) -> torch.Tensor:
+    """Fill with NaN (or the max value for integers) so an unwritten element can never pass."""
+    if t.is_floating_point():
+        return t.fill_(float("nan"))
+    return t.fill_(torch.iinfo(t.dtype).max)
+
+
+def poisoned_empty(shape, dtype, device) -> torch.Tensor:
+    return poison(torch.empty(shape, dtype=dtype, device=device))
+
+
+def _describe_mismatches(actual: torch.Tensor, expected: torch.Tensor, bad: torch.Tensor, limit: int = 5) -> str:
+    idx = bad.nonzero()[:limit].tolist()
+    parts = []
+    for i in idx:
+        where = tuple(i)
+        parts.append(f"at {list(where)}: got {actual[where].item():.8g}, expected {expected[where].item():.8g}")
+    return "; ".join(parts)
+
+
+def assert_close(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance, what: str, chunk: int = 1 << 26) -> None:
+    """Compare elementwise against a higher-precision `expected`; NaN and inf never pass.
+
+    Works in chunks so that multi-GiB outputs can be checked without a float64 copy of them.
+    """
+    if not isinstance(actual, torch.Tensor):
+        raise CheckFailure(f"{what}: expected a tensor, got {type(actual).__name__}")
+    if tuple(actual.shape) != tuple(expected.shape):
+        raise CheckFailure(f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+    if actual.dtype != expected.dtype and expected.dtype != torch.float64:
+        raise CheckFailure(f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
+    if actual.device != expected.device:
+        raise CheckFailure(f"{what}: on {actual.device}, expected on {expected.device}")
+    a_flat, e_flat = actual.reshape(-1), expected.reshape(-1)
+    n = a_flat.numel()
+    total_bad = 0
+    first_msg = ""
+    for start in range(0, n, chunk):
+        a = a_flat[start : start + chunk].to(torch.float64)
+        e = e_flat[start : start + chunk].to(torch.float64)
+        bad = ~(torch.abs(a - e) <= tol.atol + tol.rtol * torch.abs(e))  # NaN compares False: bad
+        bad |= ~torch.isfinite(a) & torch.isfinite(e)
+        count = int(bad.sum())
+        if count and not first_msg:
+            # report indices in the tensor's own shape
+            flat_idx = bad.nonzero()[:5].flatten() + start
+            coords = [torch.unravel_index(i, actual.shape) if actual.dim() else () for i in flat_idx]
+            first_msg = "; ".join(
+                f"at {[int(c) for c in co]}: got {a_flat[i].item():.8g}, expected {e_flat[i].item():.8g}"
+                for co, i in zip(coords, flat_idx.tolist())
+            )
+        total_bad += count
+    if total_bad:
+        raise CheckFailure(
+            f"{what}: {total_bad} of {n} elements wrong (tolerance {tol.rtol:g} relative); first: {first_msg}"
+        )
+
+
+def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """‖actual - expected‖ / ‖expected‖ in float64 (inf if actual has NaN/inf)."""
+    a, e = actual.to(torch.float64), expected.to(torch.float64)
+    if not torch.isfinite(a).all():
+        return float("inf")
+    denom = torch.linalg.vector_norm(e).item()
+    num = torch.linalg.vector_norm(a - e).item()
+    return num / denom if denom > 0 else num
+
+
+def assert_rel_error(actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str) -> None:
+    """Normwise check for reductions (matmul, convolution) whose rounding depends on the order of
+    summation; all-zeros gives 1.0 and fails, NaN gives inf and fails."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        raise CheckFailure(f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+    err = relative_error(actual, expected)
+    if not err <= tol:
+        bad = ~(torch.abs(actual.double() - expected.double()) <= 10 * tol * expected.double().abs().max())
+        detail = _describe_mismatches(actual.double(), expected.double(), bad) if bad.any() else ""
+        raise CheckFailure(f"{what}: relative error {err:.3g} exceeds {tol:g}" + (f"; first: {detail}" if detail else ""))
+
+
+@contextlib.contextmanager
+def unmodified(**tensors: torch.Tensor):
+    """Fail if the body changes any of the named tensors (bits, shape or strides)."""
+    before = {k: (v.detach().clone(), v.shape, v.stride()) for k, v in tensors.items()}
+    yield
+    for k, v in tensors.items():
+        copy, shape, stride = before[k]
+        same_bits = v.shape == shape and torch.equal(_bits(v), _bits(copy))
+        if not same_bits or v.stride() != stride:
+            raise CheckFailure(f"the input `{k}` was modified; an op must not write to its inputs")
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The raw bits, so that NaN == NaN and -0.0 != 0.0."""
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.detach().contiguous().view(ints)
+
+
+def expect_error(fn, *args, names: tuple[str, ...] = (), what: str = "") -> str:
+    """Require `fn(*args)` to raise a RuntimeError/ValueError/TypeError whose message names one of
+    `names`; return the message. A crash of the process is not an error message: the grader's
+    isolation reports it separately."""
+    try:
+        fn(*args)
+    except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+        msg = str(e).split("\nException raised from")[0].strip()
+        if "not implemented yet" in msg:
+            raise CheckFailure(f"{what}: {msg}") from None
+        if names and not any(n in msg for n in names):
+            raise CheckFailure(f"{what}: raised an error that does not name the argument ({', '.join(names)}): {msg[:200]}")
+        return msg
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    raise CheckFailure(f"{what}: was accepted, but should raise an error naming {' or '.join(names) or 'the problem'}")
+
+
+def kernels_launched(fn) -> list[str]:
+    """Names of the GPU kernels and copies that `fn()` ran, read with the profiler (CUPTI)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+
+
+def assert_own_kernels(fn, allowed: tuple[str, ...], what: str) -> None:
+    """Require that the work was done by the exercise's own kernels: at least one ran, and every
+    kernel or copy that ran has one of the exercise's kernel names (which the given code fixes).
+    A fall-back to PyTorch's ops, cuBLAS, cuDNN or a round trip through the CPU fails."""
+    names = kernels_launched(fn)
+    foreign = sorted({n for n in names if not any(a in n for a in allowed)})
+    if foreign:
+        shown = "; ".join(n[:100] for n in foreign[:3])
+        raise CheckFailure(f"{what}: kernels other than this exercise's own ran ({shown}); "
+                           f"the work must be done by {', '.join(allowed)}")
+    if not names:
+        raise CheckFailure(f"{what}: no GPU kernel ran; expected {', '.join(allowed)}")

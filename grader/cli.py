@@ -1,0 +1,210 @@
+"""`python -m grader`: build every exercise of a target in parallel, grade each in its own
+time-limited process, and print the score table.
+
+    python -m grader                          grade exercises/
+    python -m grader --target solutions       grade the reference
+    python -m grader --target DIR --ex 01     one exercise of any folder laid out like exercises/
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from grader import env
+from grader.report import markdown, table
+from grader.results import write_json_atomic
+from grader.scoring import score_exercise
+from grader.spec import Spec, select
+
+DEFAULT_TIMEOUT = 600  # seconds per exercise's grading process; a hang costs only that exercise
+BUILD_TIMEOUT = 900
+
+
+def resolve_target(target: str) -> Path:
+    if target in ("exercises", "solutions"):
+        return env.REPO / target
+    path = Path(target).resolve()
+    if not path.is_dir():
+        raise SystemExit(f"target {target!r} is not a folder")
+    return path
+
+
+def _child_env() -> dict:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(env.REPO), e.get("PYTHONPATH")]))
+    e.setdefault("PYTHONUNBUFFERED", "1")
+    return e
+
+
+def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
+    """Build folders in parallel, each in its own process; a failure costs only that folder."""
+    results: dict[Path, dict] = {}
+    cores = os.cpu_count() or 2
+    child = _child_env()
+    child["MAX_JOBS"] = str(max(1, cores // max(1, jobs)))  # ninja's parallelism inside one build
+
+    def one(d: Path) -> tuple[Path, dict]:
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            cmd = [sys.executable, "-m", "grader.build", str(d), "--json", out.name]
+            start = time.perf_counter()
+            try:
+                proc = subprocess.run(cmd, cwd=env.REPO, env=child, capture_output=True, text=True,
+                                      timeout=BUILD_TIMEOUT, start_new_session=True)
+            except subprocess.TimeoutExpired:
+                return d, {"ok": False, "error": f"the build took longer than {BUILD_TIMEOUT} s"}
+            try:
+                data = json.loads(Path(out.name).read_text())[0]
+            except (ValueError, IndexError):
+                data = {"ok": False, "error": (proc.stderr or proc.stdout)[-3000:]}
+            data["wall_s"] = time.perf_counter() - start
+            return d, data
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for d, data in pool.map(one, dirs):
+            results[d] = data
+            state = "cached" if data.get("cached") else ("built" if data["ok"] else "FAILED")
+            log(f"  {state:6s} {d.relative_to(d.parent.parent) if len(d.parts) > 1 else d}  ({data.get('wall_s', 0):.1f} s)")
+    return results
+
+
+def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, timeout: float,
+              keyword: str | None, workdir: Path) -> dict:
+    """Grade one built exercise folder in a child process; contain crashes and hangs."""
+    results_path = workdir / f"{spec.exercise}.json"
+    results_path.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "suite"), "-q", "-p", "no:cacheprovider",
+           f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}"]
+    if reference_dir is not None:
+        cmd.append(f"--reference-dir={reference_dir}")
+    if keyword:
+        cmd += ["-k", keyword]
+    proc = subprocess.Popen(cmd, cwd=env.REPO, env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    status, error = "graded", ""
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        status, error = "timed out", f"grading took longer than {timeout:g} s (a hanging kernel or an endless loop?)"
+    data = {"tests": [], "running": None}
+    if results_path.exists():
+        data = json.loads(results_path.read_text())
+    tests = data["tests"]
+    if proc.returncode is not None and proc.returncode < 0 and status == "graded":
+        sig = signal.Signals(-proc.returncode).name
+        status, error = "crashed", f"the grading process died with {sig}"
+    elif proc.returncode not in (0, 1) and status == "graded" and not tests:
+        status, error = "error", _tail(output)
+    if status in ("crashed", "timed out"):
+        running = data.get("running")
+        if running:
+            error += f" while running {running}"
+        # keep the finished tests: the crash costs the unfinished ones, not the exercise's record
+        for t in tests:
+            if t["outcome"] == "not run":
+                t["outcome"], t["reason"] = "failed", error
+        if tests:
+            status = "graded"
+    row = score_exercise(spec, tests, status, error)
+    row["log"] = _tail(output, 20000)
+    return row
+
+
+def _tail(text: str, limit: int = 3000) -> str:
+    return text[-limit:] if text else ""
+
+
+def device_name() -> str:
+    if not env.gpu_present():
+        return ""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return ""
+
+
+def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, jobs: int,
+                 keyword: str | None = None, log=print) -> list[dict]:
+    """Build and grade every selected exercise of one target folder; one row per exercise."""
+    gpu = env.gpu_present()
+    present = [s for s in specs if (target / s.exercise).is_dir()]
+    to_build = [target / s.exercise for s in present]
+    solutions = env.REPO / "solutions"
+    use_reference = gpu and target.resolve() != solutions.resolve()
+    if use_reference:
+        to_build += [solutions / s.exercise for s in present if (solutions / s.exercise).is_dir()]
+    log(f"building {len(to_build)} extension(s), {jobs} at a time ...")
+    builds = build_all(to_build, jobs, log=log)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
+        for s in specs:
+            d = target / s.exercise
+            if not d.is_dir():
+                rows.append(score_exercise(s, [], "missing", f"no folder {d}"))
+                continue
+            b = builds[d]
+            if not b["ok"]:
+                rows.append(score_exercise(s, [], "build failed", b.get("error", "")))
+                continue
+            ref = solutions / s.exercise if use_reference else None
+            if ref is not None and not builds.get(ref, {}).get("ok"):
+                ref = None  # measured against PyTorch instead
+            log(f"grading {s.exercise} ...")
+            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp)))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", default="exercises", help="exercises (default), solutions, or a folder")
+    parser.add_argument("--ex", nargs="*", default=[], help="exercise numbers or names (default: all)")
+    parser.add_argument("--seed", type=int, default=None, help="replay a run's random inputs")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
+    parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
+    parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
+    parser.add_argument("--json", type=Path, help="write the full report as JSON here")
+    parser.add_argument("--out", type=Path, default=env.REPO / "grade-report", help="folder for report.json and report.md")
+    args = parser.parse_args(argv)
+
+    env.configure()
+    specs = select([e for e in args.ex if e])
+    target = resolve_target(args.target)
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    gpu = env.gpu_present()
+    print(f"grading {target} (seed {seed}; replay with SEED={seed})")
+    if not gpu:
+        print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
+    rows = grade_target(target, specs, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword)
+    header = {"target": str(target), "seed": seed, "device": device_name(), "gpu": gpu,
+              "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    print()
+    print(table(rows))
+    if not gpu:
+        print("GPU checks were skipped: no CUDA GPU on this machine.")
+    report = {**header, "exercises": rows}
+    write_json_atomic(args.out / "report.json", report)
+    (args.out / "report.md").write_text(markdown(rows, header))
+    if args.json:
+        write_json_atomic(args.json, report)
+    print(f"report: {args.out / 'report.md'}")
+    failed = any(
+        r["status"] != "graded" or any(g["state"] == "failed" for g in r["groups"].values()) for r in rows
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Where the repository lives, and the CUDA toolchain environment for builds.
+
+`configure()` must run before `torch.utils.cpp_extension` is imported: that module reads
+CUDA_HOME once, at import time.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+INCLUDE_DIR = REPO / "grader" / "include"
+BUILD_ROOT = Path(os.environ.get("COURSE_BUILD_DIR", REPO / ".build"))
+
+# Covers Colab's T4 (7.5) and Hopper (9.0) when no GPU is present to ask.
+DEFAULT_ARCH_LIST = "7.5;9.0"
+
+
+def find_cuda_home() -> str | None:
+    """The CUDA toolkit root: $CUDA_HOME, /usr/local/cuda, or derived from nvcc on PATH.
+
+    torch's own guess takes the parent of the `nvcc` on PATH, which is wrong when that nvcc
+    is a wrapper script in /usr/local/bin; we require the toolkit's headers to be there.
+    """
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(Path(nvcc).resolve().parent.parent))
+    for root in candidates:
+        if root and (Path(root) / "include" / "cuda_runtime.h").exists() and (Path(root) / "bin" / "nvcc").exists():
+            return root
+    return None
+
+
+def gpu_present() -> bool:
+    """True when a CUDA device is usable. Cheap, and without importing torch."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def configure() -> dict[str, str]:
+    """Set CUDA_HOME and TORCH_CUDA_ARCH_LIST for extension builds; return what was set."""
+    changed = {}
+    cuda_home = find_cuda_home()
+    if cuda_home and os.environ.get("CUDA_HOME") != cuda_home:
+        os.environ["CUDA_HOME"] = changed["CUDA_HOME"] = cuda_home
+    if not os.environ.get("TORCH_CUDA_ARCH_LIST") and not gpu_present():
+        os.environ["TORCH_CUDA_ARCH_LIST"] = changed["TORCH_CUDA_ARCH_LIST"] = DEFAULT_ARCH_LIST
+    return changed

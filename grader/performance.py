@@ -1,0 +1,87 @@
+"""The timed part of grading: the exercise's op, the reference solution, PyTorch's op and the
+device's limit, all measured in the same process and run, so ratios are fair on any GPU."""
+from __future__ import annotations
+
+import torch
+
+from grader.bench import L2Flusher, copy_bandwidth, matmul_flops, time_fn
+from grader.checks import CheckFailure
+from grader.spec import Context, Spec
+
+# A measured rate this far above the device's limit is a timing artefact or a cheat, not speed.
+OVER_LIMIT = 1.10
+
+
+def tier_fraction(spec: Spec, ratio: float) -> float:
+    """Fraction of the performance points earned at `ratio` of the reference's throughput."""
+    earned = 0.0
+    for threshold, fraction in spec.perf_tiers:
+        if ratio >= threshold:
+            earned = max(earned, fraction)
+    return earned
+
+
+def measure(spec: Spec, ctx: Context, reference_module) -> dict:
+    bench = spec.benchmark()
+    undo = bench.setup() if bench.setup else None
+    try:
+        return _measure(spec, bench, ctx, reference_module)
+    finally:
+        if undo:
+            undo()
+
+
+def _measure(spec, bench, ctx: Context, reference_module) -> dict:
+    flush = L2Flusher()
+    inputs = [bench.make_inputs(ctx.seed_for(f"bench-{i}")) for i in range(bench.input_sets)]
+    result: dict = {"label": bench.label, "unit": bench.unit, "work": bench.work, "verdict": ""}
+
+    # a fresh input set the op has never seen: a cached or replayed result cannot pass
+    fresh = bench.make_inputs(ctx.seed_for("bench-fresh"))
+    if bench.verify:
+        try:
+            bench.verify(bench.call(ctx.module, fresh), fresh)
+        except CheckFailure as e:
+            result["verdict"] = f"wrong result on a timed input: {e}"
+            return result
+    del fresh
+
+    student = time_fn(lambda inp: bench.call(ctx.module, inp), inputs, flush=flush)
+    baseline = time_fn(bench.baseline, inputs, flush=flush)
+    result["time_s"] = student.median_s
+    result["samples"] = student.samples
+    result["rate"] = student.rate(bench.work)
+    result["baseline_rate"] = baseline.rate(bench.work)
+    if reference_module is not None:
+        reference = time_fn(lambda inp: bench.call(reference_module, inp), inputs, flush=flush)
+        result["reference_rate"] = reference.rate(bench.work)
+        result["reference_source"] = "solution"
+    else:
+        result["reference_rate"] = result["baseline_rate"] * spec.solution_vs_baseline
+        result["reference_source"] = f"PyTorch x {spec.solution_vs_baseline:g} (no solutions/ folder)"
+    if bench.unit == "B":
+        result["limit"] = copy_bandwidth(int(bench.work), flush=flush)
+        result["limit_name"] = "copy bandwidth"
+    else:
+        result["limit"] = matmul_flops(flush=flush)
+        result["limit_name"] = "cuBLAS fp32"
+    result["ratio"] = result["rate"] / result["reference_rate"]
+    result["fraction_of_limit"] = result["rate"] / result["limit"]
+    result["tier_fraction"] = tier_fraction(spec, result["ratio"])
+
+    if student.escaped_stream:
+        result["verdict"] = (
+            f"event time {student.median_s * 1e6:.0f} us but wall time {student.wall_median_s * 1e6:.0f} us: "
+            "work ran outside the current stream, so the timing is not credited (launch on "
+            "at::cuda::getCurrentCUDAStream())"
+        )
+    elif bench.unit == "B" and result["fraction_of_limit"] > OVER_LIMIT:
+        result["verdict"] = (
+            f"{result['fraction_of_limit']:.0%} of the copy bandwidth is not physically possible for "
+            "this byte count: the op skipped work (or cached a result), so speed is not credited"
+        )
+    elif result["tier_fraction"] == 0:
+        first = min(t for t, _ in spec.perf_tiers)
+        result["verdict"] = f"reached {result['ratio']:.2f}x of the reference's throughput; the first tier needs {first:g}x"
+    result["tier_fraction"] = 0.0 if result["verdict"] else result["tier_fraction"]
+    return result

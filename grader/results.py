@@ -1,0 +1,88 @@
+"""Recording test outcomes as they happen, and writing JSON files atomically."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_json_atomic(path: Path, data) -> None:
+    """Write to a temporary file in the same folder, then rename: a reader (or a run interrupted
+    mid-write) never sees a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _test_name(report) -> str:
+    """`forward[float32-257]` for a check, `performance` for the timing test."""
+    name = report.nodeid.split("::")[-1]
+    if name.startswith("test_check["):
+        return name[len("test_check[") : -1]
+    return name.removeprefix("test_")
+
+
+class ResultsRecorder:
+    """A pytest plugin: after every test, rewrite the results file. If the process then dies (a
+    segfault, an illegal memory access, a time limit), the file still holds every finished test
+    and names the one that was running."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.tests: dict[str, dict] = {}
+        self.running: str | None = None
+
+    def _flush(self):
+        write_json_atomic(self.path, {"tests": list(self.tests.values()), "running": self.running})
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.running = nodeid.split("::")[-1]
+        self._flush()
+
+    def pytest_runtest_logreport(self, report):
+        name = _test_name(report)
+        entry = self.tests.setdefault(
+            name, {"name": name, "group": None, "outcome": "not run", "reason": "", "properties": {}})
+        if report.failed and entry["outcome"] != "failed":  # a failure in setup counts too
+            entry["outcome"], entry["reason"] = "failed", _reason(report)
+        elif report.skipped:
+            entry["outcome"] = "skipped"
+            entry["reason"] = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        elif report.when == "call" and report.passed and entry["outcome"] == "not run":
+            entry["outcome"] = "passed"
+        entry["properties"].update(dict(report.user_properties))
+        self._flush()
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.running = None
+        self._flush()
+
+    def pytest_collection_modifyitems(self, config, items):
+        # the group of each check, so the scorer needs no spec import to read a result file
+        for item in items:
+            check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+            if check is not None:
+                self.tests[check.name] = {"name": check.name, "group": check.group, "outcome": "not run",
+                                          "reason": "", "properties": {}}
+            elif item.name == "test_performance":
+                self.tests["performance"] = {"name": "performance", "group": "performance", "outcome": "not run",
+                                             "reason": "", "properties": {}}
+        self._flush()
+
+
+def _reason(report) -> str:
+    text = report.longreprtext or ""
+    lines = [l for l in text.splitlines() if l.strip()]
+    # pytest.fail(..., pytrace=False) gives just the message; a traceback ends with "E   ..." lines
+    e_lines = [l[4:] if l.startswith("E   ") else l for l in lines if l.startswith("E   ")]
+    if e_lines:
+        return "\n".join(e_lines)[:2000]
+    return "\n".join(lines[-6:])[:2000]

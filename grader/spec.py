@@ -1,0 +1,148 @@
+"""What an exercise's grading spec declares, and how specs are found.
+
+Each exercise has one module grader/specs/exNN_name.py defining `SPEC`, an instance of a Spec
+subclass. Specs live in the grader, not in the exercise folder, so a student cannot edit them and
+they still work in a student release without solutions/.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, Sequence
+
+import grader.specs
+
+PERFORMANCE = "performance"
+
+
+@dataclass
+class Check:
+    """One graded test. `run(ctx)` raises CheckFailure (or any error) when it fails."""
+
+    name: str
+    group: str
+    run: Callable[["Context"], None]
+    needs_gpu: bool = True
+
+
+@dataclass
+class Benchmark:
+    """How to time an exercise: the op on rotated inputs, the PyTorch baseline on the same."""
+
+    label: str  # e.g. "fp32, 2^28 elements"
+    make_inputs: Callable[[int], tuple]  # seed -> one input set (tensors on the GPU)
+    call: Callable[[ModuleType, tuple], object]  # run the exercise's op on an input set
+    baseline: Callable[[tuple], object]  # PyTorch's own op on the same input set
+    work: float  # bytes moved (unit "B") or floating-point operations (unit "FLOP") per call
+    unit: str = "B"  # "B": rates in GB/s against copy bandwidth; "FLOP": TFLOP/s against cuBLAS fp32
+    verify: Callable[[object, tuple], None] | None = None  # re-check a timed output
+    input_sets: int = 2  # rotated so repeated calls never hit a warm cache
+    setup: Callable[[], Callable[[], None]] | None = None  # set modes (e.g. TF32 off); returns an undo
+
+
+@dataclass
+class Spec:
+    exercise: str  # folder name, e.g. "01_leaky_relu"
+    title: str
+    module: str  # the Python wrapper file in the exercise folder, e.g. "leaky_relu.py"
+    points: dict[str, int]  # scored group -> points; "performance" is earned by speed
+    # (fraction of the reference's throughput, fraction of the performance points earned)
+    perf_tiers: Sequence[tuple[float, float]] = ((0.5, 0.5), (0.85, 1.0))
+    perf_requires: Sequence[str] = ()  # groups that must pass before speed earns anything
+    # the reference solution's throughput over the baseline's, measured on an H100; stands in for
+    # the reference when solutions/ is absent (a student release)
+    solution_vs_baseline: float = 1.0
+    description: str = ""
+
+    @property
+    def number(self) -> str:
+        return self.exercise.split("_", 1)[0]
+
+    @property
+    def marker(self) -> str:
+        return f"ex{self.number}"
+
+    @property
+    def total(self) -> int:
+        return sum(self.points.values())
+
+    def checks(self) -> list[Check]:
+        raise NotImplementedError
+
+    def benchmark(self) -> Benchmark | None:
+        return None
+
+
+@dataclass
+class Context:
+    """What a check gets: the exercise's Python module (student or reference) and a seed."""
+
+    module: ModuleType
+    seed: int
+    exercise_dir: Path
+    extra: dict = field(default_factory=dict)
+
+    def seed_for(self, name: str) -> int:
+        """A per-check seed derived from the run's seed, stable under reordering of checks."""
+        return int(hashlib.sha256(f"{self.seed}:{name}".encode()).hexdigest()[:12], 16)
+
+    def generator(self, name: str, device: str = "cuda"):
+        import torch
+
+        g = torch.Generator(device=device)
+        g.manual_seed(self.seed_for(name))
+        return g
+
+
+def all_specs() -> list[Spec]:
+    specs = []
+    for info in pkgutil.iter_modules(grader.specs.__path__):
+        if info.name.startswith("ex"):
+            mod = importlib.import_module(f"grader.specs.{info.name}")
+            specs.append(mod.SPEC)
+    return sorted(specs, key=lambda s: s.exercise)
+
+
+def select(names: Sequence[str] | None) -> list[Spec]:
+    """Specs matching `names` (`01`, `1`, `01_leaky_relu`, `leaky_relu`); all when empty."""
+    specs = all_specs()
+    if not names:
+        return specs
+    chosen = []
+    for name in names:
+        matches = [
+            s for s in specs
+            if name in (s.exercise, s.number, s.exercise.split("_", 1)[1]) or (name.isdigit() and int(name) == int(s.number))
+        ]
+        if not matches:
+            known = ", ".join(s.exercise for s in specs)
+            raise SystemExit(f"no exercise called {name!r}; known: {known}")
+        chosen += [m for m in matches if m not in chosen]
+    return chosen
+
+
+def by_exercise(exercise: str) -> Spec:
+    return select([exercise])[0]
+
+
+def import_exercise_module(exercise_dir: Path, spec: Spec) -> ModuleType:
+    """Import an exercise folder's Python wrapper under a name unique to that folder."""
+    path = Path(exercise_dir) / spec.module
+    name = f"course_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]}_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

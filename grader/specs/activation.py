@@ -1,0 +1,223 @@
+"""Grading for unit 1's activations: an elementwise op with one scalar parameter, and its backward.
+
+The wrapper module of such an exercise provides `<op>(x, p)`, `<op>_backward(grad_output, x, p)`
+and `lib` (the loaded library, for opcheck).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_close, assert_own_kernels, expect_error, poison,
+                           unmodified)
+from grader.spec import Benchmark, Check, Context, Spec
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+# Sizes that break naive indexing: tiny, primes, just off multiples of 32, 256 and of 4/8-wide vectors.
+SIZES = ((1,), (2,), (3,), (31,), (255,), (257,), (4099,), (1_000_003,), (7, 13, 5), (3, 1024, 257))
+LARGE_ELEMENTS = 2**31 + 7  # over 2^31 elements: a 32-bit index overflows
+
+
+def _short(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+@dataclass
+class ActivationSpec(Spec):
+    op: str = ""  # name of the Python function in the module, e.g. "leaky_relu"
+    param: str = ""  # the scalar's name, e.g. "negative_slope"
+    param_values: tuple[float, ...] = ()  # the first is the default
+    reference: Callable[[torch.Tensor, float], torch.Tensor] | None = None  # float64 forward
+    reference_grad: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor] | None = None  # float64
+    baseline: Callable[[torch.Tensor, float], torch.Tensor] | None = None  # PyTorch's op (timed)
+    kernels: tuple[str, ...] = ()  # names of the exercise's forward kernels (fixed by the given code)
+    backward_kernels: tuple[str, ...] = ()
+    input_scale: float = 3.0
+
+    # --- helpers -------------------------------------------------------------------------------
+    def _fn(self, ctx: Context):
+        return getattr(ctx.module, self.op)
+
+    def _bwd(self, ctx: Context):
+        return getattr(ctx.module, f"{self.op}_backward")
+
+    def _rand(self, ctx: Context, name: str, shape, dtype, scale=None) -> torch.Tensor:
+        g = ctx.generator(name)
+        x = torch.randn(shape, generator=g, device="cuda", dtype=torch.float32) * (scale or self.input_scale)
+        return x.to(dtype)
+
+    def _expect_forward(self, ctx, x: torch.Tensor, p: float, what: str) -> None:
+        with unmodified(x=x):
+            y = self._fn(ctx)(x, p)
+        torch.cuda.synchronize()
+        expected = self.reference(x.to(torch.float64), p)
+        assert_close(y, expected, ELEMENTWISE_TOL[x.dtype], what)
+        if y.dtype != x.dtype:
+            raise CheckFailure(f"{what}: output dtype {y.dtype}, expected {x.dtype}")
+
+    def _expect_backward(self, ctx, g: torch.Tensor, x: torch.Tensor, p: float, what: str) -> None:
+        with unmodified(grad_output=g, x=x):
+            dx = self._bwd(ctx)(g, x, p)
+        torch.cuda.synchronize()
+        expected = self.reference_grad(g.to(torch.float64), x.to(torch.float64), p)
+        assert_close(dx, expected, ELEMENTWISE_TOL[x.dtype], what)
+
+    # --- the checks ----------------------------------------------------------------------------
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+        default = self.param_values[0]
+
+        def add(name, group, fn, needs_gpu=True):
+            checks.append(Check(name, group, fn, needs_gpu))
+
+        for dtype in DTYPES:
+            for shape in SIZES:
+                size = "x".join(map(str, shape))
+                name = f"forward[{_short(dtype)}-{size}]"
+                add(name, "forward", lambda ctx, n=name, s=shape, d=dtype: self._expect_forward(
+                    ctx, self._rand(ctx, n, s, d), default, n))
+        for p in self.param_values[1:]:
+            name = f"forward[{self.param}={p}]"
+            add(name, "forward", lambda ctx, n=name, p=p: self._expect_forward(
+                ctx, self._rand(ctx, n, (10_007,), torch.float32), p, n))
+        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
+        add("forward[unaligned view]", "forward", lambda ctx: self._expect_forward(
+            ctx, self._rand(ctx, "unaligned", (4097,), torch.float16)[1:], default, "forward[unaligned view x[1:]]"))
+        add("forward[empty]", "forward", self._check_empty)
+        add("forward[output poisoned]", "forward", self._check_writes_every_element)
+        add("forward[>2^31 elements]", "forward", self._check_large)
+        add("forward[own kernel ran]", "forward", self._check_own_forward)
+        for dtype in DTYPES:
+            for shape in ((1,), (257,), (1_000_003,), (3, 1024, 257)):
+                size = "x".join(map(str, shape))
+                name = f"backward[{_short(dtype)}-{size}]"
+                add(name, "backward", lambda ctx, n=name, s=shape, d=dtype: self._expect_backward(
+                    ctx, self._rand(ctx, n + "g", s, d, 1.0), self._rand(ctx, n, s, d), default, n))
+        for p in self.param_values[1:]:
+            name = f"backward[{self.param}={p}]"
+            add(name, "backward", lambda ctx, n=name, p=p: self._expect_backward(
+                ctx, self._rand(ctx, n + "g", (10_007,), torch.float32, 1.0),
+                self._rand(ctx, n, (10_007,), torch.float32), p, n))
+        add("backward[non-contiguous grad]", "backward", lambda ctx: self._expect_backward(
+            ctx, self._rand(ctx, "ncg", (512, 300), torch.float32, 1.0).t(),
+            self._rand(ctx, "ncx", (300, 512), torch.float32), default, "backward[non-contiguous grad_output]"))
+        add("backward[zeros in x]", "backward", self._check_backward_at_zero)
+        add("backward[empty]", "backward", lambda ctx: self._expect_backward(
+            ctx, torch.empty(0, 3, device="cuda"), torch.empty(0, 3, device="cuda"), default, "backward[empty]"))
+        add("backward[own kernel ran]", "backward", self._check_own_backward)
+        add("input_checks[cpu tensor]", "input_checks", lambda ctx: expect_error(
+            self._fn(ctx), torch.randn(8), default, names=("x",), what="a CPU tensor"), needs_gpu=False)
+        add("input_checks[integer dtype]", "input_checks", lambda ctx: expect_error(
+            self._fn(ctx), torch.ones(8, dtype=torch.int32, device="cuda"), default, names=("x",), what="an int32 tensor"))
+        add("input_checks[grad shape]", "input_checks", lambda ctx: expect_error(
+            self._bwd(ctx), torch.ones(7, device="cuda"), torch.ones(8, device="cuda"), default,
+            names=("grad_output",), what="grad_output of another shape than x"))
+        add("input_checks[grad dtype]", "input_checks", lambda ctx: expect_error(
+            self._bwd(ctx), torch.ones(8, device="cuda", dtype=torch.float64), torch.ones(8, device="cuda"), default,
+            names=("grad_output",), what="grad_output of another dtype than x"))
+        add("autograd[gradcheck float64]", "autograd", self._check_gradcheck)
+        add("autograd[opcheck]", "autograd", self._check_opcheck)
+        return checks
+
+    def _check_own_forward(self, ctx: Context) -> None:
+        x = self._rand(ctx, "own", (1 << 20,), torch.float32)
+        assert_own_kernels(lambda: self._fn(ctx)(x, self.param_values[0]), self.kernels, "forward")
+
+    def _check_own_backward(self, ctx: Context) -> None:
+        g = self._rand(ctx, "ownb", (1 << 20,), torch.float32)
+        x = self._rand(ctx, "ownx", (1 << 20,), torch.float32)
+        assert_own_kernels(lambda: self._bwd(ctx)(g, x, self.param_values[0]), self.backward_kernels, "backward")
+
+    def _check_noncontiguous(self, ctx: Context) -> None:
+        base = self._rand(ctx, "noncontig", (300, 512), torch.float32)
+        self._expect_forward(ctx, base.t(), self.param_values[0], "forward[transposed x]")
+        self._expect_forward(ctx, base[:, ::3], self.param_values[0], "forward[strided x[:, ::3]]")
+
+    def _check_empty(self, ctx: Context) -> None:
+        for shape in ((0,), (3, 0, 2)):
+            x = torch.empty(shape, device="cuda")
+            y = self._fn(ctx)(x, self.param_values[0])
+            torch.cuda.synchronize()
+            if tuple(y.shape) != shape:
+                raise CheckFailure(f"forward[empty]: shape {tuple(y.shape)}, expected {shape}")
+
+    def _check_writes_every_element(self, ctx: Context) -> None:
+        """Run twice on inputs whose results differ everywhere, poisoning memory in between: an
+        output slot left unwritten shows up as NaN or as the first run's value."""
+        x = self._rand(ctx, "poison", (1 << 20) + 3, torch.float32)
+        first = self._fn(ctx)(x, self.param_values[0])
+        del first
+        poison(torch.empty((1 << 22,), device="cuda"))  # the allocator hands this memory out next
+        x2 = -x
+        self._expect_forward(ctx, x2, self.param_values[0], "forward[output poisoned]")
+
+    def _check_large(self, ctx: Context) -> None:
+        import pytest
+
+        free, _ = torch.cuda.mem_get_info()
+        if free < 3 * LARGE_ELEMENTS * 2 + (2 << 30):
+            pytest.skip(f"needs {3 * LARGE_ELEMENTS * 2 / 2**30:.0f} GiB of free GPU memory")
+        g = ctx.generator("large")
+        x = torch.empty(LARGE_ELEMENTS, dtype=torch.float16, device="cuda")
+        x.normal_(0, self.input_scale, generator=g)
+        y = self._fn(ctx)(x, self.param_values[0])
+        torch.cuda.synchronize()
+        chunk = 1 << 28
+        # the end is where a 32-bit index goes wrong; check it first for a clear message
+        starts = [LARGE_ELEMENTS - chunk] + list(range(0, LARGE_ELEMENTS, chunk))
+        for start in starts:
+            xs, ys = x[start : start + chunk], y[start : start + chunk]
+            expected = self.reference(xs.to(torch.float64), self.param_values[0])
+            assert_close(ys, expected, ELEMENTWISE_TOL[torch.float16], f"forward[>2^31 elements, from {start}]")
+
+    def _check_backward_at_zero(self, ctx: Context) -> None:
+        x = self._rand(ctx, "zeros", (4096,), torch.float32)
+        x[::7] = 0.0
+        g = self._rand(ctx, "zerosg", (4096,), torch.float32, 1.0)
+        self._expect_backward(ctx, g, x, self.param_values[0], "backward[x with exact zeros]")
+
+    def _check_gradcheck(self, ctx: Context) -> None:
+        x = self._rand(ctx, "gradcheck", (64,), torch.float64, 1.0)
+        x = torch.where(x.abs() < 0.05, x + 0.1, x).requires_grad_()  # keep off the kink at 0
+        fn = self._fn(ctx)
+        for p in self.param_values[:2]:
+            try:
+                ok = torch.autograd.gradcheck(lambda t: fn(t, p), (x,), eps=1e-6, atol=1e-5)
+            except Exception as e:
+                raise CheckFailure(f"gradcheck with {self.param}={p}: {str(e).splitlines()[0]}") from None
+            if not ok:
+                raise CheckFailure(f"gradcheck with {self.param}={p} failed")
+
+    def _check_opcheck(self, ctx: Context) -> None:
+        op = getattr(ctx.module.lib.ops, self.op)
+        x = self._rand(ctx, "opcheck", (5, 33), torch.float32).requires_grad_()
+        try:
+            torch.library.opcheck(op, (x, self.param_values[0]))
+        except Exception as e:
+            raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    # --- speed ---------------------------------------------------------------------------------
+    def benchmark(self) -> Benchmark:
+        n = 2**28
+        p = self.param_values[0]
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            return (torch.randn(n, generator=g, device="cuda") * self.input_scale,)
+
+        def verify(out, inputs):
+            x = inputs[0][: 1 << 22]
+            assert_close(out[: 1 << 22], self.reference(x.to(torch.float64), p), ELEMENTWISE_TOL[torch.float32],
+                         "a timed output")
+
+        return Benchmark(
+            label="fp32, 2^28 elements",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: getattr(mod, self.op)(inp[0], p),
+            baseline=lambda inp: self.baseline(inp[0], p),
+            work=2 * 4 * n,  # read x once, write y once
+            verify=verify,
+        )

@@ -1,0 +1,44 @@
+import torch
+import torch.nn.functional as F
+
+from grader.checks import ELEMENTWISE_TOL, assert_close
+from grader.spec import Check
+from grader.specs.activation import ActivationSpec
+
+
+def _grad(g: torch.Tensor, x: torch.Tensor, alpha: float) -> torch.Tensor:
+    return torch.where(x > 0, g, g * alpha * torch.exp(x))
+
+
+class EluSpec(ActivationSpec):
+    def checks(self) -> list[Check]:
+        return super().checks() + [Check("forward[accurate near zero]", "forward", self._check_near_zero)]
+
+    def _check_near_zero(self, ctx) -> None:
+        """alpha * (exp(x) - 1) cancels catastrophically for small |x| (relative error ~1e-3 at
+        x = -1e-4 in float); expm1 does not. The elementwise fp32 tolerance (1e-5) tells them apart."""
+        g = ctx.generator("near zero")
+        x = -torch.rand(100_000, generator=g, device="cuda") * 1e-3
+        for alpha in self.param_values[:2]:
+            y = self._fn(ctx)(x, alpha)
+            torch.cuda.synchronize()
+            assert_close(y, self.reference(x.double(), alpha), ELEMENTWISE_TOL[torch.float32],
+                         f"forward[x in (-1e-3, 0], alpha={alpha}] (hint: expm1)")
+
+
+SPEC = EluSpec(
+    exercise="02_elu",
+    title="ELU(alpha)",
+    module="elu.py",
+    points={"forward": 4, "backward": 2, "input_checks": 1, "autograd": 1, "performance": 2},
+    perf_requires=("forward",),
+    solution_vs_baseline=1.0,
+    op="elu",
+    param="alpha",
+    param_values=(1.0, 0.5, 2.5, 0.0),
+    reference=lambda x, a: F.elu(x, a),
+    reference_grad=_grad,
+    kernels=("elu_kernel",),
+    backward_kernels=("elu_backward_kernel",),
+    baseline=lambda x, a: F.elu(x, a),
+)

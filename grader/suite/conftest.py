@@ -1,0 +1,101 @@
+"""The grading suite for one exercise folder, run by the grader in its own process:
+
+    python -m pytest grader/suite --exercise-dir exercises/01_leaky_relu [--results out.json]
+
+Each of the spec's checks is one parametrized test; `test_performance` times the op last.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from grader import env
+
+env.configure()
+
+from grader import spec as specs  # noqa: E402
+from grader.results import ResultsRecorder  # noqa: E402
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("course grading")
+    group.addoption("--exercise-dir", help="the exercise folder to grade")
+    group.addoption("--seed", type=int, default=int(os.environ.get("COURSE_SEED", "0") or 0),
+                    help="base seed of every random input (printed by the grader; replay with it)")
+    group.addoption("--results", help="write each test's outcome here as JSON, as the run goes")
+    group.addoption("--reference-dir", help="the reference solution's folder, timed beside the exercise")
+
+
+def pytest_configure(config):
+    for s in specs.all_specs():
+        config.addinivalue_line("markers", f"{s.marker}: exercise {s.exercise}")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
+    if config.getoption("--results"):
+        config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results"))), "course-results")
+
+
+def _spec(config):
+    exercise_dir = config.getoption("--exercise-dir")
+    if not exercise_dir:
+        raise pytest.UsageError("--exercise-dir is required")
+    return specs.by_exercise(Path(exercise_dir).resolve().name)
+
+
+def pytest_generate_tests(metafunc):
+    if "check" in metafunc.fixturenames:
+        checks = _spec(metafunc.config).checks()
+        metafunc.parametrize("check", checks, ids=[c.name for c in checks])
+
+
+def pytest_collection_modifyitems(config, items):
+    spec = _spec(config)
+    for item in items:
+        item.add_marker(getattr(pytest.mark, spec.marker))
+        check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+        if check is None or check.needs_gpu:
+            item.add_marker(pytest.mark.gpu)
+
+
+@pytest.fixture(scope="session")
+def spec(request) -> specs.Spec:
+    return _spec(request.config)
+
+
+def _load(exercise_dir: Path, spec: specs.Spec):
+    try:
+        return specs.import_exercise_module(exercise_dir, spec), None
+    except Exception as e:  # a build error or an exception in the student's Python
+        return None, f"{type(e).__name__}: {str(e).split(chr(10) + 'Exception raised from')[0]}"
+
+
+@pytest.fixture(scope="session")
+def ctx(request, spec) -> specs.Context:
+    exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
+    module, error = _load(exercise_dir, spec)
+    if error:
+        pytest.fail(f"could not load {spec.module}: {error}", pytrace=False)
+    return specs.Context(module=module, seed=request.config.getoption("--seed"), exercise_dir=exercise_dir)
+
+
+@pytest.fixture(scope="session")
+def reference_module(request, spec):
+    """The reference solution's module, or None (a student release has no solutions/)."""
+    ref = request.config.getoption("--reference-dir")
+    if not ref or not Path(ref).exists():
+        return None
+    module, error = _load(Path(ref).resolve(), spec)
+    if error:
+        pytest.fail(f"the reference solution failed to load: {error}", pytrace=False)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def _needs_gpu(request):
+    if request.node.get_closest_marker("gpu"):
+        import torch
+
+        if not torch.cuda.is_available():
+            pytest.skip("no CUDA GPU on this machine: GPU checks skipped")

@@ -1,0 +1,118 @@
+// Exercise 02: ELU forward and backward kernels and their launchers.
+//
+// The grid-stride loops and launchers are as in exercise 01; this exercise is about the math.
+// This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
+// Tensors, dtype dispatch and op registration live in elu.cpp.
+#include <course/cuda.cuh>
+
+#include "elu.h"
+
+namespace {
+
+// exp(x) - 1 without the cancellation of computing exp(x) first: for |x| << 1, exp(x) rounds to
+// 1 + (a few ulps), and subtracting 1 leaves mostly rounding error.
+__device__ __forceinline__ float expm1_of(float x) { return expm1f(x); }
+__device__ __forceinline__ double expm1_of(double x) { return expm1(x); }
+__device__ __forceinline__ float exp_of(float x) { return expf(x); }
+__device__ __forceinline__ double exp_of(double x) { return exp(x); }
+
+// The activation and its derivative for one element, in opmath (float for half types).
+template <typename opmath>
+__device__ __forceinline__ opmath elu_value(opmath x, opmath alpha) {
+  // BEGIN SOLUTION
+  // TODO: return x where x > 0, alpha * (e^x - 1) elsewhere, accurately also for x close to 0.
+  // STUB: return opmath(0);  // a placeholder so the stub compiles; every check fails on it
+  return x > opmath(0) ? x : alpha * expm1_of(x);
+  // END SOLUTION
+}
+
+// d/dx ELU = 1 for x > 0, alpha * e^x elsewhere.
+template <typename opmath>
+__device__ __forceinline__ opmath elu_grad(opmath grad_y, opmath x, opmath alpha) {
+  // BEGIN SOLUTION
+  // TODO: return grad_y times the derivative of ELU at x.
+  // STUB: return opmath(0);
+  return x > opmath(0) ? grad_y : grad_y * alpha * exp_of(x);
+  // END SOLUTION
+}
+
+// 1D grid-stride loop: thread t handles 16-byte vectors t, t + stride, ...; then the n % V tail
+// elements (or all of them, when a pointer is not 16-byte aligned) one at a time.
+template <typename scalar_t>
+__global__ void elu_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n,
+                                  course::opmath_t<scalar_t> alpha) {
+  using opmath = course::opmath_t<scalar_t>;
+  constexpr int V = course::kVec16<scalar_t>;
+  using Vec = course::Vec<scalar_t, V>;
+  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t n_vec = course::is_aligned16(x, y) ? n / V : 0;
+  for (int64_t i = first; i < n_vec; i += stride) {
+    Vec v = reinterpret_cast<const Vec*>(x)[i];
+#pragma unroll
+    for (int k = 0; k < V; ++k) v.v[k] = elu_value<opmath>(v.v[k], alpha);
+    reinterpret_cast<Vec*>(y)[i] = v;
+  }
+  for (int64_t i = n_vec * V + first; i < n; i += stride) {
+    y[i] = elu_value<opmath>(x[i], alpha);
+  }
+}
+
+// Same geometry as elu_kernel, reading two inputs per element.
+template <typename scalar_t>
+__global__ void elu_backward_kernel(const scalar_t* __restrict__ grad_y, const scalar_t* __restrict__ x,
+                                           scalar_t* __restrict__ grad_x, int64_t n,
+                                           course::opmath_t<scalar_t> alpha) {
+  using opmath = course::opmath_t<scalar_t>;
+  constexpr int V = course::kVec16<scalar_t>;
+  using Vec = course::Vec<scalar_t, V>;
+  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t n_vec = course::is_aligned16(grad_y, x, grad_x) ? n / V : 0;
+  for (int64_t i = first; i < n_vec; i += stride) {
+    Vec g = reinterpret_cast<const Vec*>(grad_y)[i];
+    const Vec v = reinterpret_cast<const Vec*>(x)[i];
+#pragma unroll
+    for (int k = 0; k < V; ++k) g.v[k] = elu_grad<opmath>(g.v[k], v.v[k], alpha);
+    reinterpret_cast<Vec*>(grad_x)[i] = g;
+  }
+  for (int64_t i = n_vec * V + first; i < n; i += stride) {
+    grad_x[i] = elu_grad<opmath>(grad_y[i], x[i], alpha);
+  }
+}
+
+constexpr int kThreads = 256;
+
+// Threads needed to give each one 16-byte vector (the grid-stride loop covers the rest).
+template <typename scalar_t>
+unsigned blocks_for(int64_t n) {
+  return course::grid_for(course::ceil_div<int64_t>(n, course::kVec16<scalar_t>), kThreads);
+}
+
+}  // namespace
+
+template <typename scalar_t>
+void elu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double alpha, cudaStream_t stream) {
+  if (n == 0) return;
+  elu_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads, 0, stream>>>(
+      x, y, n, static_cast<course::opmath_t<scalar_t>>(alpha));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename scalar_t>
+void elu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, scalar_t* grad_x, int64_t n,
+                              double alpha, cudaStream_t stream) {
+  if (n == 0) return;
+  elu_backward_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads, 0, stream>>>(
+      grad_y, x, grad_x, n, static_cast<course::opmath_t<scalar_t>>(alpha));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The binding file dispatches on dtype; these are the types it may ask for.
+#define INSTANTIATE(T)                                                                                   \
+  template void elu_forward_cuda<T>(const T*, T*, int64_t, double, cudaStream_t);               \
+  template void elu_backward_cuda<T>(const T*, const T*, T*, int64_t, double, cudaStream_t);
+INSTANTIATE(float)
+INSTANTIATE(double)
+INSTANTIATE(c10::Half)
+INSTANTIATE(c10::BFloat16)

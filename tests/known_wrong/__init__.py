@@ -1,0 +1,55 @@
+"""Known-wrong submissions: the grader's own regression suite.
+
+Each module `exNN_name.py` here lists VARIANTS of that exercise's reference solution, each made by
+exact text replacements in the solution's files (so a variant breaks loudly if the solution drifts),
+with the groups it must lose and the words the grader's reason must contain.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.env import REPO
+
+
+@dataclass
+class Variant:
+    exercise: str  # e.g. "01_leaky_relu"
+    name: str  # e.g. "empty_kernel"
+    description: str
+    edits: dict[str, list[tuple[str, str]]]  # file -> [(old text, new text)], each old text must occur
+    loses: set[str]  # groups that must earn 0 points; every other group keeps full points
+    reason: str = ""  # a phrase the grader's reason for the first lost group must contain
+    status: str = "graded"  # or "build failed", "crashed", "timed out"
+    keeps: set[str] | None = None  # groups that must keep full points (default: all others)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.exercise}/{self.name}"
+
+    def materialize(self, root: Path) -> Path:
+        """Write the variant as `root/<exercise>/` (a folder laid out like exercises/)."""
+        src = REPO / "solutions" / self.exercise
+        dst = root / self.exercise
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        for file, replacements in self.edits.items():
+            path = dst / file
+            text = path.read_text()
+            for old, new in replacements:
+                if text.count(old) < 1:
+                    raise ValueError(f"{self.id}: the text to replace is not in {file}: {old[:80]!r}")
+                text = text.replace(old, new)
+            path.write_text(text)
+        return dst
+
+
+def all_variants() -> list[Variant]:
+    variants = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("ex"):
+            variants += importlib.import_module(f"{__name__}.{info.name}").VARIANTS
+    return variants

@@ -1,0 +1,39 @@
+from tests.known_wrong import Variant
+
+EX = "01_leaky_relu"
+FORWARD_VEC = "for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], negative_slope);"
+FORWARD_TAIL = "y[i] = leaky_relu_value<opmath>(x[i], negative_slope);"
+
+VARIANTS = [
+    Variant(EX, "empty_kernel", "the forward kernel body does nothing",
+            {"leaky_relu.cu": [(FORWARD_VEC, ""), (FORWARD_TAIL, "")]},
+            loses={"forward", "performance"}, reason="elements wrong"),
+    Variant(EX, "off_by_one", "the scalar tail loop stops one element early",
+            {"leaky_relu.cu": [("for (int64_t i = n_vec * V + first; i < n; i += stride) {\n    y[i]",
+                                "for (int64_t i = n_vec * V + first; i < n - 1; i += stride) {\n    y[i]")]},
+            loses={"forward", "performance"}, reason="got nan"),
+    Variant(EX, "slope_ignored", "the forward launcher passes a hard-coded 0.01 instead of negative_slope",
+            {"leaky_relu.cu": [("x, y, n, static_cast<course::opmath_t<scalar_t>>(negative_slope));",
+                                "x, y, n, static_cast<course::opmath_t<scalar_t>>(0.01));")]},
+            loses={"forward", "performance"}, reason="negative_slope="),
+    Variant(EX, "fp16_arithmetic", "the forward computes in float16 whatever the input dtype",
+            {"leaky_relu.cu": [(FORWARD_VEC, "for (int k = 0; k < V; ++k) v.v[k] = static_cast<scalar_t>(static_cast<float>("
+                                             "leaky_relu_value<c10::Half>(v.v[k], negative_slope)));"),
+                               (FORWARD_TAIL, "y[i] = static_cast<scalar_t>(static_cast<float>("
+                                              "leaky_relu_value<c10::Half>(x[i], negative_slope)));")]},
+            loses={"forward", "performance"}, reason="float32"),
+    Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.leaky_relu",
+            {"leaky_relu.py": [("return lib.ops.leaky_relu(x, float(negative_slope))",
+                                "return torch.nn.functional.leaky_relu(x, float(negative_slope))")]},
+            loses={"forward", "performance", "autograd"}, reason="other than this exercise's own"),
+    Variant(EX, "no_input_checks", "check_input accepts anything",
+            {"leaky_relu.cpp": [("  course::check_cuda(t, name);\n  course::check_dtype(t, {at::kHalf, at::kBFloat16, at::kFloat, at::kDouble}, name);\n", "")]},
+            loses={"input_checks"}, reason="a CPU tensor"),
+    Variant(EX, "compile_error", "a syntax error in the kernel file",
+            {"leaky_relu.cu": [("if (n == 0) return;\n  leaky_relu_kernel", "if (n == 0) return\n  leaky_relu_kernel")]},
+            loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="build failed",
+            reason="error"),
+    Variant(EX, "segfault", "the launcher dereferences a null host pointer",
+            {"leaky_relu.cu": [("if (n == 0) return;\n  leaky_relu_kernel", "if (n == 0) return;\n  *(volatile int*)nullptr = 1;\n  leaky_relu_kernel")]},
+            loses={"forward", "backward", "input_checks", "autograd", "performance"}, reason="SIGSEGV"),
+]
