@@ -12,8 +12,9 @@ keeps its markers and TODO lines, gains a line giving the reference's size, and 
 A Python region with no STUB line gets `raise NotImplementedError(...)`. Nested, unterminated and
 stray END markers are errors. Files without regions are copied unchanged.
 
-    python -m grader.stubs            write exercises/
-    python -m grader.stubs --check    exit 1 if exercises/ differs from what would be written
+    python -m grader.stubs                write exercises/
+    python -m grader.stubs --ex 03 04     rewrite only those exercise folders
+    python -m grader.stubs --check        exit 1 if exercises/ differs from what would be written
 """
 from __future__ import annotations
 
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only report differences")
     parser.add_argument("--force", action="store_true", help="overwrite uncommitted changes in exercises/")
+    parser.add_argument("--ex", nargs="*", default=[], help="only these exercise folders (numbers or names)")
     args = parser.parse_args(argv)
     if args.check:
         problems = check()
@@ -173,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             print(p)
         print("exercises/ is in sync with solutions/" if not problems else "run `make exercises` to regenerate")
         return 1 if problems else 0
+    if args.ex:
+        return _regenerate_some(args.ex)
     edits = _student_edits()
     if edits and not args.force:
         print("exercises/ has uncommitted changes; regenerating would overwrite them:", *edits, sep="\n  ")
@@ -185,6 +189,26 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(EXERCISES)
         shutil.copytree(generated, EXERCISES)
     print(f"wrote {sum(1 for p in EXERCISES.rglob('*') if p.is_file())} files under exercises/")
+    return 0
+
+
+def _regenerate_some(names: list[str]) -> int:
+    folders = [d for d in sorted(SOLUTIONS.iterdir()) if d.is_dir()
+               and any(d.name == n or d.name.split("_", 1)[0] == n.zfill(2) for n in names)]
+    if not folders:
+        print(f"no solutions/ folder matches {names}")
+        return 1
+    for folder in folders:
+        with tempfile.TemporaryDirectory() as tmp:
+            staging = Path(tmp) / "solutions" / folder.name
+            shutil.copytree(folder, staging)
+            generated = Path(tmp) / "exercises"
+            generate(staging.parent, generated)
+            target = EXERCISES / folder.name
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(generated / folder.name, target)
+        print(f"wrote exercises/{folder.name}")
     return 0
 
 
