@@ -1,0 +1,49 @@
+# The course's commands. Each sets up its own environment (scripts/bootstrap.sh) on first use.
+#
+#   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs)
+#   make grade TARGET=solutions     grade the reference solutions
+#   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
+#   make test                       the repository's own tests (GPU tests skip without a GPU)
+#   make bench                      time every reference kernel beside PyTorch and the hardware limit
+#   make exercises                  regenerate exercises/ from solutions/ (FORCE=1 to overwrite edits)
+#   make notebooks                  the nbgrader student release of the notebooks
+#   make clean                      remove builds and reports
+
+TARGET ?= exercises
+EX ?=
+SEED ?=
+K ?=
+SUBMISSIONS ?=
+FORCE ?=
+PYTEST_ARGS ?=
+
+export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
+PY = py=$$(scripts/bootstrap.sh) || exit 1;
+
+GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)")
+
+.PHONY: grade test bench exercises notebooks clean
+
+grade:
+	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
+	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS); \
+	else \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS); \
+	fi
+
+# pytest exits 5 when it collected no test: that must fail, not pass silently.
+test:
+	@$(PY) $$py -m pytest tests $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
+
+bench:
+	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX))
+
+exercises:
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force)
+
+notebooks:
+	@$(PY) $$py -m grader.notebooks release
+
+clean:
+	rm -rf .build grade-report bench-report notebooks/release
