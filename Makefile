@@ -3,7 +3,7 @@
 #   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
-#   make test                       the repository's own tests (GPU tests skip without a GPU)
+#   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows)
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
 #   make exercises                  regenerate exercises/ from solutions/ (FORCE=1 to overwrite edits)
 #   make notebooks                  the nbgrader student release of the notebooks
@@ -33,7 +33,7 @@ grade:
 
 # pytest exits 5 when it collected no test: that must fail, not pass silently.
 test:
-	@$(PY) $$py -m pytest tests $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) EX="$(EX)" $$py -m pytest tests $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 bench:

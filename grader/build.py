@@ -70,8 +70,9 @@ def sources_of(exercise_dir: Path) -> list[Path]:
 
 
 def _fingerprint(exercise_dir: Path, namespace: str) -> str:
-    """Hash of everything that changes the built library: sources, headers, flags, toolchain."""
-    import torch
+    """Hash of everything that changes the built library: sources, headers, flags, toolchain.
+    Cheap (no torch import), so checking hundreds of folders' caches takes no time."""
+    from importlib.metadata import version
 
     h = hashlib.sha256()
     files = [p for p in sorted(exercise_dir.iterdir()) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
@@ -79,7 +80,7 @@ def _fingerprint(exercise_dir: Path, namespace: str) -> str:
     for p in files:
         if p.is_file():
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    config = [namespace, torch.__version__, os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *CUDA_FLAGS, *CXX_FLAGS]
+    config = [namespace, version("torch"), os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *CUDA_FLAGS, *CXX_FLAGS]
     h.update("\0".join(config).encode())
     return h.hexdigest()
 
@@ -119,6 +120,18 @@ class _BuildLock:
     def __exit__(self, *exc):
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
+
+
+def cached(exercise_dir: str | Path) -> BuildResult | None:
+    """The result of an up-to-date earlier build of this folder, or None if it must be (re)built."""
+    env.configure()
+    exercise_dir = Path(exercise_dir).resolve()
+    namespace = namespace_for(exercise_dir)
+    out_dir = build_dir_for(exercise_dir)
+    library, stamp = out_dir / f"{namespace}.so", out_dir / "fingerprint"
+    if library.exists() and stamp.exists() and stamp.read_text() == _fingerprint(exercise_dir, namespace):
+        return BuildResult(str(exercise_dir), namespace, ok=True, library=str(library), cached=True)
+    return None
 
 
 def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) -> BuildResult:

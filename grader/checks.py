@@ -140,8 +140,11 @@ def expect_error(fn, *args, names: tuple[str, ...] = (), what: str = "") -> str:
         fn(*args)
     except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
         msg = str(e).split("\nException raised from")[0].strip()
+    else:
+        msg = None
+    if msg is not None:
         if "not implemented yet" in msg:
-            raise CheckFailure(f"{what}: {msg}") from None
+            raise CheckFailure(f"{what}: {msg}")
         if names and not any(n in msg for n in names):
             raise CheckFailure(f"{what}: raised an error that does not name the argument ({', '.join(names)}): {msg[:200]}")
         return msg

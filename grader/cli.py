@@ -17,9 +17,10 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 
-from grader import env
+from grader import build, env
 from grader.report import markdown, table
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise
@@ -53,6 +54,9 @@ def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
     child["MAX_JOBS"] = str(max(1, cores // max(1, jobs)))  # ninja's parallelism inside one build
 
     def one(d: Path) -> tuple[Path, dict]:
+        hit = build.cached(d)
+        if hit is not None:
+            return d, asdict(hit)
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             cmd = [sys.executable, "-m", "grader.build", str(d), "--json", out.name]
             start = time.perf_counter()

@@ -31,10 +31,15 @@ def reasons(row: dict) -> list[str]:
     """One line per group that lost points, the reason first-hand."""
     if row["status"] != "graded":
         return [f"{row['status']}: {row['error']}"]
-    out = []
+    out, skipped = [], []
     for group, g in row["groups"].items():
-        if g["points"] < g["max"] and g["reason"]:
+        if g["state"] == "skipped":
+            skipped.append(group)
+        elif g["points"] < g["max"] and g["reason"]:
             out.append(f"{group} ({_fmt_points(g['points'])}/{g['max']}): {g['reason']}")
+    if skipped:
+        why = row["groups"][skipped[0]]["reason"].split(": ", 1)[-1]
+        out.append(f"not graded here: {', '.join(skipped)} ({why})")
     return out
 
 

@@ -44,6 +44,10 @@ class Benchmark:
     verify: Callable[[object, tuple], None] | None = None  # re-check a timed output
     input_sets: int = 2  # rotated so repeated calls never hit a warm cache
     setup: Callable[[], Callable[[], None]] | None = None  # set modes (e.g. TF32 off); returns an undo
+    # for the roofline chart of `make bench`: the other quantity (FLOPs of a "B" benchmark, fewest
+    # bytes moved of a "FLOP" one); None leaves the exercise off the chart
+    flops: float | None = None
+    min_bytes: float | None = None
 
 
 @dataclass
@@ -77,6 +81,11 @@ class Spec:
 
     def benchmark(self) -> Benchmark | None:
         return None
+
+    def versions(self) -> dict[str, Callable[[ModuleType, tuple], object]]:
+        """The reference's numbered versions for `make bench` (name -> call); default: the op."""
+        bench = self.benchmark()
+        return {"reference": bench.call} if bench else {}
 
 
 @dataclass

@@ -35,6 +35,7 @@ class ActivationSpec(Spec):
     kernels: tuple[str, ...] = ()  # names of the exercise's forward kernels (fixed by the given code)
     backward_kernels: tuple[str, ...] = ()
     input_scale: float = 3.0
+    flops_per_element: float = 1.0  # a compare and a multiply, counted as one
 
     # --- helpers -------------------------------------------------------------------------------
     def _fn(self, ctx: Context):
@@ -87,7 +88,7 @@ class ActivationSpec(Spec):
             ctx, self._rand(ctx, "unaligned", (4097,), torch.float16)[1:], default, "forward[unaligned view x[1:]]"))
         add("forward[empty]", "forward", self._check_empty)
         add("forward[output poisoned]", "forward", self._check_writes_every_element)
-        add("forward[>2^31 elements]", "forward", self._check_large)
+        add("forward[huge]", "forward", self._check_large)
         add("forward[own kernel ran]", "forward", self._check_own_forward)
         for dtype in DTYPES:
             for shape in ((1,), (257,), (1_000_003,), (3, 1024, 257)):
@@ -170,7 +171,7 @@ class ActivationSpec(Spec):
         for start in starts:
             xs, ys = x[start : start + chunk], y[start : start + chunk]
             expected = self.reference(xs.to(torch.float64), self.param_values[0])
-            assert_close(ys, expected, ELEMENTWISE_TOL[torch.float16], f"forward[>2^31 elements, from {start}]")
+            assert_close(ys, expected, ELEMENTWISE_TOL[torch.float16], f"forward[huge: 2^31+7 float16 elements, from index {start}]")
 
     def _check_backward_at_zero(self, ctx: Context) -> None:
         x = self._rand(ctx, "zeros", (4096,), torch.float32)
@@ -219,5 +220,6 @@ class ActivationSpec(Spec):
             call=lambda mod, inp: getattr(mod, self.op)(inp[0], p),
             baseline=lambda inp: self.baseline(inp[0], p),
             work=2 * 4 * n,  # read x once, write y once
+            flops=self.flops_per_element * n,
             verify=verify,
         )

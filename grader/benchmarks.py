@@ -1,0 +1,243 @@
+"""`make bench`: every exercise's reference kernels beside PyTorch and the device's limits.
+
+Each exercise is timed in its own process (a fault in one costs only its row) with the harness
+that grading uses (grader.bench). The device's limits (copy bandwidth; strict-fp32 cuBLAS) are
+measured in the same run. Writes bench-report/results.{json,md} and PNG plots.
+
+    python -m grader.benchmarks [--ex 01 02] [--out bench-report]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from grader import env
+
+# ---------------------------------------------------------------------------- one exercise (child)
+
+
+def bench_one(exercise: str) -> dict:
+    import torch
+
+    from grader.bench import L2Flusher, time_fn
+    from grader.spec import by_exercise, import_exercise_module
+
+    spec = by_exercise(exercise)
+    bench = spec.benchmark()
+    module = import_exercise_module(env.REPO / "solutions" / spec.exercise, spec)
+    undo = bench.setup() if bench.setup else None
+    try:
+        flush = L2Flusher()
+        inputs = [bench.make_inputs(1000 + i) for i in range(bench.input_sets)]
+        rows = []
+        for name, call in spec.versions().items():
+            t = time_fn(lambda inp, call=call: call(module, inp), inputs, flush=flush)
+            rows.append({"version": name, "time_s": t.median_s, "rate": t.rate(bench.work), "samples": t.samples})
+        base = time_fn(bench.baseline, inputs, flush=flush)
+        rows.append({"version": "PyTorch", "time_s": base.median_s, "rate": base.rate(bench.work), "samples": base.samples})
+    finally:
+        if undo:
+            undo()
+    result = {"exercise": spec.exercise, "title": spec.title, "label": bench.label, "unit": bench.unit,
+              "work": bench.work, "flops": bench.flops, "min_bytes": bench.min_bytes, "rows": rows}
+    extra = getattr(importlib.import_module(_spec_module_name(spec)), "extra_report", None)
+    if extra is not None:
+        try:
+            result["extra"] = extra()
+        except Exception as e:  # an extra report must not cost the main numbers
+            result["extra"] = {"error": f"{type(e).__name__}: {e}"}
+    torch.cuda.synchronize()
+    return result
+
+
+def _spec_module_name(spec) -> str:
+    return f"grader.specs.ex{spec.exercise}"
+
+
+def limits() -> dict:
+    from grader.bench import L2Flusher, copy_bandwidth, matmul_flops
+
+    flush = L2Flusher()
+    return {"copy_bandwidth": copy_bandwidth(2 << 30, flush=flush), "fp32_matmul": matmul_flops(8192, flush=flush)}
+
+
+def system_info() -> dict:
+    import torch
+
+    info = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name(),
+            "sms": torch.cuda.get_device_properties(0).multi_processor_count}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        info["driver"] = out.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        info["driver"] = "?"
+    return info
+
+
+# ---------------------------------------------------------------------------- the run (parent)
+
+
+def _child(args: list[str], timeout: float = 600) -> dict:
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [sys.executable, "-m", "grader.benchmarks", *args, "--child-json", out.name]
+        proc = subprocess.run(cmd, cwd=env.REPO, capture_output=True, text=True, timeout=timeout)
+        try:
+            return json.loads(Path(out.name).read_text())
+        except ValueError:
+            return {"error": (proc.stderr or proc.stdout)[-2000:] or f"exit code {proc.returncode}"}
+
+
+def fmt_rate(rate: float, unit: str) -> str:
+    return f"{rate / 1e9:,.0f} GB/s" if unit == "B" else f"{rate / 1e12:,.2f} TFLOP/s"
+
+
+def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
+    """The terminal table and the Markdown page."""
+    lines = [f"{info['gpu']} · driver {info['driver']} · CUDA {info['cuda']} · cuDNN {info['cudnn']} · "
+             f"torch {info['torch']} · {info['date']}",
+             f"limits measured in this run: copy {fmt_rate(lim['copy_bandwidth'], 'B')}, "
+             f"strict-fp32 cuBLAS {fmt_rate(lim['fp32_matmul'], 'FLOP')}", ""]
+    md = ["# Benchmarks", "", f"- device: {info['gpu']} ({info['sms']} SMs), driver {info['driver']}",
+          f"- software: torch {info['torch']}, CUDA {info['cuda']}, cuDNN {info['cudnn']}",
+          f"- date: {info['date']}",
+          f"- limits measured in the same run: device-to-device copy {fmt_rate(lim['copy_bandwidth'], 'B')} "
+          f"(bytes read + written), strict-fp32 cuBLAS 8192^3 {fmt_rate(lim['fp32_matmul'], 'FLOP')}", "",
+          "Median of many runs, CUDA events, L2 flushed between runs, inputs rotated. Rates count the "
+          "fewest bytes the op must move (B) or its floating-point operations (FLOP).", "",
+          "| exercise | shape | version | time | throughput | vs PyTorch | of limit |",
+          "|---|---|---|---:|---:|---:|---:|"]
+    head = f"{'exercise':28s} {'version':14s} {'time':>10s} {'throughput':>16s} {'vs PyTorch':>10s} {'of limit':>8s}"
+    lines += [head, "-" * len(head)]
+    for r in results:
+        if "error" in r:
+            lines.append(f"{r.get('exercise', '?'):28s} ERROR {r['error'].splitlines()[-1][:80]}")
+            md.append(f"| {r.get('exercise', '?')} | | error | | | | |")
+            continue
+        limit = lim["copy_bandwidth"] if r["unit"] == "B" else lim["fp32_matmul"]
+        base = next(x for x in r["rows"] if x["version"] == "PyTorch")
+        for x in r["rows"]:
+            ratio = x["rate"] / base["rate"]
+            cells = (f"{x['time_s'] * 1e6:,.1f} us", fmt_rate(x["rate"], r["unit"]), f"{ratio:.2f}x",
+                     f"{x['rate'] / limit:.0%}")
+            lines.append(f"{r['exercise']:28s} {x['version']:14s} {cells[0]:>10s} {cells[1]:>16s} {cells[2]:>10s} {cells[3]:>8s}")
+            md.append(f"| {r['exercise']} | {r['label']} | {x['version']} | " + " | ".join(cells) + " |")
+        if r.get("extra"):
+            lines.append(f"{'':28s} extra: {json.dumps(r['extra'])[:200]}")
+    extras = [r for r in results if r.get("extra")]
+    if extras:
+        md += ["", "## More measurements", ""]
+        for r in extras:
+            md += [f"### {r['exercise']}", "", "```json", json.dumps(r["extra"], indent=1), "```", ""]
+    md += ["", "![throughput](throughput.png)", "", "![roofline](roofline.png)", ""]
+    return "\n".join(lines), "\n".join(md)
+
+
+def plot(results: list[dict], lim: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results if "rows" in r]
+    # 1) throughput per exercise, as a fraction of the device's limit for its kind of work
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(ok) + 2), 4.2))
+    versions = sorted({x["version"] for r in ok for x in r["rows"]}, key=lambda v: (v == "PyTorch", v))
+    width = 0.8 / max(1, len(versions))
+    for i, v in enumerate(versions):
+        xs, ys = [], []
+        for j, r in enumerate(ok):
+            limit = lim["copy_bandwidth"] if r["unit"] == "B" else lim["fp32_matmul"]
+            row = next((x for x in r["rows"] if x["version"] == v), None)
+            if row:
+                xs.append(j + i * width)
+                ys.append(100 * row["rate"] / limit)
+        ax.bar(xs, ys, width, label=v)
+    ax.axhline(100, color="k", lw=1, ls="--", label="device limit (measured)")
+    ax.set_xticks([j + width * (len(versions) - 1) / 2 for j in range(len(ok))])
+    ax.set_xticklabels([r["exercise"] for r in ok], rotation=20, ha="right")
+    ax.set_ylabel("% of the limit (copy bandwidth or fp32 cuBLAS)")
+    ax.set_title("Throughput of the reference kernels and PyTorch")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=120)
+    plt.close(fig)
+
+    # 2) roofline: achieved FLOP/s against arithmetic intensity, under the measured ceilings
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    bw, peak = lim["copy_bandwidth"], lim["fp32_matmul"]
+    import numpy as np
+
+    ai = np.logspace(-2, 3, 200)
+    ax.loglog(ai, np.minimum(bw * ai, peak) / 1e12, "k-", lw=1, label="roofline (measured)")
+    for r in ok:
+        flops = r["work"] if r["unit"] == "FLOP" else r.get("flops")
+        nbytes = r["work"] if r["unit"] == "B" else r.get("min_bytes")
+        if not flops or not nbytes:
+            continue
+        best = max((x for x in r["rows"] if x["version"] != "PyTorch"), key=lambda x: x["rate"])
+        seconds = best["time_s"]
+        ax.loglog([flops / nbytes], [flops / seconds / 1e12], "o", label=r["exercise"])
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of the fewest bytes moved)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("Roofline of the reference kernels")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "roofline.png", dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ex", nargs="*", default=[])
+    parser.add_argument("--out", type=Path, default=env.REPO / "bench-report")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--limits", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-json", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    env.configure()
+
+    if args.one or args.limits:
+        data = bench_one(args.one) if args.one else {"limits": limits(), "info": system_info()}
+        args.child_json.write_text(json.dumps(data))
+        return 0
+
+    if not env.gpu_present():
+        print("make bench needs a CUDA GPU; none here.")
+        return 1
+    from grader.spec import select
+
+    specs = [s for s in select(args.ex) if s.benchmark() is not None and (env.REPO / "solutions" / s.exercise).is_dir()]
+    from grader.cli import build_all
+
+    build_all([env.REPO / "solutions" / s.exercise for s in specs], jobs=4)
+    head = _child(["--limits"])
+    if "error" in head:
+        print(head["error"])
+        return 1
+    results = []
+    for s in specs:
+        print(f"timing {s.exercise} ...", flush=True)
+        r = _child(["--one", s.exercise])
+        r.setdefault("exercise", s.exercise)
+        results.append(r)
+    text, md = render(results, head["limits"], head["info"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps({**head, "results": results}, indent=1))
+    (args.out / "results.md").write_text(md)
+    plot(results, head["limits"], args.out)
+    print()
+    print(text)
+    print(f"\nwrote {args.out}/results.md, results.json, throughput.png, roofline.png")
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

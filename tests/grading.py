@@ -1,0 +1,70 @@
+"""Shared by the tests that build and grade real extensions: one home for these helpers."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from grader import env, spec
+from grader.cli import build_all, grade_target
+from grader.report import table
+from tests.known_wrong import Variant
+
+SOLUTIONS = env.REPO / "solutions"
+EXERCISES = env.REPO / "exercises"
+JOBS = max(1, (os.cpu_count() or 2) // 2)
+# `make test EX="01 02"` narrows the tests that build and grade to those exercises
+ONLY = os.environ.get("EX", "").replace(",", " ").split()
+
+
+def selected(names=None) -> list:
+    return spec.select(names or ONLY)
+
+
+def exercise_folders(root: Path) -> list[Path]:
+    names = {s.exercise for s in selected()}
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name in names)
+
+
+def quiet(*_args, **_kwargs):
+    pass
+
+
+def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234):
+    specs = selected(exercises)
+    return {row["exercise"]: row for row in grade_target(target, specs, seed=seed, timeout=timeout, jobs=JOBS,
+                                                         keyword=keyword, log=quiet)}
+
+
+def explain(rows) -> str:
+    return table(list(rows.values() if isinstance(rows, dict) else rows))
+
+
+def grade_variants(variants: list[Variant], root: Path, keyword: str | None, timeout: float = 600) -> dict[str, dict]:
+    """Materialize each variant as its own target folder, build them all in parallel, then grade
+    them several at a time (each in its own process). Returns variant id -> its exercise's row."""
+    targets = {v.id: v.materialize(root / v.name / "x").parent for v in variants}
+    build_all([t / v.exercise for v, t in zip(variants, targets.values())], JOBS, log=quiet)
+
+    def one(v: Variant):
+        return v.id, grade(targets[v.id], [v.exercise], timeout=timeout, keyword=keyword)[v.exercise]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(one, variants))
+
+
+def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None:
+    """The variant lost exactly the groups it should, for the reason it should."""
+    assert row["status"] == v.status or (v.status == "graded" and row["status"] == "graded"), explain([row])
+    lost, kept = [], []
+    for group, g in row["groups"].items():
+        if group in ignore:
+            continue
+        if group in v.loses:
+            assert g["points"] == 0, f"{v.id}: {group} should lose its points\n{explain([row])}"
+            lost.append(g["reason"])
+        elif v.keeps is None or group in v.keeps:
+            assert g["points"] == g["max"], f"{v.id}: {group} should keep its points\n{explain([row])}"
+    if v.reason:
+        text = " ".join(lost) + " " + row.get("error", "")
+        assert v.reason in text, f"{v.id}: expected {v.reason!r} among the reasons\n{explain([row])}"

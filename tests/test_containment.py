@@ -1,0 +1,23 @@
+"""A crash or a hang in one exercise costs that exercise only: shown with real extensions that
+segfault and spin on the host, so it runs on CPU machines too."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.grading import SOLUTIONS, check_variant, explain, grade
+from tests.known_wrong import all_variants
+
+CPU_CRASHES = [v for v in all_variants() if v.extra.get("cpu")]
+
+
+@pytest.mark.parametrize("variant", CPU_CRASHES, ids=[v.name for v in CPU_CRASHES])
+def test_crash_costs_only_its_exercise(tmp_path, variant):
+    variant.materialize(tmp_path)
+    shutil.copytree(SOLUTIONS / "02_elu", tmp_path / "02_elu")  # a healthy neighbour
+    rows = grade(tmp_path, ["01", "02"], timeout=60)
+    check_variant(variant, rows["01_leaky_relu"])
+    neighbour = rows["02_elu"]
+    assert neighbour["status"] == "graded", explain(rows)
+    assert all(t["outcome"] in ("passed", "skipped") for t in neighbour["tests"]), explain(rows)

@@ -1,0 +1,43 @@
+"""On a GPU: solutions earn full marks, stubs earn nothing and say "not implemented", and every
+known-wrong submission loses exactly the points it should, with the reason it should."""
+from __future__ import annotations
+
+import pytest
+
+from tests.grading import EXERCISES, SOLUTIONS, check_variant, explain, grade, grade_variants, selected
+from tests.known_wrong import all_variants
+
+pytestmark = pytest.mark.gpu
+
+CHOSEN = {s.exercise for s in selected()}
+GPU_VARIANTS = [v for v in all_variants() if not v.extra.get("cpu") and v.exercise in CHOSEN]
+# Correctness is what the known-wrong suite is about; timing each variant would take minutes.
+QUICK = "not performance and not huge"
+
+
+@pytest.fixture(scope="module")
+def solution_rows():
+    return grade(SOLUTIONS)
+
+
+def test_solutions_earn_full_marks(solution_rows):
+    for row in solution_rows.values():
+        assert row["points"] == row["max_points"], explain(solution_rows)
+
+
+def test_stubs_earn_nothing_and_say_not_implemented():
+    rows = grade(EXERCISES, keyword="not huge")
+    for row in rows.values():
+        assert row["points"] == 0, explain(rows)
+        reasons = " ".join(g["reason"] for g in row["groups"].values())
+        assert "not implemented" in reasons, explain(rows)
+
+
+@pytest.fixture(scope="module")
+def variant_rows(tmp_path_factory):
+    return grade_variants(GPU_VARIANTS, tmp_path_factory.mktemp("known_wrong"), keyword=QUICK)
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=[v.id for v in GPU_VARIANTS])
+def test_known_wrong_loses_exactly_its_points(variant_rows, variant):
+    check_variant(variant, variant_rows[variant.id], ignore={"performance"})

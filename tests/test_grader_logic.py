@@ -1,0 +1,192 @@
+"""The grader's own logic, on CPU tensors and synthetic results: no build, no GPU."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from grader import build, checks, report, spec
+from grader.bench import Timing
+from grader.checks import CheckFailure, Tolerance
+from grader.performance import tier_fraction
+from grader.results import write_json_atomic
+from grader.scoring import score_exercise
+
+LEAKY = spec.by_exercise("01")
+
+
+def _tests(outcomes: dict[str, str], perf: dict | None = None) -> list[dict]:
+    out = [{"name": f"{g}[{i}]", "group": g, "outcome": o, "reason": "boom" if o == "failed" else "", "properties": {}}
+           for i, (g, o) in enumerate(outcomes.items())]
+    if perf is not None:
+        out.append({"name": "performance", "group": "performance", "outcome": perf.pop("outcome", "passed"),
+                    "reason": perf.pop("reason", ""), "properties": {"performance": perf}})
+    return out
+
+
+def test_groups_are_all_or_nothing():
+    tests = _tests({"forward": "passed", "backward": "failed", "input_checks": "passed", "autograd": "passed"})
+    tests.append({"name": "forward[x]", "group": "forward", "outcome": "failed", "reason": "nan", "properties": {}})
+    row = score_exercise(LEAKY, tests)
+    assert row["groups"]["forward"]["points"] == 0 and "nan" in row["groups"]["forward"]["reason"]
+    assert row["groups"]["backward"]["points"] == 0
+    assert row["groups"]["input_checks"]["points"] == 1 and row["groups"]["autograd"]["points"] == 1
+
+
+def test_speed_earns_tiers_only_after_forward_passes():
+    ok = {"forward": "passed", "backward": "passed", "input_checks": "passed", "autograd": "passed"}
+    full = score_exercise(LEAKY, _tests(ok, {"tier_fraction": 1.0, "ratio": 0.97, "rate": 1, "unit": "B"}))
+    assert full["points"] == LEAKY.total
+    half = score_exercise(LEAKY, _tests(ok, {"tier_fraction": 0.5, "ratio": 0.6, "rate": 1, "unit": "B"}))
+    assert half["groups"]["performance"]["points"] == 1 and half["groups"]["performance"]["state"] == "partial"
+    broken = dict(ok, forward="failed")
+    fast_but_wrong = score_exercise(LEAKY, _tests(broken, {"tier_fraction": 1.0, "ratio": 5, "rate": 1, "unit": "B"}))
+    assert fast_but_wrong["groups"]["performance"]["points"] == 0
+    assert "forward" in fast_but_wrong["groups"]["performance"]["reason"]
+
+
+def test_skipped_groups_earn_nothing_and_say_why():
+    row = score_exercise(LEAKY, _tests({"forward": "skipped", "backward": "skipped"}))
+    assert row["points"] == 0 and row["groups"]["forward"]["state"] == "skipped"
+
+
+def test_build_failure_costs_every_group_with_the_compiler_message():
+    row = score_exercise(LEAKY, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
+    assert row["points"] == 0
+    assert all("leaky_relu.cu(97)" in g["reason"] for g in row["groups"].values())
+    assert "build failed" in report.table([row])
+
+
+def test_tiers():
+    assert tier_fraction(LEAKY, 0.49) == 0 and tier_fraction(LEAKY, 0.5) == 0.5 and tier_fraction(LEAKY, 0.9) == 1.0
+
+
+def test_timing_flags_work_outside_the_stream():
+    assert not Timing(1e-3, 1e-3, 1e-6, 10, 1.05e-3).escaped_stream
+    assert not Timing(5e-6, 5e-6, 1e-8, 10, 30e-6).escaped_stream  # launch latency alone
+    assert Timing(1e-5, 1e-5, 1e-7, 10, 2e-3).escaped_stream
+
+
+def test_assert_close_rejects_nan_zeros_and_fp16_precision():
+    expected = torch.linspace(-3, 3, 1001, dtype=torch.float64)
+    tol = checks.ELEMENTWISE_TOL[torch.float32]
+    checks.assert_close(expected.float(), expected, tol, "exact")
+    with pytest.raises(CheckFailure, match="1001 of 1001"):
+        checks.assert_close(torch.zeros(1001), expected, tol, "zeros")
+    nan = expected.float().clone()
+    nan[500] = float("nan")
+    with pytest.raises(CheckFailure, match=r"at \[500\]: got nan"):
+        checks.assert_close(nan, expected, tol, "one NaN")
+    with pytest.raises(CheckFailure, match="elements wrong"):
+        checks.assert_close(expected.half().float(), expected, tol, "computed in fp16")
+    with pytest.raises(CheckFailure, match="shape"):
+        checks.assert_close(expected.float()[:-1], expected, tol, "short")
+
+
+def test_assert_close_reports_indices_in_the_tensors_shape():
+    expected = torch.zeros(4, 5, dtype=torch.float64)
+    actual = torch.zeros(4, 5)
+    actual[2, 3] = 1
+    with pytest.raises(CheckFailure, match=r"at \[2, 3\]: got 1"):
+        checks.assert_close(actual, expected, Tolerance(1e-5, 1e-30), "2-D")
+
+
+def test_rel_error_rejects_zeros_and_nan():
+    e = torch.randn(100, dtype=torch.float64)
+    checks.assert_rel_error(e.float(), e, 1e-6, "fine")
+    with pytest.raises(CheckFailure):
+        checks.assert_rel_error(torch.zeros(100), e, 1e-3, "zeros")
+    with pytest.raises(CheckFailure):
+        checks.assert_rel_error(torch.full((100,), float("nan")), e, 1e-3, "nan")
+
+
+def test_unmodified_detects_writes_bitwise():
+    x = torch.randn(10)
+    with pytest.raises(CheckFailure, match="`x` was modified"):
+        with checks.unmodified(x=x):
+            x[3] = -x[3]
+    y = torch.tensor([0.0])
+    with pytest.raises(CheckFailure):
+        with checks.unmodified(y=y):
+            y.neg_()  # -0.0 == 0.0 numerically, but not bitwise
+
+
+def test_expect_error_requires_the_argument_name():
+    def bad(_):
+        raise RuntimeError("something went wrong")
+
+    def good(_):
+        raise RuntimeError("x must be a CUDA tensor")
+
+    def silent(_):
+        return None
+
+    assert "x must" in checks.expect_error(good, 1, names=("x",), what="w")
+    with pytest.raises(CheckFailure, match="does not name"):
+        checks.expect_error(bad, 1, names=("x",), what="w")
+    with pytest.raises(CheckFailure, match="was accepted"):
+        checks.expect_error(silent, 1, names=("x",), what="w")
+
+
+def test_poison():
+    assert torch.isnan(checks.poison(torch.empty(8))).all()
+    assert (checks.poison(torch.empty(8, dtype=torch.int32)) == 2**31 - 1).all()
+
+
+def test_exercise_selection():
+    assert spec.select(["1"])[0].exercise == "01_leaky_relu"
+    assert spec.select(["elu"])[0].exercise == "02_elu"
+    with pytest.raises(SystemExit, match="no exercise called"):
+        spec.select(["99"])
+
+
+def test_every_spec_is_consistent():
+    for s in spec.all_specs():
+        groups = {c.group for c in s.checks()}
+        scored = set(s.points) - {spec.PERFORMANCE}
+        assert groups == scored, f"{s.exercise}: checks cover {groups}, points cover {scored}"
+        names = [c.name for c in s.checks()]
+        assert len(names) == len(set(names)), f"{s.exercise}: duplicate check names"
+        assert set(s.perf_requires) <= scored
+        assert all(0 < t and 0 < f <= 1 for t, f in s.perf_tiers)
+
+
+def test_namespaces_differ_per_target(tmp_path):
+    a = tmp_path / "alice" / "01_leaky_relu"
+    b = tmp_path / "bob" / "01_leaky_relu"
+    a.mkdir(parents=True), b.mkdir(parents=True)
+    names = {build.namespace_for(p) for p in (a, b, build.env.REPO / "solutions" / "01_leaky_relu")}
+    assert len(names) == 3 and all(n.isidentifier() for n in names)
+    assert build.build_dir_for(a) != build.build_dir_for(b)
+
+
+def test_compiler_output_is_condensed_to_errors():
+    log = "\n".join([
+        "[1/3] c++ -MMD ... -c x.cpp",
+        "FAILED: leaky_relu.cuda.o",
+        "/w/leaky_relu.cu(97): error: expected a \";\"",
+        "    leaky_relu_kernel<scalar_t><<<blocks, 256>>>(x);",
+        "    ^",
+        "1 error detected in the compilation of \"/w/leaky_relu.cu\".",
+        "ninja: build stopped: subcommand failed.",
+    ])
+    out = build.condense_compiler_output(log)
+    assert out.splitlines()[0] == '/w/leaky_relu.cu(97): error: expected a ";"'
+    assert "leaky_relu_kernel<scalar_t>" in out and "ninja" not in out and "FAILED" not in out
+
+
+def test_json_written_atomically(tmp_path):
+    path = tmp_path / "r.json"
+    write_json_atomic(path, {"a": 1})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_report_shows_reasons_and_totals():
+    row = score_exercise(LEAKY, _tests({"forward": "failed", "backward": "passed", "input_checks": "passed",
+                                        "autograd": "passed"}))
+    text = report.table([row])
+    assert "01_leaky_relu" in text and "forward (0/4): forward[0]: boom" in text and "total: 4/10" in text
+    md = report.markdown([row], {"target": "t", "seed": 7})
+    assert "SEED=7" in md and "| 01_leaky_relu |" in md
