@@ -24,7 +24,7 @@ from grader import build, env
 from grader.report import markdown, table
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise
-from grader.spec import Spec, select
+from grader.spec import SPEC_ERRORS, Spec, select
 
 DEFAULT_TIMEOUT = 600  # seconds per exercise's grading process; a hang costs only that exercise
 BUILD_TIMEOUT = 900
@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
 
     env.configure()
     specs = select([e for e in args.ex if e])
+    for name, error in SPEC_ERRORS.items():
+        print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
     target = resolve_target(args.target)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     gpu = env.gpu_present()

@@ -109,12 +109,19 @@ class Context:
         return g
 
 
+# spec module -> the error that stopped it from loading; its exercise cannot be graded, the rest can
+SPEC_ERRORS: dict[str, str] = {}
+
+
 def all_specs() -> list[Spec]:
     specs = []
     for info in pkgutil.iter_modules(grader.specs.__path__):
         if info.name.startswith("ex"):
-            mod = importlib.import_module(f"grader.specs.{info.name}")
-            specs.append(mod.SPEC)
+            try:
+                mod = importlib.import_module(f"grader.specs.{info.name}")
+                specs.append(mod.SPEC)
+            except Exception as e:
+                SPEC_ERRORS[info.name] = f"{type(e).__name__}: {e}"
     return sorted(specs, key=lambda s: s.exercise)
 
 

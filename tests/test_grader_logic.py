@@ -142,7 +142,9 @@ def test_exercise_selection():
 
 
 def test_every_spec_is_consistent():
-    for s in spec.all_specs():
+    specs = spec.all_specs()
+    assert not spec.SPEC_ERRORS, spec.SPEC_ERRORS
+    for s in specs:
         groups = {c.group for c in s.checks()}
         scored = set(s.points) - {spec.PERFORMANCE}
         assert groups == scored, f"{s.exercise}: checks cover {groups}, points cover {scored}"
