@@ -1,0 +1,860 @@
+"""The nbgrader course: the notebooks' runtime, their authoring helpers, and the release.
+
+    python -m grader.notebooks release [UNIT ...] [--root DIR]   nbgrader generate_assignment into notebooks/release
+    python -m grader.notebooks check                             notebooks valid, in sync with solutions/ and generators
+    python -m grader.notebooks generate [UNIT ...]               rewrite notebooks/source/<unit>/<unit>.ipynb from
+                                                                 notebooks/generators/<unit>.py
+
+One source of truth. A notebook's kernel code lives in cells that start with a cell magic naming the
+region of solutions/ it stands for:
+
+    %%solution 01_leaky_relu/leaky_relu.cu leaky_relu_kernel
+    // TODO: ... (the task, kept in the student release)
+    ### BEGIN SOLUTION
+    ... the same code as solutions/01_leaky_relu/leaky_relu.cu's region in leaky_relu_kernel ...
+    ### END SOLUTION
+
+`check` (and tests/test_notebooks.py) require every such cell to hold exactly the region's TODO and
+code lines. At run time, `Course.build()` takes the exercise's student copy (exercises/NN_name, which a
+student release also has), puts each notebook cell into its region, and builds that folder with the
+grader's own build (a namespace per distinct source, so re-running a cell never collides). The graded
+cells run the grader's own checks (grader/specs) on the result.
+
+Heavy cells (builds, benchmarks) skip, saying why, under `nbgrader validate` (NBGRADER_EXECUTION=validate)
+or without a CUDA GPU. Under `nbgrader autograde` without a GPU a graded cell fails instead: it cannot
+award points it has not checked.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.env import BUILD_ROOT, REPO
+
+NOTEBOOKS = REPO / "notebooks"
+SOURCE = NOTEBOOKS / "source"
+RELEASE = NOTEBOOKS / "release"
+GENERATORS = NOTEBOOKS / "generators"
+SOLUTIONS = REPO / "solutions"
+EXERCISES = REPO / "exercises"
+
+MAGIC = "%%solution"
+COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#"}
+# nbgrader's delimiters are substrings: any line containing them opens or closes a region.
+NB_BEGIN, NB_END = "BEGIN SOLUTION", "END SOLUTION"
+NB_HIDDEN_BEGIN, NB_HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+# what nbgrader's ClearSolutions leaves in a Python-kernel notebook's cleared region
+NB_STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
+SCHEMA_VERSION = 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Regions of a source file (the same `// BEGIN SOLUTION` ... `// END SOLUTION` as grader/stubs.py)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Region:
+    name: str  # the enclosing function, e.g. "leaky_relu_kernel" ("f#2" for a second region in f)
+    indent: str
+    begin: int  # 0-based line index of the BEGIN marker
+    end: int  # 0-based line index of the END marker
+    lines: list[str]  # the lines between the markers, without newlines
+    prefix: str  # the comment prefix of the language
+
+    @property
+    def todo(self) -> list[str]:
+        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} TODO")]
+
+    @property
+    def stub(self) -> list[str]:
+        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} STUB:")]
+
+    def teaching_lines(self) -> list[str]:
+        """The TODO and code lines (what a notebook cell shows), dedented; STUB lines are the
+        generator's business, not the student's."""
+        kept = [l for l in self.lines if not l.strip().startswith(f"{self.prefix} STUB:")]
+        return [(l[len(self.indent):] if l.startswith(self.indent) else l).rstrip() for l in kept]
+
+    def context(self, text_lines: list[str]) -> list[str]:
+        """The given code above the region, from the enclosing definition (and its comments)."""
+        start = _definition_line(text_lines, self.begin)
+        while start > 0 and (text_lines[start - 1].startswith((self.prefix, "template")) or
+                             text_lines[start - 1].startswith("__global__")):
+            start -= 1
+        return text_lines[start : self.begin]
+
+
+_MARKER = re.compile(r"\s*(//|#)+\s*(BEGIN SOLUTION|END SOLUTION)\s*$")
+_DEFINITION = re.compile(r"^(?!\s)(?!//|#)(?:.*?\b)?(\w+)\s*\(")
+
+
+def _definition_line(lines: list[str], before: int) -> int:
+    for i in range(before - 1, -1, -1):
+        if _DEFINITION.match(lines[i]) and not lines[i].startswith(("template", "}", "#")):
+            return i
+        if lines[i].startswith("def ") or lines[i].startswith("    def "):
+            return i
+    raise ValueError(f"no enclosing function above line {before + 1}")
+
+
+def _definition_name(line: str) -> str:
+    m = re.match(r"\s*def\s+(\w+)", line)
+    if m:
+        return m.group(1)
+    return _DEFINITION.match(line).group(1)
+
+
+def regions_of(path: Path, text: str | None = None) -> list[Region]:
+    """The solution regions of one source file, named by their enclosing function."""
+    path = Path(path)
+    prefix = COMMENT[path.suffix]
+    lines = (path.read_text() if text is None else text).splitlines()
+    regions: list[Region] = []
+    seen: dict[str, int] = {}
+    open_at: int | None = None
+    for i, line in enumerate(lines):
+        m = _MARKER.match(line)
+        if not m:
+            continue
+        if m.group(2) == NB_BEGIN:
+            if open_at is not None:
+                raise ValueError(f"{path}:{i + 1}: nested BEGIN SOLUTION")
+            open_at = i
+        else:
+            if open_at is None:
+                raise ValueError(f"{path}:{i + 1}: END SOLUTION without BEGIN")
+            name = _definition_name(lines[_definition_line(lines, open_at)])
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                name = f"{name}#{seen[name]}"
+            indent = lines[open_at][: len(lines[open_at]) - len(lines[open_at].lstrip())]
+            regions.append(Region(name, indent, open_at, i, lines[open_at + 1 : i], prefix))
+            open_at = None
+    if open_at is not None:
+        raise ValueError(f"{path}:{open_at + 1}: BEGIN SOLUTION is never closed")
+    return regions
+
+
+def find_region(path: Path, name: str) -> Region:
+    regions = regions_of(path)
+    for r in regions:
+        if r.name == name:
+            return r
+    known = ", ".join(r.name for r in regions) or "none"
+    raise KeyError(f"{path} has no solution region in {name!r} (its regions: {known})")
+
+
+def replace_regions(text: str, suffix: str, bodies: dict[str, list[str]]) -> str:
+    """`text` with the inside of each named region replaced by `bodies[name]` (re-indented)."""
+    lines = text.splitlines()
+    out: list[str] = []
+    last = 0
+    for r in regions_of(Path("x" + suffix), text):
+        if r.name not in bodies:
+            continue
+        out += lines[last : r.begin + 1]
+        out += [(r.indent + l) if l.strip() else "" for l in bodies[r.name]]
+        last = r.end
+    out += lines[last:]
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook cells that hold a region
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SolutionCell:
+    exercise: str  # "01_leaky_relu"
+    file: str  # "leaky_relu.cu"
+    name: str  # "leaky_relu_kernel"
+    body: list[str]  # the cell's lines after the magic line
+
+    @property
+    def target(self) -> str:
+        return f"{self.exercise}/{self.file}"
+
+    def teaching_lines(self) -> list[str]:
+        """TODO and code lines, without nbgrader's markers: what must equal the solutions/ region."""
+        return [l.rstrip() for l in self.code_lines()]
+
+    @property
+    def unanswered(self) -> bool:
+        """Still nbgrader's stub (`raise NotImplementedError()`), as in the student release."""
+        return any(l.strip() == NB_STUB_LINES[1] for l in self.body)
+
+    def code_lines(self) -> list[str]:
+        """The cell's lines without nbgrader's markers (written at the region's indentation)."""
+        lines = [l for l in self.body if NB_BEGIN not in l and NB_END not in l]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return lines
+
+
+def parse_solution_cell(source: str) -> SolutionCell | None:
+    lines = source.splitlines()
+    if not lines or not lines[0].startswith(MAGIC + " "):
+        return None
+    args = lines[0][len(MAGIC) :].split()
+    if len(args) != 2 or "/" not in args[0]:
+        raise ValueError(f"`{lines[0]}`: expected `{MAGIC} NN_exercise/file.cu function_name`")
+    exercise, file = args[0].split("/", 1)
+    return SolutionCell(exercise, file, args[1], lines[1:])
+
+
+# ---------------------------------------------------------------------------------------------
+# The runtime used by the notebooks
+# ---------------------------------------------------------------------------------------------
+def gpu_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def execution_mode() -> str:
+    """nbgrader's NBGRADER_EXECUTION: "validate", "autograde", or "" (a person running the notebook)."""
+    return os.environ.get("NBGRADER_EXECUTION", "")
+
+
+def heavy_skip_reason() -> str | None:
+    """Why builds and benchmarks do not run here, or None when they do."""
+    if execution_mode() == "validate":
+        return "skipped under `nbgrader validate` (NBGRADER_EXECUTION=validate): builds and benchmarks take minutes"
+    if not gpu_available():
+        return "skipped: no CUDA GPU on this machine (torch.cuda.is_available() is False)"
+    return None
+
+
+class GradingUnavailable(RuntimeError):
+    """A graded cell cannot check anything here (autograde without a GPU): no points."""
+
+
+@dataclass
+class CheckOutcome:
+    name: str
+    status: str  # "passed", "failed", "skipped"
+    message: str = ""
+
+
+@dataclass
+class Course:
+    """The notebook's handle on the course: records `%%solution` cells, builds, checks, times."""
+
+    unit: str
+    seed: int | None = None
+    quiet: bool = False
+    cells: dict[tuple[str, str, str], SolutionCell] = field(default_factory=dict)
+    passed: dict[tuple[str, str], bool] = field(default_factory=dict)
+    outcomes: dict[tuple[str, str], list[CheckOutcome]] = field(default_factory=dict)
+    _modules: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.seed is None:
+            env_seed = os.environ.get("COURSE_SEED", "")
+            self.seed = int(env_seed) if env_seed else random.SystemRandom().randrange(1, 2**31)
+        self._register_magic()
+
+    # --- the cell magic ------------------------------------------------------------------------
+    def _register_magic(self) -> None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return
+        ip = get_ipython()
+        if ip is not None:
+            ip.register_magic_function(self._solution_magic, "cell", "solution")
+
+    def _solution_magic(self, line: str, cell: str) -> None:
+        parsed = parse_solution_cell(f"{MAGIC} {line.strip()}\n{cell}")
+        self.record(parsed)
+
+    def record(self, cell: SolutionCell) -> None:
+        skeleton = self.skeleton(cell.exercise) / cell.file
+        if not skeleton.exists():
+            raise FileNotFoundError(f"{cell.target}: no such file in {skeleton.parent}")
+        find_region(skeleton, cell.name)  # a typo in the name fails here, not at build time
+        self.cells[(cell.exercise, cell.file, cell.name)] = cell
+        self._modules.pop(cell.exercise, None)
+        if not self.quiet:
+            state = "not written yet (nbgrader's stub is still there)" if cell.unanswered else "recorded"
+            print(f"{cell.name} ({cell.target}): {state}; course.build() compiles it")
+
+    def record_notebook(self, path: Path) -> None:
+        """Record every `%%solution` cell of a notebook file (what running those cells does)."""
+        import nbformat
+
+        for cell in nbformat.read(path, as_version=4).cells:
+            parsed = parse_solution_cell(cell.source) if cell.cell_type == "code" else None
+            if parsed:
+                self.record(parsed)
+
+    # --- building ------------------------------------------------------------------------------
+    @staticmethod
+    def skeleton(exercise: str) -> Path:
+        """The given code around the regions: the student copy, which a release also has."""
+        for root in (EXERCISES, SOLUTIONS):
+            if (root / exercise).is_dir():
+                return root / exercise
+        raise FileNotFoundError(f"neither exercises/{exercise} nor solutions/{exercise} exists under {REPO}")
+
+    def assemble(self, exercise: str) -> Path:
+        """Write the exercise folder with this notebook's regions into a build folder named by its content."""
+        skeleton = self.skeleton(exercise)
+        files: dict[str, str] = {}
+        for p in sorted(skeleton.iterdir()):
+            if not p.is_file() or p.suffix == ".pyc":
+                continue
+            text = p.read_text()
+            if p.suffix in COMMENT:
+                bodies = {c.name: c.code_lines() for (ex, f, _), c in self.cells.items()
+                          if ex == exercise and f == p.name and not c.unanswered}
+                if bodies:
+                    text = replace_regions(text, p.suffix, bodies)
+            files[p.name] = text
+        h = hashlib.sha256()
+        for name, text in files.items():
+            h.update(name.encode() + b"\0" + text.encode() + b"\0")
+        # the folder name is the exercise's (the grader's specs know it by that name); its parent,
+        # unique per source, gives the build its own op namespace
+        folder = BUILD_ROOT / "notebooks" / f"nb_{h.hexdigest()[:12]}" / exercise
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            if not (folder / name).exists() or (folder / name).read_text() != text:
+                (folder / name).write_text(text)
+        return folder
+
+    def build(self, exercise: str):
+        """Build the notebook's version of `exercise` and import its Python module (cached)."""
+        if exercise in self._modules:
+            return self._modules[exercise]
+        from grader import build as course_build
+        from grader import spec as specs
+
+        spec = specs.by_exercise(exercise)
+        folder = self.assemble(exercise)
+        start = time.perf_counter()
+        with _quiet():
+            result = course_build.build(folder, load=False)
+        if not result.ok:
+            raise course_build.BuildError(folder, result.error)
+        with _quiet():
+            module = specs.import_exercise_module(folder, spec)
+        if not self.quiet:
+            how = "cached" if result.cached else f"compiled in {time.perf_counter() - start:.0f} s"
+            print(f"{exercise}: {how}; ops in torch.ops.{result.namespace}")
+        self._modules[exercise] = module
+        return module
+
+    # --- grading -------------------------------------------------------------------------------
+    def _unavailable(self, what: str) -> bool:
+        """True (after printing why) when `what` must skip; raises under autograde."""
+        reason = heavy_skip_reason()
+        if reason is None:
+            return False
+        if execution_mode() == "autograde":
+            raise GradingUnavailable(f"{what} cannot be graded here: {reason}. Autograde on a machine with a GPU.")
+        print(f"{what}: {reason}")
+        return True
+
+    def check(self, group: str, exercise: str, only: list[str] | None = None) -> None:
+        """Run the grader's checks of `group` (all of them, or the named ones) on this notebook's build.
+
+        Prints one line per check (kept in `self.outcomes`); raises AssertionError naming every failure,
+        so the graded cell earns nothing. Returns None: a graded cell's result would count as its score.
+        """
+        from grader import spec as specs
+
+        what = f"{exercise} {group}" + (" (the visible cases)" if only else "")
+        if self._unavailable(what):
+            return None
+        spec = specs.by_exercise(exercise)
+        checks = [c for c in spec.checks() if c.group == group]
+        if only is not None:
+            known = {c.name for c in checks}
+            unknown = [n for n in only if n not in known]
+            if unknown:
+                raise KeyError(f"{exercise} has no {group} check named {unknown}; known: {sorted(known)}")
+            checks = [c for c in checks if c.name in only]
+        module = self.build(exercise)
+        ctx = specs.Context(module=module, seed=self.seed, exercise_dir=Path(module.__file__).parent)
+        outcomes = [self._run_one(c, ctx) for c in checks]
+        failed = [o for o in outcomes if o.status == "failed"]
+        self.passed[(exercise, group)] = not failed
+        print(f"{what}: {len(outcomes) - len(failed)} of {len(outcomes)} passed (seed {self.seed}; replay with "
+              f"COURSE_SEED={self.seed})")
+        for o in outcomes:
+            mark = {"passed": "ok  ", "failed": "FAIL", "skipped": "skip"}[o.status]
+            print(f"  {mark} {o.name}" + (f": {o.message}" if o.message else ""))
+        self.outcomes[(exercise, group)] = outcomes
+        if failed:
+            raise AssertionError(f"{len(failed)} {group} check(s) failed:\n" +
+                                 "\n".join(f"- {o.name}: {o.message}" for o in failed))
+
+    @staticmethod
+    def _run_one(check, ctx) -> CheckOutcome:
+        import torch
+
+        from grader.checks import CheckFailure
+
+        try:
+            with _quiet():
+                check.run(ctx)
+            return CheckOutcome(check.name, "passed")
+        except CheckFailure as e:
+            return CheckOutcome(check.name, "failed", str(e))
+        except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+            message = str(e).split("\nException raised from")[0]
+            if "illegal memory access" in message or "unspecified launch failure" in message:
+                message += " (the CUDA context is now unusable: restart the kernel after fixing the bug)"
+            return CheckOutcome(check.name, "failed", f"{type(e).__name__}: {message}")
+        except BaseException as e:  # pytest.skip() from a check (e.g. not enough GPU memory)
+            if type(e).__name__ == "Skipped":
+                return CheckOutcome(check.name, "skipped", str(e))
+            raise
+        finally:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+
+    def reference_module(self, exercise: str):
+        """The reference solution's module, when solutions/ is present (not in a student release)."""
+        from grader import spec as specs
+
+        folder = SOLUTIONS / exercise
+        if not folder.is_dir():
+            return None
+        with _quiet():
+            return specs.import_exercise_module(folder, specs.by_exercise(exercise))
+
+    def performance(self, exercise: str) -> float | None:
+        """Time the op as the grader does; return the performance points earned (nbgrader reads a
+        number left as a graded cell's result as partial credit)."""
+        from grader import spec as specs
+        from grader.performance import measure
+
+        if self._unavailable(f"{exercise} performance"):
+            return None
+        spec = specs.by_exercise(exercise)
+        for group in spec.perf_requires:
+            if not self.passed.get((exercise, group)):
+                raise AssertionError(f"speed earns points only once `{group}` passes: run its graded cell first")
+        module = self.build(exercise)
+        ctx = specs.Context(module=module, seed=self.seed, exercise_dir=Path(module.__file__).parent)
+        with _quiet():
+            result = measure(spec, ctx, self.reference_module(exercise))
+        if result.get("verdict") and "rate" not in result:
+            raise AssertionError(result["verdict"])
+        scale, unit = (1e9, "GB/s") if result["unit"] == "B" else (1e12, "TFLOP/s")
+        print(f"{result['label']}: {result['rate'] / scale:.0f} {unit}; reference {result['reference_rate'] / scale:.0f} "
+              f"({result['reference_source']}); {result['limit_name']} {result['limit'] / scale:.0f}")
+        print(f"ratio to the reference {result['ratio']:.2f}, {result['fraction_of_limit']:.0%} of the limit; "
+              f"tiers {list(spec.perf_tiers)}")
+        if result["verdict"]:
+            print(result["verdict"])
+        points = spec.points.get("performance", 0) * result["tier_fraction"]
+        print(f"performance: {points:g} of {spec.points.get('performance', 0)} points")
+        return round(points, 3)
+
+    def throughput_sweep(self, exercise: str, sizes: list[int], make_input, call, baseline, bytes_per_element: int):
+        """GB/s of the notebook's op and of PyTorch's at each size, and the copy bandwidth."""
+        import torch
+
+        from grader.bench import L2Flusher, copy_bandwidth, time_fn
+
+        module = self.build(exercise)
+        flush = L2Flusher()
+        rows = []
+        for n in sizes:
+            inputs = [make_input(n, seed) for seed in (1, 2)]
+            mine = time_fn(lambda inp: call(module, inp), inputs, flush=flush, max_seconds=0.5, max_samples=100)
+            theirs = time_fn(baseline, inputs, flush=flush, max_seconds=0.5, max_samples=100)
+            work = bytes_per_element * n
+            rows.append((n, mine.rate(work), theirs.rate(work)))
+            del inputs
+            torch.cuda.empty_cache()
+        limit = copy_bandwidth(bytes_per_element * max(sizes), flush=flush)
+        return rows, limit
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Keep warnings off stderr: nbgrader gives 0 to a graded cell that writes to stderr."""
+    import logging
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # e.g. torch.utils.cpp_extension's logger, which writes to stderr
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with contextlib.redirect_stderr(sys.stdout):
+                yield
+    finally:
+        logging.disable(previous)
+
+
+def scratch_dir(name: str) -> Path:
+    """A build folder for a notebook's own experiments (load_inline), outside the assignment folder."""
+    path = BUILD_ROOT / "notebooks" / "scratch" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def find_repo(start: Path | None = None) -> Path:
+    """The course repository holding `start` (the notebook's folder) or one of its parents."""
+    start = Path(start or Path.cwd()).resolve()
+    for p in [start, *start.parents]:
+        if (p / "grader" / "notebooks.py").is_file():
+            return p
+    raise FileNotFoundError(f"no course repository (with grader/notebooks.py) at or above {start}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Authoring: cells with nbgrader metadata, built by notebooks/generators/<unit>.py
+# ---------------------------------------------------------------------------------------------
+def _nbgrader_meta(grade_id: str, *, solution=False, grade=False, locked=False, points=None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": SCHEMA_VERSION,
+            "solution": solution}
+    if grade:
+        meta["points"] = points
+    return meta
+
+
+CONTEXT = "@@CONTEXT@@"
+
+
+def md(text: str, cell_id: str, context: str | None = None):
+    """A markdown cell; a line `@@CONTEXT@@` in `text` is replaced by `context` (e.g. region_context())."""
+    import nbformat
+
+    text = textwrap.dedent(text).strip("\n")
+    if context is not None:
+        if CONTEXT not in text:
+            raise ValueError(f"cell {cell_id}: context given but no {CONTEXT} line")
+        text = text.replace(CONTEXT, context)
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell.id = cell_id
+    return cell
+
+
+def code(source: str, cell_id: str, *, locked: bool = False):
+    """A code cell; `locked` ones are read-only and restored from the instructor's copy at autograde."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(textwrap.dedent(source).strip("\n"))
+    cell.id = cell_id
+    if locked:
+        cell.metadata["nbgrader"] = _nbgrader_meta(cell_id, locked=True)
+        cell.metadata["editable"] = False
+        cell.metadata["deletable"] = False
+    return cell
+
+
+def answer(source: str, grade_id: str):
+    """A cell the student writes (nbgrader "solution" cell): its solution region is cleared in the release."""
+    cell = code(source, grade_id)
+    cell.metadata["nbgrader"] = _nbgrader_meta(grade_id, solution=True)
+    return cell
+
+
+def graded(source: str, grade_id: str, points: float):
+    """An autograder test cell: read-only, worth `points`."""
+    cell = code(source, grade_id)
+    cell.metadata["nbgrader"] = _nbgrader_meta(grade_id, grade=True, locked=True, points=points)
+    cell.metadata["editable"] = False
+    cell.metadata["deletable"] = False
+    return cell
+
+
+def region_cell(target: str, name: str, grade_id: str):
+    """The `%%solution` cell for one region of solutions/<target>, built from that region."""
+    exercise, file = target.split("/", 1)
+    region = find_region(SOLUTIONS / exercise / file, name)
+    lines = region.teaching_lines()
+    todo = [l for l in lines if l.strip().startswith(f"{region.prefix} TODO")]
+    rest = lines[len(todo):]
+    if lines[: len(todo)] != todo:
+        raise ValueError(f"{target} {name}: TODO lines must open the region")
+    source = "\n".join([f"{MAGIC} {target} {name}", *todo, f"### {NB_BEGIN}", *rest, f"### {NB_END}"])
+    return answer(source, grade_id)
+
+
+def region_context(target: str, name: str) -> str:
+    """The given code around a region (its signature and comments), as a fenced block for markdown."""
+    exercise, file = target.split("/", 1)
+    path = SOLUTIONS / exercise / file
+    lines = path.read_text().splitlines()
+    region = find_region(path, name)
+    head = region.context(lines)
+    lang = "cpp" if region.prefix == "//" else "python"
+    return f"```{lang}\n" + "\n".join(head + [region.indent + f"{region.prefix} ... your code (the cell below) ..."] + (["}"] if region.prefix == "//" else [])) + "\n```"
+
+
+def new_notebook(cells: list):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    return nb
+
+
+# ---------------------------------------------------------------------------------------------
+# Release, check, generate
+# ---------------------------------------------------------------------------------------------
+def units(root: Path = SOURCE) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) if root.exists() else []
+
+
+def notebooks_of(unit: str, root: Path = SOURCE) -> list[Path]:
+    return sorted((root / unit).glob("*.ipynb"))
+
+
+def generator_of(unit: str) -> Path | None:
+    path = GENERATORS / f"{unit}.py"
+    return path if path.exists() else None
+
+
+def generated(unit: str):
+    """The notebook that notebooks/generators/<unit>.py builds."""
+    path = generator_of(unit)
+    spec = importlib.util.spec_from_file_location(f"course_notebook_generator_{unit}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build()
+
+
+def _dump(nb) -> str:
+    import nbformat
+
+    return nbformat.writes(nb) + "\n"
+
+
+def generate(selected: list[str] | None = None) -> list[Path]:
+    import nbformat
+
+    written = []
+    names = selected or sorted(p.stem for p in GENERATORS.glob("*.py") if not p.name.startswith("_"))
+    for unit in names:
+        nb = generated(unit)
+        nbformat.validate(nb)
+        out = SOURCE / unit / f"{unit}.ipynb"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(_dump(nb))
+        written.append(out)
+    return written
+
+
+def check_notebook(path: Path) -> list[str]:
+    """Problems with one source notebook: format, nbgrader metadata, regions against solutions/."""
+    import nbformat
+
+    problems = []
+    rel = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+    try:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+    except Exception as e:
+        return [f"{rel}: not a valid notebook: {e}"]
+    grade_ids: dict[str, int] = {}
+    for i, cell in enumerate(nb.cells):
+        where = f"{rel} cell {i}"
+        meta = cell.metadata.get("nbgrader")
+        src = cell.source
+        if meta:
+            if meta.get("schema_version") != SCHEMA_VERSION:
+                problems.append(f"{where}: nbgrader schema_version {meta.get('schema_version')}, expected {SCHEMA_VERSION}")
+            gid = meta.get("grade_id")
+            if not gid:
+                problems.append(f"{where}: nbgrader cell without grade_id")
+            elif gid in grade_ids:
+                problems.append(f"{where}: grade_id {gid!r} also used by cell {grade_ids[gid]}")
+            else:
+                grade_ids[gid] = i
+            if meta.get("grade") and not (isinstance(meta.get("points"), (int, float)) and meta["points"] > 0):
+                problems.append(f"{where}: graded cell {gid!r} needs points > 0")
+        has_region = any(NB_BEGIN in l for l in src.splitlines())
+        if has_region and not (meta and meta.get("solution")):
+            problems.append(f"{where}: has a solution region but is not an nbgrader solution cell")
+        if NB_HIDDEN_BEGIN in src and not (meta and meta.get("grade")):
+            problems.append(f"{where}: hidden tests outside a graded cell")
+        if src.count(NB_BEGIN) != src.count(NB_END) or src.count(NB_HIDDEN_BEGIN) != src.count(NB_HIDDEN_END):
+            problems.append(f"{where}: unbalanced BEGIN/END markers")
+        if cell.cell_type != "code":
+            continue
+        try:
+            sol = parse_solution_cell(src)
+        except ValueError as e:
+            problems.append(f"{where}: {e}")
+            continue
+        if sol is None:
+            continue
+        if not (meta and meta.get("solution")):
+            problems.append(f"{where}: a {MAGIC} cell must be an nbgrader solution cell")
+        for root in (EXERCISES, SOLUTIONS):
+            f = root / sol.exercise / sol.file
+            if not f.exists():
+                if root == SOLUTIONS:
+                    continue  # a student release has no solutions/
+                problems.append(f"{where}: {f.relative_to(REPO)} does not exist")
+                continue
+            try:
+                region = find_region(f, sol.name)
+            except (KeyError, ValueError) as e:
+                problems.append(f"{where}: {e}")
+                continue
+            if root == SOLUTIONS and region.teaching_lines() != sol.teaching_lines():
+                problems.append(f"{where}: {MAGIC} {sol.target} {sol.name} differs from the region in "
+                                f"solutions/{sol.target}:\n" + _diff(region.teaching_lines(), sol.teaching_lines()))
+    return problems
+
+
+def _diff(expected: list[str], actual: list[str]) -> str:
+    import difflib
+
+    return "\n".join(difflib.unified_diff(expected, actual, "solutions/", "notebook", lineterm="", n=1))
+
+
+def uncovered_regions(path: Path) -> list[str]:
+    """Regions of the exercises a notebook builds that it has no `%%solution` cell for: its build
+    would silently keep the student copy's stub there."""
+    import nbformat
+
+    cells = [parse_solution_cell(c.source) for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    cells = [c for c in cells if c]
+    have = {(c.exercise, c.file, c.name) for c in cells}
+    missing = []
+    for exercise in sorted({c.exercise for c in cells}):
+        folder = SOLUTIONS / exercise if (SOLUTIONS / exercise).is_dir() else EXERCISES / exercise
+        for f in sorted(folder.iterdir()):
+            if f.suffix in COMMENT and f.suffix != ".py":
+                missing += [f"{exercise}/{f.name} {r.name}" for r in regions_of(f) if (exercise, f.name, r.name) not in have]
+    return missing
+
+
+def check(selected: list[str] | None = None) -> list[str]:
+    problems = []
+    found = units()
+    if not found:
+        problems.append(f"no notebooks under {SOURCE.relative_to(REPO)}")
+    for unit in selected or found:
+        for path in notebooks_of(unit):
+            problems += check_notebook(path)
+            problems += [f"{path.relative_to(REPO)}: no {MAGIC} cell for the region {m}" for m in uncovered_regions(path)]
+        if generator_of(unit):
+            expected = _dump(generated(unit))
+            path = SOURCE / unit / f"{unit}.ipynb"
+            if not path.exists() or path.read_text() != expected:
+                problems.append(f"{path.relative_to(REPO)} differs from what notebooks/generators/{unit}.py "
+                                f"writes: run `python -m grader.notebooks generate {unit}`")
+    return problems
+
+
+def release(selected: list[str] | None = None, root: Path = NOTEBOOKS) -> list[Path]:
+    """Run nbgrader generate_assignment for each unit; return the released notebooks.
+
+    With another `root`, the units' sources are copied to root/source first (tests use a temporary
+    course directory so they never touch notebooks/ or its gradebook).
+    """
+    root = Path(root).resolve()
+    if root != NOTEBOOKS.resolve():
+        for unit in selected or units():
+            dst = root / "source" / unit
+            if dst.exists():
+                shutil.rmtree(dst)
+            shutil.copytree(SOURCE / unit, dst, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    out = []
+    for unit in selected or units(root / "source"):
+        cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", unit, "--force",
+               f"--CourseDirectory.root={root}"]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=_tool_env())
+        if proc.returncode != 0:
+            raise RuntimeError(f"nbgrader generate_assignment {unit} failed:\n{proc.stdout}\n{proc.stderr}")
+        released = sorted((root / "release" / unit).glob("*.ipynb"))
+        if not released:
+            raise RuntimeError(f"nbgrader wrote no notebook for {unit}:\n{proc.stderr}")
+        for path in released:
+            leaks = release_leaks(path)
+            if leaks:
+                raise RuntimeError(f"{path}: the release still contains:\n" + "\n".join(leaks))
+        out += released
+    return out
+
+
+def _tool_env() -> dict[str, str]:
+    """The environment for nbgrader: its gradebook runs `alembic`, which sits beside this Python
+    (the virtual environment's bin/, not necessarily on PATH when the venv is not activated)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def release_leaks(path: Path) -> list[str]:
+    """Solution code or hidden tests left in a released notebook."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(c.source for c in nb.cells)
+    leaks = [m for m in (NB_BEGIN, NB_END, NB_HIDDEN_BEGIN, NB_HIDDEN_END) if m in text]
+    for cell in nb.cells:
+        sol = parse_solution_cell(cell.source) if cell.cell_type == "code" else None
+        if sol is None:
+            continue
+        ref = SOLUTIONS / sol.exercise / sol.file
+        if not ref.exists():
+            continue
+        region = find_region(ref, sol.name)
+        code = [l.strip() for l in region.lines if l.strip() and not l.strip().startswith(region.prefix)]
+        shown = {l.strip() for l in cell.source.splitlines()}
+        leaks += [f"{sol.target} {sol.name}: `{l}`" for l in code if l in shown]
+    return leaks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_release = sub.add_parser("release", help="nbgrader generate_assignment for every unit into notebooks/release")
+    p_release.add_argument("units", nargs="*")
+    p_release.add_argument("--root", type=Path, default=NOTEBOOKS, help="nbgrader course directory (default notebooks/)")
+    p_check = sub.add_parser("check", help="notebooks valid and in sync with solutions/ and their generators")
+    p_check.add_argument("units", nargs="*")
+    p_gen = sub.add_parser("generate", help="rewrite source notebooks from notebooks/generators/")
+    p_gen.add_argument("units", nargs="*")
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        problems = check(args.units)
+        for p in problems:
+            print(p)
+        print("notebooks: ok" if not problems else f"notebooks: {len(problems)} problem(s)")
+        return 1 if problems else 0
+    if args.command == "generate":
+        for path in generate(args.units):
+            print(f"wrote {path.relative_to(REPO)}")
+        return 0
+    problems = check(args.units)
+    if problems:
+        print("\n".join(problems))
+        print("fix these first (python -m grader.notebooks check)")
+        return 1
+    for path in release(args.units, args.root):
+        print(f"released {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

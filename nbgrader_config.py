@@ -1,0 +1,34 @@
+"""nbgrader configuration of the course: run nbgrader from the repository root.
+
+    python -m grader.notebooks release        (make notebooks) the student release, notebooks/release/
+    nbgrader autograde unit1_scalar_kernels   grade notebooks/submitted/<student>/<unit>/ (needs a GPU)
+    nbgrader generate_feedback unit1_scalar_kernels
+
+Layout, all under notebooks/ (only source/ is tracked by git):
+    source/<unit>/<unit>.ipynb      the instructor's notebooks, with solutions and hidden tests
+    release/<unit>/                 what students get (solutions cleared, hidden tests removed)
+    submitted/<student>/<unit>/     what they hand in; autograded/ and feedback/ the same shape
+"""
+import os
+
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+c = get_config()  # noqa: F821 (defined by traitlets when it loads this file)
+
+c.CourseDirectory.course_id = "cuda-kernels-for-pytorch"
+c.CourseDirectory.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notebooks")
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "release"
+c.CourseDirectory.submitted_directory = "submitted"
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+# build outputs never belong to an assignment
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.so", "*.o", ".build"]
+
+# A cell may compile a CUDA extension (a minute or more on a small machine): allow 10 minutes a cell.
+c.ExecutePreprocessor.timeout = 600
+c.Execute.timeout = 600
+
+# Hidden tests run at autograde but never show: not in the release, not in the feedback.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
