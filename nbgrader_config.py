@@ -10,14 +10,20 @@ Layout, all under notebooks/ (only source/ is tracked by git):
     submitted/<student>/<unit>/     what they hand in; autograded/ and feedback/ the same shape
 """
 import os
+import sys
 
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from grader.notebooks import HideHiddenTestsInTracebacks  # noqa: E402
 
 c = get_config()  # noqa: F821 (defined by traitlets when it loads this file)
 
 c.CourseDirectory.course_id = "cuda-kernels-for-pytorch"
-c.CourseDirectory.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notebooks")
+c.CourseDirectory.root = os.path.join(HERE, "notebooks")
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "release"
 c.CourseDirectory.submitted_directory = "submitted"
@@ -30,5 +36,6 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ExecutePreprocessor.timeout = 600
 c.Execute.timeout = 600
 
-# Hidden tests run at autograde but never show: not in the release, not in the feedback.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Hidden tests run at autograde but never show: not in the release, not in the feedback (neither in
+# the cells' source nor in the lines that a traceback quotes around a failing line).
+c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTestsInTracebacks, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

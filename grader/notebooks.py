@@ -28,11 +28,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import hashlib
 import importlib.util
-import io
-import json
 import os
 import random
 import re
@@ -458,7 +455,8 @@ class Course:
         if result.get("verdict") and "rate" not in result:
             raise AssertionError(result["verdict"])
         scale, unit = (1e9, "GB/s") if result["unit"] == "B" else (1e12, "TFLOP/s")
-        print(f"{result['label']}: {result['rate'] / scale:.0f} {unit}; reference {result['reference_rate'] / scale:.0f} "
+        print(f"{result['label']}: {result['rate'] / scale:.0f} {unit}; "
+              f"reference {result['reference_rate'] / scale:.0f} "
               f"({result['reference_source']}); {result['limit_name']} {result['limit'] / scale:.0f}")
         print(f"ratio to the reference {result['ratio']:.2f}, {result['fraction_of_limit']:.0%} of the limit; "
               f"tiers {list(spec.perf_tiers)}")
@@ -599,7 +597,10 @@ def region_context(target: str, name: str) -> str:
     region = find_region(path, name)
     head = region.context(lines)
     lang = "cpp" if region.prefix == "//" else "python"
-    return f"```{lang}\n" + "\n".join(head + [region.indent + f"{region.prefix} ... your code (the cell below) ..."] + (["}"] if region.prefix == "//" else [])) + "\n```"
+    body = head + [region.indent + f"{region.prefix} ... your code (the cell below) ..."]
+    if region.prefix == "//":
+        body.append("}")
+    return f"```{lang}\n" + "\n".join(body) + "\n```"
 
 
 def new_notebook(cells: list):
@@ -678,7 +679,8 @@ def check_notebook(path: Path) -> list[str]:
         src = cell.source
         if meta:
             if meta.get("schema_version") != SCHEMA_VERSION:
-                problems.append(f"{where}: nbgrader schema_version {meta.get('schema_version')}, expected {SCHEMA_VERSION}")
+                problems.append(f"{where}: nbgrader schema_version {meta.get('schema_version')}, "
+                                f"expected {SCHEMA_VERSION}")
             gid = meta.get("grade_id")
             if not gid:
                 problems.append(f"{where}: nbgrader cell without grade_id")
@@ -743,7 +745,8 @@ def uncovered_regions(path: Path) -> list[str]:
         folder = SOLUTIONS / exercise if (SOLUTIONS / exercise).is_dir() else EXERCISES / exercise
         for f in sorted(folder.iterdir()):
             if f.suffix in COMMENT and f.suffix != ".py":
-                missing += [f"{exercise}/{f.name} {r.name}" for r in regions_of(f) if (exercise, f.name, r.name) not in have]
+                missing += [f"{exercise}/{f.name} {r.name}" for r in regions_of(f)
+                            if (exercise, f.name, r.name) not in have]
     return missing
 
 
@@ -755,7 +758,8 @@ def check(selected: list[str] | None = None) -> list[str]:
     for unit in selected or found:
         for path in notebooks_of(unit):
             problems += check_notebook(path)
-            problems += [f"{path.relative_to(REPO)}: no {MAGIC} cell for the region {m}" for m in uncovered_regions(path)]
+            rel = path.relative_to(REPO)
+            problems += [f"{rel}: no {MAGIC} cell for the region {m}" for m in uncovered_regions(path)]
         if generator_of(unit):
             expected = _dump(generated(unit))
             path = SOURCE / unit / f"{unit}.ipynb"
@@ -780,11 +784,7 @@ def release(selected: list[str] | None = None, root: Path = NOTEBOOKS) -> list[P
             shutil.copytree(SOURCE / unit, dst, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     out = []
     for unit in selected or units(root / "source"):
-        cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", unit, "--force",
-               f"--CourseDirectory.root={root}"]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=_tool_env())
-        if proc.returncode != 0:
-            raise RuntimeError(f"nbgrader generate_assignment {unit} failed:\n{proc.stdout}\n{proc.stderr}")
+        proc = run_nbgrader(["generate_assignment", unit, "--force"], root)
         released = sorted((root / "release" / unit).glob("*.ipynb"))
         if not released:
             raise RuntimeError(f"nbgrader wrote no notebook for {unit}:\n{proc.stderr}")
@@ -794,6 +794,72 @@ def release(selected: list[str] | None = None, root: Path = NOTEBOOKS) -> list[P
                 raise RuntimeError(f"{path}: the release still contains:\n" + "\n".join(leaks))
         out += released
     return out
+
+
+def run_nbgrader(args: list[str], root: Path = NOTEBOOKS, env: dict[str, str] | None = None):
+    """Run the real nbgrader command line with the course's nbgrader_config.py, in course directory
+    `root`; raise with nbgrader's log when it fails."""
+    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={Path(root).resolve()}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**_tool_env(), **(env or {})})
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_TRACEBACK_SOURCE = re.compile(r"\s*(?:-*>)?\s*\d+ ?(.*)$")
+
+
+def hidden_lines(source: str) -> set[str]:
+    """The stripped lines of a cell's hidden-test regions, markers included."""
+    hidden, inside = set(), False
+    for line in source.splitlines():
+        if NB_HIDDEN_BEGIN in line:
+            inside = True
+        if inside and line.strip():
+            hidden.add(line.strip())
+        if NB_HIDDEN_END in line:
+            inside = False
+    return hidden
+
+
+def _load_preprocessor_base():
+    try:
+        from nbconvert.preprocessors import Preprocessor
+    except ImportError:  # nbgrader's machinery is absent; the class is only used by nbgrader
+        return object
+    return Preprocessor
+
+
+class HideHiddenTestsInTracebacks(_load_preprocessor_base()):
+    """nbgrader feedback preprocessor: IPython's tracebacks quote the lines around the failing one,
+    which can include hidden tests. Drop those lines from graded cells' error outputs (run it before
+    nbgrader's ClearHiddenTests, which cleans the cell's source)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.enabled = True  # nbconvert's preprocessors are off unless enabled
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+            return cell, resources
+        hidden = hidden_lines(cell.source)
+        if not hidden:
+            return cell, resources
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                output.traceback = [_drop_quoted(entry, hidden) for entry in output.traceback]
+        return cell, resources
+
+
+def _drop_quoted(entry: str, hidden: set[str]) -> str:
+    kept = []
+    for line in entry.split("\n"):
+        m = _TRACEBACK_SOURCE.match(_ANSI.sub("", line))
+        if m and m.group(1).strip() in hidden:
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _tool_env() -> dict[str, str]:
@@ -830,7 +896,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_release = sub.add_parser("release", help="nbgrader generate_assignment for every unit into notebooks/release")
     p_release.add_argument("units", nargs="*")
-    p_release.add_argument("--root", type=Path, default=NOTEBOOKS, help="nbgrader course directory (default notebooks/)")
+    p_release.add_argument("--root", type=Path, default=NOTEBOOKS,
+                           help="nbgrader course directory (default notebooks/)")
     p_check = sub.add_parser("check", help="notebooks valid and in sync with solutions/ and their generators")
     p_check.add_argument("units", nargs="*")
     p_gen = sub.add_parser("generate", help="rewrite source notebooks from notebooks/generators/")

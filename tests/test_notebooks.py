@@ -7,7 +7,6 @@ nbclient skip, with the reason, where those are not installed (the GPU machine m
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 from pathlib import Path
 
@@ -69,7 +68,8 @@ def test_sync_check_catches_an_edited_region(tmp_path):
 
     path = nb.SOURCE / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
     notebook = read(path)
-    cell = next(c for c in notebook.cells if c.source.startswith(f"{nb.MAGIC} 01_leaky_relu/leaky_relu.cu leaky_relu_kernel"))
+    first_line = f"{nb.MAGIC} 01_leaky_relu/leaky_relu.cu leaky_relu_kernel"
+    cell = next(c for c in notebook.cells if c.source.splitlines()[0:1] == [first_line])
     assert "const int64_t stride = int64_t(gridDim.x) * blockDim.x;" in cell.source
     cell.source = cell.source.replace("int64_t(gridDim.x) * blockDim.x", "gridDim.x * blockDim.x")
     edited = tmp_path / path.name
@@ -253,3 +253,49 @@ def test_notebook_build_compiles_and_loads_on_cpu():
     assert module.lib.namespace.startswith("ex01_leaky_relu_nb_")
     with pytest.raises(RuntimeError, match="x must be a CUDA tensor"):
         module.leaky_relu(torch.randn(4), 0.1)
+
+
+def test_autograde_round_trip_on_cpu():
+    """Real nbgrader: release, two submissions (the solution notebook and the untouched release),
+    autograde, feedback. Without a GPU the GPU-graded cells earn nothing and say why, the CPU-graded
+    warm-up earns its point for the solution only; with one, the solution earns full marks. Hidden
+    tests run at autograde but stay out of the feedback."""
+    need("nbgrader", "nbformat", "nbclient", "ipykernel")
+    import torch
+    from nbgrader.api import Gradebook
+
+    unit = "unit1_scalar_kernels"
+    # inside the repository, so that the graded notebooks find the grader above their folders
+    root = nb.BUILD_ROOT / "notebooks" / "autograde-test"
+    if root.exists():
+        shutil.rmtree(root)
+    (released,) = nb.release([unit], root=root)
+    for student, notebook in (("solution", nb.SOURCE / unit / released.name), ("blank", released)):
+        folder = root / "submitted" / student / unit
+        folder.mkdir(parents=True)
+        shutil.copy(notebook, folder / released.name)
+    env = {"COURSE_SEED": "7"} | ({} if torch.cuda.is_available() else {"CUDA_VISIBLE_DEVICES": ""})
+    nb.run_nbgrader(["autograde", unit, "--force"], root, env=env)
+    nb.run_nbgrader(["generate_feedback", unit, "--force"], root, env=env)
+
+    source = read(nb.SOURCE / unit / released.name)
+    total = sum(c.metadata["nbgrader"]["points"] for c in source.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "cuda-kernels-for-pytorch") as gb:
+        solution = gb.find_submission(unit, "solution")
+        blank = gb.find_submission(unit, "blank")
+        assert solution.max_score == total
+        assert blank.score == 0
+        if torch.cuda.is_available():
+            assert solution.score == total
+        else:
+            assert solution.score == 1  # the warm-up, graded on the CPU
+            warmup = gb.find_grade("warmup-test", released.stem, unit, "solution")
+            forward = gb.find_grade("forward", released.stem, unit, "solution")
+            assert warmup.score == 1 and forward.score == 0
+    graded = read(root / "autograded" / "solution" / unit / released.name)
+    forward_cell = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "forward")
+    assert "BEGIN HIDDEN TESTS" in forward_cell.source  # autograde restored the hidden tests
+    if not torch.cuda.is_available():
+        assert "cannot be graded here" in str(forward_cell.outputs)
+    html = (root / "feedback" / "solution" / unit / released.with_suffix(".html").name).read_text()
+    assert "blocks_needed(2**31 + 7, 256)" not in html and "HIDDEN TESTS" not in html

@@ -81,7 +81,8 @@ def build():
         from grader import notebooks as nb
 
         course = nb.Course("unit1_scalar_kernels")  # also defines the %%solution cell magic
-        print(f"torch {torch.__version__}; GPU: {torch.cuda.get_device_name() if torch.cuda.is_available() else 'none'}")
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
+        print(f"torch {torch.__version__}; GPU: {gpu}")
         print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
         """, "setup", locked=True),
         md(r"""
@@ -335,9 +336,10 @@ def build():
         md(r"""
         ## 7. Build and try
 
-        This compiles your cells inside the exercise's code. A compile error shows the compiler's message
-        (the line numbers are those of the assembled file, printed with it). After an illegal memory access
-        the CUDA context is unusable: fix the bug and restart the kernel.
+        This compiles your cells inside the rest of the exercise's code. A compile error shows the
+        compiler's message; the file and line it names are in the assembled copy (under `.build/notebooks/`),
+        where your cell's lines sit inside their function. After an illegal memory access the CUDA context
+        is unusable: fix the bug, then restart the kernel and run the cells again.
         """, "build-intro"),
         code(r"""
         reason = nb.heavy_skip_reason()
