@@ -330,8 +330,12 @@ class Course:
         folder = BUILD_ROOT / "notebooks" / f"nb_{h.hexdigest()[:12]}" / exercise
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
-            if not (folder / name).exists() or (folder / name).read_text() != text:
-                (folder / name).write_text(text)
+            target = folder / name
+            if not target.exists() or target.read_text() != text:
+                # atomically: another process (another notebook, a test) may be building this folder
+                tmp = folder / f".{name}.{os.getpid()}.tmp"
+                tmp.write_text(text)
+                os.replace(tmp, target)
         return folder
 
     def build(self, exercise: str):

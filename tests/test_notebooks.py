@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,22 @@ def test_heavy_cells_skip_under_validate_and_autograde_needs_a_gpu(monkeypatch):
         course.performance("01_leaky_relu")
 
 
+@pytest.fixture
+def inside_repo():
+    """Temporary folders inside the repository (a notebook finds the grader above its folder),
+    unique to this run: other test runs may share the tree."""
+    made = []
+
+    def make(tag: str) -> Path:
+        (nb.BUILD_ROOT / "notebooks").mkdir(parents=True, exist_ok=True)
+        made.append(Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=nb.BUILD_ROOT / "notebooks")))
+        return made[-1]
+
+    yield make
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 # --- real nbgrader -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
@@ -222,15 +239,13 @@ def test_source_notebook_runs_on_cpu_and_gpu_cells_skip(path, monkeypatch):
     assert len(skipped) >= 5, "the build, the graded GPU checks and the benchmarks should say they skipped"
 
 
-def test_release_notebook_runs_on_cpu_and_fails_the_cpu_graded_cell(released, monkeypatch):
+def test_release_notebook_runs_on_cpu_and_fails_the_cpu_graded_cell(released, monkeypatch, inside_repo):
     """The student's copy runs too: the CPU-graded warm-up fails (no answer yet), the %%solution
     cells say they are not written yet, nothing else errors."""
     root, paths = released
     path = next(p for p in paths if p.parent.name == "unit1_scalar_kernels")
     # the temporary course is outside the repository, which the notebook finds above its folder
-    inside = nb.BUILD_ROOT / "notebooks" / "release-run"
-    if inside.exists():
-        shutil.rmtree(inside)
+    inside = inside_repo("release-run") / path.parent.name
     shutil.copytree(path.parent, inside)
     notebook = execute(inside / path.name, monkeypatch, allow_errors=True)
     erring = [c.metadata.get("nbgrader", {}).get("grade_id", c.id) for c in notebook.cells
@@ -255,7 +270,7 @@ def test_notebook_build_compiles_and_loads_on_cpu():
         module.leaky_relu(torch.randn(4), 0.1)
 
 
-def test_autograde_round_trip_on_cpu():
+def test_autograde_round_trip_on_cpu(inside_repo):
     """Real nbgrader: release, two submissions (the solution notebook and the untouched release),
     autograde, feedback. Without a GPU the GPU-graded cells earn nothing and say why, the CPU-graded
     warm-up earns its point for the solution only; with one, the solution earns full marks. Hidden
@@ -266,9 +281,7 @@ def test_autograde_round_trip_on_cpu():
 
     unit = "unit1_scalar_kernels"
     # inside the repository, so that the graded notebooks find the grader above their folders
-    root = nb.BUILD_ROOT / "notebooks" / "autograde-test"
-    if root.exists():
-        shutil.rmtree(root)
+    root = inside_repo("autograde")
     (released,) = nb.release([unit], root=root)
     for student, notebook in (("solution", nb.SOURCE / unit / released.name), ("blank", released)):
         folder = root / "submitted" / student / unit

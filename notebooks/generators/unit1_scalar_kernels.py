@@ -102,6 +102,9 @@ def build():
         | the launcher | converts it once: `static_cast<course::opmath_t<scalar_t>>(negative_slope)` |
         | the kernel | a parameter of type `opmath` (`float` for float16/bfloat16/float32, `double` for float64) |
 
+        Exercise 02's ELU passes its `alpha` the same way; so will every scalar hyperparameter in this course
+        (an epsilon, a momentum, a scale).
+
         Three classic mistakes this avoids:
 
         - **hard-coding** `0.01f` in the kernel (then `negative_slope=0.2` silently gives wrong answers);
@@ -124,13 +127,15 @@ def build():
         steps by the number of threads in the grid (`gridDim.x * blockDim.x`) until it passes `n`.
         With `n = 10` and 2 blocks of 4 threads (stride 8):
 
-        | block | thread | elements |
-        |---|---|---|
-        | 0 | 0, 1, 2, 3 | 0 and 8, 1 and 9, 2, 3 |
-        | 1 | 0, 1, 2, 3 | 4, 5, 6, 7 |
+        | block, thread | global index | elements |
+        |---|---:|---|
+        | 0, 0 | 0 | 0, 8 |
+        | 0, 1 | 1 | 1, 9 |
+        | 0, 2 and 0, 3 | 2, 3 | 2; 3 |
+        | 1, 0 to 1, 3 | 4 to 7 | 4; 5; 6; 7 |
 
-        Why bother: a fixed grid of a few blocks per multiprocessor covers any `n`, each thread amortises
-        its index arithmetic over several elements, and no launch ever asks for more than $2^{31}-1$ blocks.
+        Why bother: a fixed grid of a few blocks per multiprocessor covers any `n`, the block scheduler
+        has little to do, and each thread amortises its index arithmetic over several elements.
         Use `int64_t` for indices: `blockIdx.x * blockDim.x` is computed in 32 bits unless you widen it, and
         the grader feeds a tensor of $2^{31}+7$ elements.
 
@@ -182,8 +187,8 @@ def build():
 
         @@CONTEXT@@
 
-        A plain grid-stride loop over the `n` elements earns the correctness points. The performance points
-        need the kernel to move 16 bytes per load and store instruction: `course::Vec<scalar_t, V>` with
+        A plain grid-stride loop over the `n` elements earns the correctness points. To match the
+        reference's speed, move 16 bytes per load and store instruction: `course::Vec<scalar_t, V>` with
         `V = course::kVec16<scalar_t>` (4 floats, 8 halves) is such a vector. Use it only when
         `course::is_aligned16(x, y)` holds (a view like `x[1:]` is not aligned), and finish the `n % V`
         tail elements one at a time.
@@ -247,9 +252,10 @@ def build():
 
         **`load_inline(name, cpp_sources=..., cuda_sources=..., functions=[...])`** does the same from
         strings: handy in a notebook. With `functions=`, it writes the pybind11 bindings for you, and the
-        module it returns has those functions. The name matters: a process can load one module per name, so
-        the cell below names it after a hash of its source, and editing and re-running the cell builds a new
-        module instead of colliding with the old one.
+        module it returns has those functions. The name matters: it names the build folder and the Python
+        module, and a process imports a module name once. The cell below names it after a hash of its
+        source, so an edited and re-run cell builds and imports a new module instead of colliding with, or
+        silently reusing, the old one.
 
         **`setup.py`** with `CUDAExtension` and `BuildExtension` builds ahead of time, for a package you
         install (`pip install .`) or ship as a wheel:
@@ -388,7 +394,7 @@ def build():
         """, "performance", points=2),
         md(r"""
         Throughput against size: small tensors cannot fill the GPU (launch latency dominates), large ones
-        approach the copy bandwidth, the dashed line.
+        approach the copy bandwidth (the dotted line).
         """, "plot-intro"),
         code(r"""
         reason = nb.heavy_skip_reason()
