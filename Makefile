@@ -46,4 +46,4 @@ notebooks:
 	@$(PY) $$py -m grader.notebooks release
 
 clean:
-	rm -rf .build grade-report bench-report notebooks/release
+	rm -rf .build grade-report bench-report notebooks/release notebooks/gradebook.db

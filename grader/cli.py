@@ -165,8 +165,9 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
             ref = solutions / s.exercise if use_reference else None
             if ref is not None and not builds.get(ref, {}).get("ok"):
                 ref = None  # measured against PyTorch instead
-            log(f"grading {s.exercise} ...")
+            start = time.perf_counter()
             rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp)))
+            log(f"  graded {s.exercise} in {time.perf_counter() - start:.1f} s")
     return rows
 
 

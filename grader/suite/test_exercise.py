@@ -8,13 +8,15 @@ from grader.performance import measure
 
 
 def test_check(check, ctx):
+    failure = None
     try:
         check.run(ctx)
     except CheckFailure as e:
-        pytest.fail(str(e), pytrace=False)
+        failure = str(e)
     except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
-        message = str(e).split("\nException raised from")[0]
-        pytest.fail(f"{type(e).__name__}: {message}", pytrace=False)
+        failure = f"{type(e).__name__}: " + str(e).split("\nException raised from")[0]
+    if failure is not None:  # outside the except block, so no chained traceback clutters the reason
+        pytest.fail(failure, pytrace=False)
 
 
 def test_performance(spec, ctx, reference_module, record_property):

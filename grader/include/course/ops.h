@@ -21,6 +21,13 @@
 
 namespace course {
 
+// "[2, 3, 4]": shapes formatted by hand, so that messages do not depend on operator<< overloads.
+inline std::string shape_of(const at::Tensor& t) {
+  std::string out = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) out += (d ? ", " : "") + std::to_string(t.size(d));
+  return out + "]";
+}
+
 inline void check_cuda(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor, but it is on ", t.device());
 }
@@ -30,7 +37,7 @@ inline void check_contiguous(const at::Tensor& t, const char* name) {
 }
 
 inline void check_dim(const at::Tensor& t, int64_t dim, const char* name) {
-  TORCH_CHECK(t.dim() == dim, name, " must have ", dim, " dimensions, but has shape ", t.sizes());
+  TORCH_CHECK(t.dim() == dim, name, " must have ", dim, " dimensions, but has shape ", shape_of(t));
 }
 
 inline void check_dtype(const at::Tensor& t, std::initializer_list<at::ScalarType> allowed, const char* name) {
@@ -48,8 +55,8 @@ inline void check_same(const at::Tensor& other, const char* other_name, const at
               " (", ref.device(), "), but is on ", other.device());
   TORCH_CHECK(other.scalar_type() == ref.scalar_type(), other_name, " must have the same dtype as ", ref_name,
               " (", ref.scalar_type(), "), but has ", other.scalar_type());
-  TORCH_CHECK(other.sizes() == ref.sizes(), other_name, " must have the same shape as ", ref_name, " (",
-              ref.sizes(), "), but has shape ", other.sizes());
+  TORCH_CHECK(other.sizes().equals(ref.sizes()), other_name, " must have the same shape as ", ref_name, " (",
+              shape_of(ref), "), but has shape ", shape_of(other));
 }
 
 }  // namespace course
