@@ -1,0 +1,103 @@
+// GENERATED from solutions/06_conv2d/conv2d.cpp by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
+// Exercise 06: the op's C++ front end. Argument checks, output size, dtype dispatch, stream, and
+// registration.
+#include <array>
+#include <climits>
+#include <optional>
+
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <course/ops.h>
+
+#include "conv2d.h"
+
+namespace {
+
+using Pair = std::array<int64_t, 2>;  // (height, width)
+
+// stride, padding and dilation arrive as int[] lists: exactly two values, small enough for an int.
+Pair pair_arg(at::IntArrayRef v, const char* name) {
+  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but has ", v.size(), ": ", v);
+  for (int64_t e : v) TORCH_CHECK(e > -(1 << 24) && e < (1 << 24), name, " values must be below 2^24, but are ", v);
+  return {v[0], v[1]};
+}
+
+// Reject every argument the kernels cannot handle, with a message naming the argument.
+void check_conv_args(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                     const Pair& stride, const Pair& padding, const Pair& dilation) {
+  // BEGIN SOLUTION
+  // TODO: x: a CUDA tensor of float32 or float64 with 4 dimensions (N, C, H, W) (see course/ops.h).
+  // TODO: weight: 4 dimensions (cout, cin, kh, kw), on x's device, of x's dtype, with cin == x.size(1).
+  // TODO: bias (when given): 1 dimension of size cout, on x's device, of x's dtype.
+  // TODO: stride and dilation > 0, padding >= 0, and the dilated kernel dilation * (k - 1) + 1 no
+  // TODO: larger than the padded input H + 2 * padding (and likewise for W): name the argument.
+  // TODO: (the reference solution takes about 29 lines)
+  // END SOLUTION
+}
+
+// Output length along one axis: the number of kernel placements that fit in the padded input.
+int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
+  int64_t out = 0;
+  // BEGIN SOLUTION
+  // TODO: the number of positions o >= 0 with o * stride + dil * (k - 1) <= in + 2 * pad - 1.
+  // TODO: (the reference solution takes about 1 line)
+  TORCH_CHECK(false, "conv_output_size (conv2d.cpp) is not implemented yet");
+  // END SOLUTION
+  return out;
+}
+
+at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t version) {
+  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM), but is ", version);
+  const Pair st = pair_arg(stride, "stride"), pd = pair_arg(padding, "padding"), dl = pair_arg(dilation, "dilation");
+  check_conv_args(x, weight, bias, st, pd, dl);
+  const int64_t ho = conv_output_size(x.size(2), weight.size(2), st[0], pd[0], dl[0]);
+  const int64_t wo = conv_output_size(x.size(3), weight.size(3), st[1], pd[1], dl[1]);
+  // The kernels index within one image with int (the batch index is 64-bit).
+  TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", x.sizes(), " has 2^31 or more elements");
+  TORCH_CHECK(weight.numel() < INT_MAX, "weight has 2^31 or more elements");
+  TORCH_CHECK(weight.size(0) * ho * wo < INT_MAX, "the output of one image has 2^31 or more elements");
+
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const at::Tensor xc = x.contiguous();
+  const at::Tensor wc = weight.contiguous();
+  const at::Tensor bc = bias.has_value() ? bias->contiguous() : at::Tensor();
+  at::Tensor y = at::empty({x.size(0), weight.size(0), ho, wo}, xc.options());
+
+  Conv2dShape s;
+  s.n = x.size(0);
+  s.cin = static_cast<int>(x.size(1));
+  s.h = static_cast<int>(x.size(2));
+  s.w = static_cast<int>(x.size(3));
+  s.cout = static_cast<int>(weight.size(0));
+  s.kh = static_cast<int>(weight.size(2));
+  s.kw = static_cast<int>(weight.size(3));
+  s.ho = static_cast<int>(ho);
+  s.wo = static_cast<int>(wo);
+  s.stride_h = static_cast<int>(st[0]);
+  s.stride_w = static_cast<int>(st[1]);
+  s.pad_h = static_cast<int>(pd[0]);
+  s.pad_w = static_cast<int>(pd[1]);
+  s.dil_h = static_cast<int>(dl[0]);
+  s.dil_w = static_cast<int>(dl[1]);
+  AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "conv2d", [&] {
+    conv2d_cuda<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
+                          bc.defined() ? bc.const_data_ptr<scalar_t>() : nullptr, y.mutable_data_ptr<scalar_t>(), s,
+                          static_cast<int>(version), c10::cuda::getCurrentCUDAStream());
+  });
+  return y;
+}
+
+}  // namespace
+
+COURSE_LIBRARY(m) {
+  m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int version) -> Tensor");
+}
+
+// CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check
+// ("x must be a CUDA tensor") instead of the dispatcher's generic error.
+COURSE_LIBRARY_IMPL(CompositeExplicitAutograd, m) {
+  m.impl("conv2d", &conv2d);
+}

@@ -1,0 +1,26 @@
+// GENERATED from solutions/06_conv2d/conv2d.h by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
+// Launchers of exercise 06, shared by the kernel file and the binding file.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+// The sizes and parameters of one NCHW convolution (groups = 1). Per-image offsets fit in an int
+// (the binding checks it); the batch index is 64-bit.
+struct Conv2dShape {
+  int64_t n;            // batch size
+  int cin, h, w;        // input channels and height x width
+  int cout, kh, kw;     // output channels and kernel height x width
+  int ho, wo;           // output height x width
+  int stride_h, stride_w;
+  int pad_h, pad_w;
+  int dil_h, dil_w;
+};
+
+// y = conv2d(x, weight) + bias, with x (n, cin, h, w), weight (cout, cin, kh, kw), bias (cout) or
+// nullptr, y (n, cout, ho, wo), all contiguous. version 1: the direct kernel; version 2: the tiled
+// implicit GEMM. Launched on `stream`.
+template <typename scalar_t>
+void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
+                 int version, cudaStream_t stream);

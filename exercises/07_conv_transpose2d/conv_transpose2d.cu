@@ -1,0 +1,61 @@
+// GENERATED from solutions/07_conv_transpose2d/conv_transpose2d.cu by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
+// Exercise 07: transposed 2-D convolution (NCHW, groups = 1) as a gather, and its launcher.
+//
+// This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
+// Tensors, checks, output sizes and op registration live in conv_transpose2d.cpp.
+#include <course/cuda.cuh>
+
+#include "conv_transpose2d.h"
+
+namespace {
+
+// The input row (or column) whose scatter reaches output position o through the tap at offset
+// k_off = k * dilation, or -1 when none does: o + pad - k_off must be a non-negative multiple of the
+// stride, and the quotient a position inside the input (0 <= i < in_size).
+__device__ __forceinline__ int source_index(int o, int k_off, int pad, int stride, int in_size) {
+  const int t = o + pad - k_off;
+  if (t < 0 || t % stride != 0) return -1;
+  const int i = t / stride;
+  return i < in_size ? i : -1;
+}
+
+// Gather: 1D grid-stride loop, one thread per output element y[n][co][oh][ow] (ow fastest, so a
+// warp reads neighbouring input pixels and all its threads read the same weight); each thread
+// loops over the kernel taps that reach it and, for each, over the input channels.
+template <typename scalar_t>
+__global__ void conv_transpose2d_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
+                                        const scalar_t* __restrict__ bias, scalar_t* __restrict__ y,
+                                        ConvTranspose2dShape s) {
+  const int64_t total = s.n * s.cout * s.ho * s.wo;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    // BEGIN SOLUTION
+    // TODO: split i into (n, co, oh, ow), ow fastest, and set y[i] = bias[co] (0 when bias is nullptr)
+    // TODO: + the sum over the taps (kh, kw) that reach (oh, ow) (source_index gives their input
+    // TODO: pixel (ih, iw), or -1) and over ci of x[n][ci][ih][iw] * weight[ci][co][kh][kw].
+    // TODO: (the reference solution takes about 22 lines)
+    // END SOLUTION
+  }
+}
+
+constexpr int kThreads = 256;
+
+}  // namespace
+
+template <typename scalar_t>
+void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
+                           const ConvTranspose2dShape& s, cudaStream_t stream) {
+  // BEGIN SOLUTION
+  // TODO: launch conv_transpose2d_kernel<scalar_t> on `stream` with kThreads threads per block and
+  // TODO: course::grid_for(outputs, kThreads) blocks; return first when there is no output (a grid
+  // TODO: of 0 blocks is an error); check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
+  // TODO: (the reference solution takes about 4 lines)
+  TORCH_CHECK(false, "conv_transpose2d_cuda (conv_transpose2d.cu) is not implemented yet");
+  // END SOLUTION
+}
+
+// The binding file dispatches on dtype; these are the types it may ask for.
+#define INSTANTIATE(T)                                                                                \
+  template void conv_transpose2d_cuda<T>(const T*, const T*, const T*, T*, const ConvTranspose2dShape&, \
+                                         cudaStream_t);
+INSTANTIATE(float)
+INSTANTIATE(double)

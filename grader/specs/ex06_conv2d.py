@@ -1,0 +1,400 @@
+"""Grading for exercise 06, 2-D convolution (NCHW, groups = 1), both numbered versions.
+
+Exercise 07 (transposed convolution) reuses the helpers here: the case list, the argument checks
+and the strict-fp32 benchmark setup.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
+from grader.spec import Benchmark, Check, Context, Spec
+
+# Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
+# is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
+REL_TOL = {torch.float32: 1e-5, torch.float64: 1e-11}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One convolution: x (n, cin, h, w), weight for cin -> cout with a kh x kw kernel."""
+
+    name: str
+    n: int
+    cin: int
+    h: int
+    w: int
+    cout: int
+    kh: int
+    kw: int
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    bias: bool = True
+    output_padding: tuple[int, int] = (0, 0)  # transposed convolution only
+
+
+def _sq(n, cin, hw, cout, k, s, p, bias=True, name=""):
+    return Case(name or f"k{k}s{s}p{p}", n, cin, hw, hw, cout, k, k, (s, s), (p, p), (1, 1), bias)
+
+
+# The seed's six square cases, then the shapes that break naive indexing: non-square inputs,
+# kernels, strides, paddings and dilations (a swapped axis shows), batch 1, channel counts off
+# multiples of the 64-wide tiles, im2col lengths (cin * kh * kw) off multiples of 8, no bias.
+CASES = [
+    _sq(2, 5, 19, 7, 3, 1, 0),
+    _sq(2, 5, 19, 7, 3, 1, 1),
+    _sq(2, 5, 19, 7, 3, 2, 1),
+    _sq(2, 5, 19, 7, 1, 1, 0),
+    _sq(2, 5, 19, 7, 1, 2, 0),
+    _sq(2, 5, 19, 7, 7, 2, 3),
+    Case("non-square input", 3, 4, 13, 29, 6, 3, 3, (1, 1), (1, 1)),
+    Case("non-square kernel 1x5", 2, 3, 11, 23, 5, 1, 5, (1, 1), (0, 2)),
+    Case("non-square kernel 4x2", 2, 3, 12, 9, 5, 4, 2, (1, 1), (1, 0)),
+    Case("stride (2, 1)", 2, 3, 17, 15, 4, 3, 3, (2, 1), (1, 1)),
+    Case("stride (1, 3)", 2, 3, 17, 15, 4, 3, 3, (1, 3), (1, 1)),
+    Case("padding (0, 2)", 2, 3, 10, 14, 4, 3, 3, (1, 1), (0, 2)),
+    Case("dilation (2, 3)", 2, 3, 21, 18, 5, 3, 3, (1, 2), (2, 3), (2, 3)),
+    Case("padding > kernel / 2", 1, 2, 6, 7, 3, 3, 3, (1, 1), (2, 2)),
+    Case("kernel = padded input", 2, 3, 5, 6, 4, 7, 8, (1, 1), (1, 1)),
+    Case("batch 1, 1 channel", 1, 1, 9, 11, 1, 3, 3, (1, 1), (1, 1)),
+    Case("no bias", 2, 5, 12, 12, 7, 3, 3, (1, 1), (1, 1), bias=False),
+    Case("odd channels 67 -> 65", 2, 67, 9, 9, 65, 3, 3, (1, 1), (1, 1)),
+    Case("channels 96 -> 130, many tiles", 3, 96, 20, 21, 130, 3, 3, (1, 1), (1, 1)),
+    Case("64 -> 64, 28x28 (the benchmark's kind)", 4, 64, 28, 28, 64, 3, 3, (1, 1), (1, 1)),
+    Case("output 1x1 per image, 257 images", 257, 3, 3, 3, 5, 3, 3),
+]
+FP64_CASES = [c for c in CASES if c.name.startswith("k")] + [CASES[9], CASES[12], CASES[17]]
+RANDOM_CASES = 8
+
+
+def random_case(g: torch.Generator, name: str) -> Case:
+    """A random convolution, shapes drawn from `g` (CPU): up to 5x5 kernels, strides up to 3,
+    dilations up to 2, padding up to 2, up to 40 channels each way."""
+    def r(lo, hi):
+        return int(torch.randint(lo, hi + 1, (1,), generator=g))
+
+    kh, kw = r(1, 5), r(1, 5)
+    stride, dilation, padding = (r(1, 3), r(1, 3)), (r(1, 2), r(1, 2)), (r(0, 2), r(0, 2))
+    min_h = max(1, dilation[0] * (kh - 1) + 1 - 2 * padding[0])
+    min_w = max(1, dilation[1] * (kw - 1) + 1 - 2 * padding[1])
+    return Case(name, r(1, 4), r(1, 40), r(min_h, 40), r(min_w, 40), r(1, 70), kh, kw, stride, padding, dilation,
+                bool(r(0, 1)))
+
+
+def describe(c: Case, transposed: bool = False) -> str:
+    weight = f"{c.cin}x{c.cout}x{c.kh}x{c.kw}" if transposed else f"{c.cout}x{c.cin}x{c.kh}x{c.kw}"
+    extra = f"output_padding {c.output_padding}, " if transposed else ""
+    return (f"x {c.n}x{c.cin}x{c.h}x{c.w}, weight {weight}, stride {c.stride}, padding {c.padding}, {extra}"
+            f"dilation {c.dilation}, {'bias' if c.bias else 'no bias'}")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def strict_fp32() -> Callable[[], None]:
+    """TF32 off (so cuDNN is the strict-fp32 baseline) and cuDNN's autotuner on; returns the undo."""
+    before = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark)
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+
+    def undo():
+        (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32,
+         torch.backends.cudnn.benchmark) = before
+
+    return undo
+
+
+def randn(g: torch.Generator, shape, dtype, scale: float = 1.0) -> torch.Tensor:
+    return (torch.randn(shape, generator=g, device="cuda", dtype=torch.float32) * scale).to(dtype)
+
+
+# ----------------------------------------------------------------------------------------- spec
+
+
+# Extra shapes `make bench` times with the fast version beside cuDNN (strict fp32):
+# (label, (n, cin, h, w), (cout, kh, kw), stride, padding)
+EXTRA_BENCH_SHAPES = [
+    ("32x512x7x7, 512->512, 3x3, pad 1", (32, 512, 7, 7), (512, 3, 3), 1, 1),
+    ("32x128x28x28, 128->256, 3x3, stride 2, pad 1", (32, 128, 28, 28), (256, 3, 3), 2, 1),
+]
+
+
+@dataclass
+class ConvSpec(Spec):
+    """Checks of a convolution op `op(x, weight, bias, stride=, padding=, dilation=, ...)`, forward
+    or transposed, for each graded (group, version, kernel name)."""
+
+    op: str = "conv2d"
+    transposed: bool = False
+    versions_graded: tuple[tuple[str, int | None, str], ...] = ()  # version None: the op has no version argument
+    cases: tuple[Case, ...] = ()
+    fp64_cases: tuple[Case, ...] = ()
+    random_case: Callable[[torch.Generator, str], Case] | None = None
+
+    # --- helpers -------------------------------------------------------------------------------
+    def call(self, ctx: Context, x, w, b, c: Case, version: int | None):
+        kwargs = {"stride": c.stride, "padding": c.padding, "dilation": c.dilation}
+        if self.transposed:
+            kwargs["output_padding"] = c.output_padding
+        if version is not None:
+            kwargs["version"] = version
+        return getattr(ctx.module, self.op)(x, w, b, **kwargs)
+
+    def _inputs(self, ctx: Context, name: str, c: Case, dtype: torch.dtype):
+        g = ctx.generator(name)
+        x = randn(g, (c.n, c.cin, c.h, c.w), dtype)
+        fan_in = (c.cout if self.transposed else c.cin) * c.kh * c.kw
+        shape = (c.cin, c.cout, c.kh, c.kw) if self.transposed else (c.cout, c.cin, c.kh, c.kw)
+        w = randn(g, shape, dtype, fan_in ** -0.5)
+        b = randn(g, (c.cout,), dtype) if c.bias else None
+        return x, w, b
+
+    def _reference(self, x, w, b, c: Case) -> torch.Tensor:
+        b = None if b is None else b.double()
+        if self.transposed:
+            return F.conv_transpose2d(x.double(), w.double(), b, c.stride, c.padding, c.output_padding, 1, c.dilation)
+        return F.conv2d(x.double(), w.double(), b, c.stride, c.padding, c.dilation)
+
+    def _expect(self, ctx: Context, version, c: Case, dtype: torch.dtype, what: str, x=None, w=None, b=None):
+        if x is None:
+            x, w, b = self._inputs(ctx, what, c, dtype)
+        tensors = {"x": x, "weight": w} | ({"bias": b} if b is not None else {})
+        with unmodified(**tensors):
+            y = self.call(ctx, x, w, b, c, version)
+            torch.cuda.synchronize()
+        if not isinstance(y, torch.Tensor):
+            raise CheckFailure(f"{what}: expected a tensor, got {type(y).__name__}")
+        expected = self._reference(x, w, b, c)
+        if y.dtype != dtype:
+            raise CheckFailure(f"{what}: output dtype {y.dtype}, expected {dtype}")
+        assert_rel_error(y, expected, REL_TOL[dtype], f"{what} ({describe(c, self.transposed)})")
+
+    # --- the checks ----------------------------------------------------------------------------
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+        for group, version, kernel in self.versions_graded:
+            def add(label, fn, group=group):
+                checks.append(Check(f"{group}[{label}]", group, fn))
+
+            for c in self.cases:
+                name = f"{group}[float32, {c.name}]"
+                add(f"float32, {c.name}", lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
+            for c in self.fp64_cases:
+                name = f"{group}[float64, {c.name}]"
+                add(f"float64, {c.name}", lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
+            for i in range(RANDOM_CASES):
+                name = f"{group}[random shape {i}]"
+                add(f"random shape {i}", lambda ctx, v=version, n=name: self._expect(
+                    ctx, v, self.random_case(ctx.generator(n, device="cpu"), n), torch.float32, n))
+            add("empty batch", lambda ctx, v=version: self._check_empty(ctx, v))
+            add("non-contiguous inputs", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            add("output poisoned", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            add("own kernel ran", lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g))
+        checks += self._input_checks()
+        checks.append(Check("registration[opcheck]", "registration", self._check_opcheck))
+        return checks
+
+    def _check_empty(self, ctx: Context, version) -> None:
+        c = Case("empty batch", 0, 3, 8, 8, 4, 3, 3, (1, 1), (1, 1), bias=False)
+        x, w, _ = self._inputs(ctx, "empty", c, torch.float32)
+        y = self.call(ctx, x, w, None, c, version)
+        torch.cuda.synchronize()
+        if tuple(y.shape) != (0, 4, 8, 8):
+            raise CheckFailure(f"empty batch: shape {tuple(y.shape)}, expected (0, 4, 8, 8)")
+
+    def _check_noncontiguous(self, ctx: Context, version, group: str) -> None:
+        c = Case("non-contiguous", 2, 6, 15, 13, 5, 3, 3, (1, 2), (1, 1))
+        x, w, b = self._inputs(ctx, f"{group}-noncontig", c, torch.float32)
+        self._expect(ctx, version, c, torch.float32, f"{group}[channels_last x]",
+                     x.to(memory_format=torch.channels_last), w, b)
+        wide = list(w.shape[:3]) + [2 * c.kw]
+        big = randn(ctx.generator(f"{group}-noncontig-w"), wide, torch.float32, 0.1)
+        self._expect(ctx, version, c, torch.float32, f"{group}[strided weight w[..., ::2]]", x, big[..., ::2], b)
+
+    def _check_poisoned(self, ctx: Context, version, group: str) -> None:
+        """Run, free the output, fill the freed memory with NaN, run on other inputs: an output
+        element left unwritten shows up as NaN (or as the first run's value)."""
+        c = Case("poisoned", 3, 7, 23, 17, 67, 3, 3, (1, 1), (1, 1))
+        x, w, b = self._inputs(ctx, f"{group}-poison", c, torch.float32)
+        first = self.call(ctx, x, w, b, c, version)
+        numel = first.numel()
+        del first
+        poison(torch.empty(4 * numel + (1 << 20), device="cuda"))  # the allocator hands this memory out next
+        self._expect(ctx, version, c, torch.float32, f"{group}[output poisoned with NaN]", -x, w, b)
+
+    def _check_own(self, ctx: Context, version, kernel: str, group: str) -> None:
+        c = Case("own", 2, 16, 20, 20, 32, 3, 3, (1, 1), (1, 1))
+        x, w, b = self._inputs(ctx, f"{group}-own", c, torch.float32)
+        label = f"{group}" + (f" (version={version})" if version is not None else "")
+        assert_own_kernels(lambda: self.call(ctx, x, w, b, c, version), (kernel,), label)
+
+    def _input_checks(self) -> list[Check]:
+        op = self.op
+
+        def bad(label, names, make, needs_gpu=True):
+            def run(ctx):
+                args, kwargs = make()
+                expect_error(lambda: getattr(ctx.module, op)(*args, **kwargs), names=names, what=label)
+            return Check(f"input_checks[{label}]", "input_checks", run, needs_gpu)
+
+        def cuda(*shape, dtype=torch.float32):
+            return torch.ones(shape, device="cuda", dtype=dtype)
+
+        # weight (3 -> 4 channels, 3x3): (4, 3, 3, 3) for conv2d, (3, 4, 3, 3) transposed
+        wshape = (3, 4, 3, 3) if self.transposed else (4, 3, 3, 3)
+        x, w = (lambda: cuda(2, 3, 8, 8)), (lambda: cuda(*wshape))
+        wrong_cin = (5, 4, 3, 3) if self.transposed else (4, 5, 3, 3)
+        checks = [
+            bad("a CPU tensor", ("x",), lambda: ((torch.ones(2, 3, 8, 8), torch.ones(wshape)), {}), needs_gpu=False),
+            bad("an integer x", ("x",), lambda: ((cuda(2, 3, 8, 8, dtype=torch.int32), w()), {})),
+            bad("a float16 x", ("x",), lambda: ((cuda(2, 3, 8, 8, dtype=torch.float16), w().half()), {})),
+            bad("a 3-D x", ("x",), lambda: ((cuda(3, 8, 8), w()), {})),
+            bad("a 3-D weight", ("weight",), lambda: ((x(), cuda(*wshape[:3])), {})),
+            bad("weight of another dtype", ("weight",), lambda: ((x(), w().double()), {})),
+            bad("weight on the CPU", ("weight",), lambda: ((x(), torch.ones(wshape)), {})),
+            bad("mismatched channels", ("weight",), lambda: ((x(), cuda(*wrong_cin)), {})),
+            bad("bias of the wrong size", ("bias",), lambda: ((x(), w(), cuda(5)), {})),
+            bad("bias of another dtype", ("bias",), lambda: ((x(), w(), cuda(4, dtype=torch.float64)), {})),
+            bad("stride 0", ("stride",), lambda: ((x(), w()), {"stride": (1, 0)})),
+            bad("negative stride", ("stride",), lambda: ((x(), w()), {"stride": -1})),
+            bad("stride with 3 values", ("stride",), lambda: ((x(), w()), {"stride": (1, 1, 1)})),
+            bad("dilation 0", ("dilation",), lambda: ((x(), w()), {"dilation": (0, 1)})),
+            bad("negative padding", ("padding",), lambda: ((x(), w()), {"padding": (0, -1)})),
+        ]
+        if self.transposed:
+            checks += [
+                bad("output_padding >= stride and >= dilation", ("output_padding",),
+                    lambda: ((x(), w()), {"stride": 2, "output_padding": (0, 2)})),
+                bad("negative output_padding", ("output_padding",), lambda: ((x(), w()), {"output_padding": (-1, 0)})),
+                bad("padding that leaves no output", ("padding",),
+                    lambda: ((cuda(2, 3, 2, 2), w()), {"padding": (3, 0)})),
+            ]
+        else:
+            checks += [
+                bad("a kernel larger than the padded input", ("weight", "kernel"),
+                    lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)})),
+                bad("a dilated kernel larger than the input", ("weight", "kernel"),
+                    lambda: ((x(), w()), {"dilation": (1, 4)})),
+                bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3})),
+            ]
+        return checks
+
+    def _check_opcheck(self, ctx: Context) -> None:
+        """The schema, and the shape function against the real op (torch.compile relies on both)."""
+        op = getattr(ctx.module.lib.ops, self.op)
+        g = ctx.generator("opcheck")
+        x = randn(g, (2, 3, 11, 9), torch.float32)
+        w = randn(g, (3, 5, 3, 2) if self.transposed else (5, 3, 3, 2), torch.float32)
+        b = randn(g, (5,), torch.float32)
+        if self.transposed:  # (x, weight, bias, stride, padding, output_padding, dilation)
+            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 0], [1, 2]), (x, w, None, [1, 1], [0, 0], [0, 0], [1, 1]))
+        else:  # (x, weight, bias, stride, padding, dilation, version)
+            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 2], 2), (x, w, None, [1, 1], [0, 0], [1, 1], 1))
+        for args in arg_sets:
+            try:
+                torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor"))
+            except Exception as e:
+                raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+
+@dataclass
+class Conv2dSpec(ConvSpec):
+    # --- speed ---------------------------------------------------------------------------------
+    def benchmark(self) -> Benchmark:
+        n, cin, h, w, cout, k = 32, 64, 56, 56, 64, 3
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            return (randn(g, (n, cin, h, w), torch.float32), randn(g, (cout, cin, k, k), torch.float32, (cin * k * k) ** -0.5))
+
+        def verify(out, inputs):
+            x, wt = inputs
+            assert_rel_error(out, F.conv2d(x.double(), wt.double(), None, 1, 1), REL_TOL[torch.float32], "a timed output")
+
+        return Benchmark(
+            label="strict fp32, 32x64x56x56, 64->64, 3x3, pad 1",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=2),
+            baseline=lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1),
+            work=2 * n * cout * h * w * cin * k * k,
+            unit="FLOP",
+            verify=verify,
+            setup=strict_fp32,
+            min_bytes=4 * (2 * n * cin * h * w + cout * cin * k * k),
+        )
+
+    def versions(self):
+        return {"kernel1 direct": lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=1),
+                "kernel2 implicit GEMM": lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=2)}
+
+
+SPEC = Conv2dSpec(
+    exercise="06_conv2d",
+    title="2-D convolution: direct and implicit GEMM",
+    module="conv2d.py",
+    points={"direct": 2, "implicit_gemm": 3, "input_checks": 1, "registration": 1, "performance": 3},
+    perf_requires=("implicit_gemm",),
+    solution_vs_baseline=0.8,
+    versions_graded=(("direct", 1, "conv2d_kernel1"), ("implicit_gemm", 2, "conv2d_kernel2")),
+    cases=tuple(CASES),
+    fp64_cases=tuple(FP64_CASES),
+    random_case=random_case,
+)
+
+
+def time_extra_shapes(module, shapes, call, baseline, work) -> list[dict]:
+    """Time `call(module, inputs, params)` beside `baseline(inputs, params)` on each
+    (label, x shape, weight shape, params) in `shapes` (strict fp32); `work(x shape, weight shape,
+    params)` counts the FLOPs."""
+    from grader.bench import L2Flusher, time_fn
+
+    flush = L2Flusher()
+    rows = []
+    undo = strict_fp32()
+    try:
+        for label, xs, ws, params in shapes:
+            g = torch.Generator(device="cuda")
+            g.manual_seed(7)
+            inputs = [(randn(g, xs, torch.float32), randn(g, ws, torch.float32, 0.05)) for _ in range(2)]
+            mine = time_fn(lambda inp: call(module, inp, params), inputs, flush=flush)
+            base = time_fn(lambda inp: baseline(inp, params), inputs, flush=flush)
+            flops = work(xs, ws, params)
+            rows.append({"shape": label, "time_us": round(mine.median_s * 1e6, 1),
+                         "tflops": round(flops / mine.median_s / 1e12, 2),
+                         "cudnn_time_us": round(base.median_s * 1e6, 1),
+                         "cudnn_tflops": round(flops / base.median_s / 1e12, 2),
+                         "time_vs_cudnn": round(mine.median_s / base.median_s, 2)})
+    finally:
+        undo()
+    return rows
+
+
+def extra_report() -> dict:
+    """`make bench`: the fast version beside cuDNN on EXTRA_BENCH_SHAPES."""
+    from grader.env import REPO
+    from grader.spec import import_exercise_module
+
+    module = import_exercise_module(REPO / "solutions" / SPEC.exercise, SPEC)
+
+    def work(xs, ws, params):
+        s, p = params["stride"], params["padding"]
+        ho = (xs[2] + 2 * p - ws[2]) // s + 1
+        wo = (xs[3] + 2 * p - ws[3]) // s + 1
+        return 2 * xs[0] * ws[0] * ho * wo * xs[1] * ws[2] * ws[3]
+
+    shapes = [(label, xs, (cout, xs[1], kh, kw), {"stride": s, "padding": p})
+              for label, xs, (cout, kh, kw), s, p in EXTRA_BENCH_SHAPES]
+    rows = time_extra_shapes(
+        module, shapes,
+        call=lambda mod, inp, params: mod.conv2d(inp[0], inp[1], None, **params, version=2),
+        baseline=lambda inp, params: F.conv2d(inp[0], inp[1], None, **params),
+        work=work)
+    return {"strict fp32, version 2 beside cuDNN": rows}

@@ -1,0 +1,114 @@
+"""Grading for exercise 07, transposed 2-D convolution (NCHW, groups = 1).
+
+The checks are exercise 06's (grader/specs/ex06_conv2d.py), with the weight laid out
+(cin, cout, kh, kw), F.conv_transpose2d as the float64 reference, and output_padding.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from grader.checks import assert_rel_error
+from grader.spec import Benchmark
+from grader.specs.ex06_conv2d import (CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, strict_fp32,
+                                      time_extra_shapes)
+
+# Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
+# a stride > 1 several input sizes of a conv2d give one output size, and output_padding picks one.
+T_CASES = CASES + [
+    Case("stride 2, output_padding 1", 2, 6, 9, 11, 5, 3, 3, (2, 2), (1, 1), (1, 1), True, (1, 1)),
+    Case("stride (3, 2), output_padding (2, 0)", 2, 4, 7, 8, 6, 4, 3, (3, 2), (1, 0), (1, 1), True, (2, 0)),
+    Case("dilation 2, stride 1, output_padding 1", 2, 3, 8, 9, 4, 3, 3, (1, 1), (1, 1), (2, 2), True, (1, 1)),
+    Case("stride 2, 64 -> 32, 4x4 kernel (upsampling)", 2, 64, 12, 10, 32, 4, 4, (2, 2), (1, 1)),
+]
+T_FP64_CASES = FP64_CASES + T_CASES[-4:-1]
+
+
+def random_transposed_case(g: torch.Generator, name: str) -> Case:
+    """A random transposed convolution, shapes drawn from `g` (CPU)."""
+    def r(lo, hi):
+        return int(torch.randint(lo, hi + 1, (1,), generator=g))
+
+    kh, kw = r(1, 5), r(1, 5)
+    stride, dilation = (r(1, 3), r(1, 3)), (r(1, 2), r(1, 2))
+    h, w = r(1, 24), r(1, 24)
+    out_pad = tuple(r(0, max(s, d) - 1) for s, d in zip(stride, dilation))
+    padding = []
+    for size, k, s, d, op in ((h, kh, stride[0], dilation[0], out_pad[0]), (w, kw, stride[1], dilation[1], out_pad[1])):
+        full = (size - 1) * s + d * (k - 1) + op + 1  # output length before cropping the padding
+        padding.append(min(r(0, 2), (full - 1) // 2))  # keep at least one output position
+    return Case(name, r(1, 4), r(1, 40), h, w, r(1, 70), kh, kw, stride, tuple(padding), dilation, bool(r(0, 1)),
+                out_pad)
+
+
+# Extra shapes `make bench` times beside cuDNN (strict fp32): the transposes of exercise 06's,
+# i.e. the gradient of those convolutions with respect to their input.
+# (label, x shape (n, cin, h, w), weight shape (cin, cout, kh, kw), stride, padding, output_padding)
+EXTRA_BENCH_SHAPES = [
+    ("32x512x7x7, 512->512, 3x3, pad 1", (32, 512, 7, 7), (512, 512, 3, 3), 1, 1, 0),
+    ("32x256x14x14, 256->128, 3x3, stride 2, pad 1, output_padding 1", (32, 256, 14, 14), (256, 128, 3, 3), 2, 1, 1),
+]
+
+
+class ConvTranspose2dSpec(ConvSpec):
+    def benchmark(self) -> Benchmark:
+        # the gradient, with respect to its input, of exercise 06's benchmark convolution
+        n, cin, h, w, cout, k = 32, 64, 56, 56, 64, 3
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            return (randn(g, (n, cin, h, w), torch.float32), randn(g, (cin, cout, k, k), torch.float32, (cout * k * k) ** -0.5))
+
+        def verify(out, inputs):
+            x, wt = inputs
+            assert_rel_error(out, F.conv_transpose2d(x.double(), wt.double(), None, 1, 1), REL_TOL[torch.float32],
+                             "a timed output")
+
+        return Benchmark(
+            label="strict fp32, 32x64x56x56, 64->64, 3x3, pad 1",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1),
+            baseline=lambda inp: F.conv_transpose2d(inp[0], inp[1], None, 1, 1),
+            # every input pixel times every tap and output channel (taps cropped by the padding included)
+            work=2 * n * cin * h * w * cout * k * k,
+            unit="FLOP",
+            verify=verify,
+            setup=strict_fp32,
+            min_bytes=4 * (2 * n * cin * h * w + cout * cin * k * k),
+        )
+
+    def versions(self):
+        return {"gather kernel": lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1)}
+
+
+SPEC = ConvTranspose2dSpec(
+    exercise="07_conv_transpose2d",
+    title="transposed 2-D convolution",
+    module="conv_transpose2d.py",
+    points={"forward": 4, "input_checks": 1, "registration": 1, "performance": 2},
+    perf_requires=("forward",),
+    solution_vs_baseline=0.15,
+    op="conv_transpose2d",
+    transposed=True,
+    versions_graded=(("forward", None, "conv_transpose2d_kernel"),),
+    cases=tuple(T_CASES),
+    fp64_cases=tuple(T_FP64_CASES),
+    random_case=random_transposed_case,
+)
+
+
+def extra_report() -> dict:
+    """`make bench`: the reference beside cuDNN on EXTRA_BENCH_SHAPES."""
+    from grader.env import REPO
+    from grader.spec import import_exercise_module
+
+    module = import_exercise_module(REPO / "solutions" / SPEC.exercise, SPEC)
+    shapes = [(label, xs, ws, {"stride": s, "padding": p, "output_padding": op})
+              for label, xs, ws, s, p, op in EXTRA_BENCH_SHAPES]
+    rows = time_extra_shapes(
+        module, shapes,
+        call=lambda mod, inp, params: mod.conv_transpose2d(inp[0], inp[1], None, **params),
+        baseline=lambda inp, params: F.conv_transpose2d(inp[0], inp[1], None, **params),
+        work=lambda xs, ws, params: 2 * xs[0] * xs[1] * xs[2] * xs[3] * ws[1] * ws[2] * ws[3])
+    return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows}

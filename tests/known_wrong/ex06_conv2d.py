@@ -1,0 +1,35 @@
+from tests.known_wrong import Variant
+
+EX = "06_conv2d"
+PADDED_LOAD = "return (ih >= 0 && ih < h && iw >= 0 && iw < w) ? plane[ih * w + iw] : scalar_t(0);"
+STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<int>(st[1]);\n"
+OUT_SIZE = "out = (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;"
+K_TILES = "const int k_tiles = (K + BK - 1) / BK;"
+A_LOAD = "? load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)"
+EVERYTHING = {"direct", "implicit_gemm", "input_checks", "registration", "performance"}
+
+VARIANTS = [
+    Variant(EX, "padding_ignored_at_border", "taps in the padding read the nearest border pixel instead of 0",
+            {"conv2d.cu": [(PADDED_LOAD, "return plane[min(max(ih, 0), h - 1) * w + min(max(iw, 0), w - 1)];")]},
+            loses={"direct", "implicit_gemm", "performance"}, reason="relative error"),
+    Variant(EX, "stride_wrong_axis", "the row stride is used for columns and the column stride for rows",
+            {"conv2d.cpp": [(STRIDES, "  s.stride_h = static_cast<int>(st[1]);\n  s.stride_w = static_cast<int>(st[0]);\n")]},
+            loses={"direct", "implicit_gemm", "performance"}, reason="stride (2, 1)"),
+    Variant(EX, "output_size_off_by_one", "the output size misses the final kernel placement",
+            {"conv2d.cpp": [(OUT_SIZE, "out = (in + 2 * pad - dil * (k - 1) - 1) / stride;")]},
+            loses={"direct", "implicit_gemm", "registration", "performance"}, reason="shape"),
+    Variant(EX, "k_tail_dropped", "the implicit GEMM skips the last K step when cin * kh * kw is not a multiple of 8",
+            {"conv2d.cu": [(K_TILES, "const int k_tiles = K / BK;")]},
+            loses={"implicit_gemm", "performance"}, reason="relative error"),
+    Variant(EX, "fp16_operands", "the implicit GEMM rounds the input to a 10-bit mantissa (like TF32 or fp16)",
+            {"conv2d.cu": [(A_LOAD, "? static_cast<scalar_t>(static_cast<float>(c10::Half(static_cast<float>("
+                                    "load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)))))")]},
+            loses={"implicit_gemm", "performance"}, reason="relative error"),
+    Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv2d (cuDNN)",
+            {"conv2d.py": [("return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))",
+                            "return torch.nn.functional.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation))")]},
+            loses={"direct", "implicit_gemm", "input_checks", "performance"}, reason="other than this exercise's own"),
+    Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
+            {"conv2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(0)", "b.dim() == 1 && b.size(0) >= weight.size(0)")]},
+            loses={"input_checks"}, reason="bias"),
+]
