@@ -69,6 +69,30 @@ def sources_of(exercise_dir: Path) -> list[Path]:
     return sorted(p for p in exercise_dir.iterdir() if p.suffix in SOURCE_SUFFIXES)
 
 
+def build_config(exercise_dir: Path) -> dict[str, list[str]]:
+    """Extra flags from an optional `build.json` in the exercise folder (for an exercise that links
+    a library, e.g. cuDNN): lists under extra_cflags, extra_cuda_cflags, extra_ldflags and
+    extra_include_paths. `${pkg:NAME}` in a value is the folder of the installed Python package NAME
+    (e.g. `${pkg:nvidia.cudnn}/include`), so no machine's paths are written into the file."""
+    path = exercise_dir / "build.json"
+    if not path.is_file():
+        return {}
+    import importlib.util
+
+    def pkg_dir(m: re.Match) -> str:
+        spec = importlib.util.find_spec(m.group(1))
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError(f"{path}: the Python package {m.group(1)} is not installed")
+        return list(spec.submodule_search_locations)[0]
+
+    raw = json.loads(path.read_text())
+    keys = ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths")
+    unknown = set(raw) - set(keys)
+    if unknown:
+        raise RuntimeError(f"{path}: unknown keys {sorted(unknown)}; known: {', '.join(keys)}")
+    return {k: [re.sub(r"\$\{pkg:([\w.]+)\}", pkg_dir, v) for v in raw.get(k, [])] for k in keys}
+
+
 def _fingerprint(exercise_dir: Path, namespace: str) -> str:
     """Hash of everything that changes the built library: sources, headers, flags, toolchain.
     Cheap (no torch import), so checking hundreds of folders' caches takes no time."""
@@ -80,7 +104,8 @@ def _fingerprint(exercise_dir: Path, namespace: str) -> str:
     for p in files:
         if p.is_file():
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    config = [namespace, version("torch"), os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *CUDA_FLAGS, *CXX_FLAGS]
+    config = [namespace, version("torch"), os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *CUDA_FLAGS, *CXX_FLAGS,
+              json.dumps(build_config(exercise_dir), sort_keys=True)]
     h.update("\0".join(config).encode())
     return h.hexdigest()
 
@@ -180,14 +205,16 @@ def _compile(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -
     sources = [str(p) for p in sources_of(exercise_dir)]
     if not sources:
         raise RuntimeError(f"no .cu or .cpp sources in {exercise_dir}")
+    extra = build_config(exercise_dir)
     captured = io.StringIO()
     with redirect_stdout(captured):
         cpp_extension.load(
             name=namespace,
             sources=sources,
-            extra_include_paths=[str(env.INCLUDE_DIR), str(exercise_dir)],
-            extra_cflags=CXX_FLAGS + [f"-DCOURSE_NS={namespace}"],
-            extra_cuda_cflags=CUDA_FLAGS,
+            extra_include_paths=[str(env.INCLUDE_DIR), str(exercise_dir), *extra.get("extra_include_paths", [])],
+            extra_cflags=CXX_FLAGS + [f"-DCOURSE_NS={namespace}", *extra.get("extra_cflags", [])],
+            extra_cuda_cflags=CUDA_FLAGS + extra.get("extra_cuda_cflags", []),
+            extra_ldflags=extra.get("extra_ldflags", []),
             build_directory=str(out_dir),
             is_python_module=False,
             verbose=verbose,

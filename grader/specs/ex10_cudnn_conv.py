@@ -1,0 +1,688 @@
+"""Grading for exercise 10: 2-d convolution through cuDNN with a plan cache.
+
+The wrapper module provides conv2d, conv2d_backward_input, conv2d_backward_weight, conv_transpose2d
+(each with mode="benchmark" | "heuristic" | "uncached"), describe, cache_stats, cache_clear and
+set_cache_capacity. cuDNN's kernels are allowed here (they are the point); what must not run is
+PyTorch's own convolution (aten::conv*, aten::cudnn_convolution, at::native kernels).
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+
+import torch
+import torch.nn.functional as F
+
+from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, unmodified
+from grader.spec import Benchmark, Check, Context, Spec
+
+# Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
+# plan that uses TF32 when it must not fails; float64 must be exact to its own rounding.
+TOL = {"strict": 1e-5, "tf32": 5e-3, "float64": 1e-12}
+# The seed's six cases (kernel, stride, padding), all on one input shape: a plan keyed without the
+# stride is then found for a call with another stride.
+CASES = ((3, 1, 0), (3, 1, 1), (3, 2, 1), (1, 1, 0), (1, 2, 0), (7, 2, 3))
+CASE_X = (2, 8, 19, 23)  # N, C, H, W: odd sizes, not multiples of a tile
+CASE_K = 12  # output channels
+# The timed convolutions: (x shape, output channels), 3x3, stride 1, padding 1.
+BENCH = (((32, 512, 7, 7), 512), ((32, 64, 56, 56), 64))
+
+
+def _name(k, s, p, d=1) -> str:
+    return f"k{k}s{s}p{p}" + (f"d{d}" if d != 1 else "")
+
+
+@contextlib.contextmanager
+def math_mode(mode: str):
+    """TF32 for cuDNN convolutions allowed ("tf32") or not ("strict"/"float64"), restored after."""
+    prev = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = mode == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = prev
+
+
+def _rand(ctx: Context, name: str, shape, dtype=torch.float32, scale=1.0) -> torch.Tensor:
+    g = ctx.generator(name)
+    return (torch.randn(shape, generator=g, device="cuda", dtype=torch.float32) * scale).to(dtype)
+
+
+def _weight(ctx, name, shape, dtype=torch.float32):
+    fan_in = shape[1] * shape[2] * shape[3]
+    return _rand(ctx, name, shape, dtype, fan_in ** -0.5)
+
+
+def _out(n, k, s, p, d):
+    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _reference(x, w, s, p, d):
+    return F.conv2d(x.double(), w.double(), None, s, p, d)
+
+
+def _reference_grads(x, w, g, s, p, d):
+    """(grad_x, grad_w) of F.conv2d in float64, by autograd."""
+    x64 = x.detach().double().requires_grad_()
+    w64 = w.detach().double().requires_grad_()
+    y = F.conv2d(x64, w64, None, s, p, d)
+    return torch.autograd.grad(y, (x64, w64), g.double())
+
+
+def assert_no_pytorch_conv(fn, what: str) -> None:
+    """cuDNN's kernels may run, PyTorch's convolution may not: no aten::conv* / aten::cudnn_* op on
+    the CPU side, no at::native kernel on the GPU, and at least one kernel must have run."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    events = prof.events()
+    ops = sorted({e.name for e in events if e.device_type == DeviceType.CPU and e.name.startswith("aten::")
+                  and ("conv" in e.name or "cudnn" in e.name)})
+    if ops:
+        raise CheckFailure(f"{what}: PyTorch's convolution ran ({', '.join(ops[:3])}); the op must call cuDNN itself")
+    kernels = [e.name for e in events if e.device_type == DeviceType.CUDA]
+    native = sorted({k for k in kernels if "at::native" in k})
+    if native:
+        raise CheckFailure(f"{what}: PyTorch's own kernels ran ({'; '.join(n[:80] for n in native[:2])}); "
+                           "the op must call cuDNN itself")
+    if not kernels:
+        raise CheckFailure(f"{what}: no GPU kernel ran")
+
+
+def _random_configs(seed: int, count: int):
+    """(x shape, w shape, stride, padding, dilation) drawn so that the output is never empty."""
+    rng = random.Random(seed)
+    configs = []
+    while len(configs) < count:
+        n, c, k = rng.randint(1, 3), rng.randint(1, 9), rng.randint(1, 9)
+        h, w = rng.randint(1, 24), rng.randint(1, 24)
+        kh, kw = rng.randint(1, 5), rng.randint(1, 5)
+        s = (rng.randint(1, 3), rng.randint(1, 3))
+        p = (rng.randint(0, 2), rng.randint(0, 2))
+        d = (rng.randint(1, 2), rng.randint(1, 2))
+        if _out(h, kh, s[0], p[0], d[0]) < 1 or _out(w, kw, s[1], p[1], d[1]) < 1:
+            continue
+        configs.append(((n, c, h, w), (k, c, kh, kw), s, p, d))
+    return configs
+
+
+class CudnnConvSpec(Spec):
+    # --- forward -------------------------------------------------------------------------------
+    def _expect_forward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark"):
+        with math_mode(mode), unmodified(x=x, weight=w):
+            y = ctx.module.conv2d(x, w, s, p, d, mode=algo)
+            torch.cuda.synchronize()
+        if not isinstance(y, torch.Tensor) or y.dtype != x.dtype:
+            raise CheckFailure(f"{what}: expected a {x.dtype} tensor, got {getattr(y, 'dtype', type(y).__name__)}")
+        assert_rel_error(y, _reference(x, w, s, p, d), TOL[mode], what)
+
+    def _check_case(self, ctx, k, s, p, mode, algo="benchmark"):
+        dtype = torch.float64 if mode == "float64" else torch.float32
+        x = _rand(ctx, "case-x", CASE_X, dtype)
+        w = _weight(ctx, f"case-w{k}", (CASE_K, CASE_X[1], k, k), dtype)
+        if s != 1:  # the stride-1 twin first: a plan keyed without the stride would be found next
+            self._expect_forward(ctx, x, w, 1, p, 1, mode, f"forward[{mode}-{_name(k, 1, p)}]", algo)
+        self._expect_forward(ctx, x, w, s, p, 1, mode, f"forward[{mode}-{_name(k, s, p)}]", algo)
+
+    def _check_random_forward(self, ctx, name, dtype=torch.float32, mode="strict"):
+        for i, (xs, ws, s, p, d) in enumerate(_random_configs(ctx.seed_for(name), 8)):
+            x, w = _rand(ctx, f"{name}-x{i}", xs, dtype), _weight(ctx, f"{name}-w{i}", ws, dtype)
+            self._expect_forward(ctx, x, w, s, p, d, mode, f"{name}: x {xs}, weight {ws}, stride {s}, padding {p}, dilation {d}")
+
+    def _check_noncontiguous(self, ctx):
+        x = _rand(ctx, "nc-x", (2, 6, 15, 26))
+        w = _weight(ctx, "nc-w", (5, 6, 3, 3))
+        self._expect_forward(ctx, x[:, :, :, ::2], w, 1, 1, 1, "strict", "forward[strided view x[..., ::2]]")
+        self._expect_forward(ctx, x.contiguous(memory_format=torch.channels_last), w, 2, 1, 1, "strict",
+                             "forward[channels_last x]")
+        self._expect_forward(ctx, x, w.transpose(2, 3), 1, 0, 1, "strict", "forward[transposed weight view]")
+
+    def _check_poisoned(self, ctx):
+        """Run twice with results that differ, poisoning free memory in between: an output element
+        left unwritten shows up as NaN or as the first run's value."""
+        x = _rand(ctx, "poison-x", (3, 7, 33, 31))
+        w = _weight(ctx, "poison-w", (9, 7, 3, 3))
+        with math_mode("strict"):
+            first = ctx.module.conv2d(x, w, 1, 1)
+            torch.cuda.synchronize()
+        del first
+        poison(torch.empty((1 << 22,), device="cuda"))
+        self._expect_forward(ctx, -x, w, 1, 1, 1, "strict", "forward[output poisoned]")
+
+    def _check_modes(self, ctx, algo):
+        for k, s, p in ((3, 2, 1), (5, 1, 2)):
+            x = _rand(ctx, f"{algo}-x{k}", CASE_X)
+            w = _weight(ctx, f"{algo}-w{k}", (CASE_K, CASE_X[1], k, k))
+            self._expect_forward(ctx, x, w, s, p, 1, "strict", f"forward[mode={algo}, {_name(k, s, p)}]", algo)
+            self._expect_forward(ctx, x, w, s, p, 1, "tf32", f"forward[mode={algo}, tf32, {_name(k, s, p)}]", algo)
+
+    def _check_own_forward(self, ctx):
+        x = _rand(ctx, "own-x", (4, 16, 28, 28))
+        w = _weight(ctx, "own-w", (32, 16, 3, 3))
+        with math_mode("strict"):
+            ctx.module.conv2d(x, w, 1, 1)  # a plan exists; the profiled call uses it
+            assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 1, 1), "forward")
+            assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 2, 1, mode="uncached"), "forward, mode=uncached")
+
+    # --- backward ------------------------------------------------------------------------------
+    def _expect_backward(self, ctx, x, w, s, p, d, mode, what):
+        y_shape = (x.shape[0], w.shape[0], _out(x.shape[2], w.shape[2], s[0], p[0], d[0]),
+                   _out(x.shape[3], w.shape[3], s[1], p[1], d[1]))
+        g = _rand(ctx, what + "-g", y_shape, x.dtype)
+        m = ctx.module
+        with math_mode(mode), unmodified(grad_output=g, x=x, weight=w):
+            gx = m.conv2d_backward_input(g, w, tuple(x.shape), s, p, d)
+            gw = m.conv2d_backward_weight(g, x, tuple(w.shape), s, p, d)
+            torch.cuda.synchronize()
+        ref_x, ref_w = _reference_grads(x, w, g, s, p, d)
+        assert_rel_error(gx, ref_x, TOL[mode], f"{what}: conv2d_backward_input (grad of x)")
+        assert_rel_error(gw, ref_w, TOL[mode], f"{what}: conv2d_backward_weight (grad of weight)")
+
+    def _check_backward_case(self, ctx, k, s, p, mode):
+        dtype = torch.float64 if mode == "float64" else torch.float32
+        x = _rand(ctx, "bcase-x", CASE_X, dtype)
+        w = _weight(ctx, f"bcase-w{k}", (CASE_K, CASE_X[1], k, k), dtype)
+        if s != 1:
+            self._expect_backward(ctx, x, w, (1, 1), (p, p), (1, 1), mode, f"backward[{mode}-{_name(k, 1, p)}]")
+        self._expect_backward(ctx, x, w, (s, s), (p, p), (1, 1), mode, f"backward[{mode}-{_name(k, s, p)}]")
+
+    def _check_random_backward(self, ctx, name):
+        for i, (xs, ws, s, p, d) in enumerate(_random_configs(ctx.seed_for(name), 6)):
+            x, w = _rand(ctx, f"{name}-x{i}", xs), _weight(ctx, f"{name}-w{i}", ws)
+            self._expect_backward(ctx, x, w, s, p, d, "strict",
+                                  f"{name}: x {xs}, weight {ws}, stride {s}, padding {p}, dilation {d}")
+
+    def _check_transposed(self, ctx, mode):
+        # (C_in, C_out, k, stride, padding, output_padding, dilation)
+        for i, (ci, co, k, s, p, op, d) in enumerate(((6, 4, 3, 2, 1, 1, 1), (5, 7, 1, 1, 0, 0, 1), (4, 3, 4, 3, 2, 2, 1),
+                                                      (3, 5, 3, 2, 1, 1, 2), (8, 8, 7, 2, 3, 1, 1))):
+            x = _rand(ctx, f"t{mode}-x{i}", (2, ci, 9, 13))
+            w = _weight(ctx, f"t{mode}-w{i}", (ci, co, k, k))
+            what = f"conv_transpose2d[{mode}, weight {tuple(w.shape)}, stride {s}, padding {p}, output_padding {op}, dilation {d}]"
+            with math_mode(mode), unmodified(x=x, weight=w):
+                y = ctx.module.conv_transpose2d(x, w, s, p, op, d)
+                torch.cuda.synchronize()
+            expected = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d)
+            assert_rel_error(y, expected, TOL[mode], what)
+
+    def _check_autograd(self, ctx):
+        x = _rand(ctx, "ag-x", (2, 5, 14, 11)).requires_grad_()
+        w = _weight(ctx, "ag-w", (7, 5, 3, 3)).requires_grad_()
+        with math_mode("strict"):
+            y = ctx.module.conv2d(x, w, 2, 1)
+            g = _rand(ctx, "ag-g", tuple(y.shape))
+            gx, gw = torch.autograd.grad(y, (x, w), g)
+            torch.cuda.synchronize()
+        ref_x, ref_w = _reference_grads(x, w, g, (2, 2), (1, 1), (1, 1))
+        assert_rel_error(gx, ref_x, TOL["strict"], "autograd: grad of x through conv2d")
+        assert_rel_error(gw, ref_w, TOL["strict"], "autograd: grad of weight through conv2d")
+        xt = _rand(ctx, "agt-x", (2, 4, 6, 5)).requires_grad_()
+        wt = _weight(ctx, "agt-w", (4, 3, 3, 3)).requires_grad_()
+        with math_mode("strict"):
+            yt = ctx.module.conv_transpose2d(xt, wt, 2, 1, 1)
+            gt = _rand(ctx, "agt-g", tuple(yt.shape))
+            gxt, gwt = torch.autograd.grad(yt, (xt, wt), gt)
+        x64, w64 = xt.detach().double().requires_grad_(), wt.detach().double().requires_grad_()
+        ref = torch.autograd.grad(F.conv_transpose2d(x64, w64, None, 2, 1, 1), (x64, w64), gt.double())
+        assert_rel_error(gxt, ref[0], TOL["strict"], "autograd: grad of x through conv_transpose2d")
+        assert_rel_error(gwt, ref[1], TOL["strict"], "autograd: grad of weight through conv_transpose2d")
+
+    def _check_gradcheck(self, ctx):
+        x = _rand(ctx, "gc-x", (2, 3, 7, 6), torch.float64).requires_grad_()
+        w = _rand(ctx, "gc-w", (4, 3, 3, 2), torch.float64).requires_grad_()
+        fn = ctx.module.conv2d
+        try:
+            ok = torch.autograd.gradcheck(lambda a, b: fn(a, b, (2, 1), (1, 0), (1, 2)), (x, w), eps=1e-6, atol=1e-6)
+        except Exception as e:
+            raise CheckFailure(f"gradcheck of conv2d in float64: {str(e).splitlines()[0][:300]}") from None
+        if not ok:
+            raise CheckFailure("gradcheck of conv2d in float64 failed")
+
+    def _check_own_backward(self, ctx):
+        x = _rand(ctx, "ownb-x", (4, 16, 28, 28))
+        w = _weight(ctx, "ownb-w", (32, 16, 3, 3))
+        g = _rand(ctx, "ownb-g", (4, 32, 28, 28))
+        m = ctx.module
+        with math_mode("strict"):
+            def both():
+                m.conv2d_backward_input(g, w, tuple(x.shape), 1, 1)
+                m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1)
+            both()
+            assert_no_pytorch_conv(both, "backward")
+
+    # --- cache ---------------------------------------------------------------------------------
+    def _stats(self, ctx):
+        s = ctx.module.cache_stats()
+        return {k: int(s[k]) for k in ("hits", "misses", "evictions", "size", "capacity")}
+
+    def _check_hit(self, ctx):
+        m = ctx.module
+        x = _rand(ctx, "hit-x", (2, 5, 12, 12))
+        w = _weight(ctx, "hit-w", (6, 5, 3, 3))
+        m.cache_clear()
+        with math_mode("strict"):
+            m.conv2d(x, w, 1, 1)
+            first = self._stats(ctx)
+            if (first["misses"], first["hits"], first["size"]) != (1, 0, 1):
+                raise CheckFailure(f"cache: after cache_clear() and one call, expected 1 miss, 0 hits and 1 plan, got {first}")
+            self._expect_forward(ctx, -x, w, 1, 1, 1, "strict", "cache[second identical call]")
+        second = self._stats(ctx)
+        if (second["misses"], second["hits"], second["size"]) != (1, 1, 1):
+            raise CheckFailure(f"cache: a second call with the same shapes and parameters must be a hit; got {second}")
+
+    def _check_key_fields(self, ctx):
+        """Each field that changes the plan, changed alone, must miss; repeated, it must hit."""
+        m = ctx.module
+        x = _rand(ctx, "key-x", (2, 5, 16, 15))
+        w = _weight(ctx, "key-w", (6, 5, 3, 3))
+        g = _rand(ctx, "key-g", (2, 6, 16, 15))
+        base = dict(x=x, w=w, s=1, p=1, d=1, mode="strict", algo="benchmark", op="forward")
+        variations = {
+            "stride": dict(s=2), "padding": dict(p=0), "dilation": dict(d=2), "dtype (float64)": dict(
+                x=x.double(), w=w.double(), mode="float64"), "math mode (TF32 allowed)": dict(mode="tf32"),
+            "batch size": dict(x=x[:1]), "input height": dict(x=x[:, :, :13]), "output channels": dict(w=w[:4]),
+            "kernel size": dict(w=_weight(ctx, "key-w5", (6, 5, 5, 5))),
+            "operation (backward-data)": dict(op="backward_input"), "algorithm mode (heuristic)": dict(algo="heuristic"),
+        }
+
+        def call(c):
+            with math_mode(c["mode"]):
+                if c["op"] == "forward":
+                    m.conv2d(c["x"], c["w"], c["s"], c["p"], c["d"], mode=c["algo"])
+                else:
+                    m.conv2d_backward_input(g, c["w"], tuple(c["x"].shape), c["s"], c["p"], c["d"], mode=c["algo"])
+            torch.cuda.synchronize()
+
+        m.cache_clear()
+        call(base)
+        for field, change in variations.items():
+            c = {**base, **change}
+            before = self._stats(ctx)
+            call(c)
+            after = self._stats(ctx)
+            if after["misses"] != before["misses"] + 1 or after["hits"] != before["hits"]:
+                raise CheckFailure(f"cache: a call that differs only in {field} was a hit; the key must include it "
+                                   f"(counts before {before}, after {after})")
+            call(c)
+            again = self._stats(ctx)
+            if again["hits"] != after["hits"] + 1:
+                raise CheckFailure(f"cache: repeating the call that differs in {field} was not a hit ({after} -> {again})")
+
+    def _check_clear(self, ctx):
+        m = ctx.module
+        x = _rand(ctx, "clear-x", (1, 3, 9, 9))
+        w = _weight(ctx, "clear-w", (4, 3, 3, 3))
+        with math_mode("strict"):
+            m.conv2d(x, w, 1, 1)
+            m.conv2d(x, w, 2, 1)
+            if self._stats(ctx)["size"] < 1:
+                raise CheckFailure(f"cache: no plan is held after two calls: {self._stats(ctx)}")
+            m.cache_clear()
+            s = self._stats(ctx)
+            if (s["size"], s["hits"], s["misses"]) != (0, 0, 0):
+                raise CheckFailure(f"cache: cache_clear() must drop every plan and reset the counts, got {s}")
+            self._expect_forward(ctx, x, w, 1, 1, 1, "strict", "cache[call after cache_clear()]")
+            s = self._stats(ctx)
+            if (s["size"], s["misses"]) != (1, 1):
+                raise CheckFailure(f"cache: the first call after cache_clear() must miss and add a plan, got {s}")
+
+    def _check_bounded(self, ctx):
+        m = ctx.module
+        x = _rand(ctx, "lru-x", (1, 4, 24, 24))
+        w = _weight(ctx, "lru-w", (4, 4, 3, 3))
+        cap = self._stats(ctx)["capacity"]
+        m.cache_clear()
+        try:
+            m.set_cache_capacity(3)
+            with math_mode("strict"):
+                for h in (20, 21, 22, 23, 24):  # five keys: plans for 20 and 21 are evicted
+                    m.conv2d(x[:, :, :h], w, 1, 1)
+                s = self._stats(ctx)
+                if s["size"] != 3 or s["evictions"] != 2:
+                    raise CheckFailure(f"cache: with capacity 3, five different calls must leave 3 plans and 2 evictions, got {s}")
+                m.conv2d(x[:, :, :22], w, 1, 1)  # the oldest kept plan: a hit, and now the newest
+                m.conv2d(x[:, :, :20], w, 1, 1)  # evicted: a miss, which evicts 23 (least recently used)
+                m.conv2d(x[:, :, :22], w, 1, 1)
+                s2 = self._stats(ctx)
+                if (s2["hits"] - s["hits"], s2["misses"] - s["misses"]) != (2, 1):
+                    raise CheckFailure(f"cache: least-recently-used eviction expected (2 hits, 1 miss), got {s} -> {s2}")
+                self._expect_forward(ctx, x[:, :, :23], w, 1, 1, 1, "strict", "cache[call after eviction]")
+                s3 = self._stats(ctx)
+                if s3["misses"] != s2["misses"] + 1 or s3["size"] != 3:
+                    raise CheckFailure(f"cache: the least recently used plan should have been evicted: {s2} -> {s3}")
+        finally:
+            m.set_cache_capacity(max(cap, 16))
+
+    def _check_uncached(self, ctx):
+        m = ctx.module
+        before = self._stats(ctx)
+        x = _rand(ctx, "unc-x", CASE_X)
+        w = _weight(ctx, "unc-w", (CASE_K, CASE_X[1], 3, 3))
+        self._expect_forward(ctx, x, w, 2, 1, 1, "strict", "forward[mode=uncached]", "uncached")
+        g = _rand(ctx, "unc-g", (CASE_X[0], CASE_K, _out(CASE_X[2], 3, 2, 1, 1), _out(CASE_X[3], 3, 2, 1, 1)))
+        with math_mode("strict"):
+            gx = m.conv2d_backward_input(g, w, CASE_X, 2, 1, mode="uncached")
+            gw = m.conv2d_backward_weight(g, x, tuple(w.shape), 2, 1, mode="uncached")
+        ref_x, ref_w = _reference_grads(x, w, g, 2, 1, 1)
+        assert_rel_error(gx, ref_x, TOL["strict"], "conv2d_backward_input, mode=uncached")
+        assert_rel_error(gw, ref_w, TOL["strict"], "conv2d_backward_weight, mode=uncached")
+        after = self._stats(ctx)
+        if after != before:
+            raise CheckFailure(f"cache: mode='uncached' must not use the cache, but the counts moved: {before} -> {after}")
+
+    # --- threads and streams -------------------------------------------------------------------
+    def _check_threads(self, ctx):
+        """Several Python threads, each on its own stream and shapes: every result right, and the
+        counts add up (each thread's first call per key misses, the rest hit)."""
+        m = ctx.module
+        threads, fwd_calls, bwd_calls = 6, 8, 4
+        jobs = []
+        for t in range(threads):
+            x = _rand(ctx, f"thr-x{t}", (1 + t % 3, 3 + t, 10 + t, 12 + 2 * t))
+            w = _weight(ctx, f"thr-w{t}", (4 + t, 3 + t, 3, 3))
+            y_ref = _reference(x, w, 1, 1, 1)
+            g = _rand(ctx, f"thr-g{t}", tuple(y_ref.shape))
+            gx_ref, _ = _reference_grads(x, w, g, 1, 1, 1)
+            jobs.append((x, w, g, y_ref, gx_ref))
+        torch.cuda.synchronize()
+        results: list = [None] * threads
+        errors: list = []
+        start = threading.Barrier(threads)
+
+        def work(t):
+            x, w, g, _, _ = jobs[t]
+            try:
+                stream = torch.cuda.Stream()
+                stream.wait_stream(torch.cuda.default_stream())
+                start.wait()
+                with torch.cuda.stream(stream):
+                    ys = [m.conv2d(x, w, 1, 1) for _ in range(fwd_calls)]
+                    gxs = [m.conv2d_backward_input(g, w, tuple(x.shape), 1, 1) for _ in range(bwd_calls)]
+                stream.synchronize()
+                results[t] = (ys, gxs)
+            except Exception as e:  # reported by the main thread
+                errors.append(f"thread {t}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+
+        m.cache_clear()
+        with math_mode("strict"):
+            pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+            for th in pool:
+                th.start()
+            for th in pool:
+                th.join(timeout=300)
+        torch.cuda.synchronize()
+        if errors:
+            raise CheckFailure("threads: " + "; ".join(errors[:3]))
+        for t, (ys, gxs) in enumerate(results):
+            for i, y in enumerate(ys):
+                assert_rel_error(y, jobs[t][3], TOL["strict"], f"threads: thread {t}, conv2d call {i}")
+            for i, gx in enumerate(gxs):
+                assert_rel_error(gx, jobs[t][4], TOL["strict"], f"threads: thread {t}, backward_input call {i}")
+        s = self._stats(ctx)
+        keys, calls = 2 * threads, threads * (fwd_calls + bwd_calls)
+        if (s["misses"], s["hits"], s["size"]) != (keys, calls - keys, keys):
+            raise CheckFailure(f"threads: {threads} threads made {calls} calls on {keys} different keys, so "
+                               f"{keys} misses, {calls - keys} hits and {keys} plans were expected; got {s}")
+
+    def _check_stream(self, ctx):
+        """The op must run on the caller's current stream. The input is filled on a side stream after
+        a long sleep there: run on that stream, the op waits for it; run anywhere else, it reads zeros."""
+        m = ctx.module
+        x = _rand(ctx, "stream-x", (2, 8, 20, 20))
+        w = _weight(ctx, "stream-w", (8, 8, 3, 3))
+        expected = _reference(x, w, 1, 1, 1)
+        with math_mode("strict"):
+            m.conv2d(torch.zeros_like(x), w, 1, 1)  # the plan (and the handle) exist, made on the default stream
+            torch.cuda.synchronize()
+            for attempt in range(2):
+                side = torch.cuda.Stream()
+                late = torch.zeros_like(x)
+                torch.cuda.synchronize()
+                with torch.cuda.stream(side):
+                    torch.cuda._sleep(100_000_000)  # tens of milliseconds of work queued first
+                    late.copy_(x)
+                    y = m.conv2d(late, w, 1, 1)
+                torch.cuda.synchronize()
+                assert_rel_error(y, expected, TOL["strict"],
+                                 f"streams: conv2d called on a side stream (attempt {attempt + 1}) read its input "
+                                 "before that stream wrote it, so it did not run on the current stream; bind "
+                                 "the handle to the current stream (cudnnSetStream) on every call")
+
+    # --- input checks --------------------------------------------------------------------------
+    def _input_checks(self) -> list[tuple[str, object, tuple[str, ...], bool]]:
+        def x(shape=(1, 3, 8, 8), **kw):
+            return torch.randn(shape, device="cuda", **kw)
+
+        def w(shape=(4, 3, 3, 3), **kw):
+            return torch.randn(shape, device="cuda", **kw)
+
+        def conv(*a, **kw):
+            return lambda ctx: ctx.module.conv2d(*[t() if callable(t) else t for t in a], **kw)
+
+        return [
+            ("a CPU tensor x", lambda ctx: ctx.module.conv2d(torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)), ("x",), False),
+            ("an int32 x", conv(lambda: torch.ones(1, 3, 8, 8, dtype=torch.int32, device="cuda"),
+                                lambda: torch.ones(4, 3, 3, 3, dtype=torch.int32, device="cuda")), ("x",), True),
+            ("a 3-d x", conv(lambda: x((3, 8, 8)), w), ("x",), True),
+            ("weight of another dtype", conv(x, lambda: w(dtype=torch.float64)), ("weight",), True),
+            ("weight with other input channels", conv(x, lambda: w((4, 5, 3, 3))), ("weight",), True),
+            ("stride 0", conv(x, w, 0), ("stride",), True),
+            ("padding -1", conv(x, w, 1, -1), ("padding",), True),
+            ("dilation 0", conv(x, w, 1, 0, 0), ("dilation",), True),
+            ("stride with 3 values", conv(x, w, (1, 1, 1)), ("stride",), True),
+            ("a kernel larger than the padded input", conv(lambda: x((1, 3, 4, 4)), lambda: w((4, 3, 7, 7))),
+             ("kernel", "larger"), True),
+            ("grad_output of the wrong shape", lambda ctx: ctx.module.conv2d_backward_input(
+                torch.randn(1, 4, 5, 5, device="cuda"), w(), (1, 3, 8, 8), 1, 0), ("grad_output",), True),
+            ("grad_output of another dtype", lambda ctx: ctx.module.conv2d_backward_weight(
+                torch.randn(1, 4, 6, 6, device="cuda", dtype=torch.float64), x(), (4, 3, 3, 3), 1, 0),
+             ("grad_output",), True),
+        ]
+
+    def _check_usable_after_errors(self, ctx):
+        """Errors must leave the op usable: no lock held, no half-built plan cached."""
+        for what, fn, names, _ in self._input_checks():
+            try:
+                fn(ctx)
+            except Exception:
+                pass
+        x = _rand(ctx, "after-x", (3, 6, 17, 10))
+        w = _weight(ctx, "after-w", (5, 6, 3, 2))
+        self._expect_forward(ctx, x, w, (2, 1), (1, 0), (1, 1), "strict", "input_checks[a valid call after the errors]")
+
+    # --- descriptors (no GPU needed) -----------------------------------------------------------
+    def _check_describe(self, ctx):
+        configs = [((2, 8, 19, 23), (12, 8, k, k), (s, s), (p, p), (1, 1)) for k, s, p in CASES]
+        configs += _random_configs(ctx.seed_for("describe"), 20)
+        for xs, ws, s, p, d in configs:
+            for dtype in (torch.float32, torch.float64):
+                got = tuple(ctx.module.describe(xs, ws, s, p, d, dtype))
+                want = (xs[0], ws[0], _out(xs[2], ws[2], s[0], p[0], d[0]), _out(xs[3], ws[3], s[1], p[1], d[1]))
+                if got != want:
+                    raise CheckFailure(f"describe: x {xs}, weight {ws}, stride {s}, padding {p}, dilation {d}, {dtype}: "
+                                       f"output shape {got}, expected {want}")
+
+    def _check_status_errors(self, ctx):
+        """Parameters cuDNN itself rejects: its status must become a Python error that names it."""
+        d = ctx.module.describe
+        for what, args in (("stride 0", (0, 1, 1)), ("padding -1", (1, -1, 1)), ("dilation 0", (1, 1, 0))):
+            expect_error(d, (2, 3, 9, 9), (4, 3, 3, 3), *args, names=("CUDNN_STATUS_BAD_PARAM",),
+                         what=f"describe with {what} (cuDNN rejects it)")
+
+    # --- the list ------------------------------------------------------------------------------
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+
+        def add(name, group, fn, needs_gpu=True):
+            checks.append(Check(name, group, fn, needs_gpu))
+
+        add("descriptors[output shapes]", "descriptors", self._check_describe, needs_gpu=False)
+        add("descriptors[cuDNN status errors]", "descriptors", self._check_status_errors, needs_gpu=False)
+        for mode in ("strict", "tf32"):
+            for k, s, p in CASES:
+                add(f"forward[{mode}-{_name(k, s, p)}]", "forward",
+                    lambda ctx, k=k, s=s, p=p, mode=mode: self._check_case(ctx, k, s, p, mode))
+        add("forward[float64-k3s2p1]", "forward", lambda ctx: self._check_case(ctx, 3, 2, 1, "float64"))
+        add("forward[random shapes]", "forward", lambda ctx: self._check_random_forward(ctx, "forward[random shapes]"))
+        add("forward[random shapes, tf32]", "forward",
+            lambda ctx: self._check_random_forward(ctx, "forward[random shapes, tf32]", mode="tf32"))
+        add("forward[random shapes, float64]", "forward",
+            lambda ctx: self._check_random_forward(ctx, "forward[random shapes, float64]", torch.float64, "float64"))
+        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
+        add("forward[output poisoned]", "forward", self._check_poisoned)
+        add("forward[mode=heuristic]", "forward", lambda ctx: self._check_modes(ctx, "heuristic"))
+        add("forward[mode=uncached]", "forward", lambda ctx: self._check_modes(ctx, "uncached"))
+        add("forward[no PyTorch convolution ran]", "forward", self._check_own_forward)
+        for mode in ("strict", "tf32"):
+            for k, s, p in CASES:
+                add(f"backward[{mode}-{_name(k, s, p)}]", "backward",
+                    lambda ctx, k=k, s=s, p=p, mode=mode: self._check_backward_case(ctx, k, s, p, mode))
+        add("backward[float64-k3s2p1]", "backward", lambda ctx: self._check_backward_case(ctx, 3, 2, 1, "float64"))
+        add("backward[random shapes]", "backward", lambda ctx: self._check_random_backward(ctx, "backward[random shapes]"))
+        add("backward[conv_transpose2d strict]", "backward", lambda ctx: self._check_transposed(ctx, "strict"))
+        add("backward[conv_transpose2d tf32]", "backward", lambda ctx: self._check_transposed(ctx, "tf32"))
+        add("backward[autograd]", "backward", self._check_autograd)
+        add("backward[gradcheck float64]", "backward", self._check_gradcheck)
+        add("backward[no PyTorch convolution ran]", "backward", self._check_own_backward)
+        add("cache[second identical call hits]", "cache", self._check_hit)
+        add("cache[every key field]", "cache", self._check_key_fields)
+        add("cache[clear]", "cache", self._check_clear)
+        add("cache[bounded, least recently used evicted]", "cache", self._check_bounded)
+        add("cache[mode=uncached bypasses it]", "cache", self._check_uncached)
+        add("threads[6 threads, own streams and shapes]", "threads", self._check_threads)
+        add("streams[runs on the current stream]", "streams", self._check_stream)
+        for what, fn, names, needs_gpu in self._input_checks():
+            add(f"input_checks[{what}]", "input_checks",
+                lambda ctx, fn=fn, names=names, what=what: expect_error(fn, ctx, names=names, what=what), needs_gpu)
+        add("input_checks[a valid call after the errors]", "input_checks", self._check_usable_after_errors)
+        return checks
+
+    # --- speed ---------------------------------------------------------------------------------
+    def benchmark(self) -> Benchmark:
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            tensors = []
+            for (n, c, h, w), k in BENCH:
+                tensors.append(torch.randn((n, c, h, w), generator=g, device="cuda"))
+                tensors.append(torch.randn((k, c, 3, 3), generator=g, device="cuda") * (c * 9) ** -0.5)
+            return tuple(tensors)
+
+        def verify(out, inputs):
+            for i in range(len(BENCH)):
+                x, w = inputs[2 * i], inputs[2 * i + 1]
+                assert_rel_error(out[i], _reference(x, w, 1, 1, 1), TOL["strict"], f"a timed output ({BENCH[i]})")
+
+        return Benchmark(
+            label="strict fp32, 3x3 pad 1: 32x512x7x7 512->512 + 32x64x56x56 64->64",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: [mod.conv2d(inp[0], inp[1], 1, 1), mod.conv2d(inp[2], inp[3], 1, 1)],
+            baseline=lambda inp: [F.conv2d(inp[0], inp[1], None, 1, 1), F.conv2d(inp[2], inp[3], None, 1, 1)],
+            work=float(sum(_conv_flops(x, k) for x, k in BENCH)),
+            unit="FLOP",
+            verify=verify,
+            setup=strict_benchmark_mode,
+            flops=float(sum(_conv_flops(x, k) for x, k in BENCH)),
+            min_bytes=float(sum(4 * (n * c * h * w + k * c * 9 + n * k * h * w) for (n, c, h, w), k in BENCH)),
+        )
+
+
+def _conv_flops(x_shape, k, ks=3) -> int:
+    n, c, h, w = x_shape  # stride 1, padding 1: the output is h x w
+    return 2 * n * k * c * ks * ks * h * w
+
+
+def strict_benchmark_mode(tf32: bool = False):
+    """PyTorch at its best (cudnn.benchmark on) in one math mode; returns the undo."""
+    prev = (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+
+    def undo():
+        (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) = prev
+
+    return undo
+
+
+SPEC = CudnnConvSpec(
+    exercise="10_cudnn_conv",
+    title="cuDNN convolution with cached plans",
+    module="cudnn_conv.py",
+    points={"descriptors": 1, "forward": 3, "backward": 3, "cache": 2, "threads": 1, "streams": 1,
+            "input_checks": 1, "performance": 3},
+    perf_requires=("forward",),
+    solution_vs_baseline=1.0,
+)
+
+
+# ---------------------------------------------------------------------------------- make bench
+
+
+def extra_report() -> dict:
+    """`make bench` extras: our op against F.conv2d per shape in both math modes, host time per
+    call on a tiny input, and cached against uncached time."""
+    from grader import env
+    from grader.bench import L2Flusher, time_fn
+    from grader.spec import import_exercise_module
+
+    m = import_exercise_module(env.REPO / "solutions" / SPEC.exercise, SPEC)
+    flush = L2Flusher()
+    report: dict = {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
+                    "cudnn": torch.backends.cudnn.version(), "throughput": {}, "host_us_per_call": {},
+                    "cached_vs_uncached_us": {}}
+    for tf32 in (False, True):
+        undo = strict_benchmark_mode(tf32)
+        try:
+            for (n, c, h, w), k in BENCH:
+                inputs = [(torch.randn(n, c, h, w, device="cuda"), torch.randn(k, c, 3, 3, device="cuda") * (c * 9) ** -0.5)
+                          for _ in range(2)]
+                ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], 1, 1), inputs, flush=flush)
+                base = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1), inputs, flush=flush)
+                flops = _conv_flops((n, c, h, w), k)
+                report["throughput"][f"{'tf32' if tf32 else 'strict'} {n}x{c}x{h}x{w} {c}->{k}"] = {
+                    "ours_us": ours.median_s * 1e6, "pytorch_us": base.median_s * 1e6,
+                    "ours_tflops": flops / ours.median_s / 1e12, "pytorch_tflops": flops / base.median_s / 1e12,
+                    "ratio": base.median_s / ours.median_s}
+        finally:
+            undo()
+
+    undo = strict_benchmark_mode(False)
+    try:
+        x = torch.randn(1, 16, 7, 7, device="cuda")
+        w = torch.randn(16, 16, 3, 3, device="cuda")
+        calls = {
+            "ours (cached, benchmark)": lambda: m.conv2d(x, w, 1, 1),
+            "ours (cached, heuristic)": lambda: m.conv2d(x, w, 1, 1, mode="heuristic"),
+            "ours (uncached)": lambda: m.conv2d(x, w, 1, 1, mode="uncached"),
+            "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
+        }
+        for name, fn in calls.items():
+            for _ in range(50):
+                fn()
+            torch.cuda.synchronize()
+            best = float("inf")
+            for _ in range(5):  # host time: enqueue only; the GPU keeps up with these tiny convolutions
+                t0 = time.perf_counter()
+                for _ in range(1000):
+                    fn()
+                best = min(best, (time.perf_counter() - t0) / 1000)
+                torch.cuda.synchronize()
+            report["host_us_per_call"][f"1x16x7x7 16->16 3x3: {name}"] = best * 1e6
+        for (n, c, h, wd), k in ((( 1, 16, 7, 7), 16), ((32, 64, 56, 56), 64)):
+            xs = [(torch.randn(n, c, h, wd, device="cuda"), torch.randn(k, c, 3, 3, device="cuda")) for _ in range(2)]
+            row = {}
+            for mode in ("benchmark", "uncached"):
+                t = time_fn(lambda inp, mode=mode: m.conv2d(inp[0], inp[1], 1, 1, mode=mode), xs, flush=flush)
+                row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
+            report["cached_vs_uncached_us"][f"{n}x{c}x{h}x{wd} {c}->{k}"] = row
+        report["cache_stats"] = m.cache_stats()
+    finally:
+        undo()
+    return report

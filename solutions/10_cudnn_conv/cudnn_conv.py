@@ -1,0 +1,152 @@
+"""Exercise 10: 2-d convolution through cuDNN with cached plans, as PyTorch ops with autograd.
+
+The cuDNN work is in cudnn_conv.cu, the C++ ops in cudnn_conv.cpp; this file builds them (cached),
+defines the gradients and the shape functions, and exposes the Python API.
+"""
+import torch
+
+from grader.build import load_library
+
+lib = load_library(__file__)
+
+# How a plan's algorithm is chosen, and whether plans are kept (see README, "Interface").
+MODES = {"uncached": 0, "heuristic": 1, "benchmark": 2}
+
+# The ops' overloads, looked up once: calling them directly skips a Python layer (host time counts).
+_conv2d = lib.ops.conv2d.default
+_backward_input = lib.ops.conv2d_backward_input.default
+_backward_weight = lib.ops.conv2d_backward_weight.default
+
+
+def _pair(v):
+    return [v, v] if isinstance(v, int) else list(v)
+
+
+def _mode(mode: str) -> int:
+    try:
+        return MODES[mode]
+    except KeyError:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}") from None
+
+
+def conv2d(x, weight, stride=1, padding=0, dilation=1, mode="benchmark"):
+    """Like F.conv2d(x, weight, None, stride, padding, dilation) for NCHW float32/float64 tensors."""
+    args = (_pair(stride), _pair(padding), _pair(dilation), _mode(mode))
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return _Conv2d.apply(x, weight, *args)
+    return _conv2d(x, weight, *args)
+
+
+def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=0, dilation=1, mode="benchmark"):
+    """The gradient of conv2d with respect to its input of shape input_size (cuDNN's backward-data)."""
+    return _backward_input(grad_output, weight, list(input_size), _pair(stride), _pair(padding), _pair(dilation),
+                           _mode(mode))
+
+
+def conv2d_backward_weight(grad_output, x, weight_size, stride=1, padding=0, dilation=1, mode="benchmark"):
+    """The gradient of conv2d with respect to its weight of shape weight_size (cuDNN's backward-filter)."""
+    return _backward_weight(grad_output, x, list(weight_size), _pair(stride), _pair(padding), _pair(dilation),
+                            _mode(mode))
+
+
+def _transposed_size(x, weight, stride, padding, output_padding, dilation):
+    size = [x.shape[0], weight.shape[1]]
+    for i in range(2):
+        if not 0 <= output_padding[i] < max(stride[i], dilation[i]):
+            raise ValueError(f"output_padding must be smaller than stride or dilation, but is {output_padding}")
+        size.append((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1)
+                    + output_padding[i] + 1)
+    return size
+
+
+def conv_transpose2d(x, weight, stride=1, padding=0, output_padding=0, dilation=1, mode="benchmark"):
+    """Like F.conv_transpose2d(x, weight, None, stride, padding, output_padding, 1, dilation): the
+    backward-data of the convolution whose weight is `weight` (C_in, C_out, kH, kW)."""
+    s, p, op, d = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
+    if x.dim() != 4 or weight.dim() != 4:
+        raise ValueError(f"x and weight must have 4 dimensions, but have shapes {tuple(x.shape)}, {tuple(weight.shape)}")
+    size = _transposed_size(x, weight, s, p, op, d)
+    m = _mode(mode)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return _ConvTranspose2d.apply(x, weight, size, s, p, d, m)
+    return _backward_input(x, weight, size, s, p, d, m)
+
+
+class _Conv2d(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, stride, padding, dilation, mode):
+        ctx.save_for_backward(x, weight)
+        ctx.conf = (stride, padding, dilation, mode)
+        return _conv2d(x, weight, stride, padding, dilation, mode)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad_x = grad_w = None
+        if ctx.needs_input_grad[0]:
+            grad_x = _backward_input(grad, weight, list(x.shape), *ctx.conf)
+        if ctx.needs_input_grad[1]:
+            grad_w = _backward_weight(grad, x, list(weight.shape), *ctx.conf)
+        return grad_x, grad_w, None, None, None, None
+
+
+class _ConvTranspose2d(torch.autograd.Function):
+    # y = conv2d's backward-data of x, so dL/dx = conv2d(dL/dy, w) and dL/dw = backward-filter(x, dL/dy).
+    @staticmethod
+    def forward(ctx, x, weight, size, stride, padding, dilation, mode):
+        ctx.save_for_backward(x, weight)
+        ctx.conf = (stride, padding, dilation, mode)
+        return _backward_input(x, weight, size, stride, padding, dilation, mode)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad_x = grad_w = None
+        if ctx.needs_input_grad[0]:
+            grad_x = _conv2d(grad.contiguous(), weight, *ctx.conf)
+        if ctx.needs_input_grad[1]:
+            grad_w = _backward_weight(x, grad, list(weight.shape), *ctx.conf)
+        return grad_x, grad_w, None, None, None, None, None
+
+
+# Shapes for tracing (torch.compile, fake tensors).
+def _out(n, k, s, p, d):
+    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+@torch.library.register_fake(lib.qualname("conv2d"))
+def _conv2d_fake(x, weight, stride, padding, dilation, mode):
+    return x.new_empty((x.shape[0], weight.shape[0], _out(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0]),
+                        _out(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])))
+
+
+@torch.library.register_fake(lib.qualname("conv2d_backward_input"))
+def _backward_input_fake(grad_output, weight, input_size, stride, padding, dilation, mode):
+    return weight.new_empty(input_size)
+
+
+@torch.library.register_fake(lib.qualname("conv2d_backward_weight"))
+def _backward_weight_fake(grad_output, x, weight_size, stride, padding, dilation, mode):
+    return x.new_empty(weight_size)
+
+
+def describe(x_size, w_size, stride=1, padding=0, dilation=1, dtype=torch.float32):
+    """The output shape cuDNN's descriptors give for this convolution (needs no GPU)."""
+    return tuple(lib.ops.describe(list(x_size), list(w_size), _pair(stride), _pair(padding), _pair(dilation),
+                                  dtype == torch.float64))
+
+
+def cache_stats() -> dict:
+    """The plan cache's counters: hits, misses, evictions, size (plans held) and capacity."""
+    hits, misses, evictions, size, capacity = lib.ops.cache_stats()
+    return {"hits": hits, "misses": misses, "evictions": evictions, "size": size, "capacity": capacity}
+
+
+def cache_clear() -> None:
+    """Drop every cached plan and reset the counters."""
+    lib.ops.cache_clear()
+
+
+def set_cache_capacity(capacity: int) -> None:
+    """Keep at most `capacity` plans (least recently used evicted first)."""
+    lib.ops.cache_set_capacity(int(capacity))

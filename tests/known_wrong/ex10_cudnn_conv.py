@@ -1,0 +1,24 @@
+from tests.known_wrong import Variant
+
+EX = "10_cudnn_conv"
+
+VARIANTS = [
+    Variant(EX, "key_without_stride", "make_key leaves the stride out, so stride 1 and stride 2 share a plan",
+            {"cudnn_conv.cu": [("  key.stride = a.stride;\n", "")]},
+            loses={"forward", "backward", "cache"}, reason="cache key is missing a field"),
+    # The seed's crash: cuDNN is handed a null workspace with a non-zero size.
+    Variant(EX, "null_workspace", "execute passes nullptr as the workspace but keeps its size",
+            {"cudnn_conv.cu": [("ws.get(), plan.workspace_bytes", "nullptr, plan.workspace_bytes")]},
+            loses={"forward", "backward", "cache"}, keeps={"descriptors"}, reason="CUDNN_STATUS"),
+    Variant(EX, "stale_handle_stream", "cudnnSetStream is never called: the handle stays on the default stream",
+            {"cudnn_conv.cu": [("    CUDNN_CHECK(cudnnSetStream(handle_, stream));\n", "")]},
+            loses={"streams"}, reason="current stream"),
+    Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv2d when no gradient is needed",
+            {"cudnn_conv.py": [("    return _conv2d(x, weight, *args)\n",
+                                "    return torch.nn.functional.conv2d(x, weight, None, *args[:3])\n")]},
+            loses={"forward", "cache", "threads", "input_checks"}, reason="PyTorch's convolution ran"),
+    Variant(EX, "lru_never_evicts", "insert never evicts, so the cache grows without bound",
+            {"cudnn_conv.cu": [("    kept = lru_.front().second;\n    evict_over_capacity();\n",
+                                "    kept = lru_.front().second;\n")]},
+            loses={"cache"}, reason="capacity 3"),
+]
