@@ -1,0 +1,58 @@
+# GENERATED from solutions/08_conv_bn_relu_inference/conv_bn_relu_inference.py by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
+"""Exercise 08: Conv2d + BatchNorm2d (eval) + ReLU in one kernel, for inference.
+
+The kernel is in conv_bn_relu_inference.cu, the C++ op in conv_bn_relu_inference.cpp; this file
+builds them (cached), registers the op's shape function, and exposes the Python API.
+"""
+from __future__ import annotations
+
+import torch
+
+from grader.build import load_library
+
+lib = load_library(__file__)
+
+
+def _pair(v) -> list[int]:
+    if isinstance(v, str):
+        raise ValueError(f"padding={v!r}: give the padding as numbers (string padding is not supported)")
+    return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
+
+
+def conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps: float = 1e-5,
+                           stride=1, padding=0, dilation=1) -> torch.Tensor:
+    """relu(F.batch_norm(F.conv2d(x, weight, bias, stride, padding, dilation), running_mean, running_var,
+    bn_weight, bn_bias, training=False, eps=eps)) in one kernel. Not differentiable (inference only)."""
+    return lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, float(eps),
+                                          _pair(stride), _pair(padding), _pair(dilation))
+
+
+@torch.library.register_fake(lib.qualname("conv_bn_relu_inference"))
+def _fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps, stride, padding, dilation):
+    p = (x.shape[2] + 2 * padding[0] - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
+    q = (x.shape[3] + 2 * padding[1] - dilation[1] * (weight.shape[3] - 1) - 1) // stride[1] + 1
+    return x.new_empty((x.shape[0], weight.shape[0], p, q))
+
+
+class ConvBNReLUInference(torch.nn.Module):
+    """nn.Sequential(Conv2d, BatchNorm2d, ReLU) in eval mode, as one kernel: build it with
+    `ConvBNReLUInference.from_modules(conv, bn)` (it keeps references to their parameters and buffers)."""
+
+    def __init__(self, conv: torch.nn.Conv2d, bn: torch.nn.BatchNorm2d):
+        super().__init__()
+        if conv.groups != 1 or conv.padding_mode != "zeros":
+            raise ValueError("only groups=1 and padding_mode='zeros' are supported")
+        if not (bn.affine and bn.track_running_stats):
+            raise ValueError("the BatchNorm2d must have affine=True and track_running_stats=True")
+        _pair(conv.padding)
+        self.conv, self.bn = conv, bn
+
+    @classmethod
+    def from_modules(cls, conv: torch.nn.Conv2d, bn: torch.nn.BatchNorm2d) -> "ConvBNReLUInference":
+        return cls(conv, bn)
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        c, bn = self.conv, self.bn
+        return conv_bn_relu_inference(x, c.weight, c.bias, bn.weight, bn.bias, bn.running_mean, bn.running_var,
+                                      bn.eps, c.stride, c.padding, c.dilation)

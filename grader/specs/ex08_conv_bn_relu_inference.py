@@ -1,0 +1,203 @@
+"""Grading of exercise 08: Conv2d + BatchNorm2d (eval) + ReLU in one kernel.
+
+The reference is eager PyTorch (F.conv2d, F.batch_norm in eval mode, F.relu) in float64 on the same
+inputs. Comparisons are normwise (‖actual - expected‖ / ‖expected‖): 1e-5 for float32 (the exercise
+runs in strict fp32; the order of the C*R*S-long sums is the kernel's choice), 1e-12 for float64.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison, unmodified
+from grader.spec import Benchmark, Check, Context, Spec
+from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
+from grader.specs.ex09_conv_bn_relu_training import Shape, bench_setup, strict_fp32
+
+KERNEL = "conv_bn_relu_kernel"
+TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+SHAPES = TRAIN_SHAPES + (
+    Shape("n1-k1", 1, 5, 9, 7, 1, 3, 3, padding=(1, 1), bias=True),
+    Shape("k70-5x5", 2, 33, 20, 23, 70, 5, 5, stride=(2, 3), padding=(2, 2), bias=True),
+    Shape("k130-1x3", 5, 9, 31, 17, 130, 1, 3, padding=(0, 4), dilation=(1, 3)),
+    Shape("pixels-off-128", 1, 16, 11, 13, 64, 3, 3),
+)
+
+
+def make_case(g: torch.Generator, sh: Shape, dtype=torch.float32):
+    def rnd(*size, scale=1.0):
+        return torch.randn(size, generator=g, device="cuda", dtype=torch.float64) * scale
+
+    fan_in = sh.c * sh.r * sh.s
+    t = {
+        "x": rnd(sh.n, sh.c, sh.h, sh.w),
+        "weight": rnd(sh.k, sh.c, sh.r, sh.s, scale=1 / fan_in**0.5),
+        "bias": rnd(sh.k, scale=0.2) if sh.bias else None,
+        "bn_weight": 0.5 + torch.rand(sh.k, generator=g, device="cuda", dtype=torch.float64),
+        "bn_bias": rnd(sh.k, scale=0.3),
+        "running_mean": rnd(sh.k, scale=0.2),
+        "running_var": 0.3 + torch.rand(sh.k, generator=g, device="cuda", dtype=torch.float64),
+    }
+    return {k: (v.to(dtype) if v is not None else None) for k, v in t.items()}
+
+
+def reference(t: dict, sh: Shape, eps: float) -> torch.Tensor:
+    d = {k: (v.double() if v is not None else None) for k, v in t.items()}
+    z = F.conv2d(d["x"], d["weight"], d["bias"], sh.stride, sh.padding, sh.dilation)
+    return F.relu(F.batch_norm(z, d["running_mean"], d["running_var"], d["bn_weight"], d["bn_bias"], False, 0.0, eps))
+
+
+def call(mod, t: dict, sh: Shape, eps: float = 1e-5):
+    return mod.conv_bn_relu_inference(t["x"], t["weight"], t["bias"], t["bn_weight"], t["bn_bias"], t["running_mean"],
+                                      t["running_var"], eps, sh.stride, sh.padding, sh.dilation)
+
+
+def check_case(ctx: Context, sh: Shape, dtype, what: str, eps: float = 1e-5, transform=None) -> None:
+    t = make_case(ctx.generator(what), sh, dtype)
+    if transform is not None:
+        t["x"] = transform(t["x"])
+    expected = reference(t, sh, eps)
+    poison(torch.empty(expected.numel() * 2, device="cuda", dtype=dtype))  # the allocator hands this out next
+    with strict_fp32(), unmodified(**{k: v for k, v in t.items() if v is not None}):
+        y = call(ctx.module, t, sh, eps)
+    torch.cuda.synchronize()
+    if y.dtype != dtype:
+        raise CheckFailure(f"{what}: output dtype {y.dtype}, expected {dtype}")
+    assert_rel_error(y, expected, TOL[dtype], what)
+
+
+def check_one_kernel(ctx: Context) -> None:
+    """Fusion: one kernel launch, and no memory beyond the output (no intermediate tensor)."""
+    sh = SHAPES[0]
+    t = make_case(ctx.generator("fused"), sh)
+    assert_own_kernels(lambda: call(ctx.module, t, sh), (KERNEL,), "forward")
+    names = kernels_launched(lambda: call(ctx.module, t, sh))
+    if len(names) != 1:
+        raise CheckFailure(f"fusion: {len(names)} kernels ran ({', '.join(n[:40] for n in names)}); expected one")
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    y = call(ctx.module, t, sh)
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - base - y.numel() * y.element_size()
+    if extra > (1 << 20):
+        raise CheckFailure(f"fusion: the op allocated {extra / 2**20:.1f} MiB beyond its output; the convolution's "
+                           "result must not be written to memory before BatchNorm and ReLU")
+
+
+class ConvBNReLUInferenceSpec(Spec):
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+
+        def add(name, group, fn):
+            checks.append(Check(name, group, fn, True))
+
+        for sh in SHAPES:
+            name = f"forward[float32-{sh.name}]"
+            add(name, "forward", lambda ctx, sh=sh, n=name: check_case(ctx, sh, torch.float32, n))
+        for sh in (SHAPES[5], SHAPES[7]):
+            name = f"forward[float64-{sh.name}]"
+            add(name, "forward", lambda ctx, sh=sh, n=name: check_case(ctx, sh, torch.float64, n))
+        add("forward[eps=0.1]", "forward", lambda ctx: check_case(ctx, SHAPES[5], torch.float32, "forward[eps=0.1]", 0.1))
+        add("forward[channels_last x]", "forward", lambda ctx: check_case(
+            ctx, SHAPES[3], torch.float32, "forward[channels_last x]",
+            transform=lambda x: x.contiguous(memory_format=torch.channels_last)))
+        add("forward[empty batch]", "forward", self._check_empty)
+        add("forward[one kernel, no intermediate]", "forward", check_one_kernel)
+        add("forward[module]", "forward", self._check_module)
+        self._input_checks(add)
+        return checks
+
+    def _check_empty(self, ctx: Context) -> None:
+        sh = Shape("empty", 0, 4, 8, 8, 6, 3, 3, padding=(1, 1))
+        t = make_case(ctx.generator("empty"), sh)
+        y = call(ctx.module, t, sh)
+        torch.cuda.synchronize()
+        if tuple(y.shape) != (0, 6, 8, 8):
+            raise CheckFailure(f"forward[empty batch]: shape {tuple(y.shape)}, expected (0, 6, 8, 8)")
+
+    def _check_module(self, ctx: Context) -> None:
+        g = ctx.generator("module")
+        torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=g, device="cuda")))
+        conv = torch.nn.Conv2d(8, 24, 3, stride=2, padding=1, bias=True).cuda()
+        bn = torch.nn.BatchNorm2d(24, eps=1e-3).cuda()
+        with torch.no_grad():
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+        seq = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
+        fused = ctx.module.ConvBNReLUInference.from_modules(conv, bn)
+        x = torch.randn(3, 8, 21, 19, generator=g, device="cuda")
+        with strict_fp32(), torch.no_grad():
+            assert_rel_error(fused(x), seq(x), TOL[torch.float32], "forward[module against Sequential in eval]")
+
+    def _input_checks(self, add) -> None:
+        def run(mod, x, w, bn_w=None, stride=1, padding=1):
+            k = w.shape[0]
+            ones = torch.ones(k, device=w.device, dtype=w.dtype)
+            return mod.conv_bn_relu_inference(x, w, None, ones if bn_w is None else bn_w, ones * 0, ones * 0, ones,
+                                              1e-5, stride, padding, 1)
+
+        def w(c=4, k=6, dtype=torch.float32):
+            return torch.randn(k, c, 3, 3, device="cuda", dtype=dtype)
+
+        def x(c=4, dtype=torch.float32, device="cuda"):
+            return torch.randn(2, c, 9, 9, device=device, dtype=dtype)
+
+        cases = [
+            ("cpu x", lambda m: run(m, x(device="cpu"), w()), ("x",)),
+            ("integer x", lambda m: run(m, x().to(torch.int32), w()), ("x",)),
+            ("3-D x", lambda m: run(m, x()[0], w()), ("x",)),
+            ("weight channels", lambda m: run(m, x(c=4), w(c=5)), ("weight",)),
+            ("weight dtype", lambda m: run(m, x(), w(dtype=torch.float64)), ("weight",)),
+            ("bn_weight size", lambda m: run(m, x(), w(), bn_w=torch.ones(5, device="cuda")), ("bn_weight",)),
+            ("stride 0", lambda m: run(m, x(), w(), stride=0), ("stride",)),
+            ("x smaller than the kernel", lambda m: run(m, x()[:, :, :2, :2], w(), padding=0), ("x",)),
+        ]
+        for label, fn, names in cases:
+            add(f"input_checks[{label}]", "input_checks",
+                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label))
+
+    # --- speed ---------------------------------------------------------------------------------
+    def benchmark(self) -> Benchmark:
+        n, c, h, w, k = 32, 64, 56, 56, 64
+        sh = Shape("bench", n, c, h, w, k, 3, 3, padding=(1, 1))
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            return (make_case(g, sh),)
+
+        def baseline(inp):
+            t = inp[0]
+            z = F.conv2d(t["x"], t["weight"], None, 1, 1)
+            return F.relu(F.batch_norm(z, t["running_mean"], t["running_var"], t["bn_weight"], t["bn_bias"], False,
+                                       0.0, 1e-5))
+
+        def verify(out, inp):
+            assert_rel_error(out, reference(inp[0], sh, 1e-5), TOL[torch.float32], "a timed output")
+
+        return Benchmark(
+            label="fp32 (TF32 off) eval, 32x64x56x56, 64->64, 3x3, pad 1",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: call(mod, inp[0], sh),
+            baseline=baseline,
+            work=2.0 * n * k * h * w * c * 9,
+            unit="FLOP",
+            verify=verify,
+            setup=bench_setup,
+            min_bytes=4.0 * (n * c * h * w + n * k * h * w + k * c * 9),
+        )
+
+
+SPEC = ConvBNReLUInferenceSpec(
+    exercise="08_conv_bn_relu_inference",
+    title="Conv2d + BatchNorm2d (eval) + ReLU in one kernel",
+    module="conv_bn_relu_inference.py",
+    points={"forward": 5, "input_checks": 1, "performance": 4},
+    perf_tiers=((0.5, 0.5), (0.85, 1.0)),
+    perf_requires=("forward",),
+    solution_vs_baseline=1.0,
+)

@@ -1,0 +1,521 @@
+"""Grading of exercise 09: fused Conv2d + BatchNorm2d + ReLU for training (forward, running
+statistics, full backward, autograd, drop-in module).
+
+References are eager PyTorch (nn.Conv2d + nn.BatchNorm2d + nn.ReLU) run in float64 on the same
+inputs; the exercise runs in strict fp32 (TF32 off). Comparisons are normwise
+(‖actual - expected‖ / ‖expected‖), as the order of the long sums is the kernel's choice:
+  output and running statistics 2e-5, the five gradients 1e-4 (the weight gradient sums N*P*Q
+  products), gradcheck in float64 with its default tolerances (atol 1e-5, rtol 1e-3).
+The ReLU's kink makes the gradient jump: where the float64 pre-activation is within 1e-3 of 0, the
+incoming gradient is set to 0, so that rounding on either side of the kink cannot decide a check.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
+from grader.spec import Benchmark, Check, Context, Spec
+
+KERNELS = ("conv_bn_relu_forward_kernel", "bn_stats_finalize_kernel", "bn_relu_apply_kernel",
+           "bn_relu_backward_reduce_kernel", "bn_relu_backward_kernel", "conv_dgrad_kernel", "conv_wgrad_kernel",
+           "conv_wgrad_reduce_kernel")
+Y_TOL, GRAD_TOL, STATS_TOL = 2e-5, 1e-4, 2e-5
+KINK = 1e-3  # |pre-activation| below this: the incoming gradient is zeroed (see the module docstring)
+
+
+@contextlib.contextmanager
+def strict_fp32():
+    prev = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = prev
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    stride: tuple = (1, 1)
+    padding: tuple = (0, 0)
+    dilation: tuple = (1, 1)
+    bias: bool = False
+
+
+# ResNet-like layers, plus one with odd sizes, uneven strides/dilations and channel counts off 64.
+SHAPES = (
+    Shape("resnet-3x3", 8, 64, 56, 56, 64, 3, 3, padding=(1, 1)),
+    Shape("stem-7x7-s2", 4, 3, 112, 112, 64, 7, 7, stride=(2, 2), padding=(3, 3)),
+    Shape("down-3x3-s2", 8, 128, 28, 28, 256, 3, 3, stride=(2, 2), padding=(1, 1)),
+    Shape("1x1-bias", 8, 256, 14, 14, 64, 1, 1, bias=True),
+    Shape("deep-3x3", 16, 512, 7, 7, 512, 3, 3, padding=(1, 1)),
+    Shape("odd-dilated-bias", 3, 17, 13, 11, 19, 3, 3, stride=(1, 2), padding=(2, 1), dilation=(2, 1), bias=True),
+)
+EVAL_SHAPES = (SHAPES[0], SHAPES[2], SHAPES[5])
+
+
+class Layer:
+    """One layer's state, drawn from a seeded generator: an eager float64 reference (nn.Sequential)
+    and the exercise's leaf tensors in `dtype`."""
+
+    def __init__(self, g: torch.Generator, shape: Shape, dtype=torch.float32, momentum=0.1, eps=1e-5):
+        self.shape, self.dtype, self.momentum, self.eps = shape, dtype, momentum, eps
+        sh = shape
+        fan_in = sh.c * sh.r * sh.s
+
+        def rnd(*size, scale=1.0, offset=0.0):
+            return torch.randn(size, generator=g, device="cuda", dtype=torch.float64) * scale + offset
+
+        # weights at half the unit-variance scale, so invstd ~ 2 and gamma * invstd is far from 1
+        self.init = {
+            "weight": rnd(sh.k, sh.c, sh.r, sh.s, scale=0.5 / fan_in**0.5),
+            "bias": rnd(sh.k, scale=0.2) if sh.bias else None,
+            "bn_weight": 1.0 + 0.4 * (torch.rand(sh.k, generator=g, device="cuda", dtype=torch.float64) - 0.5) * 2,
+            "bn_bias": rnd(sh.k, scale=0.3),
+            "running_mean": rnd(sh.k, scale=0.1),
+            "running_var": 0.5 + torch.rand(sh.k, generator=g, device="cuda", dtype=torch.float64),
+        }
+        self.ref = self._sequential(torch.float64)
+        self.params = {k: (v.to(dtype).requires_grad_() if v is not None else None)
+                       for k, v in self.init.items() if k not in ("running_mean", "running_var")}
+        self.buffers = {"running_mean": self.init["running_mean"].to(dtype).clone(),
+                        "running_var": self.init["running_var"].to(dtype).clone(),
+                        "num_batches_tracked": torch.zeros((), dtype=torch.long, device="cuda")}
+
+    def _sequential(self, dtype) -> torch.nn.Sequential:
+        sh = self.shape
+        seq = torch.nn.Sequential(
+            torch.nn.Conv2d(sh.c, sh.k, (sh.r, sh.s), sh.stride, sh.padding, sh.dilation, bias=sh.bias),
+            torch.nn.BatchNorm2d(sh.k, eps=self.eps, momentum=self.momentum), torch.nn.ReLU()).to("cuda", dtype)
+        with torch.no_grad():
+            seq[0].weight.copy_(self.init["weight"])
+            if sh.bias:
+                seq[0].bias.copy_(self.init["bias"])
+            seq[1].weight.copy_(self.init["bn_weight"])
+            seq[1].bias.copy_(self.init["bn_bias"])
+            seq[1].running_mean.copy_(self.init["running_mean"])
+            seq[1].running_var.copy_(self.init["running_var"])
+        return seq
+
+    def input(self, g: torch.Generator) -> torch.Tensor:
+        sh = self.shape
+        return torch.randn((sh.n, sh.c, sh.h, sh.w), generator=g, device="cuda", dtype=torch.float64)
+
+    def call(self, mod, x: torch.Tensor, training: bool) -> torch.Tensor:
+        p, b, sh = self.params, self.buffers, self.shape
+        return mod.conv_bn_relu(x, p["weight"], p["bias"], p["bn_weight"], p["bn_bias"], b["running_mean"],
+                                b["running_var"], b["num_batches_tracked"], training=training, momentum=self.momentum,
+                                eps=self.eps, stride=sh.stride, padding=sh.padding, dilation=sh.dilation)
+
+    def pre_activation(self, x64: torch.Tensor, training: bool) -> torch.Tensor:
+        """BatchNorm's output in float64, without touching the reference's running statistics."""
+        conv, bn = self.ref[0], self.ref[1]
+        with torch.no_grad():
+            z = conv(x64)
+            if training:
+                return F.batch_norm(z, None, None, bn.weight, bn.bias, True, 0.0, bn.eps)
+            return F.batch_norm(z, bn.running_mean, bn.running_var, bn.weight, bn.bias, False, 0.0, bn.eps)
+
+    def grad_output(self, g: torch.Generator, x64: torch.Tensor, training: bool) -> torch.Tensor:
+        t = self.pre_activation(x64, training)
+        gy = torch.randn(t.shape, generator=g, device="cuda", dtype=torch.float64)
+        return torch.where(t.abs() < KINK, torch.zeros_like(gy), gy)
+
+
+def _grads(tensors) -> list:
+    return [t.grad if t is not None else None for t in tensors]
+
+
+def check_step(ctx: Context, layer: Layer, training: bool, what: str, backward: bool, forward: bool = True) -> None:
+    """One forward (and backward) of the exercise against the float64 reference."""
+    g = ctx.generator(what)
+    x64 = layer.input(g)
+    gy64 = layer.grad_output(g, x64, training)
+    x = x64.to(layer.dtype).requires_grad_()
+    layer.ref.train(training)
+    xr = x64.clone().requires_grad_()
+    yr = layer.ref(xr)
+    poison(torch.empty(yr.numel() * 3, device="cuda", dtype=layer.dtype))  # the allocator hands this out next
+    with strict_fp32(), unmodified(x=x):
+        y = layer.call(ctx.module, x, training)
+    if forward:
+        assert_rel_error(y, yr, Y_TOL if layer.dtype == torch.float32 else 1e-12, f"{what}: output")
+    if not backward:
+        return
+    with strict_fp32():
+        y.backward(gy64.to(layer.dtype))
+    yr.backward(gy64)
+    conv, bn = layer.ref[0], layer.ref[1]
+    p = layer.params
+    tol = GRAD_TOL if layer.dtype == torch.float32 else 1e-10
+    for name, mine, ref in (("grad_input", x.grad, xr.grad), ("grad_weight", p["weight"].grad, conv.weight.grad),
+                            ("grad_gamma (bn weight)", p["bn_weight"].grad, bn.weight.grad),
+                            ("grad_beta (bn bias)", p["bn_bias"].grad, bn.bias.grad)):
+        if mine is None:
+            raise CheckFailure(f"{what}: {name} is None")
+        assert_rel_error(mine, ref, tol, f"{what}: {name}")
+    if layer.shape.bias:
+        mine, ref = p["bias"].grad, conv.bias.grad
+        if mine is None:
+            raise CheckFailure(f"{what}: grad_bias (conv bias) is None")
+        if training:
+            # exactly 0 in exact arithmetic (the batch mean cancels a per-channel shift); compare its
+            # size with that of the bias gradient's terms, gamma * invstd * dbeta
+            with torch.no_grad():
+                var = layer.ref[0](x64).var(dim=(0, 2, 3), unbiased=False)
+                scale = bn.weight / torch.sqrt(var + bn.eps) * bn.bias.grad
+            err = torch.linalg.vector_norm(mine.double() - ref).item()
+            if not err <= tol * torch.linalg.vector_norm(scale).item():
+                raise CheckFailure(f"{what}: grad_bias (conv bias) is {mine.tolist()[:4]}..., expected ~0 "
+                                   "(train-mode BatchNorm cancels the conv bias)")
+        else:
+            assert_rel_error(mine, ref, tol, f"{what}: grad_bias (conv bias)")
+    elif p["bias"] is not None:
+        raise CheckFailure(f"{what}: a layer without bias got a bias")
+
+
+def check_running_stats(ctx: Context, momentum, what: str) -> None:
+    shape = Shape("stats", 4, 16, 15, 13, 24, 3, 3, padding=(1, 1), bias=True)
+    layer = Layer(ctx.generator(what), shape, momentum=momentum)
+    g = ctx.generator(what + "x")
+    for step in range(4):
+        x64 = layer.input(g) * (1 + step) + step  # the statistics move from step to step
+        layer.ref.train()
+        with torch.no_grad():
+            layer.ref(x64)
+            with strict_fp32():
+                layer.call(ctx.module, x64.float(), True)
+        torch.cuda.synchronize()
+        b, bn = layer.buffers, layer.ref[1]
+        label = f"{what} after {step + 1} training step{'s' if step else ''}"
+        assert_rel_error(b["running_mean"], bn.running_mean, STATS_TOL, f"{label}: running_mean")
+        assert_rel_error(b["running_var"], bn.running_var, STATS_TOL, f"{label}: running_var")
+        if int(b["num_batches_tracked"]) != int(bn.num_batches_tracked):
+            raise CheckFailure(f"{label}: num_batches_tracked is {int(b['num_batches_tracked'])}, "
+                               f"expected {int(bn.num_batches_tracked)}")
+    before = {k: v.clone() for k, v in layer.buffers.items()}
+    with torch.no_grad():
+        layer.call(ctx.module, layer.input(g).float(), False)
+    torch.cuda.synchronize()
+    for k, v in before.items():
+        if not torch.equal(v, layer.buffers[k]):
+            raise CheckFailure(f"{what}: eval mode changed {k}; it must only read the running statistics")
+
+
+def check_gradcheck(ctx: Context, shape: Shape, training: bool, what: str) -> None:
+    layer = Layer(ctx.generator(what), shape, dtype=torch.float64)
+    x = layer.input(ctx.generator(what + "x")).requires_grad_()
+    p = layer.params
+    names = ["x", "weight", "bias", "bn_weight", "bn_bias"]
+    inputs = [x, p["weight"], p["bias"], p["bn_weight"], p["bn_bias"]]
+    names, inputs = zip(*[(n, t) for n, t in zip(names, inputs) if t is not None])
+    sh, b = shape, layer.buffers
+
+    def fn(*args):
+        kw = dict(zip(names, args))
+        return ctx.module.conv_bn_relu(kw["x"], kw["weight"], kw.get("bias"), kw["bn_weight"], kw["bn_bias"],
+                                       b["running_mean"], b["running_var"], b["num_batches_tracked"],
+                                       training=training, momentum=0.1, eps=1e-5, stride=sh.stride,
+                                       padding=sh.padding, dilation=sh.dilation)
+
+    try:
+        ok = torch.autograd.gradcheck(fn, tuple(inputs), eps=1e-6, atol=1e-5, rtol=1e-3)
+    except Exception as e:
+        raise CheckFailure(f"{what}: {str(e).splitlines()[0][:300]}") from None
+    if not ok:
+        raise CheckFailure(f"{what}: gradcheck failed")
+
+
+# ----------------------------------------------------------------------------- the module
+def check_module_state(ctx: Context) -> None:
+    mod = ctx.module
+    g = ctx.generator("module-state")
+    torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=g, device="cuda")))
+    seq = torch.nn.Sequential(torch.nn.Conv2d(8, 12, 3, stride=2, padding=1, dilation=1, bias=True),
+                              torch.nn.BatchNorm2d(12, eps=1e-3, momentum=0.2), torch.nn.ReLU()).cuda()
+    with torch.no_grad():
+        seq[1].running_mean.uniform_(-0.5, 0.5)
+        seq[1].running_var.uniform_(0.5, 2.0)
+        seq[1].weight.uniform_(0.5, 1.5)
+        seq[1].bias.uniform_(-0.5, 0.5)
+        seq[1].num_batches_tracked.fill_(7)
+    fused = mod.FusedConvBNReLU(8, 12, 3, stride=2, padding=1, bias=True, eps=1e-3, momentum=0.2).cuda()
+    want = {"conv.weight", "conv.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var",
+            "bn.num_batches_tracked"}
+    if set(fused.state_dict()) != want:
+        raise CheckFailure(f"module: state_dict keys {sorted(fused.state_dict())}, expected {sorted(want)}")
+    fused.load_sequential_state_dict(seq.state_dict())
+    x = torch.randn(5, 8, 17, 19, generator=g, device="cuda")
+    with strict_fp32(), torch.no_grad():
+        seq.eval()
+        fused.eval()
+        assert_rel_error(fused(x), seq(x), Y_TOL, "module: eval forward after loading the Sequential's state")
+        if int(fused.bn.num_batches_tracked) != 7:
+            raise CheckFailure("module: eval forward changed num_batches_tracked")
+        seq.train()
+        fused.train()
+        assert_rel_error(fused(x), seq(x), Y_TOL, "module: train forward after loading the Sequential's state")
+        assert_rel_error(fused.bn.running_mean, seq[1].running_mean, STATS_TOL, "module: running_mean after train()")
+        if int(fused.bn.num_batches_tracked) != 8:
+            raise CheckFailure("module: a training forward must add 1 to num_batches_tracked")
+    other = mod.FusedConvBNReLU.from_sequential(seq)
+    with strict_fp32(), torch.no_grad():
+        other.eval()
+        seq.eval()
+        assert_rel_error(other(x), seq(x), Y_TOL, "module: FusedConvBNReLU.from_sequential, eval forward")
+
+
+def _small_cnn(block, dtype=torch.float32):
+    return torch.nn.Sequential(block(3, 16, 3, 1, 1, True), block(16, 32, 3, 2, 1, False),
+                               block(32, 32, 3, 1, 2, False, dilation=2),
+                               torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10)).to("cuda", dtype)
+
+
+def _eager_block(cin, cout, k, stride, padding, bias, dilation=1):
+    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, k, stride, padding, dilation, bias=bias),
+                               torch.nn.BatchNorm2d(cout), torch.nn.ReLU())
+
+
+def check_training_curve(ctx: Context) -> None:
+    """A small CNN made of fused blocks follows eager PyTorch's loss curve step by step."""
+    mod = ctx.module
+    g = ctx.generator("loss-curve")
+    torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=g, device="cuda")))
+    eager = _small_cnn(_eager_block)
+    fused = _small_cnn(lambda cin, cout, k, s, p, b, dilation=1: mod.FusedConvBNReLU(cin, cout, k, s, p, dilation, b))
+    state = {}
+    for key, v in eager.state_dict().items():  # block i of eager is "i.0.*", "i.1.*"; fused is "i.conv.*", "i.bn.*"
+        parts = key.split(".")
+        if len(parts) == 3 and parts[1] in ("0", "1"):
+            key = f"{parts[0]}.{'conv' if parts[1] == '0' else 'bn'}.{parts[2]}"
+        state[key] = v
+    fused.load_state_dict(state)
+    x = torch.randn(32, 3, 24, 24, generator=g, device="cuda")
+    labels = torch.randint(0, 10, (32,), generator=g, device="cuda")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (eager, fused)]
+    curves = ([], [])
+    with strict_fp32():
+        for step in range(6):
+            for m, opt, curve in zip((eager, fused), opts, curves):
+                opt.zero_grad()
+                loss = F.cross_entropy(m(x), labels)
+                loss.backward()
+                opt.step()
+                curve.append(loss.item())
+    diffs = [abs(a - b) / abs(a) for a, b in zip(*curves)]
+    if not max(diffs) <= 1e-3:
+        shown = ", ".join(f"{a:.5f}/{b:.5f}" for a, b in zip(*curves))
+        raise CheckFailure(f"training curve: the fused CNN's losses leave eager's (eager/fused per step: {shown})")
+    if curves[0][-1] >= curves[0][0]:
+        raise CheckFailure("training curve: the eager reference did not learn (a grader problem)")
+
+
+# ----------------------------------------------------------------------------- the spec
+class ConvBNReLUTrainingSpec(Spec):
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+
+        def add(name, group, fn, needs_gpu=True):
+            checks.append(Check(name, group, fn, needs_gpu))
+
+        def layer(ctx, sh, name):
+            return Layer(ctx.generator(name + "-init"), sh)
+
+        for sh in SHAPES:
+            add(f"forward[train-{sh.name}]", "forward", lambda ctx, sh=sh, n=f"forward[train-{sh.name}]":
+                check_step(ctx, layer(ctx, sh, n), True, n, backward=False))
+        for sh in EVAL_SHAPES:
+            add(f"forward[eval-{sh.name}]", "forward", lambda ctx, sh=sh, n=f"forward[eval-{sh.name}]":
+                check_step(ctx, layer(ctx, sh, n), False, n, backward=False))
+        add("forward[own kernels ran]", "forward", self._check_own_forward)
+        add("running_stats[momentum=0.1]", "running_stats", lambda ctx: check_running_stats(ctx, 0.1, "momentum=0.1"))
+        add("running_stats[momentum=0.3]", "running_stats", lambda ctx: check_running_stats(ctx, 0.3, "momentum=0.3"))
+        add("running_stats[momentum=None]", "running_stats",
+            lambda ctx: check_running_stats(ctx, None, "momentum=None (cumulative average)"))
+        for sh in SHAPES:
+            add(f"backward[train-{sh.name}]", "backward", lambda ctx, sh=sh, n=f"backward[train-{sh.name}]":
+                check_step(ctx, layer(ctx, sh, n), True, n, backward=True, forward=False))
+        for sh in EVAL_SHAPES:
+            add(f"backward[eval-{sh.name}]", "backward", lambda ctx, sh=sh, n=f"backward[eval-{sh.name}]":
+                check_step(ctx, layer(ctx, sh, n), False, n, backward=True, forward=False))
+        add("backward[own kernels ran]", "backward", self._check_own_backward)
+        small = (Shape("small", 2, 3, 6, 5, 4, 3, 3, padding=(1, 1), bias=True),
+                 Shape("small-strided", 2, 2, 7, 6, 3, 3, 2, stride=(2, 1), padding=(1, 0), dilation=(1, 2), bias=True),
+                 Shape("small-nobias", 3, 2, 4, 4, 5, 1, 1))
+        for sh in small:
+            for training in (True, False):
+                mode = "train" if training else "eval"
+                name = f"autograd[gradcheck float64 {mode} {sh.name}]"
+                add(name, "autograd", lambda ctx, sh=sh, t=training, n=name: check_gradcheck(ctx, sh, t, n))
+        add("module[state_dict, train/eval]", "module", check_module_state)
+        add("module[training curve]", "module", check_training_curve)
+        self._input_checks(add)
+        return checks
+
+    def _input_checks(self, add) -> None:
+        def call(mod, x, w, bn_w=None, training=True, stride=1, padding=1):
+            k = w.shape[0]
+            dev, dt = w.device, w.dtype
+            ones = torch.ones(k, device=dev, dtype=dt)
+            return mod.conv_bn_relu(x, w, None, ones if bn_w is None else bn_w, ones * 0, ones * 0, ones.clone(),
+                                    torch.zeros((), dtype=torch.long, device=dev), training=training, stride=stride,
+                                    padding=padding)
+
+        def w(c=4, k=6, dtype=torch.float32):
+            return torch.randn(k, c, 3, 3, device="cuda", dtype=dtype)
+
+        def x(n=2, c=4, dtype=torch.float32, device="cuda"):
+            return torch.randn(n, c, 9, 9, device=device, dtype=dtype)
+
+        cases = [
+            ("cpu x", lambda m: call(m, x(device="cpu"), w()), ("x",)),
+            ("integer x", lambda m: call(m, x().to(torch.int32), w()), ("x",)),
+            ("3-D x", lambda m: call(m, x()[0], w()), ("x",)),
+            ("weight channels", lambda m: call(m, x(c=4), w(c=5)), ("weight",)),
+            ("weight dtype", lambda m: call(m, x(), w(dtype=torch.float64)), ("weight",)),
+            ("bn_weight size", lambda m: call(m, x(), w(), bn_w=torch.ones(5, device="cuda")), ("bn_weight",)),
+            ("stride 0", lambda m: call(m, x(), w(), stride=0), ("stride",)),
+            ("x smaller than the kernel", lambda m: call(m, x()[:, :, :2, :2], w(), padding=0), ("x",)),
+            ("one value per channel in training", lambda m: call(m, x(n=1)[:, :, :3, :3], w(), padding=0), ("x",)),
+        ]
+        for label, fn, names in cases:
+            add(f"input_checks[{label}]", "input_checks",
+                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label))
+
+    def _check_own_forward(self, ctx: Context) -> None:
+        for training in (True, False):
+            lay = Layer(ctx.generator("own-fwd"), SHAPES[0])
+            x = lay.input(ctx.generator("own-fwd-x")).float()
+            with torch.no_grad():
+                assert_own_kernels(lambda: lay.call(ctx.module, x, training), KERNELS,
+                                   f"forward ({'train' if training else 'eval'})")
+
+    def _check_own_backward(self, ctx: Context) -> None:
+        for training in (True, False):
+            lay = Layer(ctx.generator("own-bwd"), SHAPES[3])
+            x = lay.input(ctx.generator("own-bwd-x")).float().requires_grad_()
+            y = lay.call(ctx.module, x, training)
+            gy = torch.randn_like(y)
+            torch.cuda.synchronize()
+            assert_own_kernels(lambda: y.backward(gy), KERNELS, f"backward ({'train' if training else 'eval'})")
+
+    # --- speed ---------------------------------------------------------------------------------
+    def benchmark(self) -> Benchmark:
+        n, c, h, w, k = BENCH
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            x = torch.randn(n, c, h, w, generator=g, device="cuda").requires_grad_()
+            wt = (torch.randn(k, c, 3, 3, generator=g, device="cuda") / (c * 9) ** 0.5).requires_grad_()
+            gamma = (1 + 0.2 * torch.randn(k, generator=g, device="cuda")).requires_grad_()
+            beta = (0.1 * torch.randn(k, generator=g, device="cuda")).requires_grad_()
+            gy = torch.randn(n, k, h, w, generator=g, device="cuda")
+            buffers = (torch.zeros(k, device="cuda"), torch.ones(k, device="cuda"),
+                       torch.zeros((), dtype=torch.long, device="cuda"))
+            return x, wt, gamma, beta, gy, buffers
+
+        return Benchmark(
+            label="fp32 (TF32 off) train fwd+bwd, 32x64x56x56, 64->64, 3x3, pad 1",
+            make_inputs=make_inputs,
+            call=_fused_step,
+            baseline=_eager_step,
+            work=3 * 2.0 * n * k * h * w * c * 9,  # forward, grad_input and grad_weight convolutions
+            unit="FLOP",
+            verify=_verify_step,
+            setup=bench_setup,
+            min_bytes=4.0 * (2 * n * c * h * w + 4 * n * k * h * w),
+        )
+
+
+BENCH = (32, 64, 56, 56, 64)
+
+
+def bench_setup():
+    prev = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+
+    def undo():
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark = prev
+
+    return undo
+
+
+def _fused_step(mod, inp):
+    x, wt, gamma, beta, gy, (rm, rv, nbt) = inp
+    y = mod.conv_bn_relu(x, wt, None, gamma, beta, rm, rv, nbt, training=True, momentum=0.1, eps=1e-5, stride=1,
+                         padding=1)
+    return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy))
+
+
+def _eager_step(inp):
+    x, wt, gamma, beta, gy, (rm, rv, nbt) = inp
+    y = F.relu(F.batch_norm(F.conv2d(x, wt, None, 1, 1), rm, rv, gamma, beta, True, 0.1, 1e-5))
+    return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy))
+
+
+def _verify_step(out, inp):
+    x, wt, gamma, beta, gy, _ = inp
+    with torch.no_grad():
+        z = F.conv2d(x.double(), wt.double(), None, 1, 1)
+        y = F.relu(F.batch_norm(z, None, None, gamma.double(), beta.double(), True, 0.0, 1e-5))
+    assert_rel_error(out[0], y, Y_TOL, "a timed output")
+    # the gradients against eager fp32, loosely: a handful of ReLU-kink flips move them ~1e-3
+    expected = _eager_step((x, wt, gamma, beta, gy, (None, None, None)))
+    for name, a, e in zip(("grad_input", "grad_weight", "grad_gamma", "grad_beta"), out[1:], expected[1:]):
+        assert_rel_error(a, e, 1e-2, f"a timed {name}")
+
+
+def _peak_step(step, inp) -> float:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    out = step(inp)
+    torch.cuda.synchronize()
+    del out
+    return (torch.cuda.max_memory_allocated() - base) / 2**20
+
+
+def extra_report() -> dict:
+    """Peak memory of one training step (forward + backward), beyond its inputs, fused and eager."""
+    from grader.env import REPO
+    from grader.spec import import_exercise_module
+
+    mod = import_exercise_module(REPO / "solutions" / SPEC.exercise, SPEC)
+    undo = bench_setup()
+    try:
+        inp = SPEC.benchmark().make_inputs(7)
+        _fused_step(mod, inp), _eager_step(inp)  # warm up (cuDNN's algorithm search allocates)
+        fused = _peak_step(lambda i: _fused_step(mod, i), inp)
+        eager = _peak_step(_eager_step, inp)
+    finally:
+        undo()
+    n, c, h, w, k = BENCH
+    act = n * k * h * w * 4 / 2**20
+    return {"peak_MiB_fused": round(fused, 1), "peak_MiB_eager": round(eager, 1),
+            "fused_over_eager": round(fused / eager, 3), "one_activation_MiB": round(act, 1),
+            "shape": "32x64x56x56, 64->64, 3x3, pad 1, fp32"}
+
+
+SPEC = ConvBNReLUTrainingSpec(
+    exercise="09_conv_bn_relu_training",
+    title="Conv2d + BatchNorm2d + ReLU, training (full backward)",
+    module="conv_bn_relu_training.py",
+    points={"forward": 3, "running_stats": 2, "backward": 4, "autograd": 2, "module": 2, "input_checks": 1,
+            "performance": 3},
+    perf_tiers=((0.5, 0.5), (0.85, 1.0)),
+    perf_requires=("forward", "backward"),
+    solution_vs_baseline=1.0,
+)

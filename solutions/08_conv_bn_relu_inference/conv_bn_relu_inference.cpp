@@ -1,0 +1,108 @@
+// Exercise 08: the op's C++ front end. Input checks, output allocation, dtype dispatch, stream, registration.
+#include <optional>
+
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <course/ops.h>
+
+#include "conv_bn_relu_inference.h"
+
+namespace {
+
+constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;  // the kernels use 32-bit offsets
+
+void check_param(const at::Tensor& t, const char* name, const at::Tensor& x, int64_t channels) {
+  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", x.device(), "), but is on ",
+              t.device());
+  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", x.scalar_type(),
+              "), but has ", t.scalar_type());
+  TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", channels, "] (one value per output ",
+              "channel), but has shape ", t.sizes());
+}
+
+// Validates the convolution's operands and returns its geometry.
+ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
+                     at::IntArrayRef dilation) {
+  // BEGIN SOLUTION
+  // TODO: reject, with TORCH_CHECK messages naming the argument: x not a 4-D CUDA float32/float64
+  // TODO: tensor; weight not 4-D [K, C, R, S] of x's device and dtype with C == x.size(1); stride,
+  // TODO: padding, dilation not 2 values (stride, dilation >= 1, padding >= 0); an output smaller
+  // TODO: than 1 x 1 (name x); tensors of 2^31 elements or more (name x). Then fill in a ConvShape.
+  // STUB: TORCH_CHECK(false, "conv_shape (conv_bn_relu_inference.cpp) is not implemented yet");
+  course::check_cuda(x, "x");
+  course::check_dtype(x, {at::kFloat, at::kDouble}, "x");
+  course::check_dim(x, 4, "x");
+  course::check_dim(weight, 4, "weight");
+  TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", x.device(),
+              "), but is on ", weight.device());
+  TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have the same dtype as x (", x.scalar_type(),
+              "), but has ", weight.scalar_type());
+  TORCH_CHECK(weight.size(1) == x.size(1), "weight must have x's ", x.size(1), " input channels in dim 1 (groups=1)",
+              ", but has shape ", weight.sizes());
+  TORCH_CHECK(weight.size(0) > 0 && weight.size(2) > 0 && weight.size(3) > 0, "weight must not be empty, but has shape ",
+              weight.sizes());
+  TORCH_CHECK(stride.size() == 2 && stride[0] >= 1 && stride[1] >= 1, "stride must be 2 values >= 1, got ", stride);
+  TORCH_CHECK(padding.size() == 2 && padding[0] >= 0 && padding[1] >= 0, "padding must be 2 values >= 0, got ",
+              padding);
+  TORCH_CHECK(dilation.size() == 2 && dilation[0] >= 1 && dilation[1] >= 1, "dilation must be 2 values >= 1, got ",
+              dilation);
+  ConvShape s{};
+  s.N = int(x.size(0)); s.C = int(x.size(1)); s.H = int(x.size(2)); s.W = int(x.size(3));
+  s.K = int(weight.size(0)); s.R = int(weight.size(2)); s.S = int(weight.size(3));
+  s.stride_h = int(stride[0]); s.stride_w = int(stride[1]);
+  s.pad_h = int(padding[0]); s.pad_w = int(padding[1]);
+  s.dil_h = int(dilation[0]); s.dil_w = int(dilation[1]);
+  const int64_t P = (x.size(2) + 2 * padding[0] - dilation[0] * (weight.size(2) - 1) - 1) / stride[0] + 1;
+  const int64_t Q = (x.size(3) + 2 * padding[1] - dilation[1] * (weight.size(3) - 1) - 1) / stride[1] + 1;
+  TORCH_CHECK(P >= 1 && Q >= 1 && x.size(2) + 2 * padding[0] >= dilation[0] * (weight.size(2) - 1) + 1 &&
+                  x.size(3) + 2 * padding[1] >= dilation[1] * (weight.size(3) - 1) + 1,
+              "x of shape ", x.sizes(), " is smaller than the (dilated) kernel ", weight.sizes(), " plus padding");
+  s.P = int(P); s.Q = int(Q);
+  TORCH_CHECK(x.numel() <= kMaxElements && x.size(0) * weight.size(0) * P * Q <= kMaxElements &&
+                  weight.numel() <= kMaxElements,
+              "x of shape ", x.sizes(), ": tensors of 2^31 elements or more are not supported (32-bit offsets)");
+  TORCH_CHECK(x.size(1) > 0, "x must have at least one channel, but has shape ", x.sizes());
+  return s;
+  // END SOLUTION
+}
+
+at::Tensor conv_bn_relu_inference(const at::Tensor& x_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias,
+                                  const at::Tensor& bn_weight, const at::Tensor& bn_bias,
+                                  const at::Tensor& running_mean, const at::Tensor& running_var, double eps,
+                                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation) {
+  const ConvShape s = conv_shape(x_, weight_, stride, padding, dilation);
+  if (bias.has_value()) check_param(*bias, "bias", x_, s.K);
+  check_param(bn_weight, "bn_weight", x_, s.K);
+  check_param(bn_bias, "bn_bias", x_, s.K);
+  check_param(running_mean, "running_mean", x_, s.K);
+  check_param(running_var, "running_var", x_, s.K);
+  TORCH_CHECK(eps > 0, "eps must be positive, got ", eps);
+  const c10::cuda::CUDAGuard device_guard(x_.device());
+  const at::Tensor x = x_.contiguous(), weight = weight_.contiguous();
+  const at::Tensor b = bias.has_value() ? bias->contiguous() : at::Tensor();
+  const at::Tensor gamma = bn_weight.contiguous(), beta = bn_bias.contiguous();
+  const at::Tensor mean = running_mean.contiguous(), var = running_var.contiguous();
+  at::Tensor y = at::empty({s.N, s.K, s.P, s.Q}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "conv_bn_relu_inference", [&] {
+    conv_bn_relu_inference_cuda<scalar_t>(
+        x.const_data_ptr<scalar_t>(), weight.const_data_ptr<scalar_t>(),
+        b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, gamma.const_data_ptr<scalar_t>(),
+        beta.const_data_ptr<scalar_t>(), mean.const_data_ptr<scalar_t>(), var.const_data_ptr<scalar_t>(), eps, s,
+        y.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());
+  });
+  return y;
+}
+
+}  // namespace
+
+COURSE_LIBRARY(m) {
+  m.def("conv_bn_relu_inference(Tensor x, Tensor weight, Tensor? bias, Tensor bn_weight, Tensor bn_bias, "
+        "Tensor running_mean, Tensor running_var, float eps, int[2] stride, int[2] padding, int[2] dilation) -> Tensor");
+}
+
+// CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.
+COURSE_LIBRARY_IMPL(CompositeExplicitAutograd, m) {
+  m.impl("conv_bn_relu_inference", &conv_bn_relu_inference);
+}

@@ -1,0 +1,152 @@
+"""Exercise 09: Conv2d + BatchNorm2d + ReLU, fused, for training: a torch.autograd.Function and a
+drop-in nn.Module (`FusedConvBNReLU`) with the parameters and buffers of Conv2d + BatchNorm2d.
+
+The kernels are in conv_bn_relu_training.cu, the C++ ops in conv_bn_relu_training.cpp; this file
+builds them (cached), registers their shapes, and wires the forward and backward ops into autograd.
+"""
+from __future__ import annotations
+
+import torch
+
+from grader.build import load_library
+
+lib = load_library(__file__)
+
+
+def _pair(v) -> list[int]:
+    if isinstance(v, str):
+        raise ValueError(f"padding={v!r}: give the padding as numbers (string padding is not supported)")
+    return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
+
+
+class ConvBNReLUFunction(torch.autograd.Function):
+    """y = relu(batchnorm(conv2d(x, weight, bias))); batch statistics when `training`, else running ones.
+
+    In training the running statistics (and num_batches_tracked) are updated in place, as
+    nn.BatchNorm2d does. Differentiable in x, weight, bias, bn_weight and bn_bias.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked,
+                training, momentum, eps, stride, padding, dilation):
+        # BEGIN SOLUTION
+        # TODO: call lib.ops.conv_bn_relu_forward (keep_z only when some input needs a gradient: the
+        # TODO: backward needs z), save what the backward needs with ctx.save_for_backward and keep
+        # TODO: the non-tensor settings on ctx; return y.
+        keep_z = any(ctx.needs_input_grad[:5])
+        y, z, mean, invstd = lib.ops.conv_bn_relu_forward(
+            x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked, training,
+            momentum, eps, stride, padding, dilation, keep_z)
+        ctx.save_for_backward(x, weight, z, y, bn_weight, mean, invstd)
+        ctx.settings = (training, stride, padding, dilation, bias is not None)
+        return y
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        # BEGIN SOLUTION
+        # TODO: call lib.ops.conv_bn_relu_backward with the saved tensors and return one gradient per
+        # TODO: input of forward (None for the buffers and settings, and for bias when it was None).
+        x, weight, z, y, bn_weight, mean, invstd = ctx.saved_tensors
+        training, stride, padding, dilation, has_bias = ctx.settings
+        grad_x, grad_w, grad_b, grad_gamma, grad_beta = lib.ops.conv_bn_relu_backward(
+            grad_y.contiguous(), x, weight, z, y, bn_weight, mean, invstd, training, stride, padding, dilation)
+        return (grad_x, grad_w, grad_b if has_bias else None, grad_gamma, grad_beta,
+                None, None, None, None, None, None, None, None, None)
+        # END SOLUTION
+
+
+def conv_bn_relu(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked,
+                 training: bool = True, momentum: float | None = 0.1, eps: float = 1e-5, stride=1, padding=0,
+                 dilation=1) -> torch.Tensor:
+    """The functional form: relu(F.batch_norm(F.conv2d(x, weight, bias, stride, padding, dilation),
+    running_mean, running_var, bn_weight, bn_bias, training, momentum, eps)), in our own kernels."""
+    return ConvBNReLUFunction.apply(x, weight, bias, bn_weight, bn_bias, running_mean, running_var,
+                                    num_batches_tracked, bool(training), None if momentum is None else float(momentum),
+                                    float(eps), _pair(stride), _pair(padding), _pair(dilation))
+
+
+# Shapes for tracing (torch.compile, opcheck).
+def _out_hw(x, weight, stride, padding, dilation):
+    h, w = x.shape[2], x.shape[3]
+    p = (h + 2 * padding[0] - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
+    q = (w + 2 * padding[1] - dilation[1] * (weight.shape[3] - 1) - 1) // stride[1] + 1
+    return p, q
+
+
+@torch.library.register_fake(lib.qualname("conv_bn_relu_forward"))
+def _forward_fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked, training,
+                  momentum, eps, stride, padding, dilation, keep_z):
+    p, q = _out_hw(x, weight, stride, padding, dilation)
+    shape = (x.shape[0], weight.shape[0], p, q)
+    z = x.new_empty(shape) if (training or keep_z) else x.new_empty((0,))
+    return x.new_empty(shape), z, x.new_empty((weight.shape[0],)), x.new_empty((weight.shape[0],))
+
+
+@torch.library.register_fake(lib.qualname("conv_bn_relu_backward"))
+def _backward_fake(grad_y, x, weight, z, y, bn_weight, save_mean, save_invstd, training, stride, padding, dilation):
+    k = weight.shape[0]
+    return x.new_empty(x.shape), x.new_empty(weight.shape), x.new_empty((k,)), x.new_empty((k,)), x.new_empty((k,))
+
+
+class FusedConvBNReLU(torch.nn.Module):
+    """Drop-in for nn.Sequential(nn.Conv2d(...), nn.BatchNorm2d(...), nn.ReLU()) (groups=1, zero padding).
+
+    The parameters and buffers live in `self.conv` (an nn.Conv2d) and `self.bn` (an nn.BatchNorm2d), so
+    they have those modules' names, shapes and initialisation: conv.weight, conv.bias, bn.weight,
+    bn.bias, bn.running_mean, bn.running_var, bn.num_batches_tracked. Their own forwards never run.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 bias: bool = True, eps: float = 1e-5, momentum: float | None = 0.1, device=None, dtype=None):
+        super().__init__()
+        _pair(padding)  # rejects string padding up front
+        self.conv = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
+                                    dilation=dilation, bias=bias, device=device, dtype=dtype)
+        self.bn = torch.nn.BatchNorm2d(out_channels, eps=eps, momentum=momentum, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        conv, bn = self.conv, self.bn
+        return conv_bn_relu(x, conv.weight, conv.bias, bn.weight, bn.bias, bn.running_mean, bn.running_var,
+                            bn.num_batches_tracked, training=self.training, momentum=bn.momentum, eps=bn.eps,
+                            stride=conv.stride, padding=conv.padding, dilation=conv.dilation)
+
+    # --- interoperability with nn.Sequential(Conv2d, BatchNorm2d, ReLU) ------------------------
+    @staticmethod
+    def map_sequential_state_dict(state_dict: dict) -> dict:
+        """Rename a Sequential's keys ("0.weight", "1.running_mean", ...) to ours ("conv.weight", ...)."""
+        prefixes = {"0.": "conv.", "1.": "bn."}
+        out = {}
+        for key, value in state_dict.items():
+            for old, new in prefixes.items():
+                if key.startswith(old):
+                    out[new + key[len(old):]] = value
+                    break
+            else:
+                raise KeyError(f"unexpected key {key!r}: expected the keys of nn.Sequential(Conv2d, BatchNorm2d, ReLU)")
+        return out
+
+    def load_sequential_state_dict(self, state_dict: dict, strict: bool = True):
+        return self.load_state_dict(self.map_sequential_state_dict(state_dict), strict=strict)
+
+    @classmethod
+    def from_modules(cls, conv: torch.nn.Conv2d, bn: torch.nn.BatchNorm2d) -> "FusedConvBNReLU":
+        """A fused module with the same settings and a copy of the state of `conv` and `bn`."""
+        if conv.groups != 1 or conv.padding_mode != "zeros":
+            raise ValueError("only groups=1 and padding_mode='zeros' are supported")
+        if not (bn.affine and bn.track_running_stats):
+            raise ValueError("the BatchNorm2d must have affine=True and track_running_stats=True")
+        p = conv.weight
+        fused = cls(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, conv.dilation,
+                    conv.bias is not None, bn.eps, bn.momentum, device=p.device, dtype=p.dtype)
+        fused.conv.load_state_dict(conv.state_dict())
+        fused.bn.load_state_dict(bn.state_dict())
+        fused.train(conv.training)
+        return fused
+
+    @classmethod
+    def from_sequential(cls, seq: torch.nn.Sequential) -> "FusedConvBNReLU":
+        return cls.from_modules(seq[0], seq[1])
+
+    def extra_repr(self) -> str:
+        return "fused: relu(bn(conv(x)))"
