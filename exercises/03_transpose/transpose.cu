@@ -1,0 +1,55 @@
+// GENERATED from solutions/03_transpose/transpose.cu by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
+// Exercise 03: out-of-place matrix transpose through a shared-memory tile.
+//
+// This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
+// Tensors, dtype dispatch and op registration live in transpose.cpp.
+#include <algorithm>
+
+#include <course/cuda.cuh>
+
+#include "transpose.h"
+
+namespace {
+
+constexpr int kTile = 32;      // a 32 x 32 tile: a warp reads or writes one 32-element row segment at a time
+constexpr int kBlockRows = 8;  // 32 x 8 threads per block: each thread moves kTile / kBlockRows = 4 elements
+constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
+
+// Grid (ceil(cols / 32), min(ceil(rows / 32), 65535)), block (32, 8). Block (bx, by) moves the tile
+// of input rows [32 by, 32 by + 32) x input columns [32 bx, 32 bx + 32) (and, grid-stride, the tiles
+// gridDim.y further down). Thread (tx, ty) reads input rows ty, ty + 8, ty + 16, ty + 24 of the tile
+// at input column tx, then writes output rows ty, ty + 8, ... of the transposed tile at output column
+// tx: consecutive threads touch consecutive addresses in both the read and the write.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kTile * kBlockRows)
+    transpose_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
+  // BEGIN SOLUTION
+  // TODO: declare a kTile x (kTile + 1) __shared__ tile (the + 1 keeps a tile column in distinct banks).
+  // TODO: for each tile row of blocks (blockIdx.y, then + gridDim.y while < ceil(rows / kTile)):
+  // TODO:   1. read the input tile row by row (thread x -> column) into tile[row][x], skipping
+  // TODO:      elements outside rows x cols; 2. __syncthreads(); 3. write tile[x][row] to
+  // TODO:      out[(tile column start + row) * rows + tile row start + x], guarded the same way;
+  // TODO:   4. __syncthreads() before the next iteration overwrites the tile.
+  // TODO: (the reference solution takes about 18 lines)
+  // END SOLUTION
+}
+
+}  // namespace
+
+template <typename scalar_t>
+void transpose_cuda(const scalar_t* in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+  // BEGIN SOLUTION
+  // TODO: return early for an empty matrix; launch transpose_kernel on `stream` with blocks of
+  // TODO: (kTile, kBlockRows) threads and a grid of (ceil(cols / kTile), min(ceil(rows / kTile), kMaxGridY))
+  // TODO: blocks; check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
+  // TODO: (the reference solution takes about 7 lines)
+  TORCH_CHECK(false, "transpose_cuda (transpose.cu) is not implemented yet");
+  // END SOLUTION
+}
+
+// The binding file dispatches on dtype; these are the types it may ask for.
+#define INSTANTIATE(T) template void transpose_cuda<T>(const T*, T*, int64_t, int64_t, cudaStream_t);
+INSTANTIATE(float)
+INSTANTIATE(double)
+INSTANTIATE(c10::Half)
+INSTANTIATE(c10::BFloat16)

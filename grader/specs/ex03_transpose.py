@@ -1,0 +1,168 @@
+"""Grading for exercise 03, out-of-place transpose of a 2-D tensor through a shared-memory tile.
+
+A transpose moves values without arithmetic, so results must be bit-exact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
+                           unmodified)
+from grader.spec import Benchmark, Check, Context, Spec
+
+EXACT = Tolerance(0.0, 0.0)
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+# Shapes that break naive tiling: single rows and columns, primes, one off the 32-wide tile,
+# wide and tall; the last float32 ones are large enough for a race between warps to show.
+SHAPES = ((1, 1), (1, 7), (7, 1), (1, 1000), (1000, 1), (2, 3), (31, 33), (32, 32), (33, 31), (97, 101),
+          (257, 129), (1000, 1003), (3, 70001))
+LARGE_SHAPES = ((4099, 3001), (2048, 4096))
+# More row tiles than gridDim.y may have (65535 x 32 rows): the kernel must loop over them.
+TALL = (2_100_001, 3)
+
+
+def _short(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _names(arg: str) -> tuple[str, ...]:
+    """Ways an error message can name the argument `arg`."""
+    return (f"{arg} must", f"{arg} is", f"{arg} has", f"`{arg}`", f"'{arg}'", f"{arg}:", f"{arg} (")
+
+
+def _rand(ctx: Context, name: str, shape, dtype=torch.float32) -> torch.Tensor:
+    g = ctx.generator(name)
+    return torch.randn(shape, generator=g, device="cuda", dtype=torch.float32).to(dtype)
+
+
+def _poison_next(numel: int, dtype: torch.dtype) -> None:
+    """Fill a block of the output's size with NaN and free it: the caching allocator hands it to the
+    op's output next, so an element the op never writes stays NaN."""
+    if numel:
+        t = torch.empty(numel, dtype=dtype, device="cuda")
+        poison(t)
+        del t
+
+
+@dataclass
+class TransposeSpec(Spec):
+    kernels: tuple[str, ...] = ("transpose_kernel",)
+
+    def _expect(self, ctx: Context, x: torch.Tensor, what: str) -> None:
+        _poison_next(x.numel(), x.dtype)
+        with unmodified(x=x):
+            y = ctx.module.transpose(x)
+            torch.cuda.synchronize()
+        if not isinstance(y, torch.Tensor):
+            raise CheckFailure(f"{what}: expected a tensor, got {type(y).__name__}")
+        if y.dtype != x.dtype:
+            raise CheckFailure(f"{what}: output dtype {y.dtype}, expected {x.dtype}")
+        assert_close(y, x.t(), EXACT, what)
+
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+
+        def add(name, group, fn, needs_gpu=True):
+            checks.append(Check(name, group, fn, needs_gpu))
+
+        for dtype in DTYPES:
+            shapes = SHAPES + LARGE_SHAPES if dtype == torch.float32 else SHAPES[::2] + LARGE_SHAPES[:1]
+            for shape in shapes:
+                name = f"forward[{_short(dtype)}-{shape[0]}x{shape[1]}]"
+                add(name, "forward", lambda ctx, n=name, s=shape, d=dtype: self._expect(ctx, _rand(ctx, n, s, d), n))
+        add("forward[tall: more than 65535 row tiles]", "forward", lambda ctx: self._expect(
+            ctx, _rand(ctx, "tall", TALL), f"forward[tall {TALL[0]}x{TALL[1]}: more than 65535 row tiles]"))
+        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
+        add("forward[unaligned view]", "forward", lambda ctx: self._expect(
+            ctx, _rand(ctx, "unaligned", (1 + 45 * 77,), torch.float16)[1:].view(45, 77), "forward[unaligned view]"))
+        add("forward[empty]", "forward", self._check_empty)
+        add("forward[output poisoned]", "forward", self._check_poisoned)
+        add("forward[own kernel ran]", "forward", self._check_own)
+        fn = lambda ctx: ctx.module.transpose  # noqa: E731
+        add("input_checks[cpu tensor]", "input_checks", lambda ctx: expect_error(
+            fn(ctx), torch.randn(4, 5), names=_names("x"), what="a CPU tensor"), needs_gpu=False)
+        add("input_checks[integer dtype]", "input_checks", lambda ctx: expect_error(
+            fn(ctx), torch.ones(4, 5, dtype=torch.int32, device="cuda"), names=_names("x"), what="an int32 tensor"))
+        add("input_checks[1-D]", "input_checks", lambda ctx: expect_error(
+            fn(ctx), torch.ones(5, device="cuda"), names=_names("x"), what="a 1-D tensor"))
+        add("input_checks[3-D]", "input_checks", lambda ctx: expect_error(
+            fn(ctx), torch.ones(2, 3, 4, device="cuda"), names=_names("x"), what="a 3-D tensor"))
+        add("autograd[gradcheck float64]", "autograd", self._check_gradcheck)
+        add("autograd[opcheck]", "autograd", self._check_opcheck)
+        return checks
+
+    def _check_own(self, ctx: Context) -> None:
+        x = _rand(ctx, "own", (1000, 1003))  # made outside the profiled call
+        assert_own_kernels(lambda: ctx.module.transpose(x), self.kernels, "forward")
+
+    def _check_noncontiguous(self, ctx: Context) -> None:
+        base = _rand(ctx, "noncontig", (301, 517))
+        self._expect(ctx, base.t(), "forward[x = base.t(), a transposed view]")
+        self._expect(ctx, base[:, ::3], "forward[x = base[:, ::3], a strided view]")
+        self._expect(ctx, base[5:200, 7:400], "forward[x = base[5:200, 7:400], a sliced view]")
+
+    def _check_empty(self, ctx: Context) -> None:
+        for shape in ((0, 5), (5, 0), (0, 0)):
+            y = ctx.module.transpose(torch.empty(shape, device="cuda"))
+            torch.cuda.synchronize()
+            if tuple(y.shape) != (shape[1], shape[0]):
+                raise CheckFailure(f"forward[empty {shape}]: shape {tuple(y.shape)}, expected {(shape[1], shape[0])}")
+
+    def _check_poisoned(self, ctx: Context) -> None:
+        """Twice on different inputs, the output's memory poisoned in between: an element left
+        unwritten shows up as NaN or as the first run's value."""
+        first = ctx.module.transpose(_rand(ctx, "poison1", (1025, 1999)))
+        del first
+        self._expect(ctx, _rand(ctx, "poison2", (1025, 1999)), "forward[output poisoned]")
+
+    def _check_gradcheck(self, ctx: Context) -> None:
+        x = _rand(ctx, "gradcheck", (7, 5), torch.float64).requires_grad_()
+        try:
+            ok = torch.autograd.gradcheck(ctx.module.transpose, (x,), eps=1e-6, atol=1e-5)
+        except Exception as e:
+            raise CheckFailure(f"gradcheck: {str(e).splitlines()[0]}") from None
+        if not ok:
+            raise CheckFailure("gradcheck failed")
+
+    def _check_opcheck(self, ctx: Context) -> None:
+        x = _rand(ctx, "opcheck", (5, 33)).requires_grad_()
+        try:
+            torch.library.opcheck(ctx.module.lib.ops.transpose, (x,))
+        except Exception as e:
+            raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    def benchmark(self) -> Benchmark:
+        n = m = 16384
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            return (torch.randn(n, m, generator=g, device="cuda"),)
+
+        def verify(out, inputs):
+            x = inputs[0]
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != (m, n):
+                raise CheckFailure(f"a timed output: expected a ({m}, {n}) tensor")
+            for cols in (slice(0, 512), slice(m - 512, m)):
+                assert_close(out[cols], x[:, cols].t(), EXACT, "a timed output")
+
+        return Benchmark(
+            label=f"fp32, {n} x {m}",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: mod.transpose(inp[0]),
+            baseline=lambda inp: inp[0].t().contiguous(),
+            work=2 * 4 * n * m,  # read every element once, write it once
+            verify=verify,
+        )
+
+
+SPEC = TransposeSpec(
+    exercise="03_transpose",
+    title="Transpose through a shared-memory tile",
+    module="transpose.py",
+    points={"forward": 5, "input_checks": 1, "autograd": 1, "performance": 3},
+    perf_requires=("forward",),
+    solution_vs_baseline=2.9,
+)

@@ -1,0 +1,203 @@
+"""Grading for exercise 04, a K x K filter over (H, W) or (B, H, W) images ("same" size, zero
+padding), with the filter in constant memory and a shared-memory tile with a halo."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
+                           unmodified)
+from grader.spec import Benchmark, Check, Context, Spec
+
+# (name, x shape, K): images smaller than the filter, single rows and columns, primes, one off the
+# 32-wide tile, non-square (a swapped axis shows), batches; the last ones are large enough for a
+# race between warps to show. (70000, 3, 3): more image tiles than gridDim.y may have.
+CASES = (
+    ("1x1 K=3", (1, 1), 3), ("1x1 K=7", (1, 1), 7), ("2x2 K=7", (2, 2), 7), ("1x17 K=3", (1, 17), 3),
+    ("17x1 K=5", (17, 1), 5), ("31x33 K=3", (31, 33), 3), ("32x32 K=3", (32, 32), 3), ("33x31 K=5", (33, 31), 5),
+    ("97x101 K=7", (97, 101), 7), ("127x257 K=1", (127, 257), 1), ("64x200 K=3", (64, 200), 3),
+    ("1000x1003 K=5", (1000, 1003), 5), ("4099x3001 K=3", (4099, 3001), 3), ("2053x1031 K=7", (2053, 1031), 7),
+    ("batch 3x45x67 K=3", (3, 45, 67), 3), ("batch 5x33x31 K=7", (5, 33, 31), 7), ("batch 1x64x64 K=5", (1, 64, 64), 5),
+    ("batch 2x1x1 K=3", (2, 1, 1), 3), ("batch 2000x5x7 K=3", (2000, 5, 7), 3),
+    ("batch 70000x3x3 K=3 (more tiles than gridDim.y)", (70000, 3, 3), 3),
+    ("batch 4x515x300 K=5", (4, 515, 300), 5),
+)
+
+
+def _names(arg: str) -> tuple[str, ...]:
+    """Ways an error message can name the argument `arg`."""
+    return (f"{arg} must", f"{arg} is", f"{arg} has", f"`{arg}`", f"'{arg}'", f"{arg}:", f"{arg} (")
+
+
+def _rand(ctx: Context, name: str, shape, dtype=torch.float32, scale=1.0) -> torch.Tensor:
+    g = ctx.generator(name)
+    return torch.randn(shape, generator=g, device="cuda", dtype=torch.float32).to(dtype) * scale
+
+
+def _poison_next(numel: int) -> None:
+    """Fill a block of the output's size with NaN and free it: the caching allocator hands it to the
+    op's output next, so an element the op never writes stays NaN."""
+    if numel:
+        t = torch.empty(numel, device="cuda")
+        poison(t)
+        del t
+
+
+def reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """float64 cross-correlation with zero padding, through F.conv2d with one channel."""
+    k = w.shape[-1]
+    x4 = x.to(torch.float64).reshape(-1, 1, x.shape[-2], x.shape[-1])
+    return F.conv2d(x4, w.to(torch.float64)[None, None], padding=k // 2).reshape(x.shape)
+
+
+def tolerance(x: torch.Tensor, w: torch.Tensor) -> Tolerance:
+    """fp32 products and sums of at most 49 terms: a few ulps of sum |w| * max |x| at worst. Far
+    below fp16/TF32 rounding (~5e-4 relative per term), so a half-precision computation fails."""
+    scale = float(w.abs().sum()) * (float(x.abs().max()) if x.numel() else 1.0)
+    return Tolerance(1e-5, 2e-6 * scale)
+
+
+@dataclass
+class StencilSpec(Spec):
+    # the kernel, and the copy of the filter into __constant__ memory (cudaMemcpyToSymbolAsync)
+    kernels: tuple[str, ...] = ("stencil2d_kernel", "Memcpy DtoD")
+
+    def _expect(self, ctx: Context, x: torch.Tensor, w: torch.Tensor, what: str) -> None:
+        _poison_next(x.numel())
+        with unmodified(x=x, weight=w):
+            y = ctx.module.stencil2d(x, w)
+            torch.cuda.synchronize()
+        if not isinstance(y, torch.Tensor):
+            raise CheckFailure(f"{what}: expected a tensor, got {type(y).__name__}")
+        if y.dtype != torch.float32:
+            raise CheckFailure(f"{what}: output dtype {y.dtype}, expected torch.float32")
+        assert_close(y, reference(x, w), tolerance(x, w), what)
+
+    def _case(self, ctx: Context, name: str, shape, k: int) -> None:
+        self._expect(ctx, _rand(ctx, name, shape), _rand(ctx, name + "w", (k, k), scale=0.5), f"forward[{name}]")
+
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+
+        def add(name, group, fn, needs_gpu=True):
+            checks.append(Check(name, group, fn, needs_gpu))
+
+        for name, shape, k in CASES:
+            add(f"forward[{name}]", "forward", lambda ctx, n=name, s=shape, k=k: self._case(ctx, n, s, k))
+        add("forward[filter changes between calls]", "forward", self._check_filter_changes)
+        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
+        add("forward[empty]", "forward", self._check_empty)
+        add("forward[output poisoned]", "forward", self._check_poisoned)
+        add("forward[own kernel ran]", "forward", self._check_own)
+        fn = lambda ctx: ctx.module.stencil2d  # noqa: E731
+        x = lambda: torch.ones(8, 9, device="cuda")  # noqa: E731
+        w = lambda k=3: torch.ones(k, k, device="cuda")  # noqa: E731
+        bad = [
+            ("cpu x", lambda: (torch.ones(8, 9), torch.ones(3, 3)), "x", "a CPU x"),
+            ("cpu weight", lambda: (x(), torch.ones(3, 3)), "weight", "a CPU weight"),
+            ("float64 x", lambda: (x().double(), w()), "x", "a float64 x"),
+            ("float64 weight", lambda: (x(), w().double()), "weight", "a float64 weight"),
+            ("1-D x", lambda: (torch.ones(9, device="cuda"), w()), "x", "a 1-D x"),
+            ("4-D x", lambda: (torch.ones(1, 1, 8, 9, device="cuda"), w()), "x", "a 4-D x"),
+            ("1-D weight", lambda: (x(), torch.ones(9, device="cuda")), "weight", "a 1-D weight"),
+            ("non-square weight", lambda: (x(), torch.ones(3, 5, device="cuda")), "weight", "a 3 x 5 weight"),
+            ("even K", lambda: (x(), w(4)), "weight", "a 4 x 4 weight (K even)"),
+            ("K > 7", lambda: (x(), w(9)), "weight", "a 9 x 9 weight (K > 7)"),
+        ]
+        for label, args, arg, what in bad:
+            add(f"input_checks[{label}]", "input_checks",
+                lambda ctx, a=args, arg=arg, what=what: expect_error(fn(ctx), *a(), names=_names(arg), what=what),
+                needs_gpu=label != "cpu x")
+        add("registration[opcheck]", "registration", self._check_opcheck)
+        return checks
+
+    def _check_own(self, ctx: Context) -> None:
+        x, w = _rand(ctx, "own", (2, 300, 301)), _rand(ctx, "ownw", (3, 3))  # made outside the profiled call
+        assert_own_kernels(lambda: ctx.module.stencil2d(x, w), self.kernels, "forward")
+
+    def _check_filter_changes(self, ctx: Context) -> None:
+        """The filter is copied on every call: a cached one gives the previous call's result."""
+        x = _rand(ctx, "changes", (100, 130))
+        for i, k in enumerate((3, 3, 5, 3)):
+            self._expect(ctx, x, _rand(ctx, f"changes-w{i}", (k, k)), f"forward[call {i + 1} with a new {k}x{k} filter]")
+
+    def _check_noncontiguous(self, ctx: Context) -> None:
+        base = _rand(ctx, "noncontig", (3, 301, 517))
+        w = _rand(ctx, "noncontig-w", (5, 5))
+        self._expect(ctx, base[1].t(), w, "forward[x = base.t(), a transposed view]")
+        self._expect(ctx, base[:, ::2, 1::3], w, "forward[x = base[:, ::2, 1::3], a strided view]")
+        self._expect(ctx, base[0], w.t(), "forward[weight = w.t(), a transposed view]")
+
+    def _check_empty(self, ctx: Context) -> None:
+        w = _rand(ctx, "empty-w", (3, 3))
+        for shape in ((0, 5), (5, 0), (0, 4, 4), (3, 0, 4)):
+            y = ctx.module.stencil2d(torch.empty(shape, device="cuda"), w)
+            torch.cuda.synchronize()
+            if tuple(y.shape) != shape:
+                raise CheckFailure(f"forward[empty {shape}]: shape {tuple(y.shape)}, expected {shape}")
+
+    def _check_poisoned(self, ctx: Context) -> None:
+        """Twice on different inputs, the output's memory poisoned in between: a pixel left
+        unwritten shows up as NaN or as the first run's value."""
+        w = _rand(ctx, "poison-w", (3, 3))
+        first = ctx.module.stencil2d(_rand(ctx, "poison1", (2, 517, 1029)), w)
+        del first
+        self._expect(ctx, _rand(ctx, "poison2", (2, 517, 1029)), _rand(ctx, "poison-w2", (3, 3)), "forward[output poisoned]")
+
+    def _check_opcheck(self, ctx: Context) -> None:
+        try:
+            torch.library.opcheck(ctx.module.lib.ops.stencil2d, (_rand(ctx, "opcheck", (2, 17, 19)),
+                                                                 _rand(ctx, "opcheck-w", (3, 3))))
+        except Exception as e:
+            raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    def benchmark(self) -> Benchmark:
+        h = w = 8192
+        k = 3
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            return (torch.randn(h, w, generator=g, device="cuda"), torch.randn(k, k, generator=g, device="cuda"))
+
+        def verify(out, inputs):
+            x, wt = inputs
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != (h, w):
+                raise CheckFailure(f"a timed output: expected a ({h}, {w}) tensor")
+            # the first and last 256 rows (with their borders), against a float64 reference
+            top, bottom = x[: 256 + k], x[h - 256 - k:]
+            assert_close(out[:256], reference(top, wt)[:256], tolerance(x, wt), "a timed output (top rows)")
+            assert_close(out[h - 256:], reference(bottom, wt)[-256:], tolerance(x, wt), "a timed output (bottom rows)")
+
+        def setup():
+            # a fair baseline: cuDNN picks its fastest algorithm (it picks a slow one otherwise)
+            prev = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
+            torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = True, False
+
+            def undo():
+                torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = prev
+
+            return undo
+
+        return Benchmark(
+            label=f"fp32, {h} x {w}, {k} x {k} filter",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: mod.stencil2d(inp[0], inp[1]),
+            baseline=lambda inp: F.conv2d(inp[0][None, None], inp[1][None, None], padding=k // 2),
+            work=2 * 4 * h * w,  # read every pixel once, write every output once (the halo comes from cache)
+            flops=2 * k * k * h * w,
+            verify=verify,
+            setup=setup,
+        )
+
+
+SPEC = StencilSpec(
+    exercise="04_stencil2d",
+    title="2-D stencil: constant-memory filter, shared tile with halo",
+    module="stencil2d.py",
+    points={"forward": 5, "input_checks": 1, "registration": 1, "performance": 3},
+    perf_requires=("forward",),
+    solution_vs_baseline=2.7,
+)

@@ -1,0 +1,197 @@
+"""Grading for exercise 05, C = A @ B in float32: each numbered kernel (naive, shared-memory
+tiles, register blocking) is graded on its own, the fast one is timed against cuBLAS (TF32 off)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
+from grader.spec import Benchmark, Check, Context, Spec
+
+# Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
+# near 1e-7; TF32 (10-bit mantissa) gives about 3e-4 and fp16 about 5e-4: both fail.
+REL_TOL = 1e-5
+
+# (M, N, K): ones, row and column vectors, primes, one off the 32- and 128-wide tiles, K not a
+# multiple of the 8- or 32-deep steps, K = 1; N % 4 and K % 4 chosen so that each of the fast
+# kernel's float4 paths (A, B, both, neither) runs.
+SHAPES = (
+    (1, 1, 1), (1, 1, 300), (1, 1000, 1), (1, 513, 257), (1000, 1, 257), (2, 3, 4), (31, 33, 17), (32, 32, 32),
+    (33, 31, 65), (97, 101, 103), (127, 129, 131), (128, 128, 128), (129, 257, 1000), (200, 1032, 257),
+    (256, 384, 64), (513, 1031, 257), (1000, 1000, 1), (2000, 3, 2000), (1031, 1000, 4099),
+)
+
+
+def _names(arg: str) -> tuple[str, ...]:
+    """Ways an error message can name the argument `arg`."""
+    return (f"{arg} must", f"{arg} is", f"{arg} has", f"`{arg}`", f"'{arg}'", f"{arg}:", f"{arg} (", f"{arg}'s")
+
+
+def _rand(ctx: Context, name: str, shape) -> torch.Tensor:
+    return torch.randn(shape, generator=ctx.generator(name), device="cuda")
+
+
+def _poison_next(numel: int) -> None:
+    """Fill a block of the output's size with NaN and free it: the caching allocator hands it to the
+    op's output next, so an element the op never writes stays NaN."""
+    if numel:
+        t = torch.empty(numel, device="cuda")
+        poison(t)
+        del t
+
+
+@dataclass
+class MatmulSpec(Spec):
+    # (group, version, kernel name)
+    versions_graded: tuple[tuple[str, int, str], ...] = (
+        ("naive", 1, "matmul_kernel1"), ("shared_tiles", 2, "matmul_kernel2"), ("register_blocked", 3, "matmul_kernel3"))
+
+    def _expect(self, ctx: Context, version: int, a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+        _poison_next(a.shape[0] * b.shape[1])
+        with unmodified(A=a, B=b):
+            c = ctx.module.matmul(a, b, version)
+            torch.cuda.synchronize()
+        if not isinstance(c, torch.Tensor):
+            raise CheckFailure(f"{what}: expected a tensor, got {type(c).__name__}")
+        if c.dtype != torch.float32:
+            raise CheckFailure(f"{what}: output dtype {c.dtype}, expected torch.float32")
+        assert_rel_error(c, a.double() @ b.double(), REL_TOL, what)
+
+    def _shape(self, ctx: Context, version: int, group: str, m: int, n: int, k: int) -> None:
+        name = f"{group}[{m}x{n}x{k}]"
+        self._expect(ctx, version, _rand(ctx, name + "A", (m, k)), _rand(ctx, name + "B", (k, n)),
+                     f"{group}[M={m}, N={n}, K={k}]")
+
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+        for group, version, kernel in self.versions_graded:
+            def add(label, fn, group=group):
+                checks.append(Check(f"{group}[{label}]", group, fn))
+
+            for m, n, k in SHAPES:
+                add(f"{m}x{n}x{k}", lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
+            add("K = 0 gives zeros", lambda ctx, v=version, g=group: self._expect(
+                ctx, v, torch.empty(37, 0, device="cuda"), torch.empty(0, 45, device="cuda"), f"{g}[K = 0]"))
+            add("empty", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
+            add("non-contiguous", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            add("unaligned views", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
+            add("output poisoned", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            add("own kernel ran", lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn))
+        checks += self._input_checks()
+        checks.append(Check("registration[opcheck]", "registration", self._check_opcheck))
+        return checks
+
+    def _check_own(self, ctx: Context, version: int, group: str, kernel: str) -> None:
+        a, b = _rand(ctx, "ownA", (300, 200)), _rand(ctx, "ownB", (200, 260))  # made outside the profiled call
+        assert_own_kernels(lambda: ctx.module.matmul(a, b, version), (kernel,), group)
+
+    def _input_checks(self) -> list[Check]:
+        fn = lambda ctx: ctx.module.matmul  # noqa: E731
+        m = lambda *s: torch.ones(*s, device="cuda")  # noqa: E731
+        bad = [
+            ("cpu A", lambda: (torch.ones(4, 5), torch.ones(5, 3)), ("A",), "a CPU A"),
+            ("cpu B", lambda: (m(4, 5), torch.ones(5, 3)), ("B",), "a CPU B"),
+            ("float64 A", lambda: (m(4, 5).double(), m(5, 3)), ("A",), "a float64 A"),
+            ("float16 B", lambda: (m(4, 5), m(5, 3).half()), ("B",), "a float16 B"),
+            ("1-D A", lambda: (m(5), m(5, 3)), ("A",), "a 1-D A"),
+            ("3-D B", lambda: (m(4, 5), m(2, 5, 3)), ("B",), "a 3-D B"),
+            ("inner sizes differ", lambda: (m(4, 5), m(6, 3)), ("A", "B"), "A (4, 5) with B (6, 3)"),
+        ]
+        checks = []
+        for label, args, args_named, what in bad:
+            names = tuple(n for a in args_named for n in _names(a))
+            checks.append(Check(f"input_checks[{label}]", "input_checks",
+                                lambda ctx, a=args, names=names, what=what: expect_error(fn(ctx), *a(), names=names, what=what),
+                                needs_gpu=label != "cpu A"))
+        for version in (0, 4):
+            checks.append(Check(f"input_checks[version={version}]", "input_checks",
+                                lambda ctx, v=version: expect_error(fn(ctx), m(4, 5), m(5, 3), v, names=_names("version"),
+                                                                    what=f"version={v}")))
+        return checks
+
+    def _check_empty(self, ctx: Context, version: int, group: str) -> None:
+        for (mm, k), (k2, n) in (((0, 5), (5, 3)), ((4, 5), (5, 0)), ((0, 0), (0, 0))):
+            c = ctx.module.matmul(torch.empty(mm, k, device="cuda"), torch.empty(k2, n, device="cuda"), version)
+            torch.cuda.synchronize()
+            if tuple(c.shape) != (mm, n):
+                raise CheckFailure(f"{group}[empty A ({mm}, {k}) @ B ({k2}, {n})]: shape {tuple(c.shape)}, expected {(mm, n)}")
+
+    def _check_noncontiguous(self, ctx: Context, version: int, group: str) -> None:
+        a = _rand(ctx, "ncA", (260, 130))
+        b = _rand(ctx, "ncB", (260, 300))
+        self._expect(ctx, version, a.t(), b, f"{group}[A = base.t(), a transposed view]")
+        self._expect(ctx, version, a[::2, :100], b[:100, 1::2], f"{group}[A and B strided views]")
+
+    def _check_unaligned(self, ctx: Context, version: int, group: str) -> None:
+        """Contiguous views that start 4 bytes into their storage: no 16-byte vector loads there."""
+        m, n, k = 131, 260, 128
+        fa = _rand(ctx, "unA", (1 + m * k,))
+        fb = _rand(ctx, "unB", (1 + k * n,))
+        self._expect(ctx, version, fa[1:].view(m, k), fb[:-1].view(k, n), f"{group}[A a view 4 bytes into its storage]")
+        self._expect(ctx, version, fa[:-1].view(m, k), fb[1:].view(k, n), f"{group}[B a view 4 bytes into its storage]")
+
+    def _check_poisoned(self, ctx: Context, version: int, group: str) -> None:
+        """Twice on different inputs, the output's memory poisoned in between: an element left
+        unwritten shows up as NaN or as the first run's value."""
+        first = ctx.module.matmul(_rand(ctx, "p1A", (777, 300)), _rand(ctx, "p1B", (300, 901)), version)
+        del first
+        self._expect(ctx, version, _rand(ctx, "p2A", (777, 300)), _rand(ctx, "p2B", (300, 901)), f"{group}[output poisoned]")
+
+    def _check_opcheck(self, ctx: Context) -> None:
+        try:
+            torch.library.opcheck(ctx.module.lib.ops.matmul, (_rand(ctx, "opA", (5, 7)), _rand(ctx, "opB", (7, 3)), 3))
+        except Exception as e:
+            raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    def benchmark(self) -> Benchmark:
+        n = 4096
+
+        def make_inputs(seed: int):
+            g = torch.Generator(device="cuda")
+            g.manual_seed(seed)
+            return (torch.randn(n, n, generator=g, device="cuda"), torch.randn(n, n, generator=g, device="cuda"))
+
+        def verify(out, inputs):
+            a, b = inputs
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != (n, n):
+                raise CheckFailure(f"a timed output: expected a ({n}, {n}) tensor")
+            assert_rel_error(out[:256], a[:256].double() @ b.double(), REL_TOL, "a timed output (first 256 rows)")
+            assert_rel_error(out[-256:], a[-256:].double() @ b.double(), REL_TOL, "a timed output (last 256 rows)")
+
+        def setup():
+            # strict fp32 on both sides: cuBLAS may not use TF32 tensor cores
+            prev = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+            def undo():
+                torch.backends.cuda.matmul.allow_tf32 = prev
+
+            return undo
+
+        return Benchmark(
+            label=f"fp32, {n} x {n} x {n}, TF32 off",
+            make_inputs=make_inputs,
+            call=lambda mod, inp: mod.matmul(inp[0], inp[1]),
+            baseline=lambda inp: torch.matmul(inp[0], inp[1]),
+            work=2 * n**3,
+            unit="FLOP",
+            verify=verify,
+            setup=setup,
+            min_bytes=4 * 3 * n * n,
+        )
+
+    def versions(self):
+        return {f"kernel{v} {group.replace('_', ' ')}": (lambda mod, inp, v=v: mod.matmul(inp[0], inp[1], v))
+                for group, v, _ in self.versions_graded}
+
+
+SPEC = MatmulSpec(
+    exercise="05_matmul",
+    title="Matrix product: naive, shared-memory tiles, register blocking",
+    module="matmul.py",
+    points={"naive": 2, "shared_tiles": 2, "register_blocked": 3, "input_checks": 1, "registration": 1,
+            "performance": 3},
+    perf_requires=("register_blocked",),
+    solution_vs_baseline=0.8,
+)

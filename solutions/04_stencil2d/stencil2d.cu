@@ -1,0 +1,122 @@
+// Exercise 04: a K x K filter over an image ("same" size, zero padding), with the filter in
+// __constant__ memory and a shared-memory tile with a halo.
+//
+// This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
+// Tensors and op registration live in stencil2d.cpp.
+#include <algorithm>
+
+#include <course/cuda.cuh>
+
+#include "stencil2d.h"
+
+namespace {
+
+// The filter, row-major. Every thread of a warp reads the same tap at the same time, which is
+// what the constant cache serves best (one broadcast per warp).
+__constant__ float c_filter[kMaxFilter * kMaxFilter];
+
+constexpr int kBlockX = 32;  // threads per block along x: one warp per row of outputs
+constexpr int kBlockY = 8;   // threads per block along y
+constexpr int kRows = 4;     // outputs per thread, stacked vertically (its neighbours' rows are reused)
+constexpr int kTileW = kBlockX;          // a block's output tile: 32 columns ...
+constexpr int kTileH = kBlockY * kRows;  // ... by 32 rows
+constexpr int kMaxGridY = 65535;         // CUDA's limit on gridDim.y
+
+// Grid (ceil(W / 32), min(B * ceil(H / 32), 65535)), block (32, 8). Block (bx, t) computes the
+// 32 x 32 output tile at columns [32 bx, 32 bx + 32) and rows [32 (t % tiles_y), ...) of image
+// t / tiles_y (grid-stride over t). The block first copies the tile plus a halo of K / 2 pixels on
+// each side into shared memory (zeros outside the image); thread (tx, ty) then computes column
+// tx of the tile, rows 4 ty .. 4 ty + 3, from shared memory.
+template <int K>
+__global__ void __launch_bounds__(kBlockX * kBlockY)
+    stencil2d_kernel(const float* __restrict__ in, float* __restrict__ out, int64_t batch, int64_t height,
+                     int64_t width) {
+  constexpr int R = K / 2;
+  constexpr int kSmemW = kTileW + 2 * R, kSmemH = kTileH + 2 * R;
+  __shared__ float tile[kSmemH][kSmemW];
+  const int64_t tiles_y = course::ceil_div<int64_t>(height, kTileH);
+  const int64_t x0 = int64_t(blockIdx.x) * kTileW;  // first output column of this block
+  const int tid = threadIdx.y * kBlockX + threadIdx.x;
+  for (int64_t t = blockIdx.y; t < batch * tiles_y; t += gridDim.y) {
+    const int64_t b = t / tiles_y, y0 = (t % tiles_y) * kTileH;
+    const float* image = in + b * height * width;
+    // BEGIN SOLUTION
+    // TODO: copy the (kTileH + 2R) x (kTileW + 2R) input region starting at row y0 - R, column
+    // TODO: x0 - R into `tile`, all 256 threads sharing the work (flat index i = tid, tid + 256, ...),
+    // TODO: writing 0 for pixels outside the image (zero padding); then __syncthreads().
+    for (int i = tid; i < kSmemH * kSmemW; i += kBlockX * kBlockY) {
+      const int sy = i / kSmemW, sx = i % kSmemW;
+      const int64_t y = y0 - R + sy, x = x0 - R + sx;
+      tile[sy][sx] = (y >= 0 && y < height && x >= 0 && x < width) ? image[y * width + x] : 0.0f;
+    }
+    __syncthreads();
+    // END SOLUTION
+
+    // BEGIN SOLUTION
+    // TODO: compute this thread's kRows outputs (column x0 + tx, rows y0 + kRows * ty + i):
+    // TODO: out = sum over dy, dx < K of c_filter[dy * K + dx] * tile[kRows * ty + i + dy][tx + dx],
+    // TODO: store those inside the image, then __syncthreads() before the next tile overwrites `tile`.
+    float acc[kRows] = {};
+    // Walk the K + kRows - 1 tile rows this thread needs once; each value feeds up to K outputs.
+#pragma unroll
+    for (int r = 0; r < kRows + K - 1; ++r) {
+#pragma unroll
+      for (int dx = 0; dx < K; ++dx) {
+        const float v = tile[kRows * threadIdx.y + r][threadIdx.x + dx];
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const int dy = r - i;
+          if (dy >= 0 && dy < K) acc[i] = fmaf(c_filter[dy * K + dx], v, acc[i]);
+        }
+      }
+    }
+    const int64_t x = x0 + threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int64_t y = y0 + kRows * threadIdx.y + i;
+      if (y < height && x < width) out[(b * height + y) * width + x] = acc[i];
+    }
+    __syncthreads();
+    // END SOLUTION
+  }
+}
+
+template <int K>
+void launch(const float* in, float* out, int64_t batch, int64_t height, int64_t width, cudaStream_t stream) {
+  // BEGIN SOLUTION
+  // TODO: launch stencil2d_kernel<K> on `stream` with (kBlockX, kBlockY) blocks and a grid of
+  // TODO: (ceil(width / kTileW), min(batch * ceil(height / kTileH), kMaxGridY)); check the launch.
+  // STUB: TORCH_CHECK(false, "launch (stencil2d.cu) is not implemented yet");
+  const dim3 block(kBlockX, kBlockY);
+  const int64_t tiles = batch * course::ceil_div<int64_t>(height, kTileH);
+  const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(width, kTileW)),
+                  static_cast<unsigned>(std::min<int64_t>(tiles, kMaxGridY)));
+  stencil2d_kernel<K><<<grid, block, 0, stream>>>(in, out, batch, height, width);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // END SOLUTION
+}
+
+}  // namespace
+
+void stencil2d_set_filter(const float* filter, int k, cudaStream_t stream) {
+  // BEGIN SOLUTION
+  // TODO: copy the k * k floats at `filter` (device memory) into c_filter with
+  // TODO: cudaMemcpyToSymbolAsync(..., cudaMemcpyDeviceToDevice, stream), checked with C10_CUDA_CHECK.
+  // STUB: TORCH_CHECK(false, "stencil2d_set_filter (stencil2d.cu) is not implemented yet");
+  C10_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_filter, filter, sizeof(float) * k * k, 0, cudaMemcpyDeviceToDevice,
+                                         stream));
+  // END SOLUTION
+}
+
+void stencil2d_cuda(const float* in, float* out, int64_t batch, int64_t height, int64_t width, int k,
+                    cudaStream_t stream) {
+  if (batch == 0 || height == 0 || width == 0) return;
+  // K is a template parameter so the tap loops unroll and the tile's size is known at compile time.
+  switch (k) {
+    case 1: return launch<1>(in, out, batch, height, width, stream);
+    case 3: return launch<3>(in, out, batch, height, width, stream);
+    case 5: return launch<5>(in, out, batch, height, width, stream);
+    case 7: return launch<7>(in, out, batch, height, width, stream);
+    default: TORCH_CHECK(false, "stencil2d_cuda: filter size ", k, " is not 1, 3, 5 or 7");
+  }
+}

@@ -1,0 +1,54 @@
+// Exercise 05: the op's C++ front end. Input checks, version switch, stream, and registration.
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <course/ops.h>
+
+#include "matmul.h"
+
+namespace {
+
+at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
+  // BEGIN SOLUTION
+  // TODO: reject, with TORCH_CHECK messages naming the argument: A or B not on a CUDA device, not
+  // TODO: float32 or not 2-D; B on another device than A; A's columns != B's rows (name both);
+  // TODO: a version other than 1, 2 or 3.
+  course::check_cuda(A, "A");
+  course::check_cuda(B, "B");
+  course::check_dtype(A, {at::kFloat}, "A");
+  course::check_dtype(B, {at::kFloat}, "B");
+  course::check_dim(A, 2, "A");
+  course::check_dim(B, 2, "B");
+  TORCH_CHECK(B.device() == A.device(), "B must be on the same device as A (", A.device(), "), but is on ",
+              B.device());
+  TORCH_CHECK(A.size(1) == B.size(0), "A's columns must match B's rows: A is ", A.sizes(), " and B is ", B.sizes());
+  TORCH_CHECK(version >= 1 && version <= 3, "version must be 1, 2 or 3, but is ", version);
+  // END SOLUTION
+  const c10::cuda::CUDAGuard device_guard(A.device());
+  // The kernels read row-major matrices; a transposed or sliced view is copied once.
+  const at::Tensor a = A.contiguous(), b = B.contiguous();
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  at::Tensor c = at::empty({M, N}, a.options());
+  if (M == 0 || N == 0) return c;  // nothing to write; K == 0 is handled by the kernels (zeros)
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const float* pa = a.const_data_ptr<float>();
+  const float* pb = b.const_data_ptr<float>();
+  float* pc = c.mutable_data_ptr<float>();
+  switch (version) {
+    case 1: matmul_cuda1(pa, pb, pc, M, N, K, stream); break;
+    case 2: matmul_cuda2(pa, pb, pc, M, N, K, stream); break;
+    default: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;
+  }
+  return c;
+}
+
+}  // namespace
+
+COURSE_LIBRARY(m) {
+  m.def("matmul(Tensor A, Tensor B, int version=3) -> Tensor");
+}
+
+// CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.
+COURSE_LIBRARY_IMPL(CompositeExplicitAutograd, m) {
+  m.impl("matmul", &matmul);
+}

@@ -1,0 +1,40 @@
+from tests.known_wrong import Variant
+
+EX = "04_stencil2d"
+# a broken kernel keeps the input checks; opcheck (registration) may pass or fail with it
+KEEPS = {"input_checks"}
+LOAD = "tile[sy][sx] = (y >= 0 && y < height && x >= 0 && x < width) ? image[y * width + x] : 0.0f;"
+TAP = "acc[i] = fmaf(c_filter[dy * K + dx], v, acc[i]);"
+STORE = "out[(b * height + y) * width + x] = acc[i];"
+
+VARIANTS = [
+    Variant(EX, "empty_kernel", "the kernel stores nothing",
+            {"stencil2d.cu": [(STORE, "")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="got nan"),
+    Variant(EX, "halo_unguarded", "the halo load checks the rows but not the columns: the left and right "
+            "borders read the neighbouring image rows instead of zeros",
+            {"stencil2d.cu": [(LOAD, "tile[sy][sx] = (y >= 0 && y < height) ? image[y * width + x] : 0.0f;")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
+    Variant(EX, "missing_syncthreads", "no barrier between loading the tile and reading it",
+            {"stencil2d.cu": [(LOAD + "\n    }\n    __syncthreads();\n", LOAD + "\n    }\n")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
+    Variant(EX, "row_col_swapped", "outputs stored at [x][y] instead of [y][x]",
+            {"stencil2d.cu": [(STORE, "out[(b * width + x) * height + y] = acc[i];")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
+    Variant(EX, "filter_transposed", "the filter is indexed [dx][dy]",
+            {"stencil2d.cu": [(TAP, "acc[i] = fmaf(c_filter[dx * K + dy], v, acc[i]);")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
+    Variant(EX, "filter_cached", "the filter is copied to constant memory on the first call only",
+            {"stencil2d.cpp": [("  stencil2d_set_filter(wc.const_data_ptr<float>(), static_cast<int>(wc.size(0)), stream);",
+                                "  static bool copied = false;\n  if (!copied) stencil2d_set_filter(wc.const_data_ptr<float>(), "
+                                "static_cast<int>(wc.size(0)), stream);\n  copied = true;")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
+    Variant(EX, "pytorch_fallback", "the Python wrapper calls F.conv2d",
+            {"stencil2d.py": [("    return lib.ops.stencil2d(x, weight)",
+                               "    k = weight.shape[-1]\n    return torch.nn.functional.conv2d(x.reshape(-1, 1, *x.shape[-2:]), "
+                               "weight[None, None], padding=k // 2).reshape(x.shape)")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="other than this exercise's own"),
+    Variant(EX, "no_filter_size_check", "an even filter size is accepted",
+            {"stencil2d.cpp": [("weight.size(0) % 2 == 1 && weight.size(0) <= kMaxFilter", "weight.size(0) <= kMaxFilter")]},
+            loses={"input_checks"}, reason="K even"),
+]

@@ -1,0 +1,31 @@
+from tests.known_wrong import Variant
+
+EX = "05_matmul"
+K2_LOAD_A = "As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;"
+K2_LOAD_B = "Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;"
+K2_BARRIER = "    __syncthreads();\n#pragma unroll\n    for (int k = 0; k < kTile2; ++k)"
+K1_DOT = "acc = fmaf(A[row * K + k], B[k * N + col], acc);"
+K3_FMA = "for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);"
+
+VARIANTS = [
+    Variant(EX, "empty_kernel3", "the fast kernel never accumulates",
+            {"matmul.cu": [(K3_FMA, "for (int j = 0; j < kTN; ++j) {}")]},
+            loses={"register_blocked", "performance"}, reason="relative error"),
+    Variant(EX, "tile_edges_unguarded", "kernel 2 loads its tiles without the k bounds: past K it multiplies "
+            "the next row of A by rows beyond the end of B",
+            {"matmul.cu": [(K2_LOAD_A, "As[ty][tx] = row < M ? A[row * K + k0 + tx] : 0.0f;"),
+                           (K2_LOAD_B, "Bs[ty][tx] = col < N ? B[(k0 + ty) * N + col] : 0.0f;")]},
+            loses={"shared_tiles"}, reason="relative error"),
+    Variant(EX, "missing_syncthreads", "kernel 2 reads the tiles without waiting for the whole block to write them",
+            {"matmul.cu": [(K2_BARRIER, K2_BARRIER.replace("    __syncthreads();\n", "", 1))]},
+            loses={"shared_tiles"}, reason="relative error"),
+    Variant(EX, "row_col_swapped", "kernel 1 reads B as if it were column-major (B[col][k])",
+            {"matmul.cu": [(K1_DOT, "acc = fmaf(A[row * K + k], B[col * K + k], acc);")]},
+            loses={"naive"}, reason="relative error"),
+    Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.matmul",
+            {"matmul.py": [("return lib.ops.matmul(A, B, int(version))", "return torch.matmul(A, B)")]},
+            loses={"naive", "shared_tiles", "register_blocked", "performance"}, reason="other than this exercise's own"),
+    Variant(EX, "inner_sizes_unchecked", "A's columns are not compared with B's rows",
+            {"matmul.cpp": [('  TORCH_CHECK(A.size(1) == B.size(0), "A\'s columns must match B\'s rows: A is ", A.sizes(), " and B is ", B.sizes());\n', "")]},
+            loses={"input_checks"}, reason="B (6, 3)"),
+]
