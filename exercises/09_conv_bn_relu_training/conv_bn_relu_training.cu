@@ -295,7 +295,7 @@ __device__ __forceinline__ void store4(T* out, const int (&colbase)[8], const bo
 // Training: writes z = conv + bias and, per channel, the tile's (mean, M2) over its pixels.
 // Evaluation: folds BatchNorm into a per-channel scale and shift and writes y = relu(scale*acc + shift).
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 registers
     conv_bn_relu_forward_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                                 ConvShape s, bool training, const T* __restrict__ gamma, const T* __restrict__ beta,
                                 const T* __restrict__ running_mean, const T* __restrict__ running_var, T eps,
@@ -547,7 +547,7 @@ __global__ void bn_relu_backward_kernel(const T* __restrict__ dy, const T* __res
 // Grid (ceil(N*H*W / 128), ceil(C / 64)), 128 threads: a 64-channel x 128-pixel tile of grad_x,
 // the transposed convolution of dZ = bn_scale * u with the filters.
 template <typename T, bool kUnitStride>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 registers
     conv_dgrad_kernel(const T* __restrict__ u, const T* __restrict__ w, const T* __restrict__ gamma,
                       const T* __restrict__ invstd, ConvShape s, T* __restrict__ grad_x) {
   __shared__ Smem<T> sm;
@@ -579,7 +579,7 @@ __global__ void __launch_bounds__(kThreads)
 // Grid (ceil(C*R*S / 128), ceil(K / 64), splits), 128 threads: block z computes a 64 x 128 tile of
 // grad_w over its chunk of the N*P*Q reduction into out[z] (or straight into grad_w when splits == 1).
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 registers
     conv_wgrad_kernel(const T* __restrict__ u, const T* __restrict__ x, const T* __restrict__ gamma,
                       const T* __restrict__ invstd, ConvShape s, int chunk, T* __restrict__ out) {
   __shared__ Smem<T> sm;

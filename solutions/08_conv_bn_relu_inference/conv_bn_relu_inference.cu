@@ -185,7 +185,7 @@ __device__ __forceinline__ void store4(T* out, const int (&colbase)[8], const bo
 // BatchNorm in eval mode is an affine map per channel, so it folds into a scale and a shift applied
 // to the accumulators in registers: y goes to memory once, and no intermediate tensor exists.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 registers
     conv_bn_relu_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, ConvShape s,
                         const T* __restrict__ gamma, const T* __restrict__ beta, const T* __restrict__ running_mean,
                         const T* __restrict__ running_var, T eps, T* __restrict__ y) {
