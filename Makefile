@@ -1,6 +1,7 @@
 # The course's commands. Each sets up its own environment (scripts/bootstrap.sh) on first use.
 #
-#   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs)
+#   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
+#                                   QUICK=1 for the fast edit loop without slow checks and timing)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
 #   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows)
@@ -14,13 +15,14 @@ EX ?=
 SEED ?=
 K ?=
 SUBMISSIONS ?=
+QUICK ?=
 FORCE ?=
 PYTEST_ARGS ?=
 
 export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
 PY = py=$$(scripts/bootstrap.sh) || exit 1;
 
-GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)")
+GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)") $(if $(QUICK),--quick)
 
 .PHONY: grade test bench exercises notebooks clean
 

@@ -81,7 +81,7 @@ def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
 
 
 def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, timeout: float,
-              keyword: str | None, workdir: Path) -> dict:
+              keyword: str | None, workdir: Path, quick: bool = False) -> dict:
     """Grade one built exercise folder in a child process; contain crashes and hangs."""
     results_path = workdir / f"{spec.exercise}.json"
     results_path.unlink(missing_ok=True)
@@ -91,6 +91,9 @@ def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: 
         cmd.append(f"--reference-dir={reference_dir}")
     if keyword:
         cmd += ["-k", keyword]
+    if quick:
+        cmd += ["-m", "not slow"]
+    cmd.append("--durations=5")  # in the log: where grading time goes
     proc = subprocess.Popen(cmd, cwd=env.REPO, env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     status, error = "graded", ""
@@ -140,13 +143,13 @@ def device_name() -> str:
 
 
 def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, jobs: int,
-                 keyword: str | None = None, log=print) -> list[dict]:
+                 keyword: str | None = None, quick: bool = False, log=print) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise."""
     gpu = env.gpu_present()
     present = [s for s in specs if (target / s.exercise).is_dir()]
     to_build = [target / s.exercise for s in present]
     solutions = env.REPO / "solutions"
-    use_reference = gpu and target.resolve() != solutions.resolve()
+    use_reference = gpu and not quick and target.resolve() != solutions.resolve()
     if use_reference:
         to_build += [solutions / s.exercise for s in present if (solutions / s.exercise).is_dir()]
     log(f"building {len(to_build)} extension(s), {jobs} at a time ...")
@@ -166,7 +169,7 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
             if ref is not None and not builds.get(ref, {}).get("ok"):
                 ref = None  # measured against PyTorch instead
             start = time.perf_counter()
-            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp)))
+            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp), quick))
             log(f"  graded {s.exercise} in {time.perf_counter() - start:.1f} s")
     return rows
 
@@ -180,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
     parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
     parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
+    parser.add_argument("--quick", action="store_true",
+                        help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")
     parser.add_argument("--json", type=Path, help="write the full report as JSON here")
     parser.add_argument("--out", type=Path, default=env.REPO / "grade-report", help="folder for report.json and report.md")
     args = parser.parse_args(argv)
@@ -194,7 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"grading {target} (seed {seed}; replay with SEED={seed})")
     if not gpu:
         print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
-    rows = grade_target(target, specs, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword)
+    if args.quick:
+        print("quick mode: slow checks and the timing are skipped, so this is not a full grade")
+    rows = grade_target(target, specs, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
+                        quick=args.quick)
     header = {"target": str(target), "seed": seed, "device": device_name(), "gpu": gpu,
               "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     print()

@@ -65,9 +65,9 @@ class ResultsRecorder:
         self.running = None
         self._flush()
 
-    def pytest_collection_modifyitems(self, config, items):
-        # the group of each check, so the scorer needs no spec import to read a result file
-        for item in items:
+    def pytest_collection_finish(self, session):
+        # the group of each selected check (after -k/-m), so the scorer needs no spec import
+        for item in session.items:
             check = getattr(item, "callspec", None) and item.callspec.params.get("check")
             if check is not None:
                 self.tests[check.name] = {"name": check.name, "group": check.group, "outcome": "not run",

@@ -29,6 +29,7 @@ class Check:
     group: str
     run: Callable[["Context"], None]
     needs_gpu: bool = True
+    slow: bool = False  # skipped by `make grade QUICK=1`, the fast edit-grade loop
 
 
 @dataclass

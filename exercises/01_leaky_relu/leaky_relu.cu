@@ -50,11 +50,11 @@ __global__ void leaky_relu_backward_kernel(const scalar_t* __restrict__ grad_y, 
 
 constexpr int kThreads = 256;
 
-// Threads needed to give each one group of kUnroll 16-byte vectors (the grid-stride loop covers
-// the rest; grid_for caps the grid at a few blocks per SM).
-template <typename scalar_t>
-unsigned blocks_for(int64_t n) {
-  return course::grid_for(course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
+// Blocks for n elements: a thread per group of kUnroll 16-byte vectors, at most one full wave
+// (the grid-stride loop covers the rest).
+template <typename scalar_t, typename Kernel>
+unsigned blocks_for(Kernel kernel, int64_t n) {
+  return course::grid_for(kernel, course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
 }
 
 }  // namespace
@@ -62,7 +62,8 @@ unsigned blocks_for(int64_t n) {
 template <typename scalar_t>
 void leaky_relu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double negative_slope, cudaStream_t stream) {
   // BEGIN SOLUTION
-  // TODO: launch leaky_relu_kernel on `stream` with kThreads threads per block and blocks_for<scalar_t>(n)
+  // TODO: launch leaky_relu_kernel on `stream` with kThreads threads per block and
+  // TODO: blocks_for<scalar_t>(leaky_relu_kernel<scalar_t>, n)
   // TODO: blocks, passing negative_slope as course::opmath_t<scalar_t>; check the launch with
   // TODO: C10_CUDA_KERNEL_LAUNCH_CHECK(). An empty grid is an error: return early when n == 0.
   // TODO: (the reference solution takes about 4 lines)

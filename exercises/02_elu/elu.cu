@@ -108,11 +108,11 @@ __global__ void elu_backward_kernel(const scalar_t* __restrict__ grad_y, const s
 
 constexpr int kThreads = 256;
 
-// Threads needed to give each one group of kUnroll 16-byte vectors (the grid-stride loop covers
-// the rest; grid_for caps the grid at a few blocks per SM).
-template <typename scalar_t>
-unsigned blocks_for(int64_t n) {
-  return course::grid_for(course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
+// Blocks for n elements: a thread per group of kUnroll 16-byte vectors, at most one full wave
+// (the grid-stride loop covers the rest).
+template <typename scalar_t, typename Kernel>
+unsigned blocks_for(Kernel kernel, int64_t n) {
+  return course::grid_for(kernel, course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
 }
 
 }  // namespace

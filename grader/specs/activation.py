@@ -70,8 +70,8 @@ class ActivationSpec(Spec):
         checks: list[Check] = []
         default = self.param_values[0]
 
-        def add(name, group, fn, needs_gpu=True):
-            checks.append(Check(name, group, fn, needs_gpu))
+        def add(name, group, fn, needs_gpu=True, slow=False):
+            checks.append(Check(name, group, fn, needs_gpu, slow))
 
         for dtype in DTYPES:
             for shape in SIZES:
@@ -88,7 +88,7 @@ class ActivationSpec(Spec):
             ctx, self._rand(ctx, "unaligned", (4097,), torch.float16)[1:], default, "forward[unaligned view x[1:]]"))
         add("forward[empty]", "forward", self._check_empty)
         add("forward[output poisoned]", "forward", self._check_writes_every_element)
-        add("forward[huge]", "forward", self._check_large)
+        add("forward[huge]", "forward", self._check_large, slow=True)
         add("forward[own kernel ran]", "forward", self._check_own_forward)
         for dtype in DTYPES:
             for shape in ((1,), (257,), (1_000_003,), (3, 1024, 257)):
@@ -119,7 +119,7 @@ class ActivationSpec(Spec):
             self._bwd(ctx), torch.ones(8, device="cuda", dtype=torch.float64), torch.ones(8, device="cuda"), default,
             names=("grad_output",), what="grad_output of another dtype than x"))
         add("autograd[gradcheck float64]", "autograd", self._check_gradcheck)
-        add("autograd[opcheck]", "autograd", self._check_opcheck)
+        add("autograd[opcheck]", "autograd", self._check_opcheck, slow=True)
         return checks
 
     def _check_own_forward(self, ctx: Context) -> None:

@@ -33,6 +33,7 @@ def pytest_configure(config):
     for s in specs.all_specs():
         config.addinivalue_line("markers", f"{s.marker}: exercise {s.exercise}")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
+    config.addinivalue_line("markers", "slow: skipped in the quick edit-grade loop")
     if config.getoption("--results"):
         config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results"))), "course-results")
 
@@ -57,6 +58,8 @@ def pytest_collection_modifyitems(config, items):
         check = getattr(item, "callspec", None) and item.callspec.params.get("check")
         if check is None or check.needs_gpu:
             item.add_marker(pytest.mark.gpu)
+        if (check is not None and check.slow) or item.name == "test_performance":
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -98,11 +98,11 @@ __global__ void leaky_relu_backward_kernel(const scalar_t* __restrict__ grad_y, 
 
 constexpr int kThreads = 256;
 
-// Threads needed to give each one group of kUnroll 16-byte vectors (the grid-stride loop covers
-// the rest; grid_for caps the grid at a few blocks per SM).
-template <typename scalar_t>
-unsigned blocks_for(int64_t n) {
-  return course::grid_for(course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
+// Blocks for n elements: a thread per group of kUnroll 16-byte vectors, at most one full wave
+// (the grid-stride loop covers the rest).
+template <typename scalar_t, typename Kernel>
+unsigned blocks_for(Kernel kernel, int64_t n) {
+  return course::grid_for(kernel, course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
 }
 
 }  // namespace
@@ -110,12 +110,13 @@ unsigned blocks_for(int64_t n) {
 template <typename scalar_t>
 void leaky_relu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double negative_slope, cudaStream_t stream) {
   // BEGIN SOLUTION
-  // TODO: launch leaky_relu_kernel on `stream` with kThreads threads per block and blocks_for<scalar_t>(n)
+  // TODO: launch leaky_relu_kernel on `stream` with kThreads threads per block and
+  // TODO: blocks_for<scalar_t>(leaky_relu_kernel<scalar_t>, n)
   // TODO: blocks, passing negative_slope as course::opmath_t<scalar_t>; check the launch with
   // TODO: C10_CUDA_KERNEL_LAUNCH_CHECK(). An empty grid is an error: return early when n == 0.
   // STUB: TORCH_CHECK(false, "leaky_relu_forward_cuda (leaky_relu.cu) is not implemented yet");
   if (n == 0) return;
-  leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads, 0, stream>>>(
+  leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(leaky_relu_kernel<scalar_t>, n), kThreads, 0, stream>>>(
       x, y, n, static_cast<course::opmath_t<scalar_t>>(negative_slope));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
@@ -128,7 +129,7 @@ void leaky_relu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, scalar_
   // TODO: launch leaky_relu_backward_kernel like the forward launcher does.
   // STUB: TORCH_CHECK(false, "leaky_relu_backward_cuda (leaky_relu.cu) is not implemented yet");
   if (n == 0) return;
-  leaky_relu_backward_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads, 0, stream>>>(
+  leaky_relu_backward_kernel<scalar_t><<<blocks_for<scalar_t>(leaky_relu_backward_kernel<scalar_t>, n), kThreads, 0, stream>>>(
       grad_y, x, grad_x, n, static_cast<course::opmath_t<scalar_t>>(negative_slope));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION

@@ -107,11 +107,11 @@ __global__ void elu_backward_kernel(const scalar_t* __restrict__ grad_y, const s
 
 constexpr int kThreads = 256;
 
-// Threads needed to give each one group of kUnroll 16-byte vectors (the grid-stride loop covers
-// the rest; grid_for caps the grid at a few blocks per SM).
-template <typename scalar_t>
-unsigned blocks_for(int64_t n) {
-  return course::grid_for(course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
+// Blocks for n elements: a thread per group of kUnroll 16-byte vectors, at most one full wave
+// (the grid-stride loop covers the rest).
+template <typename scalar_t, typename Kernel>
+unsigned blocks_for(Kernel kernel, int64_t n) {
+  return course::grid_for(kernel, course::ceil_div<int64_t>(n, course::kVec16<scalar_t> * kUnroll), kThreads);
 }
 
 }  // namespace
@@ -122,7 +122,7 @@ void elu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double alpha, c
   // TODO: launch elu_kernel as in exercise 01, passing alpha by value as course::opmath_t<scalar_t>.
   // STUB: TORCH_CHECK(false, "elu_forward_cuda (elu.cu) is not implemented yet");
   if (n == 0) return;
-  elu_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads, 0, stream>>>(
+  elu_kernel<scalar_t><<<blocks_for<scalar_t>(elu_kernel<scalar_t>, n), kThreads, 0, stream>>>(
       x, y, n, static_cast<course::opmath_t<scalar_t>>(alpha));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
@@ -135,7 +135,7 @@ void elu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, scalar_t* grad
   // TODO: launch elu_backward_kernel like the forward launcher does.
   // STUB: TORCH_CHECK(false, "elu_backward_cuda (elu.cu) is not implemented yet");
   if (n == 0) return;
-  elu_backward_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads, 0, stream>>>(
+  elu_backward_kernel<scalar_t><<<blocks_for<scalar_t>(elu_backward_kernel<scalar_t>, n), kThreads, 0, stream>>>(
       grad_y, x, grad_x, n, static_cast<course::opmath_t<scalar_t>>(alpha));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION

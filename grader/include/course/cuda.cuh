@@ -44,14 +44,29 @@ __host__ __device__ inline bool is_aligned16(const Ptrs*... ptrs) {
   return ((reinterpret_cast<std::uintptr_t>(ptrs) % 16 == 0) && ...);
 }
 
-// A grid for a grid-stride loop over n items: enough blocks to fill every SM several times,
-// never more than the work needs. Capping the grid keeps block scheduling overhead small and
-// lets each thread amortise its index arithmetic over several items.
-inline unsigned grid_for(int64_t n, int threads, int blocks_per_sm = 8) {
+// A grid for a grid-stride loop over `items` (one per thread per step) of `kernel` launched with
+// `threads` per block: never more blocks than the work needs, and at most one full wave, i.e. as
+// many blocks as can be resident on all SMs at once (the occupancy API knows the kernel's register
+// and shared-memory use). A grid of, say, 1.3 waves leaves most SMs idle for the last 0.3 of the
+// time, because a grid-stride loop gives every block the same share of the work.
+template <typename Kernel>
+inline unsigned grid_for(Kernel kernel, int64_t items, int threads, size_t dynamic_smem = 0) {
+  int device = 0, sms = 0, per_sm = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, dynamic_smem));
+  const int64_t needed = ceil_div<int64_t>(items, threads);
+  const int64_t wave = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+  return static_cast<unsigned>(needed < wave ? needed : wave);
+}
+
+// The same without the kernel: assumes `blocks_per_sm` resident blocks per SM. Prefer the overload
+// above, which asks the occupancy API instead of assuming.
+inline unsigned grid_for(int64_t items, int threads, int blocks_per_sm = 8) {
   int device = 0, sms = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t needed = ceil_div<int64_t>(n, threads);
+  const int64_t needed = ceil_div<int64_t>(items, threads);
   const int64_t cap = static_cast<int64_t>(sms) * blocks_per_sm;
   return static_cast<unsigned>(needed < cap ? needed : cap);
 }
