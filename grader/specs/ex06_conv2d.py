@@ -67,6 +67,8 @@ CASES = [
     Case("channels 96 -> 130, many tiles", 3, 96, 20, 21, 130, 3, 3, (1, 1), (1, 1)),
     Case("64 -> 64, 28x28 (the benchmark's kind)", 4, 64, 28, 28, 64, 3, 3, (1, 1), (1, 1)),
     Case("output 1x1 per image, 257 images", 257, 3, 3, 3, 5, 3, 3),
+    # enough output pixels that version 2 takes its 128-pixel tiles (the benchmark's path)
+    Case("2x8x190x190, 8 -> 72 (large tiles)", 2, 8, 190, 190, 72, 3, 3, (1, 1), (1, 1)),
 ]
 FP64_CASES = [c for c in CASES if c.name.startswith("k")] + [CASES[9], CASES[12], CASES[17]]
 RANDOM_CASES = 8
