@@ -13,7 +13,6 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/util/ArrayRef.h>
 
 #include "cudnn_conv.h"
 
@@ -45,12 +44,18 @@ namespace {
 
 int as_int(int64_t v) { return static_cast<int>(v); }  // the binding checked every size fits an int
 
-c10::IntArrayRef ref(const std::array<int64_t, 4>& a) { return c10::IntArrayRef(a.data(), a.size()); }
+// "[2, 3, 5, 7]". Plain strings on purpose: error messages that streamed a c10::IntArrayRef crashed
+// this extension (SIGSEGV) on the H100 machine (torch 2.11), so no message here or in the .cpp does.
+std::string ref(const std::array<int64_t, 4>& a) {
+  return "[" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " + std::to_string(a[2]) + ", " +
+         std::to_string(a[3]) + "]";
+}
 
-// PyTorch's rule: strict fp32 must stay on FMA units (no TF32 Tensor Cores); otherwise cuDNN may
-// choose (TF32 allowed for fp32, any math for fp64, which has no Tensor Core path on most GPUs).
+// Strict fp32 must stay on FMA units. With TF32 allowed, ask for Tensor Core math explicitly: with
+// CUDNN_DEFAULT_MATH, cuDNN 9.19's legacy Find offered no TF32 algorithm on an H100 (strict speed).
 cudnnMathType_t math_type_for(const Args& a) {
-  return a.dtype == CUDNN_DATA_FLOAT && !a.allow_tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+  if (a.dtype != CUDNN_DATA_FLOAT) return CUDNN_DEFAULT_MATH;
+  return a.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
 }
 
 // alpha = 1 and beta = 0 (overwrite the output), in the type cuDNN expects for the data type.
@@ -155,7 +160,9 @@ class PlanCache {
 
   CacheStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
-    return {hits_, misses_, evictions_, static_cast<int64_t>(lru_.size()), static_cast<int64_t>(capacity_)};
+    int64_t workspace = 0;
+    for (const Entry& e : lru_) workspace = std::max<int64_t>(workspace, e.second->workspace_bytes);
+    return {hits_, misses_, evictions_, static_cast<int64_t>(lru_.size()), static_cast<int64_t>(capacity_), workspace};
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);

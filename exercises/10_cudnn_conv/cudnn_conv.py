@@ -138,9 +138,11 @@ def describe(x_size, w_size, stride=1, padding=0, dilation=1, dtype=torch.float3
 
 
 def cache_stats() -> dict:
-    """The plan cache's counters: hits, misses, evictions, size (plans held) and capacity."""
-    hits, misses, evictions, size, capacity = lib.ops.cache_stats()
-    return {"hits": hits, "misses": misses, "evictions": evictions, "size": size, "capacity": capacity}
+    """The plan cache's counters: hits, misses, evictions, size (plans held), capacity, and the
+    largest workspace (bytes) a cached plan needs."""
+    hits, misses, evictions, size, capacity, workspace = lib.ops.cache_stats()
+    return {"hits": hits, "misses": misses, "evictions": evictions, "size": size, "capacity": capacity,
+            "max_workspace_bytes": workspace}
 
 
 def cache_clear() -> None:

@@ -26,6 +26,8 @@ TOL = {"strict": 1e-5, "tf32": 5e-3, "float64": 1e-12}
 CASES = ((3, 1, 0), (3, 1, 1), (3, 2, 1), (1, 1, 0), (1, 2, 0), (7, 2, 3))
 CASE_X = (2, 8, 19, 23)  # N, C, H, W: odd sizes, not multiples of a tile
 CASE_K = 12  # output channels
+# Convolutions large enough that cuDNN's algorithms need a workspace: (x shape, K, kernel, padding).
+WORKSPACE_CASES = (((8, 64, 56, 56), 64, 3, 1), ((16, 256, 14, 14), 256, 3, 1), ((4, 32, 64, 64), 48, 5, 2))
 # The timed convolutions: (x shape, output channels), 3x3, stride 1, padding 1.
 BENCH = (((32, 512, 7, 7), 512), ((32, 64, 56, 56), 64))
 
@@ -170,15 +172,29 @@ class CudnnConvSpec(Spec):
             assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 1, 1), "forward")
             assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 2, 1, mode="uncached"), "forward, mode=uncached")
 
+    def _check_workspace(self, ctx, backward: bool):
+        """Larger convolutions, where the chosen algorithms usually need a workspace (the seed crashed
+        on a null workspace with a non-zero size), in both algorithm modes and both math modes."""
+        for i, (xs, k, ks, pad) in enumerate(WORKSPACE_CASES):
+            x = _rand(ctx, f"ws-x{i}", xs)
+            w = _weight(ctx, f"ws-w{i}", (k, xs[1], ks, ks))
+            for algo in ("heuristic", "benchmark"):
+                for mode in ("strict", "tf32"):
+                    what = f"{'backward' if backward else 'forward'}[workspace: x {xs}, {_name(ks, 1, pad)}, {mode}, mode={algo}]"
+                    if backward:
+                        self._expect_backward(ctx, x, w, (1, 1), (pad, pad), (1, 1), mode, what, algo)
+                    else:
+                        self._expect_forward(ctx, x, w, 1, pad, 1, mode, what, algo)
+
     # --- backward ------------------------------------------------------------------------------
-    def _expect_backward(self, ctx, x, w, s, p, d, mode, what):
+    def _expect_backward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark"):
         y_shape = (x.shape[0], w.shape[0], _out(x.shape[2], w.shape[2], s[0], p[0], d[0]),
                    _out(x.shape[3], w.shape[3], s[1], p[1], d[1]))
         g = _rand(ctx, what + "-g", y_shape, x.dtype)
         m = ctx.module
         with math_mode(mode), unmodified(grad_output=g, x=x, weight=w):
-            gx = m.conv2d_backward_input(g, w, tuple(x.shape), s, p, d)
-            gw = m.conv2d_backward_weight(g, x, tuple(w.shape), s, p, d)
+            gx = m.conv2d_backward_input(g, w, tuple(x.shape), s, p, d, mode=algo)
+            gw = m.conv2d_backward_weight(g, x, tuple(w.shape), s, p, d, mode=algo)
             torch.cuda.synchronize()
         ref_x, ref_w = _reference_grads(x, w, g, s, p, d)
         assert_rel_error(gx, ref_x, TOL[mode], f"{what}: conv2d_backward_input (grad of x)")
@@ -259,7 +275,7 @@ class CudnnConvSpec(Spec):
     # --- cache ---------------------------------------------------------------------------------
     def _stats(self, ctx):
         s = ctx.module.cache_stats()
-        return {k: int(s[k]) for k in ("hits", "misses", "evictions", "size", "capacity")}
+        return {k: int(s[k]) for k in ("hits", "misses", "evictions", "size", "capacity")}  # workspace: not compared
 
     def _check_hit(self, ctx):
         m = ctx.module
@@ -538,6 +554,7 @@ class CudnnConvSpec(Spec):
         add("forward[output poisoned]", "forward", self._check_poisoned)
         add("forward[mode=heuristic]", "forward", lambda ctx: self._check_modes(ctx, "heuristic"))
         add("forward[mode=uncached]", "forward", lambda ctx: self._check_modes(ctx, "uncached"))
+        add("forward[plans with a workspace]", "forward", lambda ctx: self._check_workspace(ctx, False))
         add("forward[no PyTorch convolution ran]", "forward", self._check_own_forward)
         for mode in ("strict", "tf32"):
             for k, s, p in CASES:
@@ -549,6 +566,7 @@ class CudnnConvSpec(Spec):
         add("backward[conv_transpose2d tf32]", "backward", lambda ctx: self._check_transposed(ctx, "tf32"))
         add("backward[autograd]", "backward", self._check_autograd)
         add("backward[gradcheck float64]", "backward", self._check_gradcheck)
+        add("backward[plans with a workspace]", "backward", lambda ctx: self._check_workspace(ctx, True))
         add("backward[no PyTorch convolution ran]", "backward", self._check_own_backward)
         add("cache[second identical call hits]", "cache", self._check_hit)
         add("cache[every key field]", "cache", self._check_key_fields)

@@ -1,6 +1,7 @@
 // Exercise 10: the ops' C++ front end. Input checks, output shapes, the math mode, the stream, and
 // registration. The cuDNN work (plans, cache, calls) is in cudnn_conv.cu.
 #include <limits>
+#include <string>
 
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
@@ -14,23 +15,31 @@ namespace {
 
 using c10::IntArrayRef;
 
+// "[2, 3, 5, 7]". Messages use this instead of streaming an IntArrayRef, which crashed this
+// extension (SIGSEGV) on the H100 machine (torch 2.11).
+std::string str(IntArrayRef v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 // stride, padding and dilation: two values (height, width), each at least `min`.
 std::array<int64_t, 2> pair_arg(IntArrayRef v, const char* name, int64_t min) {
-  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but has ", v.size(), ": ", v);
-  TORCH_CHECK(v[0] >= min && v[1] >= min, name, " must be at least ", min, ", but is ", v);
+  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but has ", v.size(), ": ", str(v));
+  TORCH_CHECK(v[0] >= min && v[1] >= min, name, " must be at least ", min, ", but is ", str(v));
   TORCH_CHECK(v[0] <= std::numeric_limits<int>::max() && v[1] <= std::numeric_limits<int>::max(), name,
-              " is too large for cuDNN: ", v);
+              " is too large for cuDNN: ", str(v));
   return {v[0], v[1]};
 }
 
 // A 4-d shape cuDNN's int-based descriptors can hold (cuDNN also limits a tensor to < 2^31 elements).
 std::array<int64_t, 4> shape4(IntArrayRef s, const char* name) {
-  TORCH_CHECK(s.size() == 4, name, " must have 4 dimensions (N, C, H, W), but has shape ", s);
+  TORCH_CHECK(s.size() == 4, name, " must have 4 dimensions (N, C, H, W), but has shape ", str(s));
   int64_t numel = 1;
   for (int64_t d : s) {
-    TORCH_CHECK(d > 0, name, " must have no empty or negative dimension, but has shape ", s);
+    TORCH_CHECK(d > 0, name, " must have no empty or negative dimension, but has shape ", str(s));
     numel *= d;
-    TORCH_CHECK(numel <= std::numeric_limits<int32_t>::max(), name, " has shape ", s,
+    TORCH_CHECK(numel <= std::numeric_limits<int32_t>::max(), name, " has shape ", str(s),
                 ": more than 2^31 - 1 elements, which cuDNN's 4-d descriptors cannot describe");
   }
   return {s[0], s[1], s[2], s[3]};
@@ -39,7 +48,7 @@ std::array<int64_t, 4> shape4(IntArrayRef s, const char* name) {
 void check_tensor(const at::Tensor& t, const char* name) {
   course::check_cuda(t, name);
   course::check_dtype(t, {at::kFloat, at::kDouble}, name);
-  course::check_dim(t, 4, name);
+  TORCH_CHECK(t.dim() == 4, name, " must have 4 dimensions (N, C, H, W), but has shape ", str(t.sizes()));
 }
 
 void check_like(const at::Tensor& t, const char* name, const at::Tensor& ref, const char* ref_name) {
@@ -80,7 +89,7 @@ conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntA
   a.padding = pair_arg(padding, "padding", 0);
   a.dilation = pair_arg(dilation, "dilation", 1);
   TORCH_CHECK(a.w[1] == a.x[1], "weight must have x's ", a.x[1], " input channels in dimension 1, but has shape ",
-              w_shape, " (x has shape ", x_shape, ")");
+              str(w_shape), " (x has shape ", str(x_shape), ")");
   a.y = {a.x[0], a.w[0], out_size(a.x[2], a.w[2], a.stride[0], a.padding[0], a.dilation[0], "height"),
          out_size(a.x[3], a.w[3], a.stride[1], a.padding[1], a.dilation[1], "width")};
   return a;
@@ -116,9 +125,9 @@ at::Tensor conv2d_backward_input(const at::Tensor& grad_output, const at::Tensor
   check_like(weight, "weight", grad_output, "grad_output");
   conv::Args a = make_args(conv::Op::kBackwardData, input_size, weight.sizes(), stride, padding, dilation,
                            weight.scalar_type(), mode);
-  TORCH_CHECK(grad_output.sizes() == IntArrayRef(a.y), "grad_output must have shape ", IntArrayRef(a.y),
-              " (the output of a convolution of an input of shape ", input_size, "), but has shape ",
-              grad_output.sizes());
+  TORCH_CHECK(grad_output.sizes() == IntArrayRef(a.y), "grad_output must have shape ", str(a.y),
+              " (the output of a convolution of an input of shape ", str(input_size), "), but has shape ",
+              str(grad_output.sizes()));
   const c10::cuda::CUDAGuard guard(weight.device());
   const at::Tensor gc = dense(grad_output), wc = dense(weight);
   at::Tensor grad_x = at::empty(a.x, weight.options());
@@ -135,8 +144,8 @@ at::Tensor conv2d_backward_weight(const at::Tensor& grad_output, const at::Tenso
   check_like(grad_output, "grad_output", x, "x");
   conv::Args a = make_args(conv::Op::kBackwardFilter, x.sizes(), weight_size, stride, padding, dilation,
                            x.scalar_type(), mode);
-  TORCH_CHECK(grad_output.sizes() == IntArrayRef(a.y), "grad_output must have shape ", IntArrayRef(a.y),
-              " (the output of this convolution of x), but has shape ", grad_output.sizes());
+  TORCH_CHECK(grad_output.sizes() == IntArrayRef(a.y), "grad_output must have shape ", str(a.y),
+              " (the output of this convolution of x), but has shape ", str(grad_output.sizes()));
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor gc = dense(grad_output), xc = dense(x);
   at::Tensor grad_w = at::empty(a.w, x.options());
@@ -163,10 +172,10 @@ std::vector<int64_t> describe(IntArrayRef x_size, IntArrayRef w_size, IntArrayRe
   return {plan.y.begin(), plan.y.end()};
 }
 
-// hits, misses, evictions, size, capacity
+// hits, misses, evictions, size, capacity, largest workspace of a cached plan
 std::vector<int64_t> cache_stats() {
   const conv::CacheStats s = conv::cache_stats();
-  return {s.hits, s.misses, s.evictions, s.size, s.capacity};
+  return {s.hits, s.misses, s.evictions, s.size, s.capacity, s.max_workspace_bytes};
 }
 
 void cache_clear() { conv::cache_clear(); }

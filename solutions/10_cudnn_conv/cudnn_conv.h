@@ -121,6 +121,7 @@ void run(const Args& args, const Buffers& buffers);
 // The cache seen from Python: counts, size, bound.
 struct CacheStats {
   int64_t hits = 0, misses = 0, evictions = 0, size = 0, capacity = 0;
+  int64_t max_workspace_bytes = 0;  // the largest workspace a cached plan needs
 };
 CacheStats cache_stats();
 void cache_clear();  // drop every plan and reset the counts
