@@ -11,26 +11,27 @@
 
 namespace {
 
-constexpr int kTile = 32;      // a 32 x 32 tile: a warp reads or writes one 32-element row segment at a time
-constexpr int kBlockRows = 8;  // 32 x 8 threads per block: each thread moves kTile / kBlockRows = 4 elements
+constexpr int kTile = 64;     // a 64 x 64 tile; a warp reads or writes 32 consecutive elements at a time
+constexpr int kBlockX = 32;   // 32 x 8 threads per block: each thread moves 2 columns x 8 rows = 16
+constexpr int kBlockY = 8;    // elements, so many loads are in flight before the block waits at a barrier
 constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
 
-// Grid (ceil(cols / 32), min(ceil(rows / 32), 65535)), block (32, 8). Block (bx, by) moves the tile
-// of input rows [32 by, 32 by + 32) x input columns [32 bx, 32 bx + 32) (and, grid-stride, the tiles
-// gridDim.y further down). Thread (tx, ty) reads input rows ty, ty + 8, ty + 16, ty + 24 of the tile
-// at input column tx, then writes output rows ty, ty + 8, ... of the transposed tile at output column
-// tx: consecutive threads touch consecutive addresses in both the read and the write.
+// Grid (ceil(cols / 64), min(ceil(rows / 64), 65535)), block (32, 8). Block (bx, by) moves the tile
+// of input rows [64 by, 64 by + 64) x input columns [64 bx, 64 bx + 64) (and, grid-stride, the tiles
+// gridDim.y further down). Thread (tx, ty) reads input rows ty + 8 j (j < 8) of the tile at input
+// columns tx and tx + 32, then writes output rows ty + 8 j of the transposed tile at output columns
+// tx and tx + 32: consecutive threads touch consecutive addresses in both the read and the write.
 template <typename scalar_t>
-__global__ void __launch_bounds__(kTile * kBlockRows)
+__global__ void __launch_bounds__(kBlockX * kBlockY)
     transpose_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
   // BEGIN SOLUTION
   // TODO: declare a kTile x (kTile + 1) __shared__ tile (the + 1 keeps a tile column in distinct banks).
   // TODO: for each tile row of blocks (blockIdx.y, then + gridDim.y while < ceil(rows / kTile)):
-  // TODO:   1. read the input tile row by row (thread x -> column) into tile[row][x], skipping
-  // TODO:      elements outside rows x cols; 2. __syncthreads(); 3. write tile[x][row] to
-  // TODO:      out[(tile column start + row) * rows + tile row start + x], guarded the same way;
-  // TODO:   4. __syncthreads() before the next iteration overwrites the tile.
-  // TODO: (the reference solution takes about 18 lines)
+  // TODO:   1. read the input tile (thread (x, y) -> tile rows y + 8 j, columns x + 32 i) into
+  // TODO:      tile[row][col], skipping elements outside rows x cols; 2. __syncthreads();
+  // TODO:   3. write tile[col][row] to out[(tile column start + row) * rows + tile row start + col],
+  // TODO:      guarded the same way; 4. __syncthreads() before the next iteration overwrites the tile.
+  // TODO: (the reference solution takes about 24 lines)
   // END SOLUTION
 }
 
@@ -40,7 +41,7 @@ template <typename scalar_t>
 void transpose_cuda(const scalar_t* in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
   // BEGIN SOLUTION
   // TODO: return early for an empty matrix; launch transpose_kernel on `stream` with blocks of
-  // TODO: (kTile, kBlockRows) threads and a grid of (ceil(cols / kTile), min(ceil(rows / kTile), kMaxGridY))
+  // TODO: (kBlockX, kBlockY) threads and a grid of (ceil(cols / kTile), min(ceil(rows / kTile), kMaxGridY))
   // TODO: blocks; check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
   // TODO: (the reference solution takes about 7 lines)
   TORCH_CHECK(false, "transpose_cuda (transpose.cu) is not implemented yet");

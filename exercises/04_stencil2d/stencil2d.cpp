@@ -1,5 +1,7 @@
 // GENERATED from solutions/04_stencil2d/stencil2d.cpp by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
 // Exercise 04: the op's C++ front end. Input checks, stream, and registration.
+#include <string>
+
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>

@@ -5,6 +5,7 @@
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors and op registration live in stencil2d.cpp.
 #include <algorithm>
+#include <string>
 
 #include <course/cuda.cuh>
 
@@ -18,16 +19,18 @@ __constant__ float c_filter[kMaxFilter * kMaxFilter];
 
 constexpr int kBlockX = 32;  // threads per block along x: one warp per row of outputs
 constexpr int kBlockY = 8;   // threads per block along y
-constexpr int kRows = 4;     // outputs per thread, stacked vertically (its neighbours' rows are reused)
-constexpr int kTileW = kBlockX;          // a block's output tile: 32 columns ...
-constexpr int kTileH = kBlockY * kRows;  // ... by 32 rows
+constexpr int kCols = 2;     // outputs per thread along x, kBlockX apart (each warp access stays coalesced)
+constexpr int kRows = 8;     // outputs per thread along y, adjacent (the tile rows they share are read once)
+constexpr int kTileW = kBlockX * kCols;  // a block's output tile: 64 columns ...
+constexpr int kTileH = kBlockY * kRows;  // ... by 64 rows
 constexpr int kMaxGridY = 65535;         // CUDA's limit on gridDim.y
 
-// Grid (ceil(W / 32), min(B * ceil(H / 32), 65535)), block (32, 8). Block (bx, t) computes the
-// 32 x 32 output tile at columns [32 bx, 32 bx + 32) and rows [32 (t % tiles_y), ...) of image
+// Grid (ceil(W / 64), min(B * ceil(H / 64), 65535)), block (32, 8). Block (bx, t) computes the
+// 64 x 64 output tile at columns [64 bx, 64 bx + 64) and rows [64 (t % tiles_y), ...) of image
 // t / tiles_y (grid-stride over t). The block first copies the tile plus a halo of K / 2 pixels on
-// each side into shared memory (zeros outside the image); thread (tx, ty) then computes column
-// tx of the tile, rows 4 ty .. 4 ty + 3, from shared memory.
+// each side into shared memory (zeros outside the image), thread (tx, ty) loading rows ty + 8 j and
+// columns tx + 32 i of it; thread (tx, ty) then computes columns tx and tx + 32 of the output tile,
+// rows 8 ty .. 8 ty + 7, from shared memory.
 template <int K>
 __global__ void __launch_bounds__(kBlockX * kBlockY)
     stencil2d_kernel(const float* __restrict__ in, float* __restrict__ out, int64_t batch, int64_t height,
@@ -37,22 +40,23 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
   __shared__ float tile[kSmemH][kSmemW];
   const int64_t tiles_y = course::ceil_div<int64_t>(height, kTileH);
   const int64_t x0 = int64_t(blockIdx.x) * kTileW;  // first output column of this block
-  const int tid = threadIdx.y * kBlockX + threadIdx.x;
+  const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t t = blockIdx.y; t < batch * tiles_y; t += gridDim.y) {
     const int64_t b = t / tiles_y, y0 = (t % tiles_y) * kTileH;
     const float* image = in + b * height * width;
     // BEGIN SOLUTION
-    // TODO: copy the (kTileH + 2R) x (kTileW + 2R) input region starting at row y0 - R, column
-    // TODO: x0 - R into `tile`, all 256 threads sharing the work (flat index i = tid, tid + 256, ...),
-    // TODO: writing 0 for pixels outside the image (zero padding); then __syncthreads().
-    // TODO: (the reference solution takes about 6 lines)
+    // TODO: copy the kSmemH x kSmemW input region starting at row y0 - R, column x0 - R into `tile`:
+    // TODO: thread (tx, ty) takes tile rows ty + kBlockY j and columns tx + kBlockX i (while inside the
+    // TODO: tile), writing 0 for pixels outside the image (zero padding); then __syncthreads().
+    // TODO: (the reference solution takes about 13 lines)
     // END SOLUTION
 
     // BEGIN SOLUTION
-    // TODO: compute this thread's kRows outputs (column x0 + tx, rows y0 + kRows * ty + i):
-    // TODO: out = sum over dy, dx < K of c_filter[dy * K + dx] * tile[kRows * ty + i + dy][tx + dx],
-    // TODO: store those inside the image, then __syncthreads() before the next tile overwrites `tile`.
-    // TODO: (the reference solution takes about 20 lines)
+    // TODO: compute this thread's kCols x kRows outputs (columns x0 + tx + kBlockX c, rows
+    // TODO: y0 + kRows * ty + i): the sum over dy, dx < K of
+    // TODO: c_filter[dy * K + dx] * tile[kRows * ty + i + dy][tx + kBlockX * c + dx]; store those inside
+    // TODO: the image, then __syncthreads() before the next tile overwrites `tile`.
+    // TODO: (the reference solution takes about 26 lines)
     // END SOLUTION
   }
 }
@@ -87,6 +91,7 @@ void stencil2d_cuda(const float* in, float* out, int64_t batch, int64_t height, 
     case 3: return launch<3>(in, out, batch, height, width, stream);
     case 5: return launch<5>(in, out, batch, height, width, stream);
     case 7: return launch<7>(in, out, batch, height, width, stream);
-    default: TORCH_CHECK(false, "stencil2d_cuda: filter size ", k, " is not 1, 3, 5 or 7");
+    // (the number formatted by std::to_string: streaming integers into a message crashed on torch 2.11)
+    default: TORCH_CHECK(false, "stencil2d_cuda: filter size " + std::to_string(k) + " is not 1, 3, 5 or 7");
   }
 }

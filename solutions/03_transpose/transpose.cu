@@ -10,40 +10,47 @@
 
 namespace {
 
-constexpr int kTile = 32;      // a 32 x 32 tile: a warp reads or writes one 32-element row segment at a time
-constexpr int kBlockRows = 8;  // 32 x 8 threads per block: each thread moves kTile / kBlockRows = 4 elements
+constexpr int kTile = 64;     // a 64 x 64 tile; a warp reads or writes 32 consecutive elements at a time
+constexpr int kBlockX = 32;   // 32 x 8 threads per block: each thread moves 2 columns x 8 rows = 16
+constexpr int kBlockY = 8;    // elements, so many loads are in flight before the block waits at a barrier
 constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
 
-// Grid (ceil(cols / 32), min(ceil(rows / 32), 65535)), block (32, 8). Block (bx, by) moves the tile
-// of input rows [32 by, 32 by + 32) x input columns [32 bx, 32 bx + 32) (and, grid-stride, the tiles
-// gridDim.y further down). Thread (tx, ty) reads input rows ty, ty + 8, ty + 16, ty + 24 of the tile
-// at input column tx, then writes output rows ty, ty + 8, ... of the transposed tile at output column
-// tx: consecutive threads touch consecutive addresses in both the read and the write.
+// Grid (ceil(cols / 64), min(ceil(rows / 64), 65535)), block (32, 8). Block (bx, by) moves the tile
+// of input rows [64 by, 64 by + 64) x input columns [64 bx, 64 bx + 64) (and, grid-stride, the tiles
+// gridDim.y further down). Thread (tx, ty) reads input rows ty + 8 j (j < 8) of the tile at input
+// columns tx and tx + 32, then writes output rows ty + 8 j of the transposed tile at output columns
+// tx and tx + 32: consecutive threads touch consecutive addresses in both the read and the write.
 template <typename scalar_t>
-__global__ void __launch_bounds__(kTile * kBlockRows)
+__global__ void __launch_bounds__(kBlockX * kBlockY)
     transpose_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
   // BEGIN SOLUTION
   // TODO: declare a kTile x (kTile + 1) __shared__ tile (the + 1 keeps a tile column in distinct banks).
   // TODO: for each tile row of blocks (blockIdx.y, then + gridDim.y while < ceil(rows / kTile)):
-  // TODO:   1. read the input tile row by row (thread x -> column) into tile[row][x], skipping
-  // TODO:      elements outside rows x cols; 2. __syncthreads(); 3. write tile[x][row] to
-  // TODO:      out[(tile column start + row) * rows + tile row start + x], guarded the same way;
-  // TODO:   4. __syncthreads() before the next iteration overwrites the tile.
+  // TODO:   1. read the input tile (thread (x, y) -> tile rows y + 8 j, columns x + 32 i) into
+  // TODO:      tile[row][col], skipping elements outside rows x cols; 2. __syncthreads();
+  // TODO:   3. write tile[col][row] to out[(tile column start + row) * rows + tile row start + col],
+  // TODO:      guarded the same way; 4. __syncthreads() before the next iteration overwrites the tile.
   __shared__ scalar_t tile[kTile][kTile + 1];
   const int64_t tiles_r = course::ceil_div<int64_t>(rows, kTile);
   const int64_t c0 = int64_t(blockIdx.x) * kTile;  // first input column (= output row) of this block
   for (int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y) {
     const int64_t r0 = tr * kTile;  // first input row (= output column) of this tile
 #pragma unroll
-    for (int j = 0; j < kTile; j += kBlockRows) {
-      const int64_t r = r0 + threadIdx.y + j, c = c0 + threadIdx.x;
-      if (r < rows && c < cols) tile[threadIdx.y + j][threadIdx.x] = in[r * cols + c];
+    for (int j = 0; j < kTile; j += kBlockY) {
+#pragma unroll
+      for (int i = 0; i < kTile; i += kBlockX) {
+        const int64_t r = r0 + threadIdx.y + j, c = c0 + threadIdx.x + i;
+        if (r < rows && c < cols) tile[threadIdx.y + j][threadIdx.x + i] = in[r * cols + c];
+      }
     }
     __syncthreads();
 #pragma unroll
-    for (int j = 0; j < kTile; j += kBlockRows) {
-      const int64_t c = c0 + threadIdx.y + j, r = r0 + threadIdx.x;  // output row c, output column r
-      if (c < cols && r < rows) out[c * rows + r] = tile[threadIdx.x][threadIdx.y + j];
+    for (int j = 0; j < kTile; j += kBlockY) {
+#pragma unroll
+      for (int i = 0; i < kTile; i += kBlockX) {
+        const int64_t c = c0 + threadIdx.y + j, r = r0 + threadIdx.x + i;  // output row c, output column r
+        if (c < cols && r < rows) out[c * rows + r] = tile[threadIdx.x + i][threadIdx.y + j];
+      }
     }
     __syncthreads();
   }
@@ -56,11 +63,11 @@ template <typename scalar_t>
 void transpose_cuda(const scalar_t* in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
   // BEGIN SOLUTION
   // TODO: return early for an empty matrix; launch transpose_kernel on `stream` with blocks of
-  // TODO: (kTile, kBlockRows) threads and a grid of (ceil(cols / kTile), min(ceil(rows / kTile), kMaxGridY))
+  // TODO: (kBlockX, kBlockY) threads and a grid of (ceil(cols / kTile), min(ceil(rows / kTile), kMaxGridY))
   // TODO: blocks; check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
   // STUB: TORCH_CHECK(false, "transpose_cuda (transpose.cu) is not implemented yet");
   if (rows == 0 || cols == 0) return;
-  const dim3 block(kTile, kBlockRows);
+  const dim3 block(kBlockX, kBlockY);
   const int64_t tiles_r = course::ceil_div<int64_t>(rows, kTile);
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(cols, kTile)),
                   static_cast<unsigned>(std::min<int64_t>(tiles_r, kMaxGridY)));

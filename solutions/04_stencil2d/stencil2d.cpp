@@ -1,4 +1,6 @@
 // Exercise 04: the op's C++ front end. Input checks, stream, and registration.
+#include <string>
+
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -17,12 +19,14 @@ at::Tensor stencil2d(const at::Tensor& x, const at::Tensor& weight) {
   course::check_cuda(weight, "weight");
   course::check_dtype(x, {at::kFloat}, "x");
   course::check_dtype(weight, {at::kFloat}, "weight");
+  // (shapes formatted by course::shape_of, numbers by std::to_string: streaming integers into a
+  // message crashed on torch 2.11)
   TORCH_CHECK(x.dim() == 2 || x.dim() == 3, "x must be an image (H, W) or a batch of images (B, H, W), but has shape ",
-              x.sizes());
-  course::check_dim(weight, 2, "weight");
-  TORCH_CHECK(weight.size(0) == weight.size(1), "weight must be a square K x K filter, but has shape ", weight.sizes());
+              course::shape_of(x));
+  TORCH_CHECK(weight.dim() == 2 && weight.size(0) == weight.size(1), "weight must be a square K x K filter, but has shape ",
+              course::shape_of(weight));
   TORCH_CHECK(weight.size(0) % 2 == 1 && weight.size(0) <= kMaxFilter,
-              "weight must be K x K with K odd and at most ", kMaxFilter, ", but K = ", weight.size(0));
+              "weight must be K x K with K odd and at most 7, but K = " + std::to_string(weight.size(0)));
   TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", x.device(), "), but is on ",
               weight.device());
   // END SOLUTION

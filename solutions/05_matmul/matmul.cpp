@@ -1,4 +1,6 @@
 // Exercise 05: the op's C++ front end. Input checks, version switch, stream, and registration.
+#include <string>
+
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -17,12 +19,15 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   course::check_cuda(B, "B");
   course::check_dtype(A, {at::kFloat}, "A");
   course::check_dtype(B, {at::kFloat}, "B");
-  course::check_dim(A, 2, "A");
-  course::check_dim(B, 2, "B");
+  // (shapes formatted by course::shape_of, numbers by std::to_string: streaming integers into a
+  // message crashed on torch 2.11)
+  TORCH_CHECK(A.dim() == 2, "A must be a 2-D matrix, but has shape ", course::shape_of(A));
+  TORCH_CHECK(B.dim() == 2, "B must be a 2-D matrix, but has shape ", course::shape_of(B));
   TORCH_CHECK(B.device() == A.device(), "B must be on the same device as A (", A.device(), "), but is on ",
               B.device());
-  TORCH_CHECK(A.size(1) == B.size(0), "A's columns must match B's rows: A is ", A.sizes(), " and B is ", B.sizes());
-  TORCH_CHECK(version >= 1 && version <= 3, "version must be 1, 2 or 3, but is ", version);
+  TORCH_CHECK(A.size(1) == B.size(0), "A's columns must match B's rows: A is ", course::shape_of(A), " and B is ",
+              course::shape_of(B));
+  TORCH_CHECK(version >= 1 && version <= 3, "version must be 1, 2 or 3, but is " + std::to_string(version));
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(A.device());
   // The kernels read row-major matrices; a transposed or sliced view is copied once.

@@ -6,6 +6,8 @@
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, the version switch and op registration live in matmul.cpp.
+#include <string>
+
 #include <course/cuda.cuh>
 
 #include "matmul.h"
@@ -111,7 +113,7 @@ __device__ __forceinline__ void store_stage(const Stage& s, float (*As)[kBM], fl
 }
 
 // Grid (ceil(N / 128), ceil(M / 128)), 256 threads. Block (bx, by) computes the 128 x 128 tile of C
-// at rows 128 by, columns 128 bx. Thread t = 16 ty + tx owns rows {4 ty + i, 64 + 4 ty + i} and
+// at rows 128 by, columns 128 bx. Thread (tx, ty) (see below) owns rows {4 ty + i, 64 + 4 ty + i} and
 // columns {4 tx + j, 64 + 4 tx + j} (i, j < 4) of that tile: two 4-wide groups each way, so its
 // shared-memory reads are float4s and a warp's reads hit few distinct addresses.
 // Shared memory is double-buffered: while the block computes on one k step, the next one's global
@@ -122,7 +124,10 @@ __global__ void __launch_bounds__(kThreads3, 2)
                    int64_t N, int64_t K) {
   __shared__ __align__(16) float As[2][kBK][kBM];
   __shared__ __align__(16) float Bs[2][kBK][kBN];
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  // Thread (tx, ty) of a 16 x 16 layout; each warp is a 4 x 8 patch of it, so its float4 reads of As
+  // hit 4 addresses and of Bs 8 (one shared-memory wavefront each, broadcast to the rest).
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int ty = (warp / 2) * 4 + lane / 8, tx = (warp % 2) * 8 + lane % 8;
   const int64_t m0 = int64_t(blockIdx.y) * kBM, n0 = int64_t(blockIdx.x) * kBN;
   float acc[kTM][kTN] = {};
   const int64_t steps = course::ceil_div<int64_t>(K, kBK);
@@ -184,8 +189,10 @@ __global__ void __launch_bounds__(kThreads3, 2)
 }
 
 void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
-  TORCH_CHECK(course::ceil_div<int64_t>(M, rows_per_block) <= kMaxGridY, "matmul ", version, ": A has M = ", M,
-              " rows, more than this kernel's grid can cover (", kMaxGridY * rows_per_block, ")");
+  // (numbers formatted by std::to_string: streaming integers into a message crashed on torch 2.11)
+  TORCH_CHECK(course::ceil_div<int64_t>(M, rows_per_block) <= kMaxGridY,
+              std::string("matmul ") + version + ": A has M = " + std::to_string(M) +
+                  " rows, more than this kernel's grid can cover (" + std::to_string(kMaxGridY * rows_per_block) + ")");
 }
 
 }  // namespace

@@ -3,9 +3,8 @@ from tests.known_wrong import Variant
 EX = "04_stencil2d"
 # a broken kernel keeps the input checks; opcheck (registration) may pass or fail with it
 KEEPS = {"input_checks"}
-LOAD = "tile[sy][sx] = (y >= 0 && y < height && x >= 0 && x < width) ? image[y * width + x] : 0.0f;"
-TAP = "acc[i] = fmaf(c_filter[dy * K + dx], v, acc[i]);"
-STORE = "out[(b * height + y) * width + x] = acc[i];"
+TAP = "acc[c][i] = fmaf(c_filter[dy * K + dx], v, acc[c][i]);"
+STORE = "out[(b * height + y) * width + x] = acc[c][i];"
 
 VARIANTS = [
     Variant(EX, "empty_kernel", "the kernel stores nothing",
@@ -13,16 +12,16 @@ VARIANTS = [
             loses={"forward", "performance"}, keeps=KEEPS, reason="got nan"),
     Variant(EX, "halo_unguarded", "the halo load checks the rows but not the columns: the left and right "
             "borders read the neighbouring image rows instead of zeros",
-            {"stencil2d.cu": [(LOAD, "tile[sy][sx] = (y >= 0 && y < height) ? image[y * width + x] : 0.0f;")]},
+            {"stencil2d.cu": [("(row_inside && x >= 0 && x < width) ? image", "row_inside ? image")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "missing_syncthreads", "no barrier between loading the tile and reading it",
-            {"stencil2d.cu": [(LOAD + "\n    }\n    __syncthreads();\n", LOAD + "\n    }\n")]},
+            {"stencil2d.cu": [("      }\n    }\n    __syncthreads();\n    // END SOLUTION\n\n", "      }\n    }\n    // END SOLUTION\n\n")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "row_col_swapped", "outputs stored at [x][y] instead of [y][x]",
-            {"stencil2d.cu": [(STORE, "out[(b * width + x) * height + y] = acc[i];")]},
+            {"stencil2d.cu": [(STORE, "out[(b * width + x) * height + y] = acc[c][i];")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "filter_transposed", "the filter is indexed [dx][dy]",
-            {"stencil2d.cu": [(TAP, "acc[i] = fmaf(c_filter[dx * K + dy], v, acc[i]);")]},
+            {"stencil2d.cu": [(TAP, "acc[c][i] = fmaf(c_filter[dx * K + dy], v, acc[c][i]);")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "filter_cached", "the filter is copied to constant memory on the first call only",
             {"stencil2d.cpp": [("  stencil2d_set_filter(wc.const_data_ptr<float>(), static_cast<int>(wc.size(0)), stream);",

@@ -26,6 +26,6 @@ VARIANTS = [
             {"matmul.py": [("return lib.ops.matmul(A, B, int(version))", "return torch.matmul(A, B)")]},
             loses={"naive", "shared_tiles", "register_blocked", "performance"}, reason="other than this exercise's own"),
     Variant(EX, "inner_sizes_unchecked", "A's columns are not compared with B's rows",
-            {"matmul.cpp": [('  TORCH_CHECK(A.size(1) == B.size(0), "A\'s columns must match B\'s rows: A is ", A.sizes(), " and B is ", B.sizes());\n', "")]},
+            {"matmul.cpp": [("TORCH_CHECK(A.size(1) == B.size(0), ", "TORCH_CHECK(true || A.size(1) == B.size(0), ")]},
             loses={"input_checks"}, reason="B (6, 3)"),
 ]
