@@ -636,7 +636,9 @@ SPEC = CudnnConvSpec(
     points={"descriptors": 1, "forward": 3, "backward": 3, "cache": 2, "threads": 1, "streams": 1,
             "input_checks": 1, "performance": 3},
     perf_requires=("forward",),
-    solution_vs_baseline=1.0,
+    # strict fp32, both shapes: 701 us (ours) against 675 us (F.conv2d, cudnn.benchmark) on an H100
+    # with cuDNN 9.19 and torch 2.11, 2026-11-22
+    solution_vs_baseline=0.96,
 )
 
 
