@@ -19,8 +19,8 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 SHAPES = ((1, 1), (1, 7), (7, 1), (1, 1000), (1000, 1), (2, 3), (31, 33), (32, 32), (33, 31), (97, 101),
           (257, 129), (1000, 1003), (3, 70001))
 LARGE_SHAPES = ((4099, 3001), (2048, 4096))
-# More row tiles than gridDim.y may have (65535 x 32 rows): the kernel must loop over them.
-TALL = (2_100_001, 3)
+# More row tiles than gridDim.y may have (65535 x 64 rows): the kernel must loop over them.
+TALL = (4_200_001, 3)
 
 
 def _short(dtype: torch.dtype) -> str:
@@ -164,5 +164,5 @@ SPEC = TransposeSpec(
     module="transpose.py",
     points={"forward": 5, "input_checks": 1, "autograd": 1, "performance": 3},
     perf_requires=("forward",),
-    solution_vs_baseline=2.9,
+    solution_vs_baseline=2.44,  # H100, 2026-11-22, 32x32 tiles (2222 vs 910 GB/s)
 )
