@@ -90,8 +90,8 @@ class ConvBNReLUInferenceSpec(Spec):
     def checks(self) -> list[Check]:
         checks: list[Check] = []
 
-        def add(name, group, fn):
-            checks.append(Check(name, group, fn, True))
+        def add(name, group, fn, needs_gpu=True):
+            checks.append(Check(name, group, fn, needs_gpu))
 
         for sh in SHAPES:
             name = f"forward[float32-{sh.name}]"
@@ -140,14 +140,14 @@ class ConvBNReLUInferenceSpec(Spec):
             return mod.conv_bn_relu_inference(x, w, None, ones if bn_w is None else bn_w, ones * 0, ones * 0, ones,
                                               1e-5, stride, padding, 1)
 
-        def w(c=4, k=6, dtype=torch.float32):
-            return torch.randn(k, c, 3, 3, device="cuda", dtype=dtype)
+        def w(c=4, k=6, dtype=torch.float32, device="cuda"):
+            return torch.randn(k, c, 3, 3, device=device, dtype=dtype)
 
         def x(c=4, dtype=torch.float32, device="cuda"):
             return torch.randn(2, c, 9, 9, device=device, dtype=dtype)
 
         cases = [
-            ("cpu x", lambda m: run(m, x(device="cpu"), w()), ("x",)),
+            ("cpu x", lambda m: run(m, x(device="cpu"), w(device="cpu")), ("x",)),  # runs on CPU-only machines too
             ("integer x", lambda m: run(m, x().to(torch.int32), w()), ("x",)),
             ("3-D x", lambda m: run(m, x()[0], w()), ("x",)),
             ("weight channels", lambda m: run(m, x(c=4), w(c=5)), ("weight",)),
@@ -158,7 +158,8 @@ class ConvBNReLUInferenceSpec(Spec):
         ]
         for label, fn, names in cases:
             add(f"input_checks[{label}]", "input_checks",
-                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label))
+                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
+                needs_gpu=label != "cpu x")
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:

@@ -372,14 +372,14 @@ class ConvBNReLUTrainingSpec(Spec):
                                     torch.zeros((), dtype=torch.long, device=dev), training=training, stride=stride,
                                     padding=padding)
 
-        def w(c=4, k=6, dtype=torch.float32):
-            return torch.randn(k, c, 3, 3, device="cuda", dtype=dtype)
+        def w(c=4, k=6, dtype=torch.float32, device="cuda"):
+            return torch.randn(k, c, 3, 3, device=device, dtype=dtype)
 
         def x(n=2, c=4, dtype=torch.float32, device="cuda"):
             return torch.randn(n, c, 9, 9, device=device, dtype=dtype)
 
         cases = [
-            ("cpu x", lambda m: call(m, x(device="cpu"), w()), ("x",)),
+            ("cpu x", lambda m: call(m, x(device="cpu"), w(device="cpu")), ("x",)),  # runs on CPU-only machines too
             ("integer x", lambda m: call(m, x().to(torch.int32), w()), ("x",)),
             ("3-D x", lambda m: call(m, x()[0], w()), ("x",)),
             ("weight channels", lambda m: call(m, x(c=4), w(c=5)), ("weight",)),
@@ -391,7 +391,8 @@ class ConvBNReLUTrainingSpec(Spec):
         ]
         for label, fn, names in cases:
             add(f"input_checks[{label}]", "input_checks",
-                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label))
+                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
+                needs_gpu=label != "cpu x")
 
     def _check_own_forward(self, ctx: Context) -> None:
         for training in (True, False):
