@@ -4,6 +4,7 @@
 #include <array>
 #include <climits>
 #include <optional>
+#include <string>
 
 #include <ATen/Dispatch.h>
 #include <ATen/ops/empty.h>
@@ -17,10 +18,22 @@ namespace {
 
 using Pair = std::array<int64_t, 2>;  // (height, width)
 
+// Error messages are built from strings only, integers formatted with std::to_string: on the lent
+// H100's toolchain, streaming an integer into a TORCH_CHECK message crashed the process.
+std::string str(int64_t v) { return std::to_string(v); }
+
+std::string list_of(at::IntArrayRef v) {
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + ")";
+}
+
+std::string pair_of(const Pair& v) { return list_of(at::IntArrayRef(v.data(), 2)); }
+
 // stride, padding and dilation arrive as int[] lists: exactly two values, small enough for an int.
 Pair pair_arg(at::IntArrayRef v, const char* name) {
-  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but has ", v.size(), ": ", v);
-  for (int64_t e : v) TORCH_CHECK(e > -(1 << 24) && e < (1 << 24), name, " values must be below 2^24, but are ", v);
+  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but is ", list_of(v));
+  for (int64_t e : v) TORCH_CHECK(e > -(1 << 24) && e < (1 << 24), name, " values must be below 2^24, but are ", list_of(v));
   return {v[0], v[1]};
 }
 
@@ -50,13 +63,13 @@ int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int
 
 at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                   at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t version) {
-  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM), but is ", version);
+  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM), but is ", str(version));
   const Pair st = pair_arg(stride, "stride"), pd = pair_arg(padding, "padding"), dl = pair_arg(dilation, "dilation");
   check_conv_args(x, weight, bias, st, pd, dl);
   const int64_t ho = conv_output_size(x.size(2), weight.size(2), st[0], pd[0], dl[0]);
   const int64_t wo = conv_output_size(x.size(3), weight.size(3), st[1], pd[1], dl[1]);
   // The kernels index within one image with int (the batch index is 64-bit).
-  TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", x.sizes(), " has 2^31 or more elements");
+  TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", list_of(x.sizes()), " has 2^31 or more elements");
   TORCH_CHECK(weight.numel() < INT_MAX, "weight has 2^31 or more elements");
   TORCH_CHECK(weight.size(0) * ho * wo < INT_MAX, "the output of one image has 2^31 or more elements");
 

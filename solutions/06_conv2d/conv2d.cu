@@ -262,7 +262,7 @@ void launch_implicit_gemm(const scalar_t* x, const scalar_t* weight, const scala
 template <typename scalar_t>
 void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
                  int version, cudaStream_t stream) {
-  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM), but is ", version);
+  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM)");
   if (version == 1) {
     launch_direct(x, weight, bias, y, s, stream);
   } else {
