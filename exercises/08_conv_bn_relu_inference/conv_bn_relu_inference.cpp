@@ -1,6 +1,7 @@
 // GENERATED from solutions/08_conv_bn_relu_inference/conv_bn_relu_inference.cpp by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
 // Exercise 08: the op's C++ front end. Input checks, output allocation, dtype dispatch, stream, registration.
 #include <optional>
+#include <string>
 
 #include <ATen/Dispatch.h>
 #include <ATen/ops/empty.h>
@@ -12,15 +13,28 @@
 
 namespace {
 
+// Error messages pass only strings to TORCH_CHECK: streaming integers, doubles or an IntArrayRef
+// into a message crashed extensions on the H100 machine (torch 2.11; see exercise 10's binding).
+std::string num(int64_t v) { return std::to_string(v); }
+std::string num(int v) { return std::to_string(v); }
+std::string num(double v) { return std::to_string(v); }
+std::string str(at::IntArrayRef v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+std::string dev(const at::Tensor& t) { return t.device().str(); }
+std::string dtype(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+
 constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;  // the kernels use 32-bit offsets
 
 void check_param(const at::Tensor& t, const char* name, const at::Tensor& x, int64_t channels) {
-  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", x.device(), "), but is on ",
-              t.device());
-  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", x.scalar_type(),
-              "), but has ", t.scalar_type());
-  TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", channels, "] (one value per output ",
-              "channel), but has shape ", t.sizes());
+  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", dev(x), "), but is on ",
+              dev(t));
+  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", dtype(x),
+              "), but has ", dtype(t));
+  TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", num(channels), "] (one value per output ",
+              "channel), but has shape ", course::shape_of(t));
 }
 
 // Validates the convolution's operands and returns its geometry.
@@ -31,7 +45,7 @@ ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArray
   // TODO: tensor; weight not 4-D [K, C, R, S] of x's device and dtype with C == x.size(1); stride,
   // TODO: padding, dilation not 2 values (stride, dilation >= 1, padding >= 0); an output smaller
   // TODO: than 1 x 1 (name x); tensors of 2^31 elements or more (name x). Then fill in a ConvShape.
-  // TODO: (the reference solution takes about 34 lines)
+  // TODO: (the reference solution takes about 35 lines)
   TORCH_CHECK(false, "conv_shape (conv_bn_relu_inference.cpp) is not implemented yet");
   // END SOLUTION
 }
@@ -46,7 +60,7 @@ at::Tensor conv_bn_relu_inference(const at::Tensor& x_, const at::Tensor& weight
   check_param(bn_bias, "bn_bias", x_, s.K);
   check_param(running_mean, "running_mean", x_, s.K);
   check_param(running_var, "running_var", x_, s.K);
-  TORCH_CHECK(eps > 0, "eps must be positive, got ", eps);
+  TORCH_CHECK(eps > 0, "eps must be positive, got ", num(eps));
   const c10::cuda::CUDAGuard device_guard(x_.device());
   const at::Tensor x = x_.contiguous(), weight = weight_.contiguous();
   const at::Tensor b = bias.has_value() ? bias->contiguous() : at::Tensor();

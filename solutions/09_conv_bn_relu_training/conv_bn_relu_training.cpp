@@ -1,5 +1,6 @@
 // Exercise 09: the ops' C++ front end. Input checks, output allocation, dtype dispatch, stream, registration.
 #include <optional>
+#include <string>
 #include <tuple>
 
 #include <ATen/Dispatch.h>
@@ -12,15 +13,28 @@
 
 namespace {
 
+// Error messages pass only strings to TORCH_CHECK: streaming integers, doubles or an IntArrayRef
+// into a message crashed extensions on the H100 machine (torch 2.11; see exercise 10's binding).
+std::string num(int64_t v) { return std::to_string(v); }
+std::string num(int v) { return std::to_string(v); }
+std::string num(double v) { return std::to_string(v); }
+std::string str(at::IntArrayRef v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+std::string dev(const at::Tensor& t) { return t.device().str(); }
+std::string dtype(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+
 constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;  // the kernels use 32-bit offsets
 
 void check_param(const at::Tensor& t, const char* name, const at::Tensor& x, int64_t channels) {
-  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", x.device(), "), but is on ",
-              t.device());
-  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", x.scalar_type(),
-              "), but has ", t.scalar_type());
-  TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", channels, "] (one value per output ",
-              "channel), but has shape ", t.sizes());
+  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", dev(x), "), but is on ",
+              dev(t));
+  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", dtype(x),
+              "), but has ", dtype(t));
+  TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", num(channels), "] (one value per output ",
+              "channel), but has shape ", course::shape_of(t));
 }
 
 // Validates the convolution's operands and returns its geometry.
@@ -36,19 +50,19 @@ ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArray
   course::check_dtype(x, {at::kFloat, at::kDouble}, "x");
   course::check_dim(x, 4, "x");
   course::check_dim(weight, 4, "weight");
-  TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", x.device(),
-              "), but is on ", weight.device());
-  TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have the same dtype as x (", x.scalar_type(),
-              "), but has ", weight.scalar_type());
-  TORCH_CHECK(weight.size(1) == x.size(1), "weight must have x's ", x.size(1), " input channels in dim 1 (groups=1)",
-              ", but has shape ", weight.sizes());
+  TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", dev(x),
+              "), but is on ", dev(weight));
+  TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have the same dtype as x (", dtype(x),
+              "), but has ", dtype(weight));
+  TORCH_CHECK(weight.size(1) == x.size(1), "weight must have x's ", num(x.size(1)), " input channels in dim 1 (groups=1)",
+              ", but has shape ", course::shape_of(weight));
   TORCH_CHECK(weight.size(0) > 0 && weight.size(2) > 0 && weight.size(3) > 0, "weight must not be empty, but has shape ",
-              weight.sizes());
-  TORCH_CHECK(stride.size() == 2 && stride[0] >= 1 && stride[1] >= 1, "stride must be 2 values >= 1, got ", stride);
+              course::shape_of(weight));
+  TORCH_CHECK(stride.size() == 2 && stride[0] >= 1 && stride[1] >= 1, "stride must be 2 values >= 1, got ", str(stride));
   TORCH_CHECK(padding.size() == 2 && padding[0] >= 0 && padding[1] >= 0, "padding must be 2 values >= 0, got ",
-              padding);
+              str(padding));
   TORCH_CHECK(dilation.size() == 2 && dilation[0] >= 1 && dilation[1] >= 1, "dilation must be 2 values >= 1, got ",
-              dilation);
+              str(dilation));
   ConvShape s{};
   s.N = int(x.size(0)); s.C = int(x.size(1)); s.H = int(x.size(2)); s.W = int(x.size(3));
   s.K = int(weight.size(0)); s.R = int(weight.size(2)); s.S = int(weight.size(3));
@@ -59,12 +73,13 @@ ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArray
   const int64_t Q = (x.size(3) + 2 * padding[1] - dilation[1] * (weight.size(3) - 1) - 1) / stride[1] + 1;
   TORCH_CHECK(P >= 1 && Q >= 1 && x.size(2) + 2 * padding[0] >= dilation[0] * (weight.size(2) - 1) + 1 &&
                   x.size(3) + 2 * padding[1] >= dilation[1] * (weight.size(3) - 1) + 1,
-              "x of shape ", x.sizes(), " is smaller than the (dilated) kernel ", weight.sizes(), " plus padding");
+              "x of shape ", course::shape_of(x), " is smaller than the (dilated) kernel ", course::shape_of(weight),
+              " plus padding");
   s.P = int(P); s.Q = int(Q);
   TORCH_CHECK(x.numel() <= kMaxElements && x.size(0) * weight.size(0) * P * Q <= kMaxElements &&
                   weight.numel() <= kMaxElements,
-              "x of shape ", x.sizes(), ": tensors of 2^31 elements or more are not supported (32-bit offsets)");
-  TORCH_CHECK(x.size(1) > 0, "x must have at least one channel, but has shape ", x.sizes());
+              "x of shape ", course::shape_of(x), ": tensors of 2^31 elements or more are not supported (32-bit offsets)");
+  TORCH_CHECK(x.size(1) > 0, "x must have at least one channel, but has shape ", course::shape_of(x));
   return s;
   // END SOLUTION
 }
@@ -82,15 +97,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
   check_param(running_var, "running_var", x_, s.K);
   course::check_contiguous(running_mean, "running_mean");  // updated in place
   course::check_contiguous(running_var, "running_var");
-  TORCH_CHECK(eps > 0, "eps must be positive, got ", eps);
+  TORCH_CHECK(eps > 0, "eps must be positive, got ", num(eps));
   if (training) {
     TORCH_CHECK(int64_t(s.N) * s.P * s.Q > 1, "x: expected more than 1 value per channel when training, got x of "
-                "shape ", x_.sizes());
+                "shape ", course::shape_of(x_));
     TORCH_CHECK(num_batches_tracked.device() == x_.device() && num_batches_tracked.scalar_type() == at::kLong &&
                     num_batches_tracked.numel() == 1,
                 "num_batches_tracked must be a one-element int64 tensor on x's device");
     TORCH_CHECK(!momentum.has_value() || (*momentum >= 0 && *momentum <= 1), "momentum must be in [0, 1] or None, got ",
-                *momentum);
+                num(*momentum));
   }
   const c10::cuda::CUDAGuard device_guard(x_.device());
   const at::Tensor x = x_.contiguous(), weight = weight_.contiguous();
@@ -135,8 +150,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_r
   course::check_same(z_, "z", y_, "y");
   TORCH_CHECK(y_.device() == x_.device() && y_.scalar_type() == x_.scalar_type() && y_.dim() == 4 &&
                   y_.size(0) == s.N && y_.size(1) == s.K && y_.size(2) == s.P && y_.size(3) == s.Q,
-              "y must be the forward's output [", s.N, ", ", s.K, ", ", s.P, ", ", s.Q, "] of x's dtype, but has shape ",
-              y_.sizes());
+              "y must be the forward's output [", num(s.N), ", ", num(s.K), ", ", num(s.P), ", ", num(s.Q),
+              "] of x's dtype, but has shape ", course::shape_of(y_));
   check_param(bn_weight, "bn_weight", x_, s.K);
   check_param(save_mean, "save_mean", x_, s.K);
   check_param(save_invstd, "save_invstd", x_, s.K);
