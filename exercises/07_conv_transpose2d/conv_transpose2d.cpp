@@ -18,22 +18,14 @@ namespace {
 
 using Pair = std::array<int64_t, 2>;  // (height, width)
 
-// Error messages are built from strings only, integers formatted with std::to_string: on the lent
-// H100's toolchain, streaming an integer into a TORCH_CHECK message crashed the process.
-std::string str(int64_t v) { return std::to_string(v); }
+using course::str;  // messages pass only strings to TORCH_CHECK (see course/ops.h)
 
-std::string list_of(at::IntArrayRef v) {
-  std::string out = "(";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + ")";
-}
-
-std::string pair_of(const Pair& v) { return list_of(at::IntArrayRef(v.data(), 2)); }
+std::string pair_of(const Pair& v) { return str(at::IntArrayRef(v)); }
 
 // stride, padding, output_padding and dilation arrive as int[] lists: two values, small enough for an int.
 Pair pair_arg(at::IntArrayRef v, const char* name) {
-  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but is ", list_of(v));
-  for (int64_t e : v) TORCH_CHECK(e > -(1 << 24) && e < (1 << 24), name, " values must be below 2^24, but are ", list_of(v));
+  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but is ", str(v));
+  for (int64_t e : v) TORCH_CHECK(e > -(1 << 24) && e < (1 << 24), name, " values must be below 2^24, but are ", str(v));
   return {v[0], v[1]};
 }
 
@@ -74,7 +66,7 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   const int64_t ho = conv_transpose_output_size(x.size(2), weight.size(2), st[0], pd[0], op[0], dl[0]);
   const int64_t wo = conv_transpose_output_size(x.size(3), weight.size(3), st[1], pd[1], op[1], dl[1]);
   // The kernel indexes within one image with int (the batch index is 64-bit).
-  TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", list_of(x.sizes()), " has 2^31 or more elements");
+  TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", str(x.sizes()), " has 2^31 or more elements");
   TORCH_CHECK(weight.numel() < INT_MAX, "weight has 2^31 or more elements");
   TORCH_CHECK(weight.size(1) * ho * wo < INT_MAX, "the output of one image has 2^31 or more elements");
 

@@ -17,22 +17,14 @@ namespace {
 
 using Pair = std::array<int64_t, 2>;  // (height, width)
 
-// Error messages are built from strings only, integers formatted with std::to_string: on the lent
-// H100's toolchain, streaming an integer into a TORCH_CHECK message crashed the process.
-std::string str(int64_t v) { return std::to_string(v); }
+using course::str;  // messages pass only strings to TORCH_CHECK (see course/ops.h)
 
-std::string list_of(at::IntArrayRef v) {
-  std::string out = "(";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + ")";
-}
-
-std::string pair_of(const Pair& v) { return list_of(at::IntArrayRef(v.data(), 2)); }
+std::string pair_of(const Pair& v) { return str(at::IntArrayRef(v)); }
 
 // stride, padding, output_padding and dilation arrive as int[] lists: two values, small enough for an int.
 Pair pair_arg(at::IntArrayRef v, const char* name) {
-  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but is ", list_of(v));
-  for (int64_t e : v) TORCH_CHECK(e > -(1 << 24) && e < (1 << 24), name, " values must be below 2^24, but are ", list_of(v));
+  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but is ", str(v));
+  for (int64_t e : v) TORCH_CHECK(e > -(1 << 24) && e < (1 << 24), name, " values must be below 2^24, but are ", str(v));
   return {v[0], v[1]};
 }
 
@@ -62,23 +54,23 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
   // TODO: PyTorch), and an output of at least one row and column: name the argument.
   course::check_cuda(x, "x");
   course::check_dtype(x, {at::kFloat, at::kDouble}, "x");
-  TORCH_CHECK(x.dim() == 4, "x must have 4 dimensions (N, C, H, W), but has shape ", list_of(x.sizes()));
-  TORCH_CHECK(weight.dim() == 4, "weight must have 4 dimensions, but has shape ", list_of(weight.sizes()));
+  TORCH_CHECK(x.dim() == 4, "x must have 4 dimensions (N, C, H, W), but has shape ", str(x.sizes()));
+  TORCH_CHECK(weight.dim() == 4, "weight must have 4 dimensions, but has shape ", str(weight.sizes()));
   TORCH_CHECK(weight.device() == x.device(), "weight must be on x's device (", x.device(), "), but is on ",
               weight.device());
   TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have x's dtype (", x.scalar_type(),
               "), but has ", weight.scalar_type());
   TORCH_CHECK(weight.size(0) == x.size(1), "weight must have shape (cin, cout, kh, kw) with cin = x.size(1) = ",
-              str(x.size(1)), ", but has shape ", list_of(weight.sizes()), " (groups are not supported)");
+              str(x.size(1)), ", but has shape ", str(weight.sizes()), " (groups are not supported)");
   TORCH_CHECK(weight.size(2) > 0 && weight.size(3) > 0, "weight must have a kernel of at least 1 x 1, but has shape ",
-              list_of(weight.sizes()));
+              str(weight.sizes()));
   if (bias.has_value()) {
     const at::Tensor& b = *bias;
     TORCH_CHECK(b.device() == x.device(), "bias must be on x's device (", x.device(), "), but is on ", b.device());
     TORCH_CHECK(b.scalar_type() == x.scalar_type(), "bias must have x's dtype (", x.scalar_type(), "), but has ",
                 b.scalar_type());
     TORCH_CHECK(b.dim() == 1 && b.size(0) == weight.size(1), "bias must have shape (", str(weight.size(1)),
-                ",) (one value per output channel), but has shape ", list_of(b.sizes()));
+                ",) (one value per output channel), but has shape ", str(b.sizes()));
   }
   for (int d = 0; d < 2; ++d) {
     TORCH_CHECK(stride[d] > 0, "stride must be positive, but is ", pair_of(stride));
@@ -89,8 +81,8 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
                 pair_of(output_padding), " with stride ", pair_of(stride), " and dilation ", pair_of(dilation));
     const int64_t out = conv_transpose_output_size(x.size(2 + d), weight.size(2 + d), stride[d], padding[d],
                                                    output_padding[d], dilation[d]);
-    TORCH_CHECK(out > 0, "padding ", pair_of(padding), " crops the whole output: x ", list_of(x.sizes()),
-                " and weight ", list_of(weight.sizes()), " give ", str(out), d == 0 ? " rows" : " columns");
+    TORCH_CHECK(out > 0, "padding ", pair_of(padding), " crops the whole output: x ", str(x.sizes()),
+                " and weight ", str(weight.sizes()), " give ", str(out), d == 0 ? " rows" : " columns");
   }
   // END SOLUTION
 }
@@ -104,7 +96,7 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   const int64_t ho = conv_transpose_output_size(x.size(2), weight.size(2), st[0], pd[0], op[0], dl[0]);
   const int64_t wo = conv_transpose_output_size(x.size(3), weight.size(3), st[1], pd[1], op[1], dl[1]);
   // The kernel indexes within one image with int (the batch index is 64-bit).
-  TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", list_of(x.sizes()), " has 2^31 or more elements");
+  TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", str(x.sizes()), " has 2^31 or more elements");
   TORCH_CHECK(weight.numel() < INT_MAX, "weight has 2^31 or more elements");
   TORCH_CHECK(weight.size(1) * ho * wo < INT_MAX, "the output of one image has 2^31 or more elements");
 

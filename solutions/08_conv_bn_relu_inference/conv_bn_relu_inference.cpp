@@ -12,27 +12,18 @@
 
 namespace {
 
-// Error messages pass only strings to TORCH_CHECK: streaming integers, doubles or an IntArrayRef
-// into a message crashed extensions on the H100 machine (torch 2.11; see exercise 10's binding).
-std::string num(int64_t v) { return std::to_string(v); }
-std::string num(int v) { return std::to_string(v); }
-std::string num(double v) { return std::to_string(v); }
-std::string str(at::IntArrayRef v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-std::string dev(const at::Tensor& t) { return t.device().str(); }
-std::string dtype(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+using course::str;  // messages pass only strings to TORCH_CHECK (see course/ops.h)
+using course::device_of;
+using course::dtype_of;
 
 constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;  // the kernels use 32-bit offsets
 
 void check_param(const at::Tensor& t, const char* name, const at::Tensor& x, int64_t channels) {
-  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", dev(x), "), but is on ",
-              dev(t));
-  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", dtype(x),
-              "), but has ", dtype(t));
-  TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", num(channels), "] (one value per output ",
+  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", device_of(x), "), but is on ",
+              device_of(t));
+  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", dtype_of(x),
+              "), but has ", dtype_of(t));
+  TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", str(channels), "] (one value per output ",
               "channel), but has shape ", course::shape_of(t));
 }
 
@@ -49,11 +40,11 @@ ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArray
   course::check_dtype(x, {at::kFloat, at::kDouble}, "x");
   course::check_dim(x, 4, "x");
   course::check_dim(weight, 4, "weight");
-  TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", dev(x),
-              "), but is on ", dev(weight));
-  TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have the same dtype as x (", dtype(x),
-              "), but has ", dtype(weight));
-  TORCH_CHECK(weight.size(1) == x.size(1), "weight must have x's ", num(x.size(1)), " input channels in dim 1 (groups=1)",
+  TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", device_of(x),
+              "), but is on ", device_of(weight));
+  TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have the same dtype as x (", dtype_of(x),
+              "), but has ", dtype_of(weight));
+  TORCH_CHECK(weight.size(1) == x.size(1), "weight must have x's ", str(x.size(1)), " input channels in dim 1 (groups=1)",
               ", but has shape ", course::shape_of(weight));
   TORCH_CHECK(weight.size(0) > 0 && weight.size(2) > 0 && weight.size(3) > 0, "weight must not be empty, but has shape ",
               course::shape_of(weight));
@@ -93,7 +84,7 @@ at::Tensor conv_bn_relu_inference(const at::Tensor& x_, const at::Tensor& weight
   check_param(bn_bias, "bn_bias", x_, s.K);
   check_param(running_mean, "running_mean", x_, s.K);
   check_param(running_var, "running_var", x_, s.K);
-  TORCH_CHECK(eps > 0, "eps must be positive, got ", num(eps));
+  TORCH_CHECK(eps > 0, "eps must be positive, got ", str(eps));
   const c10::cuda::CUDAGuard device_guard(x_.device());
   const at::Tensor x = x_.contiguous(), weight = weight_.contiguous();
   const at::Tensor b = bias.has_value() ? bias->contiguous() : at::Tensor();

@@ -15,22 +15,12 @@ namespace {
 
 using c10::IntArrayRef;
 
-// Error messages pass only strings to TORCH_CHECK: messages that streamed integers or an IntArrayRef
-// crashed this extension (SIGSEGV) on the H100 machine (torch 2.11, nvcc 13), apparently because the
-// nvcc-compiled .cu and this g++-compiled file share c10::str's template instances.
-std::string num(int64_t v) { return std::to_string(v); }
-
-// "[2, 3, 5, 7]"
-std::string str(IntArrayRef v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using course::str;  // messages pass only strings to TORCH_CHECK (see course/ops.h)
 
 // stride, padding and dilation: two values (height, width), each at least `min`.
 std::array<int64_t, 2> pair_arg(IntArrayRef v, const char* name, int64_t min) {
-  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but has ", num(v.size()), ": ", str(v));
-  TORCH_CHECK(v[0] >= min && v[1] >= min, name, " must be at least ", num(min), ", but is ", str(v));
+  TORCH_CHECK(v.size() == 2, name, " must have 2 values (height, width), but has ", str(v.size()), ": ", str(v));
+  TORCH_CHECK(v[0] >= min && v[1] >= min, name, " must be at least ", str(min), ", but is ", str(v));
   TORCH_CHECK(v[0] <= std::numeric_limits<int>::max() && v[1] <= std::numeric_limits<int>::max(), name,
               " is too large for cuDNN: ", str(v));
   return {v[0], v[1]};
@@ -65,8 +55,8 @@ void check_like(const at::Tensor& t, const char* name, const at::Tensor& ref, co
 // Output size of one spatial dimension; the dilated kernel must fit in the padded input.
 int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, const char* dim) {
   const int64_t span = d * (k - 1) + 1;
-  TORCH_CHECK(in + 2 * p >= span, "the kernel (", dim, " ", num(k), ", dilation ", num(d), ", so ", num(span),
-              " wide) is larger than the padded input x (", dim, " ", num(in), " + 2 * padding ", num(p), ")");
+  TORCH_CHECK(in + 2 * p >= span, "the kernel (", dim, " ", str(k), ", dilation ", str(d), ", so ", str(span),
+              " wide) is larger than the padded input x (", dim, " ", str(in), " + 2 * padding ", str(p), ")");
   return (in + 2 * p - span) / s + 1;
 }
 
@@ -80,7 +70,7 @@ at::Tensor dense(const at::Tensor& t) {
 // Everything but the buffers: shapes, parameters, math mode, device and stream.
 conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntArrayRef stride,
                      IntArrayRef padding, IntArrayRef dilation, at::ScalarType dtype, int64_t mode) {
-  TORCH_CHECK(mode >= 0 && mode <= 2, "mode must be 0 (uncached), 1 (heuristic) or 2 (benchmark), but is ", num(mode));
+  TORCH_CHECK(mode >= 0 && mode <= 2, "mode must be 0 (uncached), 1 (heuristic) or 2 (benchmark), but is ", str(mode));
   conv::Args a;
   a.op = op;
   a.mode = static_cast<conv::Mode>(mode);
@@ -92,7 +82,7 @@ conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntA
   a.stride = pair_arg(stride, "stride", 1);
   a.padding = pair_arg(padding, "padding", 0);
   a.dilation = pair_arg(dilation, "dilation", 1);
-  TORCH_CHECK(a.w[1] == a.x[1], "weight must have x's ", num(a.x[1]), " input channels in dimension 1, but has shape ",
+  TORCH_CHECK(a.w[1] == a.x[1], "weight must have x's ", str(a.x[1]), " input channels in dimension 1, but has shape ",
               str(w_shape), " (x has shape ", str(x_shape), ")");
   a.y = {a.x[0], a.w[0], out_size(a.x[2], a.w[2], a.stride[0], a.padding[0], a.dilation[0], "height"),
          out_size(a.x[3], a.w[3], a.stride[1], a.padding[1], a.dilation[1], "width")};
@@ -185,7 +175,7 @@ std::vector<int64_t> cache_stats() {
 void cache_clear() { conv::cache_clear(); }
 
 void cache_set_capacity(int64_t capacity) {
-  TORCH_CHECK(capacity >= 1, "capacity must be at least 1, but is ", num(capacity));
+  TORCH_CHECK(capacity >= 1, "capacity must be at least 1, but is ", str(capacity));
   conv::cache_set_capacity(capacity);
 }
 

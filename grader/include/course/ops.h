@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
@@ -21,15 +22,27 @@
 
 namespace course {
 
-// "[2, 3, 4]": shapes formatted by hand, so that messages do not depend on operator<< overloads.
-inline std::string shape_of(const at::Tensor& t) {
+// Error messages are built from strings only. On the H100 machine (torch 2.11, nvcc 13) a
+// TORCH_CHECK that streamed an integer, a double or an IntArrayRef crashed the process (SIGSEGV) in
+// extensions that also have nvcc-compiled files: both compilers instantiate c10::str's templates for
+// those argument types. Strings and C strings are safe, so numbers go through course::str first.
+template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+inline std::string str(T v) { return std::to_string(v); }
+inline std::string str(double v) { return std::to_string(v); }
+
+// "[2, 3, 4]"
+inline std::string str(at::IntArrayRef v) {
   std::string out = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) out += (d ? ", " : "") + std::to_string(t.size(d));
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
   return out + "]";
 }
 
+inline std::string shape_of(const at::Tensor& t) { return str(t.sizes()); }
+inline std::string device_of(const at::Tensor& t) { return t.device().str(); }
+inline std::string dtype_of(const at::Tensor& t) { return c10::toString(t.scalar_type()); }
+
 inline void check_cuda(const at::Tensor& t, const char* name) {
-  TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor, but it is on ", t.device());
+  TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor, but it is on ", device_of(t));
 }
 
 inline void check_contiguous(const at::Tensor& t, const char* name) {
@@ -37,7 +50,7 @@ inline void check_contiguous(const at::Tensor& t, const char* name) {
 }
 
 inline void check_dim(const at::Tensor& t, int64_t dim, const char* name) {
-  TORCH_CHECK(t.dim() == dim, name, " must have ", dim, " dimensions, but has shape ", shape_of(t));
+  TORCH_CHECK(t.dim() == dim, name, " must have ", str(dim), " dimensions, but has shape ", shape_of(t));
 }
 
 inline void check_dtype(const at::Tensor& t, std::initializer_list<at::ScalarType> allowed, const char* name) {
@@ -46,15 +59,15 @@ inline void check_dtype(const at::Tensor& t, std::initializer_list<at::ScalarTyp
   }
   std::string names;
   for (auto s : allowed) names += std::string(names.empty() ? "" : ", ") + c10::toString(s);
-  TORCH_CHECK(false, name, " must have dtype in {", names, "}, but has ", t.scalar_type());
+  TORCH_CHECK(false, name, " must have dtype in {", names, "}, but has ", dtype_of(t));
 }
 
 // `other` must match `ref` in device, dtype and shape (e.g. a gradient and its input).
 inline void check_same(const at::Tensor& other, const char* other_name, const at::Tensor& ref, const char* ref_name) {
   TORCH_CHECK(other.device() == ref.device(), other_name, " must be on the same device as ", ref_name,
-              " (", ref.device(), "), but is on ", other.device());
+              " (", device_of(ref), "), but is on ", device_of(other));
   TORCH_CHECK(other.scalar_type() == ref.scalar_type(), other_name, " must have the same dtype as ", ref_name,
-              " (", ref.scalar_type(), "), but has ", other.scalar_type());
+              " (", dtype_of(ref), "), but has ", dtype_of(other));
   TORCH_CHECK(other.sizes().equals(ref.sizes()), other_name, " must have the same shape as ", ref_name, " (",
               shape_of(ref), "), but has shape ", shape_of(other));
 }
