@@ -214,9 +214,9 @@ def build():
         exception, which Python sees as a `RuntimeError`. An empty tensor would need 0 blocks, so return
         before launching.
 
-        The grid: `blocks_for<scalar_t>(n)` (given) asks `course::grid_for` for enough blocks to give each
-        thread one 16-byte vector, capped at a few blocks per multiprocessor; the grid-stride loop covers
-        the rest.
+        The grid: `blocks_for<scalar_t>(kernel, n)` (given) asks `course::grid_for` for enough blocks to
+        give each thread `kUnroll` 16-byte vectors, capped at one full wave (as many blocks as the occupancy
+        API says fit on all multiprocessors at once); the grid-stride loop covers the rest.
 
         @@CONTEXT@@
         """, "launch", context=region_context(CU, "leaky_relu_forward_cuda")),
