@@ -4,6 +4,10 @@
 #                                   QUICK=1 for the fast edit loop without slow checks and timing)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
+#                                   (one worker per visible GPU; WORKERS=n to choose)
+#   make grade SUBMISSIONS=dir SLURM=1   the same as a Slurm job array (SLURM_TASKS, SLURM_PARTITION,
+#                                   SLURM_TIME minutes per task, SLURM_GPUS per task, SLURM_ACCOUNT;
+#                                   SLURM_DRY_RUN=1 prints the job script)
 #   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows)
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
 #   make exercises                  regenerate exercises/ from solutions/ (FORCE=1 to overwrite edits)
@@ -18,19 +22,31 @@ SUBMISSIONS ?=
 QUICK ?=
 FORCE ?=
 PYTEST_ARGS ?=
+WORKERS ?=
+SLURM ?=
+SLURM_TASKS ?=
+SLURM_PARTITION ?=
+SLURM_TIME ?=
+SLURM_GPUS ?=
+SLURM_ACCOUNT ?=
+SLURM_DRY_RUN ?=
 
 export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
 PY = py=$$(scripts/bootstrap.sh) || exit 1;
 
-GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)") $(if $(QUICK),--quick)
+GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)")
+CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(SLURM),--slurm) $(if $(SLURM_TASKS),--tasks $(SLURM_TASKS)) \
+  $(if $(SLURM_PARTITION),--partition $(SLURM_PARTITION)) $(if $(SLURM_TIME),--time-min $(SLURM_TIME)) \
+  $(if $(SLURM_GPUS),--gpus-per-task $(SLURM_GPUS)) $(if $(SLURM_ACCOUNT),--account $(SLURM_ACCOUNT)) \
+  $(if $(SLURM_DRY_RUN),--dry-run)
 
 .PHONY: grade test bench exercises notebooks clean
 
 grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
-	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS); \
+	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
-	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS); \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick); \
 	fi
 
 # pytest exits 5 when it collected no test: that must fail, not pass silently.

@@ -15,16 +15,21 @@ from __future__ import annotations
 import argparse
 import csv
 import html
+import os
 import json
+import queue
 import secrets
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
 from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
 from grader.report import format_rate, markdown, reasons, table
 from grader.results import write_json_atomic
+from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script
 from grader.spec import Spec, select
 
 
@@ -38,38 +43,97 @@ def progress(done: int, total: int, label: str) -> None:
     print(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}", flush=True)
 
 
+def load_report(out: Path, student: str) -> dict | None:
+    """A student's finished report, or None when they are not graded yet."""
+    path = out / student / "report.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def failed_rows(specs: list[Spec], error: str) -> list[dict]:
+    """Rows for a student the grader itself failed on: zero points, and why."""
+    return [{"exercise": sp.exercise, "title": sp.title, "status": "grader error", "error": error,
+             "points": 0.0, "max_points": sp.total, "groups": {}, "tests": []} for sp in specs]
+
+
+def worker_devices(workers: int | None) -> list[str | None]:
+    """One grading worker per visible GPU (each pinned to its GPU), or `workers` of them.
+
+    Without a GPU the workers have no device (the GPU checks skip). More workers than GPUs share
+    GPUs round-robin, which makes their timings disturb each other: keep one per GPU to grade speed.
+    """
+    gpus = env.visible_gpus() if env.gpu_present() else []
+    count = workers or max(1, len(gpus))
+    return [gpus[i % len(gpus)] if gpus else None for i in range(count)]
+
+
 def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
-                force: bool = False, keyword: str | None = None) -> dict[str, list[dict]]:
-    students = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    if not students:
+                force: bool = False, keyword: str | None = None, devices: list[str | None] | None = None,
+                students: list[str] | None = None, write_book: bool = True) -> dict[str, list[dict]]:
+    """Grade every student folder of `root` (or the named `students`) into `out`.
+
+    Students are graded concurrently, one per worker in `devices` (default: one per visible GPU);
+    each student's result depends only on their submission and the seed, never on which worker or
+    GPU graded it, so the gradebook is the same as a serial run's.
+    """
+    every = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if students is not None:
+        wanted = set(students)
+        every = [d for d in every if d.name in wanted]
+    if not every:
         raise SystemExit(f"no student folders in {root}")
-    todo = [s for s in students if force or not (out / s.name / "report.json").exists()]
-    # Build every submission first, in parallel: the GPU then never waits for a compiler.
+    todo = [s for s in every if force or load_report(out, s.name) is None]
+    # Build every submission first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
     folders = [exercises_root(s) / sp.exercise for s in todo for sp in specs
                if (exercises_root(s) / sp.exercise).is_dir()]
     if folders:
         print(f"building {len(folders)} submitted exercise folder(s), {jobs} at a time ...", flush=True)
         build_all(folders, jobs, log=lambda *a: None)
+    devices = devices or worker_devices(None)
+    if len(devices) > 1 or devices[0] is not None:
+        print(f"grading with {len(devices)} worker(s): "
+              + ", ".join("no GPU" if d is None else f"GPU {d}" for d in devices), flush=True)
+
     results: dict[str, list[dict]] = {}
-    for i, student in enumerate(students, start=1):
-        report_path = out / student.name / "report.json"
-        if student not in todo:
-            results[student.name] = json.loads(report_path.read_text())["exercises"]
-            progress(i, len(students), f"{student.name}: already graded (--force to regrade)")
-            continue
+    done = 0
+    lock = threading.Lock()
+    free: queue.Queue = queue.Queue()
+    for d in devices:
+        free.put(d)
+
+    def finish(student: Path, rows: list[dict], label: str) -> None:
+        nonlocal done
+        with lock:
+            results[student.name] = rows
+            done += 1
+            progress(done, len(every), label)
+
+    def grade_student(student: Path) -> None:
+        device = free.get()
         try:
-            rows = grade_target(exercises_root(student), specs, seed=seed, timeout=timeout, jobs=jobs,
-                                keyword=keyword, log=lambda *a: None)
+            rows = grade_target(exercises_root(student), specs, seed=seed, timeout=timeout, jobs=1,
+                                keyword=keyword, device=device, log=lambda *a: None)
         except Exception as e:  # a grader fault on one student must not lose the others
-            rows = [{"exercise": sp.exercise, "title": sp.title, "status": "grader error", "error": repr(e),
-                     "points": 0.0, "max_points": sp.total, "groups": {}, "tests": []} for sp in specs]
+            rows = failed_rows(specs, repr(e))
+        finally:
+            free.put(device)
         header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
         write_feedback(out / student.name, rows, header)
-        results[student.name] = rows
         total = sum(r["points"] for r in rows)
-        progress(i, len(students), f"{student.name}: {total:g}/{sum(r['max_points'] for r in rows)}")
-    write_gradebook(out, results, seed)
-    return results
+        finish(student, rows, f"{student.name}: {total:g}/{sum(r['max_points'] for r in rows)}")
+
+    for student in every:
+        if student not in todo:
+            rows = load_report(out, student.name)["exercises"]
+            finish(student, rows, f"{student.name}: already graded (--force to regrade)")
+    with ThreadPoolExecutor(max_workers=len(devices)) as pool:
+        for f in [pool.submit(grade_student, s) for s in todo]:
+            f.result()
+    if write_book:
+        write_gradebook(out, results, seed)
+    return dict(sorted(results.items()))
 
 
 def write_feedback(folder: Path, rows: list[dict], header: dict) -> None:
@@ -163,22 +227,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="parallel builds")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="students graded at once (default: one per visible GPU, each pinned to its GPU)")
     parser.add_argument("--force", action="store_true", help="regrade students already graded")
     parser.add_argument("-k", dest="keyword")
+    cluster = parser.add_argument_group("Slurm (a job array through submitit; see grader/slurm.py)")
+    cluster.add_argument("--slurm", action="store_true", help="grade as a Slurm job array")
+    cluster.add_argument("--tasks", type=int, default=SlurmOptions.tasks, help="array tasks (slices of students)")
+    cluster.add_argument("--partition")
+    cluster.add_argument("--time-min", type=int, default=SlurmOptions.time_min, help="time limit per task")
+    cluster.add_argument("--gpus-per-task", type=int, default=SlurmOptions.gpus_per_task)
+    cluster.add_argument("--cpus-per-task", type=int, default=SlurmOptions.cpus_per_task)
+    cluster.add_argument("--account")
+    cluster.add_argument("--local", action="store_true", help="run the array's tasks as local processes")
+    cluster.add_argument("--dry-run", action="store_true", help="print the sbatch script and stop")
     args = parser.parse_args(argv)
     env.configure()
     root = args.submissions.resolve()
     out = (args.out or root.parent / "gradebook").resolve()
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-    print(f"grading the class in {root} (seed {seed}) into {out}")
-    if not env.gpu_present():
-        print("no CUDA GPU here: submissions are compiled and the GPU checks are skipped")
-    results = grade_class(root, select(args.ex), seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
-                          force=args.force, keyword=args.keyword)
-    for student, rows in sorted(results.items()):
-        print(f"\n== {student}")
-        print(table(rows))
+    specs = select(args.ex)
+    if args.slurm:
+        opts = SlurmOptions(tasks=args.tasks, partition=args.partition, time_min=args.time_min,
+                            gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
+                            account=args.account, cluster="local" if args.local else "slurm")
+        if args.dry_run:
+            students = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
+            print(job_script(out / ".submitit", opts, len(students)), end="")
+            return 0
+        print(f"grading the class in {root} (seed {seed}) into {out} as a Slurm job array")
+        results = grade_class_on_slurm(root, specs, seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
+                                       force=args.force, keyword=args.keyword, opts=opts)
+    else:
+        print(f"grading the class in {root} (seed {seed}) into {out}")
+        if not env.gpu_present():
+            print("no CUDA GPU here: submissions are compiled and the GPU checks are skipped")
+        start = time.perf_counter()
+        results = grade_class(root, specs, seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
+                              force=args.force, keyword=args.keyword, devices=worker_devices(args.workers))
+        print(f"graded {len(results)} student(s) in {time.perf_counter() - start:.0f} s")
+    if len(results) <= 10:
+        for student, rows in results.items():
+            print(f"\n== {student}")
+            print(table(rows))
+    else:
+        for student, rows in results.items():
+            print(f"{student:30s} {sum(r['points'] for r in rows):6g} / {sum(r['max_points'] for r in rows)}")
     print(f"\ngradebook: {out / 'gradebook.csv'}; feedback: {out}/<student>/report.html")
     return 0
 

@@ -39,8 +39,11 @@ def resolve_target(target: str) -> Path:
     return path
 
 
-def _child_env() -> dict:
+def _child_env(device: str | None = None) -> dict:
+    """The environment of a build or grading process; `device` pins it to one GPU."""
     e = dict(os.environ)
+    if device is not None:
+        e["CUDA_VISIBLE_DEVICES"] = device
     e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(env.REPO), e.get("PYTHONPATH")]))
     e.setdefault("PYTHONUNBUFFERED", "1")
     return e
@@ -81,7 +84,7 @@ def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
 
 
 def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, timeout: float,
-              keyword: str | None, workdir: Path, quick: bool = False) -> dict:
+              keyword: str | None, workdir: Path, quick: bool = False, device: str | None = None) -> dict:
     """Grade one built exercise folder in a child process; contain crashes and hangs."""
     results_path = workdir / f"{spec.exercise}.json"
     results_path.unlink(missing_ok=True)
@@ -94,7 +97,7 @@ def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: 
     if quick:
         cmd += ["-m", "not slow"]
     cmd.append("--durations=5")  # in the log: where grading time goes
-    proc = subprocess.Popen(cmd, cwd=env.REPO, env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, cwd=env.REPO, env=_child_env(device), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     status, error = "graded", ""
     try:
@@ -112,6 +115,9 @@ def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: 
         status, error = "crashed", f"the grading process died with {sig}"
     elif proc.returncode not in (0, 1) and status == "graded" and not tests:
         status, error = "error", _tail(output)
+    if data.get("tampered"):
+        shown = ", ".join(data["tampered"][:5]) + (" ..." if len(data["tampered"]) > 5 else "")
+        status, error = "tampered", f"the submission replaced functions the grader relies on: {shown}"
     if status in ("crashed", "timed out"):
         running = data.get("running")
         if running:
@@ -143,8 +149,11 @@ def device_name() -> str:
 
 
 def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, jobs: int,
-                 keyword: str | None = None, quick: bool = False, log=print) -> list[dict]:
-    """Build and grade every selected exercise of one target folder; one row per exercise."""
+                 keyword: str | None = None, quick: bool = False, device: str | None = None,
+                 log=print) -> list[dict]:
+    """Build and grade every selected exercise of one target folder; one row per exercise.
+
+    `device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU."""
     gpu = env.gpu_present()
     present = [s for s in specs if (target / s.exercise).is_dir()]
     to_build = [target / s.exercise for s in present]
@@ -169,7 +178,7 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
             if ref is not None and not builds.get(ref, {}).get("ok"):
                 ref = None  # measured against PyTorch instead
             start = time.perf_counter()
-            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp), quick))
+            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp), quick, device))
             log(f"  graded {s.exercise} in {time.perf_counter() - start:.1f} s")
     return rows
 

@@ -40,6 +40,14 @@ def gpu_present() -> bool:
     return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
+def visible_gpus() -> list[str]:
+    """The CUDA devices this process may use, as CUDA_VISIBLE_DEVICES entries; [] without a GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    return sorted((p.name[len("nvidia"):] for p in Path("/dev").glob("nvidia[0-9]*")), key=int)
+
+
 def configure() -> dict[str, str]:
     """Set CUDA_HOME and TORCH_CUDA_ARCH_LIST for extension builds; return what was set."""
     changed = {}

@@ -6,7 +6,9 @@ import shutil
 
 import pytest
 
-from grader.classroom import grade_class
+from grader.classroom import grade_class, worker_devices
+from grader.env import visible_gpus
+from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script, slices
 from grader.spec import select
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, SOLUTIONS
@@ -63,3 +65,58 @@ def test_rerun_resumes_without_regrading(classroom):
     before = (out / "alice" / "report.json").stat().st_mtime_ns
     grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=2)
     assert (out / "alice" / "report.json").stat().st_mtime_ns == before
+
+
+def outcomes(results: dict[str, list[dict]]) -> dict:
+    """What must not depend on how the class was graded: statuses and every group's state but speed
+    (timings vary from run to run, and with them the speed tiers)."""
+    return {(student, r["exercise"]): (r["status"], {g: v["state"] for g, v in r["groups"].items() if g != "performance"})
+            for student, rows in results.items() for r in rows}
+
+
+def test_parallel_workers_give_the_serial_gradebook(classroom, tmp_path):
+    subs, _, serial = classroom
+    devices = worker_devices(2)
+    assert len(devices) == 2
+    parallel = grade_class(subs, select(UNIT1), seed=7, out=tmp_path / "parallel", timeout=600, jobs=2,
+                           devices=devices)
+    assert outcomes(parallel) == outcomes(serial)
+    rows = list(csv.DictReader((tmp_path / "parallel" / "gradebook.csv").open()))
+    assert len(rows) == 6
+
+
+def test_slurm_job_array_with_submitits_local_executor(classroom, tmp_path):
+    """The Slurm path end to end, with submitit's local executor standing in for the cluster."""
+    pytest.importorskip("submitit", reason="submitit is installed by scripts/bootstrap.sh (requirements.txt)")
+    subs, _, serial = classroom
+    out = tmp_path / "slurm"
+    opts = SlurmOptions(tasks=2, cluster="local", time_min=30)
+    results = grade_class_on_slurm(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=2, force=False,
+                                   keyword=None, opts=opts)
+    assert outcomes(results) == outcomes(serial)
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    assert {(r["student_id"], r["assignment"]) for r in rows} == {(s, ex) for s in ("alice", "bob", "carol") for ex in UNIT1}
+    # two array tasks ran, each with its own log folder
+    assert len([d for d in (out / ".submitit").iterdir() if d.is_dir()]) >= 2
+
+
+def test_slurm_job_script(tmp_path):
+    script = job_script(tmp_path, SlurmOptions(tasks=8, partition="gpu", time_min=90, gpus_per_task=1), students=300)
+    assert script.startswith("#!/bin/bash")
+    for line in ("#SBATCH --array=0-7%8", "#SBATCH --partition=gpu", "#SBATCH --time=90", "#SBATCH --gpus-per-node=1",
+                 "submitit.core._submit"):
+        assert line in script, line
+
+
+def test_slices_cover_every_student_once():
+    students = [f"s{i}" for i in range(23)]
+    parts = slices(students, 4)
+    assert len(parts) == 4 and sorted(sum(parts, [])) == sorted(students)
+    assert slices(["a"], 8) == [["a"]]
+
+
+def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert visible_gpus() == ["2", "3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpus() == []

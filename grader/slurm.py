@@ -1,0 +1,140 @@
+"""Grading a class on a Slurm cluster: a job array through submitit, one task per slice of students.
+
+    make grade SUBMISSIONS=dir SLURM=1 [SLURM_TASKS=8] [SLURM_PARTITION=gpu] [SLURM_TIME=120] \
+        [SLURM_GPUS=1] [SLURM_ACCOUNT=...]
+    python -m grader.classroom dir --slurm --tasks 8 --partition gpu --dry-run   # print the job script
+
+Every task grades its students exactly as `make grade SUBMISSIONS=dir` does on one machine, with
+the same seed, writing each student's feedback into the shared output folder (which must be on a
+file system the nodes share, as the submissions and this repository must be). When the tasks are
+done, the gradebook is assembled from those per-student reports. A failed task is submitted once
+more; students whose task failed twice get a row saying so, with the path of the task's log.
+
+submitit (https://github.com/facebookincubator/submitit) writes the sbatch script, submits the
+array, and brings back each task's result or exception. Its local executor runs the same tasks as
+local processes, which is how the test suite checks this path without a cluster.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import env
+from grader.spec import Spec, select
+
+
+@dataclass
+class SlurmOptions:
+    tasks: int = 4  # array tasks (slices of students)
+    partition: str | None = None
+    time_min: int = 120  # per task
+    gpus_per_task: int = 1
+    cpus_per_task: int = 8  # builds use them
+    account: str | None = None
+    retries: int = 1
+    cluster: str = "slurm"  # "local" runs the tasks as local processes (tests)
+    extra: dict = field(default_factory=dict)  # more sbatch options, e.g. {"constraint": "h100"}
+
+
+def slices(students: list[str], tasks: int) -> list[list[str]]:
+    """Round-robin slices, so that each task gets a similar mix of early and late names."""
+    tasks = max(1, min(tasks, len(students)))
+    return [students[i::tasks] for i in range(tasks)]
+
+
+def _setup_lines() -> list[str]:
+    """Shell lines run before each task: the same repository, toolkit and interpreter as here."""
+    lines = [f"cd {env.REPO}", f"export PYTHONPATH={env.REPO}${{PYTHONPATH:+:$PYTHONPATH}}"]
+    if os.environ.get("CUDA_HOME"):
+        lines.append(f"export CUDA_HOME={os.environ['CUDA_HOME']}")
+    return lines
+
+
+def _executor(folder: Path, opts: SlurmOptions):
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=folder / "%j", cluster=opts.cluster)
+    params = dict(name="course-grade", timeout_min=opts.time_min, cpus_per_task=opts.cpus_per_task,
+                  slurm_array_parallelism=opts.tasks, slurm_setup=_setup_lines())
+    if opts.cluster == "local":  # the local executor sets CUDA_VISIBLE_DEVICES to GPUs 0..n-1 ("" for none)
+        params["gpus_per_node"] = min(opts.gpus_per_task, len(env.visible_gpus())) if env.gpu_present() else 0
+    else:
+        params["gpus_per_node"] = opts.gpus_per_task
+    if opts.partition:
+        params["slurm_partition"] = opts.partition
+    if opts.account:
+        params["slurm_account"] = opts.account
+    if opts.extra:
+        params["slurm_additional_parameters"] = dict(opts.extra)
+    executor.update_parameters(**params)
+    return executor
+
+
+def job_script(folder: Path, opts: SlurmOptions, students: int) -> str:
+    """The sbatch script submitit would submit for `students` students (no cluster needed)."""
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    params = dict(job_name="course-grade", time=opts.time_min, cpus_per_task=opts.cpus_per_task,
+                  gpus_per_node=opts.gpus_per_task, array_parallelism=opts.tasks, setup=_setup_lines(),
+                  partition=opts.partition, account=opts.account,
+                  additional_parameters=dict(opts.extra) or None)
+    command = f"{sys.executable} -u -m submitit.core._submit {folder / '%j'}"
+    return _make_sbatch_string(command=command, folder=folder / "%j",
+                               map_count=len(slices(list(range(students)), opts.tasks)), **params)
+
+
+def grade_slice(root: str, exercises: list[str], students: list[str], seed: int, out: str, timeout: float,
+                jobs: int, force: bool, keyword: str | None) -> dict[str, float]:
+    """One array task: grade these students into `out`; return their totals."""
+    from grader.classroom import grade_class
+
+    env.configure()
+    results = grade_class(Path(root), select(exercises), seed=seed, out=Path(out), timeout=timeout, jobs=jobs,
+                          force=force, keyword=keyword, students=students, write_book=False)
+    return {s: sum(r["points"] for r in rows) for s, rows in results.items()}
+
+
+def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
+                         force: bool, keyword: str | None, opts: SlurmOptions) -> dict[str, list[dict]]:
+    """Grade the class as a job array, retry failed tasks, and write the gradebook here."""
+    from grader.classroom import failed_rows, load_report, write_gradebook
+
+    students = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if not students:
+        raise SystemExit(f"no student folders in {root}")
+    todo = [s for s in students if force or load_report(out, s) is None]
+    exercises = [s.exercise for s in specs]
+    folder = out / ".submitit"
+    executor = _executor(folder, opts)
+    pending = todo
+    failures: dict[str, str] = {}  # student -> why their last task failed
+    for attempt in range(1 + max(0, opts.retries)):
+        if not pending:
+            break
+        parts = slices(pending, opts.tasks)
+        print(f"submitting {len(parts)} task(s) for {len(pending)} student(s){' (retry)' if attempt else ''} ...",
+              flush=True)
+        n = len(parts)
+        array = executor.map_array(grade_slice, [str(root)] * n, [exercises] * n, parts, [seed] * n,
+                                   [str(out)] * n, [timeout] * n, [jobs] * n, [force] * n, [keyword] * n)
+        for job, part in zip(array, parts):
+            try:
+                totals = job.result()
+                print(f"  task {job.job_id}: " + ", ".join(f"{s} {t:g}" for s, t in sorted(totals.items())),
+                      flush=True)
+            except Exception as e:  # a task that failed (node lost, time limit, crash) is tried again
+                why = (str(e).strip().splitlines() or [repr(e)])[-1][:300]
+                print(f"  task {job.job_id} failed: {why} (log: {job.paths.stderr})", flush=True)
+                for s in part:
+                    failures[s] = f"the Slurm task {job.job_id} failed: {why} (log: {job.paths.stderr})"
+        # a student whose report exists is done, even if their task died afterwards
+        pending = [s for s in pending if load_report(out, s) is None]
+    results = {}
+    for s in students:
+        report = load_report(out, s)
+        results[s] = (report["exercises"] if report is not None
+                      else failed_rows(specs, failures.get(s, "its Slurm task did not finish")))
+    write_gradebook(out, results, seed)
+    return results
