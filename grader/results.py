@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from grader.integrity import Snapshot
+
 
 def write_json_atomic(path: Path, data) -> None:
     """Write to a temporary file in the same folder, then rename: a reader (or a run interrupted
@@ -39,9 +41,14 @@ class ResultsRecorder:
         self.path = path
         self.tests: dict[str, dict] = {}
         self.running: str | None = None
+        self.snapshot: Snapshot | None = None  # taken once collected, before any submitted code runs
+        self.tampered: list[str] = []
 
     def _flush(self):
-        write_json_atomic(self.path, {"tests": list(self.tests.values()), "running": self.running})
+        if self.snapshot is not None and not self.tampered:
+            self.tampered = self.snapshot.changed()
+        write_json_atomic(self.path, {"tests": list(self.tests.values()), "running": self.running,
+                                      "tampered": self.tampered})
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.running = nodeid.split("::")[-1]
@@ -75,6 +82,7 @@ class ResultsRecorder:
             elif item.name == "test_performance":
                 self.tests["performance"] = {"name": "performance", "group": "performance", "outcome": "not run",
                                              "reason": "", "properties": {}}
+        self.snapshot = Snapshot().take()
         self._flush()
 
 

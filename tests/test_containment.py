@@ -1,5 +1,6 @@
-"""A crash or a hang in one exercise costs that exercise only: shown with real extensions that
-segfault and spin on the host, so it runs on CPU machines too."""
+"""A crash, a hang or tampering in one exercise costs that exercise only: shown with real
+extensions that segfault and spin on the host, and a module that patches the grader, so it runs on
+CPU machines too."""
 from __future__ import annotations
 
 import shutil

@@ -45,4 +45,13 @@ VARIANTS = [
             {"leaky_relu.cpp": [("  course::check_cuda(t, name);\n", "  for (volatile bool spin = true; spin;) {}\n  course::check_cuda(t, name);\n")]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, reason="longer than",
             extra={"cpu": True}),
+    # Tampering: the module disables the grader's comparison and PyTorch's, and does no work.
+    Variant(EX, "patches_the_grader", "the Python module replaces grader.checks.assert_close and torch.allclose",
+            {"leaky_relu.py": [("lib = load_library(__file__)\n",
+                                "lib = load_library(__file__)\n\nimport grader.checks\n\n"
+                                "grader.checks.assert_close = lambda *args, **kwargs: None\n"
+                                "torch.allclose = lambda *args, **kwargs: True\n")],
+             "leaky_relu.cu": [(FORWARD_VEC, "(void)0;"), (FORWARD_TAIL, "(void)0;")]},
+            loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
+            reason="grader.checks.assert_close", extra={"cpu": True}),
 ]
