@@ -15,16 +15,16 @@
 namespace {
 
 using course::str;  // messages pass only strings to TORCH_CHECK (see course/ops.h)
-using course::device_of;
-using course::dtype_of;
+using course::device_str;
+using course::dtype_str;
 
 constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;  // the kernels use 32-bit offsets
 
 void check_param(const at::Tensor& t, const char* name, const at::Tensor& x, int64_t channels) {
-  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", device_of(x), "), but is on ",
-              device_of(t));
-  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", dtype_of(x),
-              "), but has ", dtype_of(t));
+  TORCH_CHECK(t.device() == x.device(), name, " must be on the same device as x (", device_str(x), "), but is on ",
+              device_str(t));
+  TORCH_CHECK(t.scalar_type() == x.scalar_type(), name, " must have the same dtype as x (", dtype_str(x),
+              "), but has ", dtype_str(t));
   TORCH_CHECK(t.dim() == 1 && t.size(0) == channels, name, " must have shape [", str(channels), "] (one value per output ",
               "channel), but has shape ", course::shape_of(t));
 }

@@ -38,11 +38,11 @@ inline std::string str(at::IntArrayRef v) {
 }
 
 inline std::string shape_of(const at::Tensor& t) { return str(t.sizes()); }
-inline std::string device_of(const at::Tensor& t) { return t.device().str(); }
-inline std::string dtype_of(const at::Tensor& t) { return c10::toString(t.scalar_type()); }
+inline std::string device_str(const at::Tensor& t) { return t.device().str(); }
+inline std::string dtype_str(const at::Tensor& t) { return c10::toString(t.scalar_type()); }
 
 inline void check_cuda(const at::Tensor& t, const char* name) {
-  TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor, but it is on ", device_of(t));
+  TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor, but it is on ", device_str(t));
 }
 
 inline void check_contiguous(const at::Tensor& t, const char* name) {
@@ -59,15 +59,15 @@ inline void check_dtype(const at::Tensor& t, std::initializer_list<at::ScalarTyp
   }
   std::string names;
   for (auto s : allowed) names += std::string(names.empty() ? "" : ", ") + c10::toString(s);
-  TORCH_CHECK(false, name, " must have dtype in {", names, "}, but has ", dtype_of(t));
+  TORCH_CHECK(false, name, " must have dtype in {", names, "}, but has ", dtype_str(t));
 }
 
 // `other` must match `ref` in device, dtype and shape (e.g. a gradient and its input).
 inline void check_same(const at::Tensor& other, const char* other_name, const at::Tensor& ref, const char* ref_name) {
   TORCH_CHECK(other.device() == ref.device(), other_name, " must be on the same device as ", ref_name,
-              " (", device_of(ref), "), but is on ", device_of(other));
+              " (", device_str(ref), "), but is on ", device_str(other));
   TORCH_CHECK(other.scalar_type() == ref.scalar_type(), other_name, " must have the same dtype as ", ref_name,
-              " (", dtype_of(ref), "), but has ", dtype_of(other));
+              " (", dtype_str(ref), "), but has ", dtype_str(other));
   TORCH_CHECK(other.sizes().equals(ref.sizes()), other_name, " must have the same shape as ", ref_name, " (",
               shape_of(ref), "), but has shape ", shape_of(other));
 }
