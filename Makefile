@@ -1,7 +1,8 @@
 # The course's commands. Each sets up its own environment (scripts/bootstrap.sh) on first use.
 #
 #   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
-#                                   QUICK=1 for the fast edit loop without slow checks and timing)
+#                                   QUICK=1 for the fast edit loop without slow checks and timing,
+#                                   SANITIZE=1 to run the correctness checks under compute-sanitizer)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
 #                                   (one worker per visible GPU; WORKERS=n to choose)
@@ -20,6 +21,7 @@ SEED ?=
 K ?=
 SUBMISSIONS ?=
 QUICK ?=
+SANITIZE ?=
 FORCE ?=
 PYTEST_ARGS ?=
 WORKERS ?=
@@ -46,7 +48,7 @@ grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
 	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
-	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick); \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize); \
 	fi
 
 # pytest exits 5 when it collected no test: that must fail, not pass silently.

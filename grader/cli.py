@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,9 +84,39 @@ def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
     return results
 
 
+SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found an error (--error-exitcode)
+
+
+def find_sanitizer() -> str:
+    for candidate in [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "compute-sanitizer",
+                      Path("/usr/local/cuda/bin/compute-sanitizer")]:
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("compute-sanitizer")
+    if not found:
+        raise SystemExit("SANITIZE=1 needs compute-sanitizer (part of the CUDA toolkit), which is not installed here")
+    return found
+
+
+def sanitizer_errors(output: str) -> str:
+    """The first errors compute-sanitizer reported, e.g. 'Invalid __global__ write of size 4 bytes
+    at leaky_relu_kernel<float>(...)+0x2d0 ... Address 0x7f... is out of bounds', or '' if none."""
+    lines = [l.removeprefix("=========").strip() for l in output.splitlines() if l.startswith("=========")]
+    first = [i for i, l in enumerate(lines) if l.startswith("Invalid ") or "Error" in l and "ERROR SUMMARY" not in l]
+    if not first:
+        return ""
+    i = first[0]
+    return " | ".join(l for l in lines[i:i + 4] if l)[:600]
+
+
 def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, timeout: float,
-              keyword: str | None, workdir: Path, quick: bool = False, device: str | None = None) -> dict:
-    """Grade one built exercise folder in a child process; contain crashes and hangs."""
+              keyword: str | None, workdir: Path, quick: bool = False, device: str | None = None,
+              sanitize: bool = False) -> dict:
+    """Grade one built exercise folder in a child process; contain crashes and hangs.
+
+    `sanitize` runs the correctness checks (not the timing, not the slow checks) under
+    compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
+    own allocation: a write past the end of an output is caught even when the answer is right."""
     results_path = workdir / f"{spec.exercise}.json"
     results_path.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "suite"), "-q", "-p", "no:cacheprovider",
@@ -94,10 +125,15 @@ def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: 
         cmd.append(f"--reference-dir={reference_dir}")
     if keyword:
         cmd += ["-k", keyword]
-    if quick:
+    if quick or sanitize:
         cmd += ["-m", "not slow"]
     cmd.append("--durations=5")  # in the log: where grading time goes
-    proc = subprocess.Popen(cmd, cwd=env.REPO, env=_child_env(device), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    child = _child_env(device)
+    if sanitize:
+        cmd = [find_sanitizer(), "--tool", "memcheck", "--error-exitcode", str(SANITIZER_EXIT), "--print-limit", "10",
+               "--target-processes", "all", *cmd]
+        child.update(PYTORCH_NO_CUDA_MEMORY_CACHING="1", COURSE_SANITIZE="1")
+    proc = subprocess.Popen(cmd, cwd=env.REPO, env=child, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     status, error = "graded", ""
     try:
@@ -115,6 +151,9 @@ def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: 
         status, error = "crashed", f"the grading process died with {sig}"
     elif proc.returncode not in (0, 1) and status == "graded" and not tests:
         status, error = "error", _tail(output)
+    found = sanitizer_errors(output) if sanitize else ""
+    if sanitize and (found or proc.returncode == SANITIZER_EXIT):
+        status, error = "memory errors", "compute-sanitizer: " + (found or "errors reported (see the log)")
     if data.get("tampered"):
         shown = ", ".join(data["tampered"][:5]) + (" ..." if len(data["tampered"]) > 5 else "")
         status, error = "tampered", f"the submission replaced functions the grader relies on: {shown}"
@@ -150,7 +189,7 @@ def device_name() -> str:
 
 def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, jobs: int,
                  keyword: str | None = None, quick: bool = False, device: str | None = None,
-                 log=print) -> list[dict]:
+                 sanitize: bool = False, log=print) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise.
 
     `device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU."""
@@ -158,7 +197,7 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
     present = [s for s in specs if (target / s.exercise).is_dir()]
     to_build = [target / s.exercise for s in present]
     solutions = env.REPO / "solutions"
-    use_reference = gpu and not quick and target.resolve() != solutions.resolve()
+    use_reference = gpu and not quick and not sanitize and target.resolve() != solutions.resolve()
     if use_reference:
         to_build += [solutions / s.exercise for s in present if (solutions / s.exercise).is_dir()]
     log(f"building {len(to_build)} extension(s), {jobs} at a time ...")
@@ -178,7 +217,7 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
             if ref is not None and not builds.get(ref, {}).get("ok"):
                 ref = None  # measured against PyTorch instead
             start = time.perf_counter()
-            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp), quick, device))
+            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp), quick, device, sanitize))
             log(f"  graded {s.exercise} in {time.perf_counter() - start:.1f} s")
     return rows
 
@@ -194,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
     parser.add_argument("--quick", action="store_true",
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="run the correctness checks under compute-sanitizer memcheck (no timing; slow)")
     parser.add_argument("--json", type=Path, help="write the full report as JSON here")
     parser.add_argument("--out", type=Path, default=env.REPO / "grade-report", help="folder for report.json and report.md")
     args = parser.parse_args(argv)
@@ -210,8 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
     if args.quick:
         print("quick mode: slow checks and the timing are skipped, so this is not a full grade")
+    if args.sanitize:
+        print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
     rows = grade_target(target, specs, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
-                        quick=args.quick)
+                        quick=args.quick, sanitize=args.sanitize)
     header = {"target": str(target), "seed": seed, "device": device_name(), "gpu": gpu,
               "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     print()

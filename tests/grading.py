@@ -30,10 +30,11 @@ def quiet(*_args, **_kwargs):
     pass
 
 
-def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234):
+def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
+          sanitize: bool = False):
     specs = selected(exercises)
     return {row["exercise"]: row for row in grade_target(target, specs, seed=seed, timeout=timeout, jobs=JOBS,
-                                                         keyword=keyword, log=quiet)}
+                                                         keyword=keyword, sanitize=sanitize, log=quiet)}
 
 
 def explain(rows) -> str:

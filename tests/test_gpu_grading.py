@@ -41,3 +41,19 @@ def variant_rows(tmp_path_factory):
 @pytest.mark.parametrize("variant", GPU_VARIANTS, ids=[v.id for v in GPU_VARIANTS])
 def test_known_wrong_loses_exactly_its_points(variant_rows, variant):
     check_variant(variant, variant_rows[variant.id], ignore={"performance"})
+
+
+SANITIZE_VARIANTS = [v for v in all_variants() if v.extra.get("sanitize") and v.exercise in CHOSEN]
+
+
+@pytest.mark.parametrize("variant", SANITIZE_VARIANTS, ids=[v.id for v in SANITIZE_VARIANTS])
+def test_sanitize_mode_catches_a_planted_out_of_bounds_write(tmp_path, variant):
+    """`make grade SANITIZE=1`: the reference is clean under memcheck; a write past the end that
+    leaves every answer right is reported by name."""
+    variant.materialize(tmp_path / "planted")
+    rows = grade(tmp_path / "planted", [variant.exercise], sanitize=True, timeout=1800)
+    row = rows[variant.exercise]
+    assert row["status"] == "memory errors", explain(rows)
+    assert "Invalid __global__ write" in row["error"], row["error"]
+    clean = grade(SOLUTIONS, [variant.exercise], sanitize=True, timeout=1800)[variant.exercise]
+    assert clean["status"] == "graded", explain([clean])

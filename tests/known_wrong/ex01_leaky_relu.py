@@ -45,6 +45,12 @@ VARIANTS = [
             {"leaky_relu.cpp": [("  course::check_cuda(t, name);\n", "  for (volatile bool spin = true; spin;) {}\n  course::check_cuda(t, name);\n")]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, reason="longer than",
             extra={"cpu": True}),
+    # Right answers, but one thread writes y[n], past the end of the output (only where the caching
+    # allocator's padding absorbs it, so normal grading cannot see it): only SANITIZE=1 catches it.
+    Variant(EX, "write_past_the_end", "the forward kernel also writes y[n]",
+            {"leaky_relu.cu": [(FORWARD_TAIL + "\n  }\n",
+                                FORWARD_TAIL + "\n  }\n  if (first == 0 && n % 128 != 0) y[n] = scalar_t(0);\n")]},
+            loses=set(), extra={"sanitize": True}),
     # Tampering: the module disables the grader's comparison and PyTorch's, and does no work.
     Variant(EX, "patches_the_grader", "the Python module replaces grader.checks.assert_close and torch.allclose",
             {"leaky_relu.py": [("lib = load_library(__file__)\n",
