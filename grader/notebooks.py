@@ -109,11 +109,23 @@ def _definition_line(lines: list[str], before: int) -> int:
     raise ValueError(f"no enclosing function above line {before + 1}")
 
 
-def _definition_name(line: str) -> str:
-    m = re.match(r"\s*def\s+(\w+)", line)
+# Attributes between a kernel's return type and its name: `__global__ void __launch_bounds__(256, 2)`
+_ATTRIBUTE = re.compile(r"\b__\w+__\s*\((?:[^()]|\([^()]*\))*\)")
+
+
+def _definition_name(lines: list[str], at: int) -> str:
+    """The name of the function defined at line `at`: a Python `def`, or a C++ declaration that may
+    continue on the next lines and carry attributes (`__launch_bounds__(...)` is not the name)."""
+    m = re.match(r"\s*def\s+(\w+)", lines[at])
     if m:
         return m.group(1)
-    return _DEFINITION.match(line).group(1)
+    text = ""
+    for line in lines[at : at + 8]:
+        text += " " + line.split("//")[0]
+        m = _DEFINITION.match(_ATTRIBUTE.sub(" ", text).strip())
+        if m:
+            return m.group(1)
+    return _DEFINITION.match(lines[at]).group(1)
 
 
 def regions_of(path: Path, text: str | None = None) -> list[Region]:
@@ -135,7 +147,7 @@ def regions_of(path: Path, text: str | None = None) -> list[Region]:
         else:
             if open_at is None:
                 raise ValueError(f"{path}:{i + 1}: END SOLUTION without BEGIN")
-            name = _definition_name(lines[_definition_line(lines, open_at)])
+            name = _definition_name(lines, _definition_line(lines, open_at))
             seen[name] = seen.get(name, 0) + 1
             if seen[name] > 1:
                 name = f"{name}#{seen[name]}"
@@ -600,9 +612,17 @@ def region_context(target: str, name: str) -> str:
     lines = path.read_text().splitlines()
     region = find_region(path, name)
     head = region.context(lines)
+    # an earlier region of the same function (its own cell) is shown as a placeholder, not as its solution
+    start = region.begin - len(head)
+    for earlier in reversed([r for r in regions_of(path) if start <= r.begin < region.begin]):
+        placeholder = earlier.indent + f"{region.prefix} ... your code from the cell for {earlier.name} ..."
+        head[earlier.begin - start : earlier.end + 1 - start] = [placeholder]
     lang = "cpp" if region.prefix == "//" else "python"
     body = head + [region.indent + f"{region.prefix} ... your code (the cell below) ..."]
     if region.prefix == "//":
+        after = lines[region.end + 1].rstrip() if region.end + 1 < len(lines) else "}"
+        if after != "}":  # the region sits inside a loop or is followed by given code
+            body.append(f"  {region.prefix} ... (given code follows) ...")
         body.append("}")
     return f"```{lang}\n" + "\n".join(body) + "\n```"
 
