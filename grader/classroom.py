@@ -1,7 +1,7 @@
 """`make grade SUBMISSIONS=dir`: grade a whole class into a gradebook and per-student feedback.
 
-`dir` holds one folder per student; each holds an `exercises/` tree (or the exercise folders
-directly). Every student is graded with the same seed, each exercise in its own process, so one
+`dir` holds one folder per student; each holds an `exercises/` tree, the exercise folders
+directly, or the student's notebooks (their `%%solution` cells are put into the exercise files). Every student is graded with the same seed, each exercise in its own process, so one
 student's broken submission never costs another's result. Results are kept per student: a re-run
 resumes where it stopped and skips students already graded (--force regrades them).
 
@@ -19,6 +19,7 @@ import os
 import json
 import queue
 import secrets
+import shutil
 import sys
 import threading
 import time
@@ -33,8 +34,36 @@ from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script
 from grader.spec import Spec, select
 
 
+def notebooks_of(student: Path) -> list[Path]:
+    return sorted(p for p in student.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
 def exercises_root(student: Path) -> Path:
-    return student / "exercises" if (student / "exercises").is_dir() else student
+    """The folder holding the student's exercise folders: their `exercises/` tree, the folders
+    assembled from their notebooks (see assemble_notebooks), or the student folder itself."""
+    if (student / "exercises").is_dir():
+        return student / "exercises"
+    if notebooks_of(student):
+        return student / ".from_notebooks"
+    return student
+
+
+def assemble_notebooks(student: Path) -> list[str]:
+    """A student who submitted notebooks: put each notebook's `%%solution` cells into a copy of the
+    exercise's student folder, under `<student>/.from_notebooks/NN_name/`, graded like an
+    `exercises/` tree. Returns the exercises found."""
+    from grader import notebooks as nb
+
+    course = nb.Course("submission", seed=0, quiet=True)
+    for path in notebooks_of(student):
+        course.record_notebook(path)
+    dest = student / ".from_notebooks"
+    if dest.exists():
+        shutil.rmtree(dest)
+    found = sorted({ex for (ex, _, _) in course.cells})
+    for exercise in found:
+        shutil.copytree(course.assemble(exercise), dest / exercise)
+    return found
 
 
 def progress(done: int, total: int, label: str) -> None:
@@ -85,6 +114,13 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     if not every:
         raise SystemExit(f"no student folders in {root}")
     todo = [s for s in every if force or load_report(out, s.name) is None]
+    assembly_errors = {}
+    for s in todo:
+        if not (s / "exercises").is_dir() and notebooks_of(s):
+            try:
+                assemble_notebooks(s)
+            except Exception as e:  # an unreadable notebook costs that student only
+                assembly_errors[s.name] = f"could not read the submitted notebooks: {type(e).__name__}: {e}"
     # Build every submission first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
     folders = [exercises_root(s) / sp.exercise for s in todo for sp in specs
                if (exercises_root(s) / sp.exercise).is_dir()]
@@ -111,6 +147,12 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
             progress(done, len(every), label)
 
     def grade_student(student: Path) -> None:
+        if student.name in assembly_errors:
+            rows = failed_rows(specs, assembly_errors[student.name])
+            header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+            write_feedback(out / student.name, rows, header)
+            finish(student, rows, f"{student.name}: notebooks unreadable")
+            return
         device = free.get()
         try:
             rows = grade_target(exercises_root(student), specs, seed=seed, timeout=timeout, jobs=1,

@@ -15,6 +15,8 @@ from tests.grading import EXERCISES, SOLUTIONS
 from tests.known_wrong import all_variants
 
 UNIT1 = ["01_leaky_relu", "02_elu"]
+STUDENTS = ("alice", "bob", "carol", "dave")
+NOTEBOOK = SOLUTIONS.parent / "notebooks" / "source" / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +30,8 @@ def classroom(tmp_path_factory):
     broken = next(v for v in all_variants() if v.name == "compile_error")  # carol: 01 does not compile
     broken.materialize(subs / "carol" / "exercises")
     shutil.copytree(SOLUTIONS / "02_elu", subs / "carol" / "exercises" / "02_elu")
+    (subs / "dave").mkdir()  # dave: the unit-1 notebook, answered (it covers 01 only)
+    shutil.copy(NOTEBOOK, subs / "dave" / NOTEBOOK.name)
     out = root / "gradebook"
     results = grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=2)
     return subs, out, results
@@ -36,11 +40,10 @@ def classroom(tmp_path_factory):
 def test_gradebook_is_complete(classroom):
     _, out, _ = classroom
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
-    assert {(r["student_id"], r["assignment"]) for r in rows} == {
-        (s, ex) for s in ("alice", "bob", "carol") for ex in UNIT1}
+    assert {(r["student_id"], r["assignment"]) for r in rows} == {(s, ex) for s in STUDENTS for ex in UNIT1}
     carol = next(r for r in rows if r["student_id"] == "carol" and r["assignment"] == "01_leaky_relu")
     assert carol["status"] == "build failed" and carol["score"] == "0" and "leaky_relu.cu" in carol["reasons"]
-    for student in ("alice", "bob", "carol"):
+    for student in STUDENTS:
         for name in ("report.json", "report.md", "report.html"):
             assert (out / student / name).exists()
     assert "build failed" in (out / "carol" / "report.html").read_text()
@@ -53,11 +56,21 @@ def test_scores_follow_the_submissions(classroom):
         assert score["alice"] == {"01_leaky_relu": 10, "02_elu": 10}
         assert score["bob"] == {"01_leaky_relu": 10, "02_elu": 0}
         assert score["carol"] == {"01_leaky_relu": 0, "02_elu": 10}
+        assert score["dave"] == {"01_leaky_relu": 10, "02_elu": 0}
     else:  # GPU checks skipped: nothing earns points, but every row is there and graded or explained
         assert all(p == 0 for s in score.values() for p in s.values())
         stub_checks = next(r for r in results["bob"] if r["exercise"] == "02_elu")["groups"]["input_checks"]
         ref_checks = next(r for r in results["alice"] if r["exercise"] == "02_elu")["groups"]["input_checks"]
         assert stub_checks["state"] == "failed" and ref_checks["state"] == "skipped"
+    dave = {r["exercise"]: r for r in results["dave"]}
+    assert dave["01_leaky_relu"]["status"] == "graded" and dave["02_elu"]["status"] == "missing"
+
+
+def test_notebook_submission_is_assembled_into_the_exercise(classroom):
+    subs, _, _ = classroom
+    kernel = (subs / "dave" / ".from_notebooks" / "01_leaky_relu" / "leaky_relu.cu").read_text()
+    assert "y[i] = leaky_relu_value<opmath>(x[i], negative_slope);" in kernel  # dave's cell, not the stub
+    assert "is not implemented yet" not in kernel
 
 
 def test_rerun_resumes_without_regrading(classroom):
@@ -82,7 +95,7 @@ def test_parallel_workers_give_the_serial_gradebook(classroom, tmp_path):
                            devices=devices)
     assert outcomes(parallel) == outcomes(serial)
     rows = list(csv.DictReader((tmp_path / "parallel" / "gradebook.csv").open()))
-    assert len(rows) == 6
+    assert len(rows) == 2 * len(STUDENTS)
 
 
 def test_slurm_job_array_with_submitits_local_executor(classroom, tmp_path):
@@ -95,7 +108,7 @@ def test_slurm_job_array_with_submitits_local_executor(classroom, tmp_path):
                                    keyword=None, opts=opts)
     assert outcomes(results) == outcomes(serial)
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
-    assert {(r["student_id"], r["assignment"]) for r in rows} == {(s, ex) for s in ("alice", "bob", "carol") for ex in UNIT1}
+    assert {(r["student_id"], r["assignment"]) for r in rows} == {(s, ex) for s in STUDENTS for ex in UNIT1}
     # two array tasks ran, each with its own log folder
     assert len([d for d in (out / ".submitit").iterdir() if d.is_dir()]) >= 2
 
