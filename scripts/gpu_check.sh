@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One pass over everything GPU-side for the named exercises, logging under $OUT (or ./gpu-logs):
-# grade the solutions and the stubs, run the tests, time the references, and time one edit.
+# grade the solutions (cold and warm) and the stubs, run the tests, time the references, and time
+# one edit. SWEEP=1 first runs scripts/sweep_elementwise.py.
 #   scripts/gpu_check.sh "01 02"
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +11,13 @@ export PYTHONUNBUFFERED=1
 log() { echo "== $* ($(date +%T))"; }
 elapsed() { python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$1"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+if [ -n "${SWEEP:-}" ]; then log "elementwise sweep"; python3 scripts/sweep_elementwise.py 2>&1 | tee "$OUT/sweep.log" | tail -18; fi
 log "grade solutions"; s=$(date +%s)
 make grade TARGET=solutions EX="$EXS" SEED=1 2>&1 | tee "$OUT/grade_solutions.log"
 echo "grade solutions (cold): $(( $(date +%s) - s )) s" | tee -a "$OUT/times.txt"
+s=$(date +%s)
+make grade TARGET=solutions EX="$EXS" SEED=2 > "$OUT/grade_solutions_warm.log" 2>&1
+echo "grade solutions (warm): $(( $(date +%s) - s )) s" | tee -a "$OUT/times.txt"
 log "grade stubs"; make grade EX="$EXS" 2>&1 | tee "$OUT/grade_stubs.log" | tail -40
 log "edit one file and re-grade"
 rm -rf /tmp/edit && mkdir -p /tmp/edit && first=${EXS%% *}
