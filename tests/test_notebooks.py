@@ -6,6 +6,7 @@ nbclient skip, with the reason, where those are not installed (the GPU machine m
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import shutil
 import tempfile
@@ -35,6 +36,25 @@ def read(path: Path):
 def test_there_are_source_notebooks():
     assert NOTEBOOKS, f"no notebooks under {nb.SOURCE}"
     assert "unit1_scalar_kernels" in nb.units()
+    generators = {p.stem for p in nb.GENERATORS.glob("*.py") if not p.name.startswith("_")}
+    assert generators - set(nb.units()) == set(), "a generator whose notebook was never generated"
+
+
+def course_calls(source: str) -> list[tuple[str, str, str, list[str] | None]]:
+    """(method, exercise, group, only) of each course.check / course.performance call in a cell."""
+    calls = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "course"
+                and node.func.attr in ("check", "performance")):
+            continue
+        args = [ast.literal_eval(a) for a in node.args]
+        only = next((ast.literal_eval(k.value) for k in node.keywords if k.arg == "only"), None)
+        if node.func.attr == "check":
+            calls.append(("check", args[1], args[0], only))
+        else:
+            calls.append(("performance", args[0], "performance", None))
+    return calls
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -60,6 +80,42 @@ def test_graded_cells_carry_points_and_hidden_tests_stay_in_them(path):
         assert meta["points"] > 0 and meta["locked"] and not meta["solution"], meta
     answers = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution")]
     assert answers and all(nb.NB_BEGIN in c.source for c in answers)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_graded_cells_run_real_checks_for_the_specs_points(path):
+    """Each GPU-graded cell grades one group of one exercise: the visible cases it names exist in the
+    grader's spec (without a GPU the checks skip before they would notice a typo), its hidden part runs
+    the whole group, and its points are the spec's. Every group of every exercise the notebook builds
+    is graded exactly once."""
+    from grader import spec as specs
+
+    notebook = read(path)
+    graded_groups = []
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        calls = course_calls(cell.source) if cell.cell_type == "code" and not cell.source.startswith("%%") else []
+        if not meta.get("grade"):
+            assert not calls, f"{cell.id}: course.check/performance outside a graded cell"
+            continue
+        if not calls:
+            continue  # graded on the CPU (a warm-up)
+        assert len({(ex, group) for _, ex, group, _ in calls}) == 1, f"{meta['grade_id']}: one group per cell"
+        method, exercise, group, _ = calls[0]
+        spec = specs.by_exercise(exercise)
+        assert meta["points"] == spec.points.get(group), (meta["grade_id"], meta["points"], spec.points)
+        if method == "check":
+            known = {c.name for c in spec.checks() if c.group == group}
+            assert known, f"{meta['grade_id']}: {exercise} has no check group {group!r}"
+            for *_, only in calls:
+                assert only is None or (only and set(only) <= known), (meta["grade_id"], set(only or []) - known)
+            hidden = cell.source.split(nb.NB_HIDDEN_BEGIN, 1)[-1] if nb.NB_HIDDEN_BEGIN in cell.source else ""
+            assert any(only is None for *_, only in course_calls(hidden.split(nb.NB_HIDDEN_END)[0])), \
+                f"{meta['grade_id']}: its hidden tests do not run the whole group"
+        graded_groups.append((exercise, group))
+    built = {c.exercise for c in (nb.parse_solution_cell(c.source) for c in notebook.cells if c.cell_type == "code") if c}
+    expected = sorted((ex, g) for ex in built for g in specs.by_exercise(ex).points)
+    assert sorted(graded_groups) == expected
 
 
 def test_sync_check_catches_an_edited_region(tmp_path):
