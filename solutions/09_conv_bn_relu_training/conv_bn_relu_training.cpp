@@ -89,12 +89,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
   course::check_contiguous(running_mean, "running_mean");  // updated in place
   course::check_contiguous(running_var, "running_var");
   TORCH_CHECK(eps > 0, "eps must be positive, got ", str(eps));
+  // checked in eval too (where it is not used), so a buffer left behind on another device shows at once
+  TORCH_CHECK(num_batches_tracked.device() == x_.device() && num_batches_tracked.scalar_type() == at::kLong &&
+                  num_batches_tracked.numel() == 1,
+              "num_batches_tracked must be a one-element int64 tensor on x's device (", device_str(x_),
+              "), but has shape ", course::shape_of(num_batches_tracked), ", dtype ", dtype_str(num_batches_tracked),
+              " and is on ", device_str(num_batches_tracked));
   if (training) {
     TORCH_CHECK(int64_t(s.N) * s.P * s.Q > 1, "x: expected more than 1 value per channel when training, got x of "
                 "shape ", course::shape_of(x_));
-    TORCH_CHECK(num_batches_tracked.device() == x_.device() && num_batches_tracked.scalar_type() == at::kLong &&
-                    num_batches_tracked.numel() == 1,
-                "num_batches_tracked must be a one-element int64 tensor on x's device");
     TORCH_CHECK(!momentum.has_value() || (*momentum >= 0 && *momentum <= 1), "momentum must be in [0, 1] or None, got ",
                 str(*momentum));
   }
@@ -129,6 +132,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
           save_invstd.mutable_data_ptr<scalar_t>(), stream);
     }
   });
+  if (!training && s.N == 0) {  // no kernel ran: the statistics used are still the running ones
+    save_mean.copy_(running_mean);
+    save_invstd.copy_(running_var.add(eps).rsqrt());
+  }
   return {y, z, save_mean, save_invstd};
 }
 
