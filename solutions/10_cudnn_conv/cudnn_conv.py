@@ -56,6 +56,9 @@ def _transposed_size(x, weight, stride, padding, output_padding, dilation):
             raise ValueError(f"output_padding must be smaller than stride or dilation, but is {output_padding}")
         size.append((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1)
                     + output_padding[i] + 1)
+    if min(size) < 1:  # cuDNN's descriptors take no empty dim; say which shapes led to it
+        raise ValueError(f"x of shape {tuple(x.shape)} and weight of shape {tuple(weight.shape)} give an output of "
+                         f"shape {tuple(size)}, with an empty or negative dim")
     return size
 
 
@@ -67,9 +70,17 @@ def conv_transpose2d(x, weight, stride=1, padding=0, output_padding=0, dilation=
         raise ValueError(f"x and weight must have 4 dimensions, but have shapes {tuple(x.shape)}, {tuple(weight.shape)}")
     size = _transposed_size(x, weight, s, p, op, d)
     m = _mode(mode)
-    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
-        return _ConvTranspose2d.apply(x, weight, size, s, p, d, m)
-    return _backward_input(x, weight, size, s, p, d, m)
+    try:
+        if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+            return _ConvTranspose2d.apply(x, weight, size, s, p, d, m)
+        return _backward_input(x, weight, size, s, p, d, m)
+    except RuntimeError as e:
+        # The op's checks call x "grad_output" (its name in backward-data): name it as the caller does.
+        message = str(e).split("\nException raised from")[0]
+        if "grad_output" not in message:
+            raise
+        raise RuntimeError(message.replace("grad_output", "x") + " (conv_transpose2d is backward-data with x as "
+                           "its grad_output)") from None
 
 
 class _Conv2d(torch.autograd.Function):
