@@ -38,7 +38,7 @@ void check_conv_args(const at::Tensor& x, const at::Tensor& weight, const std::o
   // TODO: bias (when given): 1 dimension of size cout, on x's device, of x's dtype.
   // TODO: stride and dilation > 0, padding >= 0, and the dilated kernel dilation * (k - 1) + 1 no
   // TODO: larger than the padded input H + 2 * padding (and likewise for W): name the argument.
-  // TODO: (the reference solution takes about 29 lines)
+  // TODO: (the reference solution takes about 30 lines)
   // END SOLUTION
 }
 

@@ -53,7 +53,7 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
   // TODO: bias (when given): 1 dimension of size cout, on x's device, of x's dtype.
   // TODO: stride and dilation > 0, padding >= 0, 0 <= output_padding < max(stride, dilation) (as
   // TODO: PyTorch), and an output of at least one row and column: name the argument.
-  // TODO: (the reference solution takes about 32 lines)
+  // TODO: (the reference solution takes about 33 lines)
   // END SOLUTION
 }
 

@@ -41,17 +41,18 @@ void check_conv_args(const at::Tensor& x, const at::Tensor& weight, const std::o
   course::check_dtype(x, {at::kFloat, at::kDouble}, "x");
   TORCH_CHECK(x.dim() == 4, "x must have 4 dimensions (N, C, H, W), but has shape ", str(x.sizes()));
   TORCH_CHECK(weight.dim() == 4, "weight must have 4 dimensions, but has shape ", str(weight.sizes()));
-  TORCH_CHECK(weight.device() == x.device(), "weight must be on x's device (", x.device(), "), but is on ",
-              weight.device());
-  TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have x's dtype (", x.scalar_type(),
-              "), but has ", weight.scalar_type());
+  TORCH_CHECK(weight.device() == x.device(), "weight must be on x's device (", course::device_str(x), "), but is on ",
+              course::device_str(weight));
+  TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have x's dtype (", course::dtype_str(x),
+              "), but has ", course::dtype_str(weight));
   TORCH_CHECK(weight.size(1) == x.size(1), "weight must have shape (cout, cin, kh, kw) with cin = x.size(1) = ",
               str(x.size(1)), ", but has shape ", str(weight.sizes()), " (groups are not supported)");
   if (bias.has_value()) {
     const at::Tensor& b = *bias;
-    TORCH_CHECK(b.device() == x.device(), "bias must be on x's device (", x.device(), "), but is on ", b.device());
-    TORCH_CHECK(b.scalar_type() == x.scalar_type(), "bias must have x's dtype (", x.scalar_type(), "), but has ",
-                b.scalar_type());
+    TORCH_CHECK(b.device() == x.device(), "bias must be on x's device (", course::device_str(x), "), but is on ",
+                course::device_str(b));
+    TORCH_CHECK(b.scalar_type() == x.scalar_type(), "bias must have x's dtype (", course::dtype_str(x), "), but has ",
+                course::dtype_str(b));
     TORCH_CHECK(b.dim() == 1 && b.size(0) == weight.size(0), "bias must have shape (", str(weight.size(0)),
                 ",) (one value per output channel), but has shape ", str(b.sizes()));
   }
