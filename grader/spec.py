@@ -52,6 +52,38 @@ class Benchmark:
 
 
 @dataclass
+class AuditCall:
+    """One valid call of an exercise's public op, for the bad-input audit (tests/test_input_audit.py).
+
+    The audit spoils one tensor argument at a time (on the CPU, an integer dtype, an extra leading
+    dim, a dim one longer, a strided view, a zero-size dim) and requires the call to raise an error
+    that names that argument, or to return what `reference` returns for the same arguments.
+    """
+
+    op: str  # a function of the exercise's Python module ("conv2d") or a path under it ("lib.ops.conv2d")
+    args: tuple  # valid positional arguments: tensors (all on one device) and scalars, lists, None
+    names: tuple[str, ...]  # each argument's name as the C++ checks spell it in their messages
+    # the expected result for (spoiled) arguments, e.g. in float64; a tensor, or a tuple of them with
+    # None where an output is not compared. None: only errors and crashes are judged
+    reference: Callable[..., object] | None = None
+    label: str = ""  # tells several calls of one op apart, e.g. "conv2d(version=1)"; default: op
+
+    def __post_init__(self):
+        if len(self.names) != len(self.args):
+            raise ValueError(f"AuditCall {self.op}: {len(self.args)} arguments but {len(self.names)} names")
+        self.label = self.label or self.op.rsplit(".", 1)[-1]
+
+
+def audit_randn(*shape: int, device, dtype, seed: int = 0, scale: float = 1.0, offset: float = 0.0):
+    """A small random tensor for an AuditCall: drawn on the CPU in float64 (the same values on every
+    device), then moved."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * scale + offset).to(device=device, dtype=dtype)
+
+
+@dataclass
 class Spec:
     exercise: str  # folder name, e.g. "01_leaky_relu"
     title: str
@@ -82,6 +114,12 @@ class Spec:
 
     def benchmark(self) -> Benchmark | None:
         return None
+
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """Small valid calls covering every public op, with tensors on `device`, for the bad-input
+        audit. `dtype` is the floating dtype to use (the audit asks for float64); an exercise whose
+        ops take only float32 uses that instead."""
+        return []
 
     def versions(self) -> dict[str, Callable[[ModuleType, tuple], object]]:
         """The reference's numbered versions for `make bench` (name -> call); default: the op."""

@@ -12,7 +12,7 @@ import torch
 
 from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_close, assert_own_kernels, expect_error, poison,
                            unmodified)
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 # Sizes that break naive indexing: tiny, primes, just off multiples of 32, 256 and of 4/8-wide vectors.
@@ -198,6 +198,17 @@ class ActivationSpec(Spec):
             torch.library.opcheck(op, (x, self.param_values[0]))
         except Exception as e:
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        x = audit_randn(4, 7, device=device, dtype=dtype, seed=1, scale=self.input_scale)
+        g = audit_randn(4, 7, device=device, dtype=dtype, seed=2)
+        p = self.param_values[1]
+        return [
+            AuditCall(self.op, (x, p), ("x", self.param), lambda x, p: self.reference(x.double(), p)),
+            AuditCall(f"{self.op}_backward", (g, x, p), ("grad_output", "x", self.param),
+                      lambda g, x, p: self.reference_grad(g.double(), x.double(), p)),
+        ]
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:

@@ -10,7 +10,7 @@ import torch
 
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
                            unmodified)
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 EXACT = Tolerance(0.0, 0.0)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -132,6 +132,10 @@ class TransposeSpec(Spec):
             torch.library.opcheck(ctx.module.lib.ops.transpose, (x,))
         except Exception as e:
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """For the bad-input audit (tests/test_input_audit.py)."""
+        return [AuditCall("transpose", (audit_randn(5, 7, device=device, dtype=dtype),), ("x",), lambda x: x.t())]
 
     def benchmark(self) -> Benchmark:
         n = m = 16384

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
                            unmodified)
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # (name, x shape, K): images smaller than the filter, single rows and columns, primes, one off the
 # 32-wide tile, non-square (a swapped axis shows), batches; the last ones are large enough for a
@@ -152,6 +152,21 @@ class StencilSpec(Spec):
                                                                  _rand(ctx, "opcheck-w", (3, 3))))
         except Exception as e:
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """For the bad-input audit (tests/test_input_audit.py): float32 only, a batch and one image."""
+        def ref(x, w):
+            if w.dim() != 2 or w.shape[0] != w.shape[1] or w.shape[0] % 2 == 0:
+                raise ValueError(f"weight must be K x K with K odd, but has shape {list(w.shape)}")
+            if x.numel() == 0:  # "same" size: an empty image gives an empty output
+                return torch.zeros(x.shape, dtype=torch.float64, device=x.device)
+            return reference(x, w)
+
+        w = audit_randn(3, 3, device=device, dtype=torch.float32, seed=2, scale=0.5)
+        return [AuditCall("stencil2d", (audit_randn(2, 6, 7, device=device, dtype=torch.float32, seed=1), w),
+                          ("x", "weight"), ref, label="stencil2d(batch)"),
+                AuditCall("stencil2d", (audit_randn(6, 7, device=device, dtype=torch.float32, seed=3), w),
+                          ("x", "weight"), ref, label="stencil2d(image)")]
 
     def benchmark(self) -> Benchmark:
         h = w = 8192

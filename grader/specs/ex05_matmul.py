@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
 # near 1e-7; TF32 (10-bit mantissa) gives about 3e-4 and fp16 about 5e-4: both fail.
@@ -143,6 +143,14 @@ class MatmulSpec(Spec):
             torch.library.opcheck(ctx.module.lib.ops.matmul, (_rand(ctx, "opA", (5, 7)), _rand(ctx, "opB", (7, 3)), 3))
         except Exception as e:
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
+
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """For the bad-input audit (tests/test_input_audit.py): float32 only, every version (K and N
+        multiples of 4, so the fast kernel's float4 paths run; a spoiled shape takes the others)."""
+        a = audit_randn(5, 8, device=device, dtype=torch.float32, seed=1)
+        b = audit_randn(8, 12, device=device, dtype=torch.float32, seed=2)
+        return [AuditCall("matmul", (a, b, v), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
+                          label=f"matmul(version={v})") for _, v, _ in self.versions_graded]
 
     def benchmark(self) -> Benchmark:
         n = 4096

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -287,6 +287,47 @@ class ConvSpec(Spec):
                 bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3})),
             ]
         return checks
+
+    # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """Each graded version, with and without bias, on a geometry where an empty height or width
+        of x leaves no output (which the op must reject, as PyTorch does)."""
+        def r(*shape, seed, scale=1.0):
+            return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
+
+        if self.transposed:  # x (n, cin, h, w), weight (cin, cout, kh, kw); stride, padding, output_padding, dilation
+            x, w = r(2, 3, 5, 4, seed=1), r(3, 4, 3, 2, seed=2, scale=0.3)
+            params, names = ((2, 1), (1, 1), (1, 0), (1, 2)), ("stride", "padding", "output_padding", "dilation")
+        else:  # weight (cout, cin, kh, kw); stride, padding, dilation
+            x, w = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3)
+            params, names = ((2, 1), (1, 1), (1, 2)), ("stride", "padding", "dilation")
+        b = r(4, seed=3, scale=0.2)
+        calls = []
+        for _, version, _ in self.versions_graded:
+            extra = () if version is None else (version,)
+            for bias in (b, None):
+                what = [f"version={version}"] if version is not None else []
+                what.append("bias" if bias is not None else "no bias")
+                calls.append(AuditCall(self.op, (x, w, bias, *params, *extra),
+                                       ("x", "weight", "bias", *names, *(("version",) if extra else ())),
+                                       self._audit_reference, label=f"{self.op}({', '.join(what)})"))
+        return calls
+
+    def _audit_reference(self, x, w, b, *params):
+        """PyTorch's op in float64; a weight without output channels (which PyTorch refuses) gives an
+        empty output of the shape the definition gives."""
+        x, w, b = x.double(), w.double(), (None if b is None else b.double())
+        if self.transposed:
+            stride, padding, output_padding, dilation = params[:4]
+            run = lambda w: F.conv_transpose2d(x, w, b, stride, padding, output_padding, 1, dilation)  # noqa: E731
+        else:
+            stride, padding, dilation = params[:3]
+            run = lambda w: F.conv2d(x, w, b, stride, padding, dilation)  # noqa: E731
+        cout = 1 if self.transposed else 0
+        if w.dim() == 4 and w.shape[cout] == 0 and b is None:
+            one = w.new_zeros([1 if i == cout else n for i, n in enumerate(w.shape)])
+            return run(one)[:, :0]
+        return run(w)
 
     def _check_opcheck(self, ctx: Context) -> None:
         """The schema, and the shape function against the real op (torch.compile relies on both)."""

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison, unmodified
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
 from grader.specs.ex09_conv_bn_relu_training import Shape, bench_setup, strict_fp32
 
@@ -160,6 +160,25 @@ class ConvBNReLUInferenceSpec(Spec):
             add(f"input_checks[{label}]", "input_checks",
                 lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
                 needs_gpu=label != "cpu x")
+
+    # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """With and without bias; an empty height or width of x leaves no output (rejected)."""
+        def r(*shape, seed, scale=1.0, offset=0.0):
+            return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale, offset=offset)
+
+        def ref(x, w, b, gamma, beta, mean, var, eps, stride, padding, dilation):
+            z = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride, padding, dilation)
+            return F.relu(F.batch_norm(z, mean.double(), var.double(), gamma.double(), beta.double(), False, 0.0, eps))
+
+        x, w, b = r(2, 3, 6, 5, seed=1), r(4, 3, 3, 3, seed=2, scale=0.3), r(4, seed=3, scale=0.2)
+        bn = (r(4, seed=4, scale=0.2, offset=1.0), r(4, seed=5, scale=0.3), r(4, seed=6, scale=0.2),
+              r(4, seed=7, scale=0.1, offset=1.0))  # bn_weight, bn_bias, running_mean, running_var (> 0)
+        names = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running_var", "eps", "stride",
+                 "padding", "dilation")
+        return [AuditCall("conv_bn_relu_inference", (x, w, bias, *bn, 1e-5, (1, 2), (1, 0), (1, 1)), names, ref,
+                          label=f"conv_bn_relu_inference({'bias' if bias is not None else 'no bias'})")
+                for bias in (b, None)]
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 KERNELS = ("conv_bn_relu_forward_kernel", "bn_stats_finalize_kernel", "bn_relu_apply_kernel",
            "bn_relu_backward_reduce_kernel", "bn_relu_backward_kernel", "conv_dgrad_kernel", "conv_wgrad_kernel",
@@ -321,6 +321,39 @@ def check_training_curve(ctx: Context) -> None:
         raise CheckFailure("training curve: the eager reference did not learn (a grader problem)")
 
 
+# ----------------------------------------------------------------------------- the audit's references
+def _per_channel(t: torch.Tensor) -> torch.Tensor:
+    return t[None, :, None, None]
+
+
+def _audit_forward(x, weight, bias, gamma, beta, running_mean, running_var, num_batches_tracked, training, momentum,
+                   eps, stride, padding, dilation, keep_z=False):
+    """What conv_bn_relu_forward returns, in float64: (y, z, save_mean, save_invstd); z is conv + bias
+    (empty when neither training nor keep_z), the statistics are the batch's or the running ones."""
+    z = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), stride, padding, dilation)
+    if training:
+        mean, invstd = z.mean((0, 2, 3)), (z.var((0, 2, 3), unbiased=False) + eps).rsqrt()
+    else:
+        mean, invstd = running_mean.double(), (running_var.double() + eps).rsqrt()
+    y = F.relu((z - _per_channel(mean)) * _per_channel(invstd * gamma.double()) + _per_channel(beta.double()))
+    return y, (z if training or keep_z else z.new_empty(0)), mean, invstd
+
+
+def _audit_backward(grad_y, x, weight, z, y, gamma, mean, invstd, training, stride, padding, dilation):
+    """What conv_bn_relu_backward returns, in float64: (grad_x, grad_weight, grad_bias, grad_bn_weight,
+    grad_bn_bias) from the saved tensors. In training the bias's gradient is 0 (the batch mean cancels it)."""
+    grad_y, x, weight, z, y, gamma, mean, invstd = (t.double() for t in (grad_y, x, weight, z, y, gamma, mean, invstd))
+    g = torch.where(y > 0, grad_y, torch.zeros_like(grad_y))
+    xhat = (z - _per_channel(mean)) * _per_channel(invstd)
+    dbeta, dgamma = g.sum((0, 2, 3)), (g * xhat).sum((0, 2, 3))
+    u = g - (_per_channel(dbeta) + xhat * _per_channel(dgamma)) / (g.numel() // g.shape[1]) if training else g
+    dz = _per_channel(gamma * invstd) * u
+    grad_x = torch.nn.grad.conv2d_input(x.shape, weight, dz, stride, padding, dilation)
+    grad_w = torch.nn.grad.conv2d_weight(x, weight.shape, dz, stride, padding, dilation)
+    grad_bias = torch.zeros_like(dbeta) if training else dz.sum((0, 2, 3))
+    return grad_x, grad_w, grad_bias, dgamma, dbeta
+
+
 # ----------------------------------------------------------------------------- the spec
 class ConvBNReLUTrainingSpec(Spec):
     def checks(self) -> list[Check]:
@@ -410,6 +443,36 @@ class ConvBNReLUTrainingSpec(Spec):
             gy = torch.randn_like(y)
             torch.cuda.synchronize()
             assert_own_kernels(lambda: y.backward(gy), KERNELS, f"backward ({'train' if training else 'eval'})")
+
+    # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """The Python function (training), and the two ops in training and in eval; the backward's
+        saved tensors come from the float64 reference forward. An empty height or width of x leaves
+        no output (rejected)."""
+        def r(*shape, seed, scale=1.0, offset=0.0):
+            return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale, offset=offset)
+
+        x, w, b = r(2, 3, 6, 5, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3), r(4, seed=3, scale=0.2)
+        gamma, beta = r(4, seed=4, scale=0.2, offset=1.0), r(4, seed=5, scale=0.3)
+        mean, var = r(4, seed=6, scale=0.2), r(4, seed=7, scale=0.1, offset=1.0)
+        count = torch.zeros((), dtype=torch.long, device=device)
+        conv = ((1, 2), (1, 0), (2, 1))  # stride, padding, dilation: the output is 4 x 2
+        names = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running_var", "num_batches_tracked",
+                 "training", "momentum", "eps", "stride", "padding", "dilation")
+        calls = [AuditCall("conv_bn_relu", (x, w, b, gamma, beta, mean, var, count, True, 0.1, 1e-5, *conv), names,
+                           lambda *a: _audit_forward(*a, True)[0], label="conv_bn_relu(training)")]
+        for training in (True, False):
+            mode = "training" if training else "eval"
+            args = (x, w, b, gamma, beta, mean, var, count, training, 0.1, 1e-5, *conv, True)  # keep_z
+            calls.append(AuditCall("lib.ops.conv_bn_relu_forward", args, names + ("keep_z",), _audit_forward,
+                                   label=f"conv_bn_relu_forward({mode})"))
+            y, z, m, invstd = (t.to(dtype) for t in _audit_forward(*args))
+            grad_y = r(*y.shape, seed=8)
+            calls.append(AuditCall(
+                "lib.ops.conv_bn_relu_backward", (grad_y, x, w, z, y, gamma, m, invstd, training, *conv),
+                ("grad_y", "x", "weight", "z", "y", "bn_weight", "save_mean", "save_invstd", "training", "stride",
+                 "padding", "dilation"), _audit_backward, label=f"conv_bn_relu_backward({mode})"))
+        return calls
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, unmodified
-from grader.spec import Benchmark, Check, Context, Spec
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
 # plan that uses TF32 when it must not fails; float64 must be exact to its own rounding.
@@ -580,6 +580,34 @@ class CudnnConvSpec(Spec):
                 lambda ctx, fn=fn, names=names, what=what: expect_error(fn, ctx, names=names, what=what), needs_gpu)
         add("input_checks[a valid call after the errors]", "input_checks", self._check_usable_after_errors)
         return checks
+
+    # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
+    def audit_calls(self, device, dtype) -> list[AuditCall]:
+        """The four tensor ops (conv2d in every mode), float64, on one convolution and its transpose.
+        cuDNN's descriptors take no empty dim, so an empty tensor must be rejected."""
+        def r(*shape, seed, scale=1.0):
+            return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
+
+        x, w, g = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3), r(2, 4, 4, 6, seed=3)
+        conv = ((2, 1), (1, 1), (1, 2))  # stride, padding, dilation: x (2, 3, 7, 6) -> (2, 4, 4, 6)
+        params = ("stride", "padding", "dilation", "mode")
+        calls = [AuditCall("conv2d", (x, w, *conv, mode), ("x", "weight", *params),
+                           lambda x, w, s, p, d, m: _reference(x, w, s, p, d), label=f"conv2d(mode={mode})")
+                 for mode in ("benchmark", "heuristic", "uncached")]
+        calls.append(AuditCall(
+            "conv2d_backward_input", (g, w, list(x.shape), *conv, "heuristic"),
+            ("grad_output", "weight", "input_size", *params),
+            lambda g, w, size, s, p, d, m: torch.nn.grad.conv2d_input(size, w.double(), g.double(), s, p, d)))
+        calls.append(AuditCall(
+            "conv2d_backward_weight", (g, x, list(w.shape), *conv, "uncached"),
+            ("grad_output", "x", "weight_size", *params),
+            lambda g, x, size, s, p, d, m: torch.nn.grad.conv2d_weight(x.double(), size, g.double(), s, p, d)))
+        # the transpose of the same convolution: g (2, 4, 4, 6) -> (2, 3, 7, 6)
+        calls.append(AuditCall(
+            "conv_transpose2d", (g, w, conv[0], conv[1], (0, 0), conv[2], "benchmark"),
+            ("x", "weight", "stride", "padding", "output_padding", "dilation", "mode"),
+            lambda x, w, s, p, op, d, m: F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d)))
+        return calls
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
