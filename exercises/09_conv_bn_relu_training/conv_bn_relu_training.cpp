@@ -34,10 +34,11 @@ ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArray
                      at::IntArrayRef dilation) {
   // BEGIN SOLUTION
   // TODO: reject, with TORCH_CHECK messages naming the argument: x not a 4-D CUDA float32/float64
-  // TODO: tensor; weight not 4-D [K, C, R, S] of x's device and dtype with C == x.size(1); stride,
-  // TODO: padding, dilation not 2 values (stride, dilation >= 1, padding >= 0); an output smaller
-  // TODO: than 1 x 1 (name x); tensors of 2^31 elements or more (name x). Then fill in a ConvShape.
-  // TODO: (the reference solution takes about 35 lines)
+  // TODO: tensor, or of zero height or width; weight not 4-D [K, C, R, S] of x's device and dtype
+  // TODO: with C == x.size(1); stride, padding, dilation not 2 values (stride, dilation >= 1,
+  // TODO: padding >= 0); an output smaller than 1 x 1 (name x); tensors of 2^31 elements or more
+  // TODO: (name x). Then fill in a ConvShape.
+  // TODO: (the reference solution takes about 37 lines)
   TORCH_CHECK(false, "conv_shape (conv_bn_relu_training.cpp) is not implemented yet");
   // END SOLUTION
 }

@@ -27,8 +27,8 @@ at::Tensor stencil2d(const at::Tensor& x, const at::Tensor& weight) {
               course::shape_of(weight));
   TORCH_CHECK(weight.size(0) % 2 == 1 && weight.size(0) <= kMaxFilter,
               "weight must be K x K with K odd and at most 7, but K = " + std::to_string(weight.size(0)));
-  TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", x.device(), "), but is on ",
-              weight.device());
+  TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", course::device_str(x),
+              "), but is on ", course::device_str(weight));
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(x.device());
   const at::Tensor xc = x.contiguous();  // the kernel reads row-major images (a strided view is copied once)

@@ -23,8 +23,8 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // message crashed on torch 2.11)
   TORCH_CHECK(A.dim() == 2, "A must be a 2-D matrix, but has shape ", course::shape_of(A));
   TORCH_CHECK(B.dim() == 2, "B must be a 2-D matrix, but has shape ", course::shape_of(B));
-  TORCH_CHECK(B.device() == A.device(), "B must be on the same device as A (", A.device(), "), but is on ",
-              B.device());
+  TORCH_CHECK(B.device() == A.device(), "B must be on the same device as A (", course::device_str(A),
+              "), but is on ", course::device_str(B));
   TORCH_CHECK(A.size(1) == B.size(0), "A's columns must match B's rows: A is ", course::shape_of(A), " and B is ",
               course::shape_of(B));
   TORCH_CHECK(version >= 1 && version <= 3, "version must be 1, 2 or 3, but is " + std::to_string(version));

@@ -32,13 +32,17 @@ ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArray
                      at::IntArrayRef dilation) {
   // BEGIN SOLUTION
   // TODO: reject, with TORCH_CHECK messages naming the argument: x not a 4-D CUDA float32/float64
-  // TODO: tensor; weight not 4-D [K, C, R, S] of x's device and dtype with C == x.size(1); stride,
-  // TODO: padding, dilation not 2 values (stride, dilation >= 1, padding >= 0); an output smaller
-  // TODO: than 1 x 1 (name x); tensors of 2^31 elements or more (name x). Then fill in a ConvShape.
+  // TODO: tensor, or of zero height or width; weight not 4-D [K, C, R, S] of x's device and dtype
+  // TODO: with C == x.size(1); stride, padding, dilation not 2 values (stride, dilation >= 1,
+  // TODO: padding >= 0); an output smaller than 1 x 1 (name x); tensors of 2^31 elements or more
+  // TODO: (name x). Then fill in a ConvShape.
   // STUB: TORCH_CHECK(false, "conv_shape (conv_bn_relu_inference.cpp) is not implemented yet");
   course::check_cuda(x, "x");
   course::check_dtype(x, {at::kFloat, at::kDouble}, "x");
   course::check_dim(x, 4, "x");
+  // zero height or width would leave the backward with an empty grid (PyTorch rejects it too)
+  TORCH_CHECK(x.size(2) > 0 && x.size(3) > 0, "x must have a non-zero height and width, but has shape ",
+              course::shape_of(x));
   course::check_dim(weight, 4, "weight");
   TORCH_CHECK(weight.device() == x.device(), "weight must be on the same device as x (", device_str(x),
               "), but is on ", device_str(weight));
