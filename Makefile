@@ -11,7 +11,8 @@
 #                                   SLURM_DRY_RUN=1 prints the job script)
 #   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows)
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
-#   make exercises                  regenerate exercises/ from solutions/ (FORCE=1 to overwrite edits)
+#   make exercises                  regenerate exercises/ and the notebooks from solutions/ (FORCE=1 to
+#                                   overwrite edits in exercises/)
 #   make notebooks                  the nbgrader student release of the notebooks
 #   make clean                      remove builds and reports
 
@@ -59,8 +60,9 @@ test:
 bench:
 	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX))
 
+# the student copies and the notebooks both hold the solutions' regions: regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force)
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) && $$py -m grader.notebooks generate
 
 notebooks:
 	@$(PY) $$py -m grader.notebooks release
