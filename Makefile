@@ -11,6 +11,7 @@
 #                                   SLURM_DRY_RUN=1 prints the job script)
 #   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows)
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
+#                                   (PUBLISH=1: into docs/results/<gpu>/ and the README's table)
 #   make exercises                  regenerate exercises/ and the notebooks from solutions/ (FORCE=1 to
 #                                   overwrite edits in exercises/)
 #   make notebooks                  the nbgrader student release of the notebooks
@@ -23,6 +24,7 @@ K ?=
 SUBMISSIONS ?=
 QUICK ?=
 SANITIZE ?=
+PUBLISH ?=
 FORCE ?=
 PYTEST_ARGS ?=
 WORKERS ?=
@@ -58,7 +60,7 @@ test:
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 bench:
-	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX))
+	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX)) $(if $(PUBLISH),--publish)
 
 # the student copies and the notebooks both hold the solutions' regions: regenerate both
 exercises:

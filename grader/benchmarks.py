@@ -194,10 +194,59 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
     plt.close(fig)
 
 
+README_BEGIN = "<!-- bench:begin (written by `make bench PUBLISH=1`) -->"
+README_END = "<!-- bench:end -->"
+
+
+def publish(report: Path, docs: Path = env.REPO / "docs" / "results", readme: Path = env.REPO / "README.md") -> Path:
+    """Copy a `make bench` report into docs/results/<gpu>/ and put its table into the README.
+
+    The README shows the table and the throughput plot between the bench markers; the folder keeps
+    the page, the JSON (every sample) and both plots, named by the device so runs on different
+    GPUs sit side by side."""
+    data = json.loads((report / "results.json").read_text())
+    info = data["info"]
+    slug = "".join(c if c.isalnum() else "-" for c in info["gpu"].lower()).strip("-")
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    folder = docs / slug
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("results.json", "results.md", "throughput.png", "roofline.png"):
+        if (report / name).exists():
+            (folder / name).write_bytes((report / name).read_bytes())
+    _, md = render(data["results"], data["limits"], info)
+    lines = md.splitlines()
+    start = lines.index(next(l for l in lines if l.startswith("| exercise |")))
+    table = "\n".join(l for l in lines[start:] if l.startswith("|") or not l.strip()).split("\n\n")[0]
+    rel = folder.relative_to(readme.parent)
+    block = "\n".join([
+        README_BEGIN,
+        f"Measured by `make bench` on {info['gpu']} (driver {info['driver']}, CUDA {info['cuda']}, cuDNN "
+        f"{info['cudnn']}, torch {info['torch']}), {info['date']}; the limits were measured in the same run "
+        f"(copy {fmt_rate(data['limits']['copy_bandwidth'], 'B')}, strict-fp32 cuBLAS "
+        f"{fmt_rate(data['limits']['fp32_matmul'], 'FLOP')}). Details: [{rel}/results.md]({rel}/results.md).",
+        "",
+        table,
+        "",
+        f"![throughput of each reference kernel against PyTorch and the device limit]({rel}/throughput.png)",
+        README_END,
+    ])
+    text = readme.read_text()
+    if README_BEGIN in text and README_END in text:
+        head, rest = text.split(README_BEGIN, 1)
+        text = head + block + rest.split(README_END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n## Measured speed\n\n" + block + "\n"
+    readme.write_text(text)
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ex", nargs="*", default=[])
     parser.add_argument("--out", type=Path, default=env.REPO / "bench-report")
+    parser.add_argument("--publish", action="store_true",
+                        help="then copy the report into docs/results/<gpu>/ and its table into README.md")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--limits", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-json", type=Path, help=argparse.SUPPRESS)
@@ -236,7 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(text)
     print(f"\nwrote {args.out}/results.md, results.json, throughput.png, roofline.png")
-    return 0 if all("error" not in r for r in results) else 1
+    ok = all("error" not in r for r in results)
+    if args.publish:
+        if ok and not args.ex:
+            print(f"published to {publish(args.out)} and README.md")
+        else:
+            print("not published: only a full run with no failed exercise is published")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -192,3 +192,34 @@ def test_report_shows_reasons_and_totals():
     assert "01_leaky_relu" in text and "forward (0/4): forward[0]: boom" in text and "total: 4/10" in text
     md = report.markdown([row], {"target": "t", "seed": 7})
     assert "SEED=7" in md and "| 01_leaky_relu |" in md
+
+
+def test_bench_publish_puts_one_table_into_the_readme(tmp_path):
+    """`make bench PUBLISH=1`: the report lands in docs/results/<gpu>/ and its table in the README,
+    replaced (not repeated) by the next run. The numbers here are made up: only the plumbing is tested."""
+    import json
+
+    from grader.benchmarks import README_BEGIN, README_END, publish
+
+    report = tmp_path / "bench-report"
+    report.mkdir()
+    result = {"exercise": "01_leaky_relu", "title": "LeakyReLU", "label": "fp32, 2^28 elements", "unit": "B",
+              "work": 2 * 4 * 2**28, "flops": 2**28, "min_bytes": None,
+              "rows": [{"version": "reference", "time_s": 1e-3, "rate": 2.1e12, "samples": 50},
+                       {"version": "PyTorch", "time_s": 0.9e-3, "rate": 2.4e12, "samples": 50}]}
+    info = {"date": "2026-01-01", "torch": "2.x", "cuda": "13.0", "cudnn": 91900, "gpu": "NVIDIA Test GPU 80GB",
+            "sms": 132, "driver": "999.1"}
+    (report / "results.json").write_text(json.dumps(
+        {"limits": {"copy_bandwidth": 2.9e12, "fp32_matmul": 5e13}, "info": info, "results": [result]}))
+    (report / "results.md").write_text("page")
+    readme = tmp_path / "README.md"
+    readme.write_text("# Course\n\ntext\n")
+    folder = publish(report, docs=tmp_path / "docs" / "results", readme=readme)
+    assert folder.name == "nvidia-test-gpu-80gb" and (folder / "results.json").exists()
+    first = readme.read_text()
+    assert first.count(README_BEGIN) == 1 and first.count(README_END) == 1
+    assert "| 01_leaky_relu | fp32, 2^28 elements | reference |" in first and "NVIDIA Test GPU 80GB" in first
+    assert "docs/results/nvidia-test-gpu-80gb/throughput.png" in first
+    assert "](throughput.png)" not in first  # the page's own relative links stay in the page
+    publish(report, docs=tmp_path / "docs" / "results", readme=readme)
+    assert readme.read_text() == first
