@@ -592,6 +592,54 @@ def graded(source: str, grade_id: str, points: float):
     return cell
 
 
+def setup_cell(unit: str):
+    """The locked first code cell of every unit: find the repository, set up CUDA, make the Course."""
+    return code(f"""
+        import os
+        import sys
+        from pathlib import Path
+
+        # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
+        # find the course repository above it and import the grader from there.
+        ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+
+        from grader import env
+
+        env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
+
+        import torch
+        import torch.nn.functional as F
+
+        from grader import notebooks as nb
+
+        course = nb.Course("{unit}")  # also defines the %%solution cell magic
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
+        print(f"torch {{torch.__version__}}; GPU: {{gpu}}")
+        print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
+        """, "setup", locked=True)
+
+
+def checks_source(exercise: str, group: str, visible: list[str]) -> str:
+    """A graded cell's code: a few of the group's checks shown, all of them run as hidden tests."""
+    shown = ",\n    ".join(f'"{n}"' for n in visible)
+    return (
+        f"# {exercise} {group}: the grader's own checks. Shown here: a few cases; at grading, every {group} check.\n"
+        f'course.check("{group}", "{exercise}", only=[\n    {shown},\n])\n'
+        f"### {NB_HIDDEN_BEGIN}\n"
+        f'course.check("{group}", "{exercise}")\n'
+        f"### {NB_HIDDEN_END}"
+    )
+
+
+def performance_source(exercise: str) -> str:
+    return (
+        "# performance: the points earned are this cell's result (nbgrader's partial credit)\n"
+        f'course.performance("{exercise}")'
+    )
+
+
 def region_cell(target: str, name: str, grade_id: str):
     """The `%%solution` cell for one region of solutions/<target>, built from that region."""
     exercise, file = target.split("/", 1)

@@ -7,22 +7,12 @@ The kernel cells are built from solutions/01_leaky_relu's regions (one source of
 `python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import answer, code, graded, md, new_notebook, region_cell, region_context
+from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, region_cell, region_context,
+                              setup_cell)
 
 EX = "01_leaky_relu"
 CU = f"{EX}/leaky_relu.cu"
 CPP = f"{EX}/leaky_relu.cpp"
-
-
-def _graded_checks(group: str, visible: list[str]) -> str:
-    shown = ",\n    ".join(f'"{n}"' for n in visible)
-    return (
-        f'# {group}: the grader\'s own checks. Shown here: a few cases; at grading, every {group} check.\n'
-        f'course.check("{group}", "{EX}", only=[\n    {shown},\n])\n'
-        "### BEGIN HIDDEN TESTS\n"
-        f'course.check("{group}", "{EX}")\n'
-        "### END HIDDEN TESTS"
-    )
 
 
 def build():
@@ -61,30 +51,7 @@ def build():
         **Where it runs.** Builds and checks need a CUDA GPU; the first build takes about a minute. Without a
         GPU, or under `nbgrader validate`, those cells print why and skip.
         """, "intro"),
-        code(r"""
-        import os
-        import sys
-        from pathlib import Path
-
-        # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-        # find the course repository above it and import the grader from there.
-        ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-
-        from grader import env
-
-        env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
-
-        import torch
-
-        from grader import notebooks as nb
-
-        course = nb.Course("unit1_scalar_kernels")  # also defines the %%solution cell magic
-        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
-        print(f"torch {torch.__version__}; GPU: {gpu}")
-        print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
-        """, "setup", locked=True),
+        setup_cell("unit1_scalar_kernels"),
         md(r"""
         ## 1. A scalar, by value, from Python to the kernel
 
@@ -365,18 +332,18 @@ def build():
         outputs poisoned with NaN first, inputs checked to be unmodified, and a profiler check that your
         kernel did the work. A group earns its points only when all of its checks pass.
         """, "graded-intro"),
-        graded(_graded_checks("forward", [
+        graded(checks_source(EX, "forward", [
             "forward[float32-1]", "forward[float32-257]", "forward[float32-1000003]", "forward[float16-4099]",
             "forward[negative_slope=0.2]", "forward[non-contiguous]", "forward[empty]", "forward[output poisoned]",
         ]), "forward", points=4),
-        graded(_graded_checks("backward", [
+        graded(checks_source(EX, "backward", [
             "backward[float32-257]", "backward[float16-1000003]", "backward[negative_slope=0.2]",
             "backward[zeros in x]",
         ]), "backward", points=2),
-        graded(_graded_checks("input_checks", [
+        graded(checks_source(EX, "input_checks", [
             "input_checks[cpu tensor]", "input_checks[integer dtype]",
         ]), "input-checks-test", points=1),
-        graded(_graded_checks("autograd", [
+        graded(checks_source(EX, "autograd", [
             "autograd[gradcheck float64]",
         ]), "autograd", points=1),
         md(r"""

@@ -9,7 +9,8 @@ three exercises has its cell, because a build keeps the student copy's stub wher
 `python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import answer, code, graded, md, new_notebook, region_cell, region_context
+from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, performance_source, region_cell,
+                              region_context, setup_cell)
 
 TRANSPOSE_CU = "03_transpose/transpose.cu"
 TRANSPOSE_CPP = "03_transpose/transpose.cpp"
@@ -17,24 +18,6 @@ STENCIL_CU = "04_stencil2d/stencil2d.cu"
 STENCIL_CPP = "04_stencil2d/stencil2d.cpp"
 MATMUL_CU = "05_matmul/matmul.cu"
 MATMUL_CPP = "05_matmul/matmul.cpp"
-
-
-def _graded_checks(exercise: str, group: str, visible: list[str]) -> str:
-    shown = ",\n    ".join(f'"{n}"' for n in visible)
-    return (
-        f"# {exercise} {group}: the grader's own checks. Shown here: a few cases; at grading, every {group} check.\n"
-        f'course.check("{group}", "{exercise}", only=[\n    {shown},\n])\n'
-        "### BEGIN HIDDEN TESTS\n"
-        f'course.check("{group}", "{exercise}")\n'
-        "### END HIDDEN TESTS"
-    )
-
-
-def _performance(exercise: str) -> str:
-    return (
-        "# performance: the points earned are this cell's result (nbgrader's partial credit)\n"
-        f'course.performance("{exercise}")'
-    )
 
 
 def build():
@@ -74,31 +57,7 @@ def build():
         **Where it runs.** Builds and checks need a CUDA GPU; the first build of each exercise takes about a
         minute. Without a GPU, or under `nbgrader validate`, those cells print why and skip.
         """, "intro"),
-        code(r"""
-        import os
-        import sys
-        from pathlib import Path
-
-        # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-        # find the course repository above it and import the grader from there.
-        ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-
-        from grader import env
-
-        env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
-
-        import torch
-        import torch.nn.functional as F
-
-        from grader import notebooks as nb
-
-        course = nb.Course("unit2_2d_grids")  # also defines the %%solution cell magic
-        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
-        print(f"torch {torch.__version__}; GPU: {gpu}")
-        print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
-        """, "setup", locked=True),
+        setup_cell("unit2_2d_grids"),
         md(r"""
         ## 1. 2D grids
 
@@ -273,16 +232,16 @@ def build():
         and a profiler check that your kernel did the work. A transpose does no arithmetic, so results must be
         exact. A group earns its points only when all of its checks pass.
         """, "transpose-graded-intro"),
-        graded(_graded_checks("03_transpose", "forward", [
+        graded(checks_source("03_transpose", "forward", [
             "forward[float32-1x1]", "forward[float32-1x1000]", "forward[float32-33x31]",
             "forward[float32-1000x1003]", "forward[float16-257x129]", "forward[float64-3x70001]",
             "forward[tall: more than 65535 row tiles]", "forward[non-contiguous]", "forward[empty]",
             "forward[output poisoned]",
         ]), "transpose-forward", points=5),
-        graded(_graded_checks("03_transpose", "input_checks", [
+        graded(checks_source("03_transpose", "input_checks", [
             "input_checks[cpu tensor]", "input_checks[1-D]",
         ]), "transpose-input-checks-test", points=1),
-        graded(_graded_checks("03_transpose", "autograd", [
+        graded(checks_source("03_transpose", "autograd", [
             "autograd[gradcheck float64]",
         ]), "transpose-autograd", points=1),
         md(r"""
@@ -294,7 +253,7 @@ def build():
         reference's throughput earns half the points, 0.85 of it all 3. It needs the forward checks to pass
         first.
         """, "transpose-speed"),
-        graded(_performance("03_transpose"), "transpose-performance", points=3),
+        graded(performance_source("03_transpose"), "transpose-performance", points=3),
         md(r"""
         The picture: your tiled kernel, a naive one-element-per-thread kernel (built here with `load_inline`),
         and PyTorch's `x.t().contiguous()`, against the copy bandwidth. On small matrices launch latency
@@ -457,15 +416,15 @@ def build():
         Tolerance: elementwise against a float64 `F.conv2d`, a relative `1e-5` plus a few float32 roundings of
         the largest possible sum. The filter copy may run beside your kernel; PyTorch's convolution may not.
         """, "stencil-graded-intro"),
-        graded(_graded_checks("04_stencil2d", "forward", [
+        graded(checks_source("04_stencil2d", "forward", [
             "forward[1x1 K=3]", "forward[2x2 K=7]", "forward[31x33 K=3]", "forward[97x101 K=7]",
             "forward[batch 3x45x67 K=3]", "forward[filter changes between calls]", "forward[non-contiguous]",
             "forward[empty]",
         ]), "stencil-forward", points=5),
-        graded(_graded_checks("04_stencil2d", "input_checks", [
+        graded(checks_source("04_stencil2d", "input_checks", [
             "input_checks[cpu x]", "input_checks[non-square weight]", "input_checks[even K]",
         ]), "stencil-input-checks-test", points=1),
-        graded(_graded_checks("04_stencil2d", "registration", [
+        graded(checks_source("04_stencil2d", "registration", [
             "registration[opcheck]",
         ]), "stencil-registration", points=1),
         md(r"""
@@ -476,7 +435,7 @@ def build():
         image against the reference solution in the same run (the target on an H100 is 2400 GB/s; cuDNN's
         convolution reaches about 900): half the points at 0.5x, all 3 at 0.85x.
         """, "stencil-speed"),
-        graded(_performance("04_stencil2d"), "stencil-performance", points=3),
+        graded(performance_source("04_stencil2d"), "stencil-performance", points=3),
         md(r"""
         ## 6. Exercise 05: the matrix product, in three steps
 
@@ -502,7 +461,7 @@ def build():
         @@CONTEXT@@
         """, "matmul-launch1", context=region_context(MATMUL_CU, "matmul_cuda1")),
         region_cell(MATMUL_CU, "matmul_cuda1", "matmul-cuda1"),
-        graded(_graded_checks("05_matmul", "naive", [
+        graded(checks_source("05_matmul", "naive", [
             "naive[1x1x1]", "naive[31x33x17]", "naive[127x129x131]", "naive[K = 0 gives zeros]",
             "naive[non-contiguous]",
         ]), "matmul-naive", points=2),
@@ -524,7 +483,7 @@ def build():
         @@CONTEXT@@
         """, "matmul-launch2", context=region_context(MATMUL_CU, "matmul_cuda2")),
         region_cell(MATMUL_CU, "matmul_cuda2", "matmul-cuda2"),
-        graded(_graded_checks("05_matmul", "shared_tiles", [
+        graded(checks_source("05_matmul", "shared_tiles", [
             "shared_tiles[1x1x1]", "shared_tiles[31x33x17]", "shared_tiles[127x129x131]",
             "shared_tiles[K = 0 gives zeros]", "shared_tiles[non-contiguous]",
         ]), "matmul-shared-tiles", points=2),
@@ -571,7 +530,7 @@ def build():
         @@CONTEXT@@
         """, "matmul-launch3", context=region_context(MATMUL_CU, "matmul_cuda3")),
         region_cell(MATMUL_CU, "matmul_cuda3", "matmul-cuda3"),
-        graded(_graded_checks("05_matmul", "register_blocked", [
+        graded(checks_source("05_matmul", "register_blocked", [
             "register_blocked[1x1x1]", "register_blocked[31x33x17]", "register_blocked[127x129x131]",
             "register_blocked[200x1032x257]", "register_blocked[K = 0 gives zeros]",
             "register_blocked[unaligned views]",
@@ -604,13 +563,13 @@ def build():
         (about 36 TFLOP/s on an H100, 0.73 of cuBLAS with TF32 off): half the points at 0.5x, all 3 at 0.85x,
         once `register_blocked` passes.
         """, "matmul-graded-intro"),
-        graded(_graded_checks("05_matmul", "input_checks", [
+        graded(checks_source("05_matmul", "input_checks", [
             "input_checks[cpu A]", "input_checks[inner sizes differ]", "input_checks[version=0]",
         ]), "matmul-input-checks-test", points=1),
-        graded(_graded_checks("05_matmul", "registration", [
+        graded(checks_source("05_matmul", "registration", [
             "registration[opcheck]",
         ]), "matmul-registration", points=1),
-        graded(_performance("05_matmul"), "matmul-performance", points=3),
+        graded(performance_source("05_matmul"), "matmul-performance", points=3),
         md(r"""
         The three kernels against cuBLAS (TF32 off, so all four do strict float32 FMAs) as the matrices grow.
         Small products cannot fill the GPU; from about $2048^3$ on, each step of reuse shows as a step in

@@ -9,30 +9,13 @@ two exercises has its cell, because a build keeps the student copy's stub wherev
 `python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import answer, code, graded, md, new_notebook, region_cell, region_context
+from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, performance_source, region_cell,
+                              region_context, setup_cell)
 
 CONV_CU = "06_conv2d/conv2d.cu"
 CONV_CPP = "06_conv2d/conv2d.cpp"
 CONVT_CU = "07_conv_transpose2d/conv_transpose2d.cu"
 CONVT_CPP = "07_conv_transpose2d/conv_transpose2d.cpp"
-
-
-def _graded_checks(exercise: str, group: str, visible: list[str]) -> str:
-    shown = ",\n    ".join(f'"{n}"' for n in visible)
-    return (
-        f"# {exercise} {group}: the grader's own checks. Shown here: a few cases; at grading, every {group} check.\n"
-        f'course.check("{group}", "{exercise}", only=[\n    {shown},\n])\n'
-        "### BEGIN HIDDEN TESTS\n"
-        f'course.check("{group}", "{exercise}")\n'
-        "### END HIDDEN TESTS"
-    )
-
-
-def _performance(exercise: str) -> str:
-    return (
-        "# performance: the points earned are this cell's result (nbgrader's partial credit)\n"
-        f'course.performance("{exercise}")'
-    )
 
 
 def build():
@@ -68,31 +51,7 @@ def build():
         **Where it runs.** Builds and checks need a CUDA GPU; the first build of each exercise takes about a
         minute. Without a GPU, or under `nbgrader validate`, those cells print why and skip.
         """, "intro"),
-        code(r"""
-        import os
-        import sys
-        from pathlib import Path
-
-        # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-        # find the course repository above it and import the grader from there.
-        ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-
-        from grader import env
-
-        env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
-
-        import torch
-        import torch.nn.functional as F
-
-        from grader import notebooks as nb
-
-        course = nb.Course("unit3_convolution")  # also defines the %%solution cell magic
-        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
-        print(f"torch {torch.__version__}; GPU: {gpu}")
-        print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
-        """, "setup", locked=True),
+        setup_cell("unit3_convolution"),
         md(r"""
         ## 1. The operation and its output size
 
@@ -293,16 +252,16 @@ def build():
         the comparison cannot be exact. (cuDNN's TF32 mode, the default on recent GPUs, lands near `1e-3` and
         would fail.) The profiler must see `conv2d_kernel1`, not a PyTorch or cuDNN kernel.
         """, "direct-graded-intro"),
-        graded(_graded_checks("06_conv2d", "direct", [
+        graded(checks_source("06_conv2d", "direct", [
             "direct[float32, k3s1p1]", "direct[float32, k3s2p1]", "direct[float32, non-square kernel 4x2]",
             "direct[float32, dilation (2, 3)]", "direct[float32, no bias]", "direct[float64, k7s2p3]",
             "direct[empty batch]", "direct[non-contiguous inputs]",
         ]), "conv-direct", points=2),
-        graded(_graded_checks("06_conv2d", "input_checks", [
+        graded(checks_source("06_conv2d", "input_checks", [
             "input_checks[a CPU tensor]", "input_checks[mismatched channels]", "input_checks[stride 0]",
             "input_checks[a kernel larger than the padded input]",
         ]), "conv-input-checks", points=1),
-        graded(_graded_checks("06_conv2d", "registration", [
+        graded(checks_source("06_conv2d", "registration", [
             "registration[opcheck]",
         ]), "conv-registration", points=1),
         md(r"""
@@ -351,7 +310,7 @@ def build():
         @@CONTEXT@@
         """, "gemm-launch", context=region_context(CONV_CU, "launch_implicit_gemm_tiles")),
         region_cell(CONV_CU, "launch_implicit_gemm_tiles", "conv2d-launch-implicit-gemm"),
-        graded(_graded_checks("06_conv2d", "implicit_gemm", [
+        graded(checks_source("06_conv2d", "implicit_gemm", [
             "implicit_gemm[float32, k3s1p1]", "implicit_gemm[float32, k3s2p1]",
             "implicit_gemm[float32, non-square kernel 4x2]", "implicit_gemm[float32, dilation (2, 3)]",
             "implicit_gemm[float32, odd channels 67 -> 65]", "implicit_gemm[float64, k7s2p3]",
@@ -365,7 +324,7 @@ def build():
         half the points at 0.5x its throughput, all 3 at 0.85x, once `implicit_gemm` passes. On an H100 the
         reference measured about 21 TFLOP/s, within 1.1x of cuDNN's time.
         """, "gemm-speed"),
-        graded(_performance("06_conv2d"), "conv-performance", points=3),
+        graded(performance_source("06_conv2d"), "conv-performance", points=3),
         md(r"""
         Both versions beside cuDNN on three layers: the benchmark's, a deep 7 x 7 layer with 512 channels, and
         a stride-2 layer. The 7 x 7 layer has only M = 1568 output pixels for K = 4608: few blocks, each with a
@@ -543,20 +502,20 @@ def build():
         layer against the reference gather in the same run: 1 point at 0.5x its throughput, 2 at 0.85x, once
         `forward` passes.
         """, "convt-graded-intro"),
-        graded(_graded_checks("07_conv_transpose2d", "forward", [
+        graded(checks_source("07_conv_transpose2d", "forward", [
             "forward[float32, k3s1p1]", "forward[float32, k3s2p1]", "forward[float32, stride 2, output_padding 1]",
             "forward[float32, dilation (2, 3)]", "forward[float32, no bias]",
             "forward[float64, stride (3, 2), output_padding (2, 0)]", "forward[empty batch]",
             "forward[non-contiguous inputs]",
         ]), "convt-forward", points=4),
-        graded(_graded_checks("07_conv_transpose2d", "input_checks", [
+        graded(checks_source("07_conv_transpose2d", "input_checks", [
             "input_checks[a CPU tensor]", "input_checks[mismatched channels]",
             "input_checks[output_padding >= stride and >= dilation]", "input_checks[padding that leaves no output]",
         ]), "convt-input-checks", points=1),
-        graded(_graded_checks("07_conv_transpose2d", "registration", [
+        graded(checks_source("07_conv_transpose2d", "registration", [
             "registration[opcheck]",
         ]), "convt-registration", points=1),
-        graded(_performance("07_conv_transpose2d"), "convt-performance", points=2),
+        graded(performance_source("07_conv_transpose2d"), "convt-performance", points=2),
         md(r"""
         ## What next
 

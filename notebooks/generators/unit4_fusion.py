@@ -8,8 +8,8 @@ The kernel cells are built from the regions of solutions/08_* and solutions/09_*
 `python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import (SOLUTIONS, answer, code, find_region, graded, md, new_notebook, region_cell,
-                              region_context, regions_of)
+from grader.notebooks import (SOLUTIONS, answer, checks_source, code, find_region, graded, md, new_notebook,
+                              region_cell, region_context, regions_of, setup_cell)
 
 EX8 = "08_conv_bn_relu_inference"
 EX9 = "09_conv_bn_relu_training"
@@ -40,17 +40,6 @@ def excerpt(target: str, start: str, name: str) -> str:
     if "SOLUTION" in text:
         raise ValueError(f"{target}: the excerpt above {name} would show a region marker")
     return "```cpp\n" + text + "\n```"
-
-
-def _graded_checks(exercise: str, group: str, visible: list[str]) -> str:
-    shown = ",\n    ".join(f'"{n}"' for n in visible)
-    return (
-        f'# {group}: the grader\'s own checks. Shown here: a few cases; at grading, every {group} check.\n'
-        f'course.check("{group}", "{exercise}", only=[\n    {shown},\n])\n'
-        "### BEGIN HIDDEN TESTS\n"
-        f'course.check("{group}", "{exercise}")\n'
-        "### END HIDDEN TESTS"
-    )
 
 
 def build():
@@ -98,30 +87,7 @@ def build():
         **Where it runs.** Builds and checks need a CUDA GPU; each exercise's first build takes a minute or two.
         Without a GPU, or under `nbgrader validate`, those cells print why and skip; the warm-ups run anywhere.
         """, "intro"),
-        code(r"""
-        import sys
-        from pathlib import Path
-
-        # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-        # find the course repository above it and import the grader from there.
-        ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-
-        from grader import env
-
-        env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
-
-        import torch
-        import torch.nn.functional as F
-
-        from grader import notebooks as nb
-
-        course = nb.Course("unit4_fusion")  # also defines the %%solution cell magic
-        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
-        print(f"torch {torch.__version__}; GPU: {gpu}")
-        print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
-        """, "setup", locked=True),
+        setup_cell("unit4_fusion"),
         md(r"""
         ## 1. What fusion saves
 
@@ -326,12 +292,12 @@ def build():
         kernel ran, and nothing beyond the output was allocated. A group earns its points only when all of its
         checks pass.
         """, "ex08-graded-intro"),
-        graded(_graded_checks(EX8, "forward", [
+        graded(checks_source(EX8, "forward", [
             "forward[float32-odd-dilated-bias]", "forward[float32-k70-5x5]", "forward[float32-pixels-off-128]",
             "forward[float64-k70-5x5]", "forward[empty batch]", "forward[one kernel, no intermediate]",
             "forward[module]",
         ]), "ex08-forward", points=5),
-        graded(_graded_checks(EX8, "input_checks", [
+        graded(checks_source(EX8, "input_checks", [
             "input_checks[cpu x]", "input_checks[weight channels]", "input_checks[stride 0]",
             "input_checks[x smaller than the kernel]",
         ]), "ex08-input-checks", points=1),
@@ -828,24 +794,24 @@ def build():
         on either side of the kink cannot decide a check. The `own kernels ran` checks use the profiler: the
         work must be done by this exercise's kernels, not by PyTorch's.
         """, "ex09-graded-intro"),
-        graded(_graded_checks(EX9, "forward", [
+        graded(checks_source(EX9, "forward", [
             "forward[train-odd-dilated-bias]", "forward[train-1x1-bias]", "forward[eval-odd-dilated-bias]",
             "forward[own kernels ran]",
         ]), "ex09-forward", points=3),
-        graded(_graded_checks(EX9, "running_stats", [
+        graded(checks_source(EX9, "running_stats", [
             "running_stats[momentum=0.1]", "running_stats[momentum=None]",
         ]), "ex09-running-stats", points=2),
-        graded(_graded_checks(EX9, "backward", [
+        graded(checks_source(EX9, "backward", [
             "backward[train-odd-dilated-bias]", "backward[train-1x1-bias]", "backward[eval-odd-dilated-bias]",
             "backward[own kernels ran]",
         ]), "ex09-backward", points=4),
-        graded(_graded_checks(EX9, "autograd", [
+        graded(checks_source(EX9, "autograd", [
             "autograd[gradcheck float64 train small]", "autograd[gradcheck float64 eval small]",
         ]), "ex09-autograd", points=2),
-        graded(_graded_checks(EX9, "module", [
+        graded(checks_source(EX9, "module", [
             "module[state_dict, train/eval]",
         ]), "ex09-module", points=2),
-        graded(_graded_checks(EX9, "input_checks", [
+        graded(checks_source(EX9, "input_checks", [
             "input_checks[cpu x]", "input_checks[stride 0]", "input_checks[one value per channel in training]",
         ]), "ex09-input-checks", points=1),
         md(r"""

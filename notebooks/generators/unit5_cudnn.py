@@ -8,21 +8,11 @@ The code cells are built from the regions of solutions/10_cudnn_conv (one source
 `python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import answer, code, graded, md, new_notebook, region_cell, region_context
+from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, region_cell, region_context,
+                              setup_cell)
 
 EX = "10_cudnn_conv"
 CU = f"{EX}/cudnn_conv.cu"
-
-
-def _graded_checks(group: str, visible: list[str]) -> str:
-    shown = ",\n    ".join(f'"{n}"' for n in visible)
-    return (
-        f'# {group}: the grader\'s own checks. Shown here: a few cases; at grading, every {group} check.\n'
-        f'course.check("{group}", "{EX}", only=[\n    {shown},\n])\n'
-        "### BEGIN HIDDEN TESTS\n"
-        f'course.check("{group}", "{EX}")\n'
-        "### END HIDDEN TESTS"
-    )
 
 
 def build():
@@ -73,37 +63,7 @@ def build():
         the exercise's `build.json` points the build at it). Without a GPU, or under `nbgrader validate`, those
         cells print why and skip; the warm-up runs anywhere.
         """, "intro"),
-        code(r"""
-        import sys
-        from pathlib import Path
-
-        # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-        # find the course repository above it and import the grader from there.
-        ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-
-        from grader import env
-
-        env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
-
-        import torch
-        import torch.nn.functional as F
-
-        from grader import notebooks as nb
-
-        course = nb.Course("unit5_cudnn")  # also defines the %%solution cell magic
-        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
-        print(f"torch {torch.__version__}; GPU: {gpu}")
-        print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
-
-
-        def show(file, start, stop):
-            # Print the given code of exercise 10's `file` from the line with `start` up to `stop`.
-            text = (course.skeleton("10_cudnn_conv") / file).read_text()
-            first = text.index(start)
-            print(text[first:text.index(stop, first)].rstrip())
-        """, "setup", locked=True),
+        setup_cell("unit5_cudnn"),
         md(r"""
         ## 1. Which API, and what one call costs
 
@@ -471,27 +431,27 @@ def build():
           and misses add up exactly. **streams**: a call on a side stream must wait for that stream's earlier
           work, which it does only if the handle is bound to the current stream.
         """, "graded-intro"),
-        graded(_graded_checks("descriptors", [
+        graded(checks_source(EX, "descriptors", [
             "descriptors[output shapes]", "descriptors[cuDNN status errors]",
         ]), "descriptors-test", points=1),
-        graded(_graded_checks("forward", [
+        graded(checks_source(EX, "forward", [
             "forward[strict-k3s2p1]", "forward[tf32-k7s2p3]", "forward[float64-k3s2p1]", "forward[non-contiguous]",
             "forward[mode=uncached]", "forward[plans with a workspace]", "forward[no PyTorch convolution ran]",
         ]), "forward", points=3),
-        graded(_graded_checks("backward", [
+        graded(checks_source(EX, "backward", [
             "backward[strict-k3s2p1]", "backward[conv_transpose2d strict]", "backward[autograd]",
             "backward[gradcheck float64]", "backward[plans with a workspace]",
         ]), "backward", points=3),
-        graded(_graded_checks("cache", [
+        graded(checks_source(EX, "cache", [
             "cache[second identical call hits]", "cache[clear]", "cache[mode=uncached bypasses it]",
         ]), "cache-test", points=2),
-        graded(_graded_checks("threads", [
+        graded(checks_source(EX, "threads", [
             "threads[6 threads, own streams and shapes]",
         ]), "threads", points=1),
-        graded(_graded_checks("streams", [
+        graded(checks_source(EX, "streams", [
             "streams[runs on the current stream]",
         ]), "streams", points=1),
-        graded(_graded_checks("input_checks", [
+        graded(checks_source(EX, "input_checks", [
             "input_checks[a CPU tensor x]", "input_checks[stride 0]", "input_checks[grad_output of the wrong shape]",
             "input_checks[a valid call after the errors]",
         ]), "input-checks", points=1),
