@@ -64,6 +64,13 @@ def build():
         cells print why and skip; the warm-up runs anywhere.
         """, "intro"),
         setup_cell("unit5_cudnn"),
+        code(r"""
+        def show(file, start, stop):
+            # Print the given code of exercise 10's `file` from the line with `start` up to `stop`.
+            text = (course.skeleton("10_cudnn_conv") / file).read_text()
+            first = text.index(start)
+            print(text[first:text.index(stop, first)].rstrip())
+        """, "show-helper", locked=True),
         md(r"""
         ## 1. Which API, and what one call costs
 
