@@ -105,6 +105,9 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path,
     if not students:
         raise SystemExit(f"no student folders in {root}")
     todo = [s for s in students if force or load_report(out, s) is None]
+    if force:  # an old report must not stand in for a regrade whose task fails
+        for s in todo:
+            (out / s / "report.json").unlink(missing_ok=True)
     exercises = [s.exercise for s in specs]
     folder = out / ".submitit"
     executor = _executor(folder, opts)
