@@ -44,11 +44,13 @@ class ResultsRecorder:
         self.snapshot: Snapshot | None = None  # taken once collected, before any submitted code runs
         self.tampered: list[str] = []
 
-    def _flush(self):
+    # The check and the writer are bound when this module is imported, before any submitted code
+    # runs: replacing Snapshot.changed or write_json_atomic later does not change what is called
+    # here (and is itself reported, both being in the snapshot).
+    def _flush(self, _changed=Snapshot.changed, _write=write_json_atomic):
         if self.snapshot is not None and not self.tampered:
-            self.tampered = self.snapshot.changed()
-        write_json_atomic(self.path, {"tests": list(self.tests.values()), "running": self.running,
-                                      "tampered": self.tampered})
+            self.tampered = _changed(self.snapshot)
+        _write(self.path, {"tests": list(self.tests.values()), "running": self.running, "tampered": self.tampered})
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.running = nodeid.split("::")[-1]

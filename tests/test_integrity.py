@@ -35,3 +35,18 @@ def test_patching_a_grader_class_method_is_named(monkeypatch):
     snap = Snapshot().take()
     monkeypatch.setattr(ResultsRecorder, "_flush", lambda self: None)
     assert "grader.results.ResultsRecorder._flush" in snap.changed()
+
+
+def test_the_recorder_still_reports_when_the_detector_is_patched(tmp_path, monkeypatch):
+    import json
+
+    from grader.integrity import Snapshot as Snap
+    from grader.results import ResultsRecorder
+
+    recorder = ResultsRecorder(tmp_path / "r.json")
+    recorder.snapshot = Snap().take()
+    monkeypatch.setattr(Snap, "changed", lambda self: [])  # the cheat hides itself ...
+    monkeypatch.setattr(grader.checks, "assert_close", lambda *a, **k: None)
+    recorder._flush()
+    tampered = json.loads((tmp_path / "r.json").read_text())["tampered"]
+    assert "grader.integrity.Snapshot.changed" in tampered and "grader.checks.assert_close" in tampered
