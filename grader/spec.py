@@ -152,34 +152,45 @@ class Context:
 SPEC_ERRORS: dict[str, str] = {}
 
 
-def all_specs() -> list[Spec]:
+def spec_modules() -> list[str]:
+    """`ex01_leaky_relu`, ...: one module per exercise, named after it."""
+    return sorted(info.name for info in pkgutil.iter_modules(grader.specs.__path__) if info.name.startswith("ex"))
+
+
+def _load(module_names: Sequence[str]) -> list[Spec]:
     specs = []
-    for info in pkgutil.iter_modules(grader.specs.__path__):
-        if info.name.startswith("ex"):
-            try:
-                mod = importlib.import_module(f"grader.specs.{info.name}")
-                specs.append(mod.SPEC)
-            except Exception as e:
-                SPEC_ERRORS[info.name] = f"{type(e).__name__}: {e}"
+    for name in module_names:
+        try:
+            specs.append(importlib.import_module(f"grader.specs.{name}").SPEC)
+        except Exception as e:
+            SPEC_ERRORS[name] = f"{type(e).__name__}: {e}"
     return sorted(specs, key=lambda s: s.exercise)
 
 
+def all_specs() -> list[Spec]:
+    return _load(spec_modules())
+
+
+def _matches(name: str, exercise: str) -> bool:
+    number, short = exercise.split("_", 1)
+    return name in (exercise, number, short) or (name.isdigit() and int(name) == int(number))
+
+
 def select(names: Sequence[str] | None) -> list[Spec]:
-    """Specs matching `names` (`01`, `1`, `01_leaky_relu`, `leaky_relu`); all when empty."""
-    specs = all_specs()
+    """Specs matching `names` (`01`, `1`, `01_leaky_relu`, `leaky_relu`); all when empty. Only the
+    chosen exercises' spec modules are imported (each imports torch and its helpers)."""
     if not names:
-        return specs
-    chosen = []
+        return all_specs()
+    modules = spec_modules()
+    chosen: list[str] = []
     for name in names:
-        matches = [
-            s for s in specs
-            if name in (s.exercise, s.number, s.exercise.split("_", 1)[1]) or (name.isdigit() and int(name) == int(s.number))
-        ]
+        matches = [m for m in modules if _matches(name, m[2:])]
         if not matches:
-            known = ", ".join(s.exercise for s in specs)
+            known = ", ".join(m[2:] for m in modules)
             raise SystemExit(f"no exercise called {name!r}; known: {known}")
         chosen += [m for m in matches if m not in chosen]
-    return chosen
+    loaded = {s.exercise: s for s in _load(chosen)}
+    return [loaded[m[2:]] for m in chosen if m[2:] in loaded]
 
 
 def by_exercise(exercise: str) -> Spec:

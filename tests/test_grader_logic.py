@@ -144,6 +144,8 @@ def test_exercise_selection():
 def test_every_spec_is_consistent():
     specs = spec.all_specs()
     assert not spec.SPEC_ERRORS, spec.SPEC_ERRORS
+    # select() finds a spec by its module's name without importing the others: they must agree
+    assert [f"ex{s.exercise}" for s in specs] == spec.spec_modules()
     for s in specs:
         groups = {c.group for c in s.checks()}
         scored = set(s.points) - {spec.PERFORMANCE}
