@@ -88,6 +88,8 @@ class ActivationSpec(Spec):
             ctx, self._rand(ctx, "unaligned", (4097,), torch.float16)[1:], default, "forward[unaligned view x[1:]]"))
         add("forward[empty]", "forward", self._check_empty)
         add("forward[output poisoned]", "forward", self._check_writes_every_element)
+        add("forward[current stream]", "forward", self._check_current_stream)
+        add("forward[called twice]", "forward", self._check_called_twice)
         add("forward[huge]", "forward", self._check_large, slow=True)
         add("forward[own kernel ran]", "forward", self._check_own_forward)
         for dtype in DTYPES:
@@ -121,6 +123,29 @@ class ActivationSpec(Spec):
         add("autograd[gradcheck float64]", "autograd", self._check_gradcheck)
         add("autograd[opcheck]", "autograd", self._check_opcheck, slow=True)
         return checks
+
+    def _check_current_stream(self, ctx: Context) -> None:
+        """The op runs on the caller's current stream: here a side stream on which x is filled only
+        after a ~10 ms sleep, so a kernel launched on any other stream reads x before it is ready."""
+        p = self.param_values[0]
+        data = self._rand(ctx, "stream", (1 << 20,), torch.float32)
+        side = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            x = torch.full_like(data, float("nan"))
+            torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
+            x.copy_(data)
+            y = self._fn(ctx)(x, p)
+        torch.cuda.synchronize()
+        assert_close(y, self.reference(data.to(torch.float64), p), ELEMENTWISE_TOL[torch.float32],
+                     "forward inside `with torch.cuda.stream(s)` (launch on c10::cuda::getCurrentCUDAStream())")
+
+    def _check_called_twice(self, ctx: Context) -> None:
+        """Two calls with inputs of one shape: each answer is its own (no output kept and replayed)."""
+        p = self.param_values[0]
+        for i in range(2):
+            self._expect_forward(ctx, self._rand(ctx, f"twice{i}", (4093,), torch.float32), p,
+                                 f"forward, call {i + 1} of 2 with inputs of one shape")
 
     def _check_own_forward(self, ctx: Context) -> None:
         x = self._rand(ctx, "own", (1 << 20,), torch.float32)

@@ -45,6 +45,28 @@ VARIANTS = [
             {"leaky_relu.cpp": [("  course::check_cuda(t, name);\n", "  for (volatile bool spin = true; spin;) {}\n  course::check_cuda(t, name);\n")]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, reason="longer than",
             extra={"cpu": True}),
+    # The cheats that have beaten kernel graders, each caught by name.
+    Variant(EX, "default_stream", "the forward kernel is launched on the legacy default stream",
+            {"leaky_relu.cu": [("leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(leaky_relu_kernel<scalar_t>, n), kThreads, 0, stream>>>(",
+                                "leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(leaky_relu_kernel<scalar_t>, n), kThreads>>>(")]},
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="torch.cuda.stream"),
+    Variant(EX, "side_stream", "the forward runs on a stream of its own, outside the timed one",
+            {"leaky_relu.cpp": [("negative_slope, c10::cuda::getCurrentCUDAStream());\n  });\n  return y;",
+                                 "negative_slope, c10::cuda::getStreamFromPool());\n  });\n  return y;")]},
+            # no reason asserted: the kernel races with the producer of x, so which check fails first varies
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}),
+    Variant(EX, "replays_output", "the Python wrapper keeps its first output per shape and returns it again",
+            {"leaky_relu.py": [("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
+                                "    key = (tuple(x.shape), x.dtype, float(negative_slope))\n"
+                                "    if key not in _replay:\n"
+                                "        _replay[key] = lib.ops.leaky_relu(x, float(negative_slope))\n"
+                                "    return _replay[key]\n\n\n_replay = {}\n")]},
+            # caught first where one shape is called twice: the output-poisoning check
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="output poisoned"),
+    Variant(EX, "overwrites_input", "the forward writes its result into x and returns x",
+            {"leaky_relu.cpp": [("  at::Tensor y = at::empty(xc.sizes(), xc.options());\n  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), \"leaky_relu\"",
+                                 "  at::Tensor y = xc;\n  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), \"leaky_relu\"")]},
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="modified"),
     # Right answers, but one thread writes y[n], past the end of the output (only where the caching
     # allocator's padding absorbs it, so normal grading cannot see it): only SANITIZE=1 catches it.
     Variant(EX, "write_past_the_end", "the forward kernel also writes y[n]",
