@@ -155,6 +155,22 @@ def expect_error(fn, *args, names: tuple[str, ...] = (), what: str = "") -> str:
     raise CheckFailure(f"{what}: was accepted, but should raise an error naming {' or '.join(names) or 'the problem'}")
 
 
+def on_a_busy_stream(fn, *inputs: torch.Tensor):
+    """Call `fn(*copies)` inside `torch.cuda.stream(s)`, where `s` fills each copy of `inputs` only
+    after a sleep of some milliseconds: an op that launches on any stream but the current one reads
+    its inputs (NaN until then) too early. Returns fn's result, synchronized."""
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        copies = [torch.full_like(t, float("nan")) for t in inputs]
+        torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
+        for copy, t in zip(copies, inputs):
+            copy.copy_(t)
+        out = fn(*copies)
+    torch.cuda.synchronize()
+    return out
+
+
 def kernels_launched(fn) -> list[str]:
     """Names of the GPU kernels and copies that `fn()` ran, read with the profiler (CUPTI)."""
     from torch.autograd import DeviceType

@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 
 from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_close, assert_own_kernels, expect_error, poison,
-                           unmodified)
+                           on_a_busy_stream, unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -125,18 +125,9 @@ class ActivationSpec(Spec):
         return checks
 
     def _check_current_stream(self, ctx: Context) -> None:
-        """The op runs on the caller's current stream: here a side stream on which x is filled only
-        after a ~10 ms sleep, so a kernel launched on any other stream reads x before it is ready."""
         p = self.param_values[0]
         data = self._rand(ctx, "stream", (1 << 20,), torch.float32)
-        side = torch.cuda.Stream()
-        torch.cuda.synchronize()
-        with torch.cuda.stream(side):
-            x = torch.full_like(data, float("nan"))
-            torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
-            x.copy_(data)
-            y = self._fn(ctx)(x, p)
-        torch.cuda.synchronize()
+        y = on_a_busy_stream(lambda x: self._fn(ctx)(x, p), data)
         assert_close(y, self.reference(data.to(torch.float64), p), ELEMENTWISE_TOL[torch.float32],
                      "forward inside `with torch.cuda.stream(s)` (launch on c10::cuda::getCurrentCUDAStream())")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
-                           unmodified)
+                           on_a_busy_stream, unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 EXACT = Tolerance(0.0, 0.0)
@@ -79,6 +79,7 @@ class TransposeSpec(Spec):
             ctx, _rand(ctx, "unaligned", (1 + 45 * 77,), torch.float16)[1:].view(45, 77), "forward[unaligned view]"))
         add("forward[empty]", "forward", self._check_empty)
         add("forward[output poisoned]", "forward", self._check_poisoned)
+        add("forward[current stream]", "forward", lambda ctx: self._check_stream(ctx))
         add("forward[own kernel ran]", "forward", self._check_own)
         fn = lambda ctx: ctx.module.transpose  # noqa: E731
         add("input_checks[cpu tensor]", "input_checks", lambda ctx: expect_error(
@@ -92,6 +93,11 @@ class TransposeSpec(Spec):
         add("autograd[gradcheck float64]", "autograd", self._check_gradcheck)
         add("autograd[opcheck]", "autograd", self._check_opcheck)
         return checks
+
+    def _check_stream(self, ctx: Context) -> None:
+        x = _rand(ctx, "stream", (1025, 777))
+        y = on_a_busy_stream(ctx.module.transpose, x)
+        assert_close(y, x.t(), EXACT, "forward inside `with torch.cuda.stream(s)` (launch on the current stream)")
 
     def _check_own(self, ctx: Context) -> None:
         x = _rand(ctx, "own", (1000, 1003))  # made outside the profiled call

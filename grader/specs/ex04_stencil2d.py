@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
-                           unmodified)
+                           on_a_busy_stream, unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # (name, x shape, K): images smaller than the filter, single rows and columns, primes, one off the
@@ -90,6 +90,7 @@ class StencilSpec(Spec):
         add("forward[non-contiguous]", "forward", self._check_noncontiguous)
         add("forward[empty]", "forward", self._check_empty)
         add("forward[output poisoned]", "forward", self._check_poisoned)
+        add("forward[current stream]", "forward", self._check_stream)
         add("forward[own kernel ran]", "forward", self._check_own)
         fn = lambda ctx: ctx.module.stencil2d  # noqa: E731
         x = lambda: torch.ones(8, 9, device="cuda")  # noqa: E731
@@ -112,6 +113,13 @@ class StencilSpec(Spec):
                 needs_gpu=label != "cpu x")
         add("registration[opcheck]", "registration", self._check_opcheck)
         return checks
+
+    def _check_stream(self, ctx: Context) -> None:
+        # the filter too reaches constant memory on the current stream
+        x, w = _rand(ctx, "stream", (517, 1031)), _rand(ctx, "streamw", (5, 5), scale=0.5)
+        y = on_a_busy_stream(ctx.module.stencil2d, x, w)
+        assert_close(y, reference(x, w), tolerance(x, w),
+                     "forward inside `with torch.cuda.stream(s)` (the filter copy and the launch on the current stream)")
 
     def _check_own(self, ctx: Context) -> None:
         x, w = _rand(ctx, "own", (2, 300, 301)), _rand(ctx, "ownw", (3, 3))  # made outside the profiled call

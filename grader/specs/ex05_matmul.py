@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
+from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
+                           unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
@@ -77,10 +78,17 @@ class MatmulSpec(Spec):
             add("non-contiguous", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
             add("unaligned views", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
             add("output poisoned", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            add("current stream", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
             add("own kernel ran", lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn))
         checks += self._input_checks()
         checks.append(Check("registration[opcheck]", "registration", self._check_opcheck))
         return checks
+
+    def _check_stream(self, ctx: Context, version: int, group: str) -> None:
+        a, b = _rand(ctx, f"{group}streamA", (333, 257)), _rand(ctx, f"{group}streamB", (257, 190))
+        c = on_a_busy_stream(lambda x, y: ctx.module.matmul(x, y, version), a, b)
+        assert_rel_error(c, a.double() @ b.double(), REL_TOL,
+                         f"{group} inside `with torch.cuda.stream(s)` (launch on the current stream)")
 
     def _check_own(self, ctx: Context, version: int, group: str, kernel: str) -> None:
         a, b = _rand(ctx, "ownA", (300, 200)), _rand(ctx, "ownB", (200, 260))  # made outside the profiled call
