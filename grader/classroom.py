@@ -282,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     cluster.add_argument("--gpus-per-task", type=int, default=SlurmOptions.gpus_per_task)
     cluster.add_argument("--cpus-per-task", type=int, default=SlurmOptions.cpus_per_task)
     cluster.add_argument("--account")
+    cluster.add_argument("--setup", action="append", default=[],
+                         help="a shell line to run before each task (repeatable), e.g. 'module load cuda'")
     cluster.add_argument("--local", action="store_true", help="run the array's tasks as local processes")
     cluster.add_argument("--dry-run", action="store_true", help="print the sbatch script and stop")
     args = parser.parse_args(argv)
@@ -293,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.slurm:
         opts = SlurmOptions(tasks=args.tasks, partition=args.partition, time_min=args.time_min,
                             gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
-                            account=args.account, cluster="local" if args.local else "slurm")
+                            account=args.account, cluster="local" if args.local else "slurm", setup=args.setup)
         if args.dry_run:
             students = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
             print(job_script(out / ".submitit", opts, len(students)), end="")

@@ -35,6 +35,7 @@ class SlurmOptions:
     account: str | None = None
     retries: int = 1
     cluster: str = "slurm"  # "local" runs the tasks as local processes (tests)
+    setup: list[str] = field(default_factory=list)  # more shell lines before each task, e.g. "module load cuda"
     extra: dict = field(default_factory=dict)  # more sbatch options, e.g. {"constraint": "h100"}
 
 
@@ -57,7 +58,9 @@ def _executor(folder: Path, opts: SlurmOptions):
 
     executor = submitit.AutoExecutor(folder=folder / "%j", cluster=opts.cluster)
     params = dict(name="course-grade", timeout_min=opts.time_min, cpus_per_task=opts.cpus_per_task,
-                  slurm_array_parallelism=opts.tasks, slurm_setup=_setup_lines())
+                  slurm_array_parallelism=opts.tasks, slurm_setup=_setup_lines() + opts.setup)
+    if opts.setup:
+        params["local_setup"] = list(opts.setup)
     if opts.cluster == "local":  # the local executor sets CUDA_VISIBLE_DEVICES to GPUs 0..n-1 ("" for none)
         params["gpus_per_node"] = min(opts.gpus_per_task, len(env.visible_gpus())) if env.gpu_present() else 0
     else:
@@ -77,12 +80,20 @@ def job_script(folder: Path, opts: SlurmOptions, students: int) -> str:
     from submitit.slurm.slurm import _make_sbatch_string
 
     params = dict(job_name="course-grade", time=opts.time_min, cpus_per_task=opts.cpus_per_task,
-                  gpus_per_node=opts.gpus_per_task, array_parallelism=opts.tasks, setup=_setup_lines(),
+                  gpus_per_node=opts.gpus_per_task, array_parallelism=opts.tasks, setup=_setup_lines() + opts.setup,
                   partition=opts.partition, account=opts.account,
                   additional_parameters=dict(opts.extra) or None)
     command = f"{sys.executable} -u -m submitit.core._submit {folder / '%j'}"
     return _make_sbatch_string(command=command, folder=folder / "%j",
                                map_count=len(slices(list(range(students)), opts.tasks)), **params)
+
+
+def _last_error_line(text: str) -> str:
+    """'ModuleNotFoundError: No module named ...' from a task's failure text (a traceback, then notes)."""
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    errors = [l for l in lines if not l.startswith(("File ", "Traceback", "-", "^")) and ":" in l
+              and l.split(":", 1)[0].replace(".", "").isidentifier() and l.split(":", 1)[0][:1].isupper()]
+    return (errors[-1] if errors else (lines[0] if lines else ""))[:300]
 
 
 def grade_slice(root: str, exercises: list[str], students: list[str], seed: int, out: str, timeout: float,
@@ -128,7 +139,7 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path,
                 print(f"  task {job.job_id}: " + ", ".join(f"{s} {t:g}" for s, t in sorted(totals.items())),
                       flush=True)
             except Exception as e:  # a task that failed (node lost, time limit, crash) is tried again
-                why = (str(e).strip().splitlines() or [repr(e)])[-1][:300]
+                why = _last_error_line(str(e)) or type(e).__name__
                 print(f"  task {job.job_id} failed: {why} (log: {job.paths.stderr})", flush=True)
                 for s in part:
                     failures[s] = f"the Slurm task {job.job_id} failed: {why} (log: {job.paths.stderr})"

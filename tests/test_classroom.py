@@ -133,3 +133,22 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
     assert visible_gpus() == ["2", "3"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert visible_gpus() == []
+
+
+def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
+    """A task that fails (here: it starts where the grader cannot be imported) is submitted once
+    more; when that fails too, its students get a row saying so (with the log's path) and the
+    gradebook is still written."""
+    pytest.importorskip("submitit", reason="submitit is installed by scripts/bootstrap.sh (requirements.txt)")
+    subs = tmp_path / "submissions"
+    shutil.copytree(SOLUTIONS / "01_leaky_relu", subs / "erin" / "exercises" / "01_leaky_relu")
+    out = tmp_path / "gradebook"
+    opts = SlurmOptions(tasks=1, cluster="local", time_min=5, retries=1, setup=["cd /", "export PYTHONPATH="])
+    results = grade_class_on_slurm(subs, select(["01"]), seed=7, out=out, timeout=600, jobs=1, force=False,
+                                   keyword=None, opts=opts)
+    row = results["erin"][0]
+    assert row["status"] == "grader error" and "Slurm task" in row["error"], row
+    assert "No module named 'grader'" in row["error"], row["error"]  # the task's own error, not just "failed"
+    assert len([d for d in (out / ".submitit").iterdir() if d.is_dir() and d.name.isdigit()]) == 2  # tried twice
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    assert [(r["student_id"], r["status"]) for r in rows] == [("erin", "grader error")]
