@@ -11,7 +11,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
+from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
+                           unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
@@ -198,6 +199,7 @@ class ConvSpec(Spec):
             add("empty batch", lambda ctx, v=version: self._check_empty(ctx, v))
             add("non-contiguous inputs", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
             add("output poisoned", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            add("current stream", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
             add("own kernel ran", lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g))
         checks += self._input_checks()
         checks.append(Check("registration[opcheck]", "registration", self._check_opcheck))
@@ -230,6 +232,13 @@ class ConvSpec(Spec):
         del first
         poison(torch.empty(4 * numel + (1 << 20), device="cuda"))  # the allocator hands this memory out next
         self._expect(ctx, version, c, torch.float32, f"{group}[output poisoned with NaN]", -x, w, b)
+
+    def _check_stream(self, ctx: Context, version, group: str) -> None:
+        c = Case("current stream", 2, 8, 19, 21, 16, 3, 3, (1, 1), (1, 1))
+        x, w, b = self._inputs(ctx, f"{group}-stream", c, torch.float32)
+        y = on_a_busy_stream(lambda x_, w_, b_: self.call(ctx, x_, w_, b_, c, version), x, w, b)
+        assert_rel_error(y, self._reference(x, w, b, c), REL_TOL[torch.float32],
+                         f"{group} inside `with torch.cuda.stream(s)` (launch on the current stream)")
 
     def _check_own(self, ctx: Context, version, kernel: str, group: str) -> None:
         c = Case("own", 2, 16, 20, 20, 32, 3, 3, (1, 1), (1, 1))
