@@ -28,6 +28,10 @@ VARIANTS = [
                                 "  static bool copied = false;\n  if (!copied) stencil2d_set_filter(wc.const_data_ptr<float>(), "
                                 "static_cast<int>(wc.size(0)), stream);\n  copied = true;")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
+    Variant(EX, "filter_on_default_stream", "the filter is copied to constant memory on the legacy default stream",
+            {"stencil2d.cu": [("cudaMemcpyDeviceToDevice,\n                                         stream));",
+                               "cudaMemcpyDeviceToDevice,\n                                         0));")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="torch.cuda.stream"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls F.conv2d",
             {"stencil2d.py": [("    return lib.ops.stencil2d(x, weight)",
                                "    k = weight.shape[-1]\n    return torch.nn.functional.conv2d(x.reshape(-1, 1, *x.shape[-2:]), "

@@ -32,4 +32,7 @@ VARIANTS = [
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
             {"conv2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(0)", "b.dim() == 1 && b.size(0) >= weight.size(0)")]},
             loses={"input_checks"}, reason="bias"),
+    Variant(EX, "gemm_on_default_stream", "the implicit-GEMM kernel is launched on the legacy default stream",
+            {"conv2d.cu": [("conv2d_kernel2<scalar_t, BM><<<grid, BM, 0, stream>>>(", "conv2d_kernel2<scalar_t, BM><<<grid, BM>>>(")]},
+            loses={"implicit_gemm", "performance"}, keeps={"direct", "input_checks"}, reason="torch.cuda.stream"),
 ]
