@@ -38,26 +38,26 @@ def notebooks_of(student: Path) -> list[Path]:
     return sorted(p for p in student.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
-def exercises_root(student: Path) -> Path:
+def exercises_root(student: Path, out: Path) -> Path:
     """The folder holding the student's exercise folders: their `exercises/` tree, the folders
-    assembled from their notebooks (see assemble_notebooks), or the student folder itself."""
+    assembled from their notebooks into the output folder (see assemble_notebooks), or the student
+    folder itself. Submissions are only read, never written."""
     if (student / "exercises").is_dir():
         return student / "exercises"
     if notebooks_of(student):
-        return student / ".from_notebooks"
+        return out / student.name / "from_notebooks"
     return student
 
 
-def assemble_notebooks(student: Path) -> list[str]:
+def assemble_notebooks(student: Path, dest: Path) -> list[str]:
     """A student who submitted notebooks: put each notebook's `%%solution` cells into a copy of the
-    exercise's student folder, under `<student>/.from_notebooks/NN_name/`, graded like an
-    `exercises/` tree. Returns the exercises found."""
+    exercise's student folder, `dest/NN_name/`, graded like an `exercises/` tree. Returns the
+    exercises found."""
     from grader import notebooks as nb
 
     course = nb.Course("submission", seed=0, quiet=True)
     for path in notebooks_of(student):
         course.record_notebook(path)
-    dest = student / ".from_notebooks"
     if dest.exists():
         shutil.rmtree(dest)
     found = sorted({ex for (ex, _, _) in course.cells})
@@ -118,12 +118,12 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     for s in todo:
         if not (s / "exercises").is_dir() and notebooks_of(s):
             try:
-                assemble_notebooks(s)
+                assemble_notebooks(s, exercises_root(s, out))
             except Exception as e:  # an unreadable notebook costs that student only
                 assembly_errors[s.name] = f"could not read the submitted notebooks: {type(e).__name__}: {e}"
     # Build every submission first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
-    folders = [exercises_root(s) / sp.exercise for s in todo for sp in specs
-               if (exercises_root(s) / sp.exercise).is_dir()]
+    folders = [exercises_root(s, out) / sp.exercise for s in todo for sp in specs
+               if (exercises_root(s, out) / sp.exercise).is_dir()]
     if folders:
         print(f"building {len(folders)} submitted exercise folder(s), {jobs} at a time ...", flush=True)
         build_all(folders, jobs, log=lambda *a: None)
@@ -155,7 +155,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
             return
         device = free.get()
         try:
-            rows = grade_target(exercises_root(student), specs, seed=seed, timeout=timeout, jobs=1,
+            rows = grade_target(exercises_root(student, out), specs, seed=seed, timeout=timeout, jobs=1,
                                 keyword=keyword, device=device, log=lambda *a: None)
         except Exception as e:  # a grader fault on one student must not lose the others
             rows = failed_rows(specs, repr(e))

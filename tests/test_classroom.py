@@ -67,8 +67,9 @@ def test_scores_follow_the_submissions(classroom):
 
 
 def test_notebook_submission_is_assembled_into_the_exercise(classroom):
-    subs, _, _ = classroom
-    kernel = (subs / "dave" / ".from_notebooks" / "01_leaky_relu" / "leaky_relu.cu").read_text()
+    subs, out, _ = classroom
+    kernel = (out / "dave" / "from_notebooks" / "01_leaky_relu" / "leaky_relu.cu").read_text()
+    assert [p.name for p in (subs / "dave").iterdir()] == ["unit1_scalar_kernels.ipynb"]  # submissions only read
     assert "y[i] = leaky_relu_value<opmath>(x[i], negative_slope);" in kernel  # dave's cell, not the stub
     assert "is not implemented yet" not in kernel
 
