@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -206,9 +208,7 @@ def publish(report: Path, docs: Path = env.REPO / "docs" / "results", readme: Pa
     GPUs sit side by side."""
     data = json.loads((report / "results.json").read_text())
     info = data["info"]
-    slug = "".join(c if c.isalnum() else "-" for c in info["gpu"].lower()).strip("-")
-    while "--" in slug:
-        slug = slug.replace("--", "-")
+    slug = re.sub(r"[^a-z0-9]+", "-", info["gpu"].lower()).strip("-")
     folder = docs / slug
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("results.json", "results.md", "throughput.png", "roofline.png"):
@@ -216,8 +216,8 @@ def publish(report: Path, docs: Path = env.REPO / "docs" / "results", readme: Pa
             (folder / name).write_bytes((report / name).read_bytes())
     _, md = render(data["results"], data["limits"], info)
     lines = md.splitlines()
-    start = lines.index(next(l for l in lines if l.startswith("| exercise |")))
-    table = "\n".join(l for l in lines[start:] if l.startswith("|") or not l.strip()).split("\n\n")[0]
+    start = next(i for i, l in enumerate(lines) if l.startswith("| exercise |"))
+    table = "\n".join(itertools.takewhile(lambda l: l.startswith("|"), lines[start:]))
     rel = folder.relative_to(readme.parent)
     block = "\n".join([
         README_BEGIN,

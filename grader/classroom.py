@@ -1,8 +1,9 @@
 """`make grade SUBMISSIONS=dir`: grade a whole class into a gradebook and per-student feedback.
 
 `dir` holds one folder per student; each holds an `exercises/` tree, the exercise folders
-directly, or the student's notebooks (their `%%solution` cells are put into the exercise files). Every student is graded with the same seed, each exercise in its own process, so one
-student's broken submission never costs another's result. Results are kept per student: a re-run
+directly, or the student's notebooks (their `%%solution` cells are put into the exercise files).
+Every student is graded with the same seed, each exercise in its own process, so one student's
+broken submission never costs another's result. Results are kept per student: a re-run
 resumes where it stopped and skips students already graded (--force regrades them).
 
 Writes, under --out (default SUBMISSIONS/../gradebook):
@@ -15,8 +16,8 @@ from __future__ import annotations
 import argparse
 import csv
 import html
-import os
 import json
+import os
 import queue
 import secrets
 import shutil
@@ -149,18 +150,15 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     def grade_student(student: Path) -> None:
         if student.name in assembly_errors:
             rows = failed_rows(specs, assembly_errors[student.name])
-            header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-            write_feedback(out / student.name, rows, header)
-            finish(student, rows, f"{student.name}: notebooks unreadable")
-            return
-        device = free.get()
-        try:
-            rows = grade_target(exercises_root(student, out), specs, seed=seed, timeout=timeout, jobs=1,
-                                keyword=keyword, device=device, log=lambda *a: None)
-        except Exception as e:  # a grader fault on one student must not lose the others
-            rows = failed_rows(specs, repr(e))
-        finally:
-            free.put(device)
+        else:
+            device = free.get()
+            try:
+                rows = grade_target(exercises_root(student, out), specs, seed=seed, timeout=timeout, jobs=1,
+                                    keyword=keyword, device=device, log=lambda *a: None)
+            except Exception as e:  # a grader fault on one student must not lose the others
+                rows = failed_rows(specs, repr(e))
+            finally:
+                free.put(device)
         header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
         write_feedback(out / student.name, rows, header)
         total = sum(r["points"] for r in rows)

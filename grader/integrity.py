@@ -44,64 +44,53 @@ def _member(obj, name: str):
     return getattr(obj, name, None)
 
 
-def _resolve(dotted: str):
-    parts = dotted.split(".")
-    obj = sys.modules.get(parts[0])
-    for p in parts[1:]:
-        if obj is None:
-            return None
-        obj = getattr(obj, p, None)
-    return obj
-
-
-def _grader_entries() -> dict[str, int]:
+def _grader_entries() -> dict[str, object]:
     out = {}
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "grader" or name.startswith("grader.")):
             continue
         for attr, value in list(vars(module).items()):
             if callable(value) and not attr.startswith("__"):
-                out[f"{name}.{attr}"] = id(value)
+                out[f"{name}.{attr}"] = value
                 if isinstance(value, type) and getattr(value, "__module__", "").startswith("grader"):
                     for member, fn in list(vars(value).items()):
                         if callable(fn) and not member.startswith("__"):
-                            out[f"{name}.{attr}.{member}"] = id(fn)
+                            out[f"{name}.{attr}.{member}"] = fn
     return out
 
 
-def _watched_entries() -> dict[str, int]:
+def _watched_entries() -> dict[str, object]:
     out = {}
     for owner, names in WATCHED.items():
-        obj = _resolve(owner)
+        obj = _lookup(owner)
         if obj is None:
             continue
         for n in names:
             value = _member(obj, n)
             if value is not None:
-                out[f"{owner}.{n}"] = id(value)
+                out[f"{owner}.{n}"] = value
     return out
 
 
 class Snapshot:
     def __init__(self):
-        self.entries: dict[str, int] = {}
-        self._values: list = []  # keeps the originals alive, so their ids cannot be reused
+        self.entries: dict[str, object] = {}  # name -> the object it named when taken
 
     def take(self) -> "Snapshot":
         self.entries = {**_grader_entries(), **_watched_entries()}
-        self._values = [_lookup(k) for k in self.entries]
         return self
 
     def changed(self) -> list[str]:
         """Names whose object was replaced or deleted since take() (modules imported later are not
         in the snapshot: they cannot have been patched before it)."""
-        return sorted(k for k, ident in self.entries.items() if id(_lookup(k)) != ident)
+        return sorted(k for k, original in self.entries.items() if _lookup(k) is not original)
 
 
 def _lookup(key: str):
-    # "grader.checks.assert_close" / "torch.Tensor.__eq__": find the longest importable module prefix
+    # "torch.cuda" / "grader.checks.assert_close" / "torch.Tensor.__eq__": the longest prefix that is
+    # a loaded module, then attributes as stored (see _member)
     parts = key.split(".")
-    for i in range(len(parts) - 1, 0, -1):
+    for i in range(len(parts), 0, -1):
         module = sys.modules.get(".".join(parts[:i]))
         if module is None:
             continue
