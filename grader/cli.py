@@ -45,6 +45,7 @@ def _child_env(device: str | None = None) -> dict:
     e = dict(os.environ)
     if device is not None:
         e["CUDA_VISIBLE_DEVICES"] = device
+        e["COURSE_GPU_EXPECTED"] = device  # a pinned process that sees no GPU must fail, not skip
     e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(env.REPO), e.get("PYTHONPATH")]))
     e.setdefault("PYTHONUNBUFFERED", "1")
     return e

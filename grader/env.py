@@ -40,12 +40,15 @@ def gpu_present() -> bool:
     return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
-def visible_gpus() -> list[str]:
-    """The CUDA devices this process may use, as CUDA_VISIBLE_DEVICES entries; [] without a GPU."""
+def visible_gpus(dev: Path = Path("/dev")) -> list[str]:
+    """The CUDA devices this process may use, as CUDA_VISIBLE_DEVICES entries; [] without a GPU.
+
+    Without CUDA_VISIBLE_DEVICES, CUDA numbers the GPUs it can open 0, 1, ...: a container given
+    only the host's fourth GPU has /dev/nvidia3, which CUDA calls device 0."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
-    return sorted((p.name[len("nvidia"):] for p in Path("/dev").glob("nvidia[0-9]*")), key=int)
+    return [str(i) for i in range(len(list(dev.glob("nvidia[0-9]*"))))]
 
 
 def configure() -> dict[str, str]:

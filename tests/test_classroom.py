@@ -136,6 +136,16 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
     assert visible_gpus() == []
 
 
+def test_visible_gpus_are_cuda_indices_not_device_node_numbers(monkeypatch, tmp_path):
+    """A container given the host's GPUs 3 and 5 has /dev/nvidia3 and /dev/nvidia5; CUDA calls
+    them 0 and 1, and CUDA_VISIBLE_DEVICES=3 would hide both."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    for name in ("nvidia3", "nvidia5", "nvidiactl", "nvidia-uvm"):
+        (tmp_path / name).touch()
+    assert visible_gpus(tmp_path) == ["0", "1"]
+    assert visible_gpus(tmp_path / "empty") == []
+
+
 def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
     """A task that fails (here: it starts where the grader cannot be imported) is submitted once
     more; when that fails too, its students get a row saying so (with the log's path) and the

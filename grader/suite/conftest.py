@@ -101,4 +101,9 @@ def _needs_gpu(request):
         import torch
 
         if not torch.cuda.is_available():
+            expected = os.environ.get("COURSE_GPU_EXPECTED")
+            if expected is not None:
+                # a worker pinned to a GPU it cannot see would otherwise score every class zero
+                pytest.fail(f"grader error: this worker was given GPU {expected!r} "
+                            f"(CUDA_VISIBLE_DEVICES) but CUDA sees no device", pytrace=False)
             pytest.skip("no CUDA GPU on this machine: GPU checks skipped")

@@ -181,9 +181,10 @@ def build():
         exception, which Python sees as a `RuntimeError`. An empty tensor would need 0 blocks, so return
         before launching.
 
-        The grid: `blocks_for<scalar_t>(kernel, n)` (given) asks `course::grid_for` for enough blocks to
-        give each thread `kUnroll` 16-byte vectors, capped at one full wave (as many blocks as the occupancy
-        API says fit on all multiprocessors at once); the grid-stride loop covers the rest.
+        The grid: `blocks_for<scalar_t>(n)` (given) asks `course::cover_grid` for a thread per 16-byte
+        vector, capped at gridDim.x's limit; the grid-stride loop covers anything past the cap. On the H100 a
+        grid covering the tensor streamed at copy speed (3013 GB/s), while one occupancy wave of blocks
+        stepping through it reached 2815 GB/s: many short blocks cost nothing measurable here.
 
         @@CONTEXT@@
         """, "launch", context=region_context(CU, "leaky_relu_forward_cuda")),
