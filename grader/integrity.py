@@ -16,6 +16,7 @@ reach, which the grader does not do yet. Grading logs keep the evidence for an i
 """
 from __future__ import annotations
 
+import importlib
 import sys
 
 # Functions outside the grader whose replacement would change a verdict or a timing.
@@ -35,6 +36,11 @@ WATCHED = {
     "_pytest.outcomes": ["fail", "skip"],
     "pytest": ["fail", "skip"],
 }
+
+# PyTorch modules that rebind a watched name when first imported (torch._dynamo wraps
+# torch.manual_seed, and torch.library.opcheck imports it mid-run): imported before the snapshot,
+# so that PyTorch's own rebinding is not reported as the submission's.
+SELF_PATCHING = ("torch._dynamo",)
 
 
 def _member(obj, name: str):
@@ -77,6 +83,8 @@ class Snapshot:
         self.entries: dict[str, object] = {}  # name -> the object it named when taken
 
     def take(self) -> "Snapshot":
+        for name in SELF_PATCHING:
+            importlib.import_module(name)
         self.entries = {**_grader_entries(), **_watched_entries()}
         return self
 

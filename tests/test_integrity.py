@@ -1,6 +1,8 @@
 """The integrity snapshot notices a patched grader or PyTorch function, and nothing else."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 import grader.checks
@@ -11,6 +13,20 @@ def test_an_untouched_process_has_no_changes():
     snap = Snapshot().take()
     torch.randn(3).abs().max()  # ordinary use changes nothing
     assert snap.changed() == []
+
+
+def test_pytorch_rebinding_its_own_functions_is_not_reported(tmp_path):
+    """torch._dynamo, imported mid-run by torch.library.opcheck, wraps torch.manual_seed: a process
+    that had not imported it before the snapshot must still report no change."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch; assert 'torch._dynamo' not in sys.modules\n"
+            "from grader.integrity import Snapshot\n"
+            "snap = Snapshot().take(); import torch._dynamo; print(snap.changed())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(grader.checks.__file__).parent.parent)
+    assert out.stdout.strip() == "[]"
 
 
 def test_patching_a_grader_function_is_named(monkeypatch):
