@@ -199,8 +199,8 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
     present = [s for s in specs if (target / s.exercise).is_dir()]
     to_build = [target / s.exercise for s in present]
     solutions = env.REPO / "solutions"
-    use_reference = gpu and not quick and not sanitize and target.resolve() != solutions.resolve()
-    if use_reference:
+    use_reference = gpu and not quick and not sanitize
+    if use_reference and target.resolve() != solutions.resolve():
         to_build += [solutions / s.exercise for s in present if (solutions / s.exercise).is_dir()]
     log(f"building {len(to_build)} extension(s), {jobs} at a time ...")
     builds = build_all(to_build, jobs, log=log)
@@ -216,6 +216,8 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
                 rows.append(score_exercise(s, [], "build failed", b.get("error", "")))
                 continue
             ref = solutions / s.exercise if use_reference else None
+            if ref is not None and ref.resolve() == d.resolve():
+                ref = d  # grading the solutions: each is its own reference (built once, above)
             if ref is not None and not builds.get(ref, {}).get("ok"):
                 ref = None  # measured against PyTorch instead
             start = time.perf_counter()
