@@ -152,22 +152,24 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
     # 1) throughput per exercise, as a fraction of the device's limit for its kind of work
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(ok) + 2), 4.2))
     versions = sorted({x["version"] for r in ok for x in r["rows"]}, key=lambda v: (v == "PyTorch", v))
-    width = 0.8 / max(1, len(versions))
-    for i, v in enumerate(versions):
-        xs, ys = [], []
-        for j, r in enumerate(ok):
-            limit = lim["copy_bandwidth"] if r["unit"] == "B" else lim["fp32_matmul"]
-            row = next((x for x in r["rows"] if x["version"] == v), None)
-            if row:
-                xs.append(j + i * width)
-                ys.append(100 * row["rate"] / limit)
-        ax.bar(xs, ys, width, label=v)
+    colors = {v: plt.get_cmap("tab10")(i % 10) for i, v in enumerate(versions)}
+    colors["PyTorch"] = "0.5"
+    labelled = set()
+    for j, r in enumerate(ok):  # each exercise's bars side by side, centred on its tick
+        limit = lim["copy_bandwidth"] if r["unit"] == "B" else lim["fp32_matmul"]
+        rows = sorted(r["rows"], key=lambda x: versions.index(x["version"]))
+        width = 0.8 / len(rows)
+        for i, row in enumerate(rows):
+            v = row["version"]
+            ax.bar(j - 0.4 + (i + 0.5) * width, 100 * row["rate"] / limit, width, color=colors[v],
+                   label=None if v in labelled else v)
+            labelled.add(v)
     ax.axhline(100, color="k", lw=1, ls="--", label="device limit (measured)")
-    ax.set_xticks([j + width * (len(versions) - 1) / 2 for j in range(len(ok))])
+    ax.set_xticks(range(len(ok)))
     ax.set_xticklabels([r["exercise"] for r in ok], rotation=20, ha="right")
     ax.set_ylabel("% of the limit (copy bandwidth or fp32 cuBLAS)")
     ax.set_title("Throughput of the reference kernels and PyTorch")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(out / "throughput.png", dpi=120)
     plt.close(fig)
