@@ -9,7 +9,8 @@
 #   make grade SUBMISSIONS=dir SLURM=1   the same as a Slurm job array (SLURM_TASKS, SLURM_PARTITION,
 #                                   SLURM_TIME minutes per task, SLURM_GPUS per task, SLURM_ACCOUNT;
 #                                   SLURM_DRY_RUN=1 prints the job script)
-#   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows)
+#   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows,
+#                                   TESTS=tests/test_classroom.py runs one file)
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
 #                                   (PUBLISH=1: into docs/results/<gpu>/ and the README's table)
 #   make exercises                  regenerate exercises/ and the notebooks from solutions/ (FORCE=1 to
@@ -27,6 +28,7 @@ SANITIZE ?=
 PUBLISH ?=
 FORCE ?=
 PYTEST_ARGS ?=
+TESTS ?= tests
 WORKERS ?=
 SLURM ?=
 SLURM_TASKS ?=
@@ -56,7 +58,7 @@ grade:
 
 # pytest exits 5 when it collected no test: that must fail, not pass silently.
 test:
-	@$(PY) EX="$(EX)" $$py -m pytest tests $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) EX="$(EX)" $$py -m pytest $(TESTS) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 bench:

@@ -10,6 +10,7 @@ timed stream (launched on another stream or thread), and such a result is not cr
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -46,6 +47,27 @@ class Timing:
 # GPU clock cycles of the sleep queued before each timed call: about 250 us at the H100's 1.98 GHz
 # (longer at lower clocks), more than an op's host-side dispatch takes.
 HOST_LEAD_CYCLES = 500_000
+
+
+@contextlib.contextmanager
+def math_mode(*, tf32: bool = False, cudnn_benchmark: bool | None = None):
+    """Time (or check) under one math mode, restored on exit: TF32 on or off for both cuBLAS and
+    cuDNN (off: strict fp32, the mode every fp32 benchmark here compares in), and, when given,
+    cuDNN's autotuner (on: PyTorch's convolutions at their fastest algorithm)."""
+    flags = torch.backends
+    before = (flags.cudnn.allow_tf32, flags.cuda.matmul.allow_tf32, flags.cudnn.benchmark)
+    flags.cudnn.allow_tf32 = flags.cuda.matmul.allow_tf32 = tf32
+    if cudnn_benchmark is not None:
+        flags.cudnn.benchmark = cudnn_benchmark
+    try:
+        yield
+    finally:
+        flags.cudnn.allow_tf32, flags.cuda.matmul.allow_tf32, flags.cudnn.benchmark = before
+
+
+def tuned_strict_fp32():
+    """PyTorch's convolutions at their fastest strict-fp32 algorithm: TF32 off, cuDNN's autotuner on."""
+    return math_mode(cudnn_benchmark=True)
 
 
 class L2Flusher:
@@ -114,12 +136,8 @@ def copy_bandwidth(nbytes: int, flush: L2Flusher | None = None) -> float:
 
 def matmul_flops(n: int = 4096, flush: L2Flusher | None = None) -> float:
     """Strict-fp32 cuBLAS matrix product rate in FLOP/s, measured now (TF32 off)."""
-    prev = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
+    with math_mode():
         a = torch.randn(n, n, device="cuda")
         b = torch.randn(n, n, device="cuda")
         t = time_fn(lambda _: a @ b, [None], flush=flush)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = prev
     return t.rate(2 * n**3)

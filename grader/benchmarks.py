@@ -9,6 +9,7 @@ measured in the same run. Writes bench-report/results.{json,md} and PNG plots.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import itertools
 import json
@@ -33,8 +34,7 @@ def bench_one(exercise: str) -> dict:
     spec = by_exercise(exercise)
     bench = spec.benchmark()
     module = import_exercise_module(env.REPO / "solutions" / spec.exercise, spec)
-    undo = bench.setup() if bench.setup else None
-    try:
+    with bench.setup() if bench.setup else contextlib.nullcontext():
         flush = L2Flusher()
         inputs = [bench.make_inputs(1000 + i) for i in range(bench.input_sets)]
         rows = []
@@ -43,9 +43,6 @@ def bench_one(exercise: str) -> dict:
             rows.append({"version": name, "time_s": t.median_s, "rate": t.rate(bench.work), "samples": t.samples})
         base = time_fn(bench.baseline, inputs, flush=flush)
         rows.append({"version": "PyTorch", "time_s": base.median_s, "rate": base.rate(bench.work), "samples": base.samples})
-    finally:
-        if undo:
-            undo()
     result = {"exercise": spec.exercise, "title": spec.title, "label": bench.label, "unit": bench.unit,
               "work": bench.work, "flops": bench.flops, "min_bytes": bench.min_bytes, "rows": rows}
     extra = getattr(importlib.import_module(_spec_module_name(spec)), "extra_report", None)

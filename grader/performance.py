@@ -2,6 +2,8 @@
 device's limit, all measured in the same process and run, so ratios are fair on any GPU."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from grader.bench import L2Flusher, copy_bandwidth, matmul_flops, time_fn
@@ -23,12 +25,8 @@ def tier_fraction(spec: Spec, ratio: float) -> float:
 
 def measure(spec: Spec, ctx: Context, reference_module) -> dict:
     bench = spec.benchmark()
-    undo = bench.setup() if bench.setup else None
-    try:
+    with bench.setup() if bench.setup else contextlib.nullcontext():
         return _measure(spec, bench, ctx, reference_module)
-    finally:
-        if undo:
-            undo()
 
 
 # Grading caps each timed op at this many seconds of sampling (make bench allows more): the median of

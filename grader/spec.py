@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Sequence
+from typing import Callable, ContextManager, Sequence
 
 import grader.specs
 
@@ -44,7 +44,7 @@ class Benchmark:
     unit: str = "B"  # "B": rates in GB/s against copy bandwidth; "FLOP": TFLOP/s against cuBLAS fp32
     verify: Callable[[object, tuple], None] | None = None  # re-check a timed output
     input_sets: int = 2  # rotated so repeated calls never hit a warm cache
-    setup: Callable[[], Callable[[], None]] | None = None  # set modes (e.g. TF32 off); returns an undo
+    setup: Callable[[], ContextManager] | None = None  # the math mode to time in (grader.bench.math_mode)
     # for the roofline chart of `make bench`: the other quantity (FLOPs of a "B" benchmark, fewest
     # bytes moved of a "FLOP" one); None leaves the exercise off the chart
     flops: float | None = None

@@ -11,7 +11,7 @@ from grader.env import visible_gpus
 from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script, slices
 from grader.spec import select
 from tests.conftest import HAS_GPU
-from tests.grading import EXERCISES, SOLUTIONS
+from tests.grading import EXERCISES, JOBS, SOLUTIONS
 from tests.known_wrong import all_variants
 
 UNIT1 = ["01_leaky_relu", "02_elu"]
@@ -33,7 +33,7 @@ def classroom(tmp_path_factory):
     (subs / "dave").mkdir()  # dave: the unit-1 notebook, answered (it covers 01 only)
     shutil.copy(NOTEBOOK, subs / "dave" / NOTEBOOK.name)
     out = root / "gradebook"
-    results = grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=2)
+    results = grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS)
     return subs, out, results
 
 
@@ -77,7 +77,7 @@ def test_notebook_submission_is_assembled_into_the_exercise(classroom):
 def test_rerun_resumes_without_regrading(classroom):
     subs, out, _ = classroom
     before = (out / "alice" / "report.json").stat().st_mtime_ns
-    grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=2)
+    grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS)
     assert (out / "alice" / "report.json").stat().st_mtime_ns == before
 
 
@@ -92,7 +92,7 @@ def test_parallel_workers_give_the_serial_gradebook(classroom, tmp_path):
     subs, _, serial = classroom
     devices = worker_devices(2)
     assert len(devices) == 2
-    parallel = grade_class(subs, select(UNIT1), seed=7, out=tmp_path / "parallel", timeout=600, jobs=2,
+    parallel = grade_class(subs, select(UNIT1), seed=7, out=tmp_path / "parallel", timeout=600, jobs=JOBS,
                            devices=devices)
     assert outcomes(parallel) == outcomes(serial)
     rows = list(csv.DictReader((tmp_path / "parallel" / "gradebook.csv").open()))
@@ -105,7 +105,7 @@ def test_slurm_job_array_with_submitits_local_executor(classroom, tmp_path):
     subs, _, serial = classroom
     out = tmp_path / "slurm"
     opts = SlurmOptions(tasks=2, cluster="local", time_min=30)
-    results = grade_class_on_slurm(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=2, force=False,
+    results = grade_class_on_slurm(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS, force=False,
                                    keyword=None, opts=opts)
     assert outcomes(results) == outcomes(serial)
     rows = list(csv.DictReader((out / "gradebook.csv").open()))

@@ -62,6 +62,29 @@ def test_tiers():
     assert tier_fraction(LEAKY, 0.49) == 0 and tier_fraction(LEAKY, 0.5) == 0.5 and tier_fraction(LEAKY, 0.9) == 1.0
 
 
+def test_math_mode_sets_and_restores_the_backend_flags():
+    from grader.bench import math_mode, tuned_strict_fp32
+
+    flags = torch.backends
+    before = (flags.cudnn.allow_tf32, flags.cuda.matmul.allow_tf32, flags.cudnn.benchmark)
+    with math_mode():
+        assert not flags.cudnn.allow_tf32 and not flags.cuda.matmul.allow_tf32
+        assert flags.cudnn.benchmark == before[2]  # untouched unless asked
+    with pytest.raises(RuntimeError), tuned_strict_fp32():
+        assert flags.cudnn.benchmark and not flags.cudnn.allow_tf32
+        raise RuntimeError("a failing timed call")
+    assert (flags.cudnn.allow_tf32, flags.cuda.matmul.allow_tf32, flags.cudnn.benchmark) == before
+
+
+@pytest.mark.parametrize("s", spec.all_specs(), ids=lambda s: s.exercise)
+def test_every_benchmark_mode_is_a_context_manager(s):
+    """Grading and `make bench` enter each benchmark's math mode with `with`: on the CPU too."""
+    bench = s.benchmark()
+    if bench.setup is not None:
+        with bench.setup():
+            pass
+
+
 def test_timing_flags_work_outside_the_stream():
     assert not Timing(1e-3, 1e-3, 1e-6, 10, 1.05e-3).escaped_stream
     assert not Timing(5e-6, 5e-6, 1e-8, 10, 30e-6).escaped_stream  # launch latency alone

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
                            on_a_busy_stream, unmodified)
+from grader.bench import tuned_strict_fp32
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # (name, x shape, K): images smaller than the filter, single rows and columns, primes, one off the
@@ -194,16 +195,6 @@ class StencilSpec(Spec):
             assert_close(out[:256], reference(top, wt)[:256], tolerance(x, wt), "a timed output (top rows)")
             assert_close(out[h - 256:], reference(bottom, wt)[-256:], tolerance(x, wt), "a timed output (bottom rows)")
 
-        def setup():
-            # a fair baseline: cuDNN picks its fastest algorithm (it picks a slow one otherwise)
-            prev = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
-            torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = True, False
-
-            def undo():
-                torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = prev
-
-            return undo
-
         return Benchmark(
             label=f"fp32, {h} x {w}, {k} x {k} filter",
             make_inputs=make_inputs,
@@ -212,7 +203,8 @@ class StencilSpec(Spec):
             work=2 * 4 * h * w,  # read every pixel once, write every output once (the halo comes from cache)
             flops=2 * k * k * h * w,
             verify=verify,
-            setup=setup,
+            # a fair baseline: cuDNN picks its fastest algorithm (it picks a slow one otherwise)
+            setup=tuned_strict_fp32,
         )
 
 

@@ -8,6 +8,7 @@ import torch
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
                            unmodified)
+from grader.bench import math_mode
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
@@ -175,16 +176,6 @@ class MatmulSpec(Spec):
             assert_rel_error(out[:256], a[:256].double() @ b.double(), REL_TOL, "a timed output (first 256 rows)")
             assert_rel_error(out[-256:], a[-256:].double() @ b.double(), REL_TOL, "a timed output (last 256 rows)")
 
-        def setup():
-            # strict fp32 on both sides: cuBLAS may not use TF32 tensor cores
-            prev = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = False
-
-            def undo():
-                torch.backends.cuda.matmul.allow_tf32 = prev
-
-            return undo
-
         return Benchmark(
             label=f"fp32, {n} x {n} x {n}, TF32 off",
             make_inputs=make_inputs,
@@ -193,7 +184,7 @@ class MatmulSpec(Spec):
             work=2 * n**3,
             unit="FLOP",
             verify=verify,
-            setup=setup,
+            setup=math_mode,  # strict fp32 on both sides: cuBLAS may not use TF32 tensor cores
             min_bytes=4 * 3 * n * n,
         )
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
                            unmodified)
+from grader.bench import tuned_strict_fp32
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
@@ -98,20 +99,6 @@ def describe(c: Case, transposed: bool = False) -> str:
 
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
-
-
-def strict_fp32() -> Callable[[], None]:
-    """TF32 off (so cuDNN is the strict-fp32 baseline) and cuDNN's autotuner on; returns the undo."""
-    before = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark)
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
-
-    def undo():
-        (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32,
-         torch.backends.cudnn.benchmark) = before
-
-    return undo
 
 
 def randn(g: torch.Generator, shape, dtype, scale: float = 1.0) -> torch.Tensor:
@@ -379,7 +366,7 @@ class Conv2dSpec(ConvSpec):
             work=2 * n * cout * h * w * cin * k * k,
             unit="FLOP",
             verify=verify,
-            setup=strict_fp32,
+            setup=tuned_strict_fp32,
             min_bytes=4 * (2 * n * cin * h * w + cout * cin * k * k),
         )
 
@@ -410,8 +397,7 @@ def time_extra_shapes(module, shapes, call, baseline, work) -> list[dict]:
 
     flush = L2Flusher()
     rows = []
-    undo = strict_fp32()
-    try:
+    with tuned_strict_fp32():
         for label, xs, ws, params in shapes:
             g = torch.Generator(device="cuda")
             g.manual_seed(7)
@@ -424,8 +410,6 @@ def time_extra_shapes(module, shapes, call, baseline, work) -> list[dict]:
                          "cudnn_time_us": round(base.median_s * 1e6, 1),
                          "cudnn_tflops": round(flops / base.median_s / 1e12, 2),
                          "time_vs_cudnn": round(mine.median_s / base.median_s, 2)})
-    finally:
-        undo()
     return rows
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from grader.bench import math_mode, tuned_strict_fp32
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison, unmodified
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
-from grader.specs.ex09_conv_bn_relu_training import Shape, bench_setup, strict_fp32
+from grader.specs.ex09_conv_bn_relu_training import Shape
 
 KERNEL = "conv_bn_relu_kernel"
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
@@ -59,7 +60,7 @@ def check_case(ctx: Context, sh: Shape, dtype, what: str, eps: float = 1e-5, tra
         t["x"] = transform(t["x"])
     expected = reference(t, sh, eps)
     poison(torch.empty(expected.numel() * 2, device="cuda", dtype=dtype))  # the allocator hands this out next
-    with strict_fp32(), unmodified(**{k: v for k, v in t.items() if v is not None}):
+    with math_mode(), unmodified(**{k: v for k, v in t.items() if v is not None}):
         y = call(ctx.module, t, sh, eps)
     torch.cuda.synchronize()
     if y.dtype != dtype:
@@ -130,7 +131,7 @@ class ConvBNReLUInferenceSpec(Spec):
         seq = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
         fused = ctx.module.ConvBNReLUInference.from_modules(conv, bn)
         x = torch.randn(3, 8, 21, 19, generator=g, device="cuda")
-        with strict_fp32(), torch.no_grad():
+        with math_mode(), torch.no_grad():
             assert_rel_error(fused(x), seq(x), TOL[torch.float32], "forward[module against Sequential in eval]")
 
     def _input_checks(self, add) -> None:
@@ -207,7 +208,7 @@ class ConvBNReLUInferenceSpec(Spec):
             work=2.0 * n * k * h * w * c * 9,
             unit="FLOP",
             verify=verify,
-            setup=bench_setup,
+            setup=tuned_strict_fp32,
             min_bytes=4.0 * (n * c * h * w + n * k * h * w + k * c * 9),
         )
 

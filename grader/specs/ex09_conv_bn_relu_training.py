@@ -11,12 +11,12 @@ incoming gradient is set to 0, so that rounding on either side of the kink canno
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from grader.bench import math_mode, tuned_strict_fp32
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
@@ -25,16 +25,6 @@ KERNELS = ("conv_bn_relu_forward_kernel", "bn_stats_finalize_kernel", "bn_relu_a
            "conv_wgrad_reduce_kernel")
 Y_TOL, GRAD_TOL, STATS_TOL = 2e-5, 1e-4, 2e-5
 KINK = 1e-3  # |pre-activation| below this: the incoming gradient is zeroed (see the module docstring)
-
-
-@contextlib.contextmanager
-def strict_fp32():
-    prev = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = prev
 
 
 @dataclass(frozen=True)
@@ -147,13 +137,13 @@ def check_step(ctx: Context, layer: Layer, training: bool, what: str, backward: 
     xr = x64.clone().requires_grad_()
     yr = layer.ref(xr)
     poison(torch.empty(yr.numel() * 3, device="cuda", dtype=layer.dtype))  # the allocator hands this out next
-    with strict_fp32(), unmodified(x=x):
+    with math_mode(), unmodified(x=x):
         y = layer.call(ctx.module, x, training)
     if forward:
         assert_rel_error(y, yr, Y_TOL if layer.dtype == torch.float32 else 1e-12, f"{what}: output")
     if not backward:
         return
-    with strict_fp32():
+    with math_mode():
         y.backward(gy64.to(layer.dtype))
     yr.backward(gy64)
     conv, bn = layer.ref[0], layer.ref[1]
@@ -194,7 +184,7 @@ def check_running_stats(ctx: Context, momentum, what: str) -> None:
         layer.ref.train()
         with torch.no_grad():
             layer.ref(x64)
-            with strict_fp32():
+            with math_mode():
                 layer.call(ctx.module, x64.float(), True)
         torch.cuda.synchronize()
         b, bn = layer.buffers, layer.ref[1]
@@ -257,7 +247,7 @@ def check_module_state(ctx: Context) -> None:
         raise CheckFailure(f"module: state_dict keys {sorted(fused.state_dict())}, expected {sorted(want)}")
     fused.load_sequential_state_dict(seq.state_dict())
     x = torch.randn(5, 8, 17, 19, generator=g, device="cuda")
-    with strict_fp32(), torch.no_grad():
+    with math_mode(), torch.no_grad():
         seq.eval()
         fused.eval()
         assert_rel_error(fused(x), seq(x), Y_TOL, "module: eval forward after loading the Sequential's state")
@@ -270,7 +260,7 @@ def check_module_state(ctx: Context) -> None:
         if int(fused.bn.num_batches_tracked) != 8:
             raise CheckFailure("module: a training forward must add 1 to num_batches_tracked")
     other = mod.FusedConvBNReLU.from_sequential(seq)
-    with strict_fp32(), torch.no_grad():
+    with math_mode(), torch.no_grad():
         other.eval()
         seq.eval()
         assert_rel_error(other(x), seq(x), Y_TOL, "module: FusedConvBNReLU.from_sequential, eval forward")
@@ -305,7 +295,7 @@ def check_training_curve(ctx: Context) -> None:
     labels = torch.randint(0, 10, (32,), generator=g, device="cuda")
     opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (eager, fused)]
     curves = ([], [])
-    with strict_fp32():
+    with math_mode():
         for step in range(6):
             for m, opt, curve in zip((eager, fused), opts, curves):
                 opt.zero_grad()
@@ -498,23 +488,12 @@ class ConvBNReLUTrainingSpec(Spec):
             work=3 * 2.0 * n * k * h * w * c * 9,  # forward, grad_input and grad_weight convolutions
             unit="FLOP",
             verify=_verify_step,
-            setup=bench_setup,
+            setup=tuned_strict_fp32,
             min_bytes=4.0 * (2 * n * c * h * w + 4 * n * k * h * w),
         )
 
 
 BENCH = (32, 64, 56, 56, 64)
-
-
-def bench_setup():
-    prev = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark)
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
-
-    def undo():
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark = prev
-
-    return undo
 
 
 def _fused_step(mod, inp):
@@ -558,14 +537,11 @@ def extra_report() -> dict:
     from grader.spec import import_exercise_module
 
     mod = import_exercise_module(REPO / "solutions" / SPEC.exercise, SPEC)
-    undo = bench_setup()
-    try:
+    with tuned_strict_fp32():
         inp = SPEC.benchmark().make_inputs(7)
         _fused_step(mod, inp), _eager_step(inp)  # warm up (cuDNN's algorithm search allocates)
         fused = _peak_step(lambda i: _fused_step(mod, i), inp)
         eager = _peak_step(_eager_step, inp)
-    finally:
-        undo()
     n, c, h, w, k = BENCH
     act = n * k * h * w * 4 / 2**20
     return {"peak_MiB_fused": round(fused, 1), "peak_MiB_eager": round(eager, 1),

@@ -15,6 +15,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from grader.bench import math_mode, tuned_strict_fp32
 from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, unmodified
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
@@ -633,7 +634,7 @@ class CudnnConvSpec(Spec):
             work=float(sum(_conv_flops(x, k) for x, k in BENCH)),
             unit="FLOP",
             verify=verify,
-            setup=strict_benchmark_mode,
+            setup=tuned_strict_fp32,
             flops=float(sum(_conv_flops(x, k) for x, k in BENCH)),
             min_bytes=float(sum(4 * (n * c * h * w + k * c * 9 + n * k * h * w) for (n, c, h, w), k in BENCH)),
         )
@@ -642,19 +643,6 @@ class CudnnConvSpec(Spec):
 def _conv_flops(x_shape, k, ks=3) -> int:
     n, c, h, w = x_shape  # stride 1, padding 1: the output is h x w
     return 2 * n * k * c * ks * ks * h * w
-
-
-def strict_benchmark_mode(tf32: bool = False):
-    """PyTorch at its best (cudnn.benchmark on) in one math mode; returns the undo."""
-    prev = (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-
-    def undo():
-        (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) = prev
-
-    return undo
 
 
 SPEC = CudnnConvSpec(
@@ -686,8 +674,7 @@ def extra_report() -> dict:
                     "cudnn": torch.backends.cudnn.version(), "throughput": {}, "host_us_per_call": {},
                     "cached_vs_uncached_us": {}}
     for tf32 in (False, True):
-        undo = strict_benchmark_mode(tf32)
-        try:
+        with math_mode(tf32=tf32, cudnn_benchmark=True):
             for (n, c, h, w), k in BENCH:
                 inputs = [(torch.randn(n, c, h, w, device="cuda"), torch.randn(k, c, 3, 3, device="cuda") * (c * 9) ** -0.5)
                           for _ in range(2)]
@@ -698,11 +685,8 @@ def extra_report() -> dict:
                     "ours_us": ours.median_s * 1e6, "pytorch_us": base.median_s * 1e6,
                     "ours_tflops": flops / ours.median_s / 1e12, "pytorch_tflops": flops / base.median_s / 1e12,
                     "ratio": base.median_s / ours.median_s}
-        finally:
-            undo()
 
-    undo = strict_benchmark_mode(False)
-    try:
+    with math_mode(tf32=False, cudnn_benchmark=True):
         x = torch.randn(1, 16, 7, 7, device="cuda")
         w = torch.randn(16, 16, 3, 3, device="cuda")
         calls = {
@@ -731,6 +715,4 @@ def extra_report() -> dict:
                 row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
             report["cached_vs_uncached_us"][f"{n}x{c}x{h}x{wd} {c}->{k}"] = row
         report["cache_stats"] = m.cache_stats()
-    finally:
-        undo()
     return report
