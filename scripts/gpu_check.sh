@@ -1,37 +1,66 @@
 #!/usr/bin/env bash
-# One pass over everything GPU-side for the named exercises, logging under $OUT (or ./gpu-logs):
-# grade the solutions (cold and warm) and the stubs, run the tests, time the references, and time
-# one edit. SWEEP=1 first runs scripts/sweep_elementwise.py.
-#   scripts/gpu_check.sh "01 02"
+# Everything GPU-side in one pass, for a machine held for a limited time. Logs go under $OUT
+# (default ./gpu-logs) as they are written, and into $OUT/logs.tgz on exit, so a pass cut short
+# still tells what it reached.
+#
+#   scripts/gpu_check.sh                       every stage, every exercise
+#   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade stubs edit test bench
+#   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
+#   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
+#   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 set -uo pipefail
 cd "$(dirname "$0")/.."
-EXS=${1:-}
-OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"
+OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"; L=${LOGS:-$OUT/logs}; mkdir -p "$L"  # LOGS=/tmp/x: only the .tgz in $OUT
+STAGES=${STAGES-"grade stubs edit test bench"}
+EXS=${EXS:-}
+TEST_FILES=${TEST_FILES:-$(ls tests/test_*.py)}
+BUDGET=${BUDGET:-3600}
 export PYTHONUNBUFFERED=1
-log() { echo "== $* ($(date +%T))"; }
-elapsed() { python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$1"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-if [ -n "${SWEEP:-}" ]; then log "elementwise sweep"; python3 scripts/sweep_elementwise.py 2>&1 | tee "$OUT/sweep.log" | tail -18; fi
-log "grade solutions"; s=$(date +%s)
-make grade TARGET=solutions EX="$EXS" SEED=1 2>&1 | tee "$OUT/grade_solutions.log"
-echo "grade solutions (cold): $(( $(date +%s) - s )) s" | tee -a "$OUT/times.txt"
-s=$(date +%s)
-make grade TARGET=solutions EX="$EXS" SEED=2 > "$OUT/grade_solutions_warm.log" 2>&1
-echo "grade solutions (warm): $(( $(date +%s) - s )) s" | tee -a "$OUT/times.txt"
-log "grade stubs"; make grade EX="$EXS" 2>&1 | tee "$OUT/grade_stubs.log" | tail -40
-log "edit one file and re-grade"
-rm -rf /tmp/edit && mkdir -p /tmp/edit && first=${EXS%% *}
-cp -r exercises/../solutions/"$(ls solutions | grep "^$first")" /tmp/edit/
-python3 -m grader --target /tmp/edit --ex "$first" > /dev/null 2>&1
-f=$(ls /tmp/edit/*/*.cu | head -1); echo "// edited $(date +%s%N)" >> "$f"
-s=$(date +%s.%N); python3 -m grader --target /tmp/edit --ex "$first" > "$OUT/edit.log" 2>&1
-echo "edit -> graded (full grading of $first): $(elapsed "$s") s" | tee -a "$OUT/times.txt"
-echo "// edited again $(date +%s%N)" >> "$f"
-s=$(date +%s.%N); python3 -m grader --target /tmp/edit --ex "$first" --quick > "$OUT/edit_quick.log" 2>&1
-echo "edit -> graded (--quick: no slow checks, no timing): $(elapsed "$s") s" | tee -a "$OUT/times.txt"
-log "make test"; s=$(date +%s)
-make test EX="$EXS" PYTEST_ARGS="-q -ra" 2>&1 | tee "$OUT/test.log" | tail -30
-echo "make test: $(( $(date +%s) - s )) s" | tee -a "$OUT/times.txt"
-log "make bench"; make bench EX="$EXS" 2>&1 | tee "$OUT/bench.log" | tail -25
-cp bench-report/* "$OUT/" 2>/dev/null
-cat "$OUT/times.txt"
+T="$OUT/times.txt"; start=$(date +%s)
+trap 'tar czf "$OUT/logs.tgz" -C "$(dirname "$L")" "$(basename "$L")" 2>/dev/null' EXIT
+left() { echo $(( BUDGET - ($(date +%s) - start) )); }
+want() { [[ " $STAGES " == *" $1 "* ]]; }
+since() { python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$1"; }
+# run LABEL SECONDS COMMAND...: under a time limit (SIGINT first, so pytest prints its summary)
+run() {
+  local label=$1 limit=$2; shift 2
+  if [ "$limit" -le 5 ]; then echo "$label: skipped, no time left" | tee -a "$T"; return; fi
+  local s; s=$(date +%s.%N)
+  timeout -s INT -k 10 "$limit" "$@" > "$L/$label.log" 2>&1
+  echo "$label: rc=$? $(since "$s") s" | tee -a "$T"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$T"
+python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda, 'cuDNN', torch.backends.cudnn.version())" | tee -a "$T"
+
+want sweep && run sweep "$(left)" python3 scripts/sweep_elementwise.py
+if want grade; then
+  run grade_solutions_cold "$(left)" make grade TARGET=solutions EX="$EXS" SEED=1
+  run grade_solutions_warm "$(left)" make grade TARGET=solutions EX="$EXS" SEED=2
+  grep -A30 "^exercise" "$L/grade_solutions_warm.log" | head -40
+fi
+if want stubs; then
+  run grade_stubs "$(left)" make grade EX="$EXS"
+  grep -A50 "^exercise" "$L/grade_stubs.log" | grep -v "^      " | head -30
+fi
+if want edit; then
+  # the loop a student lives in: one exercise built, then one file edited and re-graded
+  rm -rf /tmp/edit && mkdir -p /tmp/edit && cp -r solutions/01_leaky_relu /tmp/edit/
+  run edit_first_build "$(left)" python3 -m grader --target /tmp/edit --ex 01 --quick --out /tmp/edit/report
+  echo "// edited" >> /tmp/edit/01_leaky_relu/leaky_relu.cu
+  run edit_then_grade "$(left)" python3 -m grader --target /tmp/edit --ex 01 --out /tmp/edit/report
+  echo "// edited again" >> /tmp/edit/01_leaky_relu/leaky_relu.cu
+  run edit_then_grade_quick "$(left)" python3 -m grader --target /tmp/edit --ex 01 --quick --out /tmp/edit/report
+fi
+if want test; then
+  for f in $TEST_FILES; do
+    run "test_$(basename "$f" .py)" "$(( $(left) - 60 ))" make test TESTS="$f" PYTEST_ARGS="-q -ra --durations=10"
+    tail -3 "$L/test_$(basename "$f" .py).log"
+  done
+fi
+if want bench; then
+  run bench "$(left)" make bench EX="$EXS"
+  cp bench-report/* "$OUT/" 2>/dev/null
+  grep -E "^limits|^0|^10" "$L/bench.log" | head -40
+fi
+cat "$T"
