@@ -248,3 +248,12 @@ def test_bench_publish_puts_one_table_into_the_readme(tmp_path):
     assert "](throughput.png)" not in first  # the page's own relative links stay in the page
     publish(report, docs=tmp_path / "docs" / "results", readme=readme)
     assert readme.read_text() == first
+
+
+def test_every_known_wrong_variant_still_applies_to_its_solution(tmp_path):
+    """A variant is a patch of the solution's text: an edit of the solution that moves the patched
+    lines must fail here, on the CPU, not only where the GPU suite runs the variant."""
+    from tests.known_wrong import all_variants
+
+    for v in all_variants():
+        v.materialize(tmp_path / v.id.replace("/", "_"))  # raises, naming the variant and the text

@@ -1,7 +1,7 @@
 from tests.known_wrong import Variant
 
 EX = "01_leaky_relu"
-FORWARD_VEC = "for (int k = 0; k < V; ++k) v[u].v[k] = leaky_relu_value<opmath>(v[u].v[k], negative_slope);"
+FORWARD_VEC = "for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], negative_slope);"
 FORWARD_TAIL = "y[i] = leaky_relu_value<opmath>(x[i], negative_slope);"
 
 VARIANTS = [
@@ -17,8 +17,8 @@ VARIANTS = [
                                 "x, y, n, static_cast<course::opmath_t<scalar_t>>(0.01));")]},
             loses={"forward", "performance"}, reason="negative_slope="),
     Variant(EX, "fp16_arithmetic", "the forward computes in float16 whatever the input dtype",
-            {"leaky_relu.cu": [(FORWARD_VEC, "for (int k = 0; k < V; ++k) v[u].v[k] = static_cast<scalar_t>(static_cast<float>("
-                                             "leaky_relu_value<c10::Half>(v[u].v[k], negative_slope)));"),
+            {"leaky_relu.cu": [(FORWARD_VEC, "for (int k = 0; k < V; ++k) v.v[k] = static_cast<scalar_t>(static_cast<float>("
+                                             "leaky_relu_value<c10::Half>(v.v[k], negative_slope)));"),
                                (FORWARD_TAIL, "y[i] = static_cast<scalar_t>(static_cast<float>("
                                               "leaky_relu_value<c10::Half>(x[i], negative_slope)));")]},
             loses={"forward", "performance"}, reason="float32"),
@@ -47,8 +47,8 @@ VARIANTS = [
             extra={"cpu": True}),
     # The cheats that have beaten kernel graders, each caught by name.
     Variant(EX, "default_stream", "the forward kernel is launched on the legacy default stream",
-            {"leaky_relu.cu": [("leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(leaky_relu_kernel<scalar_t>, n), kThreads, 0, stream>>>(",
-                                "leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(leaky_relu_kernel<scalar_t>, n), kThreads>>>(")]},
+            {"leaky_relu.cu": [("leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads, 0, stream>>>(",
+                                "leaky_relu_kernel<scalar_t><<<blocks_for<scalar_t>(n), kThreads>>>(")]},
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="torch.cuda.stream"),
     Variant(EX, "side_stream", "the forward runs on a stream of its own, outside the timed one",
             {"leaky_relu.cpp": [("negative_slope, c10::cuda::getCurrentCUDAStream());\n  });\n  return y;",
