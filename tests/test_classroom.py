@@ -163,3 +163,16 @@ def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
     assert len([d for d in (out / ".submitit").iterdir() if d.is_dir() and d.name.isdigit()]) == 2  # tried twice
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     assert [(r["student_id"], r["status"]) for r in rows] == [("erin", "grader error")]
+
+
+@pytest.mark.skipif(HAS_GPU, reason="needs a machine where CUDA sees no GPU")
+def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
+    """Pinned to a GPU that CUDA does not see, grading must not skip the GPU checks (a zero for the
+    whole class, with no error): each fails, saying why."""
+    from grader.cli import grade_target
+
+    (row,) = grade_target(SOLUTIONS, select(["01"]), seed=1, timeout=300, jobs=1, quick=True, device="0",
+                          log=lambda *a: None)
+    forward = row["groups"]["forward"]
+    assert forward["state"] == "failed", forward
+    assert "given GPU '0'" in str(row), str(row)[:500]
