@@ -16,13 +16,15 @@ reach, which the grader does not do yet. Grading logs keep the evidence for an i
 """
 from __future__ import annotations
 
-import importlib
 import sys
 
 # Functions outside the grader whose replacement would change a verdict or a timing.
 WATCHED = {
     "torch": ["allclose", "isclose", "equal", "isnan", "isfinite", "abs", "max", "where", "empty", "empty_like",
-              "zeros", "randn", "rand", "manual_seed", "Generator"],
+              "zeros", "randn", "rand", "Generator"],
+    # torch.random's, not the torch.manual_seed alias: torch._dynamo rebinds the alias to a wrapper
+    # when it is first imported (torch.library.opcheck imports it mid-run)
+    "torch.random": ["manual_seed"],
     "torch.Tensor": ["__eq__", "__ne__", "__sub__", "abs", "max", "sub", "to", "double", "float", "cpu", "item",
                      "tolist", "equal", "allclose", "isnan", "all", "any", "clone", "copy_", "fill_", "data_ptr",
                      "numel", "sum", "norm", "__getitem__"],
@@ -36,12 +38,6 @@ WATCHED = {
     "_pytest.outcomes": ["fail", "skip"],
     "pytest": ["fail", "skip"],
 }
-
-# PyTorch modules that rebind a watched name when first imported (torch._dynamo wraps
-# torch.manual_seed, and torch.library.opcheck imports it mid-run): imported before the snapshot,
-# so that PyTorch's own rebinding is not reported as the submission's.
-SELF_PATCHING = ("torch._dynamo",)
-
 
 def _member(obj, name: str):
     """An attribute as stored: a class's own dict entry (the function, not a new bound method)."""
@@ -83,8 +79,6 @@ class Snapshot:
         self.entries: dict[str, object] = {}  # name -> the object it named when taken
 
     def take(self) -> "Snapshot":
-        for name in SELF_PATCHING:
-            importlib.import_module(name)
         self.entries = {**_grader_entries(), **_watched_entries()}
         return self
 

@@ -17,13 +17,16 @@ def test_an_untouched_process_has_no_changes():
 
 def test_pytorch_rebinding_its_own_functions_is_not_reported(tmp_path):
     """torch._dynamo, imported mid-run by torch.library.opcheck, wraps torch.manual_seed: a process
-    that had not imported it before the snapshot must still report no change."""
+    that had not imported it (or the other modules the checks load lazily) before the snapshot must
+    still report no change."""
     import subprocess
     import sys
 
     code = ("import sys, torch; assert 'torch._dynamo' not in sys.modules\n"
             "from grader.integrity import Snapshot\n"
-            "snap = Snapshot().take(); import torch._dynamo; print(snap.changed())")
+            "snap = Snapshot().take()\n"
+            "import torch._dynamo, torch.profiler, torch.autograd.gradcheck, torch.testing, torch.library\n"
+            "torch.library.opcheck; print(snap.changed())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(grader.checks.__file__).parent.parent)
     assert out.stdout.strip() == "[]"
@@ -66,3 +69,9 @@ def test_the_recorder_still_reports_when_the_detector_is_patched(tmp_path, monke
     recorder._flush()
     tampered = json.loads((tmp_path / "r.json").read_text())["tampered"]
     assert "grader.integrity.Snapshot.changed" in tampered and "grader.checks.assert_close" in tampered
+
+
+def test_patching_the_seed_function_is_named(monkeypatch):
+    snap = Snapshot().take()
+    monkeypatch.setattr(torch.random, "manual_seed", lambda seed: None)
+    assert snap.changed() == ["torch.random.manual_seed"]
