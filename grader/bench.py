@@ -3,7 +3,8 @@
 Each sample: flush L2 (write twice its size), synchronise, queue a GPU sleep, record a CUDA event,
 run the op on the next of several rotated input sets, record an event, synchronise. The sleep
 keeps the GPU busy while Python dispatches the op, so the events time the GPU's work and not the
-host's launch latency (40-70 us per call for a Python-registered op, 5-9% of a 0.7 ms kernel). Samples continue until the standard
+host's launch latency (40-70 us per call for a Python-registered op, 5-9% of a 0.7 ms kernel).
+Samples continue until the standard
 error of the mean is under 1% of the mean (or a time cap), and the median is reported.
 The host wall time of each sample is kept too: event time far below it means work escaped the
 timed stream (launched on another stream or thread), and such a result is not credited.

@@ -9,7 +9,6 @@ measured in the same run. Writes bench-report/results.{json,md} and PNG plots.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import itertools
 import json
@@ -34,7 +33,7 @@ def bench_one(exercise: str) -> dict:
     spec = by_exercise(exercise)
     bench = spec.benchmark()
     module = import_exercise_module(env.REPO / "solutions" / spec.exercise, spec)
-    with bench.setup() if bench.setup else contextlib.nullcontext():
+    with bench.setup():
         flush = L2Flusher()
         inputs = [bench.make_inputs(1000 + i) for i in range(bench.input_sets)]
         rows = []

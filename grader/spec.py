@@ -6,6 +6,7 @@ they still work in a student release without solutions/.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -44,7 +45,7 @@ class Benchmark:
     unit: str = "B"  # "B": rates in GB/s against copy bandwidth; "FLOP": TFLOP/s against cuBLAS fp32
     verify: Callable[[object, tuple], None] | None = None  # re-check a timed output
     input_sets: int = 2  # rotated so repeated calls never hit a warm cache
-    setup: Callable[[], ContextManager] | None = None  # the math mode to time in (grader.bench.math_mode)
+    setup: Callable[[], ContextManager] = contextlib.nullcontext  # the math mode to time in (grader.bench.math_mode)
     # for the roofline chart of `make bench`: the other quantity (FLOPs of a "B" benchmark, fewest
     # bytes moved of a "FLOP" one); None leaves the exercise off the chart
     flops: float | None = None
