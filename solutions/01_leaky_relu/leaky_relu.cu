@@ -86,9 +86,8 @@ unsigned blocks_for(int64_t n) {
 template <typename scalar_t>
 void leaky_relu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double negative_slope, cudaStream_t stream) {
   // BEGIN SOLUTION
-  // TODO: launch leaky_relu_kernel on `stream` with kThreads threads per block and
-  // TODO: blocks_for<scalar_t>(n)
-  // TODO: blocks, passing negative_slope as course::opmath_t<scalar_t>; check the launch with
+  // TODO: launch leaky_relu_kernel on `stream`, blocks_for<scalar_t>(n) blocks of kThreads threads,
+  // TODO: passing negative_slope as course::opmath_t<scalar_t>; check the launch with
   // TODO: C10_CUDA_KERNEL_LAUNCH_CHECK(). An empty grid is an error: return early when n == 0.
   // STUB: TORCH_CHECK(false, "leaky_relu_forward_cuda (leaky_relu.cu) is not implemented yet");
   if (n == 0) return;
