@@ -375,3 +375,20 @@ def test_autograde_round_trip_on_cpu(inside_repo):
         assert "cannot be graded here" in str(forward_cell.outputs)
     html = (root / "feedback" / "solution" / unit / released.with_suffix(".html").name).read_text()
     assert "blocks_needed(2**31 + 7, 256)" not in html and "HIDDEN TESTS" not in html
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_grader_name_a_cell_imports_exists(path):
+    """GPU cells never run on the CPU, so an import of a grader helper that was renamed or removed
+    would first fail in front of a student: check every `from grader... import name` here."""
+    import importlib
+
+    for cell in read(path).cells:
+        if cell.cell_type != "code" or cell.source.lstrip().startswith("%%"):  # %%: a C++/CUDA cell
+            continue
+        source = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "grader":
+                module = importlib.import_module(node.module)
+                for alias in node.names:
+                    assert hasattr(module, alias.name), f"{path.name}: {node.module} has no {alias.name}"

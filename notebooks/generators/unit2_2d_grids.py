@@ -582,7 +582,7 @@ def build():
         else:
             import matplotlib.pyplot as plt
 
-            from grader.bench import L2Flusher, time_fn
+            from grader.bench import L2Flusher, math_mode, time_fn
 
             matmul_ext = course.build("05_matmul")
             flush = L2Flusher()
@@ -590,9 +590,7 @@ def build():
             kinds = {f"kernel {v}": (lambda ab, v=v: matmul_ext.matmul(ab[0], ab[1], v)) for v in (1, 2, 3)}
             kinds["cuBLAS (torch.matmul, TF32 off)"] = lambda ab: torch.matmul(ab[0], ab[1])
             rates = {k: [] for k in kinds}
-            tf32 = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = False
-            try:
+            with math_mode():  # TF32 off: cuBLAS in strict fp32, like the kernels
                 for n in sizes:
                     inputs = [(torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")) for _ in range(2)]
                     for label, fn in kinds.items():
@@ -600,8 +598,6 @@ def build():
                         rates[label].append(timing.rate(2 * n**3))
                     del inputs
                     torch.cuda.empty_cache()
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = tf32
 
             fig, ax = plt.subplots(figsize=(7, 4))
             for (label, r), style in zip(rates.items(), ("o-", "s-", "^-", "k--")):

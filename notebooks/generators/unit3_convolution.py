@@ -338,7 +338,7 @@ def build():
         else:
             import matplotlib.pyplot as plt
 
-            from grader.bench import L2Flusher, time_fn
+            from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
 
             conv_ext = course.build("06_conv2d")
             layers = [  # label, x shape, (cout, k), stride, padding
@@ -349,9 +349,7 @@ def build():
             kinds = ("direct (version 1)", "implicit GEMM (version 2)", "cuDNN, strict fp32")
             flush = L2Flusher()
             rates = {k: [] for k in kinds}
-            saved = (torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
-            torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = False, True
-            try:
+            with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
                 for label, xs, (cout, k), stride, padding in layers:
                     inputs = [(torch.randn(xs, device="cuda"), torch.randn(cout, xs[1], k, k, device="cuda") / 10)
                               for _ in range(2)]
@@ -365,8 +363,6 @@ def build():
                         rates[kind].append(time_fn(fn, inputs, flush=flush, max_seconds=0.5, max_samples=50).rate(flops))
                     del inputs
                     torch.cuda.empty_cache()
-            finally:
-                torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = saved
 
             fig, ax = plt.subplots(figsize=(8, 4))
             width = 0.27
@@ -467,7 +463,7 @@ def build():
         if reason:
             print(f"build 07_conv_transpose2d: {reason}")
         else:
-            from grader.bench import L2Flusher, time_fn
+            from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
 
             convt_ext = course.build("07_conv_transpose2d")
             a = torch.randn(2, 3, 12, 12, device="cuda", dtype=torch.float64, requires_grad=True)
@@ -482,16 +478,12 @@ def build():
             inputs = [(torch.randn(32, 64, 56, 56, device="cuda"), torch.randn(64, 64, 3, 3, device="cuda") / 10)
                       for _ in range(2)]
             flops = 2 * 32 * 64 * 56 * 56 * 64 * 9
-            saved = (torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
-            torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = False, True
-            try:
+            with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
                 flush = L2Flusher()
                 ours = time_fn(lambda i: convt_ext.conv_transpose2d(i[0], i[1], None, 1, 1), inputs, flush=flush,
                                max_seconds=0.5, max_samples=50)
                 theirs = time_fn(lambda i: F.conv_transpose2d(i[0], i[1], None, 1, 1), inputs, flush=flush,
                                  max_seconds=0.5, max_samples=50)
-            finally:
-                torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = saved
             print(f"32x64x56x56, 64->64, 3x3: your gather {ours.rate(flops) / 1e12:.1f} TFLOP/s, "
                   f"cuDNN (strict fp32) {theirs.rate(flops) / 1e12:.1f} TFLOP/s")
         """, "convt-build", locked=True),

@@ -266,7 +266,7 @@ def build():
         if reason:
             print(f"build: {reason}")
         else:
-            from grader.specs.ex09_conv_bn_relu_training import strict_fp32
+            from grader.bench import math_mode
 
             ex08 = course.build("08_conv_bn_relu_inference")
             torch.manual_seed(0)
@@ -278,7 +278,7 @@ def build():
             eager = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
             fused = ex08.ConvBNReLUInference.from_modules(conv, bn)
             x = torch.randn(4, 16, 29, 31, device="cuda")
-            with strict_fp32(), torch.no_grad():
+            with math_mode(), torch.no_grad():
                 y, expected = fused(x), eager(x)
             print(f"output {tuple(y.shape)}; largest difference from eager: {(y - expected).abs().max().item():.2e}")
         """, "ex08-build", locked=True),
@@ -323,16 +323,14 @@ def build():
         else:
             import matplotlib.pyplot as plt
 
-            from grader.bench import L2Flusher, time_fn
-            from grader.specs.ex09_conv_bn_relu_training import bench_setup
+            from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
 
             ex08 = course.build("08_conv_bn_relu_inference")
             flush = L2Flusher()
             layers = [("56x56, 64->64", 64, 56, 64), ("28x28, 128->128", 128, 28, 128),
                       ("14x14, 256->256", 256, 14, 256), ("7x7, 512->512", 512, 7, 512)]
             rows = []
-            undo = bench_setup()  # TF32 off, cudnn.benchmark on
-            try:
+            with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
                 with torch.no_grad():
                     for label, c, hw, k in layers:
                         x = torch.randn(32, c, hw, hw, device="cuda")
@@ -347,8 +345,6 @@ def build():
                         )
                         rows.append([label] + [time_fn(f, [None], flush=flush, max_seconds=1.0).median_s * 1e6
                                                for f in calls])
-            finally:
-                undo()
             names = ["cuDNN conv alone", "eager conv + BN + ReLU", "your fused kernel"]
             print(f"{'layer':<18}" + "".join(f"{n:>26}" for n in names) + "   (µs)")
             for label, *t in rows:
@@ -757,7 +753,7 @@ def build():
         if reason:
             print(f"build: {reason}")
         else:
-            from grader.specs.ex09_conv_bn_relu_training import strict_fp32
+            from grader.bench import math_mode
 
             ex09 = course.build("09_conv_bn_relu_training")
             torch.manual_seed(0)
@@ -766,7 +762,7 @@ def build():
             fused = ex09.FusedConvBNReLU.from_sequential(eager)
             x = torch.randn(6, 8, 21, 19, device="cuda")
             gy = torch.randn(6, 24, 21, 19, device="cuda")
-            with strict_fp32():
+            with math_mode():
                 y_eager, y_fused = eager(x), fused(x)
                 y_eager.backward(gy)
                 y_fused.backward(gy)
@@ -835,8 +831,7 @@ def build():
         else:
             import matplotlib.pyplot as plt
 
-            from grader.bench import L2Flusher, time_fn
-            from grader.specs.ex09_conv_bn_relu_training import bench_setup
+            from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
 
             ex09 = course.build("09_conv_bn_relu_training")
             n, c, hw, k = 32, 64, 56, 64
@@ -869,15 +864,12 @@ def build():
                 return (torch.cuda.max_memory_allocated() - base) / 2**20
 
 
-            undo = bench_setup()  # TF32 off, cudnn.benchmark on
-            try:
+            with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
                 flush = L2Flusher()
                 steps = {"yours (fused)": fused_step, "eager PyTorch": eager_step}
                 micros = {name: time_fn(f, [None], flush=flush, max_seconds=2.0).median_s * 1e6
                           for name, f in steps.items()}
                 peaks = {name: peak_mib(f) for name, f in steps.items()}
-            finally:
-                undo()
             activation = n * k * hw * hw * 4 / 2**20
             for name in steps:
                 print(f"{name:<15} {micros[name]:8.0f} µs   peak {peaks[name]:7.0f} MiB "

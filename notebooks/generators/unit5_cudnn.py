@@ -399,14 +399,14 @@ def build():
         if reason:
             print(f"build: {reason}")
         else:
+            from grader.bench import math_mode
+
             ex10 = course.build("10_cudnn_conv")
             print("describe((2, 3, 17, 17), (4, 3, 3, 3), stride 2, padding 1):",
                   ex10.describe((2, 3, 17, 17), (4, 3, 3, 3), 2, 1))
             x = torch.randn(8, 32, 28, 28, device="cuda")
             w = torch.randn(48, 32, 3, 3, device="cuda") / (32 * 9) ** 0.5
-            previous = torch.backends.cudnn.allow_tf32
-            torch.backends.cudnn.allow_tf32 = False  # strict fp32, for both
-            try:
+            with math_mode():  # strict fp32, for both
                 ex10.cache_clear()
                 for stride in (1, 1, 1, 2):
                     y = ex10.conv2d(x, w, stride, 1)
@@ -415,8 +415,6 @@ def build():
                     print(f"stride {stride}: relative difference from F.conv2d {err:.1e}; "
                           f"hits {stats['hits']}, misses {stats['misses']}, plans {stats['size']}, "
                           f"largest workspace {stats['max_workspace_bytes'] / 2**20:.1f} MiB")
-            finally:
-                torch.backends.cudnn.allow_tf32 = previous
         """, "build", locked=True),
         md(r"""
         ## 8. Graded checks
@@ -492,12 +490,10 @@ def build():
 
             import matplotlib.pyplot as plt
 
-            from grader.bench import L2Flusher, time_fn
+            from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
 
             ex10 = course.build("10_cudnn_conv")
-            previous = (torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
-            torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = False, True
-            try:
+            with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
                 x = torch.randn(1, 16, 7, 7, device="cuda")
                 w = torch.randn(16, 16, 3, 3, device="cuda")
                 calls = {
@@ -531,8 +527,6 @@ def build():
                                      ("F.conv2d", lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1))):
                         wall_us[name].append(time_fn(fn, inputs, flush=flush, max_seconds=0.5,
                                                      max_samples=50).wall_median_s * 1e6)
-            finally:
-                torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = previous
 
             for name, us in host_us.items():
                 print(f"{name.replace(chr(10), ' '):<20} {us:8.1f} µs of host time per call")
