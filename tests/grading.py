@@ -50,7 +50,8 @@ def grade_variants(variants: list[Variant], root: Path, keyword: str | None, tim
     def one(v: Variant):
         return v.id, grade(targets[v.id], [v.exercise], timeout=timeout, keyword=keyword)[v.exercise]
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    # correctness checks only (no timing), so several processes may share the GPU
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
         return dict(pool.map(one, variants))
 
 
