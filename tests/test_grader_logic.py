@@ -255,3 +255,25 @@ def test_every_known_wrong_variant_still_applies_to_its_solution(tmp_path):
 
     for v in all_variants():
         v.materialize(tmp_path / v.id.replace("/", "_"))  # raises, naming the variant and the text
+
+
+@pytest.mark.parametrize("name, function", [
+    ("void (anonymous namespace)::leaky_relu_kernel<float>(float const*, float*, long, float)", "leaky_relu_kernel"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::leaky_relu_kernel("
+     "at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda(float)#1}>(int, ...)",
+     "vectorized_elementwise_kernel"),
+    ("matmul_kernel3", "matmul_kernel3"),
+    ("void conv2d_kernel2<64, 64, 8>(float const*, float const*, float*)", "conv2d_kernel2"),
+])
+def test_kernel_function_is_the_kernels_own_name(name, function):
+    assert checks.kernel_function(name) == function
+
+
+def test_a_pytorch_kernel_mentioning_our_name_is_not_ours():
+    """PyTorch's LeakyReLU kernel carries `leaky_relu_kernel` in its template arguments."""
+    pytorch = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+               "leaky_relu_kernel(at::TensorIteratorBase&)::{lambda(float)#1}>(int, ...)")
+    assert not checks._is_own(pytorch, ("leaky_relu_kernel",))
+    assert checks._is_own("void (anonymous namespace)::leaky_relu_kernel<float>(float const*)", ("leaky_relu_kernel",))
+    assert checks._is_own("Memcpy DtoD (Device -> Device)", ("stencil2d_kernel", "Memcpy DtoD"))
+    assert not checks._is_own("Memset (Device)", ("stencil2d_kernel", "Memcpy DtoD"))

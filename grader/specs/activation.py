@@ -10,7 +10,7 @@ from typing import Callable
 
 import torch
 
-from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_close, assert_own_kernels, expect_error, poison,
+from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
                            on_a_busy_stream, unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
@@ -51,6 +51,7 @@ class ActivationSpec(Spec):
 
     def _expect_forward(self, ctx, x: torch.Tensor, p: float, what: str) -> None:
         with unmodified(x=x):
+            poison_next_allocation(x.numel(), x.dtype)
             y = self._fn(ctx)(x, p)
         torch.cuda.synchronize()
         expected = self.reference(x.to(torch.float64), p)
@@ -60,6 +61,7 @@ class ActivationSpec(Spec):
 
     def _expect_backward(self, ctx, g: torch.Tensor, x: torch.Tensor, p: float, what: str) -> None:
         with unmodified(grad_output=g, x=x):
+            poison_next_allocation(x.numel(), x.dtype)
             dx = self._bwd(ctx)(g, x, p)
         torch.cuda.synchronize()
         expected = self.reference_grad(g.to(torch.float64), x.to(torch.float64), p)
@@ -165,8 +167,7 @@ class ActivationSpec(Spec):
         output slot left unwritten shows up as NaN or as the first run's value."""
         x = self._rand(ctx, "poison", (1 << 20) + 3, torch.float32)
         first = self._fn(ctx)(x, self.param_values[0])
-        del first
-        poison(torch.empty((1 << 22,), device="cuda"))  # the allocator hands this memory out next
+        del first  # its memory is poisoned and handed out again by _expect_forward
         x2 = -x
         self._expect_forward(ctx, x2, self.param_values[0], "forward[output poisoned]")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
+from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
                            on_a_busy_stream, unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
@@ -37,22 +37,13 @@ def _rand(ctx: Context, name: str, shape, dtype=torch.float32) -> torch.Tensor:
     return torch.randn(shape, generator=g, device="cuda", dtype=torch.float32).to(dtype)
 
 
-def _poison_next(numel: int, dtype: torch.dtype) -> None:
-    """Fill a block of the output's size with NaN and free it: the caching allocator hands it to the
-    op's output next, so an element the op never writes stays NaN."""
-    if numel:
-        t = torch.empty(numel, dtype=dtype, device="cuda")
-        poison(t)
-        del t
-
-
 @dataclass
 class TransposeSpec(Spec):
     kernels: tuple[str, ...] = ("transpose_kernel",)
 
     def _expect(self, ctx: Context, x: torch.Tensor, what: str) -> None:
-        _poison_next(x.numel(), x.dtype)
         with unmodified(x=x):
+            poison_next_allocation(x.numel(), x.dtype)
             y = ctx.module.transpose(x)
             torch.cuda.synchronize()
         if not isinstance(y, torch.Tensor):

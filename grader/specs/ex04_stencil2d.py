@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison,
+from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
                            on_a_busy_stream, unmodified)
 from grader.bench import tuned_strict_fp32
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
@@ -37,15 +37,6 @@ def _rand(ctx: Context, name: str, shape, dtype=torch.float32, scale=1.0) -> tor
     return torch.randn(shape, generator=g, device="cuda", dtype=torch.float32).to(dtype) * scale
 
 
-def _poison_next(numel: int) -> None:
-    """Fill a block of the output's size with NaN and free it: the caching allocator hands it to the
-    op's output next, so an element the op never writes stays NaN."""
-    if numel:
-        t = torch.empty(numel, device="cuda")
-        poison(t)
-        del t
-
-
 def reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """float64 cross-correlation with zero padding, through F.conv2d with one channel."""
     k = w.shape[-1]
@@ -66,8 +57,8 @@ class StencilSpec(Spec):
     kernels: tuple[str, ...] = ("stencil2d_kernel", "Memcpy DtoD")
 
     def _expect(self, ctx: Context, x: torch.Tensor, w: torch.Tensor, what: str) -> None:
-        _poison_next(x.numel())
         with unmodified(x=x, weight=w):
+            poison_next_allocation(x.numel())
             y = ctx.module.stencil2d(x, w)
             torch.cuda.synchronize()
         if not isinstance(y, torch.Tensor):

@@ -12,5 +12,6 @@ VARIANTS = [
     Variant(EX, "alpha_ignored", "the forward launcher passes 1.0 instead of alpha",
             {"elu.cu": [("x, y, n, static_cast<course::opmath_t<scalar_t>>(alpha));",
                          "x, y, n, static_cast<course::opmath_t<scalar_t>>(1.0));")]},
-            loses={"forward", "performance"}, reason="alpha="),
+            # gradcheck with another alpha sees the forward disagree with the backward
+            loses={"forward", "performance", "autograd"}, reason="alpha="),
 ]

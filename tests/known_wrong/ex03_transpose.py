@@ -24,7 +24,8 @@ VARIANTS = [
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls x.t().contiguous()",
             {"transpose.py": [("return lib.ops.transpose(x)", "return x.t().contiguous()")]},
-            loses={"forward", "performance"}, reason="other than this exercise's own"),
+            # PyTorch's op also accepts a CPU tensor, which the exercise must refuse
+            loses={"forward", "performance", "input_checks"}, reason="other than this exercise's own"),
     Variant(EX, "default_stream", "the kernel is launched on the legacy default stream, not the caller's",
             {"transpose.cu": [("transpose_kernel<scalar_t><<<grid, block, 0, stream>>>(", "transpose_kernel<scalar_t><<<grid, block>>>(")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="torch.cuda.stream"),

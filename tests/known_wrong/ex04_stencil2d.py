@@ -36,7 +36,8 @@ VARIANTS = [
             {"stencil2d.py": [("    return lib.ops.stencil2d(x, weight)",
                                "    k = weight.shape[-1]\n    return torch.nn.functional.conv2d(x.reshape(-1, 1, *x.shape[-2:]), "
                                "weight[None, None], padding=k // 2).reshape(x.shape)")]},
-            loses={"forward", "performance"}, keeps=KEEPS, reason="other than this exercise's own"),
+            # PyTorch's op also accepts CPU tensors, which the exercise must refuse
+            loses={"forward", "performance", "input_checks"}, reason="other than this exercise's own"),
     Variant(EX, "no_filter_size_check", "an even filter size is accepted",
             {"stencil2d.cpp": [("weight.size(0) % 2 == 1 && weight.size(0) <= kMaxFilter", "weight.size(0) <= kMaxFilter")]},
             loses={"input_checks"}, reason="K even"),
