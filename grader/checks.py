@@ -44,6 +44,16 @@ def poison(t: torch.Tensor) -> torch.Tensor:
     return t.fill_(torch.iinfo(t.dtype).max)
 
 
+# After these errors the process's CUDA context is unusable: every later CUDA call fails the same way.
+_CONTEXT_LOST = ("illegal memory access", "misaligned address", "illegal instruction", "unspecified launch failure",
+                 "device-side assert", "hardware stack error")
+
+
+def cuda_context_lost(message: str) -> bool:
+    """Whether an error message says the CUDA context is gone (a kernel faulted)."""
+    return any(s in message for s in _CONTEXT_LOST)
+
+
 def poison_next_allocation(numel: int, dtype: torch.dtype = torch.float32) -> None:
     """Fill two blocks of `numel` elements with NaN and free them: the caching allocator hands that
     memory to the next allocations of that size (the op's output, or a temporary and then the

@@ -421,7 +421,7 @@ class Course:
     def _run_one(check, ctx) -> CheckOutcome:
         import torch
 
-        from grader.checks import CheckFailure
+        from grader.checks import CheckFailure, cuda_context_lost
 
         try:
             with _quiet():
@@ -431,7 +431,7 @@ class Course:
             return CheckOutcome(check.name, "failed", str(e))
         except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
             message = str(e).split("\nException raised from")[0]
-            if "illegal memory access" in message or "unspecified launch failure" in message:
+            if cuda_context_lost(message):
                 message += " (the CUDA context is now unusable: restart the kernel after fixing the bug)"
             return CheckOutcome(check.name, "failed", f"{type(e).__name__}: {message}")
         except BaseException as e:  # pytest.skip() from a check (e.g. not enough GPU memory)

@@ -277,3 +277,10 @@ def test_a_pytorch_kernel_mentioning_our_name_is_not_ours():
     assert checks._is_own("void (anonymous namespace)::leaky_relu_kernel<float>(float const*)", ("leaky_relu_kernel",))
     assert checks._is_own("Memcpy DtoD (Device -> Device)", ("stencil2d_kernel", "Memcpy DtoD"))
     assert not checks._is_own("Memset (Device)", ("stencil2d_kernel", "Memcpy DtoD"))
+
+
+def test_faults_that_end_the_cuda_context_are_recognised():
+    assert checks.cuda_context_lost("AcceleratorError: CUDA error: an illegal memory access was encountered")
+    assert checks.cuda_context_lost("RuntimeError: CUDA error: misaligned address")
+    assert not checks.cuda_context_lost("RuntimeError: CUDA error: invalid configuration argument")
+    assert not checks.cuda_context_lost("x must be a CUDA tensor")

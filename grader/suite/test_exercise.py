@@ -3,11 +3,22 @@ from __future__ import annotations
 
 import pytest
 
-from grader.checks import CheckFailure
+from grader.checks import CheckFailure, cuda_context_lost
 from grader.performance import measure
+
+# Set once a kernel faults: the CUDA context is then unusable, so every later check would fail with
+# the same message. They are failed at once, naming the check that faulted.
+_context_lost: list[str] = []
+
+
+def _fail_if_context_lost() -> None:
+    if _context_lost:
+        pytest.fail(f"not run: a kernel faulted in {_context_lost[0]}, which leaves the GPU unusable "
+                    "for the rest of this exercise's checks", pytrace=False)
 
 
 def test_check(check, ctx):
+    _fail_if_context_lost()
     failure = None
     try:
         check.run(ctx)
@@ -15,11 +26,14 @@ def test_check(check, ctx):
         failure = str(e)
     except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
         failure = f"{type(e).__name__}: " + str(e).split("\nException raised from")[0]
+        if cuda_context_lost(failure):
+            _context_lost.append(check.name)
     if failure is not None:  # outside the except block, so no chained traceback clutters the reason
         pytest.fail(failure, pytrace=False)
 
 
 def test_performance(spec, ctx, reference_module, record_property):
+    _fail_if_context_lost()
     if spec.benchmark() is None:
         pytest.skip("this exercise has no timed part")
     result = measure(spec, ctx, reference_module)
