@@ -24,6 +24,9 @@ VARIANTS = [
                  "        x, weight, bias, stride, padding, dilation), running_mean, running_var, bn_weight, bn_bias,\n"
                  "        training, momentum, eps))\n"
                  "    return ConvBNReLUFunction.apply(x, weight, bias, bn_weight, bn_bias, running_mean, running_var,\n")]},
-            loses={"forward", "backward", "performance"}, keeps={"autograd", "module"},
+            # as measured on the H100: F.batch_norm leaves num_batches_tracked alone (running_stats,
+            # module), cuDNN's batch-norm backward is not bit-reproducible (gradcheck's reentrancy test),
+            # and PyTorch's ops accept CPU tensors (input_checks): nothing of the exercise is earned
+            loses={"forward", "running_stats", "backward", "autograd", "module", "input_checks", "performance"},
             reason="other than this exercise's own"),
 ]
