@@ -255,7 +255,8 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
             waited = f" ({job.waited_s:.1f} s of it waiting for the GPU)" if job.waited_s >= 0.1 else ""
             log(f"  graded {s.exercise} in {job.wall_s:.1f} s{waited}")
 
-        gate.run([job for _, job in gradings.values()], Path(tmp), parallel=parallel, timeout=timeout, on_finish=done)
+        gate.run([job for _, job in gradings.values()], Path(tmp), parallel=parallel, timeout=timeout,
+                 on_finish=done)
     return [rows[s.exercise] for s in specs]
 
 
