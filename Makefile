@@ -2,7 +2,9 @@
 #
 #   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
 #                                   QUICK=1 for the fast edit loop without slow checks and timing,
-#                                   SANITIZE=1 to run the correctness checks under compute-sanitizer)
+#                                   SANITIZE=1 to run the correctness checks under compute-sanitizer,
+#                                   PARALLEL=n to grade n exercises' checks at once, default half the
+#                                   cores up to 8, 1 for one after another; a timing always runs alone)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
 #                                   (one worker per visible GPU; WORKERS=n to choose)
@@ -25,6 +27,7 @@ K ?=
 SUBMISSIONS ?=
 QUICK ?=
 SANITIZE ?=
+PARALLEL ?=
 PUBLISH ?=
 FORCE ?=
 PYTEST_ARGS ?=
@@ -53,7 +56,8 @@ grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
 	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
-	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize); \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) \
+	    $(if $(PARALLEL),--parallel $(PARALLEL)); \
 	fi
 
 # pytest exits 5 when it collected no test: that must fail, not pass silently.

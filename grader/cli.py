@@ -1,5 +1,5 @@
 """`python -m grader`: build every exercise of a target in parallel, grade each in its own
-time-limited process, and print the score table.
+time-limited process (several at once, each timing alone on the GPU), and print the score table.
 
     python -m grader                          grade exercises/
     python -m grader --target solutions       grade the reference
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from grader import build, env
+from grader import build, env, gate
 from grader.report import markdown, table
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise
@@ -110,10 +110,10 @@ def sanitizer_errors(output: str) -> str:
     return " | ".join(l for l in lines[i:i + 4] if l)[:600]
 
 
-def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, timeout: float,
-              keyword: str | None, workdir: Path, quick: bool = False, device: str | None = None,
-              sanitize: bool = False) -> dict:
-    """Grade one built exercise folder in a child process; contain crashes and hangs.
+def grading_job(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, keyword: str | None,
+                workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool = False) -> gate.Job:
+    """The process that grades one built exercise folder (run by grader.gate, which contains its
+    crashes and hangs); `grading_row` scores it once it ended.
 
     `sanitize` runs the correctness checks (not the timing, not the slow checks) under
     compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
@@ -135,26 +135,27 @@ def grade_one(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: 
         cmd = [find_sanitizer(), "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode",
                str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
         child.update(PYTORCH_NO_CUDA_MEMORY_CACHING="1", COURSE_SANITIZE="1")
-    proc = subprocess.Popen(cmd, cwd=env.REPO, env=child, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    return gate.Job(spec.exercise, cmd, child, env.REPO)
+
+
+def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool = False) -> dict:
+    """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with."""
+    results_path = workdir / f"{spec.exercise}.json"
+    output = job.output
     status, error = "graded", ""
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
+    if job.timed_out:
         status, error = "timed out", f"grading took longer than {timeout:g} s (a hanging kernel or an endless loop?)"
     data = {"tests": [], "running": None}
     if results_path.exists():
         data = json.loads(results_path.read_text())
     tests = data["tests"]
-    if proc.returncode is not None and proc.returncode < 0 and status == "graded":
-        sig = signal.Signals(-proc.returncode).name
+    if job.returncode is not None and job.returncode < 0 and status == "graded":
+        sig = signal.Signals(-job.returncode).name
         status, error = "crashed", f"the grading process died with {sig}"
-    elif proc.returncode not in (0, 1) and status == "graded" and not tests:
+    elif job.returncode not in (0, 1) and status == "graded" and not tests:
         status, error = "error", _tail(output)
     found = sanitizer_errors(output) if sanitize else ""
-    if sanitize and (found or proc.returncode == SANITIZER_EXIT):
+    if sanitize and (found or job.returncode == SANITIZER_EXIT):
         status, error = "memory errors", "compute-sanitizer: " + (found or "errors reported (see the log)")
     if data.get("tampered"):
         shown = ", ".join(data["tampered"][:5]) + (" ..." if len(data["tampered"]) > 5 else "")
@@ -178,23 +179,46 @@ def _tail(text: str, limit: int = 3000) -> str:
     return text[-limit:] if text else ""
 
 
-def device_name() -> str:
+def _nvidia_smi(query: str) -> list[str]:
+    """One line per GPU of `nvidia-smi --query-gpu=<query>`; [] without a GPU or nvidia-smi."""
     if not env.gpu_present():
-        return ""
+        return []
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else ""
-    except (OSError, subprocess.TimeoutExpired, IndexError):
-        return ""
+        return out.stdout.strip().splitlines() if out.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+
+
+def device_name() -> str:
+    return (_nvidia_smi("name,driver_version") or [""])[0]
+
+
+GIB_PER_PROCESS = 8  # GPU memory to allow per grading process that runs its checks
+
+
+def default_parallel(count: int) -> int:
+    """How many of `count` exercises run their checks at once: half the cores (a grading process
+    keeps one busy), at most 8, and one per 8 GiB of GPU memory, so that the check that needs
+    14 GiB still finds it free beside the others (a 16 GiB T4 grades one at a time)."""
+    n = min(count, max(1, (os.cpu_count() or 2) // 2), 8)
+    if n <= 1:
+        return 1
+    memory_mib = [float(m) for m in _nvidia_smi("memory.total") if m.strip().replace(".", "").isdigit()]
+    if memory_mib:
+        n = min(n, int(min(memory_mib) / 1024 // GIB_PER_PROCESS))
+    return max(1, n)
 
 
 def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, jobs: int,
                  keyword: str | None = None, quick: bool = False, device: str | None = None,
-                 sanitize: bool = False, log=print) -> list[dict]:
+                 sanitize: bool = False, parallel: int = 1, log=print) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise.
 
-    `device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU."""
+    `device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU. `parallel`
+    exercises run their checks at once, and each timing runs alone on the GPU (grader.gate); the
+    rows are those of a serial run (`parallel` 1)."""
     gpu = env.gpu_present()
     present = [s for s in specs if (target / s.exercise).is_dir()]
     to_build = [target / s.exercise for s in present]
@@ -204,26 +228,36 @@ def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, 
         to_build += [solutions / s.exercise for s in present if (solutions / s.exercise).is_dir()]
     log(f"building {len(to_build)} extension(s), {jobs} at a time ...")
     builds = build_all(to_build, jobs, log=log)
-    rows = []
+    rows: dict[str, dict] = {}
+    gradings: dict[str, tuple[Spec, gate.Job]] = {}
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         for s in specs:
             d = target / s.exercise
             if not d.is_dir():
-                rows.append(score_exercise(s, [], "missing", f"no folder {d}"))
+                rows[s.exercise] = score_exercise(s, [], "missing", f"no folder {d}")
                 continue
             b = builds[d]
             if not b["ok"]:
-                rows.append(score_exercise(s, [], "build failed", b.get("error", "")))
+                rows[s.exercise] = score_exercise(s, [], "build failed", b.get("error", ""))
                 continue
             ref = solutions / s.exercise if use_reference else None
             if ref is not None and ref.resolve() == d.resolve():
                 ref = d  # grading the solutions: each is its own reference (built once, above)
             if ref is not None and not builds.get(ref, {}).get("ok"):
                 ref = None  # measured against PyTorch instead
-            start = time.perf_counter()
-            rows.append(grade_one(s, d, ref, seed, timeout, keyword, Path(tmp), quick, device, sanitize))
-            log(f"  graded {s.exercise} in {time.perf_counter() - start:.1f} s")
-    return rows
+            gradings[s.exercise] = (s, grading_job(s, d, ref, seed, keyword, Path(tmp), quick, device, sanitize))
+        if len(gradings) > 1 and parallel > 1:
+            log(f"grading {len(gradings)} exercises, up to {parallel} at a time (each timing alone on the GPU) ...")
+
+        def done(job: gate.Job) -> None:
+            s = gradings[job.name][0]
+            rows[s.exercise] = grading_row(s, job, Path(tmp), timeout, sanitize)
+            waited = f" ({job.waited_s:.1f} s of it waiting for the GPU)" if job.waited_s >= 0.1 else ""
+            log(f"  graded {s.exercise} in {job.wall_s:.1f} s{waited}")
+
+        gate.run([job for _, job in gradings.values()], Path(tmp), parallel=parallel, timeout=timeout,
+                 on_finish=done)
+    return [rows[s.exercise] for s in specs]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="replay a run's random inputs")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
     parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="exercises whose checks run at once (each timing still runs alone on the GPU); "
+                             "1 grades one after another. Default: half the cores, at most 8")
     parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
     parser.add_argument("--quick", action="store_true",
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")
@@ -257,8 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         print("quick mode: slow checks and the timing are skipped, so this is not a full grade")
     if args.sanitize:
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
+    parallel = args.parallel if args.parallel is not None else default_parallel(len(specs))
     rows = grade_target(target, specs, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
-                        quick=args.quick, sanitize=args.sanitize)
+                        quick=args.quick, sanitize=args.sanitize, parallel=max(1, parallel))
     header = {"target": str(target), "seed": seed, "device": device_name(), "gpu": gpu,
               "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     print()

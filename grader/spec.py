@@ -31,6 +31,7 @@ class Check:
     run: Callable[["Context"], None]
     needs_gpu: bool = True
     slow: bool = False  # skipped by `make grade QUICK=1`, the fast edit-grade loop
+    huge: bool = False  # allocates more than 2^31 bytes: runs alone among concurrent grading processes
 
 
 @dataclass

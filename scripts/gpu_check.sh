@@ -4,14 +4,14 @@
 # still tells what it reached.
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
-#   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade stubs edit test bench
+#   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs edit test bench
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"; L=${LOGS:-$OUT/logs}; mkdir -p "$L"  # LOGS=/tmp/x: only the .tgz in $OUT
-STAGES=${STAGES-"grade stubs edit test bench"}
+STAGES=${STAGES-"grade serial stubs edit test bench"}
 EXS=${EXS:-}
 TEST_FILES=${TEST_FILES:-$(ls tests/test_*.py)}
 BUDGET=${BUDGET:-3600}
@@ -37,7 +37,15 @@ want sweep && run sweep "$(left)" python3 scripts/sweep_elementwise.py
 if want grade; then
   run grade_solutions_cold "$(left)" make grade TARGET=solutions EX="$EXS" SEED=1
   run grade_solutions_warm "$(left)" make grade TARGET=solutions EX="$EXS" SEED=2
+  cp grade-report/report.json grade-report/parallel.json 2>/dev/null
   grep -A30 "^exercise" "$L/grade_solutions_warm.log" | head -40
+  grep "graded " "$L/grade_solutions_warm.log"
+fi
+if want serial; then
+  # the same warm grade one exercise after another: its time, and the speeds beside the parallel run's
+  run grade_solutions_serial "$(left)" make grade TARGET=solutions EX="$EXS" SEED=2 PARALLEL=1
+  cp grade-report/report.json grade-report/serial.json 2>/dev/null
+  [ -f grade-report/parallel.json ] && python3 scripts/compare_grades.py grade-report/parallel.json grade-report/serial.json
 fi
 if want stubs; then
   run grade_stubs "$(left)" make grade EX="$EXS"

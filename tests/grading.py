@@ -31,10 +31,11 @@ def quiet(*_args, **_kwargs):
 
 
 def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
-          sanitize: bool = False):
+          sanitize: bool = False, parallel: int = 1):
     specs = selected(exercises)
     return {row["exercise"]: row for row in grade_target(target, specs, seed=seed, timeout=timeout, jobs=JOBS,
-                                                         keyword=keyword, sanitize=sanitize, log=quiet)}
+                                                         keyword=keyword, sanitize=sanitize, parallel=parallel,
+                                                         log=quiet)}
 
 
 def explain(rows) -> str:

@@ -1,6 +1,7 @@
 """A crash, a hang or tampering in one exercise costs that exercise only: shown with real
 extensions that segfault and spin on the host, and a module that patches the grader, so it runs on
-CPU machines too."""
+CPU machines too. The two exercises are graded at once (`--parallel 2`, through grader.gate), the
+way `make grade` grades a target."""
 from __future__ import annotations
 
 import shutil
@@ -17,7 +18,7 @@ CPU_CRASHES = [v for v in all_variants() if v.extra.get("cpu")]
 def test_crash_costs_only_its_exercise(tmp_path, variant):
     variant.materialize(tmp_path)
     shutil.copytree(SOLUTIONS / "02_elu", tmp_path / "02_elu")  # a healthy neighbour
-    rows = grade(tmp_path, ["01", "02"], timeout=60)
+    rows = grade(tmp_path, ["01", "02"], timeout=60, parallel=2)
     check_variant(variant, rows["01_leaky_relu"])
     neighbour = rows["02_elu"]
     assert neighbour["status"] == "graded", explain(rows)

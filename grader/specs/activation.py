@@ -72,8 +72,8 @@ class ActivationSpec(Spec):
         checks: list[Check] = []
         default = self.param_values[0]
 
-        def add(name, group, fn, needs_gpu=True, slow=False):
-            checks.append(Check(name, group, fn, needs_gpu, slow))
+        def add(name, group, fn, needs_gpu=True, slow=False, huge=False):
+            checks.append(Check(name, group, fn, needs_gpu, slow, huge))
 
         for dtype in DTYPES:
             for shape in SIZES:
@@ -92,7 +92,7 @@ class ActivationSpec(Spec):
         add("forward[output poisoned]", "forward", self._check_writes_every_element)
         add("forward[current stream]", "forward", self._check_current_stream)
         add("forward[called twice]", "forward", self._check_called_twice)
-        add("forward[huge]", "forward", self._check_large, slow=True)
+        add("forward[huge]", "forward", self._check_large, slow=True, huge=True)
         add("forward[own kernel ran]", "forward", self._check_own_forward)
         for dtype in DTYPES:
             for shape in ((1,), (257,), (1_000_003,), (3, 1024, 257)):

@@ -34,6 +34,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{module[:4]}: exercise {module[2:]}")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
     config.addinivalue_line("markers", "slow: skipped in the quick edit-grade loop")
+    config.addinivalue_line("markers", "huge: allocates more than 2^31 bytes (one such check at a time)")
     if config.getoption("--results"):
         config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results"))), "course-results")
 
@@ -60,6 +61,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.gpu)
         if (check is not None and check.slow) or item.name == "test_performance":
             item.add_marker(pytest.mark.slow)
+        if check is not None and check.huge:
+            item.add_marker(pytest.mark.huge)
 
 
 @pytest.fixture(scope="session")

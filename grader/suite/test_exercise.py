@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from grader import gate
 from grader.checks import CheckFailure, cuda_context_lost
 from grader.performance import measure
 
@@ -20,14 +21,17 @@ def _fail_if_context_lost() -> None:
 def test_check(check, ctx):
     _fail_if_context_lost()
     failure = None
-    try:
-        check.run(ctx)
-    except CheckFailure as e:
-        failure = str(e)
-    except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
-        failure = f"{type(e).__name__}: " + str(e).split("\nException raised from")[0]
-        if cuda_context_lost(failure):
-            _context_lost.append(check.name)
+    # a check of more than 2^31 bytes runs alone among concurrent grading processes; outside the
+    # try, so that its tensors (held by a failure's traceback) are freed before the next one runs
+    with gate.one_at_a_time(check.huge):
+        try:
+            check.run(ctx)
+        except CheckFailure as e:
+            failure = str(e)
+        except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+            failure = f"{type(e).__name__}: " + str(e).split("\nException raised from")[0]
+            if cuda_context_lost(failure):
+                _context_lost.append(check.name)
     if failure is not None:  # outside the except block, so no chained traceback clutters the reason
         pytest.fail(failure, pytrace=False)
 
@@ -36,6 +40,7 @@ def test_performance(spec, ctx, reference_module, record_property):
     _fail_if_context_lost()
     if spec.benchmark() is None:
         pytest.skip("this exercise has no timed part")
+    gate.wait_for_gpu()  # graded beside other exercises: the timing runs alone on the GPU
     result = measure(spec, ctx, reference_module)
     record_property("performance", result)
     if result["verdict"]:

@@ -1,0 +1,187 @@
+"""Grading several exercises at once on one GPU, with every timing alone on it.
+
+The parent (`run`) starts one process per exercise, several at a time, and their correctness
+checks share the GPU. A process that reaches its timing calls `wait_for_gpu()`: it writes
+`<name>.ready` in the run's folder and waits until `<name>.go` appears. The parent creates that
+file for one process at a time, and only while no other process runs anything but that wait (the
+rest wait too or have finished), and it starts no new process until the timed one has exited: a
+timing never overlaps another process's checks, nor another timing.
+
+Checks that allocate more than 2^31 bytes run one at a time (`one_at_a_time`, an exclusive lock
+on `huge.lock` in the same folder), so that several of them never exhaust the GPU's memory
+together; a process waiting for the lock says so with `<name>.lockwait`.
+
+Each process has its own time limit, and its clock stops while it waits for its turn on the GPU
+or for the lock (while another process is alive, so a wait can never be longer than the others'
+own limits): a hang costs only the exercise that hangs, never one that waited behind it.
+
+Without COURSE_GPU_GATE in the environment (one exercise, or `--parallel 1`) nothing waits.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GATE_ENV = "COURSE_GPU_GATE"  # "<folder>/<name>": where this process's gate files go
+PARENT_ENV = "COURSE_GPU_GATE_PARENT"  # the parent's pid: a waiting process stops if it is gone
+POLL_S = 0.01
+LOCK_NAME = "huge.lock"
+
+# a grading process's states, as the parent sees them
+CHECKS, READY, TIMING = "checks", "ready", "timing"
+
+
+# --- in a grading process ------------------------------------------------------------------------
+
+def _release_cached_memory() -> None:
+    """Hand PyTorch's cached GPU blocks back, for the process that runs next."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        try:
+            torch.cuda.empty_cache()
+        except RuntimeError:  # a broken CUDA context: the check or timing reports that itself
+            pass
+
+
+def _parent_gone() -> bool:
+    parent = os.environ.get(PARENT_ENV)
+    return bool(parent) and os.getppid() != int(parent)
+
+
+def wait_for_gpu() -> None:
+    """Before the timing: announce readiness and wait for the parent's go (at once when ungated)."""
+    prefix = os.environ.get(GATE_ENV)
+    if not prefix:
+        return
+    _release_cached_memory()
+    Path(prefix + ".ready").touch()
+    go = Path(prefix + ".go")
+    while not go.exists():
+        if _parent_gone():  # nobody will ever say go
+            os._exit(3)
+        time.sleep(POLL_S)
+
+
+@contextlib.contextmanager
+def one_at_a_time(exclusive: bool = True):
+    """Run the body holding the run's exclusive lock (for a check of more than 2^31 bytes); its
+    cached GPU memory is released before the next process gets the lock. Ungated: just the body."""
+    prefix = os.environ.get(GATE_ENV)
+    if not exclusive or not prefix:
+        yield
+        return
+    with open(Path(prefix).parent / LOCK_NAME, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting = Path(prefix + ".lockwait")
+            waiting.touch()
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX)
+            finally:
+                waiting.unlink(missing_ok=True)
+        try:
+            yield
+        finally:
+            _release_cached_memory()
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# --- in the parent -------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    """One process to run: its command, and once it ended, how."""
+
+    name: str  # unique among one run's jobs: names its files in the run's folder
+    cmd: list[str]
+    env: dict[str, str]
+    cwd: Path
+    returncode: int | None = None
+    timed_out: bool = False
+    output: str = ""  # stdout and stderr together
+    active_s: float = 0.0  # what counts against the time limit
+    waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
+    wall_s: float = 0.0
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _state: str = field(default=CHECKS, repr=False)
+    _started: float = field(default=0.0, repr=False)
+
+
+def _kill(job: Job) -> None:
+    """SIGKILL the job's session (any helper it started dies too); the caller reaps it."""
+    try:
+        os.killpg(job._proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_finish=None) -> list[Job]:
+    """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
+    count: it holds no core), each with `timeout` seconds of its own time; gated when `parallel` > 1
+    and there is more than one job. `on_finish(job)` is called as each ends. Returns `jobs`."""
+    gated = parallel > 1 and len(jobs) > 1
+    folder = Path(folder)
+    pending, running = list(jobs), []
+    holder: Job | None = None  # the one whose timing has the GPU
+
+    def start(job: Job) -> None:
+        env = dict(job.env)
+        if gated:
+            env[GATE_ENV] = str(folder / job.name)
+            env[PARENT_ENV] = str(os.getpid())
+        with open(folder / f"{job.name}.log", "wb") as log:
+            job._proc = subprocess.Popen(job.cmd, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        job._state, job._started = CHECKS, time.monotonic()
+        running.append(job)
+
+    def finish(job: Job) -> None:
+        job.returncode = job._proc.returncode
+        job.output = (folder / f"{job.name}.log").read_text(errors="replace")
+        job.wall_s = time.monotonic() - job._started
+        running.remove(job)
+        if on_finish is not None:
+            on_finish(job)
+
+    try:
+        last = time.monotonic()
+        while pending or running:
+            now = time.monotonic()
+            step, last = now - last, now
+            for job in list(running):
+                waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
+                if waits and len(running) > 1:
+                    job.waited_s += step
+                else:
+                    job.active_s += step
+                if job._proc.poll() is None and job.active_s > timeout:
+                    _kill(job)  # reaped on a later pass: a GPU context can take seconds to tear down
+                    job.timed_out = True
+                if job._proc.poll() is not None:
+                    if holder is job:
+                        holder = None
+                    finish(job)
+                elif gated and job._state == CHECKS and (folder / f"{job.name}.ready").exists():
+                    job._state = READY
+            if holder is None:
+                while pending and sum(j._state == CHECKS for j in running) < parallel:
+                    start(pending.pop(0))
+                ready = [j for j in running if j._state == READY]
+                if ready and len(ready) == len(running):
+                    holder = ready[0]  # in order of start: the report's order
+                    holder._state = TIMING
+                    (folder / f"{holder.name}.go").touch()
+            time.sleep(POLL_S)
+    finally:
+        for job in running:  # interrupted (Ctrl-C): leave no process behind
+            _kill(job)
+            job._proc.wait()
+    return jobs

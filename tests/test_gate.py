@@ -1,0 +1,134 @@
+"""Concurrent grading (grader.gate) with real processes: small scripts that do what a grading
+process does (checks, then a timed section behind `wait_for_gpu`, a check under the lock) and log
+when each part starts and ends. No GPU needed."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import env, gate
+
+CHILD = """
+import sys, time
+from grader import gate
+
+name, log, checks_s, huge_s, timed_s = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:6])
+
+def mark(event):
+    with open(log, "a") as f:
+        f.write(f"{name} {event} {time.monotonic()}\\n")
+
+mark("checks-start")
+time.sleep(checks_s)
+if huge_s:
+    with gate.one_at_a_time(True):
+        mark("huge-start")
+        time.sleep(huge_s)
+        mark("huge-end")
+mark("checks-end")
+gate.wait_for_gpu()
+mark("timed-start")
+time.sleep(timed_s)
+mark("timed-end")
+"""
+HANG = 3600.0
+
+
+def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float):
+    """plan: name -> (seconds of checks, of a check under the lock, of the timed section)."""
+    script, log = tmp_path / "child.py", tmp_path / "events.log"
+    script.write_text(CHILD)
+    child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
+    jobs = [gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO)
+            for name, times in plan.items()]
+    work = tmp_path / "work"
+    work.mkdir()
+    start = time.monotonic()
+    gate.run(jobs, work, parallel=parallel, timeout=timeout)
+    wall = time.monotonic() - start
+    spans: dict[tuple[str, str], list[float]] = {}
+    for line in log.read_text().splitlines():
+        name, event, t = line.split()
+        part, edge = event.rsplit("-", 1)
+        spans.setdefault((name, part), [0.0, float("inf")])[0 if edge == "start" else 1] = float(t)
+    return {j.name: j for j in jobs}, spans, wall
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_no_timing_overlaps_another_process_s_checks_or_timing(tmp_path):
+    plan = {"a": (0.8, 0, 0.3), "b": (0.1, 0, 0.3), "c": (0.4, 0, 0.3), "d": (1.2, 0, 0.3), "e": (0.2, 0, 0.3)}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=2, timeout=60)
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    for name in plan:
+        timed = spans[(name, "timed")]
+        for other in plan:
+            if other != name:
+                assert not _overlap(timed, spans[(other, "checks")]), f"{name}'s timing overlaps {other}'s checks"
+                assert not _overlap(timed, spans[(other, "timed")]), f"{name}'s timing overlaps {other}'s"
+    checks = [spans[(n, "checks")] for n in plan]
+    assert any(_overlap(x, y) for i, x in enumerate(checks) for y in checks[i + 1:]), "no checks ran at once"
+
+
+def test_one_at_a_time_runs_each_job_alone(tmp_path):
+    plan = {"a": (0.2, 0, 0.2), "b": (0.2, 0, 0.2), "c": (0.2, 0, 0.2)}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=1, timeout=60)
+    assert all(j.returncode == 0 and j.waited_s == 0 for j in jobs.values()), jobs
+    whole = {n: (spans[(n, "checks")][0], spans[(n, "timed")][1]) for n in plan}
+    assert not any(_overlap(whole[x], whole[y]) for x in plan for y in plan if x < y)
+    assert not list((tmp_path / "work").glob("*.ready")), "nothing waits when grading one at a time"
+
+
+@pytest.mark.parametrize("where", ["checks", "timing"])
+def test_a_hang_costs_only_the_job_that_hangs(tmp_path, where):
+    """The others wait for the hanging job (in its checks) or behind it (in its timing) for longer
+    than their limit, and still finish: only their own time counts."""
+    timeout = 4.0
+    hang = (HANG, 0, 0.1) if where == "checks" else (0.1, 0, HANG)
+    plan = {"a": (0.1, 0, 0.2), "hangs": hang, "c": (0.3, 0, 0.2)}
+    jobs, _, wall = _run(tmp_path, plan, parallel=3, timeout=timeout)
+    assert jobs["hangs"].timed_out and jobs["hangs"].returncode == -9
+    assert timeout <= jobs["hangs"].active_s < timeout + 2
+    for name in ("a", "c"):
+        assert jobs[name].returncode == 0 and not jobs[name].timed_out, jobs[name]
+    if where == "checks":  # a and c waited for the hanging job's checks to end, past their own limit
+        assert all(jobs[n].wall_s > timeout and jobs[n].active_s < timeout for n in ("a", "c")), jobs
+    assert wall < 3 * timeout
+
+
+def test_waiting_for_the_gpu_does_not_count_against_the_limit(tmp_path):
+    timeout = 5.0
+    plan = {"a": (0.1, 0, 3.0), "b": (0.1, 0, 3.0), "c": (0.1, 0, 3.0)}
+    jobs, _, _ = _run(tmp_path, plan, parallel=3, timeout=timeout)
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    assert max(j.waited_s for j in jobs.values()) > timeout  # the last in line waited two timings
+    assert all(j.active_s < timeout for j in jobs.values())
+
+
+def test_huge_checks_run_one_at_a_time_and_their_wait_does_not_count(tmp_path):
+    timeout = 5.0
+    plan = {"a": (0.1, 3.0, 0.1), "b": (0.1, 3.0, 0.1), "c": (0.1, 3.0, 0.1)}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=3, timeout=timeout)
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    huge = [spans[(n, "huge")] for n in plan]
+    assert not any(_overlap(x, y) for i, x in enumerate(huge) for y in huge[i + 1:])
+    assert max(j.waited_s for j in jobs.values()) > timeout
+
+
+def test_a_waiting_process_gives_up_when_its_parent_is_gone(tmp_path):
+    """A process whose parent died (its parent pid is not the one it was given) exits instead of
+    waiting for a go that never comes."""
+    import subprocess
+
+    prefix = tmp_path / "x"
+    code = "from grader import gate; gate.wait_for_gpu(); print('timed')"
+    child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{gate.GATE_ENV: str(prefix), gate.PARENT_ENV: "1"})
+    out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 3 and "timed" not in out.stdout
+    assert Path(str(prefix) + ".ready").exists()
