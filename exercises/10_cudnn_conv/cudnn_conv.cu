@@ -28,14 +28,16 @@ std::string last_cudnn_error() {
 }
 
 size_t KeyHash::operator()(const Key& key) const {
-  // FNV-1a over the key's bytes: the key has no padding, so equal keys hash equally.
-  const auto* bytes = reinterpret_cast<const unsigned char*>(&key);
+  // FNV-1a over the key's 64-bit words (it is all int64_t, no padding, so equal keys hash equally):
+  // 20 steps per lookup instead of 160 for its bytes. The last line mixes the high bits down.
+  uint64_t words[sizeof(Key) / sizeof(uint64_t)];
+  std::memcpy(words, &key, sizeof(Key));
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < sizeof(Key); ++i) {
-    h ^= bytes[i];
+  for (uint64_t w : words) {
+    h ^= w;
     h *= 1099511628211ull;
   }
-  return static_cast<size_t>(h);
+  return static_cast<size_t>(h ^ (h >> 29));
 }
 
 namespace {
@@ -80,6 +82,7 @@ c10::DataPtr allocate_workspace(size_t bytes) { return c10::cuda::CUDACachingAll
 struct DeviceHandle {
   std::mutex mu;  // one thread at a time: the handle's stream is state shared by every caller
   cudnnHandle_t handle = nullptr;
+  cudaStream_t stream = nullptr;  // the stream the handle is bound to (cudnnCreate: the default stream)
 };
 
 DeviceHandle& handle_for(int device) {
@@ -100,9 +103,10 @@ class BoundHandle {
  public:
   BoundHandle(DeviceHandle& device, cudaStream_t stream) : lock_(device.mu), handle_(device.handle) {
     // BEGIN SOLUTION
-    // TODO: bind handle_ to `stream` (cudnnSetStream). A handle keeps the last stream it was given,
-    // TODO: and every thread shares it, so this must happen on every call, under the lock.
-    // TODO: (the reference solution takes about 1 line)
+    // TODO: make sure handle_ runs on `stream`. A handle keeps the last stream it was given and every
+    // TODO: thread shares it, so check on every call, under the lock: if `stream` is not device.stream,
+    // TODO: bind it (cudnnSetStream) and remember it in device.stream. Most calls then skip the bind.
+    // TODO: (the reference solution takes about 4 lines)
     TORCH_CHECK(false, "BoundHandle (cudnn_conv.cu) is not implemented yet");
     // END SOLUTION
   }

@@ -7,7 +7,6 @@ PyTorch's own convolution (aten::conv*, aten::cudnn_convolution, at::native kern
 """
 from __future__ import annotations
 
-import contextlib
 import random
 import threading
 import time
@@ -37,15 +36,9 @@ def _name(k, s, p, d=1) -> str:
     return f"k{k}s{s}p{p}" + (f"d{d}" if d != 1 else "")
 
 
-@contextlib.contextmanager
-def math_mode(mode: str):
-    """TF32 for cuDNN convolutions allowed ("tf32") or not ("strict"/"float64"), restored after."""
-    prev = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = mode == "tf32"
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32 = prev
+def math_of(mode: str):
+    """A check's math mode, restored after: TF32 allowed ("tf32") or not ("strict", "float64")."""
+    return math_mode(tf32=mode == "tf32")
 
 
 def _rand(ctx: Context, name: str, shape, dtype=torch.float32, scale=1.0) -> torch.Tensor:
@@ -118,7 +111,7 @@ def _random_configs(seed: int, count: int):
 class CudnnConvSpec(Spec):
     # --- forward -------------------------------------------------------------------------------
     def _expect_forward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark"):
-        with math_mode(mode), unmodified(x=x, weight=w):
+        with math_of(mode), unmodified(x=x, weight=w):
             y = ctx.module.conv2d(x, w, s, p, d, mode=algo)
             torch.cuda.synchronize()
         if not isinstance(y, torch.Tensor) or y.dtype != x.dtype:
@@ -151,7 +144,7 @@ class CudnnConvSpec(Spec):
         left unwritten shows up as NaN or as the first run's value."""
         x = _rand(ctx, "poison-x", (3, 7, 33, 31))
         w = _weight(ctx, "poison-w", (9, 7, 3, 3))
-        with math_mode("strict"):
+        with math_of("strict"):
             first = ctx.module.conv2d(x, w, 1, 1)
             torch.cuda.synchronize()
         del first
@@ -168,7 +161,7 @@ class CudnnConvSpec(Spec):
     def _check_own_forward(self, ctx):
         x = _rand(ctx, "own-x", (4, 16, 28, 28))
         w = _weight(ctx, "own-w", (32, 16, 3, 3))
-        with math_mode("strict"):
+        with math_of("strict"):
             ctx.module.conv2d(x, w, 1, 1)  # a plan exists; the profiled call uses it
             assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 1, 1), "forward")
             assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 2, 1, mode="uncached"), "forward, mode=uncached")
@@ -193,7 +186,7 @@ class CudnnConvSpec(Spec):
                    _out(x.shape[3], w.shape[3], s[1], p[1], d[1]))
         g = _rand(ctx, what + "-g", y_shape, x.dtype)
         m = ctx.module
-        with math_mode(mode), unmodified(grad_output=g, x=x, weight=w):
+        with math_of(mode), unmodified(grad_output=g, x=x, weight=w):
             gx = m.conv2d_backward_input(g, w, tuple(x.shape), s, p, d, mode=algo)
             gw = m.conv2d_backward_weight(g, x, tuple(w.shape), s, p, d, mode=algo)
             torch.cuda.synchronize()
@@ -222,7 +215,7 @@ class CudnnConvSpec(Spec):
             x = _rand(ctx, f"t{mode}-x{i}", (2, ci, 9, 13))
             w = _weight(ctx, f"t{mode}-w{i}", (ci, co, k, k))
             what = f"conv_transpose2d[{mode}, weight {tuple(w.shape)}, stride {s}, padding {p}, output_padding {op}, dilation {d}]"
-            with math_mode(mode), unmodified(x=x, weight=w):
+            with math_of(mode), unmodified(x=x, weight=w):
                 y = ctx.module.conv_transpose2d(x, w, s, p, op, d)
                 torch.cuda.synchronize()
             expected = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d)
@@ -231,7 +224,7 @@ class CudnnConvSpec(Spec):
     def _check_autograd(self, ctx):
         x = _rand(ctx, "ag-x", (2, 5, 14, 11)).requires_grad_()
         w = _weight(ctx, "ag-w", (7, 5, 3, 3)).requires_grad_()
-        with math_mode("strict"):
+        with math_of("strict"):
             y = ctx.module.conv2d(x, w, 2, 1)
             g = _rand(ctx, "ag-g", tuple(y.shape))
             gx, gw = torch.autograd.grad(y, (x, w), g)
@@ -241,7 +234,7 @@ class CudnnConvSpec(Spec):
         assert_rel_error(gw, ref_w, TOL["strict"], "autograd: grad of weight through conv2d")
         xt = _rand(ctx, "agt-x", (2, 4, 6, 5)).requires_grad_()
         wt = _weight(ctx, "agt-w", (4, 3, 3, 3)).requires_grad_()
-        with math_mode("strict"):
+        with math_of("strict"):
             yt = ctx.module.conv_transpose2d(xt, wt, 2, 1, 1)
             gt = _rand(ctx, "agt-g", tuple(yt.shape))
             gxt, gwt = torch.autograd.grad(yt, (xt, wt), gt)
@@ -266,7 +259,7 @@ class CudnnConvSpec(Spec):
         w = _weight(ctx, "ownb-w", (32, 16, 3, 3))
         g = _rand(ctx, "ownb-g", (4, 32, 28, 28))
         m = ctx.module
-        with math_mode("strict"):
+        with math_of("strict"):
             def both():
                 m.conv2d_backward_input(g, w, tuple(x.shape), 1, 1)
                 m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1)
@@ -283,7 +276,7 @@ class CudnnConvSpec(Spec):
         x = _rand(ctx, "hit-x", (2, 5, 12, 12))
         w = _weight(ctx, "hit-w", (6, 5, 3, 3))
         m.cache_clear()
-        with math_mode("strict"):
+        with math_of("strict"):
             m.conv2d(x, w, 1, 1)
             first = self._stats(ctx)
             if (first["misses"], first["hits"], first["size"]) != (1, 0, 1):
@@ -309,7 +302,7 @@ class CudnnConvSpec(Spec):
         }
 
         def call(c):
-            with math_mode(c["mode"]):
+            with math_of(c["mode"]):
                 if c["op"] == "forward":
                     m.conv2d(c["x"], c["w"], c["s"], c["p"], c["d"], mode=c["algo"])
                 else:
@@ -335,7 +328,7 @@ class CudnnConvSpec(Spec):
         m = ctx.module
         x = _rand(ctx, "clear-x", (1, 3, 9, 9))
         w = _weight(ctx, "clear-w", (4, 3, 3, 3))
-        with math_mode("strict"):
+        with math_of("strict"):
             m.conv2d(x, w, 1, 1)
             m.conv2d(x, w, 2, 1)
             if self._stats(ctx)["size"] < 1:
@@ -357,7 +350,7 @@ class CudnnConvSpec(Spec):
         m.cache_clear()
         try:
             m.set_cache_capacity(3)
-            with math_mode("strict"):
+            with math_of("strict"):
                 for h in (20, 21, 22, 23, 24):  # five keys: plans for 20 and 21 are evicted
                     m.conv2d(x[:, :, :h], w, 1, 1)
                 s = self._stats(ctx)
@@ -383,7 +376,7 @@ class CudnnConvSpec(Spec):
         w = _weight(ctx, "unc-w", (CASE_K, CASE_X[1], 3, 3))
         self._expect_forward(ctx, x, w, 2, 1, 1, "strict", "forward[mode=uncached]", "uncached")
         g = _rand(ctx, "unc-g", (CASE_X[0], CASE_K, _out(CASE_X[2], 3, 2, 1, 1), _out(CASE_X[3], 3, 2, 1, 1)))
-        with math_mode("strict"):
+        with math_of("strict"):
             gx = m.conv2d_backward_input(g, w, CASE_X, 2, 1, mode="uncached")
             gw = m.conv2d_backward_weight(g, x, tuple(w.shape), 2, 1, mode="uncached")
         ref_x, ref_w = _reference_grads(x, w, g, 2, 1, 1)
@@ -427,7 +420,7 @@ class CudnnConvSpec(Spec):
                 errors.append(f"thread {t}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
 
         m.cache_clear()
-        with math_mode("strict"):
+        with math_of("strict"):
             pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
             for th in pool:
                 th.start()
@@ -454,7 +447,7 @@ class CudnnConvSpec(Spec):
         x = _rand(ctx, "stream-x", (2, 8, 20, 20))
         w = _weight(ctx, "stream-w", (8, 8, 3, 3))
         expected = _reference(x, w, 1, 1, 1)
-        with math_mode("strict"):
+        with math_of("strict"):
             m.conv2d(torch.zeros_like(x), w, 1, 1)  # the plan (and the handle) exist, made on the default stream
             torch.cuda.synchronize()
             for attempt in range(2):
@@ -658,6 +651,66 @@ SPEC = CudnnConvSpec(
 )
 
 
+# ------------------------------------------------------------------------ speed beside F.conv2d
+# One home for each measurement: `make bench` (extra_report below), the unit-5 notebook's cache plot
+# and scripts/host_time_cudnn.py call these.
+
+HOST_CASE = ((1, 16, 7, 7), 16)  # host time per call: 3x3, padding 1; the GPU's work is a few us
+
+
+def host_us_per_call(fn, calls: int = 200, loops: int = 10) -> list[float]:
+    """Host time of one call of fn(), in us, once per loop: the wall time of `calls` back-to-back calls
+    with no sync among them, divided by `calls`. The GPU is synchronised between loops only, so its
+    queue (about a thousand launches) never fills and blocks the host: what is timed is the enqueueing."""
+    for _ in range(20):  # plans built, allocator warm
+        fn()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(loops):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return per_call
+
+
+def host_calls(m, x, w) -> dict:
+    """The calls whose host time is reported: ours with cached plans (both algorithm modes), ours
+    uncached, and F.conv2d, each a 3x3 convolution with padding 1."""
+    return {
+        "cached, benchmark": lambda: m.conv2d(x, w, 1, 1),
+        "cached, heuristic": lambda: m.conv2d(x, w, 1, 1, mode="heuristic"),
+        "uncached": lambda: m.conv2d(x, w, 1, 1, mode="uncached"),
+        "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
+    }
+
+
+def host_inputs(x_shape=HOST_CASE[0], k=HOST_CASE[1]):
+    x = torch.randn(x_shape, device="cuda")
+    return x, torch.randn(k, x_shape[1], 3, 3, device="cuda") * (x_shape[1] * 9) ** -0.5
+
+
+def throughput(m, flush) -> dict:
+    """Our op against F.conv2d (cuDNN's autotuner on) on the BENCH shapes in strict fp32 and TF32:
+    median GPU time of each (grader.bench.time_fn: L2 flushed, inputs rotated) and the ratio."""
+    from grader.bench import time_fn
+
+    rows = {}
+    for tf32 in (False, True):
+        with math_mode(tf32=tf32, cudnn_benchmark=True):
+            for x_shape, k in BENCH:
+                inputs = [host_inputs(x_shape, k) for _ in range(2)]
+                ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], 1, 1), inputs, flush=flush)
+                base = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1), inputs, flush=flush)
+                flops = _conv_flops(x_shape, k)
+                rows[f"{'tf32' if tf32 else 'strict'} {'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = {
+                    "ours_us": ours.median_s * 1e6, "pytorch_us": base.median_s * 1e6,
+                    "ours_tflops": flops / ours.median_s / 1e12, "pytorch_tflops": flops / base.median_s / 1e12,
+                    "ratio": base.median_s / ours.median_s}
+    return rows
+
+
 # ---------------------------------------------------------------------------------- make bench
 
 
@@ -671,48 +724,18 @@ def extra_report() -> dict:
     m = import_exercise_module(env.REPO / "solutions" / SPEC.exercise, SPEC)
     flush = L2Flusher()
     report: dict = {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
-                    "cudnn": torch.backends.cudnn.version(), "throughput": {}, "host_us_per_call": {},
-                    "cached_vs_uncached_us": {}}
-    for tf32 in (False, True):
-        with math_mode(tf32=tf32, cudnn_benchmark=True):
-            for (n, c, h, w), k in BENCH:
-                inputs = [(torch.randn(n, c, h, w, device="cuda"), torch.randn(k, c, 3, 3, device="cuda") * (c * 9) ** -0.5)
-                          for _ in range(2)]
-                ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], 1, 1), inputs, flush=flush)
-                base = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1), inputs, flush=flush)
-                flops = _conv_flops((n, c, h, w), k)
-                report["throughput"][f"{'tf32' if tf32 else 'strict'} {n}x{c}x{h}x{w} {c}->{k}"] = {
-                    "ours_us": ours.median_s * 1e6, "pytorch_us": base.median_s * 1e6,
-                    "ours_tflops": flops / ours.median_s / 1e12, "pytorch_tflops": flops / base.median_s / 1e12,
-                    "ratio": base.median_s / ours.median_s}
-
-    with math_mode(tf32=False, cudnn_benchmark=True):
-        x = torch.randn(1, 16, 7, 7, device="cuda")
-        w = torch.randn(16, 16, 3, 3, device="cuda")
-        calls = {
-            "ours (cached, benchmark)": lambda: m.conv2d(x, w, 1, 1),
-            "ours (cached, heuristic)": lambda: m.conv2d(x, w, 1, 1, mode="heuristic"),
-            "ours (uncached)": lambda: m.conv2d(x, w, 1, 1, mode="uncached"),
-            "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
-        }
-        for name, fn in calls.items():
-            for _ in range(50):
-                fn()
-            torch.cuda.synchronize()
-            best = float("inf")
-            for _ in range(5):  # host time: enqueue only; the GPU keeps up with these tiny convolutions
-                t0 = time.perf_counter()
-                for _ in range(1000):
-                    fn()
-                best = min(best, (time.perf_counter() - t0) / 1000)
-                torch.cuda.synchronize()
-            report["host_us_per_call"][f"1x16x7x7 16->16 3x3: {name}"] = best * 1e6
-        for (n, c, h, wd), k in ((( 1, 16, 7, 7), 16), ((32, 64, 56, 56), 64)):
-            xs = [(torch.randn(n, c, h, wd, device="cuda"), torch.randn(k, c, 3, 3, device="cuda")) for _ in range(2)]
+                    "cudnn": torch.backends.cudnn.version(), "throughput": throughput(m, flush),
+                    "host_us_per_call": {}, "cached_vs_uncached_us": {}}
+    with math_mode(cudnn_benchmark=True):  # strict fp32
+        x, w = host_inputs()
+        for name, fn in host_calls(m, x, w).items():
+            report["host_us_per_call"][f"1x16x7x7 16->16 3x3: {name}"] = min(host_us_per_call(fn))
+        for x_shape, k in (HOST_CASE, ((32, 64, 56, 56), 64)):
+            xs = [host_inputs(x_shape, k) for _ in range(2)]
             row = {}
             for mode in ("benchmark", "uncached"):
                 t = time_fn(lambda inp, mode=mode: m.conv2d(inp[0], inp[1], 1, 1, mode=mode), xs, flush=flush)
                 row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
-            report["cached_vs_uncached_us"][f"{n}x{c}x{h}x{wd} {c}->{k}"] = row
+            report["cached_vs_uncached_us"][f"{'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = row
         report["cache_stats"] = m.cache_stats()
     return report

@@ -149,9 +149,11 @@ def build():
         convolution (it loads cuDNN's kernels and allocates), so there is one per device for the whole process (`handle_for`, given), shared by every thread. A
         handle also remembers **one stream**, the one its work is queued on. PyTorch's caller may be on any
         stream (`with torch.cuda.stream(s): ...`), and another thread may have used the same handle a moment
-        ago on another stream. So every call must, while holding the device's lock, bind the handle to the
-        caller's current stream (`cudnnSetStream`) and queue its work; then release the lock. Queueing takes
-        microseconds; the GPU runs the work later, after the lock is gone.
+        ago on another stream. So every call must, while holding the device's lock, make sure the handle is
+        bound to the caller's current stream and queue its work; then release the lock. Queueing takes
+        microseconds; the GPU runs the work later, after the lock is gone. Binding (`cudnnSetStream`) is
+        host time too, and most calls come on the stream the last one used: `DeviceHandle::stream` remembers
+        the stream the handle is bound to, so a call binds only when its stream is another.
 
         `BoundHandle` is that lock plus binding, for as long as the object lives. Your region is its
         constructor. (The cell is named `handle_for` because regions are named after the nearest function
@@ -486,35 +488,17 @@ def build():
         if reason:
             print(f"cache plot: {reason}")
         else:
-            import time
-
             import matplotlib.pyplot as plt
 
             from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
+            from grader.specs.ex10_cudnn_conv import host_calls, host_inputs, host_us_per_call
 
             ex10 = course.build("10_cudnn_conv")
             with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
-                x = torch.randn(1, 16, 7, 7, device="cuda")
-                w = torch.randn(16, 16, 3, 3, device="cuda")
-                calls = {
-                    "cached,\nbenchmark": lambda: ex10.conv2d(x, w, 1, 1),
-                    "cached,\nheuristic": lambda: ex10.conv2d(x, w, 1, 1, mode="heuristic"),
-                    "uncached": lambda: ex10.conv2d(x, w, 1, 1, mode="uncached"),
-                    "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
-                }
-                host_us = {}
-                for name, fn in calls.items():
-                    for _ in range(20):  # plans built, allocator warm
-                        fn()
-                    torch.cuda.synchronize()
-                    best = float("inf")
-                    for _ in range(3):  # enqueue only: the GPU keeps up with these tiny convolutions
-                        start = time.perf_counter()
-                        for _ in range(200):
-                            fn()
-                        best = min(best, (time.perf_counter() - start) / 200)
-                        torch.cuda.synchronize()
-                    host_us[name] = best * 1e6
+                x, w = host_inputs()  # 1x16x7x7, 16 -> 16 channels
+                # best of 3 loops of 200 calls, no sync inside a loop: the host's enqueueing time
+                host_us = {name.replace(", ", ",\n"): min(host_us_per_call(fn, loops=3))
+                           for name, fn in host_calls(ex10, x, w).items()}
 
                 flush = L2Flusher()
                 batches = [1, 2, 4, 8, 16, 32]

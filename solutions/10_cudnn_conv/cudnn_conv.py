@@ -13,6 +13,8 @@ lib = load_library(__file__)
 MODES = {"uncached": 0, "heuristic": 1, "benchmark": 2}
 
 # The ops' overloads, looked up once: calling them directly skips a Python layer (host time counts).
+# Their int[2] arguments take a single int too (the op's schema repeats it), so the forward's
+# no-gradient path passes stride, padding and dilation through untouched.
 _conv2d = lib.ops.conv2d.default
 _backward_input = lib.ops.conv2d_backward_input.default
 _backward_weight = lib.ops.conv2d_backward_weight.default
@@ -31,10 +33,9 @@ def _mode(mode: str) -> int:
 
 def conv2d(x, weight, stride=1, padding=0, dilation=1, mode="benchmark"):
     """Like F.conv2d(x, weight, None, stride, padding, dilation) for NCHW float32/float64 tensors."""
-    args = (_pair(stride), _pair(padding), _pair(dilation), _mode(mode))
-    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
-        return _Conv2d.apply(x, weight, *args)
-    return _conv2d(x, weight, *args)
+    if (x.requires_grad or weight.requires_grad) and torch.is_grad_enabled():
+        return _Conv2d.apply(x, weight, _pair(stride), _pair(padding), _pair(dilation), _mode(mode))
+    return _conv2d(x, weight, stride, padding, dilation, _mode(mode))
 
 
 def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=0, dilation=1, mode="benchmark"):
