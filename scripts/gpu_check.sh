@@ -89,11 +89,11 @@ if want notebooks; then
   units=$(echo "${NB_UNITS:-}" | sed 's/ \+/ or /g')
   run notebooks "$(left)" make test TESTS=tests/test_notebooks.py \
     PYTEST_ARGS="-m gpu -q -s -ra --durations=10${units:+ -k '$units'}"
-  grep -E "prebuilt|autograde of two|passed|failed|Error" "$L/notebooks.log" | tail -15
+  grep -E "prebuilt|autograde of two|passed|failed|Error" "$L/notebooks.log" 2>/dev/null | tail -15
 fi
 if want classroom; then
   run classroom "$(left)" make test TESTS=tests/test_classroom.py PYTEST_ARGS="-q -ra --durations=10"
-  tail -5 "$L/classroom.log"
+  tail -5 "$L/classroom.log" 2>/dev/null
 fi
 if want bench; then
   run bench "$(left)" make bench EX="$EXS"
