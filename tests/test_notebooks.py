@@ -113,6 +113,32 @@ def test_graded_cells_run_real_checks_for_the_specs_points(path):
     assert sorted(graded_groups) == expected
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(path):
+    """A graded cell builds the `%%solution` cells above it: one that checks its exercise before all of
+    that exercise's cells are written runs on the student copy's stubs ("not implemented yet") in the
+    rest. Only a group that calls one numbered version of the op (the spec's versions_graded) may do
+    that; input checks, registration (opcheck calls every version) and speed wait for the whole exercise."""
+    from grader import spec as specs
+
+    cells = read(path).cells
+    last_answer = {}
+    for i, cell in enumerate(cells):
+        parsed = nb.parse_solution_cell(cell.source) if cell.cell_type == "code" else None
+        if parsed:
+            last_answer[parsed.exercise] = i
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+            continue
+        for call in graded_calls(cell.source):
+            if i < last_answer.get(call.exercise, -1):
+                spec = specs.by_exercise(call.exercise)
+                alone = {g for g, version, _ in getattr(spec, "versions_graded", ()) if version is not None}
+                what = f"{call.exercise} {call.group or 'performance'}"
+                assert call.method == "check" and call.group in alone, \
+                    f"{grade_id(cell)} checks {what} before all of its exercise's cells are written"
+
+
 def test_sync_check_catches_an_edited_region(tmp_path):
     """The one-source-of-truth test is not vacuous: change one line of kernel code and it fails."""
     need("nbformat")
