@@ -111,6 +111,8 @@ def _fingerprint(exercise_dir: Path, namespace: str) -> str:
 
 
 _ERROR_LINE = re.compile(r"(error|Error|undefined reference|fatal)")
+_NOT_ERRORS = ("FAILED:", "ninja: build stopped", "subprocess.", "Error building extension")
+_BUILD_STEP = re.compile(r"^\[\d+/\d+\] ")  # ninja's command lines (their flags may say -Werror)
 
 
 def condense_compiler_output(text: str, limit: int = 25) -> str:
@@ -118,7 +120,8 @@ def condense_compiler_output(text: str, limit: int = 25) -> str:
     lines = text.splitlines()
     keep: list[str] = []
     for i, line in enumerate(lines):
-        if _ERROR_LINE.search(line) and not line.startswith(("FAILED:", "ninja: build stopped", "subprocess.")):
+        # torch's "Error building extension 'x': [1/2] nvcc ..." is the command line, not the error
+        if _ERROR_LINE.search(line) and not line.startswith(_NOT_ERRORS) and not _BUILD_STEP.match(line):
             keep.append(line.strip())
             # nvcc and gcc print the offending source line (and a caret) right after the message
             for extra in lines[i + 1 : i + 3]:

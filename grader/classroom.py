@@ -209,7 +209,8 @@ def feedback_html(rows: list[dict], header: dict) -> str:
             body.append(f"<h2>{esc(r['exercise'])}: what lost points</h2><ul>")
             body += [f"<li><pre>{esc(x)}</pre></li>" for x in lost]
             body.append("</ul>")
-    body.append("<p><img src='throughput.png' alt='throughput against the reference and the hardware limit'></p>")
+    if any((r.get("performance") or {}).get("rate") for r in rows):  # plot_student draws it
+        body.append("<p><img src='throughput.png' alt='throughput against the reference and the hardware limit'></p>")
     style = ("body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;color:#222}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .7em;text-align:right}"
              "td:first-child{text-align:left}tr.full td:last-child{background:#dfd}"

@@ -4,6 +4,8 @@
     python -m grader.notebooks check                             notebooks valid, in sync with solutions/ and generators
     python -m grader.notebooks generate [UNIT ...]               rewrite notebooks/source/<unit>/<unit>.ipynb from
                                                                  notebooks/generators/<unit>.py
+    python -m grader.notebooks prebuild [NOTEBOOK ...]           build in parallel what running the notebooks will
+                                                                 build (before `nbgrader autograde` of a class)
 
 One source of truth. A notebook's kernel code lives in cells that start with a cell magic naming the
 region of solutions/ it stands for:
@@ -513,10 +515,28 @@ def _quiet():
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with contextlib.redirect_stderr(sys.stdout):
+            with contextlib.redirect_stderr(sys.stdout), _stderr_fd_to_stdout():
                 yield
     finally:
         logging.disable(previous)
+
+
+@contextlib.contextmanager
+def _stderr_fd_to_stdout():
+    """Send what C++ and CUDA libraries write to file descriptor 2 to descriptor 1 meanwhile: a Jupyter
+    kernel forwards descriptor 2 as the cell's stderr, which would cost a graded cell its points."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no such descriptors (an embedded interpreter)
+        yield
+        return
+    try:
+        os.dup2(1, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def scratch_dir(name: str) -> Path:
@@ -534,6 +554,95 @@ def find_repo(start: Path | None = None) -> Path:
             return p
     raise FileNotFoundError(f"no course repository (with grader/notebooks.py) at or above {start}")
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Building ahead of a run: every build a notebook's cells will ask for, in parallel
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class CourseCall:
+    method: str  # "build", "check", "performance" or "throughput_sweep"
+    exercise: str
+    group: str | None = None  # course.check's group
+    only: list[str] | None = None  # course.check's visible cases
+
+
+# where each Course method that builds takes the exercise
+_EXERCISE_ARGUMENT = {"build": 0, "check": 1, "performance": 0, "throughput_sweep": 0}
+
+
+def _literal(node):
+    import ast
+
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return None  # a name or an expression: not known before the cell runs
+
+
+def course_calls(source: str) -> list[CourseCall]:
+    """The `course.<method>(...)` calls of a Python cell that build an exercise, in source order."""
+    import ast
+
+    calls = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "course"
+                and node.func.attr in _EXERCISE_ARGUMENT):
+            continue
+        args = [_literal(a) for a in node.args]
+        keywords = {k.arg: _literal(k.value) for k in node.keywords}
+        at = _EXERCISE_ARGUMENT[node.func.attr]
+        exercise = args[at] if len(args) > at else keywords.get("exercise")
+        if not isinstance(exercise, str):
+            continue
+        group = (args[0] if args else keywords.get("group")) if node.func.attr == "check" else None
+        call = CourseCall(node.func.attr, exercise, group, keywords.get("only"))
+        calls.append(((node.lineno, node.col_offset), call))
+    return [call for _, call in sorted(calls, key=lambda c: c[0])]  # source order (ast.walk is breadth-first)
+
+
+def builds_of(path: Path) -> list[Path]:
+    """The exercise folders that running a notebook's cells in order will build, in that order.
+
+    Course.build() builds the `%%solution` cells run so far, so a notebook that checks kernel 1 before
+    kernel 2 is written builds that exercise once per state; a performance cell also loads the
+    reference solution (solutions/, where present)."""
+    import nbformat
+
+    course = Course("prebuild", seed=1, quiet=True)
+    folders: list[Path] = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            parsed = parse_solution_cell(cell.source)
+            if parsed:
+                course.record(parsed)
+                continue
+            if cell.source.lstrip().startswith("%"):
+                continue
+            for call in course_calls(cell.source):
+                folders.append(course.assemble(call.exercise))
+                if call.method == "performance" and (SOLUTIONS / call.exercise).is_dir():
+                    folders.append(SOLUTIONS / call.exercise)
+        except (ValueError, KeyError, FileNotFoundError, SyntaxError):
+            continue  # that cell fails when it runs, with its own message; the rest still builds
+    return list(dict.fromkeys(folders))
+
+
+def prebuild(paths: list[Path], jobs: int | None = None, log=print) -> dict[Path, dict]:
+    """Build, in parallel, every exercise folder that running these notebooks will build (a class's
+    submissions before `nbgrader autograde`, say): the notebooks then find their builds cached."""
+    from grader.cli import build_all
+
+    folders: list[Path] = []
+    for path in paths:
+        folders += builds_of(Path(path))
+    folders = list(dict.fromkeys(folders))
+    jobs = jobs or max(1, (os.cpu_count() or 2) // 2)
+    log(f"building {len(folders)} exercise folder(s) for {len(paths)} notebook(s), {jobs} at a time ...")
+    return build_all(folders, jobs, log=log)
 
 # ---------------------------------------------------------------------------------------------
 # Authoring: cells with nbgrader metadata, built by notebooks/generators/<unit>.py
@@ -936,10 +1045,25 @@ def _drop_quoted(entry: str, hidden: set[str]) -> str:
 
 def _tool_env() -> dict[str, str]:
     """The environment for nbgrader: its gradebook runs `alembic`, which sits beside this Python
-    (the virtual environment's bin/, not necessarily on PATH when the venv is not activated)."""
+    (the virtual environment's bin/, not necessarily on PATH when the venv is not activated). After
+    `pip install --target DIR`, scripts are in DIR/bin and nbconvert's templates in DIR/share/jupyter,
+    where neither PATH nor Jupyter looks: add those too."""
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    bins = [str(Path(sys.executable).parent)]
+    site = _site_of("alembic")
+    if site and (site / "bin" / "alembic").is_file():
+        bins.append(str(site / "bin"))
+    env["PATH"] = os.pathsep.join([*bins, env.get("PATH", "")])
+    site = _site_of("nbconvert")
+    if site and (site / "share" / "jupyter" / "nbconvert" / "templates").is_dir():
+        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [env.get("JUPYTER_PATH"), str(site / "share" / "jupyter")]))
     return env
+
+
+def _site_of(package: str) -> Path | None:
+    """The folder that holds an installed package (site-packages, or a `pip install --target` folder)."""
+    found = importlib.util.find_spec(package)
+    return Path(found.origin).parents[1] if found and found.origin else None
 
 
 def release_leaks(path: Path) -> list[str]:
@@ -974,7 +1098,21 @@ def main(argv: list[str] | None = None) -> int:
     p_check.add_argument("units", nargs="*")
     p_gen = sub.add_parser("generate", help="rewrite source notebooks from notebooks/generators/")
     p_gen.add_argument("units", nargs="*")
+    p_pre = sub.add_parser("prebuild", help="build in parallel what running these notebooks will build "
+                                            "(default: every notebook under notebooks/submitted/)")
+    p_pre.add_argument("notebooks", nargs="*", type=Path)
+    p_pre.add_argument("--jobs", type=int, default=None, help="builds at a time (default: half the cores)")
     args = parser.parse_args(argv)
+    if args.command == "prebuild":
+        paths = args.notebooks or sorted((NOTEBOOKS / "submitted").glob("*/*/*.ipynb"))
+        if not paths:
+            print("no notebooks given, and none under notebooks/submitted/")
+            return 1
+        results = prebuild(paths, args.jobs)
+        failed = [d for d, r in results.items() if not r["ok"]]
+        print(f"{len(results) - len(failed)} of {len(results)} built or cached"
+              + (f"; {len(failed)} failed (their cells will show the compiler's message)" if failed else ""))
+        return 0
     if args.command == "check":
         problems = check(args.units)
         for p in problems:

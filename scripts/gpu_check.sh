@@ -4,10 +4,18 @@
 # still tells what it reached.
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
-#   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs edit test bench
+#   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs edit test bench notebooks classroom
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
+#   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
+#
+# Opt-in stages (the test stage runs their tests too): notebooks, nbgrader autograde of every unit's
+# solution notebook (full marks) and release (zero), after building in parallel everything the notebooks
+# will build (tests/test_notebooks.py -m gpu); classroom, a class graded end to end
+# (tests/test_classroom.py). They need nbgrader and Jupyter, which a bare GPU machine lacks: carry their
+# wheels in .whl/ (scripts/notebook_wheels.sh downloads them); they are installed into /tmp/site. The
+# feedback pages the tests produce are kept under the logs, in artifacts/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"; L=${LOGS:-$OUT/logs}; mkdir -p "$L"  # LOGS=/tmp/x: only the .tgz in $OUT
@@ -33,6 +41,24 @@ run() {
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$T"
 python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda, 'cuDNN', torch.backends.cudnn.version())" | tee -a "$T"
 
+notebook_packages() {  # nbgrader, Jupyter and submitit from the carried wheels, unless already importable
+  if ! python3 -c "import nbgrader, nbclient, ipykernel, submitit" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+    local s; s=$(date +%s.%N)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      > "$L/notebook_packages.log" 2>&1
+    echo "notebook packages: installed from .whl/ in $(since "$s") s" | tee -a "$T"
+  fi
+  if [ -d /tmp/site ]; then  # scripts (alembic, which nbgrader runs) and nbconvert's templates live here too
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
+    export JUPYTER_PATH=/tmp/site/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}
+  fi
+  python3 -c "import nbgrader, nbclient, ipykernel, submitit as s; print('nbgrader', nbgrader.__version__,
+    'nbclient', nbclient.__version__, 'ipykernel', ipykernel.__version__, 'submitit', s.__version__)" 2>&1 | tail -1 | tee -a "$T"
+  export COURSE_TEST_ARTIFACTS="$L/artifacts"
+}
+if want notebooks || want classroom || want test; then
+  notebook_packages
+fi
 want sweep && run sweep "$(left)" python3 scripts/sweep_elementwise.py
 if want grade; then
   run grade_solutions_cold "$(left)" make grade TARGET=solutions EX="$EXS" SEED=1
@@ -65,6 +91,17 @@ if want test; then
     run "test_$(basename "$f" .py)" "$(( $(left) - 60 ))" make test TESTS="$f" PYTEST_ARGS="-q -ra --durations=10"
     tail -3 "$L/test_$(basename "$f" .py).log"
   done
+fi
+if want notebooks; then
+  # NB_UNITS="unit1 unit2": only those units (prepared and autograded)
+  units=$(echo "${NB_UNITS:-}" | sed 's/ \+/ or /g')
+  run notebooks "$(left)" make test TESTS=tests/test_notebooks.py \
+    PYTEST_ARGS="-m gpu -q -s -ra --durations=10${units:+ -k '$units'}"
+  grep -E "prebuilt|autograde of two|passed|failed|Error" "$L/notebooks.log" 2>/dev/null | tail -15
+fi
+if want classroom; then
+  run classroom "$(left)" make test TESTS=tests/test_classroom.py PYTEST_ARGS="-q -ra --durations=10"
+  tail -5 "$L/classroom.log" 2>/dev/null
 fi
 if want bench; then
   run bench "$(left)" make bench EX="$EXS"

@@ -11,7 +11,7 @@ from grader.env import visible_gpus
 from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script, slices
 from grader.spec import select
 from tests.conftest import HAS_GPU
-from tests.grading import EXERCISES, JOBS, SOLUTIONS
+from tests.grading import EXERCISES, JOBS, SOLUTIONS, explain
 from tests.known_wrong import all_variants
 
 UNIT1 = ["01_leaky_relu", "02_elu"]
@@ -43,20 +43,46 @@ def test_gradebook_is_complete(classroom):
     assert {(r["student_id"], r["assignment"]) for r in rows} == {(s, ex) for s in STUDENTS for ex in UNIT1}
     carol = next(r for r in rows if r["student_id"] == "carol" and r["assignment"] == "01_leaky_relu")
     assert carol["status"] == "build failed" and carol["score"] == "0" and "leaky_relu.cu" in carol["reasons"]
+    assert "blocks_total" in carol["reasons"]  # the compiler's own message: the undeclared name
     for student in STUDENTS:
         for name in ("report.json", "report.md", "report.html"):
             assert (out / student / name).exists()
-    assert "build failed" in (out / "carol" / "report.html").read_text()
+        html = (out / student / "report.html").read_text()
+        assert ("throughput.png" in html) == (out / student / "throughput.png").exists()  # no broken image
+    carol_html = (out / "carol" / "report.html").read_text()
+    assert "build failed" in carol_html and "blocks_total" in carol_html
+    keep_artifacts(out)
+
+
+def keep_artifacts(out) -> None:
+    """With COURSE_TEST_ARTIFACTS=DIR, keep each student's feedback page (and plot) there, to read."""
+    import os
+    from pathlib import Path
+
+    if not os.environ.get("COURSE_TEST_ARTIFACTS"):
+        return
+    dest = Path(os.environ["COURSE_TEST_ARTIFACTS"])
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(out / "gradebook.csv", dest / "class-gradebook.csv")
+    for student in STUDENTS:
+        for name in ("report.html", "throughput.png"):
+            if (out / student / name).exists():
+                shutil.copy(out / student / name, dest / f"class-{student}-{name}")
 
 
 def test_scores_follow_the_submissions(classroom):
     _, _, results = classroom
     score = {s: {r["exercise"]: r["points"] for r in rows} for s, rows in results.items()}
-    if HAS_GPU:
-        assert score["alice"] == {"01_leaky_relu": 10, "02_elu": 10}
-        assert score["bob"] == {"01_leaky_relu": 10, "02_elu": 0}
-        assert score["carol"] == {"01_leaky_relu": 0, "02_elu": 10}
-        assert score["dave"] == {"01_leaky_relu": 10, "02_elu": 0}
+    if HAS_GPU:  # the real scores: correct earns everything, a stub nothing, a build failure nothing
+        assert score["alice"] == {"01_leaky_relu": 10, "02_elu": 10}, explain(results["alice"])
+        assert score["bob"] == {"01_leaky_relu": 10, "02_elu": 0}, explain(results["bob"])
+        assert score["carol"] == {"01_leaky_relu": 0, "02_elu": 10}, explain(results["carol"])
+        assert score["dave"] == {"01_leaky_relu": 10, "02_elu": 0}, explain(results["dave"])
+        for row in results["alice"]:
+            assert all(g["state"] == "passed" for g in row["groups"].values()), explain([row])
+        bob_stub = next(r for r in results["bob"] if r["exercise"] == "02_elu")
+        assert bob_stub["status"] == "graded" and "not implemented" in " ".join(
+            g["reason"] for g in bob_stub["groups"].values()), explain([bob_stub])
     else:  # GPU checks skipped: nothing earns points, but every row is there and graded or explained
         assert all(p == 0 for s in score.values() for p in s.values())
         stub_checks = next(r for r in results["bob"] if r["exercise"] == "02_elu")["groups"]["input_checks"]

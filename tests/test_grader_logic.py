@@ -199,6 +199,9 @@ def test_compiler_output_is_condensed_to_errors():
     out = build.condense_compiler_output(log)
     assert out.splitlines()[0] == '/w/leaky_relu.cu(97): error: expected a ";"'
     assert "leaky_relu_kernel<scalar_t>" in out and "ninja" not in out and "FAILED" not in out
+    # as torch raises it: its first line is the failing command, which the student does not need
+    wrapped = "Error building extension 'ex01': [1/2] /usr/local/cuda/bin/nvcc -Werror -c /w/leaky_relu.cu\n" + log
+    assert build.condense_compiler_output(wrapped) == out
 
 
 def test_json_written_atomically(tmp_path):

@@ -1,5 +1,6 @@
 """The nbgrader notebooks: valid, in sync with solutions/, released by real nbgrader without solutions
-or hidden tests, and runnable end to end on a CPU (their GPU cells skip and say why).
+or hidden tests, and runnable end to end on a CPU (their GPU cells skip and say why); on a GPU,
+autograded by real nbgrader: the solutions earn every point, the releases none.
 
 Generic over units: every notebooks/source/<unit>/*.ipynb is checked. Tests that need nbgrader or
 nbclient skip, with the reason, where those are not installed (the GPU machine may lack them).
@@ -7,9 +8,14 @@ nbclient skip, with the reason, where those are not installed (the GPU machine m
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
+import inspect
+import os
+import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -40,23 +46,6 @@ def test_there_are_source_notebooks():
     assert generators - set(nb.units()) == set(), "a generator whose notebook was never generated"
 
 
-def course_calls(source: str) -> list[tuple[str, str, str, list[str] | None]]:
-    """(method, exercise, group, only) of each course.check / course.performance call in a cell."""
-    calls = []
-    for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "course"
-                and node.func.attr in ("check", "performance")):
-            continue
-        args = [ast.literal_eval(a) for a in node.args]
-        only = next((ast.literal_eval(k.value) for k in node.keywords if k.arg == "only"), None)
-        if node.func.attr == "check":
-            calls.append(("check", args[1], args[0], only))
-        else:
-            calls.append(("performance", args[0], "performance", None))
-    return calls
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_source_notebook_is_valid_and_in_sync_with_solutions(path):
     need("nbformat")
@@ -82,6 +71,11 @@ def test_graded_cells_carry_points_and_hidden_tests_stay_in_them(path):
     assert answers and all(nb.NB_BEGIN in c.source for c in answers)
 
 
+def graded_calls(source: str) -> list[nb.CourseCall]:
+    """The course.check / course.performance calls of a cell (the calls that award points)."""
+    return [c for c in nb.course_calls(source) if c.method in ("check", "performance")]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_graded_cells_run_real_checks_for_the_specs_points(path):
     """Each GPU-graded cell grades one group of one exercise: the visible cases it names exist in the
@@ -94,28 +88,55 @@ def test_graded_cells_run_real_checks_for_the_specs_points(path):
     graded_groups = []
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
-        calls = course_calls(cell.source) if cell.cell_type == "code" and not cell.source.startswith("%%") else []
+        calls = graded_calls(cell.source) if cell.cell_type == "code" and not cell.source.startswith("%%") else []
         if not meta.get("grade"):
             assert not calls, f"{cell.id}: course.check/performance outside a graded cell"
             continue
         if not calls:
             continue  # graded on the CPU (a warm-up)
-        assert len({(ex, group) for _, ex, group, _ in calls}) == 1, f"{meta['grade_id']}: one group per cell"
-        method, exercise, group, _ = calls[0]
+        assert len({(c.exercise, c.group) for c in calls}) == 1, f"{meta['grade_id']}: one group per cell"
+        method, exercise, group = calls[0].method, calls[0].exercise, calls[0].group or "performance"
         spec = specs.by_exercise(exercise)
         assert meta["points"] == spec.points.get(group), (meta["grade_id"], meta["points"], spec.points)
         if method == "check":
             known = {c.name for c in spec.checks() if c.group == group}
             assert known, f"{meta['grade_id']}: {exercise} has no check group {group!r}"
-            for *_, only in calls:
-                assert only is None or (only and set(only) <= known), (meta["grade_id"], set(only or []) - known)
+            for call in calls:
+                assert call.only is None or (call.only and set(call.only) <= known), \
+                    (meta["grade_id"], set(call.only or []) - known)
             hidden = cell.source.split(nb.NB_HIDDEN_BEGIN, 1)[-1] if nb.NB_HIDDEN_BEGIN in cell.source else ""
-            assert any(only is None for *_, only in course_calls(hidden.split(nb.NB_HIDDEN_END)[0])), \
+            assert any(c.only is None for c in graded_calls(hidden.split(nb.NB_HIDDEN_END)[0])), \
                 f"{meta['grade_id']}: its hidden tests do not run the whole group"
         graded_groups.append((exercise, group))
     built = {c.exercise for c in (nb.parse_solution_cell(c.source) for c in notebook.cells if c.cell_type == "code") if c}
     expected = sorted((ex, g) for ex in built for g in specs.by_exercise(ex).points)
     assert sorted(graded_groups) == expected
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(path):
+    """A graded cell builds the `%%solution` cells above it: one that checks its exercise before all of
+    that exercise's cells are written runs on the student copy's stubs ("not implemented yet") in the
+    rest. Only a group that calls one numbered version of the op (the spec's versions_graded) may do
+    that; input checks, registration (opcheck calls every version) and speed wait for the whole exercise."""
+    from grader import spec as specs
+
+    cells = read(path).cells
+    last_answer = {}
+    for i, cell in enumerate(cells):
+        parsed = nb.parse_solution_cell(cell.source) if cell.cell_type == "code" else None
+        if parsed:
+            last_answer[parsed.exercise] = i
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+            continue
+        for call in graded_calls(cell.source):
+            if i < last_answer.get(call.exercise, -1):
+                spec = specs.by_exercise(call.exercise)
+                alone = {g for g, version, _ in getattr(spec, "versions_graded", ()) if version is not None}
+                what = f"{call.exercise} {call.group or 'performance'}"
+                assert call.method == "check" and call.group in alone, \
+                    f"{grade_id(cell)} checks {what} before all of its exercise's cells are written"
 
 
 def test_sync_check_catches_an_edited_region(tmp_path):
@@ -196,7 +217,32 @@ def test_heavy_cells_skip_under_validate_and_autograde_needs_a_gpu(monkeypatch):
         course.performance("01_leaky_relu")
 
 
-@pytest.fixture
+def test_prebuild_plans_every_state_a_notebook_builds():
+    """Unit 2 checks kernel 1 of 05 before kernels 2 and 3 are written: running it builds 05 once per
+    state, and its speed cells load the reference solutions. `prebuild` must build all of them."""
+    folders = nb.builds_of(nb.SOURCE / "unit2_2d_grids" / "unit2_2d_grids.ipynb")
+    states = [f for f in folders if f.name == "05_matmul" and f.parent.parent == nb.BUILD_ROOT / "notebooks"]
+    assert len(states) == 4, folders
+    assert {nb.SOLUTIONS / ex for ex in ("03_transpose", "04_stencil2d", "05_matmul")} <= set(folders)
+    def code(path):
+        return [[l.strip() for l in r.teaching_lines() if l.strip()] for r in nb.regions_of(path)]
+
+    assert code(states[-1] / "matmul.cu") == code(nb.SOLUTIONS / "05_matmul" / "matmul.cu")  # all written by then
+    assert code(states[0] / "matmul.cu") != code(nb.SOLUTIONS / "05_matmul" / "matmul.cu")
+
+
+def test_prebuild_plans_the_student_copy_for_an_unanswered_release(released):
+    _, paths = released
+    path = next(p for p in paths if p.parent.name == "unit3_convolution")
+    built = [f for f in nb.builds_of(path) if f.parent.parent == nb.BUILD_ROOT / "notebooks"]
+    assert sorted(f.name for f in built) == ["06_conv2d", "07_conv_transpose2d"]  # one state each: nothing answered
+    for folder in built:
+        for f in (nb.EXERCISES / folder.name).iterdir():
+            if f.is_file() and f.suffix in nb.COMMENT:
+                assert (folder / f.name).read_text() == f.read_text(), f
+
+
+@pytest.fixture(scope="module")
 def inside_repo():
     """Temporary folders inside the repository (a notebook finds the grader above its folder),
     unique to this run: other test runs may share the tree."""
@@ -333,48 +379,163 @@ def test_notebook_build_compiles_and_loads_on_cpu():
         module.leaky_relu(torch.randn(4), 0.1)
 
 
-def test_autograde_round_trip_on_cpu(inside_repo):
-    """Real nbgrader: release, two submissions (the solution notebook and the untouched release),
-    autograde, feedback. Without a GPU the GPU-graded cells earn nothing and say why, the CPU-graded
-    warm-up earns its point for the solution only; with one, the solution earns full marks. Hidden
-    tests run at autograde but stay out of the feedback."""
-    need("nbgrader", "nbformat", "nbclient", "ipykernel")
-    import torch
+# --- nbgrader autograde: one course directory, helpers shared by the CPU and GPU round trips -----------
+COURSE_ID = "cuda-kernels-for-pytorch"  # nbgrader_config.py's
+
+
+def submit(root: Path, unit: str, student: str, notebook: Path) -> None:
+    folder = root / "submitted" / student / unit
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(notebook, folder / f"{unit}.ipynb")
+
+
+def autograde(root: Path, unit: str, env: dict[str, str]) -> None:
+    """Real nbgrader: autograde every submission of `unit`, then write its feedback."""
+    nb.run_nbgrader(["autograde", unit, "--force"], root, env=env)
+    nb.run_nbgrader(["generate_feedback", unit, "--force"], root, env=env)
+
+
+def cell_grades(root: Path, unit: str, student: str) -> dict[str, tuple[float, float]]:
+    """grade_id -> (score, max score) of one student's autograded notebook, from nbgrader's gradebook."""
     from nbgrader.api import Gradebook
 
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gb:
+        (notebook,) = gb.find_submission(unit, student).notebooks
+        return {g.name: (g.score, g.max_score) for g in notebook.grades}
+
+
+def autograded(root: Path, unit: str, student: str):
+    return read(root / "autograded" / student / unit / f"{unit}.ipynb")
+
+
+def feedback(root: Path, unit: str, student: str) -> str:
+    return (root / "feedback" / student / unit / f"{unit}.html").read_text()
+
+
+def cell_outputs(cell, limit: int = 3000) -> str:
+    """What a cell printed and raised, as a person reading the notebook would see it."""
+    parts = []
+    for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            parts.append(f"[{o.name}] {o.text}")
+        elif o.output_type == "error":
+            parts.append(f"[error] {o.ename}: {o.evalue}")
+    return _ANSI.sub("", "".join(parts))[-limit:]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def grade_id(cell) -> str:
+    """nbgrader's name for a cell, else its id."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id"))
+
+
+def explain(root: Path, unit: str, student: str, grade_ids) -> str:
+    cells = {grade_id(c): c for c in autograded(root, unit, student).cells}
+    return "\n".join(f"--- {gid}:\n{cell_outputs(cells[gid])}" for gid in grade_ids if gid in cells)
+
+
+def source_points(unit: str) -> int:
+    source = read(nb.SOURCE / unit / f"{unit}.ipynb")
+    return sum(c.metadata["nbgrader"]["points"] for c in source.cells if c.metadata.get("nbgrader", {}).get("grade"))
+
+
+def test_autograde_round_trip_on_cpu(inside_repo):
+    """Real nbgrader: release, two submissions (the solution notebook and the untouched release),
+    autograde, feedback, with CUDA hiding any GPU. The GPU-graded cells earn nothing and say why, the
+    CPU-graded warm-up earns its point for the solution only. Hidden tests run at autograde but stay
+    out of the feedback. (test_autograde_on_gpu is the same round trip, on a GPU, for every unit.)"""
+    need("nbgrader", "nbformat", "nbclient", "ipykernel")
     unit = "unit1_scalar_kernels"
     # inside the repository, so that the graded notebooks find the grader above their folders
     root = inside_repo("autograde")
     (released,) = nb.release([unit], root=root)
-    for student, notebook in (("solution", nb.SOURCE / unit / released.name), ("blank", released)):
-        folder = root / "submitted" / student / unit
-        folder.mkdir(parents=True)
-        shutil.copy(notebook, folder / released.name)
-    env = {"COURSE_SEED": "7"} | ({} if torch.cuda.is_available() else {"CUDA_VISIBLE_DEVICES": ""})
-    nb.run_nbgrader(["autograde", unit, "--force"], root, env=env)
-    nb.run_nbgrader(["generate_feedback", unit, "--force"], root, env=env)
+    submit(root, unit, "solution", nb.SOURCE / unit / released.name)
+    submit(root, unit, "blank", released)
+    autograde(root, unit, {"COURSE_SEED": "7", "CUDA_VISIBLE_DEVICES": ""})
 
-    source = read(nb.SOURCE / unit / released.name)
-    total = sum(c.metadata["nbgrader"]["points"] for c in source.cells if c.metadata.get("nbgrader", {}).get("grade"))
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "cuda-kernels-for-pytorch") as gb:
-        solution = gb.find_submission(unit, "solution")
-        blank = gb.find_submission(unit, "blank")
-        assert solution.max_score == total
-        assert blank.score == 0
-        if torch.cuda.is_available():
-            assert solution.score == total
-        else:
-            assert solution.score == 1  # the warm-up, graded on the CPU
-            warmup = gb.find_grade("warmup-test", released.stem, unit, "solution")
-            forward = gb.find_grade("forward", released.stem, unit, "solution")
-            assert warmup.score == 1 and forward.score == 0
-    graded = read(root / "autograded" / "solution" / unit / released.name)
-    forward_cell = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "forward")
+    solution, blank = cell_grades(root, unit, "solution"), cell_grades(root, unit, "blank")
+    assert sum(m for _, m in solution.values()) == source_points(unit)
+    assert sum(s for s, _ in blank.values()) == 0
+    assert sum(s for s, _ in solution.values()) == 1  # the warm-up, graded on the CPU
+    assert solution["warmup-test"] == (1, 1) and solution["forward"][0] == 0
+    forward_cell = next(c for c in autograded(root, unit, "solution").cells
+                        if c.metadata.get("nbgrader", {}).get("grade_id") == "forward")
     assert "BEGIN HIDDEN TESTS" in forward_cell.source  # autograde restored the hidden tests
-    if not torch.cuda.is_available():
-        assert "cannot be graded here" in str(forward_cell.outputs)
-    html = (root / "feedback" / "solution" / unit / released.with_suffix(".html").name).read_text()
+    assert "cannot be graded here" in str(forward_cell.outputs)
+    html = feedback(root, unit, "solution")
     assert "blocks_needed(2**31 + 7, 256)" not in html and "HIDDEN TESTS" not in html
+
+
+@pytest.fixture(scope="module")
+def gpu_course(request, inside_repo):
+    """A course directory with the units under test released and two submissions per unit, the
+    solution notebook and the untouched release, and every build their autograde will ask for made
+    first, in parallel (`python -m grader.notebooks prebuild`): the cells then find their builds cached.
+    Only the units whose test was selected (`-k unit1`) are prepared."""
+    need("nbgrader", "nbformat", "nbclient", "ipykernel")
+    units = sorted({item.callspec.params["unit"] for item in request.session.items
+                    if getattr(item, "originalname", "") == "test_autograde_on_gpu"})
+    root = inside_repo("autograde-gpu")
+    released = nb.release(units, root=root)
+    for path in released:
+        unit = path.parent.name
+        submit(root, unit, "solution", nb.SOURCE / unit / path.name)
+        submit(root, unit, "blank", path)
+    start = time.perf_counter()
+    results = nb.prebuild(sorted((root / "submitted").glob("*/*/*.ipynb")))
+    failed = {str(d): r.get("error", "")[-2000:] for d, r in results.items() if not r["ok"]}
+    assert not failed, failed
+    print(f"prebuilt {len(results)} exercise folders in {time.perf_counter() - start:.0f} s")
+    return root
+
+
+def keep_artifacts(root: Path, unit: str) -> None:
+    """With COURSE_TEST_ARTIFACTS=DIR, keep each student's feedback HTML and a text digest of every
+    cell's output there (to read what the students would get)."""
+    out = os.environ.get("COURSE_TEST_ARTIFACTS")
+    if not out:
+        return
+    Path(out).mkdir(parents=True, exist_ok=True)
+    for student in ("solution", "blank"):
+        shutil.copy(root / "feedback" / student / unit / f"{unit}.html", Path(out) / f"{unit}-{student}.html")
+        digest = []
+        for cell in autograded(root, unit, student).cells:
+            if cell.cell_type == "code" and cell.get("outputs"):
+                digest.append(f"--- {grade_id(cell)}\n{cell_outputs(cell, limit=4000)}")
+        (Path(out) / f"{unit}-{student}.txt").write_text("\n".join(digest))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unit", nb.units())
+def test_autograde_on_gpu(unit, gpu_course):
+    """Real nbgrader autograde on a GPU: the solution notebook earns every point of every graded cell
+    (checks and speed, timed against the reference in the same run) and runs every other cell (builds,
+    load_inline, plots) without an error; the untouched release earns nothing, each graded cell saying
+    why. The feedback shows the checks' results and no hidden tests."""
+    root = gpu_course
+    start = time.perf_counter()
+    autograde(root, unit, {"COURSE_SEED": "7"})
+    print(f"{unit}: autograde of two notebooks and their feedback in {time.perf_counter() - start:.0f} s")
+    keep_artifacts(root, unit)
+
+    solution, blank = cell_grades(root, unit, "solution"), cell_grades(root, unit, "blank")
+    assert sum(m for _, m in solution.values()) == source_points(unit)
+    lost = [gid for gid, (score, points) in solution.items() if score != points]
+    assert not lost, f"the solution lost points in {lost}:\n" + explain(root, unit, "solution", lost)
+    erring = [grade_id(c) for c in autograded(root, unit, "solution").cells
+              if c.cell_type == "code" and any(o.output_type == "error" for o in c.get("outputs", []))]
+    assert not erring, "cells of the solution raised:\n" + explain(root, unit, "solution", erring)
+    earned = [gid for gid, (score, _) in blank.items() if score]
+    assert not earned, f"the release earned points in {earned}:\n" + explain(root, unit, "blank", earned)
+
+    html = feedback(root, unit, "solution")
+    assert "HIDDEN TESTS" not in html and "\x1b[" not in html
+    assert "passed (seed 7" in html and "Traceback (most recent call last)" not in html
+    blank_html = feedback(root, unit, "blank")
+    assert "HIDDEN TESTS" not in blank_html
+    assert "not implemented yet" in blank_html  # the release's graded cells say why they earn nothing
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -392,3 +553,80 @@ def test_every_grader_name_a_cell_imports_exists(path):
                 module = importlib.import_module(node.module)
                 for alias in node.names:
                     assert hasattr(module, alias.name), f"{path.name}: {node.module} has no {alias.name}"
+
+
+def exercise_api(exercise: str) -> dict[str, inspect.Signature | None]:
+    """The public functions, classes and methods of an exercise's Python module (read from
+    solutions/, not imported: importing needs a build), with their signatures."""
+    from grader import spec as specs
+
+    def signature(fn: ast.FunctionDef, bound: bool) -> inspect.Signature:
+        args = copy.deepcopy(fn.args)
+        for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if a is not None:
+                a.annotation = None
+        args.defaults = [ast.Constant(None) for _ in args.defaults]
+        args.kw_defaults = [None if d is None else ast.Constant(None) for d in args.kw_defaults]
+        scope: dict = {}
+        exec(f"def f({ast.unparse(args)}): pass", scope)
+        sig = inspect.signature(scope["f"])
+        return sig.replace(parameters=list(sig.parameters.values())[1:]) if bound else sig
+
+    tree = ast.parse((nb.SOLUTIONS / exercise / specs.by_exercise(exercise).module).read_text())
+    api: dict[str, inspect.Signature | None] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            api[node.name] = signature(node, bound=False)
+        elif isinstance(node, ast.ClassDef):
+            api[node.name] = None  # the constructor's signature, if the class defines one
+            for item in node.body:
+                if not isinstance(item, ast.FunctionDef):
+                    continue
+                static = any(ast.unparse(d) == "staticmethod" for d in item.decorator_list)
+                if item.name == "__init__":
+                    api[node.name] = signature(item, bound=True)
+                elif not item.name.startswith("_"):
+                    api[f"{node.name}.{item.name}"] = signature(item, bound=not static)
+    return api
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_gpu_cells_call_what_the_exercise_modules_define(path):
+    """The GPU cells never run on the CPU: check here that every call they make on a built module
+    (`ext = course.build("NN_name")`, or the module a throughput sweep passes its `call`) names a
+    function, class or method of that exercise's Python module, with arguments its signature accepts."""
+    built: dict[str, str] = {}  # variable -> exercise, in the notebook's order (cells share variables)
+    checked = 0
+    for cell in read(path).cells:
+        if cell.cell_type != "code" or cell.source.lstrip().startswith("%"):
+            continue
+        tree = ast.parse(cell.source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                calls = nb.course_calls(ast.unparse(node.value))
+                if calls and calls[0].method == "build":
+                    built.update({t.id: calls[0].exercise for t in node.targets if isinstance(t, ast.Name)})
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) == "course.throughput_sweep":
+                (sweep,) = nb.course_calls(ast.unparse(node))
+                for kw in node.keywords:
+                    if kw.arg == "call" and isinstance(kw.value, ast.Lambda):
+                        built[kw.value.args.args[0].arg] = sweep.exercise
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            chain, root = [node.func.attr], node.func.value
+            while isinstance(root, ast.Attribute):
+                chain.insert(0, root.attr)
+                root = root.value
+            if not (isinstance(root, ast.Name) and root.id in built) or len(chain) > 2:
+                continue
+            api, name = exercise_api(built[root.id]), ".".join(chain)
+            where = f"{path.name}, cell {cell.get('id')}: {ast.unparse(node)}"
+            assert name in api, f"{where}: {built[root.id]} has no {name} (it has {sorted(api)})"
+            if api[name] is not None and not any(isinstance(a, ast.Starred) for a in node.args):
+                try:
+                    api[name].bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
+                except TypeError as e:
+                    raise AssertionError(f"{where}: {e} (signature {name}{api[name]})") from None
+            checked += 1
+    assert checked, "no call on a built module found: is the notebook's build cell still there?"

@@ -245,7 +245,7 @@ def build():
                       f"relative error {((y - ref).norm() / ref.norm()).item():.1e}")
         """, "direct-build", locked=True),
         md(r"""
-        ### Graded checks for version 1, the input checks and the registration
+        ### Graded checks for version 1
 
         Results are compared with `F.conv2d` in float64, normwise: relative error `1e-5` in float32, `1e-11`
         in float64. Each output is a sum of K products, and the order of summation changes its rounding, so
@@ -257,13 +257,6 @@ def build():
             "direct[float32, dilation (2, 3)]", "direct[float32, no bias]", "direct[float64, k7s2p3]",
             "direct[empty batch]", "direct[non-contiguous inputs]",
         ]), "conv-direct", points=2),
-        graded(checks_source("06_conv2d", "input_checks", [
-            "input_checks[a CPU tensor]", "input_checks[mismatched channels]", "input_checks[stride 0]",
-            "input_checks[a kernel larger than the padded input]",
-        ]), "conv-input-checks", points=1),
-        graded(checks_source("06_conv2d", "registration", [
-            "registration[opcheck]",
-        ]), "conv-registration", points=1),
         md(r"""
         ## 4. Exercise 06, version 2: the implicit GEMM
 
@@ -316,6 +309,18 @@ def build():
             "implicit_gemm[float32, odd channels 67 -> 65]", "implicit_gemm[float64, k7s2p3]",
             "implicit_gemm[empty batch]", "implicit_gemm[non-contiguous inputs]",
         ]), "conv-implicit-gemm", points=3),
+        md(r"""
+        ### The input checks and the registration
+
+        These run once both versions are written: `opcheck` calls the op with `version=1` and `version=2`.
+        """, "conv-checks-intro"),
+        graded(checks_source("06_conv2d", "input_checks", [
+            "input_checks[a CPU tensor]", "input_checks[mismatched channels]", "input_checks[stride 0]",
+            "input_checks[a kernel larger than the padded input]",
+        ]), "conv-input-checks", points=1),
+        graded(checks_source("06_conv2d", "registration", [
+            "registration[opcheck]",
+        ]), "conv-registration", points=1),
         md(r"""
         ### Speed
 
