@@ -4,21 +4,21 @@ EX = "04_stencil2d"
 # a broken kernel keeps the input checks; opcheck (registration) may pass or fail with it
 KEEPS = {"input_checks"}
 TAP = "acc[c][i] = fmaf(c_filter[dy * K + dx], v, acc[c][i]);"
-STORE = "out[(b * height + y) * width + x] = acc[c][i];"
+STORE = "dst[int64_t(y) * width + x] = acc[c][i];"
 
 VARIANTS = [
     Variant(EX, "empty_kernel", "the kernel stores nothing",
-            {"stencil2d.cu": [(STORE, "")]},
+            {"stencil2d.cu": [(STORE, "{}")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="got nan"),
     Variant(EX, "halo_unguarded", "the halo load checks the rows but not the columns: the left and right "
             "borders read the neighbouring image rows instead of zeros",
-            {"stencil2d.cu": [("(row_inside && x >= 0 && x < width) ? image", "row_inside ? image")]},
+            {"stencil2d.cu": [("y < height && x >= 0 && x < width)\n", "y < height)\n")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "missing_syncthreads", "no barrier between loading the tile and reading it",
             {"stencil2d.cu": [("      }\n    }\n    __syncthreads();\n    // END SOLUTION\n\n", "      }\n    }\n    // END SOLUTION\n\n")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "row_col_swapped", "outputs stored at [x][y] instead of [y][x]",
-            {"stencil2d.cu": [(STORE, "out[(b * width + x) * height + y] = acc[c][i];")]},
+            {"stencil2d.cu": [(STORE, "dst[int64_t(x) * height + y] = acc[c][i];")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "filter_transposed", "the filter is indexed [dx][dy]",
             {"stencil2d.cu": [(TAP, "acc[c][i] = fmaf(c_filter[dx * K + dy], v, acc[c][i]);")]},
