@@ -24,38 +24,46 @@ constexpr int kRows = 8;     // outputs per thread along y, adjacent (the tile r
 constexpr int kTileW = kBlockX * kCols;  // a block's output tile: 64 columns ...
 constexpr int kTileH = kBlockY * kRows;  // ... by 64 rows
 constexpr int kMaxGridY = 65535;         // CUDA's limit on gridDim.y
+constexpr int64_t kMaxSide = int64_t(1) << 30;  // the kernel's 32-bit rows and columns stay below 2^31
 
 // Grid (ceil(W / 64), min(B * ceil(H / 64), 65535)), block (32, 8). Block (bx, t) computes the
 // 64 x 64 output tile at columns [64 bx, 64 bx + 64) and rows [64 (t % tiles_y), ...) of image
 // t / tiles_y (grid-stride over t). The block first copies the tile plus a halo of K / 2 pixels on
 // each side into shared memory (zeros outside the image), thread (tx, ty) loading rows ty + 8 j and
-// columns tx + 32 i of it; thread (tx, ty) then computes columns tx and tx + 32 of the output tile,
-// rows 8 ty .. 8 ty + 7, from shared memory.
+// columns tx + 32 i of it, all of its loads into registers before its first shared-memory store;
+// thread (tx, ty) then computes columns tx and tx + 32 of the output tile, rows 8 ty .. 8 ty + 7,
+// from shared memory. Rows and columns are 32-bit (stencil2d_cuda checks H, W < 2^30), offsets
+// into the batch 64-bit.
 template <int K>
 __global__ void __launch_bounds__(kBlockX * kBlockY)
-    stencil2d_kernel(const float* __restrict__ in, float* __restrict__ out, int64_t batch, int64_t height,
-                     int64_t width) {
+    stencil2d_kernel(const float* __restrict__ in, float* __restrict__ out, int64_t batch, int64_t height64,
+                     int64_t width64) {
   constexpr int R = K / 2;
   constexpr int kSmemW = kTileW + 2 * R, kSmemH = kTileH + 2 * R;
+  constexpr int kLoadsY = course::ceil_div(kSmemH, kBlockY), kLoadsX = course::ceil_div(kSmemW, kBlockX);
   __shared__ float tile[kSmemH][kSmemW];
-  const int64_t tiles_y = course::ceil_div<int64_t>(height, kTileH);
-  const int64_t x0 = int64_t(blockIdx.x) * kTileW;  // first output column of this block
+  const int height = static_cast<int>(height64), width = static_cast<int>(width64);  // both below 2^30
+  const int64_t tiles_y = course::ceil_div<int64_t>(height64, kTileH);
+  const int x0 = blockIdx.x * kTileW;  // first output column of this block
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t t = blockIdx.y; t < batch * tiles_y; t += gridDim.y) {
-    const int64_t b = t / tiles_y, y0 = (t % tiles_y) * kTileH;
-    const float* image = in + b * height * width;
+    const int64_t b = t / tiles_y;
+    const int y0 = static_cast<int>(t - b * tiles_y) * kTileH;  // first output row of this block
+    const float* image = in + b * height64 * width64;  // 64-bit: a batch can exceed 2^31 pixels
+    float* dst = out + b * height64 * width64;
     // BEGIN SOLUTION
     // TODO: copy the kSmemH x kSmemW input region starting at row y0 - R, column x0 - R into `tile`:
     // TODO: thread (tx, ty) takes tile rows ty + kBlockY j and columns tx + kBlockX i (while inside the
-    // TODO: tile), writing 0 for pixels outside the image (zero padding); then __syncthreads().
-    // TODO: (the reference solution takes about 13 lines)
+    // TODO: tile), 0 for pixels outside the image (zero padding). Issue all of its kLoadsY x kLoadsX
+    // TODO: global loads into a register array first, then store them to `tile`; then __syncthreads().
+    // TODO: (the reference solution takes about 20 lines)
     // END SOLUTION
 
     // BEGIN SOLUTION
     // TODO: compute this thread's kCols x kRows outputs (columns x0 + tx + kBlockX c, rows
     // TODO: y0 + kRows * ty + i): the sum over dy, dx < K of
     // TODO: c_filter[dy * K + dx] * tile[kRows * ty + i + dy][tx + kBlockX * c + dx]; store those inside
-    // TODO: the image, then __syncthreads() before the next tile overwrites `tile`.
+    // TODO: the image into `dst`, then __syncthreads() before the next tile overwrites `tile`.
     // TODO: (the reference solution takes about 26 lines)
     // END SOLUTION
   }
@@ -85,6 +93,10 @@ void stencil2d_set_filter(const float* filter, int k, cudaStream_t stream) {
 void stencil2d_cuda(const float* in, float* out, int64_t batch, int64_t height, int64_t width, int k,
                     cudaStream_t stream) {
   if (batch == 0 || height == 0 || width == 0) return;
+  // The kernel keeps rows and columns in 32-bit integers (fewer registers and instructions per
+  // load); a side of 2^30 pixels leaves room for the tile and its halo past the edge.
+  TORCH_CHECK(height < kMaxSide && width < kMaxSide, "x: each side must be below 2^30 pixels, but x is " +
+              std::to_string(height) + " x " + std::to_string(width));
   // K is a template parameter so the tap loops unroll and the tile's size is known at compile time.
   switch (k) {
     case 1: return launch<1>(in, out, batch, height, width, stream);

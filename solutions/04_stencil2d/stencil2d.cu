@@ -23,40 +23,57 @@ constexpr int kRows = 8;     // outputs per thread along y, adjacent (the tile r
 constexpr int kTileW = kBlockX * kCols;  // a block's output tile: 64 columns ...
 constexpr int kTileH = kBlockY * kRows;  // ... by 64 rows
 constexpr int kMaxGridY = 65535;         // CUDA's limit on gridDim.y
+constexpr int64_t kMaxSide = int64_t(1) << 30;  // the kernel's 32-bit rows and columns stay below 2^31
 
 // Grid (ceil(W / 64), min(B * ceil(H / 64), 65535)), block (32, 8). Block (bx, t) computes the
 // 64 x 64 output tile at columns [64 bx, 64 bx + 64) and rows [64 (t % tiles_y), ...) of image
 // t / tiles_y (grid-stride over t). The block first copies the tile plus a halo of K / 2 pixels on
 // each side into shared memory (zeros outside the image), thread (tx, ty) loading rows ty + 8 j and
-// columns tx + 32 i of it; thread (tx, ty) then computes columns tx and tx + 32 of the output tile,
-// rows 8 ty .. 8 ty + 7, from shared memory.
+// columns tx + 32 i of it, all of its loads into registers before its first shared-memory store;
+// thread (tx, ty) then computes columns tx and tx + 32 of the output tile, rows 8 ty .. 8 ty + 7,
+// from shared memory. Rows and columns are 32-bit (stencil2d_cuda checks H, W < 2^30), offsets
+// into the batch 64-bit.
 template <int K>
 __global__ void __launch_bounds__(kBlockX * kBlockY)
-    stencil2d_kernel(const float* __restrict__ in, float* __restrict__ out, int64_t batch, int64_t height,
-                     int64_t width) {
+    stencil2d_kernel(const float* __restrict__ in, float* __restrict__ out, int64_t batch, int64_t height64,
+                     int64_t width64) {
   constexpr int R = K / 2;
   constexpr int kSmemW = kTileW + 2 * R, kSmemH = kTileH + 2 * R;
+  constexpr int kLoadsY = course::ceil_div(kSmemH, kBlockY), kLoadsX = course::ceil_div(kSmemW, kBlockX);
   __shared__ float tile[kSmemH][kSmemW];
-  const int64_t tiles_y = course::ceil_div<int64_t>(height, kTileH);
-  const int64_t x0 = int64_t(blockIdx.x) * kTileW;  // first output column of this block
+  const int height = static_cast<int>(height64), width = static_cast<int>(width64);  // both below 2^30
+  const int64_t tiles_y = course::ceil_div<int64_t>(height64, kTileH);
+  const int x0 = blockIdx.x * kTileW;  // first output column of this block
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t t = blockIdx.y; t < batch * tiles_y; t += gridDim.y) {
-    const int64_t b = t / tiles_y, y0 = (t % tiles_y) * kTileH;
-    const float* image = in + b * height * width;
+    const int64_t b = t / tiles_y;
+    const int y0 = static_cast<int>(t - b * tiles_y) * kTileH;  // first output row of this block
+    const float* image = in + b * height64 * width64;  // 64-bit: a batch can exceed 2^31 pixels
+    float* dst = out + b * height64 * width64;
     // BEGIN SOLUTION
     // TODO: copy the kSmemH x kSmemW input region starting at row y0 - R, column x0 - R into `tile`:
     // TODO: thread (tx, ty) takes tile rows ty + kBlockY j and columns tx + kBlockX i (while inside the
-    // TODO: tile), writing 0 for pixels outside the image (zero padding); then __syncthreads().
+    // TODO: tile), 0 for pixels outside the image (zero padding). Issue all of its kLoadsY x kLoadsX
+    // TODO: global loads into a register array first, then store them to `tile`; then __syncthreads().
+    // All loads first: the stores to `tile` wait for them, so loading and storing one value at a time
+    // would leave one load in flight per thread, each waiting out the memory latency alone.
+    float loaded[kLoadsY][kLoadsX];
 #pragma unroll
-    for (int j = 0; j < kSmemH; j += kBlockY) {
-      const int sy = j + ty;
-      const int64_t y = y0 - R + sy;
-      const bool row_inside = y >= 0 && y < height;
+    for (int j = 0; j < kLoadsY; ++j) {
+      const int sy = ty + kBlockY * j, y = y0 - R + sy;
 #pragma unroll
-      for (int i = 0; i < kSmemW; i += kBlockX) {
-        const int sx = i + tx;
-        const int64_t x = x0 - R + sx;
-        if (sy < kSmemH && sx < kSmemW) tile[sy][sx] = (row_inside && x >= 0 && x < width) ? image[y * width + x] : 0.0f;
+      for (int i = 0; i < kLoadsX; ++i) {
+        const int sx = tx + kBlockX * i, x = x0 - R + sx;
+        loaded[j][i] = (sy < kSmemH && sx < kSmemW && y >= 0 && y < height && x >= 0 && x < width)
+                           ? image[int64_t(y) * width + x] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kLoadsY; ++j) {
+#pragma unroll
+      for (int i = 0; i < kLoadsX; ++i) {
+        const int sy = ty + kBlockY * j, sx = tx + kBlockX * i;
+        if (sy < kSmemH && sx < kSmemW) tile[sy][sx] = loaded[j][i];
       }
     }
     __syncthreads();
@@ -66,7 +83,7 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
     // TODO: compute this thread's kCols x kRows outputs (columns x0 + tx + kBlockX c, rows
     // TODO: y0 + kRows * ty + i): the sum over dy, dx < K of
     // TODO: c_filter[dy * K + dx] * tile[kRows * ty + i + dy][tx + kBlockX * c + dx]; store those inside
-    // TODO: the image, then __syncthreads() before the next tile overwrites `tile`.
+    // TODO: the image into `dst`, then __syncthreads() before the next tile overwrites `tile`.
     float acc[kCols][kRows] = {};
     // Walk the kRows + K - 1 tile rows this thread needs once; each value feeds up to K outputs.
 #pragma unroll
@@ -86,11 +103,11 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
     }
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
-      const int64_t x = x0 + tx + kBlockX * c;
+      const int x = x0 + tx + kBlockX * c;
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
-        const int64_t y = y0 + kRows * ty + i;
-        if (y < height && x < width) out[(b * height + y) * width + x] = acc[c][i];
+        const int y = y0 + kRows * ty + i;
+        if (y < height && x < width) dst[int64_t(y) * width + x] = acc[c][i];
       }
     }
     __syncthreads();
@@ -128,6 +145,10 @@ void stencil2d_set_filter(const float* filter, int k, cudaStream_t stream) {
 void stencil2d_cuda(const float* in, float* out, int64_t batch, int64_t height, int64_t width, int k,
                     cudaStream_t stream) {
   if (batch == 0 || height == 0 || width == 0) return;
+  // The kernel keeps rows and columns in 32-bit integers (fewer registers and instructions per
+  // load); a side of 2^30 pixels leaves room for the tile and its halo past the edge.
+  TORCH_CHECK(height < kMaxSide && width < kMaxSide, "x: each side must be below 2^30 pixels, but x is " +
+              std::to_string(height) + " x " + std::to_string(width));
   // K is a template parameter so the tap loops unroll and the tile's size is known at compile time.
   switch (k) {
     case 1: return launch<1>(in, out, batch, height, width, stream);

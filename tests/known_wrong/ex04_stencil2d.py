@@ -4,7 +4,7 @@ EX = "04_stencil2d"
 # a broken kernel keeps the input checks; opcheck (registration) may pass or fail with it
 KEEPS = {"input_checks"}
 TAP = "acc[c][i] = fmaf(c_filter[dy * K + dx], v, acc[c][i]);"
-STORE = "out[(b * height + y) * width + x] = acc[c][i];"
+STORE = "dst[int64_t(y) * width + x] = acc[c][i];"
 
 VARIANTS = [
     Variant(EX, "empty_kernel", "the kernel stores nothing",
@@ -12,7 +12,9 @@ VARIANTS = [
             loses={"forward", "performance"}, keeps=KEEPS, reason="got nan"),
     Variant(EX, "halo_unguarded", "the halo load checks the rows but not the columns: the left and right "
             "borders read the neighbouring image rows instead of zeros",
-            {"stencil2d.cu": [("(row_inside && x >= 0 && x < width) ? image", "row_inside ? image")]},
+            {"stencil2d.cu": [("y < height && x >= 0 && x < width)
+", "y < height)
+")]},
             # reading before the first row's start can leave the allocation: an illegal address then
             # ends the exercise's later checks too, so only the forward's loss is certain
             loses={"forward", "performance"}, keeps=set(), reason="elements wrong"),
@@ -20,7 +22,7 @@ VARIANTS = [
             {"stencil2d.cu": [("      }\n    }\n    __syncthreads();\n    // END SOLUTION\n\n", "      }\n    }\n    // END SOLUTION\n\n")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "row_col_swapped", "outputs stored at [x][y] instead of [y][x]",
-            {"stencil2d.cu": [(STORE, "out[(b * width + x) * height + y] = acc[c][i];")]},
+            {"stencil2d.cu": [(STORE, "dst[int64_t(x) * height + y] = acc[c][i];")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "filter_transposed", "the filter is indexed [dx][dy]",
             {"stencil2d.cu": [(TAP, "acc[c][i] = fmaf(c_filter[dx * K + dy], v, acc[c][i]);")]},
