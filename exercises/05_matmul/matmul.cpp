@@ -15,7 +15,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // BEGIN SOLUTION
   // TODO: reject, with TORCH_CHECK messages naming the argument: A or B not on a CUDA device, not
   // TODO: float32 or not 2-D; B on another device than A; A's columns != B's rows (name both);
-  // TODO: a version other than 1, 2 or 3.
+  // TODO: a version other than 1, 2, 3 or 4.
   // TODO: (the reference solution takes about 11 lines)
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(A.device());
@@ -31,7 +31,8 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   switch (version) {
     case 1: matmul_cuda1(pa, pb, pc, M, N, K, stream); break;
     case 2: matmul_cuda2(pa, pb, pc, M, N, K, stream); break;
-    default: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;
+    case 3: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;
+    default: matmul_cuda4(pa, pb, pc, M, N, K, stream); break;
   }
   return c;
 }
@@ -39,7 +40,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
 }  // namespace
 
 COURSE_LIBRARY(m) {
-  m.def("matmul(Tensor A, Tensor B, int version=3) -> Tensor");
+  m.def("matmul(Tensor A, Tensor B, int version=4) -> Tensor");
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.

@@ -437,12 +437,12 @@ def build():
         """, "stencil-speed"),
         graded(performance_source("04_stencil2d"), "stencil-performance", points=3),
         md(r"""
-        ## 6. Exercise 05: the matrix product, in three steps
+        ## 6. Exercise 05: the matrix product, in four steps
 
         $C = A B$ with A of M x K and B of K x N costs $2 M N K$ FLOPs on $4 (M K + K N + M N)$ bytes of
         distinct data: at $4096^3$, 683 FLOPs per byte. On an H100, cuBLAS reaches about 50 TFLOP/s in strict
         float32 and memory moves about 3 TB/s, so a matrix product *can* be compute-bound, but only if each value loaded from
-        memory is used many times from something faster. The three numbered kernels climb that ladder; the
+        memory is used many times from something faster. The four numbered kernels climb that ladder; the
         op's `version` argument picks one, and each is graded on its own.
 
         **Kernel 1, naive.** A 2D grid, one thread per output: `row = 8 by + ty`, `col = 32 bx + tx`, and a
@@ -536,8 +536,44 @@ def build():
             "register_blocked[unaligned views]",
         ]), "matmul-register-blocked", points=3),
         md(r"""
+        **Kernel 4, cp.async and a multi-stage ring.** Kernel 3 issues the next step's loads before the FMAs,
+        but that is only the order in the source: the loads go into registers and do not depend on the FMAs,
+        so the compiler schedules them *after* the FMAs, and each step still waits for global memory (about
+        37 TFLOP/s, 0.71 of cuBLAS). `cp.async` (compute capability 8.0 and newer) copies global -> shared
+        memory in the background, with no staging registers and nothing for the compiler to move: a thread
+        issues copies, closes them into a group (`cp_async_commit`), and later waits until at most n of its
+        groups are still pending (`cp_async_wait<n>`).
+
+        With a **ring of 3 shared buffers**, the copies for steps k + 1 and k + 2 are in flight while step k
+        computes. Each step: wait for this step's group (`cp_async_wait<kStages4 - 2>`: only the newer one may
+        be pending), `__syncthreads()` (everyone's copies landed, and nobody still reads the buffer about to be
+        refilled), issue step k + 2's copies into the free buffer and commit (an empty group when there is no
+        such step, so the counting stays right), compute on the current buffer, and advance both indices,
+        wrapping after the third buffer. The tiling changes too: 128 threads (2 x 2 warps of 64 x 64 outputs),
+        16 x 8 outputs per thread. On an H100: 46.2 TFLOP/s, 0.89 of cuBLAS.
+
+        On a T4 (compute capability 7.5) there is no `cp.async`: the copy helpers fall back, under
+        `#if __CUDA_ARCH__ >= 800`, to ordinary loads and stores, commit and wait do nothing, and the same
+        kernel stays correct, just without the overlap. The copy helpers and the per-thread copy bookkeeping
+        (`Loader4`) are given; your cell is the main loop.
+
+        @@CONTEXT@@
+        """, "matmul-kernel4-context", context=region_context(MATMUL_CU, "matmul_kernel4")),
+        region_cell(MATMUL_CU, "matmul_kernel4", "matmul-kernel4"),
+        md(r"""
+        Its launcher: two instantiations, `matmul_kernel4<vec_b>` (16-byte copies of B or 4-byte ones).
+
+        @@CONTEXT@@
+        """, "matmul-launch4", context=region_context(MATMUL_CU, "matmul_cuda4")),
+        region_cell(MATMUL_CU, "matmul_cuda4", "matmul-cuda4"),
+        graded(checks_source("05_matmul", "async_pipeline", [
+            "async_pipeline[1x1x1]", "async_pipeline[31x33x17]", "async_pipeline[127x129x131]",
+            "async_pipeline[200x1032x257]", "async_pipeline[K = 0 gives zeros]",
+            "async_pipeline[unaligned views]",
+        ]), "matmul-async-pipeline", points=2),
+        md(r"""
         Last, the op's input checks: both operands on the GPU, float32 and 2-D, on the same device, with
-        matching inner sizes (name both shapes), and a version of 1, 2 or 3.
+        matching inner sizes (name both shapes), and a version of 1, 2, 3 or 4.
 
         @@CONTEXT@@
         """, "matmul-checks", context=region_context(MATMUL_CPP, "matmul")),
@@ -551,7 +587,7 @@ def build():
             a = torch.randn(300, 200, device="cuda")
             b = torch.randn(200, 100, device="cuda")
             ref = a.double() @ b.double()
-            for version in (1, 2, 3):
+            for version in (1, 2, 3, 4):
                 c = matmul_ext.matmul(a, b, version)
                 print(f"version {version}: relative error {((c - ref).norm() / ref.norm()).item():.1e}")
         """, "matmul-build", locked=True),
@@ -559,9 +595,9 @@ def build():
         ### Graded checks and speed for 05
 
         Results are compared with a float64 product, normwise, at `1e-5`: strict float32 lands near `1e-7`;
-        TF32 tensor cores (about `3e-4`) fail. The speed cell times kernel 3 on $4096^3$ against the reference
-        (about 36 TFLOP/s on an H100, 0.73 of cuBLAS with TF32 off): half the points at 0.5x, all 3 at 0.85x,
-        once `register_blocked` passes.
+        TF32 tensor cores (about `3e-4`) fail. The speed cell times kernel 4 on $4096^3$ against the reference
+        (about 46 TFLOP/s on an H100, 0.89 of cuBLAS with TF32 off): half the points at 0.5x, all 3 at 0.85x,
+        once `async_pipeline` passes.
         """, "matmul-graded-intro"),
         graded(checks_source("05_matmul", "input_checks", [
             "input_checks[cpu A]", "input_checks[inner sizes differ]", "input_checks[version=0]",
@@ -571,7 +607,7 @@ def build():
         ]), "matmul-registration", points=1),
         graded(performance_source("05_matmul"), "matmul-performance", points=3),
         md(r"""
-        The three kernels against cuBLAS (TF32 off, so all four do strict float32 FMAs) as the matrices grow.
+        The four kernels against cuBLAS (TF32 off, so all five do strict float32 FMAs) as the matrices grow.
         Small products cannot fill the GPU; from about $2048^3$ on, each step of reuse shows as a step in
         TFLOP/s.
         """, "matmul-plot-intro"),
@@ -587,7 +623,7 @@ def build():
             matmul_ext = course.build("05_matmul")
             flush = L2Flusher()
             sizes = [256, 512, 1024, 2048, 4096]
-            kinds = {f"kernel {v}": (lambda ab, v=v: matmul_ext.matmul(ab[0], ab[1], v)) for v in (1, 2, 3)}
+            kinds = {f"kernel {v}": (lambda ab, v=v: matmul_ext.matmul(ab[0], ab[1], v)) for v in (1, 2, 3, 4)}
             kinds["cuBLAS (torch.matmul, TF32 off)"] = lambda ab: torch.matmul(ab[0], ab[1])
             rates = {k: [] for k in kinds}
             with math_mode():  # TF32 off: cuBLAS in strict fp32, like the kernels
@@ -600,7 +636,7 @@ def build():
                     torch.cuda.empty_cache()
 
             fig, ax = plt.subplots(figsize=(7, 4))
-            for (label, r), style in zip(rates.items(), ("o-", "s-", "^-", "k--")):
+            for (label, r), style in zip(rates.items(), ("o-", "s-", "^-", "D-", "k--")):
                 ax.plot(sizes, [v / 1e12 for v in r], style, label=label)
             ax.set_xscale("log", base=2)
             ax.set_xlabel("n (n x n times n x n, float32)")
@@ -614,7 +650,7 @@ def build():
 
         Unit 3 turns convolution into exactly this matrix product, without ever building the matrix: an
         implicit GEMM whose tiles of A are gathered from the image as they are loaded. Grade this unit's
-        exercises from the command line with `make grade EX=03` (and 04, 05); `make bench EX=05` times all three
+        exercises from the command line with `make grade EX=03` (and 04, 05); `make bench EX=05` times all four
         matrix-product kernels beside cuBLAS.
         """, "next"),
     ]

@@ -14,7 +14,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // BEGIN SOLUTION
   // TODO: reject, with TORCH_CHECK messages naming the argument: A or B not on a CUDA device, not
   // TODO: float32 or not 2-D; B on another device than A; A's columns != B's rows (name both);
-  // TODO: a version other than 1, 2 or 3.
+  // TODO: a version other than 1, 2, 3 or 4.
   course::check_cuda(A, "A");
   course::check_cuda(B, "B");
   course::check_dtype(A, {at::kFloat}, "A");
@@ -27,7 +27,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
               "), but is on ", course::device_str(B));
   TORCH_CHECK(A.size(1) == B.size(0), "A's columns must match B's rows: A is ", course::shape_of(A), " and B is ",
               course::shape_of(B));
-  TORCH_CHECK(version >= 1 && version <= 3, "version must be 1, 2 or 3, but is " + std::to_string(version));
+  TORCH_CHECK(version >= 1 && version <= 4, "version must be 1, 2, 3 or 4, but is " + std::to_string(version));
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(A.device());
   // The kernels read row-major matrices; a transposed or sliced view is copied once.
@@ -42,7 +42,8 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   switch (version) {
     case 1: matmul_cuda1(pa, pb, pc, M, N, K, stream); break;
     case 2: matmul_cuda2(pa, pb, pc, M, N, K, stream); break;
-    default: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;
+    case 3: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;
+    default: matmul_cuda4(pa, pb, pc, M, N, K, stream); break;
   }
   return c;
 }
@@ -50,7 +51,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
 }  // namespace
 
 COURSE_LIBRARY(m) {
-  m.def("matmul(Tensor A, Tensor B, int version=3) -> Tensor");
+  m.def("matmul(Tensor A, Tensor B, int version=4) -> Tensor");
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.

@@ -1,8 +1,10 @@
-// Exercise 05: C = A @ B in float32, in three numbered steps from naive to fast:
+// Exercise 05: C = A @ B in float32, in four numbered steps from naive to fast:
 //   matmul_kernel1  one thread per output, operands read straight from global memory
 //   matmul_kernel2  32 x 32 tiles of A and B staged in shared memory (each load reused 32 times)
 //   matmul_kernel3  128 x 128 block tiles, 8 x 8 outputs per thread in registers, float4 loads,
 //                   double-buffered shared memory
+//   matmul_kernel4  kernel 3's tiling with 128 threads of 16 x 8 outputs, fed by cp.async copies
+//                   into a 3-stage shared-memory ring (sm_80+; plain copies on older GPUs)
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, the version switch and op registration live in matmul.cpp.
@@ -188,6 +190,212 @@ __global__ void __launch_bounds__(kThreads3, 2)
   }
 }
 
+// ---------------------------------------------------------------------------------- kernel 4
+// Kernel 3's loop issues the next step's global loads before the FMAs, but the compiler may (and
+// does) schedule them after the FMAs, so each step still waits for global memory. Kernel 4 copies
+// global -> shared with cp.async (sm_80+): the copies run in the background, straight into shared
+// memory, and a ring of kStages4 shared buffers keeps the copies for steps k + 1 and k + 2 in flight
+// while step k computes.
+constexpr int kBM4 = 128, kBN4 = 128, kBK4 = 8;  // block tile: 128 x 128 outputs, 8-deep k steps
+constexpr int kWarpsM4 = 2, kWarpsN4 = 2;        // 4 warps (128 threads), each a 64 x 64 tile of C
+constexpr int kThreads4 = 32 * kWarpsM4 * kWarpsN4;
+constexpr int kTM4 = 16, kTN4 = 8;  // outputs per thread: 16 x 8 (a warp's lanes are 4 x 8)
+constexpr int kStages4 = 3;         // shared-memory ring: 3 k steps' tiles
+constexpr int kAS4 = kBM4 + 4;      // As row length, padded by 4 floats: conflict-free transposing copies
+constexpr int kARowStep4 = 16;      // rows between one thread's A copies (4 warps x 4 rows)
+constexpr int kACopies4 = kBM4 / kARowStep4;  // 8 four-byte copies of A per thread per step
+
+// One 4-byte (or 16-byte) copy global -> shared; `valid` false writes zeros and reads nothing.
+// From sm_80 on it is a cp.async: issued now, completed in the background, waited for by
+// cp_async_wait. Older GPUs (the T4 is sm_75) have no cp.async: the same functions then copy
+// synchronously, the commit and wait do nothing, and the kernel stays correct (kernel 3's speed).
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
+#else
+  *dst = valid ? *src : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {  // dst, src 16-byte aligned
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  *reinterpret_cast<float4*>(dst) = valid ? *reinterpret_cast<const float4*>(src) : make_float4(0, 0, 0, 0);
+#endif
+}
+
+// Close the group of copies issued since the last commit (one group per k step).
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Wait until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// One shared-memory stage of the ring: A transposed (As[k][m], rows padded) and B (Bs[k][n]).
+struct Stage4 {
+  float As[kBK4][kAS4];
+  float Bs[kBK4][kBN4];
+};
+
+// This thread's copies for the k steps, in order. Pointers and bounds are worked out once, so a
+// step's copies cost a few integer instructions each. A: each warp copies blocks of 4 rows x 8 k,
+// 4 bytes a lane (its row lane / 8, its k lane % 8), 8 such copies 16 rows apart; a warp's reads are
+// 4 full 32-byte sectors and it writes them transposed into As. B: consecutive threads copy
+// consecutive 16-byte groups of a row (kVecB: N % 4 == 0 and B 16-byte aligned), else floats.
+template <bool kVecB>
+struct Loader4 {
+  static constexpr int kBRowStep = kVecB ? kThreads4 / (kBN4 / 4) : kThreads4 / kBN4;  // 4 or 1
+  static constexpr int kBCopies = kBK4 / kBRowStep;                                    // 2 or 8
+  const float* A;  // the matrices' starts: the (unread) source of a zero-filled copy
+  const float* B;
+  const float* a;  // this thread's first A copy of the next step: A[m0 + ra][k0 + ca]
+  const float* b;  // its first B copy: B[k0 + rb][n0 + cb]
+  int64_t a_stride, b_stride, b_step;  // between its A copies, its B copies, and B's k steps
+  int64_t k_left;                      // K - k0
+  int a_rows;                          // how many of its A copies have their row inside A
+  bool b_col_ok;                       // its B column (group) is inside B
+  int ra, ca, rb, cb;
+
+  __device__ __forceinline__ Loader4(const float* A_, const float* B_, int64_t M, int64_t N, int64_t K, int64_t m0,
+                                     int64_t n0)
+      : A(A_), B(B_), k_left(K) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    ra = warp * 4 + lane / 8;
+    ca = lane % 8;
+    a = A + (m0 + ra) * K + ca;
+    a_stride = int64_t(kARowStep4) * K;
+    a_rows = 0;
+#pragma unroll
+    for (int i = 0; i < kACopies4; ++i) a_rows += m0 + ra + i * kARowStep4 < M;
+    cb = kVecB ? 4 * (tid % (kBN4 / 4)) : tid % kBN4;
+    rb = kVecB ? tid / (kBN4 / 4) : tid / kBN4;
+    b = B + rb * N + n0 + cb;
+    b_stride = int64_t(kBRowStep) * N;
+    b_step = int64_t(kBK4) * N;
+    b_col_ok = n0 + cb < N;  // with kVecB, N % 4 == 0: a group of 4 is wholly inside or outside
+  }
+
+  // Issue the copies of the next k step into stage `s`, zero-filling what lies outside A or B.
+  __device__ __forceinline__ void load(Stage4& s) {
+    const bool k_ok = ca < k_left;
+#pragma unroll
+    for (int i = 0; i < kACopies4; ++i) {
+      const bool ok = k_ok && i < a_rows;
+      cp_async4(&s.As[ca][ra + i * kARowStep4], ok ? a + i * a_stride : A, ok);
+    }
+#pragma unroll
+    for (int i = 0; i < kBCopies; ++i) {
+      const bool ok = b_col_ok && rb + i * kBRowStep < k_left;
+      if (kVecB) {
+        cp_async16(&s.Bs[rb + i * kBRowStep][cb], ok ? b + i * b_stride : B, ok);
+      } else {
+        cp_async4(&s.Bs[rb + i * kBRowStep][cb], ok ? b + i * b_stride : B, ok);
+      }
+    }
+    a += kBK4;
+    b += b_step;
+    k_left -= kBK4;
+  }
+};
+
+// Grid (ceil(N / 128), ceil(M / 128)), 128 threads (2 x 2 warps, each 64 x 64 of C), 16 x 8 outputs per thread, 3-stage cp.async ring.
+template <bool kVecB>
+__global__ void __launch_bounds__(kThreads4, 2)
+    matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
+                   int64_t N, int64_t K) {
+  __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.1 KiB
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp / kWarpsN4, wn = warp % kWarpsN4;
+  // A warp's lanes form a 4 x 8 patch: lane owns rows arow + 16 g + (0..3), g < 4, and columns
+  // bcol + 32 h + (0..3), h < 2, of the block's tile (kernel 3's layout, twice as many rows).
+  const int arow = wm * 64 + 4 * (lane / 8);
+  const int bcol = wn * 64 + 4 * (lane % 8);
+  const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;
+  const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
+  float acc[kTM4][kTN4] = {};
+  Loader4<kVecB> loader(A, B, M, N, K, m0, n0);
+
+  // Prologue: the first kStages4 - 1 k steps in flight. A group is committed even when empty, so the
+  // count of pending groups stays in step with the loop's wait.
+#pragma unroll
+  for (int s = 0; s < kStages4 - 1; ++s) {
+    if (s < steps) loader.load(ring[s]);
+    cp_async_commit();
+  }
+  int read = 0, write = kStages4 - 1;  // the stage computed on now, the stage being filled
+  for (int64_t step = 0; step < steps; ++step) {
+    // BEGIN SOLUTION
+    // TODO: wait until this step's copies have landed (cp_async_wait<kStages4 - 2>: only the newer
+    // TODO: step's group may still be pending) and __syncthreads() (everyone's copies landed, and
+    // TODO: nobody still reads ring[write]). Issue step + kStages4 - 1's copies into ring[write] if
+    // TODO: that step exists, and commit a group either way. Then for each of the kBK4 k's read your
+    // TODO: 16 A values (ring[read].As[k][arow + 16 g ..], g < 4) and 8 B values (ring[read].Bs[k]
+    // TODO: [bcol + 32 h ..], h < 2) as float4s and do the 128 FMAs into acc. Last, advance read and
+    // TODO: write by one stage each, wrapping from kStages4 - 1 to 0.
+    cp_async_wait<kStages4 - 2>();
+    __syncthreads();
+    if (step + kStages4 - 1 < steps) loader.load(ring[write]);
+    cp_async_commit();
+    const Stage4& s = ring[read];
+#pragma unroll
+    for (int k = 0; k < kBK4; ++k) {
+      float a[kTM4], b[kTN4];
+#pragma unroll
+      for (int g = 0; g < kTM4 / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(&s.As[k][arow + 16 * g]);
+        a[4 * g] = v.x, a[4 * g + 1] = v.y, a[4 * g + 2] = v.z, a[4 * g + 3] = v.w;
+      }
+#pragma unroll
+      for (int h = 0; h < kTN4 / 4; ++h) {
+        const float4 v = *reinterpret_cast<const float4*>(&s.Bs[k][bcol + 32 * h]);
+        b[4 * h] = v.x, b[4 * h + 1] = v.y, b[4 * h + 2] = v.z, b[4 * h + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < kTM4; ++i) {
+#pragma unroll
+        for (int j = 0; j < kTN4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+    }
+    read = read + 1 == kStages4 ? 0 : read + 1;
+    write = write + 1 == kStages4 ? 0 : write + 1;
+    // END SOLUTION
+  }
+  cp_async_wait<0>();  // only empty groups can be pending here, but leave none behind
+
+  // Write the 16 x 8 outputs: 4 groups of rows, 2 groups of 4 columns; a float4 store where N allows.
+#pragma unroll
+  for (int i = 0; i < kTM4; ++i) {
+    const int64_t row = m0 + arow + 16 * (i / 4) + i % 4;
+    if (row >= M) continue;
+#pragma unroll
+    for (int h = 0; h < kTN4 / 4; ++h) {
+      const int64_t col = n0 + bcol + 32 * h;
+      const float* v = &acc[i][4 * h];
+      if (kVecB) {  // N % 4 == 0 and C is 16-byte aligned (a fresh allocation): whole group in or out
+        if (col < N) *reinterpret_cast<float4*>(C + row * N + col) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (col + j < N) C[row * N + col + j] = v[j];
+        }
+      }
+    }
+  }
+}
+
 void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
   // (numbers formatted by std::to_string: streaming integers into a message crashed on torch 2.11)
   TORCH_CHECK(course::ceil_div<int64_t>(M, rows_per_block) <= kMaxGridY,
@@ -242,6 +450,25 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
     matmul_kernel3<false, true><<<grid, kThreads3, 0, stream>>>(A, B, C, M, N, K);
   } else {
     matmul_kernel3<false, false><<<grid, kThreads3, 0, stream>>>(A, B, C, M, N, K);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // END SOLUTION
+}
+
+void matmul_cuda4(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+  check_grid_rows(M, kBM4, "version 4");
+  const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN4)),
+                  static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM4)));
+  // 16-byte copies of B need N % 4 == 0 and 16-byte aligned B and C (A is copied 4 bytes at a time).
+  const bool vec_b = N % 4 == 0 && course::is_aligned16(B, C);
+  // BEGIN SOLUTION
+  // TODO: launch matmul_kernel4<vec_b> (two instantiations: pick with if/else) on `stream` with
+  // TODO: kThreads4 threads per block and `grid`; check the launch.
+  // STUB: TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");
+  if (vec_b) {
+    matmul_kernel4<true><<<grid, kThreads4, 0, stream>>>(A, B, C, M, N, K);
+  } else {
+    matmul_kernel4<false><<<grid, kThreads4, 0, stream>>>(A, B, C, M, N, K);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
