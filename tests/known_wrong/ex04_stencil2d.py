@@ -12,9 +12,7 @@ VARIANTS = [
             loses={"forward", "performance"}, keeps=KEEPS, reason="got nan"),
     Variant(EX, "halo_unguarded", "the halo load checks the rows but not the columns: the left and right "
             "borders read the neighbouring image rows instead of zeros",
-            {"stencil2d.cu": [("y < height && x >= 0 && x < width)
-", "y < height)
-")]},
+            {"stencil2d.cu": [("y < height && x >= 0 && x < width)\n", "y < height)\n")]},
             # reading before the first row's start can leave the allocation: an illegal address then
             # ends the exercise's later checks too, so only the forward's loss is certain
             loses={"forward", "performance"}, keeps=set(), reason="elements wrong"),
