@@ -110,6 +110,11 @@ def sanitizer_errors(output: str) -> str:
     return " | ".join(l for l in lines[i:i + 4] if l)[:600]
 
 
+def _results_path(workdir: Path, spec: Spec) -> Path:
+    """Where a grading process writes its tests' outcomes as they finish."""
+    return workdir / f"{spec.exercise}.json"
+
+
 def grading_job(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, keyword: str | None,
                 workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool = False) -> gate.Job:
     """The process that grades one built exercise folder (run by grader.gate, which contains its
@@ -118,7 +123,7 @@ def grading_job(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed
     `sanitize` runs the correctness checks (not the timing, not the slow checks) under
     compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
     own allocation: a write past the end of an output is caught even when the answer is right."""
-    results_path = workdir / f"{spec.exercise}.json"
+    results_path = _results_path(workdir, spec)
     results_path.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "suite"), "-q", "-p", "no:cacheprovider",
            f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}"]
@@ -140,7 +145,7 @@ def grading_job(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed
 
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool = False) -> dict:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with."""
-    results_path = workdir / f"{spec.exercise}.json"
+    results_path = _results_path(workdir, spec)
     output = job.output
     status, error = "graded", ""
     if job.timed_out:

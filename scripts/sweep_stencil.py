@@ -13,7 +13,6 @@ kernel's registers, shared memory and resident blocks per SM.
 """
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
