@@ -204,6 +204,26 @@ def kernels_launched(fn) -> list[str]:
     return [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
 
 
+def ops_called(fn) -> list[str]:
+    """Names of the operators `fn()` dispatched, forward and backward ("aten::mul", "ns::op"), in
+    order. Read with a dispatch mode, so cheap (no profiler): it tells which op did the work, e.g. a
+    wrapper that calls torch.nn.functional instead of the exercise's op."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func._schema.name)
+            return func(*args, **(kwargs or {}))
+
+    with _Log() as log:
+        fn()
+    return log.names
+
+
 def kernel_function(name: str) -> str:
     """The unqualified function name of a profiled kernel: `leaky_relu_kernel` for
     `void (anonymous namespace)::leaky_relu_kernel<float>(float const*, ...)`, but

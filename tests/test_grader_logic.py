@@ -287,3 +287,20 @@ def test_faults_that_end_the_cuda_context_are_recognised():
     assert checks.cuda_context_lost("RuntimeError: CUDA error: misaligned address")
     assert not checks.cuda_context_lost("RuntimeError: CUDA error: invalid configuration argument")
     assert not checks.cuda_context_lost("x must be a CUDA tensor")
+
+
+def test_ops_called_tells_an_exercise_op_from_pytorchs():
+    """The autograd check's own-op test: a wrapper falling back to torch.nn.functional shows aten's
+    ops, the exercise's op (a custom op with a registered backward) shows its own, both directions."""
+    lib = torch.library.Library("course_probe", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.define("twice_backward(Tensor g) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CPU")
+    lib.impl("twice_backward", lambda g: g * 2, "CPU")
+    torch.library.register_autograd("course_probe::twice", lambda ctx, g: torch.ops.course_probe.twice_backward(g))
+    x = torch.randn(5, requires_grad=True)
+    ours = checks.ops_called(lambda: torch.ops.course_probe.twice(x).sum().backward())
+    assert {"course_probe::twice", "course_probe::twice_backward"} <= set(ours)
+    theirs = checks.ops_called(lambda: torch.nn.functional.leaky_relu(x, 0.1).sum().backward())
+    assert {"aten::leaky_relu", "aten::leaky_relu_backward"} <= set(theirs)
+    assert not any(n.startswith("course_probe::") for n in theirs)

@@ -10,8 +10,8 @@ from typing import Callable
 
 import torch
 
-from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
-                           on_a_busy_stream, unmodified)
+from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_close, assert_own_kernels, expect_error, ops_called,
+                           poison_next_allocation, on_a_busy_stream, unmodified)
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -197,6 +197,16 @@ class ActivationSpec(Spec):
         self._expect_backward(ctx, g, x, self.param_values[0], "backward[x with exact zeros]")
 
     def _check_gradcheck(self, ctx: Context) -> None:
+        # the gradient must flow through the exercise's two ops: PyTorch's own op (a wrapper that
+        # falls back to torch.nn.functional) passes gradcheck too
+        ns, fn = ctx.module.lib.namespace, self._fn(ctx)
+        probe = self._rand(ctx, "gradcheck_ops", (33,), torch.float32).requires_grad_()
+        called = set(ops_called(lambda: fn(probe, self.param_values[0]).sum().backward()))
+        missing = [op for op in (self.op, f"{self.op}_backward") if f"{ns}::{op}" not in called]
+        if missing:
+            theirs = sorted(n for n in called if self.op in n) or sorted(called)[:4]
+            raise CheckFailure(f"the gradient did not go through this exercise's {' and '.join(missing)} op(s); "
+                               f"ran {', '.join(theirs)}")
         x = self._rand(ctx, "gradcheck", (64,), torch.float64, 1.0)
         x = torch.where(x.abs() < 0.05, x + 0.1, x).requires_grad_()  # keep off the kink at 0
         fn = self._fn(ctx)
