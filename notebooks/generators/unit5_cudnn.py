@@ -209,9 +209,11 @@ def build():
         pointer goes only with a size of 0 (which is what the allocator returns for 0 bytes). The grader's
         `plans with a workspace` checks use layers large enough to need one, in both modes and both math modes.
 
-        Your region allocates the workspace and runs the plan's algorithm, by operation: the forward writes
-        `b.y`, backward-data writes `b.x`, backward-filter writes `b.w`. `one(a.dtype)` and `zero(a.dtype)` are
-        the scaling factors cuDNN expects (`y = 1 · conv + 0 · y`: overwrite), in the type it expects them in.
+        `run` (given) allocates the workspace before the call, because its address is part of the launch
+        cache's key (section 7), and hands it to your region as `ws`. Your region runs the plan's algorithm
+        with it, by operation: the forward writes `b.y`, backward-data writes `b.x`, backward-filter writes
+        `b.w`. `one(a.dtype)` and `zero(a.dtype)` are the scaling factors cuDNN expects
+        (`y = 1 · conv + 0 · y`: overwrite), in the type it expects them in.
 
         @@CONTEXT@@
         """, "workspace-intro", context=region_context(CU, "execute")),
@@ -379,11 +381,26 @@ def build():
         `run` (given) is the whole call. In `mode="uncached"` it builds a plan for this call alone, with the
         heuristic, and destroys it on return: the cost the cache removes, kept so you can measure it (section
         9). It never touches the cache or its counters. Otherwise it looks the key up, builds and inserts on a
-        miss, checks that the plan describes this call, and runs it:
+        miss, checks that the plan describes this call, allocates the workspace and runs the plan: replayed
+        as a CUDA graph when the launch cache (below) has one for these exact buffers, else with your
+        `execute`:
         """, "run"),
         code(r"""
         show("cudnn_conv.cu", "void run(const Args& a, const Buffers& b) {", "CacheStats cache_stats()")
         """, "show-run", locked=True),
+        md(r"""
+        **The launch cache (given).** With the plan cached, a call's host time is mostly cuDNN's own: in
+        cuDNN 9 the legacy `cudnnConvolutionForward` costs about 25 µs of host time per call on the H100,
+        twice all of `F.conv2d`. A loop that calls the same convolution on the same buffers (PyTorch's
+        caching allocator hands back the same blocks every iteration) can skip it: the second such call
+        records cuDNN's launches into a CUDA graph (stream capture on a private stream), and every later one
+        replays them with one `cudaGraphLaunch` on the caller's stream, as torch.compile's "reduce-overhead"
+        mode does for a whole model. A graph holds raw addresses, so its key is the plan and every address
+        the call touches (x, w, y, the workspace): a different output buffer never replays an old graph, and
+        a replay reads the buffers' current values. The first call of a key, a call inside the caller's own
+        `torch.cuda.graph` capture, and `mode="uncached"` never use it; `set_graphs(False)` turns it off, and
+        `cache_stats()` counts `graph_hits` and `graph_captures`.
+        """, "launch-cache"),
         md(r"""
         The gradients are the same machinery with another operation in the key: `conv2d_backward_input` is
         cuDNN's backward-data (which is also the transposed convolution: `conv_transpose2d` is built on it) and
