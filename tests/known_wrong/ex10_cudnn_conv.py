@@ -12,9 +12,19 @@ VARIANTS = [
             # on the H100 (cuDNN 9.19) cuDNN rejects it cleanly: every group that runs a plan needing a
             # workspace fails, the cache and thread checks too
             loses={"forward", "backward", "cache", "threads"}, reason="CUDNN_STATUS_BAD_PARAM"),
+    # The launch cache binds the handle to its capture stream itself and replays on the caller's stream,
+    # so this still loses only "streams": every graphed call was first run plainly on its buffers (the
+    # first call of a key is never graphed), and the streams checks' first calls are on a side stream.
     Variant(EX, "stale_handle_stream", "cudnnSetStream is never called: the handle stays on the default stream",
             {"cudnn_conv.cu": [("      CUDNN_CHECK(cudnnSetStream(handle_, stream));\n", "")]},
             loses={"streams"}, reason="current stream"),
+    # A graph replayed for a call whose output is another buffer writes the old buffer and leaves the
+    # new one unwritten. Certain losses: the cache group's new-output check and the threads check
+    # (each thread's 8 outputs kept alive on the same x, w and workspace). gradcheck (backward) and
+    # others may lose too, depending on where the allocator puts outputs: not claimed either way.
+    Variant(EX, "graph_key_without_output", "the launch cache's key leaves out b.y (the forward's output)",
+            {"cudnn_conv.cu": [("  k.y = reinterpret_cast<uintptr_t>(b.y);\n", "")]},
+            loses={"cache", "threads"}, keeps={"descriptors", "input_checks"}, reason="its own output buffer"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv2d when no gradient is needed",
             {"cudnn_conv.py": [("    return _conv2d(x, weight, stride, padding, dilation, _mode(mode))\n",
                                 "    return torch.nn.functional.conv2d(x, weight, None, stride, padding, dilation)\n")]},
