@@ -450,10 +450,13 @@ def build():
           runs this group without a GPU too.)
         - **cache**: a repeated call hits; a call that differs in any one key field misses; `cache_clear()`
           empties and resets; a capacity of 3 evicts the least recently used; `mode="uncached"` leaves the
-          counters alone.
+          counters alone. The launch cache: calls repeated on the same buffers refilled with new values
+          replay a graph and get the new results; a new output buffer never replays an old graph; with
+          `set_graphs(False)` or `mode="uncached"` no graph is made.
         - **threads**: six Python threads, each on its own stream and shapes: every result right, and the hits
           and misses add up exactly. **streams**: a call on a side stream must wait for that stream's earlier
-          work, which it does only if the handle is bound to the current stream.
+          work, which it does only if the handle is bound to the current stream; the same for a replayed
+          graph; and inside your own `torch.cuda.graph` capture the op's work must be recorded into it.
         """, "graded-intro"),
         graded(checks_source(EX, "descriptors", [
             "descriptors[output shapes]", "descriptors[cuDNN status errors]",
@@ -468,12 +471,13 @@ def build():
         ]), "backward", points=3),
         graded(checks_source(EX, "cache", [
             "cache[second identical call hits]", "cache[clear]", "cache[mode=uncached bypasses it]",
+            "cache[graphs: repeated calls replay, reading new values]",
         ]), "cache-test", points=2),
         graded(checks_source(EX, "threads", [
             "threads[6 threads, own streams and shapes]",
         ]), "threads", points=1),
         graded(checks_source(EX, "streams", [
-            "streams[runs on the current stream]",
+            "streams[runs on the current stream]", "streams[called inside torch.cuda.graph capture]",
         ]), "streams", points=1),
         graded(checks_source(EX, "input_checks", [
             "input_checks[a CPU tensor x]", "input_checks[stride 0]", "input_checks[grad_output of the wrong shape]",
@@ -494,8 +498,9 @@ def build():
         ## 9. What the cache is worth
 
         Left: host time per call on a tiny convolution (1x16x7x7, 16 → 16 channels), where the GPU work takes
-        a few microseconds and everything else is overhead: your op with cached plans (benchmark and heuristic
-        modes), uncached, and `F.conv2d`. Right: the wall time of one synchronised call against the batch size
+        a few microseconds and everything else is overhead: your op with cached plans (benchmark mode with the
+        launch cache on, which replays a CUDA graph here since every call has the same buffers, and off; and
+        heuristic mode), uncached, and `F.conv2d`. Right: the wall time of one synchronised call against the batch size
         of a 64-channel 56x56 layer, cached and uncached. The gap on the right is host time plus the slower
         algorithm the uncached path settles for; as the batch grows, the GPU's share grows and the host's
         share shrinks.
@@ -508,14 +513,14 @@ def build():
             import matplotlib.pyplot as plt
 
             from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
-            from grader.specs.ex10_cudnn_conv import host_calls, host_inputs, host_us_per_call
+            from grader.specs.ex10_cudnn_conv import host_calls, host_inputs, host_times
 
             ex10 = course.build("10_cudnn_conv")
             with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
                 x, w = host_inputs()  # 1x16x7x7, 16 -> 16 channels
                 # best of 3 loops of 200 calls, no sync inside a loop: the host's enqueueing time
-                host_us = {name.replace(", ", ",\n"): min(host_us_per_call(fn, loops=3))
-                           for name, fn in host_calls(ex10, x, w).items()}
+                host_us = {name.replace(", ", ",\n"): min(us)
+                           for name, us in host_times(ex10, host_calls(ex10, x, w), loops=3).items()}
 
                 flush = L2Flusher()
                 batches = [1, 2, 4, 8, 16, 32]
@@ -532,8 +537,10 @@ def build():
             for name, us in host_us.items():
                 print(f"{name.replace(chr(10), ' '):<20} {us:8.1f} µs of host time per call")
             fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-            left.bar(list(host_us), list(host_us.values()), color=["tab:green", "tab:olive", "tab:red", "tab:blue"])
+            left.bar(list(host_us), list(host_us.values()),
+                     color=["tab:green", "tab:cyan", "tab:olive", "tab:red", "tab:blue"])
             left.set_ylabel("µs of host time per call")
+            left.tick_params(axis="x", labelsize=8)
             left.set_title("1x16x7x7, 16->16, 3x3")
             for name, style in (("cached", "o-"), ("uncached", "s--"), ("F.conv2d", "^:")):
                 right.plot(batches, wall_us[name], style, label=name)
@@ -551,7 +558,8 @@ def build():
         ## What next
 
         The legacy API's limits showed up above: more host time per call than PyTorch's cached graph-API
-        plans, and slower TF32 algorithms. cuDNN's graph API (through `cudnn_frontend`) describes the
+        plans (the launch cache hides it only for calls repeated on the same buffers), and slower TF32
+        algorithms. cuDNN's graph API (through `cudnn_frontend`) describes the
         convolution, its bias and its activation as one graph and lets cuDNN fuse them: unit 4's fusion, with
         cuDNN's kernels. `make bench EX=10` reports your op against `F.conv2d` in both math modes, host time per
         call, and cached against uncached time.
