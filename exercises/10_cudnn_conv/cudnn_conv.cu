@@ -572,13 +572,14 @@ std::shared_ptr<Graph> capture(DeviceHandle& device, std::shared_ptr<const Plan>
         try {
           execute(*entry->plan, a, b, ws, device.handle);
           ok = true;
-        } catch (const std::exception&) {  // cuDNN refused under capture: the plain call will say why, if it fails too
+        } catch (const std::exception&) {  // refused under capture; the plain call says why if it fails too
         }
         cudaGraph_t raw = nullptr;
         ok = cudaStreamEndCapture(device.capture, &raw) == cudaSuccess && ok;
         graph.reset(raw);
       }
-      cudnnSetStream(device.handle, bound);
+      // back where it was; should that fail, say where it is, so the next call binds it again
+      if (cudnnSetStream(device.handle, bound) != CUDNN_STATUS_SUCCESS) device.stream = device.capture;
     }
   }
   size_t nodes = 0;  // no node: cuDNN's work went elsewhere (it already ran), nothing to replay

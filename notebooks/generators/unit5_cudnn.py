@@ -53,9 +53,9 @@ def build():
         | descriptors (output shapes, cuDNN's errors) | 1 |
         | forward | 3 |
         | backward (data, filter, transposed convolution, autograd) | 3 |
-        | cache (hits, misses, every key field, eviction, uncached mode) | 2 |
+        | cache (hits, misses, every key field, eviction, uncached mode, the launch cache's graphs) | 2 |
         | threads | 1 |
-        | streams | 1 |
+        | streams (the handle, a replayed graph, inside your own graph capture) | 1 |
         | input checks | 1 |
         | performance (against the reference, in the same run) | 3 |
 

@@ -12,9 +12,11 @@ VARIANTS = [
             # on the H100 (cuDNN 9.19) cuDNN rejects it cleanly: every group that runs a plan needing a
             # workspace fails, the cache and thread checks too
             loses={"forward", "backward", "cache", "threads"}, reason="CUDNN_STATUS_BAD_PARAM"),
-    # The launch cache binds the handle to its capture stream itself and replays on the caller's stream,
-    # so this still loses only "streams": every graphed call was first run plainly on its buffers (the
-    # first call of a key is never graphed), and the streams checks' first calls are on a side stream.
+    # Still only "streams": the launch cache binds the handle to its capture stream itself (and back)
+    # and replays on the caller's stream, but the first call on a set of buffers is never graphed, so
+    # the streams check's side-stream call runs plainly on the default stream, and inside the caller's
+    # torch.cuda.graph capture cuDNN's work runs eagerly instead of being recorded. The other groups'
+    # checks run on the default stream, where the handle is.
     Variant(EX, "stale_handle_stream", "cudnnSetStream is never called: the handle stays on the default stream",
             {"cudnn_conv.cu": [("      CUDNN_CHECK(cudnnSetStream(handle_, stream));\n", "")]},
             loses={"streams"}, reason="current stream"),
