@@ -167,13 +167,17 @@ std::vector<int64_t> describe(IntArrayRef x_size, IntArrayRef w_size, IntArrayRe
   return {plan.y.begin(), plan.y.end()};
 }
 
-// hits, misses, evictions, size, capacity, largest workspace of a cached plan
+// hits, misses, evictions, size, capacity, largest workspace of a cached plan; then the launch
+// cache's graph hits, captures, failures, graphs held, and whether it is on (1) or off (0)
 std::vector<int64_t> cache_stats() {
   const conv::CacheStats s = conv::cache_stats();
-  return {s.hits, s.misses, s.evictions, s.size, s.capacity, s.max_workspace_bytes};
+  return {s.hits, s.misses, s.evictions, s.size, s.capacity, s.max_workspace_bytes,
+          s.graph_hits, s.graph_captures, s.graph_failures, s.graphs, s.graphs_enabled ? 1 : 0};
 }
 
 void cache_clear() { conv::cache_clear(); }
+
+void set_graphs(bool enabled) { conv::set_graphs(enabled); }
 
 void cache_set_capacity(int64_t capacity) {
   TORCH_CHECK(capacity >= 1, "capacity must be at least 1, but is ", str(capacity));
@@ -194,6 +198,7 @@ COURSE_LIBRARY(m) {
   m.def("cache_stats() -> int[]", &cache_stats);
   m.def("cache_clear() -> ()", &cache_clear);
   m.def("cache_set_capacity(int capacity) -> ()", &cache_set_capacity);
+  m.def("set_graphs(bool enabled) -> ()", &set_graphs);
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check

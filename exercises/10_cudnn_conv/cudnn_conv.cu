@@ -4,11 +4,14 @@
 //
 // Host code only: cuDNN's own kernels do the work, so this file has no kernels. It includes no ATen
 // tensor headers, so an edit here rebuilds in seconds; tensors and registration are in cudnn_conv.cpp.
-// Order: helpers -> descriptors -> cache -> algorithm choice -> the call -> run().
+// Order: helpers -> descriptors -> cache -> algorithm choice -> the call -> the launch cache (CUDA
+// graphs) -> run().
 #include <algorithm>
+#include <atomic>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <c10/core/Allocator.h>
@@ -83,6 +86,7 @@ struct DeviceHandle {
   std::mutex mu;  // one thread at a time: the handle's stream is state shared by every caller
   cudnnHandle_t handle = nullptr;
   cudaStream_t stream = nullptr;  // the stream the handle is bound to (cudnnCreate: the default stream)
+  cudaStream_t capture = nullptr;  // the launch cache's private stream for graph capture (made on first use)
 };
 
 DeviceHandle& handle_for(int device) {
@@ -377,12 +381,14 @@ void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t
 
 // -------------------------------------------------------------------------------------- the call
 
-void execute(const Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
+// `ws` is plan.workspace_bytes of scratch that run() took from allocate_workspace: run() needs its
+// address before the call (it is part of the launch cache's key, below).
+void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataPtr& ws, cudnnHandle_t h) {
   // BEGIN SOLUTION
-  // TODO: take plan.workspace_bytes from allocate_workspace (never a null pointer with a non-zero
-  // TODO: size), then run plan.algo with cudnnConvolutionForward (writes b.y), ...BackwardData
-  // TODO: (writes b.x) or ...BackwardFilter (writes b.w) by a.op, with one(a.dtype) and zero(a.dtype).
-  // TODO: (the reference solution takes about 20 lines)
+  // TODO: run plan.algo with cudnnConvolutionForward (writes b.y), ...BackwardData (writes b.x) or
+  // TODO: ...BackwardFilter (writes b.w) by a.op, with one(a.dtype) and zero(a.dtype), and the
+  // TODO: workspace ws.get() of plan.workspace_bytes (never a null pointer with a non-zero size).
+  // TODO: (the reference solution takes about 19 lines)
   TORCH_CHECK(false, "execute (cudnn_conv.cu) is not implemented yet");
   // END SOLUTION
 }
@@ -393,6 +399,214 @@ void check_plan(const Plan& p, const Args& a) {
   TORCH_CHECK(p.x == a.x && p.w == a.w && p.y == a.y, "the plan found for this call describes x ", ref(p.x),
               ", w ", ref(p.w), ", y ", ref(p.y), " but the call has x ", ref(a.x), ", w ", ref(a.w), ", y ",
               ref(a.y), ": the cache key is missing a field that changes the plan");
+}
+
+// ---------------------------------------------------------------- the launch cache (CUDA graphs)
+//
+// A cached call still costs ~25 us of host time in cuDNN 9's legacy cudnnConvolutionForward itself
+// (scripts/host_time_cudnn.py). A program that calls the same convolution on the same buffers again
+// and again (a training or inference loop: PyTorch's caching allocator hands back the same blocks)
+// can skip that: the second such call records cuDNN's launches into a CUDA graph, and every later one
+// replays them with one cudaGraphLaunch on the caller's stream. This is what torch.compile's
+// "reduce-overhead" does, inside the op. A graph holds raw device addresses, so its key is the plan
+// and every address the call reads or writes: it is only ever replayed for exactly those buffers, and
+// it reads their values when it runs.
+
+// The plan (kept alive by the entry, so its address names it), the four buffers and the device.
+struct GraphKey {
+  uintptr_t plan = 0, x = 0, w = 0, y = 0, workspace = 0, device = 0;
+  bool operator==(const GraphKey& other) const { return std::memcmp(this, &other, sizeof(GraphKey)) == 0; }
+};
+
+struct GraphKeyHash {
+  size_t operator()(const GraphKey& key) const {
+    const uintptr_t words[] = {key.plan, key.x, key.w, key.y, key.workspace, key.device};
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, as KeyHash
+    for (uintptr_t w : words) {
+      h ^= w;
+      h *= 1099511628211ull;
+    }
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+GraphKey graph_key(const Plan* plan, const Args& a, const Buffers& b, const void* workspace) {
+  GraphKey k;
+  k.plan = reinterpret_cast<uintptr_t>(plan);
+  k.x = reinterpret_cast<uintptr_t>(b.x);
+  k.w = reinterpret_cast<uintptr_t>(b.w);
+  k.y = reinterpret_cast<uintptr_t>(b.y);
+  k.workspace = reinterpret_cast<uintptr_t>(workspace);
+  k.device = static_cast<uintptr_t>(a.device);
+  return k;
+}
+
+// RAII owners: a captured graph (dropped once instantiated) and its executable form.
+struct GraphDeleter {
+  void operator()(cudaGraph_t g) const { cudaGraphDestroy(g); }
+};
+struct GraphExecDeleter {
+  void operator()(cudaGraphExec_t e) const { cudaGraphExecDestroy(e); }
+};
+using GraphOwner = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDeleter>;
+using GraphExecOwner = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
+
+// One key's graph. Shared: one evicted or cleared while another thread launches it stays alive.
+struct Graph {
+  std::shared_ptr<const Plan> plan;  // the plan it was captured from: its address stays this key's
+  GraphExecOwner exec;               // null: capture failed, so this key always runs the plain call
+  std::mutex launch_mu;              // an executable graph is not to be launched by two threads at once
+};
+
+// Graphs by key, at most kCapacity, the least recently used evicted first: few entries and rare
+// insertions, so eviction scans for the oldest use instead of keeping a list. A key's first call only
+// leaves the key in `seen_`; its second captures: a one-off call never pays for a capture.
+class GraphCache {
+ public:
+  static constexpr size_t kCapacity = 64;
+  static constexpr size_t kSeenCapacity = 1024;  // forgotten all at once when full
+
+  // The graph (or remembered failure) for key, or null. When null, *capture says that this is the
+  // key's second call, so the caller should capture it now.
+  std::shared_ptr<Graph> find(const GraphKey& key, bool* capture) {
+    std::lock_guard<std::mutex> lock(mu_);
+    *capture = false;
+    auto it = graphs_.find(key);
+    if (it != graphs_.end()) {
+      it->second.used = ++tick_;
+      if (it->second.graph->exec) ++hits_;
+      return it->second.graph;
+    }
+    if (seen_.erase(key) > 0) {
+      *capture = true;
+    } else {
+      if (seen_.size() >= kSeenCapacity) seen_.clear();
+      seen_.insert(key);
+    }
+    return nullptr;
+  }
+
+  // Keeps `graph` under key (or the one another thread captured first) and returns it.
+  std::shared_ptr<Graph> insert(const GraphKey& key, std::shared_ptr<Graph> graph) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = graphs_.find(key);
+    if (it != graphs_.end()) return it->second.graph;
+    ++(graph->exec ? captures_ : failures_);
+    if (graphs_.size() >= kCapacity) {
+      auto oldest = std::min_element(graphs_.begin(), graphs_.end(),
+                                     [](const auto& l, const auto& r) { return l.second.used < r.second.used; });
+      graphs_.erase(oldest);
+    }
+    graphs_.emplace(key, Slot{graph, ++tick_});
+    return graph;
+  }
+
+  void stats(CacheStats* s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->graph_hits = hits_;
+    s->graph_captures = captures_;
+    s->graph_failures = failures_;
+    s->graphs = static_cast<int64_t>(graphs_.size());
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    graphs_.clear();
+    seen_.clear();
+    hits_ = captures_ = failures_ = 0;
+  }
+
+ private:
+  struct Slot {
+    std::shared_ptr<Graph> graph;
+    uint64_t used;  // tick_ at the last use
+  };
+  std::mutex mu_;
+  std::unordered_map<GraphKey, Slot, GraphKeyHash> graphs_;
+  std::unordered_set<GraphKey, GraphKeyHash> seen_;
+  uint64_t tick_ = 0;
+  int64_t hits_ = 0, captures_ = 0, failures_ = 0;
+};
+
+// Never destroyed: destroying graphs at exit may come after the CUDA driver is gone (as the handles).
+GraphCache& graphs() {
+  static GraphCache* instance = new GraphCache();
+  return *instance;
+}
+
+std::atomic<bool> graphs_on{true};
+
+// True when `stream` is being captured into a graph by the caller (torch.cuda.graph, or any other
+// capture): then the plain call must run, so that cuDNN's launches are recorded into the caller's
+// graph. A failed query (e.g. the legacy stream while a blocking stream captures) counts as capturing.
+bool caller_is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the (non-sticky) error the query left
+    return true;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Records the plan's call on the device's private capture stream and instantiates it. The handle is
+// bound to the capture stream for the capture only, under the device's lock, and bound back to the
+// stream it was on, so DeviceHandle::stream stays true. Any failure gives an entry without exec (the
+// key then always runs the plain call); it is never an error for the caller.
+std::shared_ptr<Graph> capture(DeviceHandle& device, std::shared_ptr<const Plan> plan, const Args& a,
+                               const Buffers& b, const c10::DataPtr& ws) {
+  auto entry = std::make_shared<Graph>();
+  entry->plan = std::move(plan);
+  GraphOwner graph;
+  bool ok = false;
+  {
+    std::lock_guard<std::mutex> lock(device.mu);
+    // Non-blocking: no implicit ordering with the legacy default stream. It waits on nothing: a
+    // capture records the launches, it runs nothing.
+    if (device.capture == nullptr && cudaStreamCreateWithFlags(&device.capture, cudaStreamNonBlocking) != cudaSuccess) {
+      device.capture = nullptr;
+    }
+    cudaStream_t bound = nullptr;
+    if (device.capture != nullptr && cudnnGetStream(device.handle, &bound) == CUDNN_STATUS_SUCCESS &&
+        cudnnSetStream(device.handle, device.capture) == CUDNN_STATUS_SUCCESS) {
+      // ThreadLocal: other threads' unsafe calls (a cudaMalloc) do not break this capture.
+      if (cudaStreamBeginCapture(device.capture, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+        try {
+          execute(*entry->plan, a, b, ws, device.handle);
+          ok = true;
+        } catch (const std::exception&) {  // refused under capture; the plain call says why if it fails too
+        }
+        cudaGraph_t raw = nullptr;
+        ok = cudaStreamEndCapture(device.capture, &raw) == cudaSuccess && ok;
+        graph.reset(raw);
+      }
+      // back where it was; should that fail, say where it is, so the next call binds it again
+      if (cudnnSetStream(device.handle, bound) != CUDNN_STATUS_SUCCESS) device.stream = device.capture;
+    }
+  }
+  size_t nodes = 0;  // no node: cuDNN's work went elsewhere (it already ran), nothing to replay
+  ok = ok && graph && cudaGraphGetNodes(graph.get(), nullptr, &nodes) == cudaSuccess && nodes > 0;
+  cudaGraphExec_t exec = nullptr;
+  if (ok && cudaGraphInstantiateWithFlags(&exec, graph.get(), 0) == cudaSuccess) entry->exec.reset(exec);
+  if (!entry->exec) (void)cudaGetLastError();
+  return entry;
+}
+
+// Runs the call as a graph when it can: true when it was replayed (or captured now and launched),
+// false when the caller must run the plain call (graphs off, the caller capturing, the key's first
+// call, or a key whose capture failed).
+bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan, const Args& a, const Buffers& b,
+                  const c10::DataPtr& ws) {
+  if (!graphs_on.load(std::memory_order_relaxed) || caller_is_capturing(a.stream)) return false;
+  const GraphKey key = graph_key(plan.get(), a, b, ws.get());
+  bool capture_now = false;
+  std::shared_ptr<Graph> g = graphs().find(key, &capture_now);
+  if (!g && capture_now) g = graphs().insert(key, capture(device, plan, a, b, ws));
+  if (!g || !g->exec) return false;
+  std::lock_guard<std::mutex> lock(g->launch_mu);
+  if (cudaGraphLaunch(g->exec.get(), a.stream) != cudaSuccess) {
+    (void)cudaGetLastError();  // nothing was queued: the plain call runs instead
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -407,7 +621,8 @@ void run(const Args& a, const Buffers& b) {
     BoundHandle h(device, a.stream);
     choose_algorithm(plan, a, b, h.get());
     check_plan(plan, a);
-    execute(plan, a, b, h.get());
+    c10::DataPtr ws = allocate_workspace(plan.workspace_bytes);
+    execute(plan, a, b, ws, h.get());
     return;
   }
   const Key key = make_key(a);
@@ -421,12 +636,23 @@ void run(const Args& a, const Buffers& b) {
     plan = cache().insert(key, std::move(fresh));
   }
   check_plan(*plan, a);
+  c10::DataPtr ws = allocate_workspace(plan->workspace_bytes);  // held until the work is queued
+  if (run_as_graph(device, plan, a, b, ws)) return;
   BoundHandle h(device, a.stream);
-  execute(*plan, a, b, h.get());
+  execute(*plan, a, b, ws, h.get());
 }
 
-CacheStats cache_stats() { return cache().stats(); }
-void cache_clear() { cache().clear(); }
+CacheStats cache_stats() {
+  CacheStats s = cache().stats();
+  graphs().stats(&s);
+  s.graphs_enabled = graphs_on.load();
+  return s;
+}
+void cache_clear() {
+  cache().clear();
+  graphs().clear();
+}
 void cache_set_capacity(int64_t capacity) { cache().set_capacity(static_cast<size_t>(capacity)); }
+void set_graphs(bool enabled) { graphs_on.store(enabled); }
 
 }  // namespace conv

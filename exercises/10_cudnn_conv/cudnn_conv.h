@@ -119,13 +119,19 @@ Plan describe(const Args& args);
 // Run one convolution through the plan cache (or uncached, by args.mode).
 void run(const Args& args, const Buffers& buffers);
 
-// The cache seen from Python: counts, size, bound.
+// The cache seen from Python: counts, size, bound; and the launch cache's (CUDA graphs) counts.
 struct CacheStats {
   int64_t hits = 0, misses = 0, evictions = 0, size = 0, capacity = 0;
   int64_t max_workspace_bytes = 0;  // the largest workspace a cached plan needs
+  int64_t graph_hits = 0;      // calls that replayed a captured graph (one cudaGraphLaunch)
+  int64_t graph_captures = 0;  // graphs captured and instantiated
+  int64_t graph_failures = 0;  // captures that failed: those keys run the plain call
+  int64_t graphs = 0;          // graphs held (failures included)
+  bool graphs_enabled = true;
 };
 CacheStats cache_stats();
-void cache_clear();  // drop every plan and reset the counts
+void cache_clear();  // drop every plan and graph, and reset the counts
 void cache_set_capacity(int64_t capacity);
+void set_graphs(bool enabled);  // the launch cache on (the default) or off; off keeps its graphs
 
 }  // namespace conv

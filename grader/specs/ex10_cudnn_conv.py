@@ -10,12 +10,13 @@ from __future__ import annotations
 import random
 import threading
 import time
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 
 from grader.bench import math_mode, tuned_strict_fp32
-from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, unmodified
+from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
@@ -30,6 +31,9 @@ CASE_K = 12  # output channels
 WORKSPACE_CASES = (((8, 64, 56, 56), 64, 3, 1), ((16, 256, 14, 14), 256, 3, 1), ((4, 32, 64, 64), 48, 5, 2))
 # The timed convolutions: (x shape, output channels), 3x3, stride 1, padding 1.
 BENCH = (((32, 512, 7, 7), 512), ((32, 64, 56, 56), 64))
+# The launch cache's checks (CUDA graphs): the streams check's convolution, 3x3, stride 1, padding 1.
+GRAPH_X, GRAPH_K = (2, 8, 20, 20), 8
+GRAPH_COUNTS = ("graph_hits", "graph_captures", "graph_failures", "graphs")
 
 
 def _name(k, s, p, d=1) -> str:
@@ -89,6 +93,40 @@ def assert_no_pytorch_conv(fn, what: str) -> None:
                            "the op must call cuDNN itself")
     if not kernels:
         raise CheckFailure(f"{what}: no GPU kernel ran")
+
+
+def graph_counts(m) -> dict:
+    """The launch cache's counts from cache_stats()."""
+    s = m.cache_stats()
+    missing = [k for k in GRAPH_COUNTS if k not in s]
+    if missing:
+        raise CheckFailure(f"cache_stats() has no {', '.join(missing)}: the launch cache's counts are part of "
+                           "the interface")
+    return {k: int(s[k]) for k in GRAPH_COUNTS}
+
+
+@contextmanager
+def launch_cache(m, enabled: bool):
+    """The launch cache (CUDA graphs) on or off for the body; on again after it (the default)."""
+    m.set_graphs(enabled)
+    try:
+        yield
+    finally:
+        m.set_graphs(True)
+
+
+def repeat_on_same_buffers(fn, x: torch.Tensor, values) -> list[torch.Tensor]:
+    """fn() once per value, with x refilled in place first; each output is copied and freed before the
+    next call, so the caching allocator hands the op the same buffers every time (as in a training
+    loop): with the launch cache on, the second call captures a graph and the later ones replay it."""
+    outs = []
+    for v in values:
+        x.copy_(v)
+        y = fn()
+        outs.append(y.clone())
+        del y
+    torch.cuda.synchronize()
+    return outs
 
 
 def _random_configs(seed: int, count: int):
@@ -386,6 +424,140 @@ class CudnnConvSpec(Spec):
         if after != before:
             raise CheckFailure(f"cache: mode='uncached' must not use the cache, but the counts moved: {before} -> {after}")
 
+    # --- the launch cache (CUDA graphs) ---------------------------------------------------------
+    def _graph_inputs(self, ctx, name, count):
+        x = torch.zeros(GRAPH_X, device="cuda")
+        w = _weight(ctx, f"{name}-w", (GRAPH_K, GRAPH_X[1], 3, 3))
+        values = [_rand(ctx, f"{name}-v{i}", GRAPH_X) for i in range(count)]
+        return x, w, values
+
+    def _check_graph_replay(self, ctx):
+        """The same buffers with new values in them: the second call captures a graph, the later ones
+        replay it, and every result is that of the values the buffers hold at the call."""
+        m = ctx.module
+        x, w, values = self._graph_inputs(ctx, "graph", 5)
+        refs = [_reference(v, w, 1, 1, 1) for v in values]
+        m.cache_clear()
+        with math_of("strict"), launch_cache(m, True):
+            outs = repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1), x, values)
+            counts = graph_counts(m)
+            for i, (y, ref) in enumerate(zip(outs, refs)):
+                assert_rel_error(y, ref, TOL["strict"], f"graphs: call {i + 1} of conv2d on the same buffers refilled "
+                                 "with new values (a replayed graph must read the buffers' current values)")
+            if counts["graph_captures"] < 1 or counts["graph_hits"] < 1:
+                raise CheckFailure(f"graphs: {len(values)} calls of conv2d on the same buffers replayed no graph "
+                                   f"(counts {counts}); the second call should capture one, the later ones replay it")
+            # the gradients, the same way: grad_output refilled in place, x as the last call left it
+            g = torch.zeros((GRAPH_X[0], GRAPH_K, GRAPH_X[2], GRAPH_X[3]), device="cuda")
+            gs = [_rand(ctx, f"graph-g{i}", tuple(g.shape)) for i in range(4)]
+            grads = [_reference_grads(x, w, gi, 1, 1, 1) for gi in gs]
+            gxs = repeat_on_same_buffers(lambda: m.conv2d_backward_input(g, w, GRAPH_X, 1, 1), g, gs)
+            gws = repeat_on_same_buffers(lambda: m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1), g, gs)
+        for i, ((ref_x, ref_w), gx, gw) in enumerate(zip(grads, gxs, gws)):
+            same = f"call {i + 1} on the same buffers"
+            assert_rel_error(gx, ref_x, TOL["strict"], f"graphs: conv2d_backward_input {same}")
+            assert_rel_error(gw, ref_w, TOL["strict"], f"graphs: conv2d_backward_weight {same}")
+
+    def _check_graph_new_output(self, ctx):
+        """A graph holds the addresses it was captured with: a call whose output is another buffer must
+        not replay it (it would write the old buffer and leave the new one unwritten)."""
+        m = ctx.module
+        x, w, values = self._graph_inputs(ctx, "graph-out", 7)
+        m.cache_clear()
+        with math_of("strict"), launch_cache(m, True):
+            repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1), x, values[:3])  # a graph for these buffers
+            kept = []
+            for v in values[3:]:  # same x, w and workspace; every output kept alive, so each is a new buffer
+                x.copy_(v)
+                poison_next_allocation(GRAPH_X[0] * GRAPH_K * GRAPH_X[2] * GRAPH_X[3])
+                kept.append(m.conv2d(x, w, 1, 1))
+            torch.cuda.synchronize()
+        for i, (y, v) in enumerate(zip(kept, values[3:])):
+            assert_rel_error(y, _reference(v, w, 1, 1, 1), TOL["strict"],
+                             f"graphs: conv2d call {i + 1} into its own output buffer, after a graph was captured "
+                             "for another output buffer (a graph is only for the exact addresses it was captured with)")
+
+    def _check_graphs_off(self, ctx):
+        """set_graphs(False) and mode="uncached": the same results, and no graph captured or replayed."""
+        m = ctx.module
+        x, w, values = self._graph_inputs(ctx, "graph-off", 4)
+        refs = [_reference(v, w, 1, 1, 1) for v in values]
+        m.cache_clear()
+        with math_of("strict"):
+            with launch_cache(m, False):
+                if m.cache_stats().get("graphs_enabled") is not False:
+                    raise CheckFailure(f"graphs: after set_graphs(False), cache_stats() says {m.cache_stats()}")
+                off = repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1), x, values)
+                off_counts = graph_counts(m)
+            uncached = repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1, mode="uncached"), x, values)
+            uncached_counts = graph_counts(m)
+        for i, ref in enumerate(refs):
+            assert_rel_error(off[i], ref, TOL["strict"], f"graphs off: call {i + 1} on the same buffers")
+            assert_rel_error(uncached[i], ref, TOL["strict"], f"mode=uncached: call {i + 1} on the same buffers")
+        if any(off_counts.values()):
+            raise CheckFailure(f"graphs: with set_graphs(False), repeated calls still used graphs: {off_counts}")
+        if any(uncached_counts.values()):
+            raise CheckFailure(f"graphs: mode='uncached' must never use graphs, but the counts moved: "
+                               f"{uncached_counts}")
+
+    def _check_graph_side_stream(self, ctx):
+        """A replayed graph must run on the caller's current stream: on a side stream, after that
+        stream's long sleep and its copy into the input, it must read the copied values."""
+        m = ctx.module
+        x = _rand(ctx, "sgraph-x", GRAPH_X)
+        w = _weight(ctx, "sgraph-w", (GRAPH_K, GRAPH_X[1], 3, 3))
+        expected = _reference(x, w, 1, 1, 1)
+        late = torch.zeros_like(x)
+        side = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        with math_of("strict"), launch_cache(m, True):
+            with torch.cuda.stream(side):
+                for _ in range(3):  # on this stream's own buffers: the second call captures, the third replays
+                    m.conv2d(late, w, 1, 1)
+            side.synchronize()
+            for attempt in range(2):
+                late.zero_()
+                torch.cuda.synchronize()
+                with torch.cuda.stream(side):
+                    torch.cuda._sleep(100_000_000)  # tens of milliseconds of work queued first
+                    late.copy_(x)
+                    y = m.conv2d(late, w, 1, 1)
+                torch.cuda.synchronize()
+                assert_rel_error(y, expected, TOL["strict"],
+                                 f"streams: a repeated conv2d on a side stream (attempt {attempt + 1}) read its input "
+                                 "before that stream wrote it: a replayed graph must be launched on the current stream")
+                del y
+
+    def _check_inside_user_capture(self, ctx):
+        """Called inside the caller's own torch.cuda.graph capture, the op must queue cuDNN's work on the
+        capturing stream (so it is recorded into the caller's graph), not capture or replay its own."""
+        m = ctx.module
+        x = torch.zeros(GRAPH_X, device="cuda")
+        w = _weight(ctx, "ugraph-w", (GRAPH_K, GRAPH_X[1], 3, 3))
+        values = [_rand(ctx, f"ugraph-v{i}", GRAPH_X) for i in range(3)]
+        with math_of("strict"), launch_cache(m, True):
+            warm = torch.cuda.Stream()
+            warm.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(warm):  # plans made (and the op's own graph) before the capture, as torch asks
+                for _ in range(3):
+                    m.conv2d(x, w, 1, 1)
+            torch.cuda.current_stream().wait_stream(warm)
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(graph):
+                    y = m.conv2d(x, w, 1, 1)
+            except Exception as e:
+                raise CheckFailure(f"streams: conv2d inside torch.cuda.graph capture failed: {type(e).__name__}: "
+                                   f"{str(e).splitlines()[0][:300]}") from None
+            for i, v in enumerate(values):
+                x.copy_(v)
+                graph.replay()
+                torch.cuda.synchronize()
+                assert_rel_error(y, _reference(v, w, 1, 1, 1), TOL["strict"],
+                                 f"streams: replay {i + 1} of a torch.cuda.graph that captured conv2d (the op's work "
+                                 "must be queued on the capturing stream, the current one)")
+
     # --- threads and streams -------------------------------------------------------------------
     def _check_threads(self, ctx):
         """Several Python threads, each on its own stream and shapes: every result right, and the
@@ -567,8 +739,13 @@ class CudnnConvSpec(Spec):
         add("cache[clear]", "cache", self._check_clear)
         add("cache[bounded, least recently used evicted]", "cache", self._check_bounded)
         add("cache[mode=uncached bypasses it]", "cache", self._check_uncached)
+        add("cache[graphs: repeated calls replay, reading new values]", "cache", self._check_graph_replay)
+        add("cache[graphs: a new output buffer never replays an old graph]", "cache", self._check_graph_new_output)
+        add("cache[graphs off and mode=uncached: no graph]", "cache", self._check_graphs_off)
         add("threads[6 threads, own streams and shapes]", "threads", self._check_threads)
         add("streams[runs on the current stream]", "streams", self._check_stream)
+        add("streams[a replayed graph runs on the current stream]", "streams", self._check_graph_side_stream)
+        add("streams[called inside torch.cuda.graph capture]", "streams", self._check_inside_user_capture)
         for what, fn, names, needs_gpu in self._input_checks():
             add(f"input_checks[{what}]", "input_checks",
                 lambda ctx, fn=fn, names=names, what=what: expect_error(fn, ctx, names=names, what=what), needs_gpu)
@@ -675,15 +852,30 @@ def host_us_per_call(fn, calls: int = 200, loops: int = 10) -> list[float]:
     return per_call
 
 
+GRAPHS_OFF = "graphs off"  # in a host_calls name: time it with the launch cache off (host_times)
+
+
 def host_calls(m, x, w) -> dict:
-    """The calls whose host time is reported: ours with cached plans (both algorithm modes), ours
+    """The calls whose host time is reported: ours with cached plans (both algorithm modes; the same
+    buffers every call, so the launch cache replays a CUDA graph, and once with it off), ours
     uncached, and F.conv2d, each a 3x3 convolution with padding 1."""
     return {
         "cached, benchmark": lambda: m.conv2d(x, w, 1, 1),
+        f"cached, benchmark, {GRAPHS_OFF}": lambda: m.conv2d(x, w, 1, 1),
         "cached, heuristic": lambda: m.conv2d(x, w, 1, 1, mode="heuristic"),
         "uncached": lambda: m.conv2d(x, w, 1, 1, mode="uncached"),
         "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
     }
+
+
+def host_times(m, calls: dict, loops: int = 10) -> dict[str, list[float]]:
+    """host_us_per_call of each call, the launch cache off for those whose name says GRAPHS_OFF."""
+    return {name: _timed_with_graphs(m, GRAPHS_OFF not in name, fn, loops) for name, fn in calls.items()}
+
+
+def _timed_with_graphs(m, graphs: bool, fn, loops: int) -> list[float]:
+    with launch_cache(m, graphs):
+        return host_us_per_call(fn, loops=loops)
 
 
 def host_inputs(x_shape=HOST_CASE[0], k=HOST_CASE[1]):
@@ -716,7 +908,8 @@ def throughput(m, flush) -> dict:
 
 def extra_report() -> dict:
     """`make bench` extras: our op against F.conv2d per shape in both math modes, host time per
-    call on a tiny input, and cached against uncached time."""
+    call on a tiny input (cached with the launch cache on and off, uncached, F.conv2d), and cached
+    against uncached time."""
     from grader import env
     from grader.bench import L2Flusher, time_fn
     from grader.spec import import_exercise_module
@@ -728,8 +921,8 @@ def extra_report() -> dict:
                     "host_us_per_call": {}, "cached_vs_uncached_us": {}}
     with math_mode(cudnn_benchmark=True):  # strict fp32
         x, w = host_inputs()
-        for name, fn in host_calls(m, x, w).items():
-            report["host_us_per_call"][f"1x16x7x7 16->16 3x3: {name}"] = min(host_us_per_call(fn))
+        for name, times in host_times(m, host_calls(m, x, w)).items():
+            report["host_us_per_call"][f"1x16x7x7 16->16 3x3: {name}"] = min(times)
         for x_shape, k in (HOST_CASE, ((32, 64, 56, 56), 64)):
             xs = [host_inputs(x_shape, k) for _ in range(2)]
             row = {}

@@ -53,9 +53,9 @@ def build():
         | descriptors (output shapes, cuDNN's errors) | 1 |
         | forward | 3 |
         | backward (data, filter, transposed convolution, autograd) | 3 |
-        | cache (hits, misses, every key field, eviction, uncached mode) | 2 |
+        | cache (hits, misses, every key field, eviction, uncached mode, the launch cache's graphs) | 2 |
         | threads | 1 |
-        | streams | 1 |
+        | streams (the handle, a replayed graph, inside your own graph capture) | 1 |
         | input checks | 1 |
         | performance (against the reference, in the same run) | 3 |
 
@@ -209,9 +209,11 @@ def build():
         pointer goes only with a size of 0 (which is what the allocator returns for 0 bytes). The grader's
         `plans with a workspace` checks use layers large enough to need one, in both modes and both math modes.
 
-        Your region allocates the workspace and runs the plan's algorithm, by operation: the forward writes
-        `b.y`, backward-data writes `b.x`, backward-filter writes `b.w`. `one(a.dtype)` and `zero(a.dtype)` are
-        the scaling factors cuDNN expects (`y = 1 · conv + 0 · y`: overwrite), in the type it expects them in.
+        `run` (given) allocates the workspace before the call, because its address is part of the launch
+        cache's key (section 7), and hands it to your region as `ws`. Your region runs the plan's algorithm
+        with it, by operation: the forward writes `b.y`, backward-data writes `b.x`, backward-filter writes
+        `b.w`. `one(a.dtype)` and `zero(a.dtype)` are the scaling factors cuDNN expects
+        (`y = 1 · conv + 0 · y`: overwrite), in the type it expects them in.
 
         @@CONTEXT@@
         """, "workspace-intro", context=region_context(CU, "execute")),
@@ -379,11 +381,26 @@ def build():
         `run` (given) is the whole call. In `mode="uncached"` it builds a plan for this call alone, with the
         heuristic, and destroys it on return: the cost the cache removes, kept so you can measure it (section
         9). It never touches the cache or its counters. Otherwise it looks the key up, builds and inserts on a
-        miss, checks that the plan describes this call, and runs it:
+        miss, checks that the plan describes this call, allocates the workspace and runs the plan: replayed
+        as a CUDA graph when the launch cache (below) has one for these exact buffers, else with your
+        `execute`:
         """, "run"),
         code(r"""
         show("cudnn_conv.cu", "void run(const Args& a, const Buffers& b) {", "CacheStats cache_stats()")
         """, "show-run", locked=True),
+        md(r"""
+        **The launch cache (given).** With the plan cached, a call's host time is mostly cuDNN's own: in
+        cuDNN 9 the legacy `cudnnConvolutionForward` costs about 25 µs of host time per call on the H100,
+        twice all of `F.conv2d`. A loop that calls the same convolution on the same buffers (PyTorch's
+        caching allocator hands back the same blocks every iteration) can skip it: the second such call
+        records cuDNN's launches into a CUDA graph (stream capture on a private stream), and every later one
+        replays them with one `cudaGraphLaunch` on the caller's stream, as torch.compile's "reduce-overhead"
+        mode does for a whole model. A graph holds raw addresses, so its key is the plan and every address
+        the call touches (x, w, y, the workspace): a different output buffer never replays an old graph, and
+        a replay reads the buffers' current values. The first call of a key, a call inside the caller's own
+        `torch.cuda.graph` capture, and `mode="uncached"` never use it; `set_graphs(False)` turns it off, and
+        `cache_stats()` counts `graph_hits` and `graph_captures`.
+        """, "launch-cache"),
         md(r"""
         The gradients are the same machinery with another operation in the key: `conv2d_backward_input` is
         cuDNN's backward-data (which is also the transposed convolution: `conv_transpose2d` is built on it) and
@@ -433,10 +450,13 @@ def build():
           runs this group without a GPU too.)
         - **cache**: a repeated call hits; a call that differs in any one key field misses; `cache_clear()`
           empties and resets; a capacity of 3 evicts the least recently used; `mode="uncached"` leaves the
-          counters alone.
+          counters alone. The launch cache: calls repeated on the same buffers refilled with new values
+          replay a graph and get the new results; a new output buffer never replays an old graph; with
+          `set_graphs(False)` or `mode="uncached"` no graph is made.
         - **threads**: six Python threads, each on its own stream and shapes: every result right, and the hits
           and misses add up exactly. **streams**: a call on a side stream must wait for that stream's earlier
-          work, which it does only if the handle is bound to the current stream.
+          work, which it does only if the handle is bound to the current stream; the same for a replayed
+          graph; and inside your own `torch.cuda.graph` capture the op's work must be recorded into it.
         """, "graded-intro"),
         graded(checks_source(EX, "descriptors", [
             "descriptors[output shapes]", "descriptors[cuDNN status errors]",
@@ -451,12 +471,13 @@ def build():
         ]), "backward", points=3),
         graded(checks_source(EX, "cache", [
             "cache[second identical call hits]", "cache[clear]", "cache[mode=uncached bypasses it]",
+            "cache[graphs: repeated calls replay, reading new values]",
         ]), "cache-test", points=2),
         graded(checks_source(EX, "threads", [
             "threads[6 threads, own streams and shapes]",
         ]), "threads", points=1),
         graded(checks_source(EX, "streams", [
-            "streams[runs on the current stream]",
+            "streams[runs on the current stream]", "streams[called inside torch.cuda.graph capture]",
         ]), "streams", points=1),
         graded(checks_source(EX, "input_checks", [
             "input_checks[a CPU tensor x]", "input_checks[stride 0]", "input_checks[grad_output of the wrong shape]",
@@ -477,8 +498,9 @@ def build():
         ## 9. What the cache is worth
 
         Left: host time per call on a tiny convolution (1x16x7x7, 16 → 16 channels), where the GPU work takes
-        a few microseconds and everything else is overhead: your op with cached plans (benchmark and heuristic
-        modes), uncached, and `F.conv2d`. Right: the wall time of one synchronised call against the batch size
+        a few microseconds and everything else is overhead: your op with cached plans (benchmark mode with the
+        launch cache on, which replays a CUDA graph here since every call has the same buffers, and off; and
+        heuristic mode), uncached, and `F.conv2d`. Right: the wall time of one synchronised call against the batch size
         of a 64-channel 56x56 layer, cached and uncached. The gap on the right is host time plus the slower
         algorithm the uncached path settles for; as the batch grows, the GPU's share grows and the host's
         share shrinks.
@@ -491,14 +513,14 @@ def build():
             import matplotlib.pyplot as plt
 
             from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
-            from grader.specs.ex10_cudnn_conv import host_calls, host_inputs, host_us_per_call
+            from grader.specs.ex10_cudnn_conv import host_calls, host_inputs, host_times
 
             ex10 = course.build("10_cudnn_conv")
             with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
                 x, w = host_inputs()  # 1x16x7x7, 16 -> 16 channels
                 # best of 3 loops of 200 calls, no sync inside a loop: the host's enqueueing time
-                host_us = {name.replace(", ", ",\n"): min(host_us_per_call(fn, loops=3))
-                           for name, fn in host_calls(ex10, x, w).items()}
+                host_us = {name.replace(", ", ",\n"): min(us)
+                           for name, us in host_times(ex10, host_calls(ex10, x, w), loops=3).items()}
 
                 flush = L2Flusher()
                 batches = [1, 2, 4, 8, 16, 32]
@@ -515,8 +537,10 @@ def build():
             for name, us in host_us.items():
                 print(f"{name.replace(chr(10), ' '):<20} {us:8.1f} µs of host time per call")
             fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-            left.bar(list(host_us), list(host_us.values()), color=["tab:green", "tab:olive", "tab:red", "tab:blue"])
+            left.bar(list(host_us), list(host_us.values()),
+                     color=["tab:green", "tab:cyan", "tab:olive", "tab:red", "tab:blue"])
             left.set_ylabel("µs of host time per call")
+            left.tick_params(axis="x", labelsize=8)
             left.set_title("1x16x7x7, 16->16, 3x3")
             for name, style in (("cached", "o-"), ("uncached", "s--"), ("F.conv2d", "^:")):
                 right.plot(batches, wall_us[name], style, label=name)
@@ -534,7 +558,8 @@ def build():
         ## What next
 
         The legacy API's limits showed up above: more host time per call than PyTorch's cached graph-API
-        plans, and slower TF32 algorithms. cuDNN's graph API (through `cudnn_frontend`) describes the
+        plans (the launch cache hides it only for calls repeated on the same buffers), and slower TF32
+        algorithms. cuDNN's graph API (through `cudnn_frontend`) describes the
         convolution, its bias and its activation as one graph and lets cuDNN fuse them: unit 4's fusion, with
         cuDNN's kernels. `make bench EX=10` reports your op against `F.conv2d` in both math modes, host time per
         call, and cached against uncached time.

@@ -150,15 +150,25 @@ def describe(x_size, w_size, stride=1, padding=0, dilation=1, dtype=torch.float3
 
 def cache_stats() -> dict:
     """The plan cache's counters: hits, misses, evictions, size (plans held), capacity, and the
-    largest workspace (bytes) a cached plan needs."""
-    hits, misses, evictions, size, capacity, workspace = lib.ops.cache_stats()
+    largest workspace (bytes) a cached plan needs; then the launch cache's (CUDA graphs, see README):
+    graph_hits (calls replayed), graph_captures, graph_failures (keys that run the plain call),
+    graphs (held) and graphs_enabled."""
+    (hits, misses, evictions, size, capacity, workspace, graph_hits, graph_captures, graph_failures, graphs,
+     enabled) = lib.ops.cache_stats()
     return {"hits": hits, "misses": misses, "evictions": evictions, "size": size, "capacity": capacity,
-            "max_workspace_bytes": workspace}
+            "max_workspace_bytes": workspace, "graph_hits": graph_hits, "graph_captures": graph_captures,
+            "graph_failures": graph_failures, "graphs": graphs, "graphs_enabled": bool(enabled)}
 
 
 def cache_clear() -> None:
-    """Drop every cached plan and reset the counters."""
+    """Drop every cached plan and graph, and reset the counters."""
     lib.ops.cache_clear()
+
+
+def set_graphs(enabled: bool) -> None:
+    """Turn the launch cache on (the default) or off: on, a cached call repeated on the same buffers is
+    captured into a CUDA graph on its second call and replayed with one launch after that."""
+    lib.ops.set_graphs(bool(enabled))
 
 
 def set_cache_capacity(capacity: int) -> None:

@@ -14,9 +14,21 @@ VARIANTS = [
             # algorithm (it lost on one H100 run, kept on another), so threads is not claimed.
             loses={"forward", "backward", "cache"}, keeps={"descriptors", "streams", "input_checks"},
             reason="CUDNN_STATUS_BAD_PARAM"),
+    # Still only "streams": the launch cache binds the handle to its capture stream itself (and back)
+    # and replays on the caller's stream, but the first call on a set of buffers is never graphed, so
+    # the streams check's side-stream call runs plainly on the default stream, and inside the caller's
+    # torch.cuda.graph capture cuDNN's work runs eagerly instead of being recorded. The other groups'
+    # checks run on the default stream, where the handle is.
     Variant(EX, "stale_handle_stream", "cudnnSetStream is never called: the handle stays on the default stream",
             {"cudnn_conv.cu": [("      CUDNN_CHECK(cudnnSetStream(handle_, stream));\n", "")]},
             loses={"streams"}, reason="current stream"),
+    # A graph replayed for a call whose output is another buffer writes the old buffer and leaves the
+    # new one unwritten. Certain losses: the cache group's new-output check and the threads check
+    # (each thread's 8 outputs kept alive on the same x, w and workspace). gradcheck (backward) and
+    # others may lose too, depending on where the allocator puts outputs: not claimed either way.
+    Variant(EX, "graph_key_without_output", "the launch cache's key leaves out b.y (the forward's output)",
+            {"cudnn_conv.cu": [("  k.y = reinterpret_cast<uintptr_t>(b.y);\n", "")]},
+            loses={"cache", "threads"}, keeps={"descriptors", "input_checks"}, reason="its own output buffer"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv2d when no gradient is needed",
             {"cudnn_conv.py": [("    return _conv2d(x, weight, stride, padding, dilation, _mode(mode))\n",
                                 "    return torch.nn.functional.conv2d(x, weight, None, stride, padding, dilation)\n")]},
