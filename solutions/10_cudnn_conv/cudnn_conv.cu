@@ -1,8 +1,9 @@
 // Exercise 10: convolution plans (descriptors + algorithm + workspace size), their cache, and the
 // cuDNN calls that run them.
 //
-// Host code only: cuDNN's own kernels do the work, so this file has no kernels. It includes no ATen
-// tensor headers, so an edit here rebuilds in seconds; tensors and registration are in cudnn_conv.cpp.
+// Host code: cuDNN's own kernels do the work (the one kernel here only checks a captured graph once).
+// It includes no ATen tensor headers, so an edit here rebuilds in seconds; tensors and registration
+// are in cudnn_conv.cpp.
 // Order: helpers -> descriptors -> cache -> algorithm choice -> the call -> the launch cache (CUDA
 // graphs) -> run().
 #include <algorithm>
@@ -668,16 +669,73 @@ std::shared_ptr<Graph> capture(DeviceHandle& device, std::shared_ptr<const Plan>
   return entry;
 }
 
+// Sets *differs when a and b differ in any of their n bytes.
+__global__ void bytes_differ_kernel(const unsigned char* a, const unsigned char* b, size_t n, int* differs) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    if (a[i] != b[i]) *differs = 1;
+  }
+}
+
+// The buffer a call writes, and its size in bytes.
+std::pair<void*, size_t> output_of(const Plan& p, const Args& a, const Buffers& b) {
+  const std::array<int64_t, 4>& shape = a.op == Op::kForward ? p.y : a.op == Op::kBackwardData ? p.x : p.w;
+  void* out = a.op == Op::kForward ? b.y : a.op == Op::kBackwardData ? b.x : b.w;
+  const size_t element = a.dtype == CUDNN_DATA_DOUBLE ? 8 : 4;
+  return {out, element * static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3])};
+}
+
+// A captured graph is trusted only once it has reproduced the plain call bit for bit: the plain call
+// runs, its output is kept, the output is overwritten with 0xFF bytes, the graph is replayed, and the
+// two are compared. This catches a capture that missed some of cuDNN's work (work cuDNN queued
+// elsewhere would otherwise go missing from every replay, silently). A nondeterministic algorithm
+// (atomics) fails it and keeps the plain call: safe. It costs one sync, once per key. On return the
+// call's output is right either way: true when the graph wrote it, false when the caller must run
+// the plain call again.
+bool graph_reproduces_call(DeviceHandle& device, const Graph& g, const Args& a, const Buffers& b,
+                           const c10::DataPtr& ws) {
+  const auto [out, bytes] = output_of(*g.plan, a, b);
+  {
+    BoundHandle h(device, a.stream);
+    execute(*g.plan, a, b, ws, h.get());
+  }
+  if (bytes == 0) return false;
+  c10::DataPtr kept = allocate_workspace(bytes);
+  c10::DataPtr differs = allocate_workspace(sizeof(int));
+  int host_differs = 1;
+  const int blocks = static_cast<int>(std::min<size_t>((bytes + 255) / 256, 1024));
+  bool ok = cudaMemcpyAsync(kept.get(), out, bytes, cudaMemcpyDeviceToDevice, a.stream) == cudaSuccess &&
+            cudaMemsetAsync(out, 0xFF, bytes, a.stream) == cudaSuccess &&
+            cudaMemsetAsync(differs.get(), 0, sizeof(int), a.stream) == cudaSuccess &&
+            cudaGraphLaunch(g.exec.get(), a.stream) == cudaSuccess;
+  if (ok) {
+    bytes_differ_kernel<<<blocks, 256, 0, a.stream>>>(static_cast<const unsigned char*>(out),
+                                                       static_cast<const unsigned char*>(kept.get()), bytes,
+                                                       static_cast<int*>(differs.get()));
+    ok = cudaGetLastError() == cudaSuccess &&
+         cudaMemcpyAsync(&host_differs, differs.get(), sizeof(int), cudaMemcpyDeviceToHost, a.stream) == cudaSuccess &&
+         cudaStreamSynchronize(a.stream) == cudaSuccess && host_differs == 0;
+  }
+  if (!ok) (void)cudaGetLastError();
+  return ok;
+}
+
 // Runs the call as a graph when it can: true when it was replayed (or captured now and launched),
 // false when the caller must run the plain call (graphs off, the caller capturing, the key's first
-// call, or a key whose capture failed).
+// call, or a key whose capture failed or did not reproduce the plain call).
 bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan, const Args& a, const Buffers& b,
                   const c10::DataPtr& ws) {
   if (!graphs_on.load(std::memory_order_relaxed) || caller_is_capturing(a.stream)) return false;
   const GraphKey key = graph_key(plan.get(), a, b, ws.get());
   bool capture_now = false;
   std::shared_ptr<Graph> g = graphs().find(key, &capture_now);
-  if (!g && capture_now) g = graphs().insert(key, capture(device, plan, a, b, ws));
+  if (!g && capture_now) {
+    std::shared_ptr<Graph> fresh = capture(device, plan, a, b, ws);
+    const bool trusted = fresh->exec && graph_reproduces_call(device, *fresh, a, b, ws);
+    if (!trusted) fresh->exec.reset();  // remembered as failed: this key runs the plain call
+    g = graphs().insert(key, fresh);
+    if (g == fresh) return trusted;  // this call's output is already written (by the graph if trusted)
+  }
   if (!g || !g->exec) return false;
   std::lock_guard<std::mutex> lock(g->launch_mu);
   if (cudaGraphLaunch(g->exec.get(), a.stream) != cudaSuccess) {
