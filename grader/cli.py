@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     if not gpu:
         print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
     if args.quick:
-        print("quick mode: slow checks and the timing are skipped, so this is not a full grade")
+        print("quick mode: slow checks and the timing are skipped, so this is not a full grade "
+              "(which kernels ran is checked in the full grade)")
     if args.sanitize:
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
     parallel = args.parallel if args.parallel is not None else default_parallel(len(specs))

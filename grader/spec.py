@@ -30,7 +30,9 @@ class Check:
     group: str
     run: Callable[["Context"], None]
     needs_gpu: bool = True
-    slow: bool = False  # skipped by `make grade QUICK=1`, the fast edit-grade loop
+    # skipped by `make grade QUICK=1`, the fast edit-grade loop; e.g. the checks of which kernels ran,
+    # whose profiler costs seconds to start
+    slow: bool = False
     huge: bool = False  # allocates more than 2^31 bytes: runs alone among concurrent grading processes
 
 
