@@ -3,8 +3,10 @@ process does (checks, then a timed section behind `wait_for_gpu`, a check under 
 when each part starts and ends. No GPU needed."""
 from __future__ import annotations
 
+import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +24,8 @@ def mark(event):
     with open(log, "a") as f:
         f.write(f"{name} {event} {time.monotonic()}\\n")
 
+mark("start")
+gate.wait_for_build()
 mark("checks-start")
 time.sleep(checks_s)
 if huge_s:
@@ -38,22 +42,38 @@ mark("timed-end")
 HANG = 3600.0
 
 
-def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float):
-    """plan: name -> (seconds of checks, of a check under the lock, of the timed section)."""
-    script, log = tmp_path / "child.py", tmp_path / "events.log"
+def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float,
+         builds: dict[str, float] | None = None):
+    """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
+    name -> seconds until the parent says that job's build is done (it is held until then)."""
+    script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
     script.write_text(CHILD)
-    child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
-    jobs = [gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO)
-            for name, times in plan.items()]
-    work = tmp_path / "work"
     work.mkdir()
+    jobs, timers = [], []
+    for name, times in plan.items():
+        child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
+        job = gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO)
+        if builds and name in builds:
+            result = work / f"{name}.build.json"
+            job.env[gate.BUILD_ENV], job.held = str(result), True
+
+            def built(job=job, result=result):
+                result.write_text(json.dumps({"ok": True}))
+                with open(log, "a") as f:
+                    f.write(f"{job.name} built-end {time.monotonic()}\n")
+                job.held = False
+
+            timers.append(threading.Timer(builds[name], built))
+        jobs.append(job)
     start = time.monotonic()
+    for t in timers:
+        t.start()
     gate.run(jobs, work, parallel=parallel, timeout=timeout)
     wall = time.monotonic() - start
     spans: dict[tuple[str, str], list[float]] = {}
     for line in log.read_text().splitlines():
         name, event, t = line.split()
-        part, edge = event.rsplit("-", 1)
+        part, edge = event.rsplit("-", 1) if "-" in event else (event, "start")
         spans.setdefault((name, part), [0.0, float("inf")])[0 if edge == "start" else 1] = float(t)
     return {j.name: j for j in jobs}, spans, wall
 
@@ -132,3 +152,23 @@ def test_a_waiting_process_gives_up_when_its_parent_is_gone(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 3 and "timed" not in out.stdout
     assert Path(str(prefix) + ".ready").exists()
+
+
+def test_the_clock_stops_while_a_job_waits_for_its_build(tmp_path):
+    """A grading process starts beside its build and waits for it; that wait is not its own time."""
+    timeout = 3.0
+    jobs, spans, _ = _run(tmp_path, {"a": (0.2, 0, 0.1)}, parallel=1, timeout=timeout, builds={"a": 5.0})
+    a = jobs["a"]
+    assert a.returncode == 0 and not a.timed_out, a
+    assert a.held_s > timeout and a.active_s < timeout
+    assert spans[("a", "checks")][0] >= spans[("a", "built")][1]  # its checks began once it was built
+
+
+def test_no_timing_starts_while_a_build_runs(tmp_path):
+    """`a` is ready to time long before `b`'s build is done: its timing waits for that build."""
+    plan = {"a": (0.1, 0, 0.3), "b": (0.1, 0, 0.3)}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=2, timeout=60, builds={"b": 3.0})
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    assert spans[("a", "timed")][0] >= spans[("b", "built")][1]
+    assert spans[("b", "checks")][0] >= spans[("b", "built")][1]
+    assert jobs["a"].active_s < 3.0  # its wait for the GPU, behind the build, was not its time
