@@ -161,6 +161,7 @@ def grading_job(exercise: str, exercise_dir: Path, reference_dir: Path | None, s
     cmd.append("--durations=5")  # in the log: where grading time goes
     child = _child_env(device)
     child[gate.BUILD_ENV] = str(_build_result_path(workdir, exercise))
+    child["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the suite needs no installed plugin; loading them costs
     if sanitize:
         # memory errors only: PyTorch's own probing of the CUDA API would otherwise be reported too
         cmd = [find_sanitizer(), "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode",
