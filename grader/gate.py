@@ -59,8 +59,22 @@ def _release_cached_memory() -> None:
 
 
 def _parent_gone() -> bool:
+    """Whether the grader that started this process is gone: no longer among its ancestors (its
+    parent, or compute-sanitizer's under SANITIZE=1; an orphan is adopted by another process)."""
     parent = os.environ.get(PARENT_ENV)
-    return bool(parent) and os.getppid() != int(parent)
+    if not parent:
+        return False
+    pid = os.getppid()
+    for _ in range(64):
+        if pid == int(parent):
+            return False
+        if pid <= 1:
+            return True
+        try:  # /proc/<pid>/stat: "pid (name) state ppid ..."
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):  # gone meanwhile, or no /proc: the parent alone
+            return os.getppid() != int(parent)
+    return True
 
 
 def wait_for_gpu() -> None:

@@ -141,17 +141,43 @@ def test_huge_checks_run_one_at_a_time_and_their_wait_does_not_count(tmp_path):
     assert max(j.waited_s for j in jobs.values()) > timeout
 
 
-def test_a_waiting_process_gives_up_when_its_parent_is_gone(tmp_path):
-    """A process whose parent died (its parent pid is not the one it was given) exits instead of
-    waiting for a go that never comes."""
+@pytest.mark.parametrize("wait", ["gpu", "build"])
+def test_a_waiting_process_gives_up_when_its_parent_is_gone(tmp_path, wait):
+    """A process whose grader is gone (the pid it was given is not among its ancestors) exits
+    instead of waiting for a word that never comes."""
     import subprocess
 
     prefix = tmp_path / "x"
-    code = "from grader import gate; gate.wait_for_gpu(); print('timed')"
-    child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{gate.GATE_ENV: str(prefix), gate.PARENT_ENV: "1"})
-    out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 3 and "timed" not in out.stdout
-    assert Path(str(prefix) + ".ready").exists()
+    stranger = subprocess.Popen(["sleep", "60"])  # alive, but no ancestor of the waiting process
+    try:
+        code = f"from grader import gate; gate.wait_for_{wait}(); print('went on')"
+        child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{
+            gate.GATE_ENV: str(prefix), gate.BUILD_ENV: str(tmp_path / "never.json"),
+            gate.PARENT_ENV: str(stranger.pid)})
+        out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    finally:
+        stranger.kill()
+        stranger.wait()
+    assert out.returncode == 3 and "went on" not in out.stdout
+    if wait == "gpu":
+        assert Path(str(prefix) + ".ready").exists()
+
+
+def test_a_process_under_a_wrapper_waits_for_its_grader(tmp_path):
+    """Under compute-sanitizer the grader is the grandparent: the process still waits for its word."""
+    import subprocess
+
+    result = tmp_path / "build.json"
+    code = "from grader import gate; print(gate.wait_for_build())"
+    wrapper = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"]
+    child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{gate.BUILD_ENV: str(result),
+                                                               gate.PARENT_ENV: str(os.getpid())})
+    proc = subprocess.Popen([*wrapper, sys.executable, "-c", code], env=child_env, stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert proc.poll() is None, "it gave up while its grader was alive"
+    result.write_text(json.dumps({"ok": True}))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "'ok': True" in out
 
 
 def test_the_clock_stops_while_a_job_waits_for_its_build(tmp_path):
