@@ -265,7 +265,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             references[e] = target / e  # grading the solutions: each is its own reference (built once)
         elif (solutions / e).is_dir():
             references[e] = solutions / e
-    to_build = [target / e for e in present] + [references[e] for e in present if e in references]
+    # each exercise beside its reference: its grading process waits for both
+    to_build = [d for e in present for d in (target / e, references.get(e)) if d is not None]
     log(f"building {len(dict.fromkeys(to_build))} extension(s), {jobs} at a time ...")
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         tmp = Path(tmp)
