@@ -16,6 +16,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -110,6 +112,59 @@ def _fingerprint(exercise_dir: Path, namespace: str) -> str:
     return h.hexdigest()
 
 
+def _config_stamp(exercise_dir: Path, namespace: str) -> str:
+    """What the build depends on besides the contents of the exercise's own sources and headers: when
+    it matches the last build's, torch's build.ninja is still right and ninja alone can rebuild (its
+    depfiles track which headers each source includes). Anything in doubt is in here, so that a
+    change of it goes the full way through torch.utils.cpp_extension."""
+    from importlib.metadata import version
+
+    h = hashlib.sha256()
+    names = [p.name for p in sorted(exercise_dir.iterdir()) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
+    h.update("\0".join(["sources", *names]).encode() + b"\0")
+    for p in sorted(env.INCLUDE_DIR.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(env.INCLUDE_DIR)).encode() + b"\0" + p.read_bytes() + b"\0")
+    config = [str(exercise_dir), namespace, str(env.INCLUDE_DIR), version("torch"), sys.prefix, sys.version,
+              os.environ.get("TORCH_CUDA_ARCH_LIST", ""), os.environ.get("CUDA_HOME", ""), os.environ.get("CXX", ""),
+              *CUDA_FLAGS, *CXX_FLAGS, json.dumps(build_config(exercise_dir), sort_keys=True), str(_ninja())]
+    h.update("\0".join(config).encode())
+    return h.hexdigest()
+
+
+def _ninja() -> str | None:
+    """The ninja that torch.utils.cpp_extension runs (the first on PATH), else the one installed
+    beside this Python (the `ninja` package of a virtual environment that is not activated)."""
+    found = shutil.which("ninja")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "ninja"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+class _InDoubt(Exception):
+    """The ninja-only rebuild could not tell a compiler error from a broken build folder."""
+
+
+def _run_ninja(out_dir: Path, namespace: str, ninja: str) -> str:
+    """Rebuild in `out_dir` with torch's own build.ninja, the way cpp_extension.load runs it (with
+    MAX_JOBS), without importing torch. Raises RuntimeError with torch's message on a compiler
+    error, _InDoubt when the failure is not a compiler's."""
+    command = [ninja, "-v"]
+    max_jobs = os.environ.get("MAX_JOBS")
+    if max_jobs is not None and max_jobs.isdigit():
+        command += ["-j", max_jobs]
+    proc = subprocess.run(command, cwd=out_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = proc.stdout.decode(errors="replace")
+    if proc.returncode != 0:
+        if "FAILED: " not in output:  # ninja itself failed (a missing file, a broken log): not a compile error
+            raise _InDoubt(output)
+        raise RuntimeError(f"Error building extension '{namespace}': {output}")
+    if not (out_dir / f"{namespace}.so").is_file():
+        raise _InDoubt(output)
+    return output
+
+
 _ERROR_LINE = re.compile(r"(error|Error|undefined reference|fatal)")
 _NOT_ERRORS = ("FAILED:", "ninja: build stopped", "subprocess.", "Error building extension")
 _BUILD_STEP = re.compile(r"^\[\d+/\d+\] ")  # ninja's command lines (their flags may say -Werror)
@@ -182,7 +237,7 @@ def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) ->
             # we hold the directory's flock, so nobody else is using it.
             (out_dir / "lock").unlink(missing_ok=True)
             try:
-                result.log = _compile(exercise_dir, namespace, out_dir, verbose)
+                result.log, result.extra["ninja_only"] = _rebuild(exercise_dir, namespace, out_dir, verbose)
             except Exception as e:  # the compiler's message is in the exception text
                 result.log = str(e)
                 result.error = condense_compiler_output(str(e))
@@ -199,12 +254,48 @@ def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) ->
     return result
 
 
+CONFIG_STAMP = "config"  # in the build folder: _config_stamp() of the build that wrote build.ninja
+
+
+def _rebuild(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -> tuple[str, bool]:
+    """Compile what changed: with ninja alone when the build folder holds torch's build.ninja for
+    the same configuration (no torch import, no loader: seconds less per edit), else through
+    torch.utils.cpp_extension. Returns the build's output and whether ninja alone built it. The
+    caller holds the folder's lock."""
+    stamp, config = out_dir / CONFIG_STAMP, _config_stamp(exercise_dir, namespace)
+    ninja, build_file = _ninja(), out_dir / "build.ninja"
+    if (ninja and build_file.is_file() and stamp.is_file() and stamp.read_text() == config
+            # torch renames a library it rebuilds in one process with other sources (name_v1)
+            and f"default {namespace}.so" in build_file.read_text().splitlines()):
+        try:
+            output = _run_ninja(out_dir, namespace, ninja)
+            if verbose:
+                print(output, end="")
+            return output, True
+        except _InDoubt:
+            pass  # the full way below rewrites build.ninja
+    stamp.unlink(missing_ok=True)
+    try:
+        log = _compile(exercise_dir, namespace, out_dir, verbose)
+    except RuntimeError as e:
+        # torch wrote build.ninja and ninja ran: the sources are at fault, and the next build,
+        # once they are fixed, can be ninja's alone
+        if str(e).startswith(f"Error building extension '{namespace}'"):
+            stamp.write_text(config)
+        raise
+    stamp.write_text(config)
+    return log, False
+
+
 def _compile(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -> str:
     import io
     from contextlib import redirect_stdout
 
     from torch.utils import cpp_extension
 
+    ninja = _ninja()
+    if ninja and not shutil.which("ninja"):  # torch runs the ninja on PATH: the one the fast path uses
+        os.environ["PATH"] = os.pathsep.join([str(Path(ninja).parent), os.environ.get("PATH", "")])
     sources = [str(p) for p in sources_of(exercise_dir)]
     if not sources:
         raise RuntimeError(f"no .cu or .cpp sources in {exercise_dir}")

@@ -16,16 +16,19 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from dataclasses import asdict
 from pathlib import Path
+from typing import Sequence
 
 from grader import build, env, gate
 from grader.report import markdown, table
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise
-from grader.spec import SPEC_ERRORS, Spec, select
+from grader.spec import SPEC_ERRORS, Selection, Spec
 
 DEFAULT_TIMEOUT = 600  # seconds per exercise's grading process; a hang costs only that exercise
 BUILD_TIMEOUT = 900
@@ -51,17 +54,12 @@ def _child_env(device: str | None = None) -> dict:
     return e
 
 
-def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
-    """Build folders in parallel, each in its own process; a failure costs only that folder."""
-    results: dict[Path, dict] = {}
-    cores = os.cpu_count() or 2
-    child = _child_env()
-    child["MAX_JOBS"] = str(max(1, cores // max(1, jobs)))  # ninja's parallelism inside one build
-
-    def one(d: Path) -> tuple[Path, dict]:
+def _build_one(d: Path, child: dict) -> dict:
+    """Build one folder in its own process (nothing when its build is up to date); never raises."""
+    try:
         hit = build.cached(d)
         if hit is not None:
-            return d, asdict(hit)
+            return asdict(hit)
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             cmd = [sys.executable, "-m", "grader.build", str(d), "--json", out.name]
             start = time.perf_counter()
@@ -69,20 +67,40 @@ def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
                 proc = subprocess.run(cmd, cwd=env.REPO, env=child, capture_output=True, text=True,
                                       timeout=BUILD_TIMEOUT, start_new_session=True)
             except subprocess.TimeoutExpired:
-                return d, {"ok": False, "error": f"the build took longer than {BUILD_TIMEOUT} s"}
+                return {"ok": False, "error": f"the build took longer than {BUILD_TIMEOUT} s"}
             try:
                 data = json.loads(Path(out.name).read_text())[0]
             except (ValueError, IndexError):
                 data = {"ok": False, "error": (proc.stderr or proc.stdout)[-3000:]}
             data["wall_s"] = time.perf_counter() - start
-            return d, data
+            return data
+    except Exception as e:  # a job waiting for this build must hear of it, whatever happened
+        return {"ok": False, "error": f"the build could not run: {type(e).__name__}: {e}"}
 
+
+def start_builds(dirs: Sequence[Path], jobs: int, pool: ThreadPoolExecutor, log=print) -> dict[Path, Future]:
+    """Start building folders on `pool` (`jobs` workers), each in its own process; a failure costs
+    only that folder. Each future's result is the folder's build result (a dict)."""
+    child = _child_env()
+    child["MAX_JOBS"] = str(max(1, (os.cpu_count() or 2) // max(1, jobs)))  # ninja's parallelism inside one build
+
+    def report(d: Path, future: Future) -> None:
+        data = future.result()
+        state = "cached" if data.get("cached") else ("built" if data["ok"] else "FAILED")
+        log(f"  {state:6s} {d.relative_to(d.parent.parent) if len(d.parts) > 1 else d}  ({data.get('wall_s', 0):.1f} s)")
+
+    futures = {}
+    for d in dict.fromkeys(dirs):
+        futures[d] = pool.submit(_build_one, d, child)
+        futures[d].add_done_callback(lambda f, d=d: report(d, f))
+    return futures
+
+
+def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
+    """Build folders in parallel, each in its own process; a failure costs only that folder."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for d, data in pool.map(one, dirs):
-            results[d] = data
-            state = "cached" if data.get("cached") else ("built" if data["ok"] else "FAILED")
-            log(f"  {state:6s} {d.relative_to(d.parent.parent) if len(d.parts) > 1 else d}  ({data.get('wall_s', 0):.1f} s)")
-    return results
+        futures = start_builds(dirs, jobs, pool, log)
+    return {d: f.result() for d, f in futures.items()}
 
 
 SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found an error (--error-exitcode)
@@ -110,21 +128,28 @@ def sanitizer_errors(output: str) -> str:
     return " | ".join(l for l in lines[i:i + 4] if l)[:600]
 
 
-def _results_path(workdir: Path, spec: Spec) -> Path:
+def _results_path(workdir: Path, exercise: str) -> Path:
     """Where a grading process writes its tests' outcomes as they finish."""
-    return workdir / f"{spec.exercise}.json"
+    return workdir / f"{exercise}.json"
 
 
-def grading_job(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed: int, keyword: str | None,
+def _build_result_path(workdir: Path, exercise: str) -> Path:
+    """Where the parent says how a grading process's builds went (grader.gate.wait_for_build)."""
+    return workdir / f"{exercise}.build.json"
+
+
+def grading_job(exercise: str, exercise_dir: Path, reference_dir: Path | None, seed: int, keyword: str | None,
                 workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool = False) -> gate.Job:
-    """The process that grades one built exercise folder (run by grader.gate, which contains its
-    crashes and hangs); `grading_row` scores it once it ended.
+    """The process that grades one exercise folder (run by grader.gate, which contains its crashes
+    and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
+    waits, before loading the exercise, for the parent to write `_build_result_path`.
 
     `sanitize` runs the correctness checks (not the timing, not the slow checks) under
     compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
     own allocation: a write past the end of an output is caught even when the answer is right."""
-    results_path = _results_path(workdir, spec)
+    results_path = _results_path(workdir, exercise)
     results_path.unlink(missing_ok=True)
+    _build_result_path(workdir, exercise).unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "suite"), "-q", "-p", "no:cacheprovider",
            f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}"]
     if reference_dir is not None:
@@ -135,17 +160,19 @@ def grading_job(spec: Spec, exercise_dir: Path, reference_dir: Path | None, seed
         cmd += ["-m", "not slow"]
     cmd.append("--durations=5")  # in the log: where grading time goes
     child = _child_env(device)
+    child[gate.BUILD_ENV] = str(_build_result_path(workdir, exercise))
+    child["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the suite needs no installed plugin; loading them costs
     if sanitize:
         # memory errors only: PyTorch's own probing of the CUDA API would otherwise be reported too
         cmd = [find_sanitizer(), "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode",
                str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
         child.update(PYTORCH_NO_CUDA_MEMORY_CACHING="1", COURSE_SANITIZE="1")
-    return gate.Job(spec.exercise, cmd, child, env.REPO)
+    return gate.Job(exercise, cmd, child, env.REPO)
 
 
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool = False) -> dict:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with."""
-    results_path = _results_path(workdir, spec)
+    results_path = _results_path(workdir, spec.exercise)
     output = job.output
     status, error = "graded", ""
     if job.timed_out:
@@ -216,53 +243,90 @@ def default_parallel(count: int) -> int:
     return max(1, n)
 
 
-def grade_target(target: Path, specs: list[Spec], *, seed: int, timeout: float, jobs: int,
+def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, timeout: float, jobs: int,
                  keyword: str | None = None, quick: bool = False, device: str | None = None,
                  sanitize: bool = False, parallel: int = 1, log=print) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise.
 
-    `device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU. `parallel`
-    exercises run their checks at once, and each timing runs alone on the GPU (grader.gate); the
-    rows are those of a serial run (`parallel` 1)."""
+    Each grading process starts at once, beside the builds: it imports torch and collects its
+    checks while its exercise (and the reference it is timed against) compiles, then waits for the
+    parent's word, its clock stopped (grader.gate). `specs` may be a Selection whose specs are still
+    importing: they are needed only to score. `device` (a CUDA_VISIBLE_DEVICES entry) pins the
+    grading processes to one GPU. `parallel` exercises run their checks at once, and each timing
+    runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1)."""
+    chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
     gpu = env.gpu_present()
-    present = [s for s in specs if (target / s.exercise).is_dir()]
-    to_build = [target / s.exercise for s in present]
+    present = [e for e in chosen.exercises if (target / e).is_dir()]
     solutions = env.REPO / "solutions"
     use_reference = gpu and not quick and not sanitize
-    if use_reference and target.resolve() != solutions.resolve():
-        to_build += [solutions / s.exercise for s in present if (solutions / s.exercise).is_dir()]
-    log(f"building {len(to_build)} extension(s), {jobs} at a time ...")
-    builds = build_all(to_build, jobs, log=log)
-    rows: dict[str, dict] = {}
-    gradings: dict[str, tuple[Spec, gate.Job]] = {}
+    references: dict[str, Path] = {}  # exercise -> the reference folder it is timed against
+    for e in present if use_reference else []:
+        if (solutions / e).resolve() == (target / e).resolve():
+            references[e] = target / e  # grading the solutions: each is its own reference (built once)
+        elif (solutions / e).is_dir():
+            references[e] = solutions / e
+    # each exercise beside its reference: its grading process waits for both
+    to_build = [d for e in present for d in (target / e, references.get(e)) if d is not None]
+    log(f"building {len(dict.fromkeys(to_build))} extension(s), {jobs} at a time ...")
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
-        for s in specs:
-            d = target / s.exercise
+        tmp = Path(tmp)
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
+            gradings = {e: grading_job(e, target / e, references.get(e), seed, keyword, tmp, quick, device, sanitize)
+                        for e in present}
+            for job in gradings.values():
+                job.held = True
+            builds = start_builds(to_build, jobs, pool, log)
+            settled: set[str] = set()
+            lock = threading.Lock()
+
+            def settle(e: str, own: Future, ref: Future | None) -> None:
+                """Once the exercise's builds are done: tell its grading process, restart its clock."""
+                with lock:
+                    if e in settled or not own.done() or (ref is not None and not ref.done()):
+                        return
+                    settled.add(e)
+                try:
+                    write_json_atomic(_build_result_path(tmp, e), {
+                        "ok": own.result()["ok"], "reference": ref is not None and ref.result()["ok"]})
+                finally:
+                    gradings[e].held = False
+
+            for e in present:
+                own, ref = builds[target / e], (builds[references[e]] if e in references else None)
+                for f in (own, ref):
+                    if f is not None:
+                        f.add_done_callback(lambda _f, e=e, own=own, ref=ref: settle(e, own, ref))
+            if len(gradings) > 1 and parallel <= 1 and gpu and not (quick or sanitize):
+                # one after another with timings, which nothing gates: build everything first, so
+                # that no timing runs beside a compiler
+                wait_all(builds.values())
+            if len(gradings) > 1 and parallel > 1:
+                log(f"grading {len(gradings)} exercises, up to {parallel} at a time (each timing alone on the GPU) ...")
+
+            def done(job: gate.Job) -> None:
+                own = builds[target / job.name]
+                if own.done() and not own.result()["ok"]:
+                    return  # reported as a failed build
+                notes = [f"{s:.1f} s of it {what}" for s, what in
+                         ((job.held_s, "while its build ran"), (job.waited_s, "waiting for the GPU")) if s >= 0.1]
+                log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
+
+            gate.run(list(gradings.values()), tmp, parallel=parallel, timeout=timeout, on_finish=done)
+        # every build has ended here (a process may end before its build: no check needed it)
+        loaded = chosen.specs()
+        rows: dict[str, dict] = {}
+        for e in chosen.exercises:
+            s = loaded.get(e)
+            if s is None:
+                continue  # its spec failed to load (grader.spec.SPEC_ERRORS): not graded
+            d = target / e
             if not d.is_dir():
-                rows[s.exercise] = score_exercise(s, [], "missing", f"no folder {d}")
-                continue
-            b = builds[d]
-            if not b["ok"]:
-                rows[s.exercise] = score_exercise(s, [], "build failed", b.get("error", ""))
-                continue
-            ref = solutions / s.exercise if use_reference else None
-            if ref is not None and ref.resolve() == d.resolve():
-                ref = d  # grading the solutions: each is its own reference (built once, above)
-            if ref is not None and not builds.get(ref, {}).get("ok"):
-                ref = None  # measured against PyTorch instead
-            gradings[s.exercise] = (s, grading_job(s, d, ref, seed, keyword, Path(tmp), quick, device, sanitize))
-        if len(gradings) > 1 and parallel > 1:
-            log(f"grading {len(gradings)} exercises, up to {parallel} at a time (each timing alone on the GPU) ...")
-
-        def done(job: gate.Job) -> None:
-            s = gradings[job.name][0]
-            rows[s.exercise] = grading_row(s, job, Path(tmp), timeout, sanitize)
-            waited = f" ({job.waited_s:.1f} s of it waiting for the GPU)" if job.waited_s >= 0.1 else ""
-            log(f"  graded {s.exercise} in {job.wall_s:.1f} s{waited}")
-
-        gate.run([job for _, job in gradings.values()], Path(tmp), parallel=parallel, timeout=timeout,
-                 on_finish=done)
-    return [rows[s.exercise] for s in specs]
+                rows[e] = score_exercise(s, [], "missing", f"no folder {d}")
+            elif not builds[d].result()["ok"]:
+                rows[e] = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
+            else:
+                rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize)
+    return [rows[e] for e in chosen.exercises if e in rows]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -286,23 +350,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     env.configure()
-    specs = select([e for e in args.ex if e])
-    for name, error in SPEC_ERRORS.items():
-        print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
+    # by name now; the specs (each imports torch: seconds) import in the background, beside the builds
+    chosen = Selection.start([e for e in args.ex if e])
     target = resolve_target(args.target)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     gpu = env.gpu_present()
+    device = ThreadPoolExecutor(max_workers=1).submit(device_name)  # nvidia-smi, beside the grading
     print(f"grading {target} (seed {seed}; replay with SEED={seed})")
     if not gpu:
         print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
     if args.quick:
-        print("quick mode: slow checks and the timing are skipped, so this is not a full grade")
+        print("quick mode: slow checks and the timing are skipped, so this is not a full grade "
+              "(which kernels ran is checked in the full grade)")
     if args.sanitize:
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
-    parallel = args.parallel if args.parallel is not None else default_parallel(len(specs))
-    rows = grade_target(target, specs, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
+    parallel = args.parallel if args.parallel is not None else default_parallel(len(chosen.exercises))
+    rows = grade_target(target, chosen, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
                         quick=args.quick, sanitize=args.sanitize, parallel=max(1, parallel))
-    header = {"target": str(target), "seed": seed, "device": device_name(), "gpu": gpu,
+    for name, error in SPEC_ERRORS.items():
+        print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
+    header = {"target": str(target), "seed": seed, "device": device.result(), "gpu": gpu,
               "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     print()
     print(table(rows))

@@ -15,12 +15,19 @@ Each process has its own time limit, and its clock stops while it waits for its 
 or for the lock (while another process is alive, so a wait can never be longer than the others'
 own limits): a hang costs only the exercise that hangs, never one that waited behind it.
 
-Without COURSE_GPU_GATE in the environment (one exercise, or `--parallel 1`) nothing waits.
+A process may also start while the parent still builds its exercise (and the reference it is
+timed against): it imports torch and collects its checks meanwhile, then `wait_for_build()` waits
+for the parent's word (a small file in the run's folder). While the parent holds a job that way
+(`Job.held`), its clock stops, and no timing starts anywhere (a compiler would share the machine).
+
+Without COURSE_GPU_GATE in the environment (one exercise, or `--parallel 1`) nothing waits for the
+GPU.
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import subprocess
@@ -31,6 +38,7 @@ from pathlib import Path
 
 GATE_ENV = "COURSE_GPU_GATE"  # "<folder>/<name>": where this process's gate files go
 PARENT_ENV = "COURSE_GPU_GATE_PARENT"  # the parent's pid: a waiting process stops if it is gone
+BUILD_ENV = "COURSE_BUILD_RESULT"  # the file in which the parent says how this process's builds went
 POLL_S = 0.01
 LOCK_NAME = "huge.lock"
 
@@ -51,8 +59,22 @@ def _release_cached_memory() -> None:
 
 
 def _parent_gone() -> bool:
+    """Whether the grader that started this process is gone: no longer among its ancestors (its
+    parent, or compute-sanitizer's under SANITIZE=1; an orphan is adopted by another process)."""
     parent = os.environ.get(PARENT_ENV)
-    return bool(parent) and os.getppid() != int(parent)
+    if not parent:
+        return False
+    pid = os.getppid()
+    for _ in range(64):
+        if pid == int(parent):
+            return False
+        if pid <= 1:
+            return True
+        try:  # /proc/<pid>/stat: "pid (name) state ppid ..."
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):  # gone meanwhile, or no /proc: the parent alone
+            return os.getppid() != int(parent)
+    return True
 
 
 def wait_for_gpu() -> None:
@@ -67,6 +89,20 @@ def wait_for_gpu() -> None:
         if _parent_gone():  # nobody will ever say go
             os._exit(3)
         time.sleep(POLL_S)
+
+
+def wait_for_build() -> dict:
+    """Before loading the exercise: wait until the parent has built it, and return what the parent
+    wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait."""
+    path = os.environ.get(BUILD_ENV)
+    if not path:
+        return {}
+    result = Path(path)
+    while not result.exists():
+        if _parent_gone():
+            os._exit(3)
+        time.sleep(POLL_S)
+    return json.loads(result.read_text())
 
 
 @contextlib.contextmanager
@@ -107,8 +143,11 @@ class Job:
     returncode: int | None = None
     timed_out: bool = False
     output: str = ""  # stdout and stderr together
+    # set by the parent while it still builds what the job needs: the job's clock stops meanwhile
+    held: bool = False
     active_s: float = 0.0  # what counts against the time limit
     waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
+    held_s: float = 0.0  # running while held: waiting for its builds
     wall_s: float = 0.0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _state: str = field(default=CHECKS, repr=False)
@@ -125,8 +164,9 @@ def _kill(job: Job) -> None:
 
 def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_finish=None) -> list[Job]:
     """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
-    count: it holds no core), each with `timeout` seconds of its own time; gated when `parallel` > 1
-    and there is more than one job. `on_finish(job)` is called as each ends. Returns `jobs`."""
+    count: it holds no core), each with `timeout` seconds of its own time (not counting while it is
+    `held`); gated when `parallel` > 1 and there is more than one job, and then no timing starts
+    while any job is held. `on_finish(job)` is called as each ends. Returns `jobs`."""
     gated = parallel > 1 and len(jobs) > 1
     folder = Path(folder)
     pending, running = list(jobs), []
@@ -134,9 +174,9 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_fini
 
     def start(job: Job) -> None:
         env = dict(job.env)
+        env[PARENT_ENV] = str(os.getpid())
         if gated:
             env[GATE_ENV] = str(folder / job.name)
-            env[PARENT_ENV] = str(os.getpid())
         with open(folder / f"{job.name}.log", "wb") as log:
             job._proc = subprocess.Popen(job.cmd, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
@@ -156,9 +196,12 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_fini
         while pending or running:
             now = time.monotonic()
             step, last = now - last, now
+            building = any(j.held for j in jobs)  # no timing starts beside a compiler
             for job in list(running):
                 waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
-                if waits and len(running) > 1:
+                if job.held:  # bounded by the parent's own limit on builds
+                    job.held_s += step
+                elif waits and (len(running) > 1 or building):
                     job.waited_s += step
                 else:
                     job.active_s += step
@@ -175,7 +218,7 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_fini
                 while pending and sum(j._state == CHECKS for j in running) < parallel:
                     start(pending.pop(0))
                 ready = [j for j in running if j._state == READY]
-                if ready and len(ready) == len(running):
+                if ready and len(ready) == len(running) and not building:
                     holder = ready[0]  # in order of start: the report's order
                     holder._state = TIMING
                     (folder / f"{holder.name}.go").touch()

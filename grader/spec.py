@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -30,7 +31,9 @@ class Check:
     group: str
     run: Callable[["Context"], None]
     needs_gpu: bool = True
-    slow: bool = False  # skipped by `make grade QUICK=1`, the fast edit-grade loop
+    # skipped by `make grade QUICK=1`, the fast edit-grade loop; e.g. the checks of which kernels ran,
+    # whose profiler costs seconds to start
+    slow: bool = False
     huge: bool = False  # allocates more than 2^31 bytes: runs alone among concurrent grading processes
 
 
@@ -178,12 +181,12 @@ def _matches(name: str, exercise: str) -> bool:
     return name in (exercise, number, short) or (name.isdigit() and int(name) == int(number))
 
 
-def select(names: Sequence[str] | None) -> list[Spec]:
-    """Specs matching `names` (`01`, `1`, `01_leaky_relu`, `leaky_relu`); all when empty. Only the
-    chosen exercises' spec modules are imported (each imports torch and its helpers)."""
-    if not names:
-        return all_specs()
+def select_modules(names: Sequence[str] | None) -> list[str]:
+    """The spec modules matching `names` (`01`, `1`, `01_leaky_relu`, `leaky_relu`), all when empty,
+    without importing any. A module is named after its exercise: `ex` + the folder's name."""
     modules = spec_modules()
+    if not names:
+        return modules
     chosen: list[str] = []
     for name in names:
         matches = [m for m in modules if _matches(name, m[2:])]
@@ -191,8 +194,52 @@ def select(names: Sequence[str] | None) -> list[Spec]:
             known = ", ".join(m[2:] for m in modules)
             raise SystemExit(f"no exercise called {name!r}; known: {known}")
         chosen += [m for m in matches if m not in chosen]
+    return chosen
+
+
+def select(names: Sequence[str] | None) -> list[Spec]:
+    """Specs matching `names` (`01`, `1`, `01_leaky_relu`, `leaky_relu`); all when empty. Only the
+    chosen exercises' spec modules are imported (each imports torch and its helpers)."""
+    chosen = select_modules(names)
     loaded = {s.exercise: s for s in _load(chosen)}
     return [loaded[m[2:]] for m in chosen if m[2:] in loaded]
+
+
+class Selection:
+    """Chosen exercises: their folder names at once (from their spec modules' names), their specs
+    once imported. Importing a spec imports torch (seconds), so `Selection.start` does it in a
+    background thread while the caller starts builds and grading processes, which need only names."""
+
+    def __init__(self, modules: Sequence[str], specs: Sequence[Spec] | None = None):
+        self.exercises = [m[2:] for m in modules]
+        self._modules = list(modules)
+        self._specs = None if specs is None else {s.exercise: s for s in specs}
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def start(cls, names: Sequence[str] | None) -> "Selection":
+        """The exercises matching `names` (as `select`), their specs importing in the background."""
+        chosen = cls(select_modules(names))
+        chosen._thread = threading.Thread(target=chosen._load, name="import specs", daemon=True)
+        chosen._thread.start()
+        return chosen
+
+    @classmethod
+    def of(cls, specs: Sequence[Spec]) -> "Selection":
+        return cls([f"ex{s.exercise}" for s in specs], specs)
+
+    def _load(self) -> None:
+        loaded = {}
+        try:
+            loaded = {s.exercise: s for s in _load(self._modules)}
+        finally:
+            self._specs = loaded
+
+    def specs(self) -> dict[str, Spec]:
+        """Exercise -> its spec, for those whose spec loaded (the others are in SPEC_ERRORS)."""
+        if self._thread is not None:
+            self._thread.join()
+        return self._specs
 
 
 def by_exercise(exercise: str) -> Spec:

@@ -2,9 +2,20 @@
 without a GPU, the checks that need none still run (a CPU tensor must be rejected clearly)."""
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
-from grader import build
+from grader import build, env
 from grader.cli import build_all
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, explain, grade, quiet
@@ -61,11 +72,132 @@ def test_compile_error_shows_file_and_line(tmp_path):
 def test_stale_torch_lock_does_not_block_a_build(tmp_path):
     """A build killed mid-way leaves torch's lock file behind; the next build must not wait on it."""
     folder = tmp_path / "01_leaky_relu"
-    import shutil
-
     shutil.copytree(SOLUTIONS / "01_leaky_relu", folder)
     out = build.build_dir_for(folder)
     out.mkdir(parents=True, exist_ok=True)
     (out / "lock").write_text("")
     result = build.build(folder, load=False)
     assert result.ok, result.error
+
+
+# --- rebuilding after an edit: ninja alone, without torch -------------------------------------------
+
+# `python -m grader.build`, failing if it imported torch
+BUILD_WITHOUT_TORCH = """
+import json, sys
+from grader.build import main
+rc = main(sys.argv[1:])
+if "torch" in sys.modules:
+    raise SystemExit("grader.build imported torch")
+raise SystemExit(rc)
+"""
+
+
+def _build_in_subprocess(folder, tmp_path, *, without_torch: bool = False):
+    """Build `folder` the way the grader does (its own process); returns (process, result dict)."""
+    out = tmp_path / "build.json"
+    out.unlink(missing_ok=True)
+    code = BUILD_WITHOUT_TORCH if without_torch else "import sys; from grader.build import main; sys.exit(main(sys.argv[1:]))"
+    child = dict(os.environ, PYTHONPATH=str(env.REPO))
+    proc = subprocess.run([sys.executable, "-c", code, str(folder), "--json", str(out)], env=child,
+                          capture_output=True, text=True, timeout=600)
+    return proc, (json.loads(out.read_text())[0] if out.exists() else None)
+
+
+def _compiled(log: str) -> list[str]:
+    """The sources a build's ninja output shows compiled, by file name."""
+    return sorted(set(re.findall(r" -c \S*/([\w.]+\.(?:cu|cpp)) ", log)))
+
+
+@pytest.fixture(scope="module")
+def edited(tmp_path_factory):
+    """A copy of solution 01, built once; each test edits it and puts the sources back."""
+    folder = tmp_path_factory.mktemp("edit") / "01_leaky_relu"
+    shutil.copytree(SOLUTIONS / "01_leaky_relu", folder)
+    result = build.build(folder, load=False)
+    assert result.ok and not result.extra["ninja_only"], result.error
+    originals = {p: p.read_text() for p in folder.iterdir() if p.suffix in (".cu", ".cpp", ".h")}
+    yield folder
+    for p, text in originals.items():
+        p.write_text(text)
+
+
+@pytest.fixture
+def restore(edited):
+    originals = {p: p.read_text() for p in edited.iterdir() if p.suffix in (".cu", ".cpp", ".h")}
+    yield edited
+    for p, text in originals.items():
+        p.write_text(text)
+
+
+def test_an_edit_rebuilds_only_the_edited_file_with_ninja_alone_and_without_torch(restore, tmp_path):
+    folder = restore
+    cu, cpp = folder / "leaky_relu.cu", folder / "leaky_relu.cpp"
+    cu.write_text(cu.read_text() + "// an edit\n")
+    proc, result = _build_in_subprocess(folder, tmp_path, without_torch=True)
+    assert proc.returncode == 0 and result["ok"], proc.stderr
+    assert result["extra"]["ninja_only"] and _compiled(result["log"]) == ["leaky_relu.cu"], result["log"]
+
+    # a changed message in the C++ front end: the rebuilt library says the new one
+    cpp.write_text(cpp.read_text().replace('check_input(x, "x");', 'check_input(x, "x_edited");', 1))
+    proc, result = _build_in_subprocess(folder, tmp_path, without_torch=True)
+    assert proc.returncode == 0 and result["ok"], proc.stderr
+    assert result["extra"]["ninja_only"] and _compiled(result["log"]) == ["leaky_relu.cpp"], result["log"]
+    call = (f"import torch; torch.ops.load_library({result['library']!r})\n"
+            f"try:\n    torch.ops.{result['namespace']}.leaky_relu(torch.randn(3), 0.1)\n"
+            f"except RuntimeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", call], capture_output=True, text=True, timeout=300)
+    assert "x_edited" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_compile_error_after_a_good_build_shows_file_and_line_then_the_fix_builds(restore, tmp_path):
+    folder = restore
+    cu = folder / "leaky_relu.cu"
+    good = cu.read_text()
+    cu.write_text(good + "int broken = ;\n")
+    line = len(good.splitlines()) + 1
+    proc, result = _build_in_subprocess(folder, tmp_path, without_torch=True)
+    assert proc.returncode == 1 and not result["ok"]
+    first = result["error"].splitlines()[0]
+    assert f"leaky_relu.cu({line}): error" in first, result["error"]
+    cu.write_text(good)
+    proc, result = _build_in_subprocess(folder, tmp_path, without_torch=True)
+    assert proc.returncode == 0 and result["ok"] and result["extra"]["ninja_only"], proc.stderr
+    assert build.cached(folder) is not None
+
+
+def _session(sid: int) -> dict[int, bytes]:
+    """The processes of session `sid` (ninja runs each compiler in a process group of its own):
+    pid -> command line."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:
+                found[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_rebuild_killed_mid_way_leaves_no_lock(restore, tmp_path):
+    folder = restore
+    cu = folder / "leaky_relu.cu"
+    cu.write_text(cu.read_text() + "// killed while this compiles\n")
+    child = dict(os.environ, PYTHONPATH=str(env.REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "grader.build", str(folder)], env=child, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(b"nvcc" in c for c in _session(proc.pid).values()) and time.monotonic() < deadline:
+        assert proc.poll() is None, "the build ended before it could be killed"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    for pid in _session(proc.pid):  # the build, ninja and the compilers
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait()
+    assert build.cached(folder) is None  # no stamp of a build that never finished
+    start = time.monotonic()
+    proc, result = _build_in_subprocess(folder, tmp_path, without_torch=True)
+    assert proc.returncode == 0 and result["ok"] and result["extra"]["ninja_only"], proc.stderr
+    assert time.monotonic() - start < 120

@@ -23,3 +23,18 @@ def test_crash_costs_only_its_exercise(tmp_path, variant):
     neighbour = rows["02_elu"]
     assert neighbour["status"] == "graded", explain(rows)
     assert all(t["outcome"] in ("passed", "skipped") for t in neighbour["tests"]), explain(rows)
+
+
+def test_a_failed_build_costs_only_its_exercise(tmp_path):
+    """Grading starts beside the builds; a folder that does not compile is still reported as such,
+    with the compiler's file and line, while its neighbour is graded."""
+    variant = next(v for v in all_variants() if v.name == "compile_error")
+    variant.materialize(tmp_path)
+    shutil.copytree(SOLUTIONS / "02_elu", tmp_path / "02_elu")
+    rows = grade(tmp_path, ["01", "02"], timeout=60, parallel=2)
+    failed = rows["01_leaky_relu"]
+    assert failed["status"] == "build failed" and failed["points"] == 0, explain(rows)
+    assert "leaky_relu.cu" in failed["error"].splitlines()[0] and "error" in failed["error"], failed["error"]
+    neighbour = rows["02_elu"]
+    assert neighbour["status"] == "graded", explain(rows)
+    assert any(t["outcome"] == "passed" for t in neighbour["tests"]), explain(rows)

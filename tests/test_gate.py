@@ -3,8 +3,10 @@ process does (checks, then a timed section behind `wait_for_gpu`, a check under 
 when each part starts and ends. No GPU needed."""
 from __future__ import annotations
 
+import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +24,8 @@ def mark(event):
     with open(log, "a") as f:
         f.write(f"{name} {event} {time.monotonic()}\\n")
 
+mark("start")
+gate.wait_for_build()
 mark("checks-start")
 time.sleep(checks_s)
 if huge_s:
@@ -38,22 +42,38 @@ mark("timed-end")
 HANG = 3600.0
 
 
-def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float):
-    """plan: name -> (seconds of checks, of a check under the lock, of the timed section)."""
-    script, log = tmp_path / "child.py", tmp_path / "events.log"
+def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float,
+         builds: dict[str, float] | None = None):
+    """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
+    name -> seconds until the parent says that job's build is done (it is held until then)."""
+    script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
     script.write_text(CHILD)
-    child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
-    jobs = [gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO)
-            for name, times in plan.items()]
-    work = tmp_path / "work"
     work.mkdir()
+    jobs, timers = [], []
+    for name, times in plan.items():
+        child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
+        job = gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO)
+        if builds and name in builds:
+            result = work / f"{name}.build.json"
+            job.env[gate.BUILD_ENV], job.held = str(result), True
+
+            def built(job=job, result=result):
+                result.write_text(json.dumps({"ok": True}))
+                with open(log, "a") as f:
+                    f.write(f"{job.name} built-end {time.monotonic()}\n")
+                job.held = False
+
+            timers.append(threading.Timer(builds[name], built))
+        jobs.append(job)
     start = time.monotonic()
+    for t in timers:
+        t.start()
     gate.run(jobs, work, parallel=parallel, timeout=timeout)
     wall = time.monotonic() - start
     spans: dict[tuple[str, str], list[float]] = {}
     for line in log.read_text().splitlines():
         name, event, t = line.split()
-        part, edge = event.rsplit("-", 1)
+        part, edge = event.rsplit("-", 1) if "-" in event else (event, "start")
         spans.setdefault((name, part), [0.0, float("inf")])[0 if edge == "start" else 1] = float(t)
     return {j.name: j for j in jobs}, spans, wall
 
@@ -121,14 +141,60 @@ def test_huge_checks_run_one_at_a_time_and_their_wait_does_not_count(tmp_path):
     assert max(j.waited_s for j in jobs.values()) > timeout
 
 
-def test_a_waiting_process_gives_up_when_its_parent_is_gone(tmp_path):
-    """A process whose parent died (its parent pid is not the one it was given) exits instead of
-    waiting for a go that never comes."""
+@pytest.mark.parametrize("wait", ["gpu", "build"])
+def test_a_waiting_process_gives_up_when_its_parent_is_gone(tmp_path, wait):
+    """A process whose grader is gone (the pid it was given is not among its ancestors) exits
+    instead of waiting for a word that never comes."""
     import subprocess
 
     prefix = tmp_path / "x"
-    code = "from grader import gate; gate.wait_for_gpu(); print('timed')"
-    child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{gate.GATE_ENV: str(prefix), gate.PARENT_ENV: "1"})
-    out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 3 and "timed" not in out.stdout
-    assert Path(str(prefix) + ".ready").exists()
+    stranger = subprocess.Popen(["sleep", "60"])  # alive, but no ancestor of the waiting process
+    try:
+        code = f"from grader import gate; gate.wait_for_{wait}(); print('went on')"
+        child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{
+            gate.GATE_ENV: str(prefix), gate.BUILD_ENV: str(tmp_path / "never.json"),
+            gate.PARENT_ENV: str(stranger.pid)})
+        out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    finally:
+        stranger.kill()
+        stranger.wait()
+    assert out.returncode == 3 and "went on" not in out.stdout
+    if wait == "gpu":
+        assert Path(str(prefix) + ".ready").exists()
+
+
+def test_a_process_under_a_wrapper_waits_for_its_grader(tmp_path):
+    """Under compute-sanitizer the grader is the grandparent: the process still waits for its word."""
+    import subprocess
+
+    result = tmp_path / "build.json"
+    code = "from grader import gate; print(gate.wait_for_build())"
+    wrapper = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"]
+    child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{gate.BUILD_ENV: str(result),
+                                                               gate.PARENT_ENV: str(os.getpid())})
+    proc = subprocess.Popen([*wrapper, sys.executable, "-c", code], env=child_env, stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert proc.poll() is None, "it gave up while its grader was alive"
+    result.write_text(json.dumps({"ok": True}))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "'ok': True" in out
+
+
+def test_the_clock_stops_while_a_job_waits_for_its_build(tmp_path):
+    """A grading process starts beside its build and waits for it; that wait is not its own time."""
+    timeout = 3.0
+    jobs, spans, _ = _run(tmp_path, {"a": (0.2, 0, 0.1)}, parallel=1, timeout=timeout, builds={"a": 5.0})
+    a = jobs["a"]
+    assert a.returncode == 0 and not a.timed_out, a
+    assert a.held_s > timeout and a.active_s < timeout
+    assert spans[("a", "checks")][0] >= spans[("a", "built")][1]  # its checks began once it was built
+
+
+def test_no_timing_starts_while_a_build_runs(tmp_path):
+    """`a` is ready to time long before `b`'s build is done: its timing waits for that build."""
+    plan = {"a": (0.1, 0, 0.3), "b": (0.1, 0, 0.3)}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=2, timeout=60, builds={"b": 3.0})
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    assert spans[("a", "timed")][0] >= spans[("b", "built")][1]
+    assert spans[("b", "checks")][0] >= spans[("b", "built")][1]
+    assert jobs["a"].active_s < 3.0  # its wait for the GPU, behind the build, was not its time

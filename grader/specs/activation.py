@@ -93,7 +93,7 @@ class ActivationSpec(Spec):
         add("forward[current stream]", "forward", self._check_current_stream)
         add("forward[called twice]", "forward", self._check_called_twice)
         add("forward[huge]", "forward", self._check_large, slow=True, huge=True)
-        add("forward[own kernel ran]", "forward", self._check_own_forward)
+        add("forward[own kernel ran]", "forward", self._check_own_forward, slow=True)
         for dtype in DTYPES:
             for shape in ((1,), (257,), (1_000_003,), (3, 1024, 257)):
                 size = "x".join(map(str, shape))
@@ -111,7 +111,7 @@ class ActivationSpec(Spec):
         add("backward[zeros in x]", "backward", self._check_backward_at_zero)
         add("backward[empty]", "backward", lambda ctx: self._expect_backward(
             ctx, torch.empty(0, 3, device="cuda"), torch.empty(0, 3, device="cuda"), default, "backward[empty]"))
-        add("backward[own kernel ran]", "backward", self._check_own_backward)
+        add("backward[own kernel ran]", "backward", self._check_own_backward, slow=True)
         add("input_checks[cpu tensor]", "input_checks", lambda ctx: expect_error(
             self._fn(ctx), torch.randn(8), default, names=("x",), what="a CPU tensor"), needs_gpu=False)
         add("input_checks[integer dtype]", "input_checks", lambda ctx: expect_error(

@@ -55,8 +55,8 @@ class TransposeSpec(Spec):
     def checks(self) -> list[Check]:
         checks: list[Check] = []
 
-        def add(name, group, fn, needs_gpu=True):
-            checks.append(Check(name, group, fn, needs_gpu))
+        def add(name, group, fn, needs_gpu=True, slow=False):
+            checks.append(Check(name, group, fn, needs_gpu, slow))
 
         for dtype in DTYPES:
             shapes = SHAPES + LARGE_SHAPES if dtype == torch.float32 else SHAPES[::2] + LARGE_SHAPES[:1]
@@ -71,7 +71,7 @@ class TransposeSpec(Spec):
         add("forward[empty]", "forward", self._check_empty)
         add("forward[output poisoned]", "forward", self._check_poisoned)
         add("forward[current stream]", "forward", lambda ctx: self._check_stream(ctx))
-        add("forward[own kernel ran]", "forward", self._check_own)
+        add("forward[own kernel ran]", "forward", self._check_own, slow=True)
         fn = lambda ctx: ctx.module.transpose  # noqa: E731
         add("input_checks[cpu tensor]", "input_checks", lambda ctx: expect_error(
             fn(ctx), torch.randn(4, 5), names=_names("x"), what="a CPU tensor"), needs_gpu=False)

@@ -61,8 +61,8 @@ class MatmulSpec(Spec):
     def checks(self) -> list[Check]:
         checks: list[Check] = []
         for group, version, kernel in self.versions_graded:
-            def add(label, fn, group=group):
-                checks.append(Check(f"{group}[{label}]", group, fn))
+            def add(label, fn, group=group, slow=False):
+                checks.append(Check(f"{group}[{label}]", group, fn, slow=slow))
 
             for m, n, k in SHAPES:
                 add(f"{m}x{n}x{k}", lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
@@ -73,7 +73,7 @@ class MatmulSpec(Spec):
             add("unaligned views", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
             add("output poisoned", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
             add("current stream", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
-            add("own kernel ran", lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn))
+            add("own kernel ran", lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn), slow=True)
         checks += self._input_checks()
         checks.append(Check("registration[opcheck]", "registration", self._check_opcheck))
         return checks

@@ -349,8 +349,8 @@ class ConvBNReLUTrainingSpec(Spec):
     def checks(self) -> list[Check]:
         checks: list[Check] = []
 
-        def add(name, group, fn, needs_gpu=True):
-            checks.append(Check(name, group, fn, needs_gpu))
+        def add(name, group, fn, needs_gpu=True, slow=False):
+            checks.append(Check(name, group, fn, needs_gpu, slow))
 
         def layer(ctx, sh, name):
             return Layer(ctx.generator(name + "-init"), sh)
@@ -361,7 +361,7 @@ class ConvBNReLUTrainingSpec(Spec):
         for sh in EVAL_SHAPES:
             add(f"forward[eval-{sh.name}]", "forward", lambda ctx, sh=sh, n=f"forward[eval-{sh.name}]":
                 check_step(ctx, layer(ctx, sh, n), False, n, backward=False))
-        add("forward[own kernels ran]", "forward", self._check_own_forward)
+        add("forward[own kernels ran]", "forward", self._check_own_forward, slow=True)
         add("running_stats[momentum=0.1]", "running_stats", lambda ctx: check_running_stats(ctx, 0.1, "momentum=0.1"))
         add("running_stats[momentum=0.3]", "running_stats", lambda ctx: check_running_stats(ctx, 0.3, "momentum=0.3"))
         add("running_stats[momentum=None]", "running_stats",
@@ -372,7 +372,7 @@ class ConvBNReLUTrainingSpec(Spec):
         for sh in EVAL_SHAPES:
             add(f"backward[eval-{sh.name}]", "backward", lambda ctx, sh=sh, n=f"backward[eval-{sh.name}]":
                 check_step(ctx, layer(ctx, sh, n), False, n, backward=True, forward=False))
-        add("backward[own kernels ran]", "backward", self._check_own_backward)
+        add("backward[own kernels ran]", "backward", self._check_own_backward, slow=True)
         small = (Shape("small", 2, 3, 6, 5, 4, 3, 3, padding=(1, 1), bias=True),
                  Shape("small-strided", 2, 2, 7, 6, 3, 3, 2, stride=(2, 1), padding=(1, 0), dilation=(1, 2), bias=True),
                  Shape("small-nobias", 3, 2, 4, 4, 5, 1, 1))

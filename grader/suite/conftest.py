@@ -16,6 +16,7 @@ from grader import env
 
 env.configure()
 
+from grader import gate  # noqa: E402
 from grader import spec as specs  # noqa: E402
 from grader.results import ResultsRecorder  # noqa: E402
 
@@ -78,7 +79,18 @@ def _load(exercise_dir: Path, spec: specs.Spec):
 
 
 @pytest.fixture(scope="session")
-def ctx(request, spec) -> specs.Context:
+def built(request) -> dict:
+    """Started by the grader beside its builds: wait until they are done (its clock stopped), before
+    anything loads the exercise. A failed build ends this process: the grader reports the compiler's
+    message itself."""
+    result = gate.wait_for_build()
+    if not result.get("ok", True):
+        pytest.exit("the exercise failed to build (the grader reports why)", returncode=0)
+    return result
+
+
+@pytest.fixture(scope="session")
+def ctx(request, spec, built) -> specs.Context:
     exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
     module, error = _load(exercise_dir, spec)
     if error:
@@ -87,11 +99,12 @@ def ctx(request, spec) -> specs.Context:
 
 
 @pytest.fixture(scope="session")
-def reference_module(request, spec, ctx):
-    """The reference solution's module, or None (a student release has no solutions/). Grading the
-    solutions themselves times the one module twice: their own speed is the reference."""
+def reference_module(request, spec, ctx, built):
+    """The reference solution's module, or None (a student release has no solutions/, or its build
+    failed: measured against PyTorch instead). Grading the solutions themselves times the one module
+    twice: their own speed is the reference."""
     ref = request.config.getoption("--reference-dir")
-    if not ref or not Path(ref).exists():
+    if not ref or not Path(ref).exists() or not built.get("reference", True):
         return None
     if Path(ref).resolve() == ctx.exercise_dir:
         return ctx.module
