@@ -76,8 +76,9 @@ def _measure(spec, bench, ctx: Context, reference_module) -> dict:
 
     if student.escaped_stream:
         result["verdict"] = (
-            f"event time {student.median_s * 1e6:.0f} us but wall time {student.wall_median_s * 1e6:.0f} us: "
-            "work ran outside the current stream, so the timing is not credited (launch on "
+            f"the GPU stayed busy {student.busy_after_s * 1e6:.0f} us after the timed stream's "
+            f"{student.median_s * 1e6:.0f} us of work ended: work ran outside the current stream, so the "
+            "timing is not credited (launch on "
             "at::cuda::getCurrentCUDAStream())"
         )
     elif bench.unit == "B" and result["fraction_of_limit"] > OVER_LIMIT:
