@@ -95,20 +95,14 @@ def build_config(exercise_dir: Path) -> dict[str, list[str]]:
     return {k: [re.sub(r"\$\{pkg:([\w.]+)\}", pkg_dir, v) for v in raw.get(k, [])] for k in keys}
 
 
-def _fingerprint(exercise_dir: Path, namespace: str) -> str:
-    """Hash of everything that changes the built library: sources, headers, flags, toolchain.
+def _fingerprint(exercise_dir: Path, namespace: str, config: str | None = None) -> str:
+    """Hash of everything that changes the built library: the configuration stamp (flags, toolchain,
+    shared headers; `config` when the caller has it) and the exercise's own sources and headers.
     Cheap (no torch import), so checking hundreds of folders' caches takes no time."""
-    from importlib.metadata import version
-
-    h = hashlib.sha256()
-    files = [p for p in sorted(exercise_dir.iterdir()) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
-    files += sorted(env.INCLUDE_DIR.rglob("*"))
-    for p in files:
-        if p.is_file():
+    h = hashlib.sha256((config or _config_stamp(exercise_dir, namespace)).encode())
+    for p in sorted(exercise_dir.iterdir()):
+        if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES and p.is_file():
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    config = [namespace, version("torch"), os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *CUDA_FLAGS, *CXX_FLAGS,
-              json.dumps(build_config(exercise_dir), sort_keys=True)]
-    h.update("\0".join(config).encode())
     return h.hexdigest()
 
 
@@ -228,7 +222,8 @@ def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) ->
     with _BuildLock(out_dir):
         stamp = out_dir / "fingerprint"
         library = out_dir / f"{namespace}.so"
-        fingerprint = _fingerprint(exercise_dir, namespace)
+        config = _config_stamp(exercise_dir, namespace)
+        fingerprint = _fingerprint(exercise_dir, namespace, config)
         if library.exists() and stamp.exists() and stamp.read_text() == fingerprint:
             result.cached = True
         else:
@@ -237,7 +232,7 @@ def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) ->
             # we hold the directory's flock, so nobody else is using it.
             (out_dir / "lock").unlink(missing_ok=True)
             try:
-                result.log, result.extra["ninja_only"] = _rebuild(exercise_dir, namespace, out_dir, verbose)
+                result.log, result.extra["ninja_only"] = _rebuild(exercise_dir, namespace, out_dir, config, verbose)
             except Exception as e:  # the compiler's message is in the exception text
                 result.log = str(e)
                 result.error = condense_compiler_output(str(e))
@@ -257,12 +252,12 @@ def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) ->
 CONFIG_STAMP = "config"  # in the build folder: _config_stamp() of the build that wrote build.ninja
 
 
-def _rebuild(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -> tuple[str, bool]:
+def _rebuild(exercise_dir: Path, namespace: str, out_dir: Path, config: str, verbose: bool) -> tuple[str, bool]:
     """Compile what changed: with ninja alone when the build folder holds torch's build.ninja for
     the same configuration (no torch import, no loader: seconds less per edit), else through
-    torch.utils.cpp_extension. Returns the build's output and whether ninja alone built it. The
-    caller holds the folder's lock."""
-    stamp, config = out_dir / CONFIG_STAMP, _config_stamp(exercise_dir, namespace)
+    torch.utils.cpp_extension (`config`: this build's _config_stamp()). Returns the build's output and
+    whether ninja alone built it. The caller holds the folder's lock."""
+    stamp = out_dir / CONFIG_STAMP
     ninja, build_file = _ninja(), out_dir / "build.ninja"
     if (ninja and build_file.is_file() and stamp.is_file() and stamp.read_text() == config
             # torch renames a library it rebuilds in one process with other sources (name_v1)
