@@ -23,6 +23,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from grader.scoring import work_escaped
+
 
 @dataclass
 class Timing:
@@ -39,10 +41,8 @@ class Timing:
 
     @property
     def escaped_stream(self) -> bool:
-        """The device was still busy well after the timed stream finished: work ran outside the
-        events. A device-wide synchronise with nothing left to do takes microseconds, hence the
-        absolute margin; the relative one allows for noise on long ops."""
-        return self.busy_after_s > max(5e-5, 0.25 * self.median_s)
+        """Work ran outside the timed stream (grader.scoring.work_escaped)."""
+        return work_escaped(self.busy_after_s, self.median_s)
 
     def as_dict(self) -> dict:
         return asdict(self)

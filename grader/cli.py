@@ -133,6 +133,11 @@ def _results_path(workdir: Path, exercise: str) -> Path:
     return workdir / f"{exercise}.json"
 
 
+def _judge_outputs_path(workdir: Path, exercise: str) -> Path:
+    """Where a grading process saves its op's outputs on the judge's calls (grader.judge)."""
+    return workdir / f"{exercise}.judge.pt"
+
+
 def _build_result_path(workdir: Path, exercise: str) -> Path:
     """Where the parent says how a grading process's builds went (grader.gate.wait_for_build)."""
     return workdir / f"{exercise}.build.json"
@@ -150,8 +155,10 @@ def grading_job(exercise: str, exercise_dir: Path, reference_dir: Path | None, s
     results_path = _results_path(workdir, exercise)
     results_path.unlink(missing_ok=True)
     _build_result_path(workdir, exercise).unlink(missing_ok=True)
+    _judge_outputs_path(workdir, exercise).unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "suite"), "-q", "-p", "no:cacheprovider",
-           f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}"]
+           f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}",
+           f"--judge-outputs={_judge_outputs_path(workdir, exercise)}"]
     if reference_dir is not None:
         cmd.append(f"--reference-dir={reference_dir}")
     if keyword:
@@ -170,8 +177,11 @@ def grading_job(exercise: str, exercise_dir: Path, reference_dir: Path | None, s
     return gate.Job(exercise, cmd, child, env.REPO)
 
 
-def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool = False) -> dict:
-    """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with."""
+def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool = False,
+                seed: int | None = None) -> dict:
+    """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
+    With the run's `seed` (on a GPU), the judge re-checks the op's saved outputs here, where the
+    submission's code never ran (grader.judge): its verdicts join the tests of their groups."""
     results_path = _results_path(workdir, spec.exercise)
     output = job.output
     status, error = "graded", ""
@@ -202,6 +212,10 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
                 t["outcome"], t["reason"] = "failed", error
         if tests:
             status = "graded"
+    if seed is not None and status == "graded":
+        from grader import judge  # imports torch: the specs, loaded by now, did already
+
+        tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests)
     row = score_exercise(spec, tests, status, error)
     row["log"] = _tail(output, 20000)
     return row
@@ -325,7 +339,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             elif not builds[d].result()["ok"]:
                 rows[e] = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
             else:
-                rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize)
+                rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None)
     return [rows[e] for e in chosen.exercises if e in rows]
 
 

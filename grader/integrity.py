@@ -8,11 +8,11 @@ library functions the checks and the timer call; `Snapshot.changed()` lists what
 The results recorder asks after every test and the parent process scores a run with any change as
 tampered: zero points, naming what was replaced.
 
-The recorder binds the detector and its writer when it is imported, so patching them afterwards
-is reported too. This catches patching, the common cheat; it cannot stop code that is determined
-to forge results from inside the same process (walking the garbage collector to rewrite the
-recorder's state, say): that would take running the checks in a process the submission cannot
-reach, which the grader does not do yet. Grading logs keep the evidence for an instructor.
+The recorder binds the detector when it is imported, so patching it afterwards is reported too.
+This catches patching, the common cheat. Code determined to forge results from inside the process
+(rewriting the results file at exit, say) is not stopped here but by the judge (grader.judge): the
+parent re-checks every op's outputs itself and recomputes the speed's verdict from the raw numbers,
+so a forged "passed" earns nothing for a wrong op. Grading logs keep the evidence for an instructor.
 """
 from __future__ import annotations
 

@@ -9,19 +9,30 @@ from pathlib import Path
 from grader.integrity import Snapshot
 
 
-def write_json_atomic(path: Path, data) -> None:
-    """Write to a temporary file in the same folder, then rename: a reader (or a run interrupted
-    mid-write) never sees a half-written file."""
+def _write_atomic(path: Path, write) -> None:
+    """`write(binary file)` into a temporary file in the same folder, then rename: a reader (or a
+    run interrupted mid-write) never sees a half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, default=str)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data) -> None:
+    _write_atomic(path, lambda f: f.write(json.dumps(data, indent=1, default=str).encode()))
+
+
+def save_atomic(path: Path, data) -> None:
+    """torch.save, atomically (tensors for grader.judge)."""
+    import torch
+
+    _write_atomic(path, lambda f: torch.save(data, f))
 
 
 def _test_name(report) -> str:

@@ -1,7 +1,58 @@
-"""Turning test outcomes into points: all-or-nothing per group, tiers for speed."""
+"""Turning test outcomes into points: all-or-nothing per group, tiers for speed.
+
+The speed's verdict (`speed_verdict`) is computed from the timing's raw measurements both in the
+grading process (to tell the student at once) and again here, in the parent, which scores with its
+own result: a submission that patches the grader in its process cannot award itself a tier.
+"""
 from __future__ import annotations
 
 from grader.spec import PERFORMANCE, Spec
+
+# A measured rate this far above the device's limit is a timing artefact or a cheat, not speed.
+OVER_LIMIT = 1.10
+
+
+def tier_fraction(spec: Spec, ratio: float) -> float:
+    """Fraction of the performance points earned at `ratio` of the reference's throughput."""
+    earned = 0.0
+    for threshold, fraction in spec.perf_tiers:
+        if ratio >= threshold:
+            earned = max(earned, fraction)
+    return earned
+
+
+def work_escaped(busy_after_s: float, median_s: float) -> bool:
+    """The device was still busy well after the timed stream finished: work ran outside the
+    events. A device-wide synchronise with nothing left to do takes microseconds, hence the
+    absolute margin; the relative one allows for noise on long ops."""
+    return busy_after_s > max(5e-5, 0.25 * median_s)
+
+
+def speed_verdict(spec: Spec, perf: dict) -> tuple[float, str]:
+    """(fraction of the performance points earned, why not all) from a timing's raw numbers:
+    rate and reference_rate (per second), limit, unit, time_s and busy_after_s."""
+    try:
+        rate, reference, time_s = float(perf["rate"]), float(perf["reference_rate"]), float(perf["time_s"])
+        limit, busy = float(perf.get("limit") or 0.0), float(perf.get("busy_after_s", 0.0))
+    except (KeyError, TypeError, ValueError):
+        return 0.0, perf.get("verdict") or "the timing recorded no throughput"
+    if not (rate > 0 and reference > 0 and time_s > 0):
+        return 0.0, "the timing recorded no throughput"
+    if work_escaped(busy, time_s):
+        return 0.0, (f"the GPU stayed busy {busy * 1e6:.0f} us after the timed stream's {time_s * 1e6:.0f} us "
+                     "of work ended: work ran outside the current stream, so the timing is not credited "
+                     "(launch on at::cuda::getCurrentCUDAStream())")
+    if perf.get("unit") == "B" and not limit > 0:
+        return 0.0, "the timing recorded no copy bandwidth to compare with"
+    if perf.get("unit") == "B" and rate / limit > OVER_LIMIT:
+        return 0.0, (f"{rate / limit:.0%} of the copy bandwidth is not physically possible for this byte count: "
+                     "the op skipped work (or cached a result), so speed is not credited")
+    ratio = rate / reference
+    fraction = tier_fraction(spec, ratio)
+    if fraction == 0:
+        first = min(t for t, _ in spec.perf_tiers)
+        return 0.0, f"reached {ratio:.2f}x of the reference's throughput; the first tier needs {first:g}x"
+    return fraction, ""
 
 
 def score_exercise(spec: Spec, tests: list[dict], status: str = "graded", error: str = "") -> dict:
@@ -72,11 +123,15 @@ def _score_performance(spec: Spec, tests: list[dict], groups: dict) -> dict:
         entry.update(state="skipped", reason=test["reason"] or "not run")
     elif missing:
         entry.update(state="failed", reason=f"speed counts only once {', '.join(missing)} passes")
-    elif test["outcome"] == "failed" and not perf.get("tier_fraction"):
+    elif test["outcome"] == "failed":
         entry.update(state="failed", reason=test["reason"])
-    else:
-        fraction = perf.get("tier_fraction", 0.0)
-        entry.update(points=round(pts * fraction, 2), state="passed" if fraction >= 1 else "partial",
-                     reason="" if fraction >= 1 else f"{perf.get('ratio', 0):.2f}x of the reference earns {fraction:.0%}",
-                     passed=1)
+    else:  # recomputed here, not taken from the grading process's own verdict
+        fraction, reason = speed_verdict(spec, perf)
+        if reason:
+            entry.update(state="failed", reason=reason)
+        else:
+            ratio = float(perf["rate"]) / float(perf["reference_rate"])
+            entry.update(points=round(pts * fraction, 2), state="passed" if fraction >= 1 else "partial",
+                         reason="" if fraction >= 1 else f"{ratio:.2f}x of the reference earns {fraction:.0%}",
+                         passed=1)
     return entry

@@ -72,11 +72,31 @@ class AuditCall:
     # None where an output is not compared. None: only errors and crashes are judged
     reference: Callable[..., object] | None = None
     label: str = ""  # tells several calls of one op apart, e.g. "conv2d(version=1)"; default: op
+    # the scored group whose points this call's result vouches for (grader.judge re-checks it outside
+    # the submission's process); default: "backward" for an op named so, else "forward"
+    group: str = ""
 
     def __post_init__(self):
         if len(self.names) != len(self.args):
             raise ValueError(f"AuditCall {self.op}: {len(self.args)} arguments but {len(self.names)} names")
         self.label = self.label or self.op.rsplit(".", 1)[-1]
+        self.group = self.group or ("backward" if "backward" in self.label else "forward")
+
+
+# added to every audit_randn seed: the judge (grader.judge) draws its calls' values fresh for each
+# run, from the run's seed; the audit keeps 0, its fixed values
+_audit_seed_offset = 0
+
+
+@contextlib.contextmanager
+def audit_seed(offset: int):
+    """Draw every audit_randn tensor made in the body from seeds shifted by `offset`."""
+    global _audit_seed_offset
+    saved, _audit_seed_offset = _audit_seed_offset, offset
+    try:
+        yield
+    finally:
+        _audit_seed_offset = saved
 
 
 def audit_randn(*shape: int, device, dtype, seed: int = 0, scale: float = 1.0, offset: float = 0.0):
@@ -84,7 +104,7 @@ def audit_randn(*shape: int, device, dtype, seed: int = 0, scale: float = 1.0, o
     device), then moved."""
     import torch
 
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed((seed + _audit_seed_offset) % 2**63)
     return (torch.randn(shape, generator=g, dtype=torch.float64) * scale + offset).to(device=device, dtype=dtype)
 
 

@@ -85,6 +85,9 @@ if want edit; then
   run edit_then_grade "$(left)" python3 -m grader --target /tmp/edit --ex 01 --out /tmp/edit/report
   echo "// edited again" >> /tmp/edit/01_leaky_relu/leaky_relu.cu
   run edit_then_grade_quick "$(left)" python3 -m grader --target /tmp/edit --ex 01 --quick --out /tmp/edit/report
+  # where the quick grade's time goes: its grading process alone, every test's duration
+  run edit_profile "$(left)" python3 -m pytest grader/suite -q -p no:cacheprovider --rootdir=. \
+    --exercise-dir=/tmp/edit/01_leaky_relu --seed=1 -m "not slow" --durations=0
 fi
 if want test; then
   for f in $TEST_FILES; do

@@ -9,9 +9,8 @@ import torch
 from grader import build, checks, report, spec
 from grader.bench import Timing
 from grader.checks import CheckFailure, Tolerance
-from grader.performance import tier_fraction
 from grader.results import write_json_atomic
-from grader.scoring import score_exercise
+from grader.scoring import score_exercise, speed_verdict, tier_fraction
 
 LEAKY = spec.by_exercise("01")
 
@@ -34,16 +33,37 @@ def test_groups_are_all_or_nothing():
     assert row["groups"]["input_checks"]["points"] == 1 and row["groups"]["autograd"]["points"] == 1
 
 
+def _perf(ratio: float, **raw) -> dict:
+    """A timing's raw numbers, as the grading process records them: `ratio` of the reference's rate."""
+    return {"rate": 100.0 * ratio, "reference_rate": 100.0, "limit": 1000.0, "time_s": 1e-3, "busy_after_s": 1e-6,
+            "unit": "B", **raw}
+
+
 def test_speed_earns_tiers_only_after_forward_passes():
     ok = {"forward": "passed", "backward": "passed", "input_checks": "passed", "autograd": "passed"}
-    full = score_exercise(LEAKY, _tests(ok, {"tier_fraction": 1.0, "ratio": 0.97, "rate": 1, "unit": "B"}))
+    full = score_exercise(LEAKY, _tests(ok, _perf(0.97)))
     assert full["points"] == LEAKY.total
-    half = score_exercise(LEAKY, _tests(ok, {"tier_fraction": 0.5, "ratio": 0.6, "rate": 1, "unit": "B"}))
+    half = score_exercise(LEAKY, _tests(ok, _perf(0.6)))
     assert half["groups"]["performance"]["points"] == 1 and half["groups"]["performance"]["state"] == "partial"
     broken = dict(ok, forward="failed")
-    fast_but_wrong = score_exercise(LEAKY, _tests(broken, {"tier_fraction": 1.0, "ratio": 5, "rate": 1, "unit": "B"}))
+    fast_but_wrong = score_exercise(LEAKY, _tests(broken, _perf(5)))
     assert fast_but_wrong["groups"]["performance"]["points"] == 0
     assert "forward" in fast_but_wrong["groups"]["performance"]["reason"]
+
+
+@pytest.mark.parametrize("raw, why", [
+    (_perf(0.2), "first tier needs"),
+    (_perf(5.0, limit=300.0), "not physically possible"),
+    (_perf(0.97, busy_after_s=5e-4), "outside the current stream"),
+    ({"unit": "B"}, "no throughput"),
+])
+def test_the_parent_recomputes_the_speed_verdict_from_the_raw_numbers(raw, why):
+    """A grading process that claims full speed (no verdict, tier 1.0) against its own numbers, as a
+    patched grader would, earns what the numbers say."""
+    ok = {"forward": "passed", "backward": "passed", "input_checks": "passed", "autograd": "passed"}
+    row = score_exercise(LEAKY, _tests(ok, dict(raw, tier_fraction=1.0, verdict="")))
+    assert row["groups"]["performance"]["points"] == 0 and why in row["groups"]["performance"]["reason"], row
+    assert speed_verdict(LEAKY, raw)[0] == 0
 
 
 def test_skipped_groups_earn_nothing_and_say_why():

@@ -44,7 +44,7 @@ env.configure()  # before torch.utils.cpp_extension is imported (by the exercise
 
 import torch  # noqa: E402
 
-from grader.checks import relative_error  # noqa: E402
+from grader.judge import clean, compare, is_tensor, resolve, tolerance  # noqa: E402
 from grader.spec import AuditCall, Spec, audit_randn  # noqa: E402
 from tests.grading import JOBS, SOLUTIONS, quiet, selected  # noqa: E402
 
@@ -69,13 +69,9 @@ class Case:
     must_raise: bool = False
 
 
-def _tensor(a) -> bool:
-    return isinstance(a, torch.Tensor)
-
-
 def _fresh(args) -> list:
     """A private copy of the arguments (an op may update a buffer in place), tensors with their layout."""
-    return [a.clone() if _tensor(a) else (list(a) if isinstance(a, list) else a) for a in args]
+    return [a.clone() if is_tensor(a) else (list(a) if isinstance(a, list) else a) for a in args]
 
 
 def _shape(t) -> str:
@@ -110,7 +106,7 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
     """Every case of every call, in a fixed order (a resumed audit skips by index)."""
     out: list[Case] = []
     for call in calls:
-        tensors = [i for i, a in enumerate(call.args) if _tensor(a)]
+        tensors = [i for i, a in enumerate(call.args) if is_tensor(a)]
         all_names = tuple(call.names[i] for i in tensors)
 
         def spoil(i, fn, call=call):
@@ -170,50 +166,9 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
 
 
 # ------------------------------------------------------------------------------------ judging
-def clean(e: BaseException) -> str:
-    return str(e).split("\nException raised from")[0].strip()
-
-
 def names_one_of(msg: str, names) -> bool:
     """The message names one of `names` as a word ("x must", "x's", "(x", not "max" or "bn_x")."""
     return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", msg) for n in names)
-
-
-def tolerance(call: AuditCall) -> float:
-    """Normwise relative error allowed: far below the rounding of a lower precision."""
-    dtypes = {a.dtype for a in call.args if _tensor(a) and a.is_floating_point()}
-    return 1e-10 if dtypes == {torch.float64} else 1e-5
-
-
-def compare(actual, expected, tol: float, what: str) -> str | None:
-    """None when `actual` matches `expected` (a tensor, or a tuple with None where not compared)."""
-    if expected is None:
-        return None
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            return f"{what}: expected {len(expected)} outputs, got {type(actual).__name__}"
-        for k, (a, e) in enumerate(zip(actual, expected)):
-            problem = compare(a, e, tol, f"{what}[{k}]")
-            if problem:
-                return problem
-        return None
-    if not isinstance(actual, torch.Tensor):
-        return f"{what}: expected a tensor, got {type(actual).__name__}"
-    if tuple(actual.shape) != tuple(expected.shape):
-        return f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}"
-    if actual.device != expected.device:
-        return f"{what}: on {actual.device}, expected on {expected.device}"
-    err = relative_error(actual, expected)
-    if not err <= tol:
-        return f"{what}: relative error {err:.3g} exceeds {tol:g}"
-    return None
-
-
-def resolve(module, path: str):
-    fn = module
-    for part in path.split("."):
-        fn = getattr(fn, part)
-    return fn
 
 
 class CudaError(Exception):
@@ -259,7 +214,7 @@ def judge(module, case: Case) -> str | None:
             return problem
     if case.kind == "noncontiguous":
         try:
-            again = fn(*[a.contiguous() if _tensor(a) else a for a in case.make()])
+            again = fn(*[a.contiguous() if is_tensor(a) else a for a in case.make()])
             _sync()
         except ERRORS as e:
             return f"accepted the strided view, but the same call on contiguous copies raised: {clean(e)[:300]}"
@@ -429,7 +384,7 @@ def test_every_spec_has_audit_calls():
         labels = [c.label for c in calls]
         assert len(set(labels)) == len(labels), f"{spec.exercise}: two audit calls share a label: {labels}"
         for call in calls:
-            assert any(_tensor(a) for a in call.args), f"{spec.exercise}: {call.label} has no tensor argument"
+            assert any(is_tensor(a) for a in call.args), f"{spec.exercise}: {call.label} has no tensor argument"
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.exercise for s in SPECS])

@@ -152,7 +152,7 @@ class MatmulSpec(Spec):
         a = audit_randn(5, 8, device=device, dtype=torch.float32, seed=1)
         b = audit_randn(8, 12, device=device, dtype=torch.float32, seed=2)
         return [AuditCall("matmul", (a, b, v), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
-                          label=f"matmul(version={v})") for _, v, _ in self.versions_graded]
+                          label=f"matmul(version={v})", group=group) for group, v, _ in self.versions_graded]
 
     def benchmark(self) -> Benchmark:
         n = 4096

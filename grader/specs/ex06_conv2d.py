@@ -301,14 +301,15 @@ class ConvSpec(Spec):
             params, names = ((2, 1), (1, 1), (1, 2)), ("stride", "padding", "dilation")
         b = r(4, seed=3, scale=0.2)
         calls = []
-        for _, version, _ in self.versions_graded:
+        for group, version, _ in self.versions_graded:
             extra = () if version is None else (version,)
             for bias in (b, None):
                 what = [f"version={version}"] if version is not None else []
                 what.append("bias" if bias is not None else "no bias")
                 calls.append(AuditCall(self.op, (x, w, bias, *params, *extra),
                                        ("x", "weight", "bias", *names, *(("version",) if extra else ())),
-                                       self._audit_reference, label=f"{self.op}({', '.join(what)})"))
+                                       self._audit_reference, label=f"{self.op}({', '.join(what)})",
+                                       group=group))
         return calls
 
     def _audit_reference(self, x, w, b, *params):

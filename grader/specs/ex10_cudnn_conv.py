@@ -777,7 +777,8 @@ class CudnnConvSpec(Spec):
         calls.append(AuditCall(
             "conv_transpose2d", (g, w, conv[0], conv[1], (0, 0), conv[2], "benchmark"),
             ("x", "weight", "stride", "padding", "output_padding", "dilation", "mode"),
-            lambda x, w, s, p, op, d, m: F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d)))
+            lambda x, w, s, p, op, d, m: F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d),
+            group="backward"))  # graded with the backward checks: it is the same cuDNN backward-data call
         return calls
 
     # --- speed ---------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ def pytest_addoption(parser):
                     help="base seed of every random input (printed by the grader; replay with it)")
     group.addoption("--results", help="write each test's outcome here as JSON, as the run goes")
     group.addoption("--reference-dir", help="the reference solution's folder, timed beside the exercise")
+    group.addoption("--judge-outputs", help="save the op's outputs on the judge's calls here (grader.judge)")
 
 
 def pytest_configure(config):
@@ -95,7 +96,26 @@ def ctx(request, spec, built) -> specs.Context:
     module, error = _load(exercise_dir, spec)
     if error:
         pytest.fail(f"could not load {spec.module}: {error}", pytrace=False)
-    return specs.Context(module=module, seed=request.config.getoption("--seed"), exercise_dir=exercise_dir)
+    seed = request.config.getoption("--seed")
+    judge_outputs = request.config.getoption("--judge-outputs")
+    if judge_outputs:
+        _record_judge_outputs(module, spec, seed, Path(judge_outputs))
+    return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir)
+
+
+def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
+    """Before any check: the outputs the parent re-checks (grader.judge). A fault there leaves the
+    GPU unusable, so every check fails naming it."""
+    import torch
+
+    from grader import judge
+    from grader.checks import cuda_context_lost
+
+    if not torch.cuda.is_available():
+        return
+    problem = judge.record_outputs(module, spec, seed, path)
+    if problem and cuda_context_lost(problem):
+        pytest.fail(f"not run: a kernel faulted in the judge's call {problem}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

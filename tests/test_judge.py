@@ -1,0 +1,109 @@
+"""The judge (grader.judge): results re-checked in the parent, where the submission's code never runs.
+On the CPU, with the ops played by PyTorch functions: no build, no GPU."""
+from __future__ import annotations
+
+import pickle
+import types
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from grader import gate, judge, spec
+from grader.cli import _judge_outputs_path, _results_path, grading_row
+from grader.results import save_atomic, write_json_atomic
+from grader.scoring import score_exercise
+
+LEAKY = spec.by_exercise("01")
+SEED = 1234
+ALL_PASSED = [{"name": f"{g}[x]", "group": g, "outcome": "passed", "reason": "", "properties": {}}
+              for g in ("forward", "backward", "input_checks", "autograd")]
+
+
+def _leaky(slope_used=None):
+    """LeakyReLU played by PyTorch; `slope_used` fixed: the 'slope ignored' bug."""
+    def forward(x, p):
+        return F.leaky_relu(x, p if slope_used is None else slope_used)
+
+    def backward(g, x, p):
+        return torch.where(x > 0, g, g * (p if slope_used is None else slope_used))
+    return types.SimpleNamespace(leaky_relu=forward, leaky_relu_backward=backward)
+
+
+def _verdicts(module, tmp_path, tests=ALL_PASSED):
+    path = tmp_path / "outputs.pt"
+    judge.record_outputs(module, LEAKY, SEED, path, device="cpu")
+    return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, tests)}
+
+
+@pytest.mark.parametrize("s", spec.all_specs(), ids=lambda s: s.exercise)
+def test_every_spec_gives_the_judge_calls_it_can_check_on_the_cpu(s):
+    calls = judge.judged_calls(s, SEED)
+    assert calls, f"{s.exercise}: no audit call with a reference to judge"
+    for call, again, other in zip(calls, judge.judged_calls(s, SEED), judge.judged_calls(s, SEED + 1)):
+        assert call.group in s.points, f"{call.label}: group {call.group!r} is not scored"
+        first = next(a for a in call.args if judge.is_tensor(a))
+        assert torch.equal(first, next(a for a in again.args if judge.is_tensor(a))), "one seed, one input"
+        assert not torch.equal(first, next(a for a in other.args if judge.is_tensor(a))), "fresh inputs per run"
+        assert call.reference(*call.args) is not None
+
+
+def test_right_outputs_pass(tmp_path):
+    found = _verdicts(_leaky(), tmp_path)
+    assert set(found) == {"judge: leaky_relu", "judge: leaky_relu_backward"}
+    assert all(e["outcome"] == "passed" for e in found.values()), found
+
+
+def test_a_wrong_output_fails_its_group_whatever_the_grading_process_said(tmp_path):
+    found = _verdicts(_leaky(slope_used=0.01), tmp_path)
+    forward = found["judge: leaky_relu"]
+    assert forward["outcome"] == "failed" and forward["group"] == "forward"
+    assert "relative error" in forward["reason"] and "outside the submission's process" in forward["reason"]
+    row = score_exercise(LEAKY, ALL_PASSED + list(found.values()))
+    assert row["groups"]["forward"]["points"] == 0 and row["groups"]["backward"]["points"] == 0
+    assert row["groups"]["input_checks"]["points"] == 1
+
+
+def test_an_error_on_valid_arguments_fails(tmp_path):
+    def broken(*_):
+        raise RuntimeError("not implemented yet: leaky_relu")
+    found = _verdicts(types.SimpleNamespace(leaky_relu=broken, leaky_relu_backward=broken), tmp_path)
+    assert all(e["outcome"] == "failed" and "not implemented yet" in e["reason"] for e in found.values()), found
+
+
+def test_groups_the_grading_process_did_not_run_are_not_judged(tmp_path):
+    only_forward = [t for t in ALL_PASSED if t["group"] == "forward"]
+    assert set(_verdicts(_leaky(), tmp_path, only_forward)) == {"judge: leaky_relu"}
+    skipped = [dict(t, outcome="skipped") for t in ALL_PASSED]
+    assert _verdicts(_leaky(), tmp_path, skipped) == {}
+
+
+def test_missing_or_unreadable_outputs_fail_and_run_no_code(tmp_path):
+    missing = judge.verdicts(LEAKY, SEED, tmp_path / "none.pt", ALL_PASSED)
+    assert missing and all("saved no outputs" in e["reason"] for e in missing)
+
+    class Payload:  # a file that would run code if loaded with pickle
+        def __reduce__(self):
+            return (exec, ("import pathlib; pathlib.Path(%r).touch()" % str(tmp_path / "ran"),))
+    evil = tmp_path / "evil.pt"
+    evil.write_bytes(pickle.dumps({"leaky_relu": Payload()}, protocol=2))
+    found = judge.verdicts(LEAKY, SEED, evil, ALL_PASSED)
+    assert found and all(e["outcome"] == "failed" and "could not be read" in e["reason"] for e in found), found
+    assert not (tmp_path / "ran").exists()
+
+    save_atomic(tmp_path / "big.pt", {"leaky_relu": torch.zeros(judge.MAX_OUTPUTS_BYTES // 4 + 1)})
+    assert all("far more" in e["reason"] for e in judge.verdicts(LEAKY, SEED, tmp_path / "big.pt", ALL_PASSED))
+
+
+def test_a_forged_results_file_does_not_earn_the_points(tmp_path):
+    """The grading process wrote 'everything passed' (as a patched grader would) and exited cleanly,
+    but the op it handed the judge ignores the slope: forward and backward earn nothing."""
+    write_json_atomic(_results_path(tmp_path, LEAKY.exercise), {"tests": ALL_PASSED, "running": None, "tampered": []})
+    judge.record_outputs(_leaky(slope_used=0.01), LEAKY, SEED, _judge_outputs_path(tmp_path, LEAKY.exercise),
+                         device="cpu")
+    job = gate.Job(LEAKY.exercise, [], {}, tmp_path, returncode=0)
+    row = grading_row(LEAKY, job, tmp_path, timeout=60, seed=SEED)
+    assert row["groups"]["forward"]["points"] == 0 and row["groups"]["backward"]["points"] == 0, row["groups"]
+    assert "re-checked by the grader" in row["groups"]["forward"]["reason"]
+    honest = grading_row(LEAKY, job, tmp_path, timeout=60, seed=None)  # no GPU: nothing to judge
+    assert honest["groups"]["forward"]["points"] == LEAKY.points["forward"]
