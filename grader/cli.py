@@ -181,7 +181,8 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
                 seed: int | None = None) -> dict:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
     With the run's `seed` (on a GPU), the judge re-checks the op's saved outputs here, where the
-    submission's code never ran (grader.judge): its verdicts join the tests of their groups."""
+    submission's code never ran (grader.judge): its verdicts join the tests of their groups. Without
+    (no GPU), nothing can be re-checked, and a GPU check's "passed" is not believed."""
     results_path = _results_path(workdir, spec.exercise)
     output = job.output
     status, error = "graded", ""
@@ -216,6 +217,11 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
         from grader import judge  # imports torch: the specs, loaded by now, did already
 
         tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests)
+    elif seed is None:
+        on_gpu = {c.name for c in spec.checks() if c.needs_gpu} | {"performance"}
+        for t in tests:
+            if t["name"] in on_gpu and t["outcome"] == "passed":
+                t["outcome"], t["reason"] = "skipped", "a GPU check cannot have passed without a GPU"
     row = score_exercise(spec, tests, status, error)
     row["log"] = _tail(output, 20000)
     return row

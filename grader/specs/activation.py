@@ -122,6 +122,9 @@ class ActivationSpec(Spec):
         add("input_checks[grad dtype]", "input_checks", lambda ctx: expect_error(
             self._bwd(ctx), torch.ones(8, device="cuda", dtype=torch.float64), torch.ones(8, device="cuda"), default,
             names=("grad_output",), what="grad_output of another dtype than x"))
+        # which ops the gradient went through is read with a dispatch mode, whose first use imports
+        # torch._dynamo (seconds): a check of its own, in the full grade only, like the profiler's
+        add("autograd[through the exercise's ops]", "autograd", self._check_autograd_ops, slow=True)
         add("autograd[gradcheck float64]", "autograd", self._check_gradcheck)
         add("autograd[opcheck]", "autograd", self._check_opcheck, slow=True)
         return checks
@@ -196,9 +199,9 @@ class ActivationSpec(Spec):
         g = self._rand(ctx, "zerosg", (4096,), torch.float32, 1.0)
         self._expect_backward(ctx, g, x, self.param_values[0], "backward[x with exact zeros]")
 
-    def _check_gradcheck(self, ctx: Context) -> None:
-        # the gradient must flow through the exercise's two ops: PyTorch's own op (a wrapper that
-        # falls back to torch.nn.functional) passes gradcheck too
+    def _check_autograd_ops(self, ctx: Context) -> None:
+        """The gradient must flow through the exercise's two ops: PyTorch's own op (a wrapper that
+        falls back to torch.nn.functional) passes gradcheck too."""
         ns, fn = ctx.module.lib.namespace, self._fn(ctx)
         probe = self._rand(ctx, "gradcheck_ops", (33,), torch.float32).requires_grad_()
         called = set(ops_called(lambda: fn(probe, self.param_values[0]).sum().backward()))
@@ -207,6 +210,8 @@ class ActivationSpec(Spec):
             theirs = sorted(n for n in called if self.op in n) or sorted(called)[:4]
             raise CheckFailure(f"the gradient did not go through this exercise's {' and '.join(missing)} op(s); "
                                f"ran {', '.join(theirs)}")
+
+    def _check_gradcheck(self, ctx: Context) -> None:
         x = self._rand(ctx, "gradcheck", (64,), torch.float64, 1.0)
         x = torch.where(x.abs() < 0.05, x + 0.1, x).requires_grad_()  # keep off the kink at 0
         fn = self._fn(ctx)
