@@ -91,17 +91,13 @@ def wait_for_gpu() -> None:
         time.sleep(POLL_S)
 
 
-def wait_for_build(while_waiting=None) -> dict:
+def wait_for_build() -> dict:
     """Before loading the exercise: wait until the parent has built it, and return what the parent
-    wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait.
-    `while_waiting()` is called once if the build is not done yet: work that would otherwise come
-    after it."""
+    wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait."""
     path = os.environ.get(BUILD_ENV)
     if not path:
         return {}
     result = Path(path)
-    if while_waiting is not None and not result.exists():
-        while_waiting()
     while not result.exists():
         if _parent_gone():
             os._exit(3)

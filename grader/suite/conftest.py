@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,19 @@ import pytest
 from grader import env
 
 env.configure()
+
+def _warm_up() -> None:
+    """What every grading process needs sooner or later, done beside its collection and its wait
+    for the build instead of after them: the CUDA context (tenths of a second), and the modules
+    the first torch.autograd.grad with explicit gradients imports (sympy: seconds on a cold disk)."""
+    import torch
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401
+
+    if torch.cuda.is_available():
+        torch.empty(1, device="cuda")
+
+
+threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
 from grader import gate  # noqa: E402
 from grader import spec as specs  # noqa: E402
@@ -98,20 +112,12 @@ def _load(exercise_dir: Path, spec: specs.Spec):
         return None, f"{type(e).__name__}: {str(e).split(chr(10) + 'Exception raised from')[0]}"
 
 
-def _start_cuda() -> None:
-    """Create the CUDA context (a few tenths of a second) while the build still runs."""
-    import torch
-
-    if torch.cuda.is_available():
-        torch.empty(1, device="cuda")
-
-
 @pytest.fixture(scope="session")
 def built(request) -> dict:
     """Started by the grader beside its builds: wait until they are done (its clock stopped), before
     anything loads the exercise. A failed build ends this process: the grader reports the compiler's
     message itself."""
-    result = gate.wait_for_build(while_waiting=_start_cuda)
+    result = gate.wait_for_build()
     if not result.get("ok", True):
         pytest.exit("the exercise failed to build (the grader reports why)", returncode=0)
     return result
