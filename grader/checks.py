@@ -204,6 +204,29 @@ def kernels_launched(fn) -> list[str]:
     return [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
 
 
+def assert_backward_matches_forward(fn, x: torch.Tensor, what: str, *, generator=None, trials: int = 3,
+                                    eps: float = 1e-6, tol: float = 1e-6) -> None:
+    """gradcheck's fast mode, without torch.autograd.grad (whose first call in a process imports
+    sympy: seconds, too slow for the quick edit-grade loop). For random directions u and cotangents
+    v, in float64, the backward's <J^T v, u> must match the forward's central difference
+    <v, (f(x + eps u) - f(x - eps u)) / (2 eps)>. `fn` must be smooth within eps of x."""
+    for trial in range(trials):
+        u = torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
+        leaf = x.detach().clone().requires_grad_()
+        y = fn(leaf)
+        v = torch.randn(y.shape, dtype=y.dtype, device=y.device, generator=generator)
+        if y.requires_grad:
+            (y * v).sum().backward()  # a scalar's backward: no explicit gradient, no sympy
+        if leaf.grad is None:
+            raise CheckFailure(f"{what}: no gradient reached the input (is the backward registered?)")
+        analytic = float((leaf.grad * u).sum())
+        with torch.no_grad():
+            numeric = float(((fn(x + eps * u) - fn(x - eps * u)) * v).sum()) / (2 * eps)
+        if not abs(analytic - numeric) <= tol * max(1.0, abs(numeric)):
+            raise CheckFailure(f"{what}: the backward gives {analytic:.10g} along a random direction, the forward's "
+                               f"finite difference {numeric:.10g} (trial {trial + 1})")
+
+
 def ops_called(fn) -> list[str]:
     """Names of the operators `fn()` dispatched, forward and backward ("aten::mul", "ns::op"), in
     order. Read with a dispatch mode, so cheap (no profiler): it tells which op did the work, e.g. a

@@ -352,3 +352,26 @@ def test_the_timer_catches_work_left_running_on_a_side_stream():
     assert not time_fn(honest, [x], max_seconds=0.5).escaped_stream
     timing = time_fn(escaping, [x], max_seconds=0.5)
     assert timing.escaped_stream, timing
+
+
+def test_backward_against_finite_differences_passes_a_right_backward_and_fails_a_wrong_one():
+    class ScaledBackward(torch.autograd.Function):
+        """LeakyReLU whose backward forgets the slope on negative inputs."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.nn.functional.leaky_relu(x, 0.2)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, dtype=torch.float64, generator=g) + 0.1
+    checks.assert_backward_matches_forward(lambda t: torch.nn.functional.leaky_relu(t, 0.2), x, "right", generator=g)
+    checks.assert_backward_matches_forward(torch.nn.functional.elu, x, "smooth", generator=g)
+    with pytest.raises(CheckFailure, match="finite difference"):
+        checks.assert_backward_matches_forward(ScaledBackward.apply, x, "wrong", generator=g)
+    with pytest.raises(CheckFailure, match="no gradient"):
+        checks.assert_backward_matches_forward(lambda t: t.detach() * 2, x, "detached", generator=g)

@@ -19,13 +19,11 @@ from grader import env
 env.configure()
 
 def _warm_up() -> None:
-    """What every grading process needs sooner or later, done beside its collection and its wait
-    for the build instead of after them: the CUDA context (tenths of a second), and the modules
-    the first torch.autograd.grad with explicit gradients imports (sympy: seconds on a cold disk).
-    Joined before the first check: a thread importing beside the checks holds the GIL in 5 ms
-    slices, and made each small check on the H100 five times slower."""
+    """The CUDA context (tenths of a second), created beside the collection and the wait for the
+    build instead of after them. Joined before the first check: a thread working beside the checks
+    holds the GIL in 5 ms slices (importing sympy that way made each small check on the H100 five
+    times slower)."""
     import torch
-    import torch.fx.experimental.symbolic_shapes  # noqa: F401
 
     if torch.cuda.is_available():
         torch.empty(1, device="cuda")
