@@ -11,7 +11,10 @@ that process telling the truth. It works in two halves:
 - In the parent grader, which never imports the submission, `verdicts` draws the same inputs from
   the same seed, computes the reference itself in float64 on the CPU, and compares. Each call
   becomes one test, `judge: <call>`, in the group whose points it vouches for (`AuditCall.group`):
-  a wrong or missing output fails that group whatever the grading process reported.
+  a wrong or missing output fails that group whatever the grading process reported. A call with
+  `grad_args` is also differentiated through autograd (<d(y . v)/d arg> for a random v, one scalar
+  backward): the gradients vouch for the "autograd" group, against the reference differentiated in
+  float64 here.
 
 So wrong results cannot earn points by tampering with the checks: a group passes only if the op's
 outputs, read back and compared here, are right. What the judge cannot see from outside is how the
@@ -20,6 +23,7 @@ the parent recomputes the speed's verdict from the raw measurements (grader.perf
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from types import ModuleType
@@ -30,6 +34,8 @@ from grader.checks import cuda_context_lost, relative_error
 from grader.spec import AuditCall, Spec, audit_seed
 
 JUDGE_PREFIX = "judge: "
+AUTOGRAD = "autograd"  # the group the gradients through autograd vouch for
+GRADS_SUFFIX = " autograd"
 # the outputs file is written by the submission's process: refuse to load an absurd one
 MAX_OUTPUTS_BYTES = 64 << 20
 
@@ -135,8 +141,41 @@ def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device
             if cuda_context_lost(message):
                 save_atomic(path, outputs)
                 return first_problem
+        if call.grad_args and spec.points.get(AUTOGRAD):
+            outputs[call.label + GRADS_SUFFIX] = _gradients(module, call, seed, device)
         save_atomic(path, outputs)
     return first_problem
+
+
+def _cotangent(call: AuditCall, seed: int, shape) -> torch.Tensor:
+    """The random v of <d(y . v)/d arg>: the same in the grading process and the judge."""
+    g = torch.Generator().manual_seed(int(hashlib.sha256(f"{seed}:{call.label}".encode()).hexdigest()[:12], 16))
+    return torch.randn(tuple(shape), generator=g, dtype=torch.float64)
+
+
+def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
+    """The gradients of <fn(args), v> for the call's grad_args, through autograd; one scalar
+    backward (torch.autograd.grad with explicit gradients would import sympy: seconds)."""
+    args = [_to(a, device) for a in call.args]
+    for i in call.grad_args:
+        args[i] = args[i].detach().requires_grad_()
+    y = fn(*args)
+    if not is_tensor(y):
+        raise TypeError(f"returned a {type(y).__name__}, not a tensor")
+    if not y.requires_grad:
+        raise RuntimeError("the result does not require grad: no backward is registered")
+    (y * _cotangent(call, seed, y.shape).to(y)).sum().backward()
+    return [args[i].grad for i in call.grad_args]
+
+
+def _gradients(module: ModuleType, call: AuditCall, seed: int, device: str):
+    try:
+        grads = _differentiate(resolve(module, call.op), call, seed, device)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        return _storable(grads)
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"{type(e).__name__}: {clean(e)[:500]}"}
 
 
 # --- in the parent ----------------------------------------------------------------------------------
@@ -163,20 +202,39 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]
     or skipped groups are not judged), comparing its saved output with the reference computed here."""
     ran = {t.get("group") for t in tests if t["outcome"] in ("passed", "failed")}
     calls = [c for c in judged_calls(spec, seed) if c.group in ran]
-    if not calls:
+    if not calls and AUTOGRAD not in ran:
         return []
     outputs, unreadable = load_outputs(path)
     entries = []
-    for call in calls:
-        entry = {"name": JUDGE_PREFIX + call.label, "group": call.group, "outcome": "failed", "reason": "",
-                 "properties": {}}
-        problem = unreadable or _problem(call, outputs)
+
+    def add(name: str, group: str, problem: str | None) -> None:
+        entry = {"name": JUDGE_PREFIX + name, "group": group, "outcome": "passed", "reason": "", "properties": {}}
         if problem:
+            entry["outcome"] = "failed"
             entry["reason"] = f"re-checked by the grader outside the submission's process: {problem}"
-        else:
-            entry["outcome"] = "passed"
         entries.append(entry)
+
+    for call in calls:
+        add(call.label, call.group, unreadable or _problem(call, outputs))
+    if AUTOGRAD in ran:
+        for call in judged_calls(spec, seed):
+            if call.grad_args:
+                add(call.label + GRADS_SUFFIX, AUTOGRAD, unreadable or _gradient_problem(call, seed, outputs))
     return entries
+
+
+def _gradient_problem(call: AuditCall, seed: int, outputs: dict) -> str | None:
+    what = f"the gradients through {call.label}"
+    actual = outputs.get(call.label + GRADS_SUFFIX)
+    if actual is None:
+        return f"{what}: none saved (the grading process ended before this call)"
+    if isinstance(actual, dict):
+        return f"{what}: {actual.get('error', 'not tensors')}"
+    try:
+        expected = _differentiate(call.reference, call, seed, "cpu")
+    except Exception as e:  # noqa: BLE001: a grader fault, reported as such
+        return f"grader error: differentiating the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
+    return compare(actual, expected, tolerance(call), what)
 
 
 def _problem(call: AuditCall, outputs: dict) -> str | None:

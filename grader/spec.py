@@ -75,6 +75,9 @@ class AuditCall:
     # the scored group whose points this call's result vouches for (grader.judge re-checks it outside
     # the submission's process); default: "backward" for an op named so, else "forward"
     group: str = ""
+    # arguments whose gradient through autograd the judge checks too (in the "autograd" group):
+    # <d(y . v)/d arg> for a random v, against the reference differentiated in float64
+    grad_args: tuple[int, ...] = ()
 
     def __post_init__(self):
         if len(self.names) != len(self.args):

@@ -46,12 +46,40 @@ def test_every_spec_gives_the_judge_calls_it_can_check_on_the_cpu(s):
         assert torch.equal(first, next(a for a in again.args if judge.is_tensor(a))), "one seed, one input"
         assert not torch.equal(first, next(a for a in other.args if judge.is_tensor(a))), "fresh inputs per run"
         assert call.reference(*call.args) is not None
+        if call.grad_args:  # the reference is differentiable where the judge differentiates it
+            assert "autograd" in s.points, f"{call.label}: grad_args, but no autograd group"
+            grads = judge._differentiate(call.reference, call, SEED, "cpu")
+            assert all(g is not None and torch.isfinite(g).all() for g in grads), call.label
 
 
 def test_right_outputs_pass(tmp_path):
     found = _verdicts(_leaky(), tmp_path)
-    assert set(found) == {"judge: leaky_relu", "judge: leaky_relu_backward"}
+    assert set(found) == {"judge: leaky_relu", "judge: leaky_relu_backward", "judge: leaky_relu autograd"}
     assert all(e["outcome"] == "passed" for e in found.values()), found
+    assert found["judge: leaky_relu autograd"]["group"] == "autograd"
+
+
+class _BackwardIgnoresSlope(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, p):
+        ctx.save_for_backward(x)
+        return F.leaky_relu(x, p)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+@pytest.mark.parametrize("forward, why", [
+    (_BackwardIgnoresSlope.apply, "relative error"),
+    (lambda x, p: F.leaky_relu(x.detach(), p), "does not require grad"),
+])
+def test_a_wrong_or_missing_autograd_backward_fails_the_autograd_group_only(tmp_path, forward, why):
+    module = types.SimpleNamespace(leaky_relu=forward, leaky_relu_backward=_leaky().leaky_relu_backward)
+    found = _verdicts(module, tmp_path)
+    assert found["judge: leaky_relu"]["outcome"] == "passed"
+    grads = found["judge: leaky_relu autograd"]
+    assert grads["outcome"] == "failed" and why in grads["reason"], grads
 
 
 def test_a_wrong_output_fails_its_group_whatever_the_grading_process_said(tmp_path):
@@ -69,11 +97,14 @@ def test_an_error_on_valid_arguments_fails(tmp_path):
         raise RuntimeError("not implemented yet: leaky_relu")
     found = _verdicts(types.SimpleNamespace(leaky_relu=broken, leaky_relu_backward=broken), tmp_path)
     assert all(e["outcome"] == "failed" and "not implemented yet" in e["reason"] for e in found.values()), found
+    assert len(found) == 3
 
 
 def test_groups_the_grading_process_did_not_run_are_not_judged(tmp_path):
     only_forward = [t for t in ALL_PASSED if t["group"] == "forward"]
     assert set(_verdicts(_leaky(), tmp_path, only_forward)) == {"judge: leaky_relu"}
+    only_autograd = [t for t in ALL_PASSED if t["group"] == "autograd"]
+    assert set(_verdicts(_leaky(), tmp_path, only_autograd)) == {"judge: leaky_relu autograd"}
     skipped = [dict(t, outcome="skipped") for t in ALL_PASSED]
     assert _verdicts(_leaky(), tmp_path, skipped) == {}
 

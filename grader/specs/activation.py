@@ -250,7 +250,7 @@ class ActivationSpec(Spec):
         g = audit_randn(4, 7, device=device, dtype=dtype, seed=2)
         p = self.param_values[1]
         return [
-            AuditCall(self.op, (x, p), ("x", self.param), lambda x, p: self.reference(x.double(), p)),
+            AuditCall(self.op, (x, p), ("x", self.param), lambda x, p: self.reference(x.double(), p), grad_args=(0,)),
             AuditCall(f"{self.op}_backward", (g, x, p), ("grad_output", "x", self.param),
                       lambda g, x, p: self.reference_grad(g.double(), x.double(), p)),
         ]

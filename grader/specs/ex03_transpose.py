@@ -132,7 +132,8 @@ class TransposeSpec(Spec):
 
     def audit_calls(self, device, dtype) -> list[AuditCall]:
         """For the bad-input audit (tests/test_input_audit.py)."""
-        return [AuditCall("transpose", (audit_randn(5, 7, device=device, dtype=dtype),), ("x",), lambda x: x.t())]
+        return [AuditCall("transpose", (audit_randn(5, 7, device=device, dtype=dtype),), ("x",), lambda x: x.t(),
+                          grad_args=(0,))]
 
     def benchmark(self) -> Benchmark:
         n = m = 16384
