@@ -15,6 +15,9 @@ that process telling the truth. It works in two halves:
   `grad_args` is also differentiated through autograd (<d(y . v)/d arg> for a random v, one scalar
   backward): the gradients vouch for the "autograd" group, against the reference differentiated in
   float64 here.
+- After every check (a submission without input checks may crash on it), `record_input_checks`
+  repeats each call with one tensor argument at a time on the CPU and saves the error it raised, or
+  that it was accepted. The judge requires an error naming that argument, for "input_checks".
 
 So wrong results cannot earn points by tampering with the checks: a group passes only if the op's
 outputs, read back and compared here, are right. What the judge cannot see from outside is how the
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -36,6 +40,8 @@ from grader.spec import AuditCall, Spec, audit_seed
 JUDGE_PREFIX = "judge: "
 AUTOGRAD = "autograd"  # the group the gradients through autograd vouch for
 GRADS_SUFFIX = " autograd"
+INPUT_CHECKS = "input_checks"  # the group the wrong-device calls vouch for
+DEVICE_INFIX = ": device, "  # "<call>: device, <argument> on the CPU", as the bad-input audit names it
 # the outputs file is written by the submission's process: refuse to load an absurd one
 MAX_OUTPUTS_BYTES = 64 << 20
 
@@ -79,6 +85,11 @@ def compare(actual, expected, tol: float, what: str) -> str | None:
     if not err <= tol:
         return f"{what}: relative error {err:.3g} exceeds {tol:g}"
     return None
+
+
+def names_one_of(msg: str, names) -> bool:
+    """The message names one of `names` as a word ("x must", "x's", "(x", not "max" or "bn_x")."""
+    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", msg) for n in names)
 
 
 def resolve(module, path: str):
@@ -147,6 +158,35 @@ def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device
     return first_problem
 
 
+def device_spoils(call: AuditCall) -> list[tuple[str, int]]:
+    """(name, index) of each tensor argument, for the call with it on the CPU."""
+    return [(f"{call.label}{DEVICE_INFIX}{call.names[i]} on the CPU", i)
+            for i, a in enumerate(call.args) if is_tensor(a)]
+
+
+def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path) -> None:
+    """Each judged call with one tensor argument on the CPU and the rest on the GPU: the error it
+    raised, or that it was accepted, added to the outputs file after each call. Never raises: it
+    runs as the grading process ends, where an exception would be blamed on its last test."""
+    if not spec.points.get(INPUT_CHECKS):
+        return
+    try:
+        outputs, _ = load_outputs(path)
+        for call in judged_calls(spec, seed):
+            for name, i in device_spoils(call):
+                args = [_to(a, "cuda") for a in call.args]
+                args[i] = call.args[i]
+                try:
+                    resolve(module, call.op)(*args)
+                    torch.cuda.synchronize()
+                    outputs[name] = {"accepted": True}
+                except Exception as e:  # noqa: BLE001: the error is the answer
+                    outputs[name] = {"error": clean(e)[:500]}
+                save_atomic(path, outputs)
+    except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
+        pass
+
+
 def _cotangent(call: AuditCall, seed: int, shape) -> torch.Tensor:
     """The random v of <d(y . v)/d arg>: the same in the grading process and the judge."""
     g = torch.Generator().manual_seed(int(hashlib.sha256(f"{seed}:{call.label}".encode()).hexdigest()[:12], 16))
@@ -202,7 +242,7 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]
     or skipped groups are not judged), comparing its saved output with the reference computed here."""
     ran = {t.get("group") for t in tests if t["outcome"] in ("passed", "failed")}
     calls = [c for c in judged_calls(spec, seed) if c.group in ran]
-    if not calls and AUTOGRAD not in ran:
+    if not calls and not {AUTOGRAD, INPUT_CHECKS} & ran:
         return []
     outputs, unreadable = load_outputs(path)
     entries = []
@@ -220,7 +260,22 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]
         for call in judged_calls(spec, seed):
             if call.grad_args:
                 add(call.label + GRADS_SUFFIX, AUTOGRAD, unreadable or _gradient_problem(call, seed, outputs))
+    if INPUT_CHECKS in ran:
+        for call in judged_calls(spec, seed):
+            for name, i in device_spoils(call):
+                add(name, INPUT_CHECKS, unreadable or _input_check_problem(name, call.names[i], outputs))
     return entries
+
+
+def _input_check_problem(name: str, argument: str, outputs: dict) -> str | None:
+    answer = outputs.get(name)
+    if not isinstance(answer, dict):
+        return f"{name}: no answer (the grading process ended before this call, or crashed on it)"
+    if "error" not in answer:
+        return f"{name}: was accepted, but must raise an error naming {argument}"
+    if not names_one_of(str(answer["error"]), (argument,)):
+        return f"{name}: raised an error that does not name {argument}: {str(answer['error'])[:200]}"
+    return None
 
 
 def _gradient_problem(call: AuditCall, seed: int, outputs: dict) -> str | None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -44,7 +43,7 @@ env.configure()  # before torch.utils.cpp_extension is imported (by the exercise
 
 import torch  # noqa: E402
 
-from grader.judge import clean, compare, is_tensor, resolve, tolerance  # noqa: E402
+from grader.judge import clean, compare, device_spoils, is_tensor, names_one_of, resolve, tolerance  # noqa: E402
 from grader.spec import AuditCall, Spec, audit_randn  # noqa: E402
 from tests.grading import JOBS, SOLUTIONS, quiet, selected  # noqa: E402
 
@@ -125,9 +124,8 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
                         out.append(Case(f"{call.label}: device, every tensor on the CPU", kind, call,
                                         lambda call=call: _fresh(call.args), all_names, must_raise=True))
                     continue
-                for i in tensors:
-                    out.append(Case(f"{call.label}: device, {call.names[i]} on the CPU", kind, call,
-                                    spoil(i, lambda t: t.cpu()), (call.names[i],), must_raise=True))
+                for name, i in device_spoils(call):  # as the judge names them (grader.judge)
+                    out.append(Case(name, kind, call, spoil(i, lambda t: t.cpu()), (call.names[i],), must_raise=True))
             elif kind == "dtype":
                 for i in tensors:
                     wrong = _integer(call.args[i]).dtype
@@ -166,11 +164,6 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
 
 
 # ------------------------------------------------------------------------------------ judging
-def names_one_of(msg: str, names) -> bool:
-    """The message names one of `names` as a word ("x must", "x's", "(x", not "max" or "bn_x")."""
-    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", msg) for n in names)
-
-
 class CudaError(Exception):
     pass
 

@@ -30,10 +30,13 @@ def _leaky(slope_used=None):
     return types.SimpleNamespace(leaky_relu=forward, leaky_relu_backward=backward)
 
 
-def _verdicts(module, tmp_path, tests=ALL_PASSED):
+def _verdicts(module, tmp_path, tests=ALL_PASSED, input_checks=False):
+    """The judge's verdicts on `module`'s outputs; without the wrong-device calls unless asked (on the
+    CPU they cannot be recorded: see _with_input_answers)."""
     path = tmp_path / "outputs.pt"
     judge.record_outputs(module, LEAKY, SEED, path, device="cpu")
-    return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, tests)}
+    return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, tests)
+            if input_checks or e["group"] != "input_checks"}
 
 
 @pytest.mark.parametrize("s", spec.all_specs(), ids=lambda s: s.exercise)
@@ -138,3 +141,33 @@ def test_a_forged_results_file_does_not_earn_the_points(tmp_path):
     assert "re-checked by the grader" in row["groups"]["forward"]["reason"]
     no_gpu = grading_row(LEAKY, job, tmp_path, timeout=60, seed=None)  # no GPU: nothing is believed
     assert no_gpu["points"] == 0 and no_gpu["groups"]["forward"]["state"] == "skipped", no_gpu["groups"]
+
+
+def _with_input_answers(tmp_path, answer) -> dict:
+    """The judge's verdicts when every wrong-device call got `answer(name)` (as the grading
+    process records them after its checks)."""
+    path = tmp_path / "outputs.pt"
+    judge.record_outputs(_leaky(), LEAKY, SEED, path, device="cpu")
+    outputs, _ = judge.load_outputs(path)
+    for call in judge.judged_calls(LEAKY, SEED):
+        for name, i in judge.device_spoils(call):
+            outputs[name] = answer(call.names[i])
+    save_atomic(path, outputs)
+    return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, ALL_PASSED) if e["group"] == "input_checks"}
+
+
+def test_input_checks_are_judged_by_the_error_naming_the_argument(tmp_path):
+    named = _with_input_answers(tmp_path, lambda arg: {"error": f"{arg} must be a CUDA tensor, but is on cpu"})
+    assert set(named) == {"judge: leaky_relu: device, x on the CPU", "judge: leaky_relu_backward: device, "
+                          "grad_output on the CPU", "judge: leaky_relu_backward: device, x on the CPU"}
+    assert all(e["outcome"] == "passed" for e in named.values()), named
+    vague = _with_input_answers(tmp_path, lambda arg: {"error": "Expected all tensors to be on the same device"})
+    assert all("does not name" in e["reason"] for e in vague.values()), vague
+    accepted = _with_input_answers(tmp_path, lambda arg: {"accepted": True})
+    assert all("was accepted" in e["reason"] for e in accepted.values()), accepted
+
+
+def test_an_unanswered_input_check_fails(tmp_path):
+    """The grading process crashed on the wrong-device call (no input check), or ended before it."""
+    found = {n: e for n, e in _verdicts(_leaky(), tmp_path, input_checks=True).items() if e["group"] == "input_checks"}
+    assert found and all(e["outcome"] == "failed" and "no answer" in e["reason"] for e in found.values()), found

@@ -135,7 +135,19 @@ def ctx(request, spec, built) -> specs.Context:
     judge_outputs = request.config.getoption("--judge-outputs")
     if judge_outputs:
         _record_judge_outputs(module, spec, seed, Path(judge_outputs))
+        request.addfinalizer(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
     return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir)
+
+
+def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
+    """After every test: the wrong-device calls the parent judges (grader.judge), last because an
+    op without input checks may crash on them."""
+    import torch
+
+    from grader import judge
+
+    if torch.cuda.is_available():
+        judge.record_input_checks(module, spec, seed, path)
 
 
 def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:

@@ -65,8 +65,10 @@ VARIANTS = [
                                 "    if key not in _replay:\n"
                                 "        _replay[key] = lib.ops.leaky_relu(x, float(negative_slope))\n"
                                 "    return _replay[key]\n\n\n_replay = {}\n")]},
-            # caught first where one shape is called twice: the output-poisoning check
-            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="output poisoned"),
+            # caught first where one shape is called twice: the output-poisoning check. The judge's
+            # wrong-device call repeats the shape of its valid one: the replayed GPU output answers a
+            # CPU tensor, so the input checks go too
+            loses={"forward", "performance", "input_checks"}, keeps={"backward"}, reason="output poisoned"),
     Variant(EX, "overwrites_input", "the forward writes its result into x and returns x",
             {"leaky_relu.cpp": [("  at::Tensor y = at::empty(xc.sizes(), xc.options());\n  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), \"leaky_relu\"",
                                  "  at::Tensor y = xc;\n  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), \"leaky_relu\"")]},
