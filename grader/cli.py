@@ -64,8 +64,7 @@ def _build_one(d: Path, child: dict) -> dict:
             cmd = [sys.executable, "-m", "grader.build", str(d), "--json", out.name]
             start = time.perf_counter()
             try:
-                proc = subprocess.run(cmd, cwd=env.REPO, env=child, capture_output=True, text=True,
-                                      timeout=BUILD_TIMEOUT, start_new_session=True)
+                proc = gate.run_session(cmd, BUILD_TIMEOUT, cwd=env.REPO, env=child)
             except subprocess.TimeoutExpired:
                 return {"ok": False, "error": f"the build took longer than {BUILD_TIMEOUT} s"}
             try:

@@ -154,12 +154,32 @@ class Job:
     _started: float = field(default=0.0, repr=False)
 
 
-def _kill(job: Job) -> None:
-    """SIGKILL the job's session (any helper it started dies too); the caller reaps it."""
+def _kill_session(pid: int) -> None:
+    """SIGKILL a process started with start_new_session, and every process it started."""
     try:
-        os.killpg(job._proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _kill(job: Job) -> None:
+    """SIGKILL the job's session (any helper it started dies too); the caller reaps it."""
+    _kill_session(job._proc.pid)
+
+
+def run_session(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, capture_output=True, text=True) in a session of its own; past `timeout`
+    the whole session is killed (a build's ninja and nvcc too, not only the Python that started
+    them) before TimeoutExpired is raised."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          **kwargs) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_session(proc.pid)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_finish=None) -> list[Job]:

@@ -198,3 +198,27 @@ def test_no_timing_starts_while_a_build_runs(tmp_path):
     assert spans[("a", "timed")][0] >= spans[("b", "built")][1]
     assert spans[("b", "checks")][0] >= spans[("b", "built")][1]
     assert jobs["a"].active_s < 3.0  # its wait for the GPU, behind the build, was not its time
+
+
+def test_a_session_past_its_time_limit_dies_with_its_children(tmp_path):
+    """As a build past BUILD_TIMEOUT: the Python that started ninja and nvcc, and them too."""
+    import subprocess
+
+    pid_file = tmp_path / "child.pid"
+    script = f"sleep 60 & echo $! > {pid_file}; wait"
+    with pytest.raises(subprocess.TimeoutExpired):
+        gate.run_session(["bash", "-c", script], timeout=1)
+    child = int(pid_file.read_text())
+    for _ in range(100):  # the kill is immediate; reaping by init may take a moment
+        try:
+            os.kill(child, 0)
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the child {child} outlived its session")
+    done = gate.run_session(["bash", "-c", "echo out; echo err >&2; exit 3"], timeout=10)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
