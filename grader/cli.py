@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
     if args.quick:
         print("quick mode: slow checks and the timing are skipped, so this is not a full grade "
-              "(which kernels ran is checked in the full grade)")
+              "(which kernels ran, gradcheck and opcheck are checked in the full grade)")
     if args.sanitize:
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
     parallel = args.parallel if args.parallel is not None else default_parallel(len(chosen.exercises))
