@@ -148,8 +148,12 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
     # 1) throughput per exercise, as a fraction of the device's limit for its kind of work
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(ok) + 2), 4.2))
     versions = sorted({x["version"] for r in ok for x in r["rows"]}, key=lambda v: (v == "PyTorch", v))
-    colors = {v: plt.get_cmap("tab10")(i % 10) for i, v in enumerate(versions)}
-    colors["PyTorch"] = "0.5"
+    # the reference in one strong colour, PyTorch in light grey, each numbered version in its own
+    # colour (tab10's grey, index 7, would look like PyTorch's)
+    palette = [plt.get_cmap("tab10")(i) for i in (1, 2, 3, 4, 5, 6, 8, 9)]
+    numbered = [v for v in versions if v not in ("reference", "PyTorch")]
+    colors = {v: palette[i % len(palette)] for i, v in enumerate(numbered)}
+    colors.update({"reference": plt.get_cmap("tab10")(0), "PyTorch": "0.75"})
     labelled = set()
     for j, r in enumerate(ok):  # each exercise's bars side by side, centred on its tick
         limit = lim["copy_bandwidth"] if r["unit"] == "B" else lim["fp32_matmul"]
@@ -158,7 +162,7 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
         for i, row in enumerate(rows):
             v = row["version"]
             ax.bar(j - 0.4 + (i + 0.5) * width, 100 * row["rate"] / limit, width, color=colors[v],
-                   label=None if v in labelled else v)
+                   edgecolor="0.3", linewidth=0.5, label=None if v in labelled else v)
             labelled.add(v)
     ax.axhline(100, color="k", lw=1, ls="--", label="device limit (measured)")
     ax.set_xticks(range(len(ok)))
@@ -177,14 +181,16 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
 
     ai = np.logspace(-2, 3, 200)
     ax.loglog(ai, np.minimum(bw * ai, peak) / 1e12, "k-", lw=1, label="roofline (measured)")
-    for r in ok:
+    markers = "osD^vP*Xhp"  # exercises of one intensity and rate (LeakyReLU, ELU) stay apart
+    for k, r in enumerate(ok):
         flops = r["work"] if r["unit"] == "FLOP" else r.get("flops")
         nbytes = r["work"] if r["unit"] == "B" else r.get("min_bytes")
         if not flops or not nbytes:
             continue
         best = max((x for x in r["rows"] if x["version"] != "PyTorch"), key=lambda x: x["rate"])
         seconds = best["time_s"]
-        ax.loglog([flops / nbytes], [flops / seconds / 1e12], "o", label=r["exercise"])
+        ax.loglog([flops / nbytes], [flops / seconds / 1e12], markers[k % len(markers)], label=r["exercise"],
+                  markersize=9 - (k % 3) * 2, alpha=0.85)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of the fewest bytes moved)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title("Roofline of the reference kernels")
