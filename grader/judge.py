@@ -26,7 +26,6 @@ the parent recomputes the speed's verdict from the raw measurements (grader.perf
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -35,7 +34,7 @@ from types import ModuleType
 import torch
 
 from grader.checks import cuda_context_lost, relative_error
-from grader.spec import AuditCall, Spec, audit_seed
+from grader.spec import AuditCall, Spec, audit_seed, derived_seed
 
 JUDGE_PREFIX = "judge: "
 AUTOGRAD = "autograd"  # the group the gradients through autograd vouch for
@@ -189,7 +188,7 @@ def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path) -
 
 def _cotangent(call: AuditCall, seed: int, shape) -> torch.Tensor:
     """The random v of <d(y . v)/d arg>: the same in the grading process and the judge."""
-    g = torch.Generator().manual_seed(int(hashlib.sha256(f"{seed}:{call.label}".encode()).hexdigest()[:12], 16))
+    g = torch.Generator().manual_seed(derived_seed(seed, call.label))
     return torch.randn(tuple(shape), generator=g, dtype=torch.float64)
 
 
@@ -256,6 +255,7 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]
 
     for call in calls:
         add(call.label, call.group, unreadable or _problem(call, outputs))
+    # each pass draws its calls afresh: a reference may update its arguments in place
     if AUTOGRAD in ran:
         for call in judged_calls(spec, seed):
             if call.grad_args:

@@ -155,6 +155,11 @@ class Spec:
         return {"reference": bench.call} if bench else {}
 
 
+def derived_seed(seed: int, name: str) -> int:
+    """A seed for one named use of the run's `seed`: the same in every process, independent of order."""
+    return int(hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()[:12], 16)
+
+
 @dataclass
 class Context:
     """What a check gets: the exercise's Python module (student or reference) and a seed."""
@@ -166,7 +171,7 @@ class Context:
 
     def seed_for(self, name: str) -> int:
         """A per-check seed derived from the run's seed, stable under reordering of checks."""
-        return int(hashlib.sha256(f"{self.seed}:{name}".encode()).hexdigest()[:12], 16)
+        return derived_seed(self.seed, name)
 
     def generator(self, name: str, device: str = "cuda"):
         import torch
