@@ -18,6 +18,7 @@ from grader import env
 
 env.configure()
 
+
 def _warm_up() -> None:
     """The CUDA context (tenths of a second), created beside the collection and the wait for the
     build instead of after them. Joined before the first check: a thread working beside the checks
