@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import os
 import re
+import traceback
 from pathlib import Path
 from types import ModuleType
 
 import torch
 
 from grader.checks import cuda_context_lost, relative_error
+from grader.results import save_atomic
 from grader.spec import AuditCall, Spec, audit_seed, derived_seed
 
 JUDGE_PREFIX = "judge: "
@@ -134,8 +136,6 @@ def _storable(value):
 def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> str | None:
     """Call every judged op on `device` and save its outputs to `path` after each call (a crash
     leaves the finished ones). Returns the first failure's message, or None."""
-    from grader.results import save_atomic
-
     outputs: dict[str, object] = {}
     first_problem = None
     for call in judged_calls(spec, seed):
@@ -163,27 +163,29 @@ def device_spoils(call: AuditCall) -> list[tuple[str, int]]:
             for i, a in enumerate(call.args) if is_tensor(a)]
 
 
-def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path) -> None:
-    """Each judged call with one tensor argument on the CPU and the rest on the GPU: the error it
+def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> None:
+    """Each judged call with one tensor argument on the CPU and the rest on `device`: the error it
     raised, or that it was accepted, added to the outputs file after each call. Never raises: it
-    runs as the grading process ends, where an exception would be blamed on its last test."""
+    runs as the grading process ends, where an exception would be blamed on its last test (a fault
+    of its own is printed to the grading log; the judge reports the answers missing)."""
     if not spec.points.get(INPUT_CHECKS):
         return
     try:
         outputs, _ = load_outputs(path)
         for call in judged_calls(spec, seed):
             for name, i in device_spoils(call):
-                args = [_to(a, "cuda") for a in call.args]
+                args = [_to(a, device) for a in call.args]
                 args[i] = call.args[i]
                 try:
                     resolve(module, call.op)(*args)
-                    torch.cuda.synchronize()
+                    if device == "cuda":
+                        torch.cuda.synchronize()
                     outputs[name] = {"accepted": True}
                 except Exception as e:  # noqa: BLE001: the error is the answer
                     outputs[name] = {"error": clean(e)[:500]}
                 save_atomic(path, outputs)
     except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
-        pass
+        traceback.print_exc()
 
 
 def _cotangent(call: AuditCall, seed: int, shape) -> torch.Tensor:

@@ -143,28 +143,46 @@ def test_a_forged_results_file_does_not_earn_the_points(tmp_path):
     assert no_gpu["points"] == 0 and no_gpu["groups"]["forward"]["state"] == "skipped", no_gpu["groups"]
 
 
-def _with_input_answers(tmp_path, answer) -> dict:
-    """The judge's verdicts when every wrong-device call got `answer(name)` (as the grading
-    process records them after its checks)."""
+def _with_input_answers(tmp_path, on_cpu) -> dict:
+    """The judge's verdicts on wrong-device calls recorded by `judge.record_input_checks` itself,
+    the meta device standing in for the GPU: given an argument on the CPU, each op calls
+    `on_cpu(argument's name)`, which raises the op's error or returns (the call accepted)."""
     path = tmp_path / "outputs.pt"
     judge.record_outputs(_leaky(), LEAKY, SEED, path, device="cpu")
-    outputs, _ = judge.load_outputs(path)
-    for call in judge.judged_calls(LEAKY, SEED):
-        for name, i in judge.device_spoils(call):
-            outputs[name] = answer(call.names[i])
-    save_atomic(path, outputs)
+
+    def guarded(names):
+        def op(*args):
+            for name, a in zip(names, args):
+                if judge.is_tensor(a) and a.device.type == "cpu":
+                    on_cpu(name)
+            return next(a for a in args if judge.is_tensor(a))
+        return op
+    calls = judge.judged_calls(LEAKY, SEED)
+    judge.record_input_checks(types.SimpleNamespace(**{c.op: guarded(c.names) for c in calls}), LEAKY, SEED, path,
+                              device="meta")
     return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, ALL_PASSED) if e["group"] == "input_checks"}
 
 
+def _raise(message):
+    raise RuntimeError(message)
+
+
 def test_input_checks_are_judged_by_the_error_naming_the_argument(tmp_path):
-    named = _with_input_answers(tmp_path, lambda arg: {"error": f"{arg} must be a CUDA tensor, but is on cpu"})
+    named = _with_input_answers(tmp_path, lambda arg: _raise(f"{arg} must be a CUDA tensor, but is on cpu"))
     assert set(named) == {"judge: leaky_relu: device, x on the CPU", "judge: leaky_relu_backward: device, "
                           "grad_output on the CPU", "judge: leaky_relu_backward: device, x on the CPU"}
     assert all(e["outcome"] == "passed" for e in named.values()), named
-    vague = _with_input_answers(tmp_path, lambda arg: {"error": "Expected all tensors to be on the same device"})
+    vague = _with_input_answers(tmp_path, lambda arg: _raise("Expected all tensors to be on the same device"))
     assert all("does not name" in e["reason"] for e in vague.values()), vague
-    accepted = _with_input_answers(tmp_path, lambda arg: {"accepted": True})
+    accepted = _with_input_answers(tmp_path, lambda arg: None)
     assert all("was accepted" in e["reason"] for e in accepted.values()), accepted
+
+
+def test_a_fault_while_recording_the_input_checks_is_printed_not_raised(tmp_path, capsys):
+    """It runs as the grading process ends: raising would be blamed on the last test, and a
+    silent fault once cost every exercise its input_checks points."""
+    judge.record_input_checks(_leaky(), LEAKY, SEED, tmp_path, device="meta")  # a folder: cannot be saved
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_an_unanswered_input_check_fails(tmp_path):
