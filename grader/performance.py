@@ -37,6 +37,12 @@ def _measure(spec, bench, ctx: Context, reference_module) -> dict:
     del fresh
 
     student = time_fn(lambda inp: bench.call(ctx.module, inp), inputs, flush=flush, max_seconds=GRADING_SECONDS)
+    if student.escaped_stream:
+        # once, on the H100, the reference stencil's median sync-after-the-end-event took 76 us with
+        # no other stream in use (a host or driver stall); work that really escapes does so again
+        result["busy_after_first_timing_s"] = student.busy_after_s
+        student = time_fn(lambda inp: bench.call(ctx.module, inp), inputs, flush=flush,
+                          max_seconds=GRADING_SECONDS)
     baseline = time_fn(bench.baseline, inputs, flush=flush, max_seconds=GRADING_SECONDS)
     result["time_s"] = student.median_s
     result["samples"] = student.samples
@@ -62,6 +68,7 @@ def _measure(spec, bench, ctx: Context, reference_module) -> dict:
     result["ratio"] = result["rate"] / result["reference_rate"]
     result["fraction_of_limit"] = result["rate"] / result["limit"]
     result["busy_after_s"] = student.busy_after_s
+    result["baseline_busy_after_s"] = baseline.busy_after_s  # what an honest op's sync costs here
     # the parent recomputes this from the same numbers, and scores with its own (grader.scoring)
     result["tier_fraction"], result["verdict"] = speed_verdict(spec, result)
     return result
