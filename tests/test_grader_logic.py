@@ -55,6 +55,7 @@ def test_speed_earns_tiers_only_after_forward_passes():
     (_perf(0.2), "first tier needs"),
     (_perf(5.0, limit=300.0), "not physically possible"),
     (_perf(0.97, busy_after_s=5e-4), "outside the current stream"),
+    (_perf(0.97, busy_after_s=5e-4, baseline_busy_after_s=4e-4), "outside the current stream"),  # capped
     ({"unit": "B"}, "no throughput"),
 ])
 def test_the_parent_recomputes_the_speed_verdict_from_the_raw_numbers(raw, why):
@@ -64,6 +65,15 @@ def test_the_parent_recomputes_the_speed_verdict_from_the_raw_numbers(raw, why):
     row = score_exercise(LEAKY, _tests(ok, dict(raw, tier_fraction=1.0, verdict="")))
     assert row["groups"]["performance"]["points"] == 0 and why in row["groups"]["performance"]["reason"], row
     assert speed_verdict(LEAKY, raw)[0] == 0
+
+
+def test_a_sync_as_slow_as_the_baselines_is_not_escaped_work():
+    """The reference stencil's sync took 34-76 us after its 192 us kernel, PyTorch's 51 us, on the
+    H100: measured against the baseline's, not against zero."""
+    honest = _perf(0.97, time_s=192e-6, busy_after_s=76e-6, baseline_busy_after_s=51e-6)
+    assert speed_verdict(LEAKY, honest) == (1.0, "")
+    escaped = _perf(0.97, time_s=20e-6, busy_after_s=192e-6, baseline_busy_after_s=51e-6)
+    assert "outside the current stream" in speed_verdict(LEAKY, escaped)[1]
 
 
 def test_skipped_groups_earn_nothing_and_say_why():
