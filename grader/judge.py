@@ -22,7 +22,7 @@ that process telling the truth. It works in two halves:
 So wrong results cannot earn points by tampering with the checks: a group passes only if the op's
 outputs, read back and compared here, are right. What the judge cannot see from outside is how the
 outputs were made (which kernels ran, the timing): those are measured in the grading process, and
-the parent recomputes the speed's verdict from the raw measurements (grader.performance.verdict).
+the parent recomputes the speed's verdict from the raw measurements (grader.scoring.speed_verdict).
 """
 from __future__ import annotations
 
@@ -119,6 +119,16 @@ def _to(value, device: str):
     return value
 
 
+def _sync(device: str) -> None:
+    """Wait for the op's kernels, so that a fault in them is this call's answer."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _error(e: BaseException) -> dict:
+    return {"error": f"{type(e).__name__}: {clean(e)[:500]}"}
+
+
 def _storable(value):
     """An op's result as the judge may load it (torch.load with weights_only): tensors on the CPU
     in lists, None, numbers; anything else by its type's name."""
@@ -141,12 +151,11 @@ def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device
     for call in judged_calls(spec, seed):
         try:
             result = resolve(module, call.op)(*[_to(a, device) for a in call.args])
-            if device != "cpu":
-                torch.cuda.synchronize()
+            _sync(device)
             outputs[call.label] = _storable(result)
         except Exception as e:  # noqa: BLE001: any error is this call's answer, for the judge to report
-            message = f"{type(e).__name__}: {clean(e)[:500]}"
-            outputs[call.label] = {"error": message}
+            outputs[call.label] = _error(e)
+            message = outputs[call.label]["error"]
             first_problem = first_problem or f"{call.label}: {message}"
             if cuda_context_lost(message):
                 save_atomic(path, outputs)
@@ -178,8 +187,7 @@ def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, d
                 args[i] = call.args[i]
                 try:
                     resolve(module, call.op)(*args)
-                    if device == "cuda":
-                        torch.cuda.synchronize()
+                    _sync(device)
                     outputs[name] = {"accepted": True}
                 except Exception as e:  # noqa: BLE001: the error is the answer
                     outputs[name] = {"error": clean(e)[:500]}
@@ -212,11 +220,10 @@ def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
 def _gradients(module: ModuleType, call: AuditCall, seed: int, device: str):
     try:
         grads = _differentiate(resolve(module, call.op), call, seed, device)
-        if device != "cpu":
-            torch.cuda.synchronize()
+        _sync(device)
         return _storable(grads)
     except Exception as e:  # noqa: BLE001
-        return {"error": f"{type(e).__name__}: {clean(e)[:500]}"}
+        return _error(e)
 
 
 # --- in the parent ----------------------------------------------------------------------------------
