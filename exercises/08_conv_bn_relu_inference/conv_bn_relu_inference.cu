@@ -36,9 +36,10 @@ __device__ __forceinline__ int col_of(int j) {
   return j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + (j - 4);
 }
 
+// NaN stays NaN, as in torch.relu (a comparison with NaN is false, so v passes through).
 template <typename T>
 __device__ __forceinline__ T relu(T v) {
-  return v > T(0) ? v : T(0);
+  return v < T(0) ? T(0) : v;
 }
 
 // acc = A[tile rows, k_begin:k_end] * B[k_begin:k_end, tile cols]. Loads of slice k+1 from global
