@@ -46,26 +46,36 @@ def _test_name(report) -> str:
 class ResultsRecorder:
     """A pytest plugin: after every test, rewrite the results file. If the process then dies (a
     segfault, an illegal memory access, a time limit), the file still holds every finished test
-    and names the one that was running."""
+    and names the one that was running. From `watch()` on (called right before the submission is
+    imported), it also asks the integrity snapshot what changed after every test: deeply at the
+    first, every few dozen tests, around the timing and at the end (grader.integrity)."""
 
-    def __init__(self, path: Path):
+    DEEP_EVERY = 40
+
+    def __init__(self, path: Path, config=None):
         self.path = path
+        self.config = config
         self.tests: dict[str, dict] = {}
         self.running: str | None = None
-        self.snapshot: Snapshot | None = None  # taken once collected, before any submitted code runs
+        self.snapshot: Snapshot | None = None  # taken before any submitted code runs
         self.tampered: list[str] = []
+        self.finished = 0
+
+    def watch(self) -> None:
+        manager = self.config.pluginmanager if self.config is not None else None
+        self.snapshot = Snapshot(plugins=manager.get_plugins if manager is not None else None).take()
 
     # The check and the writer are bound when this module is imported, before any submitted code
     # runs: replacing Snapshot.changed or write_json_atomic later does not change what is called
     # here (and is itself reported, both being in the snapshot).
-    def _flush(self, _changed=Snapshot.changed, _write=write_json_atomic):
-        if self.snapshot is not None and not self.tampered:
-            self.tampered = _changed(self.snapshot)
+    def _flush(self, check: bool = False, deep: bool = False, _changed=Snapshot.changed, _write=write_json_atomic):
+        if check and self.snapshot is not None and not self.tampered:
+            self.tampered = _changed(self.snapshot, deep=deep)
         _write(self.path, {"tests": list(self.tests.values()), "running": self.running, "tampered": self.tampered})
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.running = nodeid.split("::")[-1]
-        self._flush()
+        self._flush(check=self.running == "test_performance", deep=True)  # nothing changed before the timing
 
     def pytest_runtest_logreport(self, report):
         name = _test_name(report)
@@ -83,7 +93,12 @@ class ResultsRecorder:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self.running = None
-        self._flush()
+        self.finished += 1
+        deep = self.finished == 1 or self.finished % self.DEEP_EVERY == 0 or nodeid.endswith("test_performance")
+        self._flush(check=True, deep=deep)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self._flush(check=True, deep=True)
 
     def pytest_collection_finish(self, session):
         # the group of each selected check (after -k/-m), so the scorer needs no spec import
@@ -95,7 +110,6 @@ class ResultsRecorder:
             elif item.name == "test_performance":
                 self.tests["performance"] = {"name": "performance", "group": "performance", "outcome": "not run",
                                              "reason": "", "properties": {}}
-        self.snapshot = Snapshot().take()
         self._flush()
 
 

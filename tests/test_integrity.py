@@ -45,7 +45,7 @@ def test_patching_torch_is_named(monkeypatch):
     monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
     monkeypatch.setattr(torch.Tensor, "__eq__", lambda *a, **k: True)
     monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda *a, **k: 1e-3)
-    assert snap.changed() == ["torch.Tensor.__eq__", "torch.allclose", "torch.cuda.Event.elapsed_time"]
+    assert snap.changed() == ["torch.Tensor (its members)", "torch.allclose", "torch.cuda.Event.elapsed_time"]
 
 
 def test_patching_a_grader_class_method_is_named(monkeypatch):
@@ -66,7 +66,7 @@ def test_the_recorder_still_reports_when_the_detector_is_patched(tmp_path, monke
     recorder.snapshot = Snap().take()
     monkeypatch.setattr(Snap, "changed", lambda self: [])  # the cheat hides itself ...
     monkeypatch.setattr(grader.checks, "assert_close", lambda *a, **k: None)
-    recorder._flush()
+    recorder._flush(check=True)
     tampered = json.loads((tmp_path / "r.json").read_text())["tampered"]
     assert "grader.integrity.Snapshot.changed" in tampered and "grader.checks.assert_close" in tampered
 
@@ -75,3 +75,58 @@ def test_patching_the_seed_function_is_named(monkeypatch):
     snap = Snapshot().take()
     monkeypatch.setattr(torch.random, "manual_seed", lambda seed: None)
     assert snap.changed() == ["torch.random.manual_seed"]
+
+
+def test_swapped_code_edited_data_and_defaults_are_named(monkeypatch):
+    import grader.scoring
+
+    snap = Snapshot().take()
+    monkeypatch.setattr(grader.checks.assert_close, "__code__", (lambda *a, **k: None).__code__)
+    monkeypatch.setitem(grader.checks.ELEMENTWISE_TOL, torch.float32, grader.checks.Tolerance(1.0, 1.0))
+    monkeypatch.setitem(grader.scoring.OVER_LIMIT, "B", 100.0)
+    monkeypatch.setattr(grader.checks.expect_error, "__defaults__", (("nothing",), "x"))
+    changed = snap.changed()
+    for name in ("grader.checks.assert_close", "grader.checks.ELEMENTWISE_TOL", "grader.scoring.OVER_LIMIT",
+                 "grader.checks.expect_error"):
+        assert name in changed, changed
+    monkeypatch.undo()
+    assert snap.changed() == []
+
+
+def test_math_flags_modes_and_dispatcher_overrides_are_named():
+    """Run in a process of its own: the changes cannot all be undone."""
+    import subprocess
+    import sys
+
+    code = ("import torch, grader.checks\n"
+            "from grader.integrity import Snapshot\n"
+            "snap = Snapshot().take()\n"
+            "torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32\n"
+            "from torch.overrides import TorchFunctionMode\n"
+            "TorchFunctionMode().__enter__()\n"
+            "lib = torch.library.Library('aten', 'IMPL')\n"
+            "lib.impl('abs', lambda x: x, 'CPU')\n"
+            "print(snap.changed(deep=True))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(grader.checks.__file__).parent.parent)
+    assert "torch math flags" in out.stdout and "torch mode stacks" in out.stdout, out.stdout
+    assert "dispatcher aten::abs" in out.stdout, out.stdout
+
+
+def test_a_c_function_re_pointed_without_a_python_change_is_named():
+    """What a submission's C++ could do: re-point the C function behind a builtin (here math.sqrt's
+    method table entry, pointed at math.floor's) without any Python attribute changing."""
+    import subprocess
+    import sys
+
+    code = ("import ctypes, math\n"
+            "from grader.integrity import Snapshot\n"
+            "snap = Snapshot().take()\n"
+            "head = 2 * ctypes.sizeof(ctypes.c_void_p)\n"
+            "floor_def = ctypes.c_void_p.from_address(id(math.floor) + head).value\n"
+            "ctypes.c_void_p.from_address(id(math.sqrt) + head).value = floor_def\n"
+            "print(math.sqrt(2.5), snap.changed(), snap.changed(deep=True))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(grader.checks.__file__).parent.parent)
+    assert out.stdout.startswith("2 [] "), out.stdout  # re-pointed, and invisible to the quick check
+    assert "C math.sqrt" in out.stdout, out.stdout
