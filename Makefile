@@ -4,7 +4,8 @@
 #                                   QUICK=1 for the fast edit loop without slow checks and timing,
 #                                   SANITIZE=1 to run the correctness checks under compute-sanitizer,
 #                                   PARALLEL=n to grade n exercises' checks at once, default half the
-#                                   cores up to 8, 1 for one after another; a timing always runs alone)
+#                                   cores up to 8, 1 for one after another; a timing always runs alone;
+#                                   STRICT=1: a check this GPU cannot run, for lack of memory, costs points)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
 #                                   (one worker per visible GPU; WORKERS=n to choose)
@@ -27,6 +28,7 @@ K ?=
 SUBMISSIONS ?=
 QUICK ?=
 SANITIZE ?=
+STRICT ?=
 PARALLEL ?=
 PUBLISH ?=
 FORCE ?=
@@ -56,7 +58,7 @@ grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
 	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
-	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) $(if $(STRICT),--strict) \
 	    $(if $(PARALLEL),--parallel $(PARALLEL)); \
 	fi
 

@@ -18,7 +18,7 @@ import contextlib
 import math
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 import torch
@@ -34,6 +34,8 @@ class Timing:
     samples: int
     wall_median_s: float
     busy_after_s: float = 0.0  # median time the device stayed busy after the timed stream finished
+    threads_started: int = 0  # most host threads a call left running after it returned
+    last: tuple | None = field(default=None, repr=False)  # (output, inputs) of the last timed call, if kept
 
     def rate(self, amount: float) -> float:
         """amount (bytes or FLOPs) per second at the median time."""
@@ -45,7 +47,7 @@ class Timing:
         return work_escaped(self.busy_after_s, self.median_s)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "last"}
 
 
 # GPU clock cycles of the sleep queued before each timed call: about 250 us at the H100's 1.98 GHz
@@ -84,10 +86,61 @@ class L2Flusher:
         self.buffer.fill_(0x5A5A5A5A)
 
 
+@dataclass
+class Sample:
+    """One timed call: its output and what was measured around it."""
+
+    output: object
+    time_s: float  # between the CUDA events around the call
+    wall_s: float  # host time from the sleep's start to the end event, less the sleep
+    busy_after_s: float  # the device still busy after the end event (work on other streams)
+    threads_started: int  # host threads the call left running
+
+
+def prepare(inputs, refill=None, flush: "L2Flusher | None" = None) -> None:
+    """Before a timed call: fresh values in the inputs (in place), L2 flushed, the device idle."""
+    if refill is not None:
+        refill(inputs)
+    if flush is not None:
+        flush()
+    torch.cuda.synchronize()
+
+
+def timed_call(fn, inputs, events) -> Sample:
+    """`fn(inputs)` between two CUDA events on the current stream, behind a GPU sleep that keeps
+    the GPU busy while the host dispatches the op; `events` = (queued, start, end). Call
+    `prepare` first."""
+    from grader.observe import native_threads
+
+    queued, start, end = events
+    stream = torch.cuda.current_stream()
+    threads = native_threads()
+    t0 = time.perf_counter()
+    queued.record(stream)
+    torch.cuda._sleep(HOST_LEAD_CYCLES)
+    start.record(stream)
+    out = fn(inputs)
+    end.record(stream)
+    threads_after = native_threads()
+    end.synchronize()
+    done = time.perf_counter()
+    torch.cuda.synchronize()  # the whole device: waits for work on other streams too
+    busy = time.perf_counter() - done
+    slept = queued.elapsed_time(start) / 1e3
+    return Sample(out, start.elapsed_time(end) / 1e3, done - t0 - slept, busy, max(0, threads_after - threads))
+
+
+def new_events() -> tuple:
+    return tuple(torch.cuda.Event(enable_timing=True) for _ in range(3))
+
+
 def time_fn(
     fn: Callable[[object], object],
     inputs: Sequence[object],
     *,
+    refill: Callable[[object], None] | None = None,
+    inspect: Callable[[object, object], None] | None = None,
+    keep_last: bool = False,
     warmup: int = 3,
     min_samples: int = 10,
     max_samples: int = 500,
@@ -95,42 +148,61 @@ def time_fn(
     target_sem: float = 0.01,
     flush: L2Flusher | None = None,
 ) -> Timing:
-    """Time `fn(inputs[i % len(inputs)])` on the current stream."""
+    """Time `fn(inputs[i % len(inputs)])` on the current stream.
+
+    `refill(input_set)` gives the set fresh values in place before each timed call (not timed), so no
+    call sees the inputs of another; `inspect(output, input_set)` looks at each output after its call
+    (not timed) and may raise to stop. With `keep_last`, `Timing.last` holds the last call's
+    (output, input set), unchanged since that call."""
     flush = flush or L2Flusher()
-    stream = torch.cuda.current_stream()
     for i in range(warmup):
         fn(inputs[i % len(inputs)])
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times: list[float] = []
-    walls: list[float] = []
-    busy: list[float] = []
+    events = new_events()
+    samples: list[Sample] = []
+    last = None
     deadline = time.perf_counter() + max_seconds
-    queued = torch.cuda.Event(enable_timing=True)
     for i in range(max_samples):
-        flush()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        queued.record(stream)
-        torch.cuda._sleep(HOST_LEAD_CYCLES)
-        start.record(stream)
-        fn(inputs[i % len(inputs)])
-        end.record(stream)
-        end.synchronize()
-        done = time.perf_counter()
-        torch.cuda.synchronize()  # the whole device: waits for work on other streams too
-        busy.append(time.perf_counter() - done)
-        slept = queued.elapsed_time(start) / 1e3
-        walls.append(time.perf_counter() - t0 - slept)
-        times.append(start.elapsed_time(end) / 1e3)
-        if len(times) >= min_samples:
+        inp = inputs[i % len(inputs)]
+        last = None  # the previous output is freed before the next call, as between untimed calls
+        prepare(inp, refill, flush)
+        sample = timed_call(fn, inp, events)
+        if inspect is not None:
+            inspect(sample.output, inp)
+        last = (sample.output, inp)
+        sample.output = None
+        samples.append(sample)
+        if len(samples) >= min_samples:
+            times = [s.time_s for s in samples]
             mean = statistics.fmean(times)
             sem = statistics.stdev(times) / math.sqrt(len(times))
             if sem <= target_sem * mean or time.perf_counter() > deadline:
                 break
+    times = [s.time_s for s in samples]
     mean = statistics.fmean(times)
     sem = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
-    return Timing(statistics.median(times), mean, sem, len(times), statistics.median(walls), statistics.median(busy))
+    return Timing(statistics.median(times), mean, sem, len(times), statistics.median(s.wall_s for s in samples),
+                  statistics.median(s.busy_after_s for s in samples), max(s.threads_started for s in samples),
+                  last if keep_last else None)
+
+
+def output_tensors(out) -> list:
+    """The tensors of an op's result, in order: a tensor, or the tensors of a (nested) tuple or list;
+    anything else is returned as is, for the caller to reject."""
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in output_tensors(o)]
+    return [out]
+
+
+def input_tensors(inputs) -> list:
+    """The tensors of an input set (nested tuples, lists and dicts), in a fixed order."""
+    if isinstance(inputs, torch.Tensor):
+        return [inputs]
+    if isinstance(inputs, dict):
+        return [t for k in sorted(inputs) for t in input_tensors(inputs[k])]
+    if isinstance(inputs, (tuple, list)):
+        return [t for x in inputs for t in input_tensors(x)]
+    return []
 
 
 def copy_bandwidth(nbytes: int, flush: L2Flusher | None = None) -> float:

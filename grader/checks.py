@@ -7,15 +7,25 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from dataclasses import dataclass
 
 import pytest
 import torch
 
+from grader.observe import KernelRule, kernel_function, observe  # noqa: F401 (kernel_function: re-exported)
+from grader.scoring import NOT_RUN_HERE
+
 
 class CheckFailure(AssertionError):
     """A graded check failed; the message is the reason the student sees."""
+
+
+def require_free_memory(nbytes: int, what: str) -> None:
+    """Skip the calling check, as not run here, unless the GPU has `nbytes` free."""
+    free, total = torch.cuda.mem_get_info()
+    if free < nbytes:
+        pytest.skip(f"{NOT_RUN_HERE}{what} needs {nbytes / 2**30:.1f} GiB of free GPU memory; this GPU has "
+                    f"{free / 2**30:.1f} of {total / 2**30:.1f} GiB free")
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,15 @@ ELEMENTWISE_TOL = {
     torch.float16: Tolerance(1e-3, 1e-7),
     torch.bfloat16: Tolerance(8e-3, 1e-37),
 }
+
+
+def require_plain_tensor(value, what: str) -> None:
+    """An op returns a plain torch.Tensor: a subclass can compute its values when someone reads them
+    (after the timing), or hold something other than what its storage holds."""
+    if type(value) is not torch.Tensor:
+        kind = f"a {type(value).__module__}.{type(value).__qualname__}" if isinstance(value, torch.Tensor) else \
+            f"a {type(value).__name__}"
+        raise CheckFailure(f"{what}: expected a plain torch.Tensor, got {kind}")
 
 
 def poison(t: torch.Tensor) -> torch.Tensor:
@@ -82,8 +101,7 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance, w
 
     Works in chunks so that multi-GiB outputs can be checked without a float64 copy of them.
     """
-    if not isinstance(actual, torch.Tensor):
-        raise CheckFailure(f"{what}: expected a tensor, got {type(actual).__name__}")
+    require_plain_tensor(actual, what)
     if tuple(actual.shape) != tuple(expected.shape):
         raise CheckFailure(f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
     if actual.dtype != expected.dtype and expected.dtype != torch.float64:
@@ -115,6 +133,53 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance, w
         )
 
 
+class Comparison:
+    """A comparison of values fed piece by piece (chunks of a large output, or sampled elements),
+    against a Tolerance (each element) or a float (normwise relative error over all pieces); NaN
+    and inf never pass where a finite value is expected."""
+
+    def __init__(self, tol: "Tolerance | float", what: str):
+        self.tol, self.what = tol, what
+        self.count = self.bad = 0
+        self.err_sq = self.ref_sq = 0.0
+        self.nonfinite = False
+        self.first = ""
+
+    def add(self, actual: torch.Tensor, expected: torch.Tensor, positions: torch.Tensor | None = None,
+            offset: int = 0) -> None:
+        """Compare flat `actual` with flat float64 `expected`; `positions` names the elements in the
+        message (default: their order in this piece, plus `offset`)."""
+        a, e = actual.reshape(-1).to(torch.float64), expected.reshape(-1).to(torch.float64)
+        self.count += a.numel()
+        finite = torch.isfinite(a) | ~torch.isfinite(e)
+        if isinstance(self.tol, Tolerance):
+            bad = ~(torch.abs(a - e) <= self.tol.atol + self.tol.rtol * torch.abs(e)) | ~finite
+            n = int(bad.sum())
+            if n and not self.first:
+                where = bad.nonzero()[:5].flatten()
+                pos = positions.reshape(-1)[where.to(positions.device)] if positions is not None else where + offset
+                self.first = "; ".join(f"at {int(p)}: got {a[i].item():.8g}, expected {e[i].item():.8g}"
+                                       for p, i in zip(pos.tolist(), where.tolist()))
+            self.bad += n
+        else:
+            if not bool(finite.all()):
+                self.nonfinite = True
+            self.err_sq += float(torch.sum((a - e)[finite] ** 2))
+            self.ref_sq += float(torch.sum(e[torch.isfinite(e)] ** 2))
+
+    def problem(self) -> str | None:
+        if isinstance(self.tol, Tolerance):
+            if self.bad:
+                return (f"{self.what}: {self.bad} of {self.count} elements wrong (tolerance {self.tol.rtol:g} "
+                        f"relative); first (flat index): {self.first}")
+            return None
+        err = float("inf") if self.nonfinite else (self.err_sq ** 0.5 / self.ref_sq ** 0.5 if self.ref_sq > 0
+                                                     else self.err_sq ** 0.5)
+        if not err <= self.tol:
+            return f"{self.what}: relative error {err:.3g} exceeds {self.tol:g}"
+        return None
+
+
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     """‖actual - expected‖ / ‖expected‖ in float64 (inf if actual has NaN/inf)."""
     a, e = actual.to(torch.float64), expected.to(torch.float64)
@@ -128,6 +193,7 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
 def assert_rel_error(actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str) -> None:
     """Normwise check for reductions (matmul, convolution) whose rounding depends on the order of
     summation; all-zeros gives 1.0 and fails, NaN gives inf and fails."""
+    require_plain_tensor(actual, what)
     if tuple(actual.shape) != tuple(expected.shape):
         raise CheckFailure(f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
     err = relative_error(actual, expected)
@@ -194,14 +260,7 @@ def on_a_busy_stream(fn, *inputs: torch.Tensor):
 
 def kernels_launched(fn) -> list[str]:
     """Names of the GPU kernels and copies that `fn()` ran, read with the profiler (CUPTI)."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+    return [k.name for k in observe(fn)[1].kernels]
 
 
 def assert_backward_matches_forward(fn, x: torch.Tensor, what: str, *, generator=None, trials: int = 3,
@@ -247,33 +306,15 @@ def ops_called(fn) -> list[str]:
     return log.names
 
 
-def kernel_function(name: str) -> str:
-    """The unqualified function name of a profiled kernel: `leaky_relu_kernel` for
-    `void (anonymous namespace)::leaky_relu_kernel<float>(float const*, ...)`, but
-    `vectorized_elementwise_kernel` for PyTorch's `void at::native::vectorized_elementwise_kernel<4,
-    at::native::(anonymous namespace)::leaky_relu_kernel(...)...>(...)`, whose template arguments
-    merely mention a name like ours."""
-    s = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "")
-    return re.split(r"[<(]", s, maxsplit=1)[0].split("::")[-1].strip()
-
-
-def _is_own(name: str, allowed: tuple[str, ...]) -> bool:
-    """Kernels match by exact function name; copies and sets ("Memcpy DtoD ...") by their label."""
-    return kernel_function(name) in allowed or any(name.startswith(a) for a in allowed if a.startswith("Mem"))
-
-
-def assert_own_kernels(fn, allowed: tuple[str, ...], what: str) -> None:
+def assert_own_kernels(fn, allowed: tuple[str, ...] | KernelRule, what: str) -> None:
     """Require that the work was done by the exercise's own kernels: at least one ran, and every
-    kernel or copy that ran has one of the exercise's kernel names (which the given code fixes).
-    A fall-back to PyTorch's ops, cuBLAS, cuDNN or a round trip through the CPU fails."""
+    kernel that ran is one of the exercise's (which the given code fixes) or a copy or fill. A
+    fall-back to PyTorch's ops, cuBLAS, cuDNN or a round trip through the CPU fails."""
     if os.environ.get("COURSE_SANITIZE"):
         # CUPTI (the profiler) and compute-sanitizer cannot instrument one process together
         pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
-    names = kernels_launched(fn)
-    foreign = sorted({n for n in names if not _is_own(n, allowed)})
-    if foreign:
-        shown = "; ".join(n[:100] for n in foreign[:3])
-        raise CheckFailure(f"{what}: kernels other than this exercise's own ran ({shown}); "
-                           f"the work must be done by {', '.join(allowed)}")
-    if not names:
-        raise CheckFailure(f"{what}: no GPU kernel ran; expected {', '.join(allowed)}")
+    rule = allowed if isinstance(allowed, KernelRule) else KernelRule(tuple(allowed))
+    _, seen = observe(fn, cpu_ops=rule.needs_cpu_ops)
+    problem = rule.problem(seen, what)
+    if problem:
+        raise CheckFailure(problem)

@@ -142,7 +142,39 @@ def _build_result_path(workdir: Path, exercise: str) -> Path:
     return workdir / f"{exercise}.build.json"
 
 
-def grading_job(exercise: str, exercise_dir: Path, reference_dir: Path | None, seed: int, keyword: str | None,
+def _timed_outputs_path(workdir: Path, exercise: str) -> Path:
+    """Where a grading process saves sampled elements of its timed outputs (grader.judge)."""
+    return workdir / f"{exercise}.timed.pt"
+
+
+YARDSTICK = "yardstick"  # the name of the run's yardstick job (no exercise is named so)
+
+
+def yardstick_job(references: dict[str, Path | None], workdir: Path, device: str | None = None) -> gate.Job:
+    """The trusted process that times the reference, PyTorch and the device's limit for each of
+    `references` (exercise -> reference folder, None without one; grader.yardstick); it waits for
+    the references' builds and for the GPU."""
+    out = workdir / f"{YARDSTICK}.json"
+    out.unlink(missing_ok=True)
+    _build_result_path(workdir, YARDSTICK).unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "grader.yardstick", "--out", str(out),
+           *(e if ref is None else f"{e}={ref}" for e, ref in references.items())]
+    child = _child_env(device)
+    child[gate.BUILD_ENV] = str(_build_result_path(workdir, YARDSTICK))
+    return gate.Job(YARDSTICK, cmd, child, env.REPO, light=True)
+
+
+def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
+    """The yardstick's numbers by exercise; an exercise it could not measure gets {"error": why}
+    (its speed then cannot be scored)."""
+    try:
+        return json.loads((workdir / f"{YARDSTICK}.json").read_text())
+    except (OSError, ValueError):
+        tail = " ".join((job.output or "").strip().splitlines()[-3:])[-300:]
+        return {"*": {"error": "the reference timing failed" + (f": {tail}" if tail else "")}}
+
+
+def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | None,
                 workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool = False) -> gate.Job:
     """The process that grades one exercise folder (run by grader.gate, which contains its crashes
     and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
@@ -155,11 +187,11 @@ def grading_job(exercise: str, exercise_dir: Path, reference_dir: Path | None, s
     results_path.unlink(missing_ok=True)
     _build_result_path(workdir, exercise).unlink(missing_ok=True)
     _judge_outputs_path(workdir, exercise).unlink(missing_ok=True)
+    _timed_outputs_path(workdir, exercise).unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "suite"), "-q", "-p", "no:cacheprovider",
            f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}",
-           f"--judge-outputs={_judge_outputs_path(workdir, exercise)}"]
-    if reference_dir is not None:
-        cmd.append(f"--reference-dir={reference_dir}")
+           f"--judge-outputs={_judge_outputs_path(workdir, exercise)}",
+           f"--timed-outputs={_timed_outputs_path(workdir, exercise)}"]
     if keyword:
         cmd += ["-k", keyword]
     if quick or sanitize:
@@ -177,10 +209,12 @@ def grading_job(exercise: str, exercise_dir: Path, reference_dir: Path | None, s
 
 
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool = False,
-                seed: int | None = None) -> dict:
+                seed: int | None = None, yardstick: dict | None = None, device: str | None = None,
+                strict: bool = False) -> dict:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
     With the run's `seed` (on a GPU), the judge re-checks the op's saved outputs here, where the
-    submission's code never ran (grader.judge): its verdicts join the tests of their groups. Without
+    submission's code never ran (grader.judge): its verdicts join the tests of their groups, and the
+    timing's raw numbers are put beside the `yardstick`'s (grader.yardstick) to be scored. Without
     (no GPU), nothing can be re-checked, and a GPU check's "passed" is not believed."""
     results_path = _results_path(workdir, spec.exercise)
     output = job.output
@@ -216,14 +250,35 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
         from grader import judge  # imports torch: the specs, loaded by now, did already
 
         tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests)
+        tests += timing_tests(spec, tests, yardstick or {}, _timed_outputs_path(workdir, spec.exercise), device)
     elif seed is None:
         on_gpu = {c.name for c in spec.checks() if c.needs_gpu} | {"performance"}
         for t in tests:
             if t["name"] in on_gpu and t["outcome"] == "passed":
                 t["outcome"], t["reason"] = "skipped", "a GPU check cannot have passed without a GPU"
-    row = score_exercise(spec, tests, status, error)
+    row = score_exercise(spec, tests, status, error, strict)
     row["log"] = _tail(output, 20000)
     return row
+
+
+def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: Path, device: str | None) -> list[dict]:
+    """The timing's verdicts on correctness, as tests of the groups they vouch for: the timed calls
+    the grading process found wrong, and the parent's own re-check of sampled timed outputs. The
+    timing's raw numbers are put beside the yardstick's for scoring (grader.scoring)."""
+    from grader import judge
+    from grader.performance import combine
+
+    perf_test = next((t for t in tests if t["name"] == "performance"), None)
+    if perf_test is None or perf_test["outcome"] not in ("passed", "failed"):
+        return []
+    props = perf_test.setdefault("properties", {})
+    raw = props.get("performance") or {}
+    if "rate" in raw and "error" in yardstick:
+        raw = {**raw, "verdict": f"grader error: {yardstick['error']}"}
+    props["performance"] = combine(raw, None if "error" in yardstick else yardstick)
+    found = [{"name": "timed calls at the benchmark's shape", "group": group, "outcome": "failed", "reason": why,
+              "properties": {}} for group, why in (raw.get("wrong") or {}).items()]
+    return found + judge.timed_verdicts(spec, timed_outputs, device)
 
 
 def _tail(text: str, limit: int = 3000) -> str:
@@ -262,9 +317,24 @@ def default_parallel(count: int) -> int:
     return max(1, n)
 
 
+def selects_performance(keyword: str | None) -> bool:
+    """Whether a pytest `-k` expression keeps the timing test (as pytest matches it: by substring of
+    the test's name and markers)."""
+    if not keyword:
+        return True
+    from _pytest.mark.expression import Expression
+
+    names = ("test_performance", "performance", "slow", "gpu", "test_exercise.py")
+    try:
+        return Expression.compile(keyword).evaluate(lambda sub, *_: any(sub in n for n in names))
+    except Exception:  # an expression pytest itself will reject: time as if selected
+        return True
+
+
 def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, timeout: float, jobs: int,
                  keyword: str | None = None, quick: bool = False, device: str | None = None,
-                 sanitize: bool = False, parallel: int = 1, log=print) -> list[dict]:
+                 sanitize: bool = False, parallel: int = 1, yardsticks: dict | None = None, strict: bool = False,
+                 log=print) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise.
 
     Each grading process starts at once, beside the builds: it imports torch and collects its
@@ -272,57 +342,68 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
     parent's word, its clock stopped (grader.gate). `specs` may be a Selection whose specs are still
     importing: they are needed only to score. `device` (a CUDA_VISIBLE_DEVICES entry) pins the
     grading processes to one GPU. `parallel` exercises run their checks at once, and each timing
-    runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1)."""
+    runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1).
+    The reference, PyTorch and the device's limit are timed by a yardstick process per exercise
+    (grader.yardstick); `yardsticks`, a dict kept by the caller across calls, holds its numbers by
+    (device, exercise), so that a class's students are measured against one yardstick per GPU."""
     chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
     gpu = env.gpu_present()
     present = [e for e in chosen.exercises if (target / e).is_dir()]
     solutions = env.REPO / "solutions"
-    use_reference = gpu and not quick and not sanitize
-    references: dict[str, Path] = {}  # exercise -> the reference folder it is timed against
-    for e in present if use_reference else []:
+    timed = gpu and not quick and not sanitize and selects_performance(keyword)
+    yardsticks = {} if yardsticks is None else yardsticks
+    references: dict[str, Path | None] = {}  # exercise -> the reference its yardstick times (None: PyTorch's x ratio)
+    for e in present if timed else []:
+        if (device, e) in yardsticks:
+            continue  # measured earlier in this run on this GPU
         if (solutions / e).resolve() == (target / e).resolve():
             references[e] = target / e  # grading the solutions: each is its own reference (built once)
-        elif (solutions / e).is_dir():
-            references[e] = solutions / e
-    # each exercise beside its reference: its grading process waits for both
-    to_build = [d for e in present for d in (target / e, references.get(e)) if d is not None]
+        else:
+            references[e] = solutions / e if (solutions / e).is_dir() else None
+    # each exercise and each reference a yardstick times
+    to_build = [d for d in [*(target / e for e in present), *references.values()] if d is not None]
     log(f"building {len(dict.fromkeys(to_build))} extension(s), {jobs} at a time ...")
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         tmp = Path(tmp)
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
-            gradings = {e: grading_job(e, target / e, references.get(e), seed, keyword, tmp, quick, device, sanitize)
-                        for e in present}
-            for job in gradings.values():
+            gradings = {e: grading_job(e, target / e, seed, keyword, tmp, quick, device, sanitize) for e in present}
+            stick = yardstick_job(references, tmp, device) if references else None
+            jobs_by_name = {j.name: j for j in [*gradings.values(), stick] if j is not None}
+            for job in jobs_by_name.values():
                 job.held = True
             builds = start_builds(to_build, jobs, pool, log)
             settled: set[str] = set()
             lock = threading.Lock()
 
-            def settle(e: str, own: Future, ref: Future | None) -> None:
-                """Once the exercise's builds are done: tell its grading process, restart its clock."""
+            def settle(name: str, needs: dict[str, Future]) -> None:
+                """Once a job's builds are done (at once when it needs none): tell its process what
+                built, restart its clock."""
                 with lock:
-                    if e in settled or not own.done() or (ref is not None and not ref.done()):
+                    if name in settled or not all(f.done() for f in needs.values()):
                         return
-                    settled.add(e)
+                    settled.add(name)
                 try:
-                    write_json_atomic(_build_result_path(tmp, e), {
-                        "ok": own.result()["ok"], "reference": ref is not None and ref.result()["ok"]})
+                    ok = {e: {"ok": f.result()["ok"]} for e, f in needs.items()}
+                    write_json_atomic(_build_result_path(tmp, name), {"ok": all(v["ok"] for v in ok.values()), **ok})
                 finally:
-                    gradings[e].held = False
+                    jobs_by_name[name].held = False
 
-            for e in present:
-                own, ref = builds[target / e], (builds[references[e]] if e in references else None)
-                for f in (own, ref):
-                    if f is not None:
-                        f.add_done_callback(lambda _f, e=e, own=own, ref=ref: settle(e, own, ref))
-            if len(gradings) > 1 and parallel <= 1 and gpu and not (quick or sanitize):
-                # one after another with timings, which nothing gates: build everything first, so
-                # that no timing runs beside a compiler
+            waits = {e: {e: builds[target / e]} for e in gradings}
+            if stick is not None:
+                waits[YARDSTICK] = {e: builds[ref] for e, ref in references.items() if ref is not None}
+            for name, needs in waits.items():
+                settle(name, needs)
+                for f in needs.values():
+                    f.add_done_callback(lambda _f, name=name, needs=needs: settle(name, needs))
+            if len(gradings) > 1 and parallel <= 1 and timed:
+                # one after another: build everything first, so that no timing runs beside a compiler
                 wait_all(builds.values())
             if len(gradings) > 1 and parallel > 1:
                 log(f"grading {len(gradings)} exercises, up to {parallel} at a time (each timing alone on the GPU) ...")
 
             def done(job: gate.Job) -> None:
+                if job.name not in gradings:
+                    return
                 own = builds[target / job.name]
                 if own.done() and not own.result()["ok"]:
                     return  # reported as a failed build
@@ -330,7 +411,11 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                          ((job.held_s, "while its build ran"), (job.waited_s, "waiting for the GPU")) if s >= 0.1]
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
 
-            gate.run(list(gradings.values()), tmp, parallel=parallel, timeout=timeout, on_finish=done)
+            gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, timeout=timeout, on_finish=done)
+        if stick is not None:
+            measured = read_yardstick(stick, tmp)
+            for e in references:
+                yardsticks[(device, e)] = measured.get(e) or measured.get("*") or {"error": "not measured"}
         # every build has ended here (a process may end before its build: no check needed it)
         loaded = chosen.specs()
         rows: dict[str, dict] = {}
@@ -344,7 +429,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             elif not builds[d].result()["ok"]:
                 rows[e] = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
             else:
-                rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None)
+                rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
+                                      yardsticks.get((device, e)), device, strict)
     return [rows[e] for e in chosen.exercises if e in rows]
 
 
@@ -364,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")
     parser.add_argument("--sanitize", action="store_true",
                         help="run the correctness checks under compute-sanitizer memcheck (no timing; slow)")
+    parser.add_argument("--strict", action="store_true",
+                        help="a check this GPU cannot run (too little memory) costs its group, instead of nothing")
     parser.add_argument("--json", type=Path, help="write the full report as JSON here")
     parser.add_argument("--out", type=Path, default=env.REPO / "grade-report", help="folder for report.json and report.md")
     args = parser.parse_args(argv)
@@ -385,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
     parallel = args.parallel if args.parallel is not None else default_parallel(len(chosen.exercises))
     rows = grade_target(target, chosen, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
-                        quick=args.quick, sanitize=args.sanitize, parallel=max(1, parallel))
+                        quick=args.quick, sanitize=args.sanitize, parallel=max(1, parallel), strict=args.strict)
     for name, error in SPEC_ERRORS.items():
         print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
     header = {"target": str(target), "seed": seed, "device": device.result(), "gpu": gpu,

@@ -145,6 +145,9 @@ class Job:
     output: str = ""  # stdout and stderr together
     # set by the parent while it still builds what the job needs: the job's clock stops meanwhile
     held: bool = False
+    # a process that does little before its timing (grader.yardstick): started at once, beside the
+    # `parallel` grading processes rather than as one of them
+    light: bool = False
     active_s: float = 0.0  # what counts against the time limit
     waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
     held_s: float = 0.0  # running while held: waiting for its builds
@@ -185,9 +188,10 @@ def run_session(cmd: list[str], timeout: float, **kwargs) -> subprocess.Complete
 def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_finish=None) -> list[Job]:
     """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
     count: it holds no core), each with `timeout` seconds of its own time (not counting while it is
-    `held`); gated when `parallel` > 1 and there is more than one job, and then no timing starts
-    while any job is held. `on_finish(job)` is called as each ends. Returns `jobs`."""
-    gated = parallel > 1 and len(jobs) > 1
+    `held`); gated when there is more than one job and either `parallel` > 1 or a light job, and
+    then no timing starts while any job is held. Light jobs start at once and do not count against
+    `parallel`. `on_finish(job)` is called as each ends. Returns `jobs`."""
+    gated = len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))
     folder = Path(folder)
     pending, running = list(jobs), []
     holder: Job | None = None  # the one whose timing has the GPU
@@ -234,8 +238,11 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_fini
                     finish(job)
                 elif gated and job._state == CHECKS and (folder / f"{job.name}.ready").exists():
                     job._state = READY
+            for job in [j for j in pending if j.light]:
+                pending.remove(job)
+                start(job)
             if holder is None:
-                while pending and sum(j._state == CHECKS for j in running) < parallel:
+                while pending and sum(j._state == CHECKS and not j.light for j in running) < parallel:
                     start(pending.pop(0))
                 ready = [j for j in running if j._state == READY]
                 if ready and len(ready) == len(running) and not building:

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import traceback
 from pathlib import Path
 from types import ModuleType
 
 import torch
 
+from grader import env
 from grader.checks import cuda_context_lost, relative_error
 from grader.results import save_atomic
 from grader.spec import AuditCall, Spec, audit_seed, derived_seed
@@ -59,7 +61,10 @@ def is_tensor(a) -> bool:
 
 
 def tolerance(call: AuditCall) -> float:
-    """Normwise relative error allowed: far below the rounding of a lower precision."""
+    """Normwise relative error allowed: far below the rounding of a lower precision (none for an op
+    that only moves values)."""
+    if call.exact:
+        return 0.0
     dtypes = {a.dtype for a in call.args if is_tensor(a) and a.is_floating_point()}
     return 1e-10 if dtypes == {torch.float64} else 1e-5
 
@@ -274,6 +279,75 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]
             for name, i in device_spoils(call):
                 add(name, INPUT_CHECKS, unreadable or _input_check_problem(name, call.names[i], outputs))
     return entries
+
+
+# the parent's own GPU work (regenerating a timed call's inputs) from several class workers at once
+_gpu_lock = threading.Lock()
+
+
+def _parent_device(device: str | None) -> int:
+    """The index, in this process, of the GPU a grading process was pinned to (CUDA_VISIBLE_DEVICES
+    entry `device`); 0 when it was not pinned."""
+    visible = env.visible_gpus()
+    return visible.index(device) if device in visible else 0
+
+
+def timed_verdicts(spec: Spec, path: Path, device: str | None = None) -> list[dict]:
+    """The parent's re-check of timed outputs: for each timed call the grading process sampled (the
+    last one always), regenerate its inputs from the call's seed on this process's GPU, compute the
+    reference at the sampled elements and compare. One test per output's group, `judge: timed
+    outputs`; a timing that saved nothing fails (it ran: the file is written when it ends)."""
+    from grader.performance import bench_group
+
+    bench = spec.benchmark()
+    if bench is None:
+        return []
+    data, unreadable = load_outputs(path)
+    calls = data.get("calls") if isinstance(data, dict) else None
+    problems: dict[str, str] = {}
+    if unreadable or not isinstance(calls, list) or not calls:
+        problems[bench_group(spec, 0, bench)] = unreadable or "the timing saved no sampled outputs"
+    else:
+        import torch
+
+        with _gpu_lock, torch.cuda.device(_parent_device(device)):
+            try:
+                for n, call in enumerate(calls[:8]):
+                    for k, problem in _timed_call_problems(bench, call, f"timed call {n + 1}").items():
+                        problems.setdefault(bench_group(spec, k, bench), problem)
+            except Exception as e:  # noqa: BLE001: a malformed file, or a grader fault
+                problems.setdefault(bench_group(spec, 0, bench), f"the sampled outputs could not be checked "
+                                                                  f"({type(e).__name__}: {clean(e)[:200]})")
+            finally:
+                torch.cuda.empty_cache()
+    groups = {bench_group(spec, k, bench) for k in range(max(1, len(getattr(bench, "output_groups", ()) or ())))}
+    return [{"name": JUDGE_PREFIX + "timed outputs", "group": g, "outcome": "failed" if g in problems else "passed",
+             "reason": f"re-checked by the grader outside the submission's process: {problems[g]}" if g in problems
+             else "", "properties": {}} for g in sorted(groups)]
+
+
+def _timed_call_problems(bench, call: dict, what: str) -> dict[int, str]:
+    import torch
+
+    from grader.checks import Comparison
+
+    seed, where, values = int(call["seed"]), call["where"], call["values"]
+    inputs = bench.make_inputs(seed)
+    tolerances = bench.tolerance(inputs)
+    if not (len(where) == len(values) == len(tolerances)):
+        return {0: f"{what}: {len(values)} sampled output(s), expected {len(tolerances)}"}
+    expected = bench.reference(inputs, [w.to("cuda") for w in where])
+    found = {}
+    for k, (w, v, e, tol) in enumerate(zip(where, values, expected, tolerances)):
+        if not (isinstance(v, torch.Tensor) and v.shape == w.shape):
+            found[k] = f"{what}: output {k}'s sampled values are malformed"
+            continue
+        cmp = Comparison(tol, f"{what}, output {k} (at {len(w)} random elements)")
+        cmp.add(v, e.reshape(-1).cpu(), w)
+        problem = cmp.problem()
+        if problem:
+            found[k] = problem
+    return found
 
 
 def _input_check_problem(name: str, argument: str, outputs: dict) -> str | None:

@@ -1,74 +1,297 @@
-"""The timed part of grading: the exercise's op, the reference solution, PyTorch's op and the
-device's limit, all measured in the same process and run, so ratios are fair on any GPU."""
+"""The timed part of grading: the submission's op at the benchmark's shape, every timed call a
+call the grader can check.
+
+In the grading process (`measure_submission`), only the submission's op is timed; the reference
+solution, PyTorch's op and the device's limit are timed by a trusted process that never runs
+submitted code (grader.yardstick), and the parent puts the two together (grader.scoring). What makes
+a timed call indistinguishable from a checked one, and checked:
+
+- Fresh inputs: before every call the input set is refilled in place from a secret seed, so no
+  call sees the values of another (a memo by tensor, by pointer or by version, or a replayed
+  output, returns the wrong answer), and nothing can be computed ahead of time.
+- Every output looked at: a plain torch.Tensor, on the GPU, sharing no memory with the inputs;
+  each call's output is checked in full against the float64 reference with a chance decided after
+  the call returned, and always the last; the elements of some of them are saved for the parent to
+  re-check (grader.judge). A wrong timed output fails the correctness group it belongs to.
+- Watched: a few timed calls run under the profiler, which sees every kernel of the process with
+  its stream and duration: each must be the exercise's own and on the timed stream, and the timed
+  median may not be far below what those kernels took (an op that works less when not observed).
+  Host threads left running by a call are counted, and the device must be idle after the end event.
+- One state: the global math flags are the exercise's for the whole process (Spec.math), checks
+  and timing alike.
+"""
 from __future__ import annotations
+
+import random
+import secrets
 
 import torch
 
-from grader.bench import L2Flusher, copy_bandwidth, matmul_flops, time_fn
-from grader.checks import CheckFailure
-from grader.scoring import speed_verdict, work_escaped
-from grader.spec import Context, Spec
-
-
-def measure(spec: Spec, ctx: Context, reference_module) -> dict:
-    bench = spec.benchmark()
-    with bench.setup():
-        return _measure(spec, bench, ctx, reference_module)
-
+from grader.bench import (L2Flusher, copy_bandwidth, input_tensors, matmul_flops, new_events, output_tensors,
+                          prepare, time_fn, timed_call)
+from grader.checks import CheckFailure, Comparison, require_plain_tensor
+from grader.observe import SLEEP_KERNEL, kernel_function, observe
+from grader.scoring import speed_verdict
+from grader.spec import Benchmark, Context, Spec
 
 # Grading caps each timed op at this many seconds of sampling (make bench allows more): the median of
 # the samples gathered by then is stable to a few percent, and the edit-grade loop stays short.
 GRADING_SECONDS = 1.0
+VERIFY_CHANCE = 0.15  # after each timed call, the chance that its output is checked in full
+JUDGED_CALLS = 2  # timed calls besides the last whose sampled outputs the parent re-checks
+JUDGED_ELEMENTS = 4096  # elements of each output tensor sent to the parent
+PROFILED_CALLS = 3
+CHUNK = 1 << 24  # elements per piece when a large output is checked against a pointwise reference
+WHOLE_LIMIT = 1 << 26  # outputs up to this many elements are checked against one whole reference
 
 
-def _measure(spec, bench, ctx: Context, reference_module) -> dict:
-    flush = L2Flusher()
-    inputs = [bench.make_inputs(ctx.seed_for(f"bench-{i}")) for i in range(bench.input_sets)]
-    result: dict = {"label": bench.label, "unit": bench.unit, "work": bench.work, "verdict": ""}
+def bench_group(spec: Spec, k: int = 0, bench: Benchmark | None = None) -> str:
+    """The correctness group output `k` of a timed call vouches for."""
+    bench = bench or spec.benchmark()
+    groups = getattr(bench, "output_groups", ()) or ()
+    if k < len(groups):
+        return groups[k]
+    return spec.perf_requires[0] if spec.perf_requires else "forward"
 
-    # a fresh input set the op has never seen: a cached or replayed result cannot pass
-    fresh = bench.make_inputs(ctx.seed_for("bench-fresh"))
-    if bench.verify:
+
+class Refill:
+    """Gives an input set fresh values in place, from a seed nobody can guess, and remembers it (the
+    parent regenerates the inputs of a judged call from it)."""
+
+    def __init__(self, bench: Benchmark, rng: random.Random | None = None):
+        self.bench, self.seed = bench, None
+        self.rng = rng or random.SystemRandom()
+
+    def __call__(self, inputs) -> None:
+        self.seed = self.rng.getrandbits(62)
+        fresh = self.bench.make_inputs(self.seed)
+        with torch.no_grad():
+            for dst, src in zip(input_tensors(inputs), input_tensors(fresh), strict=True):
+                dst.copy_(src)
+
+
+def _storage_range(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def check_structure(out, inputs, what: str) -> list[torch.Tensor]:
+    """The output's tensors, each a plain torch.Tensor on the GPU sharing no memory with an input."""
+    tensors = output_tensors(out)
+    ins = [_storage_range(t) for t in input_tensors(inputs) if t.numel()]
+    for k, t in enumerate(tensors):
+        name = what if len(tensors) == 1 else f"{what} [output {k}]"
+        require_plain_tensor(t, name)
+        if not t.is_cuda:
+            raise CheckFailure(f"{name}: on {t.device}, expected on the GPU")
+        if t.numel():
+            lo, hi = _storage_range(t)
+            if any(lo < b and a < hi for a, b in ins):
+                raise CheckFailure(f"{name}: shares memory with an input; an op returns new tensors")
+    return tensors
+
+
+def verify(bench: Benchmark, reference, out, inputs, what: str) -> dict[int, str]:
+    """Check every element of a timed call's outputs against the float64 reference; returns the
+    problems by output index (empty when right)."""
+    tensors = check_structure(out, inputs, what)
+    tolerances = bench.tolerance(inputs)
+    whole = None
+    problems: dict[int, str] = {}
+    if len(tensors) != len(tolerances):
+        return {0: f"{what}: {len(tensors)} output tensor(s), expected {len(tolerances)}"}
+    shapes = bench.shapes(inputs) if getattr(bench, "shapes", None) else None
+    for k, (a, tol) in enumerate(zip(tensors, tolerances)):
+        name = what if len(tensors) == 1 else f"{what} [output {k}]"
+        cmp = Comparison(tol, name)
+        if a.numel() > WHOLE_LIMIT and shapes is not None:
+            if tuple(a.shape) != tuple(shapes[k]):
+                problems[k] = f"{name}: shape {tuple(a.shape)}, expected {tuple(shapes[k])}"
+                continue
+            flat = a.reshape(-1)
+            for start in range(0, flat.numel(), CHUNK):
+                piece = slice(start, min(flat.numel(), start + CHUNK))
+                where = [piece if j == k else slice(0, 0) for j in range(len(tensors))]
+                cmp.add(flat[piece], reference(inputs, where)[k], offset=start)
+        else:
+            if whole is None:
+                whole = reference(inputs, None)
+            if tuple(a.shape) != tuple(whole[k].shape):
+                problems[k] = f"{name}: shape {tuple(a.shape)}, expected {tuple(whole[k].shape)}"
+                continue
+            cmp.add(a, whole[k])
+        problem = cmp.problem()
+        if problem:
+            problems[k] = problem
+    return problems
+
+
+def sample_outputs(out, seed: int, rng: random.Random) -> dict:
+    """Random elements of each output tensor, chosen now (after the call), for the parent."""
+    record = {"seed": seed, "where": [], "values": []}
+    for t in output_tensors(out):
+        n = t.numel()
+        g = torch.Generator().manual_seed(rng.getrandbits(62))
+        idx = torch.randint(0, max(n, 1), (min(JUDGED_ELEMENTS, n),), generator=g)
+        record["where"].append(idx)
+        record["values"].append(t.detach().reshape(-1)[idx.to(t.device)].cpu().clone())
+    return record
+
+
+class Inspector:
+    """Looks at every timed output: its structure always; in full with a chance decided after the
+    call; some sampled for the parent."""
+
+    def __init__(self, spec: Spec, bench: Benchmark, refill: Refill, rng: random.Random):
+        self.spec, self.bench, self.refill, self.rng = spec, bench, refill, rng
+        self.verified = 0
+        self.wrong: dict[str, str] = {}  # group -> why
+        self.judged: list[dict] = []
+
+    def fail(self, problems: dict[int, str]) -> None:
+        for k, why in problems.items():
+            self.wrong.setdefault(bench_group(self.spec, k, self.bench), f"a timed call at the benchmark's shape: {why}")
+
+    def __call__(self, out, inputs, always: bool = False) -> None:
         try:
-            bench.verify(bench.call(ctx.module, fresh), fresh)
+            if always or self.rng.random() < VERIFY_CHANCE:
+                self.verified += 1
+                problems = verify(self.bench, self.bench.reference, out, inputs, "a timed output")
+                if problems:
+                    self.fail(problems)
+                    raise CheckFailure(next(iter(problems.values())))
+                if len(self.judged) < JUDGED_CALLS and self.rng.random() < 0.5:
+                    self.judged.append(sample_outputs(out, self.refill.seed, self.rng))
+            else:
+                check_structure(out, inputs, "a timed output")
         except CheckFailure as e:
-            result["verdict"] = f"wrong result on a timed input: {e}"
-            return result
-    del fresh
+            if not self.wrong:
+                self.wrong[bench_group(self.spec, 0, self.bench)] = f"a timed call at the benchmark's shape: {e}"
+            raise
 
-    student = time_fn(lambda inp: bench.call(ctx.module, inp), inputs, flush=flush, max_seconds=GRADING_SECONDS)
-    baseline = time_fn(bench.baseline, inputs, flush=flush, max_seconds=GRADING_SECONDS)
-    if work_escaped(student.busy_after_s, student.median_s, baseline.busy_after_s):  # as speed_verdict decides
-        # once, on the H100, the reference stencil's median sync-after-the-end-event took 76 us with
-        # no other stream in use (a host or driver stall); work that really escapes does so again
-        result["busy_after_first_timing_s"] = student.busy_after_s
-        student = time_fn(lambda inp: bench.call(ctx.module, inp), inputs, flush=flush,
-                          max_seconds=GRADING_SECONDS)
-    result["time_s"] = student.median_s
-    result["samples"] = student.samples
-    result["rate"] = student.rate(bench.work)
-    result["baseline_rate"] = baseline.rate(bench.work)
-    if reference_module is ctx.module:  # grading the solution itself: it is its own reference
-        result["reference_rate"] = result["rate"]
-        result["reference_source"] = "solution"
-    elif reference_module is not None:
-        reference = time_fn(lambda inp: bench.call(reference_module, inp), inputs, flush=flush,
-                            max_seconds=GRADING_SECONDS)
-        result["reference_rate"] = reference.rate(bench.work)
-        result["reference_source"] = "solution"
-    else:
-        result["reference_rate"] = result["baseline_rate"] * spec.solution_vs_baseline
-        result["reference_source"] = f"PyTorch x {spec.solution_vs_baseline:g} (no solutions/ folder)"
-    if bench.unit == "B":
-        result["limit"] = copy_bandwidth(int(bench.work), flush=flush)
-        result["limit_name"] = "copy bandwidth"
-    else:
-        result["limit"] = matmul_flops(flush=flush)
-        result["limit_name"] = "cuBLAS fp32"
-    result["ratio"] = result["rate"] / result["reference_rate"]
-    result["fraction_of_limit"] = result["rate"] / result["limit"]
-    result["busy_after_s"] = student.busy_after_s
-    result["baseline_busy_after_s"] = baseline.busy_after_s  # what an honest op's sync costs here
-    # the parent recomputes this from the same numbers, and scores with its own (grader.scoring)
-    result["tier_fraction"], result["verdict"] = speed_verdict(spec, result)
+    def last(self, out, inputs) -> None:
+        self(out, inputs, always=True)
+        self.judged.append(sample_outputs(out, self.refill.seed, self.rng))
+
+
+def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, inspect, flush) -> dict:
+    """A few timed calls under the profiler: their kernels (the exercise's own, on the timed
+    stream), and how long those kernels took on the GPU."""
+    rule = bench.kernels or spec.kernel_rule()
+    events = new_events()
+    found = {"kernel_time_s": [], "profiled_time_s": [], "foreign": "", "other_streams": ""}
+    for _ in range(PROFILED_CALLS):
+        prepare(inputs, refill, flush)
+        sample, seen = observe(lambda: timed_call(call, inputs, events), cpu_ops=bool(rule and rule.needs_cpu_ops))
+        inspect(sample.output, inputs, always=True)
+        sleeps = [k for k in seen.kernels if kernel_function(k.name) == SLEEP_KERNEL]
+        work = [k for k in seen.kernels if kernel_function(k.name) != SLEEP_KERNEL]
+        if rule is not None and not found["foreign"]:
+            found["foreign"] = rule.problem(seen, "a timed call at the benchmark's shape") or ""
+        if sleeps and not found["other_streams"]:
+            elsewhere = sorted({k.name[:80] for k in work if k.stream != sleeps[0].stream})
+            if elsewhere:
+                found["other_streams"] = (f"kernels ran on another stream than the timed one ({'; '.join(elsewhere[:2])}): "
+                                          "launch on at::cuda::getCurrentCUDAStream()")
+        found["kernel_time_s"].append(sum(k.duration_s for k in work))
+        found["profiled_time_s"].append(sample.time_s)
+    for key in ("kernel_time_s", "profiled_time_s"):
+        values = sorted(found[key])
+        found[key] = values[len(values) // 2] if values else 0.0
+    return found
+
+
+def measure_submission(spec: Spec, ctx: Context) -> dict:
+    """Time the submission's op (in its own grading process): the raw numbers and what was wrong
+    with the timed calls. The parent scores them against the yardstick (grader.scoring)."""
+    bench = spec.benchmark()
+    rng = random.SystemRandom()
+    refill = Refill(bench, rng)
+    flush = L2Flusher()
+    inputs = bench.make_inputs(secrets.randbits(62))
+    inspector = Inspector(spec, bench, refill, rng)
+    result: dict = {"label": bench.label, "unit": bench.unit, "work": bench.work, "verdict": "", "wrong": {}}
+
+    def call(inp):
+        return bench.call(ctx.module, inp)
+
+    try:
+        timing = time_fn(call, [inputs], refill=refill, inspect=inspector, keep_last=True, flush=flush,
+                         max_seconds=GRADING_SECONDS)
+        inspector.last(*timing.last)
+        timing.last = None
+        watched = watched_calls(spec, bench, call, inputs, refill, inspector, flush)
+        rule = bench.kernels or spec.kernel_rule()
+        for label, (variant, reference) in bench.variants.items():
+            prepare(inputs, refill, flush)
+            what = f"{label} at the benchmark's shape"
+            out, seen = observe(lambda: variant(ctx.module, inputs), cpu_ops=bool(rule and rule.needs_cpu_ops))
+            problems = verify(bench, reference, out, inputs, what)
+            if rule is not None and not problems:
+                problems = {0: rule.problem(seen, what)} if rule.problem(seen, what) else {}
+            if problems:
+                inspector.fail(problems)
+                raise CheckFailure(next(iter(problems.values())))
+    except CheckFailure as e:
+        result["wrong"] = inspector.wrong or {bench_group(spec, 0, bench): str(e)}
+        result["verdict"] = f"wrong result on a timed call: {e}"
+        result["judged"] = inspector.judged
+        return result
+    result.update(time_s=timing.median_s, samples=timing.samples, rate=timing.rate(bench.work),
+                  busy_after_s=timing.busy_after_s, wall_s=timing.wall_median_s,
+                  threads_started=timing.threads_started, verified=inspector.verified, **watched)
+    result["judged"] = inspector.judged
+    if watched["foreign"]:
+        result["wrong"] = {bench_group(spec, 0, bench): watched["foreign"]}
+        result["verdict"] = watched["foreign"]
     return result
+
+
+def measure_yardstick(spec: Spec, reference_module) -> dict:
+    """The trusted half (grader.yardstick, never beside submitted code): the reference solution's
+    rate (or PyTorch's times the solution's recorded ratio, without solutions/), PyTorch's, and the
+    device's limit, on inputs refilled as the submission's are."""
+    bench = spec.benchmark()
+    flush = L2Flusher()
+    refill = Refill(bench)
+    inputs = bench.make_inputs(secrets.randbits(62))
+    baseline = time_fn(bench.baseline, [inputs], refill=refill, flush=flush, max_seconds=GRADING_SECONDS)
+    found = {"label": bench.label, "unit": bench.unit, "work": bench.work,
+             "baseline_rate": baseline.rate(bench.work), "baseline_busy_after_s": baseline.busy_after_s}
+    if reference_module is not None:
+        reference = time_fn(lambda inp: bench.call(reference_module, inp), [inputs], refill=refill, flush=flush,
+                            max_seconds=GRADING_SECONDS)
+        found.update(reference_rate=reference.rate(bench.work), reference_source="solution")
+    else:
+        found.update(reference_rate=found["baseline_rate"] * spec.solution_vs_baseline,
+                     reference_source=f"PyTorch x {spec.solution_vs_baseline:g} (no solutions/ folder)")
+    if bench.unit == "B":
+        found.update(limit=copy_bandwidth(int(bench.work), flush=flush), limit_name="copy bandwidth")
+    else:
+        found.update(limit=matmul_flops(flush=flush), limit_name="cuBLAS fp32")
+    return found
+
+
+def combine(submission: dict, yardstick: dict | None) -> dict:
+    """The submission's timing beside the yardstick's numbers, with the ratios the report shows."""
+    perf = dict(submission)
+    if yardstick:
+        perf.update({k: v for k, v in yardstick.items() if k not in ("label", "unit", "work")})
+    if perf.get("rate") and perf.get("reference_rate"):
+        perf["ratio"] = perf["rate"] / perf["reference_rate"]
+    if perf.get("rate") and perf.get("limit"):
+        perf["fraction_of_limit"] = perf["rate"] / perf["limit"]
+    return perf
+
+
+def measure(spec: Spec, ctx: Context, reference_module) -> dict:
+    """Both halves in this process, with the verdict (the notebooks' own timing, where the student
+    grades their own work)."""
+    with spec.math():
+        perf = measure_submission(spec, ctx)
+        if "rate" in perf:
+            perf = combine(perf, measure_yardstick(spec, reference_module))
+    perf["tier_fraction"] = 0.0
+    if "rate" in perf:
+        perf["tier_fraction"], perf["verdict"] = speed_verdict(spec, perf)
+    return perf

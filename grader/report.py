@@ -40,6 +40,8 @@ def reasons(row: dict) -> list[str]:
     if skipped:
         why = row["groups"][skipped[0]]["reason"].split(": ", 1)[-1]
         out.append(f"not graded here: {', '.join(skipped)} ({why})")
+    for check in row.get("not_run", []):  # costs nothing (but in a strict grade, where its group says so)
+        out.append(f"not run on this GPU: {check}")
     return out
 
 

@@ -39,17 +39,30 @@ class Check:
 
 @dataclass
 class Benchmark:
-    """How to time an exercise: the op on rotated inputs, the PyTorch baseline on the same."""
+    """How to time an exercise: the op on inputs refilled with fresh values before every timed call,
+    each timed output checkable against a float64 reference (grader.performance, grader.judge)."""
 
     label: str  # e.g. "fp32, 2^28 elements"
-    make_inputs: Callable[[int], tuple]  # seed -> one input set (tensors on the GPU)
+    make_inputs: Callable[[int], tuple]  # seed -> one input set (tensors on the GPU), the same for a seed
     call: Callable[[ModuleType, tuple], object]  # run the exercise's op on an input set
     baseline: Callable[[tuple], object]  # PyTorch's own op on the same input set
     work: float  # bytes moved (unit "B") or floating-point operations (unit "FLOP") per call
+    # the float64 value of each output tensor (in grader.bench.output_tensors's order) at the flat
+    # indices `where` (one LongTensor or slice per output), or whole when `where` is None
+    reference: Callable[[tuple, list | None], list]
+    # per output: a Tolerance (elementwise) or a float (normwise relative error); may depend on the inputs
+    tolerance: Callable[[tuple], list]
     unit: str = "B"  # "B": rates in GB/s against copy bandwidth; "FLOP": TFLOP/s against cuBLAS fp32
-    verify: Callable[[object, tuple], None] | None = None  # re-check a timed output
-    input_sets: int = 2  # rotated so repeated calls never hit a warm cache
-    setup: Callable[[], ContextManager] = contextlib.nullcontext  # the math mode to time in (grader.bench.math_mode)
+    # the kernels a timed call may run (grader.observe.KernelRule); None: the spec's `kernel_rule`
+    kernels: object | None = None
+    # calls at the benchmark's shape with other parameter values, each run and checked once beside
+    # the timing: label -> (call(module, inputs), reference like `reference`)
+    variants: dict = field(default_factory=dict)
+    # each output's shape for the inputs, where an output too large for one float64 reference is
+    # checked piece by piece (its reference computes the pieces); None: the reference's shapes
+    shapes: Callable[[tuple], list] | None = None
+    # the correctness group each output vouches for; default: the spec's first perf_requires
+    output_groups: tuple[str, ...] = ()
     # for the roofline chart of `make bench`: the other quantity (FLOPs of a "B" benchmark, fewest
     # bytes moved of a "FLOP" one); None leaves the exercise off the chart
     flops: float | None = None
@@ -58,7 +71,8 @@ class Benchmark:
 
 @dataclass
 class AuditCall:
-    """One valid call of an exercise's public op, for the bad-input audit (tests/test_input_audit.py).
+    """One valid call of an exercise's public op: the bad-input audit (tests/test_input_audit.py),
+    the judge (grader.judge) and the generated properties (grader.properties) all start from it.
 
     The audit spoils one tensor argument at a time (on the CPU, an integer dtype, an extra leading
     dim, a dim one longer, a strided view, a zero-size dim) and requires the call to raise an error
@@ -78,6 +92,19 @@ class AuditCall:
     # arguments whose gradient through autograd the judge checks too (in the "autograd" group):
     # <d(y . v)/d arg> for a random v, against the reference differentiated in float64
     grad_args: tuple[int, ...] = ()
+    # --- what the generated properties (grader.properties) may assume of this call ---
+    # the kernels the call may run (grader.observe.KernelRule); None: the spec's kernel_rule
+    kernels: object | None = None
+    # the registered op that takes these same arguments ("lib.ops.leaky_relu"): its outputs' shape,
+    # dtype and strides are checked against its registered fake (torch.library.opcheck)
+    registered: str = ""
+    # tensor arguments where NaN and +-inf have a result the reference defines (IEEE propagation)
+    nonfinite: tuple[int, ...] = ()
+    # scalar arguments -> other valid values to try (e.g. a negative slope, one above 1)
+    scalars: dict = field(default_factory=dict)
+    # arguments the op updates in place by design (running statistics): not required unmodified
+    mutates: tuple[int, ...] = ()
+    exact: bool = False  # the op moves values without arithmetic: its result must be bit-exact
 
     def __post_init__(self):
         if len(self.names) != len(self.args):
@@ -109,6 +136,38 @@ def audit_randn(*shape: int, device, dtype, seed: int = 0, scale: float = 1.0, o
 
     g = torch.Generator().manual_seed((seed + _audit_seed_offset) % 2**63)
     return (torch.randn(shape, generator=g, dtype=torch.float64) * scale + offset).to(device=device, dtype=dtype)
+
+
+def random_shape(g, max_dims: int = 3, max_numel: int = 1 << 21, dims: int | None = None) -> tuple[int, ...]:
+    """A shape drawn from `g` (a CPU generator) across the size classes that break naive indexing:
+    tiny, odd, just off a multiple of 32 or 256, prime-ish, and large; `dims` dims, or 1 to
+    `max_dims`."""
+    import torch
+
+    def draw(lo, hi):
+        return int(torch.randint(lo, hi + 1, (1,), generator=g))
+
+    def size(budget: int) -> int:
+        kind = draw(0, 4)
+        if kind == 0:
+            n = draw(1, 8)
+        elif kind == 1:
+            n = draw(9, 1000)
+        elif kind == 2:
+            n = 32 * draw(1, 40) + (-1, 1)[draw(0, 1)]
+        elif kind == 3:
+            n = 256 * draw(1, 64) + draw(1, 255)
+        else:
+            n = draw(100_000, 1_500_000)
+        return max(1, min(n, budget))
+
+    dims = dims or draw(1, max_dims)
+    shape, budget = [], max_numel
+    for _ in range(dims):
+        n = size(budget)
+        shape.append(n)
+        budget = max(1, budget // n)
+    return tuple(shape)
 
 
 @dataclass
@@ -148,6 +207,28 @@ class Spec:
         audit. `dtype` is the floating dtype to use (the audit asks for float64); an exercise whose
         ops take only float32 uses that instead."""
         return []
+
+    def random_calls(self, g, device, dtype) -> list[AuditCall]:
+        """Valid calls of random shapes drawn from `g` (a CPU generator) across the op's size
+        classes, values from audit_randn: the generated properties and the judge check these beside
+        the fixed audit calls, so the shapes differ from run to run (replayable by the seed)."""
+        return []
+
+    # the floating dtypes the generated properties try (the first is the main one)
+    property_dtypes: tuple = ("float32",)
+
+    def kernel_rule(self):
+        """Which kernels the exercise's ops may run (grader.observe.KernelRule); None: not checked."""
+        return None
+
+    def math(self) -> ContextManager:
+        """The global math state every call of this exercise runs in, checks and timing alike, set
+        once for the whole grading process: TF32 off for cuBLAS and cuDNN (strict fp32) and cuDNN's
+        autotuner on (PyTorch's convolutions at their fastest). A submission cannot tell a timed call
+        from a checked one by these flags, and may not change them (grader.integrity)."""
+        from grader.bench import tuned_strict_fp32
+
+        return tuned_strict_fp32()
 
     def versions(self) -> dict[str, Callable[[ModuleType, tuple], object]]:
         """The reference's numbered versions for `make bench` (name -> call); default: the op."""

@@ -5,8 +5,10 @@
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs edit test bench notebooks classroom
+#                                              ballast ptx fp64 oldgrader
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
+#   TEST_K=timed ...                           and only their tests matching this -k word
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 #   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
 #
@@ -94,7 +96,8 @@ if want edit; then
 fi
 if want test; then
   for f in $TEST_FILES; do
-    run "test_$(basename "$f" .py)" "$(( $(left) - 60 ))" make test TESTS="$f" PYTEST_ARGS="-q -ra --durations=10"
+    run "test_$(basename "$f" .py)" "$(( $(left) - 60 ))" make test TESTS="$f" \
+      PYTEST_ARGS="-q -ra --durations=10${TEST_K:+ -k $TEST_K}"
     tail -3 "$L/test_$(basename "$f" .py).log"
   done
 fi
@@ -108,6 +111,35 @@ fi
 if want classroom; then
   run classroom "$(left)" make test TESTS=tests/test_classroom.py PYTEST_ARGS="-q -ra --durations=10"
   tail -5 "$L/classroom.log" 2>/dev/null
+fi
+if want ballast; then
+  # a smaller card, simulated: a second process holds all but N GiB while the reference is graded
+  for free in ${BALLAST_FREE:-14.5 11 7.5}; do
+    python3 scripts/ballast.py "$free" > "$L/ballast_$free.txt" 2>&1 & bp=$!
+    sleep 8; cat "$L/ballast_$free.txt"
+    run "grade_solutions_${free}GiB_free" "$(left)" make grade TARGET=solutions EX="$EXS" SEED=3
+    kill $bp; wait $bp 2>/dev/null
+    grep -E "^0|^10|^total|not run|out of memory|OutOfMemory" "$L/grade_solutions_${free}GiB_free.log" | head -20
+  done
+fi
+if want ptx; then
+  # older architectures' code paths, for real: compute_75 / compute_80 PTX JIT-compiled on this GPU
+  for arch in 7.5 8.0; do
+    TORCH_CUDA_ARCH_LIST="$arch+PTX" COURSE_BUILD_DIR="/tmp/build-$arch" \
+      run "grade_solutions_ptx_$arch" "$(left)" make grade TARGET=solutions EX="$EXS" SEED=4
+    grep -E "^0|^10|^total" "$L/grade_solutions_ptx_$arch.log" | head -12
+  done
+fi
+if want fp64; then
+  # the float64 work of a grade of the reference, counted per exercise (grader.fp64)
+  mkdir -p "$L/fp64"
+  COURSE_COUNT_FP64="$PWD/$L/fp64/{exercise}.json" run grade_fp64_count "$(left)" make grade TARGET=solutions EX="$EXS" SEED=5
+  python3 scripts/fp64_estimate.py "$L/fp64" | tee "$L/fp64_estimate.txt"
+fi
+if want oldgrader; then
+  # the trust rework's known-wrong variants, graded by the grader before it (carried in old-grader/)
+  run oldgrader "$(left)" python3 scripts/old_grader_on_variants.py old-grader --out /tmp/oldgrader
+  cat "$L/oldgrader.log" | tail -40
 fi
 if want bench; then
   run bench "$(left)" make bench EX="$EXS"

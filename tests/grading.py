@@ -56,6 +56,32 @@ def grade_variants(variants: list[Variant], root: Path, keyword: str | None, tim
         return dict(pool.map(one, variants))
 
 
+def rounds(variants: list[Variant]) -> list[list[Variant]]:
+    """Variants in rounds holding at most one of each exercise, so that a round fits one target folder."""
+    out: list[list[Variant]] = []
+    for v in variants:
+        for r in out:
+            if all(o.exercise != v.exercise for o in r):
+                r.append(v)
+                break
+        else:
+            out.append([v])
+    return out
+
+
+def grade_variants_timed(variants: list[Variant], root: Path, timeout: float = 900) -> dict[str, dict]:
+    """A full grade, timing included, of variants whose fault shows only in the timed part: in rounds,
+    one folder per round, its exercises graded at once (each timing alone on the GPU)."""
+    found = {}
+    for i, batch in enumerate(rounds(variants)):
+        folder = root / f"round{i}"
+        for v in batch:
+            v.materialize(folder)
+        rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS)
+        found.update({v.id: rows[v.exercise] for v in batch})
+    return found
+
+
 def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None:
     """The variant lost exactly the groups it should, for the reason it should."""
     assert row["status"] == v.status or (v.status == "graded" and row["status"] == "graded"), explain([row])

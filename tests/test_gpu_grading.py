@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.grading import EXERCISES, SOLUTIONS, check_variant, explain, grade, grade_variants, selected
+from tests.grading import (EXERCISES, SOLUTIONS, check_variant, explain, grade, grade_variants, grade_variants_timed,
+                           selected)
 from tests.known_wrong import all_variants
 
 pytestmark = pytest.mark.gpu
 
 CHOSEN = {s.exercise for s in selected()}
-GPU_VARIANTS = [v for v in all_variants() if not v.extra.get("cpu") and v.exercise in CHOSEN]
+GPU_VARIANTS = [v for v in all_variants() if not v.extra.get("cpu") and not v.extra.get("timed") and v.exercise in CHOSEN]
+# whose fault shows only in the timed part: graded in full, timing included
+TIMED_VARIANTS = [v for v in all_variants() if v.extra.get("timed") and v.exercise in CHOSEN]
 # Correctness is what the known-wrong suite is about; timing each variant would take minutes.
 QUICK = "not performance and not huge"
 
@@ -41,6 +44,16 @@ def variant_rows(tmp_path_factory):
 @pytest.mark.parametrize("variant", GPU_VARIANTS, ids=[v.id for v in GPU_VARIANTS])
 def test_known_wrong_loses_exactly_its_points(variant_rows, variant):
     check_variant(variant, variant_rows[variant.id], ignore={"performance"})
+
+
+@pytest.fixture(scope="module")
+def timed_variant_rows(tmp_path_factory):
+    return grade_variants_timed(TIMED_VARIANTS, tmp_path_factory.mktemp("known_wrong_timed"))
+
+
+@pytest.mark.parametrize("variant", TIMED_VARIANTS, ids=[v.id for v in TIMED_VARIANTS])
+def test_known_wrong_timed_loses_exactly_its_points(timed_variant_rows, variant):
+    check_variant(variant, timed_variant_rows[variant.id])
 
 
 SANITIZE_VARIANTS = [v for v in all_variants() if v.extra.get("sanitize") and v.exercise in CHOSEN]

@@ -76,6 +76,30 @@ def test_a_sync_as_slow_as_the_baselines_is_not_escaped_work():
     assert "outside the current stream" in speed_verdict(LEAKY, escaped)[1]
 
 
+def test_a_check_this_gpu_cannot_run_costs_nothing_unless_strict():
+    from grader.scoring import NOT_RUN_HERE
+
+    def _t(name, group, outcome, reason=""):
+        return {"name": name, "group": group, "outcome": outcome, "reason": reason, "properties": {}}
+
+    s = LEAKY
+    tests = [_t("forward[a]", "forward", "passed"),
+             _t("forward[huge]", "forward", "skipped", NOT_RUN_HERE + "the check needs 8.6 GiB of free GPU memory"),
+             *[_t(f"{g}[a]", g, "passed") for g in ("backward", "input_checks", "autograd")]]
+    row = score_exercise(s, tests)
+    assert row["groups"]["forward"]["state"] == "passed" and row["groups"]["forward"]["points"] == 4
+    assert row["not_run"] == ["forward[huge]: the check needs 8.6 GiB of free GPU memory"]
+    strict = score_exercise(s, tests, strict=True)
+    assert strict["groups"]["forward"]["points"] == 0 and "8.6 GiB" in strict["groups"]["forward"]["reason"]
+    # a group none of whose checks ran here is not graded, strict or not
+    alone = score_exercise(s, [tests[1], *tests[2:]])
+    assert alone["groups"]["forward"]["points"] == 0
+    # any other skip is not excused
+    other = score_exercise(s, [_t("forward[a]", "forward", "passed"), _t("forward[b]", "forward", "skipped", "why"),
+                               *tests[2:]])
+    assert other["groups"]["forward"]["points"] == 0
+
+
 def test_skipped_groups_earn_nothing_and_say_why():
     row = score_exercise(LEAKY, _tests({"forward": "skipped", "backward": "skipped"}))
     assert row["points"] == 0 and row["groups"]["forward"]["state"] == "skipped"
@@ -107,9 +131,10 @@ def test_math_mode_sets_and_restores_the_backend_flags():
 
 
 @pytest.mark.parametrize("s", spec.all_specs(), ids=lambda s: s.exercise)
-def test_every_benchmark_mode_is_a_context_manager(s):
-    """Grading and `make bench` enter each benchmark's math mode with `with`: on the CPU too."""
-    with s.benchmark().setup():
+def test_every_exercise_math_state_is_a_context_manager(s):
+    """Grading (for the whole process), the yardstick and `make bench` enter each exercise's math state
+    with `with`: on the CPU too."""
+    with s.math():
         pass
 
 
@@ -305,14 +330,45 @@ def test_kernel_function_is_the_kernels_own_name(name, function):
     assert checks.kernel_function(name) == function
 
 
+def _seen(*names, stream=7, ops=()):
+    from grader.observe import Kernel, Observation
+
+    return Observation([Kernel(n, stream, 1e-5, float(i)) for i, n in enumerate(names)], list(ops))
+
+
 def test_a_pytorch_kernel_mentioning_our_name_is_not_ours():
     """PyTorch's LeakyReLU kernel carries `leaky_relu_kernel` in its template arguments."""
+    from grader.observe import KernelRule
+
+    rule = KernelRule(("leaky_relu_kernel",))
     pytorch = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
                "leaky_relu_kernel(at::TensorIteratorBase&)::{lambda(float)#1}>(int, ...)")
-    assert not checks._is_own(pytorch, ("leaky_relu_kernel",))
-    assert checks._is_own("void (anonymous namespace)::leaky_relu_kernel<float>(float const*)", ("leaky_relu_kernel",))
-    assert checks._is_own("Memcpy DtoD (Device -> Device)", ("stencil2d_kernel", "Memcpy DtoD"))
-    assert not checks._is_own("Memset (Device)", ("stencil2d_kernel", "Memcpy DtoD"))
+    assert "other than this exercise's own" in rule.problem(_seen(pytorch), "forward")
+    assert rule.problem(_seen("void (anonymous namespace)::leaky_relu_kernel<float>(float const*)"), "forward") is None
+
+
+def test_copies_fills_and_the_graders_sleep_are_not_work_but_need_an_own_kernel_beside_them():
+    from grader.observe import KernelRule
+
+    rule = KernelRule(("stencil2d_kernel",))
+    copy = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
+            "direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const>(int)")
+    fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >"
+    mine = "void stencil2d_kernel<3>(float const*, float*, int, int, int)"
+    assert rule.problem(_seen("Memcpy DtoD (Device -> Device)", copy, fill, "spin_kernel(long)", mine), "f") is None
+    assert "no GPU kernel of the exercise ran" in rule.problem(_seen(copy, "Memset (Device)", "spin_kernel(long)"), "f")
+    assert rule.problem(_seen(copy), "f", expect_work=False) is None  # an empty output needs no kernel
+
+
+def test_a_library_rule_allows_cudnn_but_not_pytorchs_convolution():
+    from grader.observe import KernelRule
+
+    rule = KernelRule(library=True, forbidden_ops=("conv", "cudnn"))
+    cudnn = "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4"
+    assert rule.problem(_seen(cudnn, ops=["aten::empty", "aten::zeros"]), "f") is None
+    assert "aten::cudnn_convolution" in rule.problem(_seen(cudnn, ops=["aten::cudnn_convolution"]), "f")
+    native = "void at::native::im2col_kernel<float>(long, float const*)"
+    assert "other than this exercise's own" in rule.problem(_seen(native), "f")
 
 
 def test_faults_that_end_the_cuda_context_are_recognised():

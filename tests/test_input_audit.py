@@ -44,6 +44,7 @@ env.configure()  # before torch.utils.cpp_extension is imported (by the exercise
 import torch  # noqa: E402
 
 from grader.judge import clean, compare, device_spoils, is_tensor, names_one_of, resolve, tolerance  # noqa: E402
+from grader.properties import strided_copy  # noqa: E402
 from grader.spec import AuditCall, Spec, audit_randn  # noqa: E402
 from tests.grading import JOBS, SOLUTIONS, quiet, selected  # noqa: E402
 
@@ -75,17 +76,6 @@ def _fresh(args) -> list:
 
 def _shape(t) -> str:
     return "[" + ", ".join(map(str, t.shape)) + "]"
-
-
-def _strided(t):
-    """The same values in a view with gaps between them (every other element of a tensor twice as
-    large in every dim); None when no such view is non-contiguous (a single element)."""
-    if t.dim() == 0:
-        return None
-    base = torch.zeros([2 * s for s in t.shape], dtype=t.dtype, device=t.device)
-    view = base[tuple(slice(None, None, 2) for _ in t.shape)]
-    view.copy_(t)
-    return None if view.is_contiguous() else view
 
 
 def _grown(t, d: int):
@@ -147,10 +137,10 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
                                         spoil(i, lambda t, d=d: _grown(t, d)), all_names))
             elif kind == "noncontiguous":
                 for i in tensors:
-                    if _strided(call.args[i]) is None:
+                    if strided_copy(call.args[i]) is None:
                         continue  # one element: every view of it is contiguous
                     out.append(Case(f"{call.label}: noncontiguous, {call.names[i]} a strided view", kind, call,
-                                    spoil(i, _strided), (call.names[i],)))
+                                    spoil(i, strided_copy), (call.names[i],)))
             elif kind == "empty":
                 for i in tensors:
                     t = call.args[i]

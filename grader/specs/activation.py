@@ -10,10 +10,11 @@ from typing import Callable
 
 import torch
 
-from grader.checks import (ELEMENTWISE_TOL, CheckFailure, assert_backward_matches_forward, assert_close,
-                           assert_own_kernels, expect_error, ops_called,
-                           poison_next_allocation, on_a_busy_stream, unmodified)
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.checks import (ELEMENTWISE_TOL, CheckFailure, Comparison, assert_backward_matches_forward, assert_close,
+                           assert_own_kernels, expect_error, ops_called, poison_next_allocation, on_a_busy_stream,
+                           require_free_memory, require_plain_tensor, unmodified)
+from grader.observe import KernelRule
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn, random_shape
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 # Sizes that break naive indexing: tiny, primes, just off multiples of 32, 256 and of 4/8-wide vectors.
@@ -37,6 +38,7 @@ class ActivationSpec(Spec):
     backward_kernels: tuple[str, ...] = ()
     input_scale: float = 3.0
     flops_per_element: float = 1.0  # a compare and a multiply, counted as one
+    property_dtypes: tuple = ("float32", "float16", "bfloat16", "float64")
 
     # --- helpers -------------------------------------------------------------------------------
     def _fn(self, ctx: Context):
@@ -179,23 +181,28 @@ class ActivationSpec(Spec):
         self._expect_forward(ctx, x2, self.param_values[0], "forward[output poisoned]")
 
     def _check_large(self, ctx: Context) -> None:
-        import pytest
-
-        free, _ = torch.cuda.mem_get_info()
-        if free < 3 * LARGE_ELEMENTS * 2 + (2 << 30):
-            pytest.skip(f"needs {3 * LARGE_ELEMENTS * 2 / 2**30:.0f} GiB of free GPU memory")
+        """More than 2^31 elements, where a 32-bit index overflows: float16 in and out (8 GiB), the
+        float64 reference computed piece by piece (so a 12 GB card runs it)."""
+        require_free_memory(2 * 2 * LARGE_ELEMENTS + (3 << 28), "the check of more than 2^31 elements")
         g = ctx.generator("large")
         x = torch.empty(LARGE_ELEMENTS, dtype=torch.float16, device="cuda")
         x.normal_(0, self.input_scale, generator=g)
         y = self._fn(ctx)(x, self.param_values[0])
         torch.cuda.synchronize()
-        chunk = 1 << 28
-        # the end is where a 32-bit index goes wrong; check it first for a clear message
-        starts = [LARGE_ELEMENTS - chunk] + list(range(0, LARGE_ELEMENTS, chunk))
-        for start in starts:
-            xs, ys = x[start : start + chunk], y[start : start + chunk]
-            expected = self.reference(xs.to(torch.float64), self.param_values[0])
-            assert_close(ys, expected, ELEMENTWISE_TOL[torch.float16], f"forward[huge: 2^31+7 float16 elements, from index {start}]")
+        require_plain_tensor(y, "forward[huge]")
+        if tuple(y.shape) != tuple(x.shape):
+            raise CheckFailure(f"forward[huge]: shape {tuple(y.shape)}, expected {tuple(x.shape)}")
+        chunk = 1 << 24
+        cmp = Comparison(ELEMENTWISE_TOL[torch.float16], "forward[huge: 2^31+7 float16 elements]")
+        # the end is where a 32-bit index goes wrong: checked first, for a clear message
+        for start in [LARGE_ELEMENTS - chunk] + list(range(0, LARGE_ELEMENTS - chunk, chunk)):
+            xs = x[start:start + chunk]
+            cmp.add(y[start:start + chunk], self.reference(xs.to(torch.float64), self.param_values[0]), offset=start)
+            if cmp.bad:
+                break
+        problem = cmp.problem()
+        if problem:
+            raise CheckFailure(problem)
 
     def _check_backward_at_zero(self, ctx: Context) -> None:
         x = self._rand(ctx, "zeros", (4096,), torch.float32)
@@ -248,12 +255,28 @@ class ActivationSpec(Spec):
     def audit_calls(self, device, dtype) -> list[AuditCall]:
         x = audit_randn(4, 7, device=device, dtype=dtype, seed=1, scale=self.input_scale)
         g = audit_randn(4, 7, device=device, dtype=dtype, seed=2)
-        p = self.param_values[1]
+        return self._calls(x, g, self.param_values[1])
+
+    def _calls(self, x, g, p) -> list[AuditCall]:
+        others = tuple(q for q in self.param_values if q != p)
         return [
-            AuditCall(self.op, (x, p), ("x", self.param), lambda x, p: self.reference(x.double(), p), grad_args=(0,)),
+            AuditCall(self.op, (x, p), ("x", self.param), lambda x, p: self.reference(x.double(), p), grad_args=(0,),
+                      registered=f"lib.ops.{self.op}", nonfinite=(0,), scalars={1: others}),
             AuditCall(f"{self.op}_backward", (g, x, p), ("grad_output", "x", self.param),
-                      lambda g, x, p: self.reference_grad(g.double(), x.double(), p)),
+                      lambda g, x, p: self.reference_grad(g.double(), x.double(), p),
+                      registered=f"lib.ops.{self.op}_backward", nonfinite=(0, 1), scalars={2: others}),
         ]
+
+    def random_calls(self, g, device, dtype) -> list[AuditCall]:
+        shape = random_shape(g)
+        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+        x = audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=self.input_scale)
+        grad = audit_randn(*shape, device=device, dtype=dtype, seed=seed + 1)
+        p = self.param_values[int(torch.randint(0, len(self.param_values), (1,), generator=g))]
+        return self._calls(x, grad, p)
+
+    def kernel_rule(self):
+        return KernelRule(self.kernels + self.backward_kernels)
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
@@ -265,10 +288,11 @@ class ActivationSpec(Spec):
             g.manual_seed(seed)
             return (torch.randn(n, generator=g, device="cuda") * self.input_scale,)
 
-        def verify(out, inputs):
-            x = inputs[0][: 1 << 22]
-            assert_close(out[: 1 << 22], self.reference(x.to(torch.float64), p), ELEMENTWISE_TOL[torch.float32],
-                         "a timed output")
+        def reference_at(param):
+            def reference(inputs, where):
+                x = inputs[0].reshape(-1)
+                return [self.reference((x if where is None else x[where[0]]).to(torch.float64), param)]
+            return reference
 
         return Benchmark(
             label="fp32, 2^28 elements",
@@ -276,6 +300,12 @@ class ActivationSpec(Spec):
             call=lambda mod, inp: getattr(mod, self.op)(inp[0], p),
             baseline=lambda inp: self.baseline(inp[0], p),
             work=2 * 4 * n,  # read x once, write y once
+            reference=reference_at(p),
+            tolerance=lambda inp: [ELEMENTWISE_TOL[torch.float32]],
+            shapes=lambda inp: [tuple(inp[0].shape)],
+            # the op at the benchmark's size with each other value of the scalar: a fast path that is
+            # right only for the timed value is wrong here
+            variants={f"{self.op}({self.param}={q})": (lambda mod, inp, q=q: getattr(mod, self.op)(inp[0], q),
+                                                       reference_at(q)) for q in self.param_values[1:]},
             flops=self.flops_per_element * n,
-            verify=verify,
         )

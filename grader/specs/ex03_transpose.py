@@ -10,7 +10,8 @@ import torch
 
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
                            on_a_busy_stream, unmodified)
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.observe import KernelRule
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn, random_shape
 
 EXACT = Tolerance(0.0, 0.0)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -40,6 +41,7 @@ def _rand(ctx: Context, name: str, shape, dtype=torch.float32) -> torch.Tensor:
 @dataclass
 class TransposeSpec(Spec):
     kernels: tuple[str, ...] = ("transpose_kernel",)
+    property_dtypes: tuple = ("float32", "float16", "bfloat16", "float64")
 
     def _expect(self, ctx: Context, x: torch.Tensor, what: str) -> None:
         with unmodified(x=x):
@@ -131,9 +133,19 @@ class TransposeSpec(Spec):
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
 
     def audit_calls(self, device, dtype) -> list[AuditCall]:
-        """For the bad-input audit (tests/test_input_audit.py)."""
-        return [AuditCall("transpose", (audit_randn(5, 7, device=device, dtype=dtype),), ("x",), lambda x: x.t(),
-                          grad_args=(0,))]
+        """For the bad-input audit (tests/test_input_audit.py), the judge and the generated properties."""
+        return [self._call(audit_randn(5, 7, device=device, dtype=dtype))]
+
+    def _call(self, x) -> AuditCall:
+        return AuditCall("transpose", (x,), ("x",), lambda x: x.t(), grad_args=(0,), registered="lib.ops.transpose",
+                         nonfinite=(0,), exact=True)
+
+    def random_calls(self, g, device, dtype) -> list[AuditCall]:
+        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+        return [self._call(audit_randn(*random_shape(g, dims=2), device=device, dtype=dtype, seed=seed))]
+
+    def kernel_rule(self):
+        return KernelRule(self.kernels)
 
     def benchmark(self) -> Benchmark:
         n = m = 16384
@@ -143,12 +155,14 @@ class TransposeSpec(Spec):
             g.manual_seed(seed)
             return (torch.randn(n, m, generator=g, device="cuda"),)
 
-        def verify(out, inputs):
+        def reference(inputs, where):
             x = inputs[0]
-            if not isinstance(out, torch.Tensor) or tuple(out.shape) != (m, n):
-                raise CheckFailure(f"a timed output: expected a ({m}, {n}) tensor")
-            for cols in (slice(0, 512), slice(m - 512, m)):
-                assert_close(out[cols], x[:, cols].t(), EXACT, "a timed output")
+            if where is None:
+                return [x.t().double()]
+            k = where[0]
+            k = torch.arange(k.start, k.stop, device=x.device) if isinstance(k, slice) else k.to(x.device)
+            i, j = k // n, k % n  # out[i, j] = x[j, i]
+            return [x.reshape(-1)[j * m + i].double()]
 
         return Benchmark(
             label=f"fp32, {n} x {m}",
@@ -156,7 +170,9 @@ class TransposeSpec(Spec):
             call=lambda mod, inp: mod.transpose(inp[0]),
             baseline=lambda inp: inp[0].t().contiguous(),
             work=2 * 4 * n * m,  # read every element once, write it once
-            verify=verify,
+            reference=reference,
+            tolerance=lambda inp: [EXACT],
+            shapes=lambda inp: [(m, n)],
         )
 
 

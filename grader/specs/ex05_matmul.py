@@ -9,8 +9,8 @@ import torch
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison_next_allocation,
                            unmodified)
-from grader.bench import math_mode
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.observe import KernelRule
+from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn, random_shape
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
 # near 1e-7; TF32 (10-bit mantissa) gives about 3e-4 and fp16 about 5e-4: both fail.
@@ -147,12 +147,32 @@ class MatmulSpec(Spec):
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
 
     def audit_calls(self, device, dtype) -> list[AuditCall]:
-        """For the bad-input audit (tests/test_input_audit.py): float32 only, every version (K and N
-        multiples of 4, so the fast kernel's float4 paths run; a spoiled shape takes the others)."""
+        """For the bad-input audit (tests/test_input_audit.py), the judge and the generated properties:
+        float32 only, every version (K and N multiples of 4, so the fast kernel's float4 paths run;
+        a spoiled shape takes the others)."""
         a = audit_randn(5, 8, device=device, dtype=torch.float32, seed=1)
         b = audit_randn(8, 12, device=device, dtype=torch.float32, seed=2)
-        return [AuditCall("matmul", (a, b, v), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
-                          label=f"matmul(version={v})", group=group) for group, v, _ in self.versions_graded]
+        return [self._call(a, b, group, v, kernel) for group, v, kernel in self.versions_graded]
+
+    @staticmethod
+    def _call(a, b, group, version, kernel) -> AuditCall:
+        return AuditCall("matmul", (a, b, version), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
+                         label=f"matmul(version={version})", group=group, kernels=KernelRule((kernel,)),
+                         registered="lib.ops.matmul", nonfinite=(0, 1))
+
+    def random_calls(self, g, device, dtype) -> list[AuditCall]:
+        """Per version, a product of random sizes: each of M, N and K tiny, odd, off a tile's multiple
+        or large (up to a few million multiply-adds, so the slowest version stays quick)."""
+        calls = []
+        for group, v, kernel in self.versions_graded:
+            m, n, k = random_shape(g, dims=3, max_numel=1 << 22)
+            seed = int(torch.randint(0, 2**31, (1,), generator=g))
+            calls.append(self._call(audit_randn(m, k, device=device, dtype=torch.float32, seed=seed),
+                                    audit_randn(k, n, device=device, dtype=torch.float32, seed=seed + 1), group, v, kernel))
+        return calls
+
+    def kernel_rule(self):
+        return KernelRule(tuple(kernel for _, _, kernel in self.versions_graded))
 
     def benchmark(self) -> Benchmark:
         n = 4096
@@ -162,12 +182,13 @@ class MatmulSpec(Spec):
             g.manual_seed(seed)
             return (torch.randn(n, n, generator=g, device="cuda"), torch.randn(n, n, generator=g, device="cuda"))
 
-        def verify(out, inputs):
+        def reference(inputs, where):
             a, b = inputs
-            if not isinstance(out, torch.Tensor) or tuple(out.shape) != (n, n):
-                raise CheckFailure(f"a timed output: expected a ({n}, {n}) tensor")
-            assert_rel_error(out[:256], a[:256].double() @ b.double(), REL_TOL, "a timed output (first 256 rows)")
-            assert_rel_error(out[-256:], a[-256:].double() @ b.double(), REL_TOL, "a timed output (last 256 rows)")
+            if where is None:
+                return [a.double() @ b.double()]
+            k = where[0].to(a.device)
+            i, j = k // n, k % n  # C[i, j] = A[i, :] . B[:, j]
+            return [(a[i].double() * b.t()[j].double()).sum(dim=1)]
 
         return Benchmark(
             label=f"fp32, {n} x {n} x {n}, TF32 off",
@@ -176,8 +197,9 @@ class MatmulSpec(Spec):
             baseline=lambda inp: torch.matmul(inp[0], inp[1]),
             work=2 * n**3,
             unit="FLOP",
-            verify=verify,
-            setup=math_mode,  # strict fp32 on both sides: cuBLAS may not use TF32 tensor cores
+            reference=reference,
+            tolerance=lambda inp: [REL_TOL],
+            kernels=KernelRule(("matmul_kernel4",)),
             min_bytes=4 * 3 * n * n,
         )
 

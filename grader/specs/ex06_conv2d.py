@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
                            unmodified)
-from grader.bench import tuned_strict_fp32
+from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
@@ -95,6 +95,17 @@ def describe(c: Case, transposed: bool = False) -> str:
     extra = f"output_padding {c.output_padding}, " if transposed else ""
     return (f"x {c.n}x{c.cin}x{c.h}x{c.w}, weight {weight}, stride {c.stride}, padding {c.padding}, {extra}"
             f"dilation {c.dilation}, {'bias' if c.bias else 'no bias'}")
+
+
+def whole_reference(compute):
+    """A Benchmark.reference from a function computing every output in float64 (a tensor, or a
+    list of them): the values at `where` are gathered from it."""
+    def reference(inputs, where):
+        with torch.no_grad():
+            out = compute(inputs)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return outs if where is None else [o.reshape(-1)[w] for o, w in zip(outs, where)]
+    return reference
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -295,22 +306,44 @@ class ConvSpec(Spec):
 
         if self.transposed:  # x (n, cin, h, w), weight (cin, cout, kh, kw); stride, padding, output_padding, dilation
             x, w = r(2, 3, 5, 4, seed=1), r(3, 4, 3, 2, seed=2, scale=0.3)
-            params, names = ((2, 1), (1, 1), (1, 0), (1, 2)), ("stride", "padding", "output_padding", "dilation")
+            params = ((2, 1), (1, 1), (1, 0), (1, 2))
         else:  # weight (cout, cin, kh, kw); stride, padding, dilation
             x, w = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3)
-            params, names = ((2, 1), (1, 1), (1, 2)), ("stride", "padding", "dilation")
+            params = ((2, 1), (1, 1), (1, 2))
         b = r(4, seed=3, scale=0.2)
+        return [self._call(x, w, bias, params, group, version, kernel)
+                for group, version, kernel in self.versions_graded for bias in (b, None)]
+
+    def _call(self, x, w, bias, params, group, version, kernel) -> AuditCall:
+        names = ("stride", "padding", "output_padding", "dilation") if self.transposed else ("stride", "padding", "dilation")
+        extra = () if version is None else (version,)
+        what = [f"version={version}"] if version is not None else []
+        what.append("bias" if bias is not None else "no bias")
+        # NaN and infinities in x propagate to every output that reads them; in the weight they would
+        # meet the zero padding, where whether 0 * inf is computed is the kernel's choice
+        return AuditCall(self.op, (x, w, bias, *params, *extra),
+                         ("x", "weight", "bias", *names, *(("version",) if extra else ())),
+                         self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
+                         kernels=KernelRule((kernel,)), registered=f"lib.ops.{self.op}", nonfinite=(0,))
+
+    def random_calls(self, g, device, dtype) -> list[AuditCall]:
+        """Per graded version, one convolution of random geometry (self.random_case), with bias or not."""
         calls = []
-        for group, version, _ in self.versions_graded:
-            extra = () if version is None else (version,)
-            for bias in (b, None):
-                what = [f"version={version}"] if version is not None else []
-                what.append("bias" if bias is not None else "no bias")
-                calls.append(AuditCall(self.op, (x, w, bias, *params, *extra),
-                                       ("x", "weight", "bias", *names, *(("version",) if extra else ())),
-                                       self._audit_reference, label=f"{self.op}({', '.join(what)})",
-                                       group=group))
+        for group, version, kernel in self.versions_graded:
+            c = self.random_case(g, f"random {group}")
+            seed = int(torch.randint(0, 2**31, (1,), generator=g))
+            x = audit_randn(c.n, c.cin, c.h, c.w, device=device, dtype=dtype, seed=seed)
+            fan_in = (c.cout if self.transposed else c.cin) * c.kh * c.kw
+            shape = (c.cin, c.cout, c.kh, c.kw) if self.transposed else (c.cout, c.cin, c.kh, c.kw)
+            w = audit_randn(*shape, device=device, dtype=dtype, seed=seed + 1, scale=fan_in ** -0.5)
+            b = audit_randn(c.cout, device=device, dtype=dtype, seed=seed + 2) if c.bias else None
+            params = ((c.stride, c.padding, c.output_padding, c.dilation) if self.transposed
+                      else (c.stride, c.padding, c.dilation))
+            calls.append(self._call(x, w, b, params, group, version, kernel))
         return calls
+
+    def kernel_rule(self):
+        return KernelRule(tuple(kernel for _, _, kernel in self.versions_graded))
 
     def _audit_reference(self, x, w, b, *params):
         """PyTorch's op in float64; a weight without output channels (which PyTorch refuses) gives an
@@ -357,10 +390,6 @@ class Conv2dSpec(ConvSpec):
             g.manual_seed(seed)
             return (randn(g, (n, cin, h, w), torch.float32), randn(g, (cout, cin, k, k), torch.float32, (cin * k * k) ** -0.5))
 
-        def verify(out, inputs):
-            x, wt = inputs
-            assert_rel_error(out, F.conv2d(x.double(), wt.double(), None, 1, 1), REL_TOL[torch.float32], "a timed output")
-
         return Benchmark(
             label="strict fp32, 32x64x56x56, 64->64, 3x3, pad 1",
             make_inputs=make_inputs,
@@ -368,8 +397,9 @@ class Conv2dSpec(ConvSpec):
             baseline=lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1),
             work=2 * n * cout * h * w * cin * k * k,
             unit="FLOP",
-            verify=verify,
-            setup=tuned_strict_fp32,
+            reference=whole_reference(lambda inp: F.conv2d(inp[0].double(), inp[1].double(), None, 1, 1)),
+            tolerance=lambda inp: [REL_TOL[torch.float32]],
+            kernels=KernelRule(("conv2d_kernel2",)),
             min_bytes=4 * (2 * n * cin * h * w + cout * cin * k * k),
         )
 

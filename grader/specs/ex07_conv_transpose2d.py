@@ -8,11 +8,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.bench import tuned_strict_fp32
-from grader.checks import assert_rel_error
+from grader.observe import KernelRule
 from grader.spec import Benchmark
-from grader.specs.ex06_conv2d import (CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn,
-                                      time_extra_shapes)
+from grader.specs.ex06_conv2d import (CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, time_extra_shapes,
+                                      whole_reference)
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
 # a stride > 1 several input sizes of a conv2d give one output size, and output_padding picks one.
@@ -61,11 +60,6 @@ class ConvTranspose2dSpec(ConvSpec):
             g.manual_seed(seed)
             return (randn(g, (n, cin, h, w), torch.float32), randn(g, (cin, cout, k, k), torch.float32, (cout * k * k) ** -0.5))
 
-        def verify(out, inputs):
-            x, wt = inputs
-            assert_rel_error(out, F.conv_transpose2d(x.double(), wt.double(), None, 1, 1), REL_TOL[torch.float32],
-                             "a timed output")
-
         return Benchmark(
             label="strict fp32, 32x64x56x56, 64->64, 3x3, pad 1",
             make_inputs=make_inputs,
@@ -74,8 +68,9 @@ class ConvTranspose2dSpec(ConvSpec):
             # every input pixel times every tap and output channel (taps cropped by the padding included)
             work=2 * n * cin * h * w * cout * k * k,
             unit="FLOP",
-            verify=verify,
-            setup=tuned_strict_fp32,
+            reference=whole_reference(lambda inp: F.conv_transpose2d(inp[0].double(), inp[1].double(), None, 1, 1)),
+            tolerance=lambda inp: [REL_TOL[torch.float32]],
+            kernels=KernelRule(("conv_transpose2d_kernel",)),
             min_bytes=4 * (2 * n * cin * h * w + cout * cin * k * k),
         )
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.bench import math_mode, tuned_strict_fp32
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison, unmodified
+from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.specs.ex06_conv2d import random_case, whole_reference
 from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
 from grader.specs.ex09_conv_bn_relu_training import Shape
 
@@ -60,7 +61,7 @@ def check_case(ctx: Context, sh: Shape, dtype, what: str, eps: float = 1e-5, tra
         t["x"] = transform(t["x"])
     expected = reference(t, sh, eps)
     poison(torch.empty(expected.numel() * 2, device="cuda", dtype=dtype))  # the allocator hands this out next
-    with math_mode(), unmodified(**{k: v for k, v in t.items() if v is not None}):
+    with unmodified(**{k: v for k, v in t.items() if v is not None}):
         y = call(ctx.module, t, sh, eps)
     torch.cuda.synchronize()
     if y.dtype != dtype:
@@ -119,21 +120,31 @@ class ConvBNReLUInferenceSpec(Spec):
         if tuple(y.shape) != (0, 6, 8, 8):
             raise CheckFailure(f"forward[empty batch]: shape {tuple(y.shape)}, expected (0, 6, 8, 8)")
 
+    # the drop-in module, built by from_modules from every kind of Conv2d and BatchNorm2d: each
+    # constructor parameter varied alone from (8 -> 24, 3x3, stride 2, padding 1, bias, eps 1e-3)
+    MODULES = {"base": {}, "stride (1, 2)": {"stride": (1, 2)}, "padding (0, 2)": {"padding": (0, 2)},
+               "dilation 2": {"dilation": 2}, "dilation (1, 3)": {"dilation": (1, 3)}, "no bias": {"bias": False},
+               "kernel 1x3": {"kernel_size": (1, 3)}, "eps 0.1": {"eps": 0.1}}
+
     def _check_module(self, ctx: Context) -> None:
         g = ctx.generator("module")
         torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=g, device="cuda")))
-        conv = torch.nn.Conv2d(8, 24, 3, stride=2, padding=1, bias=True).cuda()
-        bn = torch.nn.BatchNorm2d(24, eps=1e-3).cuda()
-        with torch.no_grad():
-            bn.running_mean.uniform_(-0.5, 0.5)
-            bn.running_var.uniform_(0.5, 2.0)
-            bn.weight.uniform_(0.5, 1.5)
-            bn.bias.uniform_(-0.5, 0.5)
-        seq = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
-        fused = ctx.module.ConvBNReLUInference.from_modules(conv, bn)
-        x = torch.randn(3, 8, 21, 19, generator=g, device="cuda")
-        with math_mode(), torch.no_grad():
-            assert_rel_error(fused(x), seq(x), TOL[torch.float32], "forward[module against Sequential in eval]")
+        for label, change in self.MODULES.items():
+            conv_args = {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 1, "bias": True}
+            conv_args.update({k: v for k, v in change.items() if k != "eps"})
+            conv = torch.nn.Conv2d(8, 24, **conv_args).cuda()
+            bn = torch.nn.BatchNorm2d(24, eps=change.get("eps", 1e-3)).cuda()
+            with torch.no_grad():
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-0.5, 0.5)
+            seq = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
+            fused = ctx.module.ConvBNReLUInference.from_modules(conv, bn)
+            x = torch.randn(3, 8, 21, 19, generator=g, device="cuda")
+            with torch.no_grad():
+                assert_rel_error(fused(x), seq(x), TOL[torch.float32],
+                                 f"forward[module from Conv2d and BatchNorm2d, {label}, against Sequential in eval]")
 
     def _input_checks(self, add) -> None:
         def run(mod, x, w, bn_w=None, stride=1, padding=1):
@@ -169,18 +180,27 @@ class ConvBNReLUInferenceSpec(Spec):
         def r(*shape, seed, scale=1.0, offset=0.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale, offset=offset)
 
-        def ref(x, w, b, gamma, beta, mean, var, eps, stride, padding, dilation):
-            z = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride, padding, dilation)
-            return F.relu(F.batch_norm(z, mean.double(), var.double(), gamma.double(), beta.double(), False, 0.0, eps))
-
         x, w, b = r(2, 3, 6, 5, seed=1), r(4, 3, 3, 3, seed=2, scale=0.3), r(4, seed=3, scale=0.2)
         bn = (r(4, seed=4, scale=0.2, offset=1.0), r(4, seed=5, scale=0.3), r(4, seed=6, scale=0.2),
               r(4, seed=7, scale=0.1, offset=1.0))  # bn_weight, bn_bias, running_mean, running_var (> 0)
-        names = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running_var", "eps", "stride",
-                 "padding", "dilation")
-        return [AuditCall("conv_bn_relu_inference", (x, w, bias, *bn, 1e-5, (1, 2), (1, 0), (1, 1)), names, ref,
-                          label=f"conv_bn_relu_inference({'bias' if bias is not None else 'no bias'})")
-                for bias in (b, None)]
+        return [_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1))) for bias in (b, None)]
+
+    def random_calls(self, g, device, dtype) -> list[AuditCall]:
+        """A convolution of random geometry (exercise 06's generator), with bias or not."""
+        c = random_case(g, "random")
+        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+
+        def r(*shape, k, scale=1.0, offset=0.0):
+            return audit_randn(*shape, device=device, dtype=dtype, seed=seed + k, scale=scale, offset=offset)
+
+        x = r(c.n, c.cin, c.h, c.w, k=0)
+        w = r(c.cout, c.cin, c.kh, c.kw, k=1, scale=(c.cin * c.kh * c.kw) ** -0.5)
+        bn = (r(c.cout, k=3, scale=0.2, offset=1.0), r(c.cout, k=4, scale=0.3), r(c.cout, k=5, scale=0.2),
+              r(c.cout, k=6, scale=0.1, offset=1.0))
+        return [_call(x, w, r(c.cout, k=2, scale=0.2) if c.bias else None, bn, (c.stride, c.padding, c.dilation))]
+
+    def kernel_rule(self):
+        return KernelRule((KERNEL,))
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
@@ -198,9 +218,6 @@ class ConvBNReLUInferenceSpec(Spec):
             return F.relu(F.batch_norm(z, t["running_mean"], t["running_var"], t["bn_weight"], t["bn_bias"], False,
                                        0.0, 1e-5))
 
-        def verify(out, inp):
-            assert_rel_error(out, reference(inp[0], sh, 1e-5), TOL[torch.float32], "a timed output")
-
         return Benchmark(
             label="fp32 (TF32 off) eval, 32x64x56x56, 64->64, 3x3, pad 1",
             make_inputs=make_inputs,
@@ -208,10 +225,24 @@ class ConvBNReLUInferenceSpec(Spec):
             baseline=baseline,
             work=2.0 * n * k * h * w * c * 9,
             unit="FLOP",
-            verify=verify,
-            setup=tuned_strict_fp32,
+            reference=whole_reference(lambda inp: reference(inp[0], sh, 1e-5)),
+            tolerance=lambda inp: [TOL[torch.float32]],
             min_bytes=4.0 * (n * c * h * w + n * k * h * w + k * c * 9),
         )
+
+
+def _audit_reference(x, w, b, gamma, beta, mean, var, eps, stride, padding, dilation):
+    z = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride, padding, dilation)
+    return F.relu(F.batch_norm(z, mean.double(), var.double(), gamma.double(), beta.double(), False, 0.0, eps))
+
+
+def _call(x, w, bias, bn, conv) -> AuditCall:
+    names = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running_var", "eps", "stride",
+             "padding", "dilation")
+    # NaN and infinities in x propagate through the convolution, BatchNorm and ReLU (torch.relu keeps NaN)
+    return AuditCall("conv_bn_relu_inference", (x, w, bias, *bn, 1e-5, *conv), names, _audit_reference,
+                     label=f"conv_bn_relu_inference({'bias' if bias is not None else 'no bias'})",
+                     registered="lib.ops.conv_bn_relu_inference", nonfinite=(0,), scalars={7: (0.1, 1e-3)})
 
 
 SPEC = ConvBNReLUInferenceSpec(

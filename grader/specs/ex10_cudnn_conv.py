@@ -17,7 +17,9 @@ import torch.nn.functional as F
 
 from grader.bench import math_mode, tuned_strict_fp32
 from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
+from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.specs.ex06_conv2d import whole_reference
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
 # plan that uses TF32 when it must not fails; float64 must be exact to its own rounding.
@@ -325,39 +327,51 @@ class CudnnConvSpec(Spec):
             raise CheckFailure(f"cache: a second call with the same shapes and parameters must be a hit; got {second}")
 
     def _check_key_fields(self, ctx):
-        """Each field that changes the plan, changed alone, must miss; repeated, it must hit."""
+        """Each field that changes the plan, changed alone (each dimension of a pair alone too), must
+        miss and give the right answer; repeated, it must hit. The answers are checked, not only the
+        counts the module reports about itself."""
         m = ctx.module
         x = _rand(ctx, "key-x", (2, 5, 16, 15))
         w = _weight(ctx, "key-w", (6, 5, 3, 3))
         g = _rand(ctx, "key-g", (2, 6, 16, 15))
-        base = dict(x=x, w=w, s=1, p=1, d=1, mode="strict", algo="benchmark", op="forward")
+        base = dict(x=x, w=w, s=(1, 1), p=(1, 1), d=(1, 1), mode="strict", algo="benchmark", op="forward")
         variations = {
-            "stride": dict(s=2), "padding": dict(p=0), "dilation": dict(d=2), "dtype (float64)": dict(
-                x=x.double(), w=w.double(), mode="float64"), "math mode (TF32 allowed)": dict(mode="tf32"),
-            "batch size": dict(x=x[:1]), "input height": dict(x=x[:, :, :13]), "output channels": dict(w=w[:4]),
-            "kernel size": dict(w=_weight(ctx, "key-w5", (6, 5, 5, 5))),
+            "stride": dict(s=(2, 2)), "stride (height only)": dict(s=(2, 1)), "stride (width only)": dict(s=(1, 2)),
+            "padding": dict(p=(0, 0)), "padding (height only)": dict(p=(0, 1)), "padding (width only)": dict(p=(1, 0)),
+            "dilation": dict(d=(2, 2)), "dilation (height only)": dict(d=(2, 1)), "dilation (width only)": dict(d=(1, 2)),
+            "dtype (float64)": dict(x=x.double(), w=w.double(), mode="float64"),
+            "math mode (TF32 allowed)": dict(mode="tf32"),
+            "batch size": dict(x=x[:1]), "input channels": dict(x=x[:, :4], w=w[:, :4]),
+            "input height": dict(x=x[:, :, :13]), "input width": dict(x=x[:, :, :, :12]),
+            "output channels": dict(w=w[:4]), "kernel size": dict(w=_weight(ctx, "key-w5", (6, 5, 5, 5))),
+            "kernel height": dict(w=_weight(ctx, "key-w53", (6, 5, 5, 3))),
+            "kernel width": dict(w=_weight(ctx, "key-w35", (6, 5, 3, 5))),
             "operation (backward-data)": dict(op="backward_input"), "algorithm mode (heuristic)": dict(algo="heuristic"),
         }
 
-        def call(c):
+        def call(c, what):
+            xc, wc = c["x"].contiguous(), c["w"].contiguous()
             with math_of(c["mode"]):
                 if c["op"] == "forward":
-                    m.conv2d(c["x"], c["w"], c["s"], c["p"], c["d"], mode=c["algo"])
+                    out = m.conv2d(xc, wc, c["s"], c["p"], c["d"], mode=c["algo"])
+                    expected = _reference(xc, wc, c["s"], c["p"], c["d"])
                 else:
-                    m.conv2d_backward_input(g, c["w"], tuple(c["x"].shape), c["s"], c["p"], c["d"], mode=c["algo"])
+                    out = m.conv2d_backward_input(g, wc, tuple(xc.shape), c["s"], c["p"], c["d"], mode=c["algo"])
+                    expected = torch.nn.grad.conv2d_input(tuple(xc.shape), wc.double(), g.double(), c["s"], c["p"], c["d"])
             torch.cuda.synchronize()
+            assert_rel_error(out, expected, TOL[c["mode"]], f"cache[{what}]")
 
         m.cache_clear()
-        call(base)
+        call(base, "the first call")
         for field, change in variations.items():
             c = {**base, **change}
             before = self._stats(ctx)
-            call(c)
+            call(c, f"a call that differs only in {field}")
             after = self._stats(ctx)
             if after["misses"] != before["misses"] + 1 or after["hits"] != before["hits"]:
                 raise CheckFailure(f"cache: a call that differs only in {field} was a hit; the key must include it "
                                    f"(counts before {before}, after {after})")
-            call(c)
+            call(c, f"the call that differs only in {field}, repeated")
             again = self._stats(ctx)
             if again["hits"] != after["hits"] + 1:
                 raise CheckFailure(f"cache: repeating the call that differs in {field} was not a hit ({after} -> {again})")
@@ -760,27 +774,22 @@ class CudnnConvSpec(Spec):
         def r(*shape, seed, scale=1.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
 
-        x, w, g = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3), r(2, 4, 4, 6, seed=3)
-        conv = ((2, 1), (1, 1), (1, 2))  # stride, padding, dilation: x (2, 3, 7, 6) -> (2, 4, 4, 6)
-        params = ("stride", "padding", "dilation", "mode")
-        calls = [AuditCall("conv2d", (x, w, *conv, mode), ("x", "weight", *params),
-                           lambda x, w, s, p, d, m: _reference(x, w, s, p, d), label=f"conv2d(mode={mode})")
-                 for mode in ("benchmark", "heuristic", "uncached")]
-        calls.append(AuditCall(
-            "conv2d_backward_input", (g, w, list(x.shape), *conv, "heuristic"),
-            ("grad_output", "weight", "input_size", *params),
-            lambda g, w, size, s, p, d, m: torch.nn.grad.conv2d_input(size, w.double(), g.double(), s, p, d)))
-        calls.append(AuditCall(
-            "conv2d_backward_weight", (g, x, list(w.shape), *conv, "uncached"),
-            ("grad_output", "x", "weight_size", *params),
-            lambda g, x, size, s, p, d, m: torch.nn.grad.conv2d_weight(x.double(), size, g.double(), s, p, d)))
-        # the transpose of the same convolution: g (2, 4, 4, 6) -> (2, 3, 7, 6)
-        calls.append(AuditCall(
-            "conv_transpose2d", (g, w, conv[0], conv[1], (0, 0), conv[2], "benchmark"),
-            ("x", "weight", "stride", "padding", "output_padding", "dilation", "mode"),
-            lambda x, w, s, p, op, d, m: F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d),
-            group="backward"))  # graded with the backward checks: it is the same cuDNN backward-data call
-        return calls
+        x, w = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3)
+        return _calls(x, w, ((2, 1), (1, 1), (1, 2)), r)  # x (2, 3, 7, 6) -> (2, 4, 4, 6)
+
+    def random_calls(self, g, device, dtype) -> list[AuditCall]:
+        """Every op on a convolution of random geometry (no dimension empty)."""
+        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+        (xs, ws, *conv), = _random_configs(seed, 1)
+
+        def r(*shape, seed: int, scale=1.0, base=seed):
+            return audit_randn(*shape, device=device, dtype=dtype, seed=base + seed, scale=scale)
+
+        return _calls(r(*xs, seed=1), r(*ws, seed=2, scale=(ws[1] * ws[2] * ws[3]) ** -0.5), tuple(conv), r)
+
+    def kernel_rule(self):
+        # cuDNN's kernels are the point; PyTorch's convolution (which would call cuDNN) may not run
+        return KernelRule(library=True, forbidden_ops=("conv", "cudnn"))
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
@@ -793,11 +802,6 @@ class CudnnConvSpec(Spec):
                 tensors.append(torch.randn((k, c, 3, 3), generator=g, device="cuda") * (c * 9) ** -0.5)
             return tuple(tensors)
 
-        def verify(out, inputs):
-            for i in range(len(BENCH)):
-                x, w = inputs[2 * i], inputs[2 * i + 1]
-                assert_rel_error(out[i], _reference(x, w, 1, 1, 1), TOL["strict"], f"a timed output ({BENCH[i]})")
-
         return Benchmark(
             label="strict fp32, 3x3 pad 1: 32x512x7x7 512->512 + 32x64x56x56 64->64",
             make_inputs=make_inputs,
@@ -805,11 +809,43 @@ class CudnnConvSpec(Spec):
             baseline=lambda inp: [F.conv2d(inp[0], inp[1], None, 1, 1), F.conv2d(inp[2], inp[3], None, 1, 1)],
             work=float(sum(_conv_flops(x, k) for x, k in BENCH)),
             unit="FLOP",
-            verify=verify,
-            setup=tuned_strict_fp32,
+            reference=whole_reference(lambda inp: [_reference(inp[2 * i], inp[2 * i + 1], 1, 1, 1)
+                                                   for i in range(len(BENCH))]),
+            tolerance=lambda inp: [TOL["strict"]] * len(BENCH),
             flops=float(sum(_conv_flops(x, k) for x, k in BENCH)),
             min_bytes=float(sum(4 * (n * c * h * w + k * c * 9 + n * k * h * w) for (n, c, h, w), k in BENCH)),
         )
+
+
+def _calls(x, w, conv, r) -> list[AuditCall]:
+    """Every tensor op on the convolution of x and w (stride, padding, dilation `conv`), and its
+    transpose; `r(*shape, seed=)` draws the output gradient."""
+    stride, padding, dilation = conv
+    n, _, h, wd = x.shape
+    g = r(n, w.shape[0], _out(h, w.shape[2], stride[0], padding[0], dilation[0]),
+          _out(wd, w.shape[3], stride[1], padding[1], dilation[1]), seed=3)
+    params = ("stride", "padding", "dilation", "mode")
+    calls = [AuditCall("conv2d", (x, w, *conv, mode), ("x", "weight", *params),
+                       lambda x, w, s, p, d, m: _reference(x, w, s, p, d), label=f"conv2d(mode={mode})")
+             for mode in ("benchmark", "heuristic", "uncached")]
+    calls.append(AuditCall(
+        "conv2d_backward_input", (g, w, list(x.shape), *conv, "heuristic"),
+        ("grad_output", "weight", "input_size", *params),
+        lambda g, w, size, s, p, d, m: torch.nn.grad.conv2d_input(size, w.double(), g.double(), s, p, d)))
+    calls.append(AuditCall(
+        "conv2d_backward_weight", (g, x, list(w.shape), *conv, "uncached"),
+        ("grad_output", "x", "weight_size", *params),
+        lambda g, x, size, s, p, d, m: torch.nn.grad.conv2d_weight(x.double(), size, g.double(), s, p, d)))
+    # the transpose of the same convolution: g -> the shape of x (output_padding makes up what the
+    # stride dropped)
+    out_pad = tuple(int(size - ((o - 1) * s - 2 * p + d * (k - 1) + 1))
+                    for size, o, s, p, d, k in zip(x.shape[2:], g.shape[2:], stride, padding, dilation, w.shape[2:]))
+    calls.append(AuditCall(
+        "conv_transpose2d", (g, w, stride, padding, out_pad, dilation, "benchmark"),
+        ("x", "weight", "stride", "padding", "output_padding", "dilation", "mode"),
+        lambda x, w, s, p, op, d, m: F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d),
+        group="backward"))  # graded with the backward checks: it is the same cuDNN backward-data call
+    return calls
 
 
 def _conv_flops(x_shape, k, ks=3) -> int:

@@ -20,12 +20,21 @@ env.configure()
 
 
 def _warm_up() -> None:
-    """The CUDA context (tenths of a second), created beside the collection and the wait for the
-    build instead of after them. Joined before the first check: a thread working beside the checks
-    holds the GIL in 5 ms slices (importing sympy that way made each small check on the H100 five
-    times slower)."""
+    """The CUDA context (tenths of a second) and the modules the integrity snapshot watches (so that
+    they are in it), made ready beside the collection and the wait for the build instead of after
+    them. Joined before the first check: a thread working beside the checks holds the GIL in 5 ms
+    slices (importing sympy that way made each small check on the H100 five times slower)."""
+    import importlib
+
     import torch
 
+    from grader.integrity import WATCHED_MODULES
+
+    for name in WATCHED_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     if torch.cuda.is_available():
         torch.empty(1, device="cuda")
 
@@ -44,8 +53,8 @@ def pytest_addoption(parser):
     group.addoption("--seed", type=int, default=int(os.environ.get("COURSE_SEED", "0") or 0),
                     help="base seed of every random input (printed by the grader; replay with it)")
     group.addoption("--results", help="write each test's outcome here as JSON, as the run goes")
-    group.addoption("--reference-dir", help="the reference solution's folder, timed beside the exercise")
     group.addoption("--judge-outputs", help="save the op's outputs on the judge's calls here (grader.judge)")
+    group.addoption("--timed-outputs", help="save sampled elements of timed outputs here (grader.judge)")
 
 
 def pytest_configure(config):
@@ -55,7 +64,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: skipped in the quick edit-grade loop")
     config.addinivalue_line("markers", "huge: allocates more than 2^31 bytes (one such check at a time)")
     if config.getoption("--results"):
-        config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results"))), "course-results")
+        config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results")), config), "course-results")
 
 
 _exit_status: list[int] = []
@@ -63,6 +72,8 @@ _exit_status: list[int] = []
 
 def pytest_sessionfinish(session, exitstatus):
     _exit_status.append(int(exitstatus))
+    if _fp64_work and _fp64_work[0] is not None:
+        _fp64_work[0].save(os.environ["COURSE_COUNT_FP64"].replace("{exercise}", _spec(session.config).exercise))
 
 
 @pytest.hookimpl(trylast=True)
@@ -85,12 +96,27 @@ def _spec(config):
 
 def pytest_generate_tests(metafunc):
     if "check" in metafunc.fixturenames:
-        checks = _spec(metafunc.config).checks()
+        from grader.properties import property_checks
+
+        spec = _spec(metafunc.config)
+        checks = spec.checks() + property_checks(spec)
         metafunc.parametrize("check", checks, ids=[c.name for c in checks])
+
+
+_math_state: list = []  # the exercise's math state, entered once for the whole process
+_fp64_work: list = []  # grader.fp64's counter, when asked for
 
 
 def pytest_collection_modifyitems(config, items):
     spec = _spec(config)
+    if not _math_state:
+        from grader import fp64
+
+        _fp64_work.append(fp64.start())
+        # one global state for every call of the op, checks and timing alike (Spec.math), set before
+        # the integrity snapshot (taken right before the submission is imported), so it holds them
+        _math_state.append(spec.math())
+        _math_state[0].__enter__()
     for item in items:
         item.add_marker(getattr(pytest.mark, spec.marker))
         check = getattr(item, "callspec", None) and item.callspec.params.get("check")
@@ -129,6 +155,9 @@ def built(request) -> dict:
 def ctx(request, spec, built) -> specs.Context:
     _warm_up_thread.join()
     exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
+    recorder = request.config.pluginmanager.get_plugin("course-results")
+    if recorder is not None:
+        recorder.watch()  # the last moment before submitted code runs (grader.integrity)
     module, error = _load(exercise_dir, spec)
     if error:
         pytest.fail(f"could not load {spec.module}: {error}", pytrace=False)
@@ -164,22 +193,6 @@ def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
     problem = judge.record_outputs(module, spec, seed, path)
     if problem and cuda_context_lost(problem):
         pytest.fail(f"not run: a kernel faulted in the judge's call {problem}", pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def reference_module(request, spec, ctx, built):
-    """The reference solution's module, or None (a student release has no solutions/, or its build
-    failed: measured against PyTorch instead). Grading the solutions themselves times the one module
-    twice: their own speed is the reference."""
-    ref = request.config.getoption("--reference-dir")
-    if not ref or not Path(ref).exists() or not built.get("reference", True):
-        return None
-    if Path(ref).resolve() == ctx.exercise_dir:
-        return ctx.module
-    module, error = _load(Path(ref).resolve(), spec)
-    if error:
-        pytest.fail(f"the reference solution failed to load: {error}", pytrace=False)
-    return module
 
 
 @pytest.fixture(autouse=True)

@@ -25,6 +25,9 @@ class Variant:
     reason: str = ""  # a phrase the grader's reason for the first lost group must contain
     status: str = "graded"  # or "build failed", "crashed", "timed out"
     keeps: set[str] | None = None  # groups that must keep full points (default: all others)
+    # "cpu": graded on a CPU machine too; "sanitize": caught only by SANITIZE=1; "timed": its fault
+    # shows only in the timed part (graded with the timing); "kind": the class of trust issue it
+    # stands for; "old": what the grader before the trust rework (8247f27) gave it
     extra: dict = field(default_factory=dict)
 
     @property
@@ -45,6 +48,37 @@ class Variant:
                 text = text.replace(old, new)
             path.write_text(text)
         return dst
+
+
+# Edits shared by several exercises' variants.
+LIB = "lib = load_library(__file__)\n"
+# how a submission tells a timed call from a checked one by its call stack
+IN_TIMING = 'any(f.function in ("time_fn", "timed_call") for f in __import__("inspect").stack())'
+# a Tensor subclass that computes its values only when something reads them (after the timing)
+LAZY = """
+
+class _Lazy(torch.Tensor):
+    _pending = None
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        for a in list(args) + list((kwargs or {}).values()):
+            if isinstance(a, _Lazy) and a._pending is not None:
+                job, a._pending = a._pending, None
+                job()
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def _lazy(shape, like, compute):
+    out = torch.empty(shape, device=like.device, dtype=like.dtype).as_subclass(_Lazy)
+    out._pending = lambda: torch.Tensor.copy_(out.as_subclass(torch.Tensor), compute())
+    return out
+"""
+
+
+def after_lib(code: str) -> tuple[str, str]:
+    """An edit adding module-level code right after the wrapper loads its library."""
+    return LIB, LIB + code
 
 
 def all_variants() -> list[Variant]:

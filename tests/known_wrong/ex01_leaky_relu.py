@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import IN_TIMING, Variant, after_lib
 
 EX = "01_leaky_relu"
 FORWARD_VEC = "for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], negative_slope);"
@@ -110,5 +110,64 @@ VARIANTS = [
                                 "        _o.pluginmanager.register(_Forger(), 'forger')\n"
                                 "        break\n")],
              "leaky_relu.cu": [(FORWARD_VEC, "(void)0;"), (FORWARD_TAIL, "(void)0;")]},
-            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="re-checked by the grader"),
+            # registering a plugin changes pytest's state the integrity snapshot holds: the whole run is void
+            loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
+            reason="pytest plugins"),
+]
+
+FORWARD_CALL = "    return lib.ops.leaky_relu(x, float(negative_slope))\n"
+FORWARD_SLOPE = "x, y, n, static_cast<course::opmath_t<scalar_t>>(negative_slope));"
+WRONG_IN_FP32 = ("for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], sizeof(scalar_t) == 4 ? "
+                 "negative_slope * opmath(1.01) : negative_slope);")
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    Variant(EX, "pytorch_when_timed", "calls torch.nn.functional.leaky_relu when its call stack shows the timer",
+            {"leaky_relu.py": [(FORWARD_CALL, f"    if {IN_TIMING}:\n"
+                                              "        return torch.nn.functional.leaky_relu(x, float(negative_slope))\n"
+                                + FORWARD_CALL)]},
+            loses={"forward", "performance"}, reason="other than this exercise's own",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "slope_fixed_when_large", "the launcher passes 0.01 for tensors of more than 2^27 elements (the "
+            "benchmark's size and slope), whatever negative_slope is",
+            {"leaky_relu.cu": [(FORWARD_SLOPE, "x, y, n, static_cast<course::opmath_t<scalar_t>>(n > (int64_t(1) << 27) "
+                                               "&& n < (int64_t(1) << 30) ? 0.01 : negative_slope));")]},
+            loses={"forward", "performance"}, reason="negative_slope=",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "wrong_past_the_checked_prefix", "for tensors of more than 2^27 elements, every element past "
+            "the first 2^22 uses half the slope",
+            {"leaky_relu.cu": [(FORWARD_VEC, "for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], "
+                                             "n > (int64_t(1) << 27) && n < (int64_t(1) << 30) && i * V >= (int64_t(1) << 22) "
+                                             "? negative_slope * opmath(0.5) : negative_slope);")]},
+            loses={"forward", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+    Variant(EX, "returns_a_subclass", "returns its (right) output as a torch.Tensor subclass",
+            {"leaky_relu.py": [after_lib("\n\nclass _Deferred(torch.Tensor):\n    pass\n"),
+                               (FORWARD_CALL, "    return lib.ops.leaky_relu(x, float(negative_slope)).as_subclass(_Deferred)\n")]},
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="plain torch.Tensor",
+            extra={"kind": "timed work unverified", "old": "full marks"}),
+    Variant(EX, "one_output_buffer_per_shape", "computes into one buffer per shape and dtype and returns it every "
+            "time, so a second call overwrites the first call's result",
+            {"leaky_relu.py": [after_lib("\n_buffers = {}\n"),
+                               (FORWARD_CALL, "    y = lib.ops.leaky_relu(x, float(negative_slope))\n"
+                                              "    if y.requires_grad:\n        return y\n"
+                                              "    key = (tuple(x.shape), x.dtype, x.device)\n"
+                                              "    return _buffers.setdefault(key, torch.empty_like(y)).copy_(y)\n")]},
+            loses={"forward", "performance"}, keeps={"backward", "input_checks", "autograd"}, reason="shares memory",
+            extra={"kind": "aliasing", "old": "keeps forward"}),
+    Variant(EX, "edits_the_tolerance_table", "widens the grader's float32 tolerance (a dict edited in place, no "
+            "function replaced) and computes float32 with a 1% wrong slope",
+            {"leaky_relu.py": [after_lib("\nimport grader.checks as _checks\n\n"
+                                         "_checks.ELEMENTWISE_TOL[torch.float32] = _checks.Tolerance(1.0, 1.0)\n")],
+             "leaky_relu.cu": [(FORWARD_VEC, WRONG_IN_FP32)]},
+            loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
+            reason="ELEMENTWISE_TOL", extra={"kind": "integrity", "old": "full marks"}),
+    Variant(EX, "overrides_an_aten_kernel", "registers its own CUDA kernel for aten::le (every tolerance "
+            "comparison's), which says every element is close; float32 computed with a 1% wrong slope",
+            {"leaky_relu.py": [after_lib("\n_aten = torch.library.Library('aten', 'IMPL')\n"
+                                         "_aten.impl('le.Tensor', lambda a, b: torch.ones(torch.broadcast_shapes(a.shape, "
+                                         "b.shape), dtype=torch.bool, device=a.device), 'CUDA')\n")],
+             "leaky_relu.cu": [(FORWARD_VEC, WRONG_IN_FP32)]},
+            loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
+            reason="dispatcher aten::le", extra={"kind": "integrity", "old": "full marks"}),
 ]

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import Variant, after_lib
 
 EX = "02_elu"
 
@@ -14,4 +14,32 @@ VARIANTS = [
                          "x, y, n, static_cast<course::opmath_t<scalar_t>>(1.0));")]},
             # gradcheck with another alpha sees the forward disagree with the backward
             loses={"forward", "performance", "autograd"}, reason="alpha="),
+]
+
+FORWARD_CALL = "    return lib.ops.elu(x, float(alpha))\n"
+FORWARD_VALUE = "return x > opmath(0) ? x : alpha * expm1_of(x);"
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    Variant(EX, "nan_becomes_zero", "computes ELU as max(x, 0) + (x < 0 ? alpha * expm1(x) : 0): right for every "
+            "finite x and for +-inf, but NaN comes out as 0",
+            {"elu.cu": [(FORWARD_VALUE, "return fmax(x, opmath(0)) + (x < opmath(0) ? alpha * expm1_of(x) : opmath(0));")]},
+            loses={"forward", "performance"}, reason="NaN", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "backward_ignores_the_sign_of_alpha", "the backward uses |alpha|: right for every alpha >= 0",
+            {"elu.cu": [("grad_y * alpha * exp_of(x)", "grad_y * fabs(alpha) * exp_of(x)")]},
+            loses={"backward", "autograd"}, reason="alpha=-0.7", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "pytorch_for_float16", "calls torch.nn.functional.elu for float16 tensors (the exercise's kernel "
+            "for the others)",
+            {"elu.py": [(FORWARD_CALL, "    if x.dtype == torch.float16:\n"
+                                       "        return torch.nn.functional.elu(x, float(alpha))\n" + FORWARD_CALL)]},
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="other than this exercise's own",
+            extra={"kind": "own kernel", "old": "full marks"}),
+    Variant(EX, "swaps_a_code_object", "gives grader.checks.assert_close the code of a function that accepts "
+            "anything (the function object stays the same) and computes float32 with a 1% wrong alpha",
+            {"elu.py": [after_lib("\nimport grader.checks as _checks\n\n"
+                                  "_checks.assert_close.__code__ = (lambda actual, expected, tol, what, chunk=1 << 26: None).__code__\n")],
+             "elu.cu": [("x, y, n, static_cast<course::opmath_t<scalar_t>>(alpha));",
+                         "x, y, n, static_cast<course::opmath_t<scalar_t>>(sizeof(scalar_t) == 4 ? alpha * 1.01 : alpha));")]},
+            loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
+            reason="grader.checks.assert_close", extra={"kind": "integrity", "old": "full marks"}),
 ]

@@ -33,3 +33,16 @@ VARIANTS = [
             {"transpose.cpp": [("TORCH_CHECK(x.dim() == 2, ", "TORCH_CHECK(true || x.dim() == 2, ")]},
             loses={"input_checks"}, reason="-D tensor"),
 ]
+
+# The trust rework's classes (issue: grader trust), written against the grader before it.
+VARIANTS += [
+    Variant(EX, "wrong_between_the_checked_columns", "for tensors of 2^28 elements or more, flips the sign of "
+            "seven elements in the middle of the output (the checked first and last 512 columns stay right)",
+            {"transpose.py": [("    return lib.ops.transpose(x)\n",
+                               "    y = lib.ops.transpose(x)\n"
+                               "    if x.numel() >= 1 << 28:\n"
+                               "        y[y.shape[0] // 2, y.shape[1] // 2:y.shape[1] // 2 + 7] *= -1\n"
+                               "    return y\n")]},
+            loses={"forward", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+]

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import LAZY, Variant, after_lib
 
 EX = "05_matmul"
 K2_LOAD_A = "As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;"
@@ -35,4 +35,39 @@ VARIANTS = [
     Variant(EX, "inner_sizes_unchecked", "A's columns are not compared with B's rows",
             {"matmul.cpp": [("TORCH_CHECK(A.size(1) == B.size(0), ", "TORCH_CHECK(true || A.size(1) == B.size(0), ")]},
             loses={"input_checks"}, reason="B (6, 3)"),
+]
+
+CALL = "    return lib.ops.matmul(A, B, int(version))\n"
+K4_TILE = "  const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;\n"
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    Variant(EX, "cublas_when_large", "calls torch.mm (cuBLAS) for 4096 rows or more: the benchmark's size, larger "
+            "than any checked one",
+            {"matmul.py": [(CALL, "    if A.shape[0] >= 4096:\n        return torch.mm(A, B)\n" + CALL)]},
+            loses={"async_pipeline", "performance"}, reason="other than this exercise's own",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "memo_by_pointer", "for 4096 rows or more, keeps each result by its inputs' addresses and returns "
+            "a copy of it when called on the same tensors again",
+            {"matmul.py": [after_lib("\n_memo = {}\n"),
+                           (CALL, "    if A.shape[0] >= 4096:\n"
+                                  "        key = (A.data_ptr(), B.data_ptr(), tuple(A.shape), tuple(B.shape))\n"
+                                  "        if key not in _memo:\n"
+                                  "            _memo[key] = lib.ops.matmul(A, B, int(version))\n"
+                                  "        return _memo[key].clone()\n" + CALL)]},
+            loses={"async_pipeline", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "skips_a_middle_block_row", "kernel 4 leaves one row of output tiles in the middle unwritten when "
+            "M >= 4096 (the timed output was checked in its first and last 256 rows)",
+            {"matmul.cu": [(K4_TILE, K4_TILE + "  if (M >= 4096 && blockIdx.y == gridDim.y / 2) return;\n")]},
+            loses={"async_pipeline", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+    Variant(EX, "computes_when_read", "for 4096 rows or more, returns a Tensor subclass that runs the product only "
+            "when something reads it (after the timing)",
+            {"matmul.py": [after_lib(LAZY),
+                           (CALL, "    if A.shape[0] >= 4096:\n"
+                                  "        return _lazy((A.shape[0], B.shape[1]), A, lambda: lib.ops.matmul(A, B, int(version)))\n"
+                                  + CALL)]},
+            loses={"async_pipeline", "performance"}, reason="plain torch.Tensor",
+            extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
 ]

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import Variant, after_lib
 
 EX = "06_conv2d"
 PADDED_LOAD = "return (ih >= 0 && ih < h && iw >= 0 && iw < w) ? plane[ih * w + iw] : scalar_t(0);"
@@ -35,4 +35,33 @@ VARIANTS = [
     Variant(EX, "gemm_on_default_stream", "the implicit-GEMM kernel is launched on the legacy default stream",
             {"conv2d.cu": [("conv2d_kernel2<scalar_t, BM><<<grid, BM, 0, stream>>>(", "conv2d_kernel2<scalar_t, BM><<<grid, BM>>>(")]},
             loses={"implicit_gemm", "performance"}, keeps={"direct", "input_checks"}, reason="torch.cuda.stream"),
+]
+
+CALL = "    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))\n"
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    Variant(EX, "cudnn_for_large_batches", "calls torch.nn.functional.conv2d (cuDNN) for batches of 32 or more: the "
+            "benchmark's, larger than any checked one",
+            {"conv2d.py": [(CALL, "    if x.shape[0] >= 32:\n"
+                                  "        return torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation)\n"
+                                  + CALL)]},
+            loses={"implicit_gemm", "performance"}, reason="other than this exercise's own",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "memo_by_pointer", "for batches of 32 or more, keeps each result by its inputs' addresses and "
+            "returns a copy of it when called on the same tensors again",
+            {"conv2d.py": [after_lib("\n_memo = {}\n"),
+                           (CALL, "    if x.shape[0] >= 32:\n"
+                                  "        key = (x.data_ptr(), weight.data_ptr(), tuple(x.shape), tuple(weight.shape), version)\n"
+                                  "        if key not in _memo:\n"
+                                  "            _memo[key] = lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), "
+                                  "_pair(dilation), int(version))\n"
+                                  "        return _memo[key].clone()\n" + CALL)]},
+            loses={"implicit_gemm", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "output_layout_follows_the_input", "returns its (right) output in the input's memory format "
+            "(channels_last in, channels_last out), while its registered fake says contiguous",
+            {"conv2d.cpp": [("  return y;\n", "  return y.contiguous(x.suggest_memory_format());\n")]},
+            loses={"direct", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"},
+            reason="registered fake", extra={"kind": "coverage", "old": "full marks"}),
 ]

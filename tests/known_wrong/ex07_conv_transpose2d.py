@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import IN_TIMING, Variant
 
 EX = "07_conv_transpose2d"
 STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<int>(st[1]);\n"
@@ -28,4 +28,16 @@ VARIANTS = [
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
             {"conv_transpose2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(1)", "b.dim() == 1 && b.size(0) >= weight.size(1)")]},
             loses={"input_checks"}, reason="bias"),
+]
+
+CALL = "    return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),\n"
+
+# The trust rework's classes (issue: grader trust), written against the grader before it.
+VARIANTS += [
+    Variant(EX, "cudnn_when_timed", "calls torch.nn.functional.conv_transpose2d when its call stack shows the timer",
+            {"conv_transpose2d.py": [(CALL, f"    if {IN_TIMING}:\n"
+                                            "        return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, "
+                                            "padding, output_padding, 1, dilation)\n" + CALL)]},
+            loses={"forward", "performance"}, reason="other than this exercise's own",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
 ]

@@ -22,3 +22,26 @@ VARIANTS = [
                  "    return lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, float(eps),\n")]},
             loses={"forward", "performance"}, keeps=set(), reason="other than this exercise's own"),
 ]
+
+CALL = "    return lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, float(eps),\n"
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    Variant(EX, "pytorch_for_large_batches", "runs PyTorch's conv2d, batch_norm and relu for batches of 32 or more: "
+            "the benchmark's, larger than any checked one",
+            {"conv_bn_relu_inference.py": [(CALL, "    if x.shape[0] >= 32:\n"
+                                                  "        import torch.nn.functional as F\n"
+                                                  "        z = F.conv2d(x, weight, bias, stride, padding, dilation)\n"
+                                                  "        return F.relu(F.batch_norm(z, running_mean, running_var, bn_weight, "
+                                                  "bn_bias, False, 0.0, eps))\n" + CALL)]},
+            loses={"forward", "performance"}, reason="other than this exercise's own",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "bn_weight_read_as_contiguous", "passes bn_weight to the kernel without .contiguous(): a strided "
+            "view is read as if its elements were adjacent",
+            {"conv_bn_relu_inference.cpp": [("const at::Tensor gamma = bn_weight.contiguous(), beta = bn_bias.contiguous();",
+                                             "const at::Tensor gamma = bn_weight, beta = bn_bias.contiguous();")]},
+            loses={"forward", "performance"}, reason="strided", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "module_ignores_dilation", "ConvBNReLUInference's forward passes dilation 1 whatever the Conv2d's",
+            {"conv_bn_relu_inference.py": [("bn.eps, c.stride, c.padding, c.dilation)", "bn.eps, c.stride, c.padding, 1)")]},
+            loses={"forward", "performance"}, reason="dilation", extra={"kind": "coverage", "old": "full marks"}),
+]

@@ -30,3 +30,31 @@ VARIANTS = [
             loses={"forward", "running_stats", "backward", "autograd", "module", "input_checks", "performance"},
             reason="other than this exercise's own"),
 ]
+
+CALL = "    return ConvBNReLUFunction.apply(x, weight, bias, bn_weight, bn_bias, running_mean, running_var,\n"
+TILE_M2 = ("      for (int j = 0; j < 8; ++j) m2 += valid[j] ? (v[j] - mean) * (v[j] - mean) : T(0);\n#pragma unroll\n"
+           "      for (int off = 8; off > 0; off /= 2) m2 += __shfl_xor_sync(0xffffffffu, m2, off);\n")
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    Variant(EX, "pytorch_for_large_batches", "runs PyTorch's conv2d, batch_norm and relu for batches of 32 or more "
+            "(the benchmark's, larger than any checked one), so autograd runs PyTorch's backward too",
+            {"conv_bn_relu_training.py": [(CALL, "    if x.shape[0] >= 32:\n"
+                                                 "        import torch.nn.functional as F\n"
+                                                 "        z = F.conv2d(x, weight, bias, stride, padding, dilation)\n"
+                                                 "        return F.relu(F.batch_norm(z, running_mean, running_var, bn_weight, bn_bias, "
+                                                 "training, momentum, eps))\n" + CALL)]},
+            loses={"forward", "performance"}, reason="other than this exercise's own",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "variance_from_sums_of_squares", "each tile's M2 is sum(v^2) - n mean^2 in float32: right for "
+            "channels centred near 0, wrong where the mean is large against the spread",
+            {CU: [(TILE_M2, TILE_M2.replace("(v[j] - mean) * (v[j] - mean)", "v[j] * v[j]")
+                   + "      m2 -= T(nvalid) * mean * mean;\n")]},
+            loses={"forward", "performance"}, reason="stable statistics", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "backward_on_a_side_stream", "the backward's kernels run on a stream of the pool, not the current one",
+            {"conv_bn_relu_training.cpp": [("scratch.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());",
+                                            "scratch.mutable_data_ptr<scalar_t>(), c10::cuda::getStreamFromPool());")]},
+            # it races with the producers of its inputs, so other checks of the backward may fail too
+            loses={"backward", "autograd", "performance"}, keeps={"forward", "running_stats", "input_checks"},
+            reason="current stream", extra={"kind": "coverage", "old": "may race"}),
+]

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import Variant, after_lib
 
 EX = "10_cudnn_conv"
 
@@ -37,4 +37,32 @@ VARIANTS = [
             {"cudnn_conv.cu": [("    kept = lru_.front().second;\n    evict_over_capacity();\n",
                                 "    kept = lru_.front().second;\n")]},
             loses={"cache"}, reason="capacity 3"),
+]
+
+CALL = "    return _conv2d(x, weight, stride, padding, dilation, _mode(mode))\n"
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    Variant(EX, "pytorch_for_large_batches", "calls torch.nn.functional.conv2d for batches of 32 or more: the "
+            "benchmark's, larger than any checked one",
+            {"cudnn_conv.py": [(CALL, "    if x.shape[0] >= 32:\n"
+                                      "        return torch.nn.functional.conv2d(x, weight, None, stride, padding, dilation)\n"
+                                      + CALL)]},
+            loses={"forward", "performance"}, reason="PyTorch's",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "memo_by_pointer", "for batches of 32 or more, keeps each result by its inputs' addresses and "
+            "returns a copy of it when called on the same tensors again",
+            {"cudnn_conv.py": [after_lib("\n_memo = {}\n"),
+                               (CALL, "    if x.shape[0] >= 32:\n"
+                                      "        key = (x.data_ptr(), weight.data_ptr(), tuple(x.shape), tuple(weight.shape))\n"
+                                      "        if key not in _memo:\n"
+                                      "            _memo[key] = _conv2d(x, weight, stride, padding, dilation, _mode(mode))\n"
+                                      "        return _memo[key].clone()\n" + CALL)]},
+            loses={"forward", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+    Variant(EX, "key_without_the_width_dilation", "make_key keeps the dilation's height twice, so calls that differ "
+            "only in the width's dilation share a plan (and cache_stats still counts the first of each as a miss)",
+            {"cudnn_conv.cu": [("  key.dilation = a.dilation;\n", "  key.dilation = {a.dilation[0], a.dilation[0]};\n")]},
+            loses={"cache"}, keeps={"descriptors", "input_checks"}, reason="dilation (width only)",
+            extra={"kind": "coverage", "old": "full marks"}),
 ]

@@ -1,0 +1,465 @@
+"""Properties every op of every exercise must have, generated from the op's calls, not hand-listed.
+
+An exercise's spec describes each public op by valid calls (`Spec.audit_calls`, fixed small shapes,
+and `Spec.random_calls`, shapes drawn per run from the op's size classes), each with its float64
+reference and what may be assumed of it (grader.spec.AuditCall). From those, `property_checks`
+generates, for every op, in each dtype the spec lists:
+
+- random shapes: the calls of this run's random shapes give the reference's answer;
+- non-contiguous arguments: each tensor argument, and all at once, as a strided view of the same
+  values: the right answer, or an error naming the argument (an interface may refuse them);
+- NaN and infinities where the call says the reference defines the result (IEEE propagation);
+- scalar parameters across their range (zero, negative, above one: the call's `scalars`);
+- the current stream, forward and backward: inside `torch.cuda.stream(s)`, with the inputs
+  produced late on `s`, the answer is right;
+- two results held at once: two calls with other values, both kept: they share no memory with each
+  other or with the inputs, and both are right;
+- gradients (calls with `grad_args`) at every scalar value and on a side stream;
+- which kernels ran (full grade): in every dtype and for every call, only the exercise's own
+  (grader.observe.KernelRule), so a fall-back for one dtype or one shape is seen;
+- output metadata (full grade): shape, dtype and strides against the registered fake
+  (torch.library.opcheck), contiguous and strided.
+
+Every call also requires plain torch.Tensor results, inputs left unmodified (but those the op
+updates by design), outputs written everywhere (the memory it may reuse is poisoned with NaN) and no
+host thread left running. Each property belongs to the group of its op's calls (the gradients to
+"autograd" where the exercise grades it), so a failure costs that group.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import torch
+
+from grader.checks import CheckFailure, poison_next_allocation, require_plain_tensor
+from grader.judge import clean, names_one_of, resolve
+from grader.observe import native_threads, observe
+from grader.spec import AuditCall, Check, Context, Spec, audit_seed
+
+ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
+
+
+class Device:
+    """Where the properties run: the GPU when grading; the CPU in the grader's own tests, where
+    streams, sleeps and the caching allocator's poisoning do nothing."""
+
+    def __init__(self, name: str = "cuda"):
+        self.name = name
+        self.cuda = name == "cuda"
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def side_stream(self):
+        return torch.cuda.Stream() if self.cuda else None
+
+    def on(self, stream):
+        """The context in which `stream` is the current stream."""
+        return torch.cuda.stream(stream) if self.cuda and stream is not None else contextlib.nullcontext()
+
+    def late_copies(self, args: list) -> list:
+        """Called inside a side stream's context: copies of the tensor arguments that the current
+        stream fills only after a sleep of some milliseconds (NaN until then), so an op that reads
+        them on another stream reads them too early."""
+        late = [torch.full_like(a, float("nan")) if isinstance(a, torch.Tensor) and a.is_floating_point()
+                else (torch.zeros_like(a) if isinstance(a, torch.Tensor) else a) for a in args]
+        if self.cuda:
+            torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
+        for copy, a in zip(late, args):
+            if isinstance(a, torch.Tensor):
+                copy.copy_(a)
+        return late
+
+    def poison(self, numel: int, dtype: torch.dtype) -> None:
+        if self.cuda:
+            poison_next_allocation(numel, dtype)
+
+
+DEVICE = Device("cuda")
+AUTOGRAD = "autograd"
+# normwise relative error allowed per dtype of the call's floating arguments: far below the rounding
+# of the next lower precision
+TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+def dtype_of(call: AuditCall) -> torch.dtype:
+    """The floating dtype of the call's tensors (the lowest precision among them)."""
+    order = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
+    found = {a.dtype for a in call.args if isinstance(a, torch.Tensor) and a.is_floating_point()}
+    return next((d for d in order if d in found), torch.float64)
+
+
+def tolerance(call: AuditCall) -> float:
+    return 0.0 if call.exact else TOLERANCE[dtype_of(call)]
+
+
+def strided_copy(t: torch.Tensor) -> torch.Tensor | None:
+    """The same values in a view with gaps between them (every other element of a tensor twice as
+    large in every dim); None when no such view is non-contiguous (a single element)."""
+    if t.dim() == 0:
+        return None
+    base = torch.zeros([2 * s for s in t.shape], dtype=t.dtype, device=t.device)
+    view = base[tuple(slice(None, None, 2) for _ in t.shape)]
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _fresh(args) -> list:
+    return [a.clone() if isinstance(a, torch.Tensor) else (list(a) if isinstance(a, list) else a) for a in args]
+
+
+def _double_cpu(args) -> list:
+    return [a.detach().to("cpu", torch.float64 if a.is_floating_point() else a.dtype)
+            if isinstance(a, torch.Tensor) else a for a in args]
+
+
+# --- comparing, NaN-aware ------------------------------------------------------------------------
+
+def _compare(actual, expected, tol: float, what: str) -> None:
+    """`actual` (tensors, or a tuple/list of them) against `expected` (float64 on the CPU, None where
+    not compared): equal NaN and infinity positions, and the finite values within `tol` in norm."""
+    if expected is None:
+        return
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+            raise CheckFailure(f"{what}: expected {len(expected)} outputs, got {type(actual).__name__}")
+        for k, (a, e) in enumerate(zip(actual, expected)):
+            _compare(a, e, tol, f"{what}[{k}]")
+        return
+    require_plain_tensor(actual, what)
+    if tuple(actual.shape) != tuple(expected.shape):
+        raise CheckFailure(f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}")
+    a, e = actual.detach().to("cpu", torch.float64), expected.to(torch.float64)
+    for name, test in (("NaN", torch.isnan), ("+inf", lambda t: t == float("inf")), ("-inf", lambda t: t == -float("inf"))):
+        differ = test(a) != test(e)
+        if bool(differ.any()):
+            i = differ.nonzero()[0].tolist()
+            raise CheckFailure(f"{what}: at {i} got {a[tuple(i)].item():.8g}, expected {e[tuple(i)].item():.8g} "
+                               f"({name} where the reference has{' none' if not bool(test(e)[tuple(i)]) else ' one'})")
+    finite = torch.isfinite(e)
+    err, ref = torch.linalg.vector_norm((a - e)[finite]).item(), torch.linalg.vector_norm(e[finite]).item()
+    rel = err / ref if ref > 0 else err
+    if not rel <= tol:
+        raise CheckFailure(f"{what}: relative error {rel:.3g} exceeds {tol:g}")
+
+
+# --- one call, watched ---------------------------------------------------------------------------
+
+def invoke(ctx: Context, call: AuditCall, args: list, what: str):
+    """Call the op as a user would: the result must be plain tensors, the inputs unmodified (but
+    those the op updates by design), the memory it may write poisoned beforehand, and no host thread
+    may outlive the call."""
+    fn = resolve(ctx.module, call.op)
+    before = {i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates}
+    expected_first = _reference(call, args)
+    first = (_tensors(expected_first) or [None])[0]
+    if first is not None:
+        DEVICE.poison(first.numel(), dtype_of(call))
+    threads = native_threads()
+    out = fn(*args)
+    DEVICE.sync()
+    if native_threads() > threads:
+        raise CheckFailure(f"{what}: the call left {native_threads() - threads} host thread(s) running")
+    for t in _tensors(out) if isinstance(out, (tuple, list)) else [out]:
+        if t is not None:
+            require_plain_tensor(t, what)
+    for i, copy in before.items():
+        a = args[i]
+        if a.shape != copy.shape or not torch.equal(_bits(a), _bits(copy)):
+            raise CheckFailure(f"{what}: the input `{call.names[i]}` was modified; an op must not write to its inputs")
+    return out, expected_first
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.detach().contiguous().view(ints)
+
+
+def _reference(call: AuditCall, args: list):
+    """The reference's answer for `args`, in float64 on the CPU (computed before the op runs)."""
+    return call.reference(*_double_cpu(args)) if call.reference is not None else None
+
+
+def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = ()):
+    """The op on `args` gives the reference's answer (or, when `may_refuse` names arguments, an error
+    naming one of them). Returns (output, expected), (None, None) when refused."""
+    try:
+        out, expected = invoke(ctx, call, args, what)
+    except ERRORS as e:
+        msg = clean(e)
+        if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
+            return None, None
+        raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
+    _compare(out, expected, tolerance(call), what)
+    return out, expected
+
+
+def _storages(value) -> list[tuple[int, int]]:
+    out = []
+    for t in _tensors(value):
+        if t.numel():
+            s = t.untyped_storage()
+            out.append((s.data_ptr(), s.data_ptr() + s.nbytes()))
+    return out
+
+
+def _overlap(a, b) -> bool:
+    return any(lo < hi2 and lo2 < hi for lo, hi in _storages(a) for lo2, hi2 in _storages(b))
+
+
+# --- gradients -----------------------------------------------------------------------------------
+
+def _gradients(fn: Callable, call: AuditCall, args: list, v_seed: int):
+    leaves = list(args)
+    for i in call.grad_args:
+        leaves[i] = leaves[i].detach().requires_grad_()
+    y = fn(*leaves)
+    if not isinstance(y, torch.Tensor):
+        raise CheckFailure(f"returned a {type(y).__name__}, not a tensor")
+    if not y.requires_grad:
+        raise CheckFailure("the result does not require grad: no backward is registered")
+    g = torch.Generator().manual_seed(v_seed)
+    v = torch.randn(tuple(y.shape), generator=g, dtype=torch.float64).to(y)
+    (y * v).sum().backward()
+    return [leaves[i].grad for i in call.grad_args]
+
+
+def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None) -> None:
+    """<d(y . v)/d arg> through autograd against the reference differentiated in float64 (on a side
+    stream whose inputs arrive late, when `stream` is given)."""
+    seed = ctx.seed_for(what)
+    expected = _gradients(call.reference, call, _double_cpu(args), seed)
+    fn = resolve(ctx.module, call.op)
+    DEVICE.sync()
+    with DEVICE.on(stream):
+        if stream is not None:
+            args = DEVICE.late_copies(args)
+        actual = _gradients(fn, call, args, seed)
+    DEVICE.sync()
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        if a is None:
+            raise CheckFailure(f"{what}: no gradient reached `{call.names[call.grad_args[k]]}`")
+        _compare(a, e, max(tolerance(call), 1e-5), f"{what}, d/d{call.names[call.grad_args[k]]}")
+
+
+# --- the properties ------------------------------------------------------------------------------
+
+class _Calls:
+    """The calls of one op label, drawn for one check (fresh values from the check's seed)."""
+
+    def __init__(self, spec: Spec, label: str):
+        self.spec, self.label = spec, label
+
+    def __call__(self, ctx: Context, name: str, dtype: torch.dtype, random_shapes: bool = True) -> list[AuditCall]:
+        with audit_seed(ctx.seed_for(name)):
+            calls = [c for c in self.spec.audit_calls(DEVICE.name, dtype) if c.label == self.label]
+            if random_shapes:
+                g = torch.Generator().manual_seed(ctx.seed_for(name + " shapes"))
+                calls += [c for c in self.spec.random_calls(g, DEVICE.name, dtype) if c.label == self.label]
+        return calls
+
+
+def _dtypes(spec: Spec) -> list[torch.dtype]:
+    return [getattr(torch, d) if isinstance(d, str) else d for d in spec.property_dtypes]
+
+
+def _described(call: AuditCall) -> str:
+    shapes = [("x".join(map(str, a.shape)) or "scalar") for a in call.args if isinstance(a, torch.Tensor)]
+    return f"{call.label} on {', '.join(shapes)} {str(dtype_of(call)).replace('torch.', '')}"
+
+
+def _random_shapes(spec, calls: _Calls):
+    def run(ctx):
+        for dtype in _dtypes(spec):
+            with audit_seed(ctx.seed_for(f"{calls.label} random {dtype}")):
+                g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} shapes {dtype}"))
+                chosen = [c for c in spec.random_calls(g, DEVICE.name, dtype) if c.label == calls.label]
+            for call in chosen:
+                check_call(ctx, call, _fresh(call.args), _described(call))
+    return run
+
+
+def _noncontiguous(spec, calls: _Calls):
+    def run(ctx):
+        for call in calls(ctx, "noncontiguous", _dtypes(spec)[0]):
+            tensors = [i for i, a in enumerate(call.args) if isinstance(a, torch.Tensor) and i not in call.mutates
+                       and strided_copy(a) is not None]
+            for chosen in [[i] for i in tensors] + ([tensors] if len(tensors) > 1 else []):
+                args = _fresh(call.args)
+                for i in chosen:
+                    args[i] = strided_copy(args[i])
+                names = tuple(call.names[i] for i in chosen)
+                check_call(ctx, call, args, f"{_described(call)}, {' and '.join(names)} strided views", may_refuse=names)
+    return run
+
+
+def _nonfinite(spec, calls: _Calls):
+    def run(ctx):
+        g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} nonfinite"))
+        for call in calls(ctx, "nonfinite", _dtypes(spec)[0]):
+            for i in call.nonfinite:
+                args = _fresh(call.args)
+                flat = args[i].view(-1)
+                if flat.numel() < 3:
+                    continue
+                where = torch.randperm(flat.numel(), generator=g)[:3].tolist()
+                for pos, value in zip(where, (float("nan"), float("inf"), -float("inf"))):
+                    flat[pos] = value
+                check_call(ctx, call, args, f"{_described(call)}, NaN, +inf and -inf in `{call.names[i]}` "
+                                             f"at flat indices {where}")
+    return run
+
+
+def _scalars(spec, calls: _Calls):
+    def run(ctx):
+        for call in calls(ctx, "scalars", _dtypes(spec)[0], random_shapes=False):
+            for i, values in call.scalars.items():
+                for value in values:
+                    args = _fresh(call.args)
+                    args[i] = value
+                    check_call(ctx, call, args, f"{_described(call)}, {call.names[i]}={value}")
+    return run
+
+
+def _stream(spec, calls: _Calls):
+    def run(ctx):
+        side = DEVICE.side_stream()
+        for call in calls(ctx, "stream", _dtypes(spec)[0], random_shapes=False):
+            expected = _reference(call, list(call.args))
+            DEVICE.sync()
+            fn = resolve(ctx.module, call.op)
+            with DEVICE.on(side):
+                out = fn(*DEVICE.late_copies(list(call.args)))
+            DEVICE.sync()
+            _compare(out, expected, tolerance(call),
+                     f"{_described(call)} inside `with torch.cuda.stream(s)` (launch on the current stream)")
+    return run
+
+
+def _held_at_once(spec, calls: _Calls):
+    def run(ctx):
+        first = calls(ctx, "held 1", _dtypes(spec)[0], random_shapes=False)
+        second = calls(ctx, "held 2", _dtypes(spec)[0], random_shapes=False)
+        for a, b in zip(first, second):
+            what = f"{_described(a)}, two calls with other values, both results kept"
+            out_a, expected_a = check_call(ctx, a, list(a.args), what + " (the first)")
+            out_b, _ = check_call(ctx, b, list(b.args), what + " (the second)")
+            if _overlap(out_a, out_b):
+                raise CheckFailure(f"{what}: the second result shares memory with the first (an op returns new "
+                                   "tensors; a caller keeps both)")
+            if _overlap(out_b, [t for i, t in enumerate(b.args) if i not in b.mutates]):
+                raise CheckFailure(f"{what}: the result shares memory with an input")
+            _compare(out_a, expected_a, tolerance(a), what + " (the first, read after the second)")
+    return run
+
+
+def _gradients_property(spec, calls: _Calls):
+    def run(ctx):
+        side = DEVICE.side_stream()
+        for call in calls(ctx, "gradients", _dtypes(spec)[0], random_shapes=False):
+            if not call.grad_args:
+                continue
+            check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)}")
+            for i, values in call.scalars.items():
+                for value in values:
+                    args = _fresh(call.args)
+                    args[i] = value
+                    check_gradients(ctx, call, args, f"the gradients through {_described(call)}, {call.names[i]}={value}")
+            check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
+                            "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
+    return run
+
+
+def _own_kernels(spec, calls: _Calls):
+    def run(ctx):
+        import os
+
+        import pytest
+
+        if os.environ.get("COURSE_SANITIZE"):
+            pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
+        for dtype in _dtypes(spec):
+            for call in calls(ctx, f"kernels {dtype}", dtype):
+                rule = call.kernels or spec.kernel_rule()
+                args = _fresh(call.args)
+                fn = resolve(ctx.module, call.op)
+                try:
+                    out, seen = observe(lambda: fn(*args), cpu_ops=rule.needs_cpu_ops)
+                except ERRORS as e:
+                    raise CheckFailure(f"{_described(call)}: {type(e).__name__}: {clean(e)[:300]}") from None
+                empty = not any(t.numel() for t in _tensors(out))
+                problem = rule.problem(seen, _described(call), expect_work=not empty)
+                if problem:
+                    raise CheckFailure(problem)
+    return run
+
+
+def _fake(spec, calls: _Calls):
+    def run(ctx):
+        for call in calls(ctx, "fake", _dtypes(spec)[0], random_shapes=False):
+            op = resolve(ctx.module, call.registered)
+            strided = [(strided_copy(a) if isinstance(a, torch.Tensor) else None) for a in call.args]
+            strided = [v if v is not None else a for v, a in zip(strided, call.args)]
+            # an op whose result follows the input's memory format differs from a fake that does not
+            channels_last = [a.contiguous(memory_format=torch.channels_last) if isinstance(a, torch.Tensor)
+                             and a.dim() == 4 else a for a in call.args]
+            for args, how in ((_fresh(call.args), "contiguous"), (strided, "strided"), (channels_last, "channels_last")):
+                try:
+                    op(*_fresh(args))
+                except ERRORS as e:
+                    if how != "contiguous" and names_one_of(clean(e), call.names):
+                        continue  # the interface refuses such arguments, with an error naming them
+                    raise CheckFailure(f"{_described(call)}, {how} arguments: {type(e).__name__}: {clean(e)[:300]}") from None
+                try:
+                    torch.library.opcheck(op, tuple(args), test_utils=("test_schema", "test_faketensor"))
+                except Exception as e:  # noqa: BLE001: opcheck's own error types
+                    raise CheckFailure(f"{_described(call)}, {how} arguments: the result does not match the "
+                                       f"registered fake (shape, dtype or strides): {clean(e).splitlines()[0][:300]}") from None
+    return run
+
+
+def property_checks(spec: Spec) -> list[Check]:
+    """The generated checks of every op of `spec` (see the module's docstring)."""
+    try:
+        with audit_seed(0):
+            calls = spec.audit_calls("cpu", torch.float32)
+    except Exception:  # noqa: BLE001: a spec that cannot describe its calls on the CPU gets no properties
+        return []
+    checks: list[Check] = []
+    seen: set[str] = set()
+    for call in calls:
+        if call.label in seen or call.reference is None:
+            continue
+        seen.add(call.label)
+        op = _Calls(spec, call.label)
+        group = call.group if call.group in spec.points else next(iter(spec.points))
+        grad_group = AUTOGRAD if AUTOGRAD in spec.points else group
+
+        def add(what, make, grp=group, slow=False):
+            checks.append(Check(f"{call.label} [{what}]", grp, make(spec, op), slow=slow))
+
+        add("random shapes", _random_shapes)
+        add("non-contiguous arguments", _noncontiguous)
+        if call.nonfinite:
+            add("NaN and infinities", _nonfinite)
+        if call.scalars:
+            add("scalar parameters across their range", _scalars)
+        add("on the current stream", _stream)
+        add("two results held at once", _held_at_once)
+        if call.grad_args:
+            add("gradients", _gradients_property, grad_group)
+        if call.kernels is not None or spec.kernel_rule() is not None:
+            add("own kernels in every dtype and shape", _own_kernels, slow=True)
+        if call.registered:
+            add("output metadata against the registered fake", _fake, slow=True)
+    return checks

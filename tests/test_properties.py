@@ -1,0 +1,197 @@
+"""The generated properties (grader.properties), on the CPU: a correct op passes every one, and each
+kind of wrong op fails the property made for it, whatever its name. The ops here are small PyTorch
+ops registered with torch.library, so the fake-tensor and autograd properties run for real; the GPU
+grade applies the same checks to the exercises' own ops."""
+from __future__ import annotations
+
+import threading
+import types
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from grader import properties
+from grader.checks import CheckFailure
+from grader.properties import Device, property_checks
+from grader.spec import AuditCall, Context, Spec, audit_randn, random_shape
+
+LIB = torch.library.Library("course_props_test", "DEF")  # noqa: TOR901 (kept alive for the module's lifetime)
+LIB.define("scale(Tensor x, float a) -> Tensor")
+LIB.define("scale_transposed_fake(Tensor x, float a) -> Tensor")
+
+
+def _scale(x, a):
+    return torch.where(x > 0, x, x * a)
+
+
+@torch.library.impl("course_props_test::scale", "CPU")
+def _scale_cpu(x, a):
+    return _scale(x, a)
+
+
+@torch.library.impl("course_props_test::scale_transposed_fake", "CPU")
+def _scale_other_cpu(x, a):
+    return _scale(x, a)
+
+
+@torch.library.register_fake("course_props_test::scale")
+def _scale_fake(x, a):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("course_props_test::scale_transposed_fake")
+def _other_fake(x, a):  # a fake that lays its result out otherwise than the real op does
+    return torch.empty(tuple(reversed(x.shape)), dtype=x.dtype).t() if x.dim() == 2 else torch.empty_like(x)
+
+
+def _backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return torch.where(x > 0, grad, grad * ctx.a), None
+
+
+def _setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+    ctx.a = inputs[1]
+
+
+torch.library.register_autograd("course_props_test::scale", _backward, setup_context=_setup)
+
+
+@dataclass
+class ScaleSpec(Spec):
+    registered: str = "lib.ops.scale"
+
+    def audit_calls(self, device, dtype):
+        x = audit_randn(4, 7, device=device, dtype=dtype, seed=1, scale=2.0)
+        return [self._call(x, 0.3)]
+
+    def _call(self, x, a):
+        return AuditCall("scale", (x, a), ("x", "a"), lambda x, a: _scale(x.double(), a), grad_args=(0,),
+                         registered=self.registered, nonfinite=(0,), scalars={1: (0.0, -0.5, 1.7)})
+
+    def random_calls(self, g, device, dtype):
+        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+        return [self._call(audit_randn(*random_shape(g, max_numel=1 << 12), device=device, dtype=dtype, seed=seed), 0.3)]
+
+
+SPEC = ScaleSpec(exercise="99_scale", title="scale", module="scale.py",
+                 points={"forward": 1, "autograd": 1}, property_dtypes=("float32", "float64"))
+
+
+def _module(scale, ops=None):
+    lib = types.SimpleNamespace(ops=ops or torch.ops.course_props_test)
+    return types.SimpleNamespace(scale=scale, lib=lib)
+
+
+def _right(x, a):
+    return torch.ops.course_props_test.scale(x, float(a))
+
+
+def _ignores_negative_scales(x, a):
+    return torch.ops.course_props_test.scale(x, abs(float(a)))
+
+
+def _reads_strided_as_contiguous(x, a):
+    flat = torch.as_strided(x, x.shape, torch.empty(x.shape).stride()) if not x.is_contiguous() else x
+    return torch.ops.course_props_test.scale(flat, float(a))
+
+
+def _drops_nan(x, a):
+    return torch.nan_to_num(torch.ops.course_props_test.scale(x, float(a)), nan=0.0)
+
+
+_kept = {}
+
+
+def _keeps_one_buffer_per_shape(x, a):
+    out = _kept.setdefault((tuple(x.shape), x.dtype), torch.empty_like(x))
+    with torch.no_grad():
+        out.copy_(_scale(x, float(a)))
+    return out
+
+
+def _writes_its_input(x, a):
+    with torch.no_grad():
+        x.mul_(1.0)
+        x.add_(0.0).nan_to_num_()
+        x[..., :1] = x[..., :1] + 0.0  # a write that changes nothing
+        if x.numel():
+            x.view(-1)[0] = x.view(-1)[0] * 1.0000001 + 1e-3
+    return torch.ops.course_props_test.scale(x, float(a))
+
+
+class Deferred(torch.Tensor):
+    pass
+
+
+def _returns_a_subclass(x, a):
+    return torch.ops.course_props_test.scale(x, float(a)).as_subclass(Deferred)
+
+
+def _leaves_a_thread(x, a):
+    threading.Thread(target=threading.Event().wait, args=(5,), daemon=True).start()
+    return torch.ops.course_props_test.scale(x, float(a))
+
+
+def _no_gradient(x, a):
+    return _scale(x.detach(), float(a))
+
+
+@pytest.fixture(autouse=True)
+def cpu(monkeypatch):
+    monkeypatch.setattr(properties, "DEVICE", Device("cpu"))
+    _kept.clear()
+
+
+def _run(spec, module, only=None, seed=7) -> dict[str, str]:
+    """{check name: failure or ""} for every generated check (but the profiler's), or those named `only`."""
+    ctx = Context(module=module, seed=seed, exercise_dir=None)
+    found = {}
+    for check in property_checks(spec):
+        if "own kernels" in check.name or (only and not any(o in check.name for o in only)):
+            continue
+        try:
+            check.run(ctx)
+            found[check.name] = ""
+        except CheckFailure as e:
+            found[check.name] = str(e)
+    return found
+
+
+def test_every_property_is_generated_for_the_op():
+    names = [c.name for c in property_checks(SPEC)]
+    for what in ("random shapes", "non-contiguous arguments", "NaN and infinities", "scalar parameters across their range",
+                 "on the current stream", "two results held at once", "gradients", "output metadata"):
+        assert any(what in n for n in names), (what, names)
+    assert {c.group for c in property_checks(SPEC) if "gradients" in c.name} == {"autograd"}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_right_op_passes_every_property(seed):
+    failed = {k: v for k, v in _run(SPEC, _module(_right), seed=seed).items() if v}
+    assert not failed, failed
+
+
+@pytest.mark.parametrize("op, property_, words", [
+    (_ignores_negative_scales, "scalar parameters", "a=-0.5"),
+    (_reads_strided_as_contiguous, "non-contiguous", "strided views"),
+    (_drops_nan, "NaN and infinities", "NaN"),
+    (_keeps_one_buffer_per_shape, "two results held at once", "shares memory with the first"),
+    (_writes_its_input, "random shapes", "was modified"),
+    (_returns_a_subclass, "random shapes", "plain torch.Tensor"),
+    (_leaves_a_thread, "random shapes", "host thread"),
+    (_no_gradient, "gradients", "does not require grad"),
+])
+def test_each_kind_of_wrong_op_fails_its_property(op, property_, words):
+    found = _run(SPEC, _module(op), only=[property_])
+    assert found and all(found.values()), found
+    assert any(words in v for v in found.values()), found
+
+
+def test_output_metadata_is_checked_against_the_registered_fake():
+    spec = ScaleSpec(exercise="99_scale", title="scale", module="scale.py", points={"forward": 1, "autograd": 1},
+                     registered="lib.ops.scale_transposed_fake")
+    found = _run(spec, _module(_right), only=["output metadata"])
+    assert found and all("registered fake" in v for v in found.values()), found
+    assert not any(_run(SPEC, _module(_right), only=["output metadata"]).values())
