@@ -214,7 +214,9 @@ def _state_entries(plugins=None) -> dict[str, object]:
     for name in WATCHED_CLASSES:  # a member added to a subclass shadows the one it inherits
         cls = _lookup(name)
         if isinstance(cls, type):
-            out[f"{name} (its members)"] = frozenset(k for k in vars(cls) if f"{name}.{k}" not in IGNORED)
+            # (pickle caches __slotnames__ on a class the first time it pickles one of its objects)
+            out[f"{name} (its members)"] = frozenset(k for k in vars(cls) if f"{name}.{k}" not in IGNORED
+                                                     and k != "__slotnames__")
     return out
 
 
@@ -338,7 +340,12 @@ class Snapshot:
                 if fn.__code__ is not code or fn.__defaults__ is not defaults:
                     found.add(name)
         state = _state_entries(self.plugins)
-        found.update(k for k, v in state.items() if self.entries.get(k, _GONE) != v)
+        for key, now in state.items():
+            before = self.entries.get(key, _GONE)
+            if before != now:
+                if isinstance(before, frozenset) and isinstance(now, frozenset):  # a class's members: which
+                    key += ": " + ", ".join([f"+{m}" for m in sorted(now - before)] + [f"-{m}" for m in sorted(before - now)])
+                found.add(key)
         for key, (members, attr, before) in self.small.items():
             if _fingerprint(members.get(attr, _GONE)) != before:
                 found.add(key)

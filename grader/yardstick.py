@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from grader import env
@@ -50,13 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     torch.empty(1, device="cuda")
     gate.wait_for_gpu()
     for exercise, reference_dir in wanted.items():
+        start = time.perf_counter()
         try:
             spec = by_exercise(exercise)
             reference = None
             if reference_dir and built.get(exercise, {}).get("ok", True):
                 reference = import_exercise_module(Path(reference_dir), spec)
             with spec.math():
-                found[exercise] = {**measure_yardstick(spec, reference), "device": torch.cuda.get_device_name()}
+                found[exercise] = {**measure_yardstick(spec, reference), "device": torch.cuda.get_device_name(),
+                                   "seconds": round(time.perf_counter() - start, 2)}
         except Exception as e:  # noqa: BLE001: one exercise's failure must not cost the others' numbers
             found[exercise] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         write_json_atomic(args.out, found)

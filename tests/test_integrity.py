@@ -15,6 +15,40 @@ def test_an_untouched_process_has_no_changes():
     assert snap.changed() == []
 
 
+def test_what_a_grading_process_does_changes_nothing(tmp_path):
+    """In a process of its own, the grading process's own work after the snapshot: a library with a
+    fake and an autograd formula registered (as an exercise's wrapper does), outputs saved for the judge
+    (pickle caches __slotnames__ on torch.Tensor), the profiler, opcheck, gradcheck, a dispatch mode."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, io, torch\n"
+            "from grader.integrity import Snapshot, WATCHED_MODULES\n"
+            "for n in WATCHED_MODULES:\n"
+            "    importlib.import_module(n)\n"
+            "snap = Snapshot().take()\n"
+            "lib = torch.library.Library('integrity_probe', 'DEF')\n"
+            "lib.define('f(Tensor x) -> Tensor')\n"
+            "torch.library.impl('integrity_probe::f', 'CPU')(lambda x: x * 2)\n"
+            "torch.library.register_fake('integrity_probe::f')(lambda x: torch.empty_like(x))\n"
+            "torch.library.register_autograd('integrity_probe::f', lambda ctx, g: g * 2)\n"
+            "x = torch.randn(3, dtype=torch.float64, requires_grad=True)\n"
+            "torch.ops.integrity_probe.f(x).sum().backward()\n"
+            "torch.save({'y': torch.randn(4), 'z': [torch.ones(2)]}, io.BytesIO())\n"
+            "torch.library.opcheck(torch.ops.integrity_probe.f, (torch.randn(3),), "
+            "test_utils=('test_schema', 'test_faketensor'))\n"
+            "torch.autograd.gradcheck(torch.ops.integrity_probe.f, (x,))\n"
+            "from grader.checks import ops_called\n"
+            "ops_called(lambda: torch.randn(2) + 1)\n"
+            "with torch.profiler.profile() as p:\n"
+            "    torch.randn(3) + 1\n"
+            "p.events()\n"
+            "print(snap.changed(deep=True))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(grader.checks.__file__).parent.parent)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
 def test_pytorch_rebinding_its_own_functions_is_not_reported(tmp_path):
     """torch._dynamo, imported mid-run by torch.library.opcheck, wraps torch.manual_seed: a process
     that had not imported it (or the other modules the checks load lazily) before the snapshot must
@@ -45,7 +79,7 @@ def test_patching_torch_is_named(monkeypatch):
     monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
     monkeypatch.setattr(torch.Tensor, "__eq__", lambda *a, **k: True)
     monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda *a, **k: 1e-3)
-    assert snap.changed() == ["torch.Tensor (its members)", "torch.allclose", "torch.cuda.Event.elapsed_time"]
+    assert snap.changed() == ["torch.Tensor (its members): +__eq__", "torch.allclose", "torch.cuda.Event.elapsed_time"]
 
 
 def test_patching_a_grader_class_method_is_named(monkeypatch):
