@@ -3,8 +3,8 @@
 #   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
 #                                   QUICK=1 for the fast edit loop without slow checks and timing,
 #                                   SANITIZE=1 to run the correctness checks under compute-sanitizer,
-#                                   PARALLEL=n to grade n exercises' checks at once, default half the
-#                                   cores up to 8, 1 for one after another; a timing always runs alone;
+#                                   PARALLEL=n to grade n exercises' checks at once, default the cores
+#                                   less two up to 12, 1 for one after another; a timing always runs alone;
 #                                   STRICT=1: a check this GPU cannot run, for lack of memory, costs points)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook

@@ -305,10 +305,11 @@ GIB_PER_PROCESS = 8  # GPU memory to allow per grading process that runs its che
 
 
 def default_parallel(count: int) -> int:
-    """How many of `count` exercises run their checks at once: half the cores (a grading process
-    keeps one busy), at most 8, and one per 8 GiB of GPU memory, so that the check that needs
-    14 GiB still finds it free beside the others (a 16 GiB T4 grades one at a time)."""
-    n = min(count, max(1, (os.cpu_count() or 2) // 2), 8)
+    """How many of `count` exercises run their checks at once: as many as there are cores less two
+    (a grading process keeps about one busy), at most 12, and one per 8 GiB of GPU memory, so that
+    the check that needs 8.8 GiB still finds it free beside the others (a 16 GiB T4 grades one at a
+    time). All at once where that fits: each timing waits for every running check to end."""
+    n = min(count, max(1, (os.cpu_count() or 2) - 2), 12)
     if n <= 1:
         return 1
     memory_mib = [float(m) for m in _nvidia_smi("memory.total") if m.strip().replace(".", "").isdigit()]
@@ -444,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "
-                             "1 grades one after another. Default: half the cores, at most 8")
+                             "1 grades one after another. Default: the cores less two, at most 12, one per 8 GiB of GPU memory")
     parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
     parser.add_argument("--quick", action="store_true",
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")

@@ -17,8 +17,8 @@ every torch function, or turn TF32 on. Before any submitted code is imported, `S
   bytes) and PyTorch's dispatcher table for every aten operator on its CPU, CUDA, autograd and
   composite keys.
 
-`Snapshot.changed()` lists what differs; the results recorder asks after every test (deeply at the
-start, every few dozen tests, before the timing and at the end), and the parent scores a run with any
+`Snapshot.changed()` lists what differs; the results recorder asks after every test (deeply after
+the first, around the timing and at the end), and the parent scores a run with any
 change as tampered: zero points, naming what changed.
 
 What stays in reach, and why that is safe: native code can still forge anything in its own process

@@ -278,9 +278,9 @@ def _described(call: AuditCall) -> str:
     return f"{call.label} on {', '.join(shapes)} {str(dtype_of(call)).replace('torch.', '')}"
 
 
-def _random_shapes(spec, calls: _Calls):
+def _random_shapes(spec, calls: _Calls, every_dtype: bool = False):
     def run(ctx):
-        for dtype in _dtypes(spec):
+        for dtype in _dtypes(spec)[slice(1, None) if every_dtype else slice(0, 1)]:
             with audit_seed(ctx.seed_for(f"{calls.label} random {dtype}")):
                 g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} shapes {dtype}"))
                 chosen = [c for c in spec.random_calls(g, DEVICE.name, dtype) if c.label == calls.label]
@@ -312,11 +312,12 @@ def _nonfinite(spec, calls: _Calls):
                 flat = args[i].view(-1)
                 if flat.numel() < 3:
                     continue
-                where = torch.randperm(flat.numel(), generator=g)[:3].tolist()
-                for pos, value in zip(where, (float("nan"), float("inf"), -float("inf"))):
+                values = (float("nan"), float("inf"), -float("inf")) if call.infinities else (float("nan"),)
+                where = torch.randperm(flat.numel(), generator=g)[:len(values)].tolist()
+                for pos, value in zip(where, values):
                     flat[pos] = value
-                check_call(ctx, call, args, f"{_described(call)}, NaN, +inf and -inf in `{call.names[i]}` "
-                                             f"at flat indices {where}")
+                what = "NaN, +inf and -inf" if call.infinities else "NaN"
+                check_call(ctx, call, args, f"{_described(call)}, {what} in `{call.names[i]}` at flat indices {where}")
     return run
 
 
@@ -408,20 +409,29 @@ def _fake(spec, calls: _Calls):
     def run(ctx):
         for call in calls(ctx, "fake", _dtypes(spec)[0], random_shapes=False):
             op = resolve(ctx.module, call.registered)
-            strided = [(strided_copy(a) if isinstance(a, torch.Tensor) else None) for a in call.args]
-            strided = [v if v is not None else a for v, a in zip(strided, call.args)]
-            # an op whose result follows the input's memory format differs from a fake that does not
-            channels_last = [a.contiguous(memory_format=torch.channels_last) if isinstance(a, torch.Tensor)
-                             and a.dim() == 4 else a for a in call.args]
-            for args, how in ((_fresh(call.args), "contiguous"), (strided, "strided"), (channels_last, "channels_last")):
+
+            def arguments(how: str) -> list:
+                """Fresh arguments laid out `how`; those the op updates in place keep the layout it requires."""
+                out = []
+                for i, a in enumerate(_fresh(call.args)):
+                    if isinstance(a, torch.Tensor) and i not in call.mutates:
+                        if how == "strided":
+                            a = strided_copy(a) if strided_copy(a) is not None else a
+                        elif how == "channels_last" and a.dim() == 4:
+                            # an op whose result follows its input's memory format differs from a fake that does not
+                            a = a.contiguous(memory_format=torch.channels_last)
+                    out.append(a)
+                return out
+
+            for how in ("contiguous", "strided", "channels_last"):
                 try:
-                    op(*_fresh(args))
+                    op(*arguments(how))
                 except ERRORS as e:
                     if how != "contiguous" and names_one_of(clean(e), call.names):
                         continue  # the interface refuses such arguments, with an error naming them
                     raise CheckFailure(f"{_described(call)}, {how} arguments: {type(e).__name__}: {clean(e)[:300]}") from None
                 try:
-                    torch.library.opcheck(op, tuple(args), test_utils=("test_schema", "test_faketensor"))
+                    torch.library.opcheck(op, tuple(arguments(how)), test_utils=("test_schema", "test_faketensor"))
                 except Exception as e:  # noqa: BLE001: opcheck's own error types
                     raise CheckFailure(f"{_described(call)}, {how} arguments: the result does not match the "
                                        f"registered fake (shape, dtype or strides): {clean(e).splitlines()[0][:300]}") from None
@@ -449,6 +459,8 @@ def property_checks(spec: Spec) -> list[Check]:
             checks.append(Check(f"{call.label} [{what}]", grp, make(spec, op), slow=slow))
 
         add("random shapes", _random_shapes)
+        if len(_dtypes(spec)) > 1:
+            add("random shapes in every dtype", lambda sp, c: _random_shapes(sp, c, every_dtype=True), slow=True)
         add("non-contiguous arguments", _noncontiguous)
         if call.nonfinite:
             add("NaN and infinities", _nonfinite)

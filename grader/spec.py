@@ -100,6 +100,9 @@ class AuditCall:
     registered: str = ""
     # tensor arguments where NaN and +-inf have a result the reference defines (IEEE propagation)
     nonfinite: tuple[int, ...] = ()
+    # whether +-inf there is defined too (not where a mean of infinities meets a stable algorithm's
+    # differences: inf - inf); NaN always is
+    infinities: bool = True
     # scalar arguments -> other valid values to try (e.g. a negative slope, one above 1)
     scalars: dict = field(default_factory=dict)
     # arguments the op updates in place by design (running statistics): not required unmodified
@@ -138,10 +141,11 @@ def audit_randn(*shape: int, device, dtype, seed: int = 0, scale: float = 1.0, o
     return (torch.randn(shape, generator=g, dtype=torch.float64) * scale + offset).to(device=device, dtype=dtype)
 
 
-def random_shape(g, max_dims: int = 3, max_numel: int = 1 << 21, dims: int | None = None) -> tuple[int, ...]:
+def random_shape(g, max_dims: int = 3, max_numel: int = 1 << 20, dims: int | None = None,
+                 max_dim: int | None = None) -> tuple[int, ...]:
     """A shape drawn from `g` (a CPU generator) across the size classes that break naive indexing:
     tiny, odd, just off a multiple of 32 or 256, prime-ish, and large; `dims` dims, or 1 to
-    `max_dims`."""
+    `max_dims`; each at most `max_dim`, all together at most `max_numel` elements."""
     import torch
 
     def draw(lo, hi):
@@ -159,7 +163,7 @@ def random_shape(g, max_dims: int = 3, max_numel: int = 1 << 21, dims: int | Non
             n = 256 * draw(1, 64) + draw(1, 255)
         else:
             n = draw(100_000, 1_500_000)
-        return max(1, min(n, budget))
+        return max(1, min(n, budget, max_dim or n))
 
     dims = dims or draw(1, max_dims)
     shape, budget = [], max_numel

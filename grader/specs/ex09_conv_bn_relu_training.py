@@ -357,13 +357,16 @@ def _calls(r, x, w, b, conv, k: int, seed: int) -> list[AuditCall]:
     calls = [AuditCall("conv_bn_relu", (x, w, b, gamma, beta, mean, var, count, True, 0.1, 1e-5, *conv), NAMES,
                        lambda *a: _audit_forward(*a, True)[0], label="conv_bn_relu(training)",
                        # not the bias: in training its gradient is 0, which a relative error cannot judge
-                       grad_args=(0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), scalars={10: (1e-3,)})]
+                       grad_args=(0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), infinities=False,
+                       scalars={10: (1e-3,)})]
     for training in (True, False):
         mode = "training" if training else "eval"
         args = (x, w, b, gamma, beta, mean, var, count, training, 0.1, 1e-5, *conv, True)  # keep_z
         calls.append(AuditCall("lib.ops.conv_bn_relu_forward", args, NAMES + ("keep_z",), _audit_forward,
                                label=f"conv_bn_relu_forward({mode})", registered="lib.ops.conv_bn_relu_forward",
-                               mutates=RUNNING if training else (), nonfinite=(0,), scalars={10: (0.1,)}))
+                               mutates=RUNNING if training else (), nonfinite=(0,),
+                               # the batch's statistics of infinities: inf - inf in Welford's or Chan's updates
+                               infinities=not training, scalars={10: (0.1,)}))
         y, z, m, invstd = (t.to(x.dtype) for t in _audit_forward(*args))
         grad_y = r(*y.shape, seed=seed + 4)
         calls.append(AuditCall(
