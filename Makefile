@@ -3,6 +3,7 @@
 #   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
 #                                   QUICK=1 for the fast edit loop without slow checks and timing,
 #                                   SANITIZE=1 to run the correctness checks under compute-sanitizer,
+#                                   VERBOSE=1 for every kernel's resource report and the compiler's warnings,
 #                                   PARALLEL=n to grade n exercises' checks at once, default half the
 #                                   cores up to 8, 1 for one after another; a timing always runs alone)
 #   make grade TARGET=solutions     grade the reference solutions
@@ -27,6 +28,7 @@ K ?=
 SUBMISSIONS ?=
 QUICK ?=
 SANITIZE ?=
+VERBOSE ?=
 PARALLEL ?=
 PUBLISH ?=
 FORCE ?=
@@ -56,7 +58,7 @@ grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
 	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
-	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) $(if $(VERBOSE),--verbose) \
 	    $(if $(PARALLEL),--parallel $(PARALLEL)); \
 	fi
 
