@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from grader import build, env, gate
-from grader.report import markdown, resources_text, table
+from grader.report import markdown, no_gpu_summary, resources_text, table
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise
 from grader.spec import SPEC_ERRORS, Selection, Spec
@@ -399,12 +399,19 @@ def main(argv: list[str] | None = None) -> int:
     device = ThreadPoolExecutor(max_workers=1).submit(device_name)  # nvidia-smi, beside the grading
     print(f"grading {target} (seed {seed}; replay with SEED={seed})")
     if not gpu:
-        print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
+        print("no CUDA GPU here: everything is compiled and the checks that run on the CPU run; the GPU checks are not run")
+    # what a run leaves out on purpose: said once here, and as "not graded here (why)" per exercise
+    left_out = []
     if args.quick:
-        print("quick mode: slow checks and the timing are skipped, so this is not a full grade "
-              "(which kernels ran, gradcheck and opcheck are checked in the full grade)")
+        left_out.append("QUICK=1 skips the timing and the slow checks")
+        print("quick mode: the timing and the slow checks (which kernels ran, gradcheck, opcheck, the largest "
+              "inputs) are not run, so this is not a full grade")
     if args.sanitize:
+        left_out.append("SANITIZE=1 runs no timing and no slow checks")
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
+    if args.keyword:
+        left_out.append(f"K={args.keyword!r} selected none of its checks")
+    not_run_why = "; ".join(left_out) or None
     parallel = args.parallel if args.parallel is not None else default_parallel(len(chosen.exercises))
     rows = grade_target(target, chosen, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
                         quick=args.quick, sanitize=args.sanitize, parallel=max(1, parallel))
@@ -412,11 +419,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
     resource_reports(target, rows, device_cc())
     header = {"target": str(target), "seed": seed, "device": device.result(), "gpu": gpu,
-              "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+              "date": time.strftime("%Y-%m-%d %H:%M:%S"), "mode": "; ".join(left_out), "not_run_why": not_run_why}
     print()
-    print(table(rows))
-    if not gpu:
-        print("GPU checks were skipped: no CUDA GPU on this machine.")
+    print(table(rows, not_run_why=not_run_why) if gpu else no_gpu_summary(rows))
     full = args.verbose or len(rows) == 1
     texts = [resources_text(r["exercise"], r.get("resources"), verbose=args.verbose, full=full) for r in rows]
     if any(texts):

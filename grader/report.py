@@ -27,23 +27,48 @@ def _fmt_points(p: float) -> str:
     return f"{p:g}"
 
 
-def reasons(row: dict) -> list[str]:
-    """One line per group that lost points, the reason first-hand."""
-    if row["status"] != "graded":
-        return [f"{row['status']}: {row['error']}"]
-    out, skipped = [], []
-    for group, g in row["groups"].items():
+def _skip_why(reason: str) -> str:
+    """`forward[1]: Skipped: no CUDA GPU on this machine: GPU checks skipped` -> `no CUDA GPU on this machine`."""
+    why = reason.split(": ", 1)[-1].strip()
+    why = why[len("Skipped: "):] if why.startswith("Skipped: ") else why
+    return why.removesuffix(": GPU checks skipped")
+
+
+def not_graded(row: dict, not_run_why: str | None = None) -> dict[str, list[str]]:
+    """The groups that were not graded in this run, by why: skipped ones, and, when the run left
+    checks out on purpose (`not_run_why`: QUICK=1, K=, SANITIZE=1), those none of whose checks ran.
+    Not a loss, and said the same way in the full grade, the quick one and without a GPU."""
+    out: dict[str, list[str]] = {}
+    for group, g in row.get("groups", {}).items():
+        if row["status"] != "graded":
+            continue
         if g["state"] == "skipped":
-            skipped.append(group)
-        elif g["points"] < g["max"] and g["reason"]:
-            out.append(f"{group} ({_fmt_points(g['points'])}/{g['max']}): {g['reason']}")
-    if skipped:
-        why = row["groups"][skipped[0]]["reason"].split(": ", 1)[-1]
-        out.append(f"not graded here: {', '.join(skipped)} ({why})")
+            out.setdefault(_skip_why(g["reason"]), []).append(group)
+        elif g["state"] == "not run" and not_run_why:
+            out.setdefault(not_run_why, []).append(group)
     return out
 
 
-def table(rows: list[dict], width: int = 120) -> str:
+def reasons(row: dict, not_run_why: str | None = None) -> list[str]:
+    """One line per group that lost points, the reason first-hand; then what was not graded here
+    and why (`not_run_why`: why a group none of whose checks ran was left out, e.g. QUICK=1)."""
+    if row["status"] != "graded":
+        return [f"{row['status']}: {row['error']}"]
+    out = []
+    for group, g in row["groups"].items():
+        left_out = g["state"] == "skipped" or (g["state"] == "not run" and not_run_why)
+        if not left_out and g["points"] < g["max"] and g["reason"]:
+            out.append(f"{group} ({_fmt_points(g['points'])}/{g['max']}): {g['reason']}")
+    for why, groups in not_graded(row, not_run_why).items():
+        out.append(f"not graded here: {', '.join(groups)} ({why})")
+    return out
+
+
+def _not_graded_points(rows: list[dict], not_run_why: str | None = None) -> float:
+    return sum(row["groups"][g]["max"] for row in rows for gs in not_graded(row, not_run_why).values() for g in gs)
+
+
+def table(rows: list[dict], width: int = 120, not_run_why: str | None = None) -> str:
     head = ("exercise", "tests", "throughput", "vs ref", "of limit", "points")
     lines = []
     cells = []
@@ -57,25 +82,81 @@ def table(rows: list[dict], width: int = 120) -> str:
     lines.append("  ".join("-" * w for w in widths))
     for row, c in zip(rows, cells):
         lines.append(fmt.format(*c))
-        for reason in reasons(row):
+        for reason in reasons(row, not_run_why):
             first, *rest = reason.splitlines() or [""]
             wrapped = textwrap.wrap(first, width=width - 6, subsequent_indent="      ") or [""]
             lines.append("    - " + "\n".join(wrapped))
             lines.extend("      " + r for r in rest[:12])
     total = sum(r["points"] for r in rows)
     maximum = sum(r["max_points"] for r in rows)
-    lines.append(f"\ntotal: {_fmt_points(round(total, 2))}/{maximum}")
+    left_out = _not_graded_points(rows, not_run_why)
+    lines.append(f"\ntotal: {_fmt_points(round(total, 2))}/{maximum}"
+                 + (f" ({_fmt_points(left_out)} of them not graded here)" if left_out else ""))
+    return "\n".join(lines)
+
+
+FREE_GPUS = ("Free GPUs to grade on: Google Colab (colab.research.google.com: Runtime > Change runtime type > "
+             "T4 GPU) and Kaggle Notebooks (kaggle.com: Settings > Accelerator > GPU, with a phone-verified "
+             "account); clone the course there and run `make grade`.")
+
+
+def _needs_gpu(t: dict) -> bool:
+    return t["outcome"] in ("skipped", "not run") and "GPU" in (t.get("reason") or "")
+
+
+def no_gpu_summary(rows: list[dict], width: int = 120) -> str:
+    """The grade on a machine without a GPU: one line per exercise saying that it compiled, how its
+    checks that run on the CPU went (they count: a failure is reported, and fails the run) and how
+    many checks need a GPU; no score table, which would read as a failure; where to get a GPU."""
+    lines, gpu_checks = [], 0
+    for row in rows:
+        name = row["exercise"]
+        if row["status"] != "graded":
+            first, *rest = f"{row['status']}: {row['error']}".splitlines() or [""]
+            lines.append(f"{name}: {first}")
+            lines.extend("    " + r for r in rest[:12])
+            continue
+        tests = row.get("tests", [])
+        need = sum(_needs_gpu(t) for t in tests)
+        gpu_checks += need
+        ran = [t for t in tests if t["outcome"] in ("passed", "failed")]
+        failed = [t for t in ran if t["outcome"] == "failed"]
+        if not ran:
+            cpu = "no check runs without a GPU"
+        elif failed:
+            cpu = f"{len(failed)} of its {len(ran)} CPU check{'s' if len(ran) != 1 else ''} FAILED"
+        else:
+            cpu = f"its {len(ran)} CPU check{'s' if len(ran) != 1 else ''} passed"
+        lines.append(f"{name}: compiled; {cpu}; {need} check{'s' if need != 1 else ''} need a GPU")
+        for group, g in row["groups"].items():
+            if g["state"] == "failed":
+                first, *rest = f"{group}: {g['reason']}".splitlines() or [""]
+                lines.append("    - " + "\n".join(textwrap.wrap(first, width=width - 6, subsequent_indent="      ")))
+                lines.extend("      " + r for r in rest[:12])
+    lines.append("")
+    lines += textwrap.wrap(f"No CUDA GPU on this machine: everything above was compiled and its CPU checks ran; the "
+                           f"{gpu_checks} checks that need a GPU (correctness on the GPU, speed) were not run, and "
+                           "points are given only by a grade that runs them.", width=min(width, 100))
+    lines += textwrap.wrap(FREE_GPUS, width=min(width, 100))
     return "\n".join(lines)
 
 
 def markdown(rows: list[dict], header: dict) -> str:
     """Feedback for a person: the score table, each lost point's reason, how to replay, and what
-    the compiler knows about each kernel."""
+    the compiler knows about each kernel. Without a GPU (header `gpu` False), the no-GPU summary
+    stands in for the table."""
     out = [f"# Grading report: {header.get('target', '')}", ""]
     out.append(f"- seed: `{header.get('seed')}` (replay: `make grade SEED={header.get('seed')}`)")
     if header.get("device"):
         out.append(f"- device: {header['device']}")
+    if header.get("mode"):
+        out.append(f"- {header['mode']}")
     out.append("")
+    not_run_why = header.get("not_run_why")
+    if header.get("gpu") is False:
+        out += ["```", no_gpu_summary(rows), "```"]
+        out += _resources_markdown(rows)
+        return "\n".join(out) + "\n"
     out.append("| exercise | tests | throughput | vs reference | of limit | points |")
     out.append("|---|---:|---:|---:|---:|---:|")
     for row in rows:
@@ -83,7 +164,7 @@ def markdown(rows: list[dict], header: dict) -> str:
         tests = f"{row.get('passed', 0)}/{row.get('total_tests', 0)}" if row["status"] == "graded" else row["status"]
         out.append(f"| {row['exercise']} | {tests} | {rate} | {ratio} | {frac} | {_fmt_points(row['points'])}/{row['max_points']} |")
     for row in rows:
-        lost = reasons(row)
+        lost = reasons(row, not_run_why)
         if lost:
             out += ["", f"## {row['exercise']}: what lost points", ""]
             out += ["```", *lost, "```"]

@@ -195,15 +195,17 @@ def test_the_report_covers_every_solution_kernel_and_launch():
 
 
 @pytest.mark.skipif(HAS_GPU, reason="on a GPU the grade runs every check; tests/test_gpu_grading.py covers it")
-def test_the_grade_shows_the_report(matmul, tmp_path):
+def test_the_grade_shows_the_report_and_a_no_gpu_line(matmul, tmp_path):
     import sys
 
     out = subprocess.run([sys.executable, "-m", "grader", "--target", "solutions", "--ex", "05", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=900, cwd=env.REPO)
     text = out.stdout
-    assert "05_matmul: resources per kernel" in text and "matmul_kernel4<false>" in text, text + out.stderr
+    assert re.search(r"^05_matmul: compiled; its 1 CPU check passed; \d+ checks need a GPU$", text, re.M), text + out.stderr
+    assert "Google Colab" in text and "Kaggle" in text and "total:" not in text
+    assert "05_matmul: resources per kernel" in text and "matmul_kernel4<false>" in text, text
     md = (tmp_path / "report.md").read_text()
-    assert "what the compiler knows" in md
+    assert "what the compiler knows" in md and "need a GPU" in md
 
 
 # ------------------------------------------------------------- the formula against the driver
