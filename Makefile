@@ -3,6 +3,7 @@
 #   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
 #                                   QUICK=1 for the fast edit loop without slow checks and timing,
 #                                   SANITIZE=1 to run the correctness checks under compute-sanitizer,
+#                                   VERBOSE=1 for every kernel's resource report and the compiler's warnings,
 #                                   PARALLEL=n to grade n exercises' checks at once, default the cores
 #                                   less two up to 12, 1 for one after another; a timing always runs alone;
 #                                   STRICT=1: a check this GPU cannot run, for lack of memory, costs points)
@@ -29,6 +30,7 @@ SUBMISSIONS ?=
 QUICK ?=
 SANITIZE ?=
 STRICT ?=
+VERBOSE ?=
 PARALLEL ?=
 PUBLISH ?=
 FORCE ?=
@@ -58,7 +60,8 @@ grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
 	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
-	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) $(if $(STRICT),--strict) \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) \
+	    $(if $(STRICT),--strict) $(if $(VERBOSE),--verbose) \
 	    $(if $(PARALLEL),--parallel $(PARALLEL)); \
 	fi
 

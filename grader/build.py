@@ -28,7 +28,9 @@ from grader import env
 SOURCE_SUFFIXES = (".cu", ".cpp")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp")
 # -lineinfo lets compute-sanitizer and the profiler name source lines; it does not slow the code.
-CUDA_FLAGS = ["-O3", "-lineinfo"]
+# --resource-usage makes ptxas print each kernel's registers, spills and shared memory, which the
+# grader's resource report reads (grader.resources) from the build's per-object logs.
+CUDA_FLAGS = ["-O3", "-lineinfo", "--resource-usage"]
 CXX_FLAGS = ["-O2"]  # torch picks the C++ standard its headers need
 
 
@@ -159,6 +161,42 @@ def _run_ninja(out_dir: Path, namespace: str, ninja: str) -> str:
     return output
 
 
+STEP_LOGS = "logs"  # in the build folder: <object>.log, each compiler step's own output
+
+
+def step_log_path(out_dir: Path, obj: str) -> Path:
+    return out_dir / STEP_LOGS / f"{Path(obj).name}.log"
+
+
+def save_step_logs(out_dir: Path, output: str) -> list[Path]:
+    """Keep each compile step's own output (the compiler's warnings, ptxas's resource usage) as
+    `logs/<object>.log`, from ninja's verbose output (`[i/n] command` then what the command printed).
+    Ninja recompiles only what changed, so an unchanged object's report comes from its last compile:
+    a log is believed only while it is newer than its object (grader.resources)."""
+    written, current, lines = [], None, []
+
+    def flush() -> None:
+        if current is not None:
+            path = step_log_path(out_dir, current)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("\n".join(lines) + ("\n" if lines else ""))
+            written.append(path)
+
+    for line in output.splitlines():
+        if _BUILD_STEP.match(line):
+            flush()
+            obj = re.search(r"\s-o\s+(\S+)", line)
+            current = obj.group(1) if obj and obj.group(1).endswith(".o") else None
+            lines = []
+        elif line.startswith("ninja: "):
+            flush()
+            current, lines = None, []
+        elif current is not None:
+            lines.append(line)
+    flush()
+    return written
+
+
 _ERROR_LINE = re.compile(r"(error|Error|undefined reference|fatal)")
 _NOT_ERRORS = ("FAILED:", "ninja: build stopped", "subprocess.", "Error building extension")
 _BUILD_STEP = re.compile(r"^\[\d+/\d+\] ")  # ninja's command lines (their flags may say -Werror)
@@ -264,26 +302,37 @@ def _rebuild(exercise_dir: Path, namespace: str, out_dir: Path, config: str, ver
             and f"default {namespace}.so" in build_file.read_text().splitlines()):
         try:
             output = _run_ninja(out_dir, namespace, ninja)
+            save_step_logs(out_dir, output)
             if verbose:
                 print(output, end="")
             return output, True
+        except RuntimeError as e:
+            save_step_logs(out_dir, str(e))
+            raise
         except _InDoubt:
             pass  # the full way below rewrites build.ninja
     stamp.unlink(missing_ok=True)
     try:
         log = _compile(exercise_dir, namespace, out_dir, verbose)
     except RuntimeError as e:
+        save_step_logs(out_dir, str(e))
         # torch wrote build.ninja and ninja ran: the sources are at fault, and the next build,
         # once they are fixed, can be ninja's alone
         if str(e).startswith(f"Error building extension '{namespace}'"):
             stamp.write_text(config)
         raise
+    save_step_logs(out_dir, log)
     stamp.write_text(config)
     return log, False
 
 
 def _compile(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -> str:
+    """Build through torch.utils.cpp_extension; returns its output, ninja's included. Torch shows
+    ninja's output only in verbose mode, and then on file descriptor 1: it is caught there, so the
+    compiler's warnings and resource usage are kept (save_step_logs) and a compiler error reads as
+    in quiet mode ("Error building extension '<name>': <output>")."""
     import io
+    import tempfile
     from contextlib import redirect_stdout
 
     from torch.utils import cpp_extension
@@ -296,19 +345,38 @@ def _compile(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -
         raise RuntimeError(f"no .cu or .cpp sources in {exercise_dir}")
     extra = build_config(exercise_dir)
     captured = io.StringIO()
-    with redirect_stdout(captured):
-        cpp_extension.load(
-            name=namespace,
-            sources=sources,
-            extra_include_paths=[str(env.INCLUDE_DIR), str(exercise_dir), *extra.get("extra_include_paths", [])],
-            extra_cflags=CXX_FLAGS + [f"-DCOURSE_NS={namespace}", *extra.get("extra_cflags", [])],
-            extra_cuda_cflags=CUDA_FLAGS + extra.get("extra_cuda_cflags", []),
-            extra_ldflags=extra.get("extra_ldflags", []),
-            build_directory=str(out_dir),
-            is_python_module=False,
-            verbose=verbose,
-        )
-    return captured.getvalue()
+    failure: RuntimeError | None = None
+    with tempfile.TemporaryFile() as ninja_out, redirect_stdout(captured):
+        if sys.__stdout__ is not None:
+            sys.__stdout__.flush()  # what this process printed before goes to its own place
+        saved = os.dup(1)
+        os.dup2(ninja_out.fileno(), 1)
+        try:
+            cpp_extension.load(
+                name=namespace,
+                sources=sources,
+                extra_include_paths=[str(env.INCLUDE_DIR), str(exercise_dir), *extra.get("extra_include_paths", [])],
+                extra_cflags=CXX_FLAGS + [f"-DCOURSE_NS={namespace}", *extra.get("extra_cflags", [])],
+                extra_cuda_cflags=CUDA_FLAGS + extra.get("extra_cuda_cflags", []),
+                extra_ldflags=extra.get("extra_ldflags", []),
+                build_directory=str(out_dir),
+                is_python_module=False,
+                verbose=True,
+            )
+        except RuntimeError as e:
+            failure = e
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        ninja_out.seek(0)
+        output = ninja_out.read().decode(errors="replace")
+    if failure is not None:
+        if str(failure).strip() == f"Error building extension '{namespace}'":  # verbose: no output in it
+            raise RuntimeError(f"{failure}: {output}") from failure
+        raise failure
+    if verbose:
+        print(captured.getvalue() + output, end="")
+    return captured.getvalue() + output
 
 
 class Library:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from grader import build, env, gate
-from grader.report import markdown, table
+from grader.report import markdown, no_gpu_summary, resources_text, table
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise
 from grader.spec import SPEC_ERRORS, Selection, Spec
@@ -301,6 +302,25 @@ def device_name() -> str:
     return (_nvidia_smi("name,driver_version") or [""])[0]
 
 
+def device_cc() -> str | None:
+    """The first GPU's compute capability, e.g. "9.0"; None without a GPU."""
+    cc = (_nvidia_smi("compute_cap") or [""])[0].strip()
+    return cc if re.fullmatch(r"\d+\.\d+", cc) else None
+
+
+def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
+    """Each built exercise's resource report (grader.resources) into its row; never fails the grade."""
+    from grader import resources
+
+    for row in rows:
+        if row["status"] in ("build failed", "missing"):
+            continue
+        try:
+            row["resources"] = resources.exercise_report(target / row["exercise"], cc)
+        except Exception as e:  # the report is advice: a bug in it must not cost a grade
+            row["resources"] = {"error": f"{type(e).__name__}: {e}"}
+
+
 GIB_PER_PROCESS = 8  # GPU memory to allow per grading process that runs its checks
 
 
@@ -453,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the correctness checks under compute-sanitizer memcheck (no timing; slow)")
     parser.add_argument("--strict", action="store_true",
                         help="a check this GPU cannot run (too little memory) costs its group, instead of nothing")
+    parser.add_argument("--verbose", action="store_true",
+                        help="every exercise's full resource report and the compiler's warnings about its files")
     parser.add_argument("--json", type=Path, help="write the full report as JSON here")
     parser.add_argument("--out", type=Path, default=env.REPO / "grade-report", help="folder for report.json and report.md")
     args = parser.parse_args(argv)
@@ -466,23 +488,37 @@ def main(argv: list[str] | None = None) -> int:
     device = ThreadPoolExecutor(max_workers=1).submit(device_name)  # nvidia-smi, beside the grading
     print(f"grading {target} (seed {seed}; replay with SEED={seed})")
     if not gpu:
-        print("no CUDA GPU here: everything is compiled, and the GPU checks are skipped")
+        print("no CUDA GPU here: everything is compiled and the checks that run on the CPU run; the GPU checks are not run")
+    # what a run leaves out on purpose: said once here, and as "not graded here (why)" per exercise
+    left_out = []
     if args.quick:
-        print("quick mode: slow checks and the timing are skipped, so this is not a full grade "
-              "(which kernels ran, gradcheck and opcheck are checked in the full grade)")
+        left_out.append("QUICK=1 skips the timing and the slow checks")
+        print("quick mode: the timing and the slow checks (which kernels ran, gradcheck, opcheck, the largest "
+              "inputs) are not run, so this is not a full grade")
     if args.sanitize:
+        left_out.append("SANITIZE=1 runs no timing and no slow checks")
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
+    if args.keyword:
+        left_out.append(f"K={args.keyword!r} selected none of its checks")
+    not_run_why = "; ".join(left_out) or None
     parallel = args.parallel if args.parallel is not None else default_parallel(len(chosen.exercises))
     rows = grade_target(target, chosen, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
                         quick=args.quick, sanitize=args.sanitize, parallel=max(1, parallel), strict=args.strict)
     for name, error in SPEC_ERRORS.items():
         print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
+    resource_reports(target, rows, device_cc())
     header = {"target": str(target), "seed": seed, "device": device.result(), "gpu": gpu,
-              "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+              "date": time.strftime("%Y-%m-%d %H:%M:%S"), "mode": "; ".join(left_out), "not_run_why": not_run_why}
     print()
-    print(table(rows))
-    if not gpu:
-        print("GPU checks were skipped: no CUDA GPU on this machine.")
+    print(table(rows, not_run_why=not_run_why) if gpu else no_gpu_summary(rows))
+    full = args.verbose or len(rows) == 1
+    texts = [resources_text(r["exercise"], r.get("resources"), verbose=args.verbose, full=full) for r in rows]
+    if any(texts):
+        print()
+        print("\n\n".join(t for t in texts if t) if full else "\n".join(t for t in texts if t))
+        if not full:
+            print("(each kernel's registers, spills, shared memory and occupancy: EX=NN or VERBOSE=1, "
+                  f"and {args.out / 'report.md'})")
     report = {**header, "exercises": rows}
     write_json_atomic(args.out / "report.json", report)
     (args.out / "report.md").write_text(markdown(rows, header))

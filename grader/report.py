@@ -27,25 +27,50 @@ def _fmt_points(p: float) -> str:
     return f"{p:g}"
 
 
-def reasons(row: dict) -> list[str]:
-    """One line per group that lost points, the reason first-hand."""
+def _skip_why(reason: str) -> str:
+    """`forward[1]: Skipped: no CUDA GPU on this machine: GPU checks skipped` -> `no CUDA GPU on this machine`."""
+    why = reason.split(": ", 1)[-1].strip()
+    why = why[len("Skipped: "):] if why.startswith("Skipped: ") else why
+    return why.removesuffix(": GPU checks skipped")
+
+
+def not_graded(row: dict, not_run_why: str | None = None) -> dict[str, list[str]]:
+    """The groups that were not graded in this run, by why: skipped ones, and, when the run left
+    checks out on purpose (`not_run_why`: QUICK=1, K=, SANITIZE=1), those none of whose checks ran.
+    Not a loss, and said the same way in the full grade, the quick one and without a GPU."""
+    out: dict[str, list[str]] = {}
+    for group, g in row.get("groups", {}).items():
+        if row["status"] != "graded":
+            continue
+        if g["state"] == "skipped":
+            out.setdefault(_skip_why(g["reason"]), []).append(group)
+        elif g["state"] == "not run" and not_run_why:
+            out.setdefault(not_run_why, []).append(group)
+    return out
+
+
+def reasons(row: dict, not_run_why: str | None = None) -> list[str]:
+    """One line per group that lost points, the reason first-hand; then what was not graded here
+    and why (`not_run_why`: why a group none of whose checks ran was left out, e.g. QUICK=1)."""
     if row["status"] != "graded":
         return [f"{row['status']}: {row['error']}"]
-    out, skipped = [], []
+    out = []
     for group, g in row["groups"].items():
-        if g["state"] == "skipped":
-            skipped.append(group)
-        elif g["points"] < g["max"] and g["reason"]:
+        left_out = g["state"] == "skipped" or (g["state"] == "not run" and not_run_why)
+        if not left_out and g["points"] < g["max"] and g["reason"]:
             out.append(f"{group} ({_fmt_points(g['points'])}/{g['max']}): {g['reason']}")
-    if skipped:
-        why = row["groups"][skipped[0]]["reason"].split(": ", 1)[-1]
-        out.append(f"not graded here: {', '.join(skipped)} ({why})")
+    for why, groups in not_graded(row, not_run_why).items():
+        out.append(f"not graded here: {', '.join(groups)} ({why})")
     for check in row.get("not_run", []):  # costs nothing (but in a strict grade, where its group says so)
         out.append(f"not run on this GPU: {check}")
     return out
 
 
-def table(rows: list[dict], width: int = 120) -> str:
+def _not_graded_points(rows: list[dict], not_run_why: str | None = None) -> float:
+    return sum(row["groups"][g]["max"] for row in rows for gs in not_graded(row, not_run_why).values() for g in gs)
+
+
+def table(rows: list[dict], width: int = 120, not_run_why: str | None = None) -> str:
     head = ("exercise", "tests", "throughput", "vs ref", "of limit", "points")
     lines = []
     cells = []
@@ -59,24 +84,81 @@ def table(rows: list[dict], width: int = 120) -> str:
     lines.append("  ".join("-" * w for w in widths))
     for row, c in zip(rows, cells):
         lines.append(fmt.format(*c))
-        for reason in reasons(row):
+        for reason in reasons(row, not_run_why):
             first, *rest = reason.splitlines() or [""]
             wrapped = textwrap.wrap(first, width=width - 6, subsequent_indent="      ") or [""]
             lines.append("    - " + "\n".join(wrapped))
             lines.extend("      " + r for r in rest[:12])
     total = sum(r["points"] for r in rows)
     maximum = sum(r["max_points"] for r in rows)
-    lines.append(f"\ntotal: {_fmt_points(round(total, 2))}/{maximum}")
+    left_out = _not_graded_points(rows, not_run_why)
+    lines.append(f"\ntotal: {_fmt_points(round(total, 2))}/{maximum}"
+                 + (f" ({_fmt_points(left_out)} of them not graded here)" if left_out else ""))
+    return "\n".join(lines)
+
+
+FREE_GPUS = ("Free GPUs to grade on: Google Colab (colab.research.google.com: Runtime > Change runtime type > "
+             "T4 GPU) and Kaggle Notebooks (kaggle.com: Settings > Accelerator > GPU, with a phone-verified "
+             "account); clone the course there and run `make grade`.")
+
+
+def _needs_gpu(t: dict) -> bool:
+    return t["outcome"] in ("skipped", "not run") and "GPU" in (t.get("reason") or "")
+
+
+def no_gpu_summary(rows: list[dict], width: int = 120) -> str:
+    """The grade on a machine without a GPU: one line per exercise saying that it compiled, how its
+    checks that run on the CPU went (they count: a failure is reported, and fails the run) and how
+    many checks need a GPU; no score table, which would read as a failure; where to get a GPU."""
+    lines, gpu_checks = [], 0
+    for row in rows:
+        name = row["exercise"]
+        if row["status"] != "graded":
+            first, *rest = f"{row['status']}: {row['error']}".splitlines() or [""]
+            lines.append(f"{name}: {first}")
+            lines.extend("    " + r for r in rest[:12])
+            continue
+        tests = row.get("tests", [])
+        need = sum(_needs_gpu(t) for t in tests)
+        gpu_checks += need
+        ran = [t for t in tests if t["outcome"] in ("passed", "failed")]
+        failed = [t for t in ran if t["outcome"] == "failed"]
+        if not ran:
+            cpu = "no check runs without a GPU"
+        elif failed:
+            cpu = f"{len(failed)} of its {len(ran)} CPU check{'s' if len(ran) != 1 else ''} FAILED"
+        else:
+            cpu = f"its {len(ran)} CPU check{'s' if len(ran) != 1 else ''} passed"
+        lines.append(f"{name}: compiled; {cpu}; {need} check{'s' if need != 1 else ''} need a GPU")
+        for group, g in row["groups"].items():
+            if g["state"] == "failed":
+                first, *rest = f"{group}: {g['reason']}".splitlines() or [""]
+                lines.append("    - " + "\n".join(textwrap.wrap(first, width=width - 6, subsequent_indent="      ")))
+                lines.extend("      " + r for r in rest[:12])
+    lines.append("")
+    lines += textwrap.wrap(f"No CUDA GPU on this machine: everything above was compiled and its CPU checks ran; the "
+                           f"{gpu_checks} checks that need a GPU (correctness on the GPU, speed) were not run, and "
+                           "points are given only by a grade that runs them.", width=min(width, 100))
+    lines += textwrap.wrap(FREE_GPUS, width=min(width, 100))
     return "\n".join(lines)
 
 
 def markdown(rows: list[dict], header: dict) -> str:
-    """Feedback for a person: the score table, each lost point's reason, and how to replay."""
+    """Feedback for a person: the score table, each lost point's reason, how to replay, and what
+    the compiler knows about each kernel. Without a GPU (header `gpu` False), the no-GPU summary
+    stands in for the table."""
     out = [f"# Grading report: {header.get('target', '')}", ""]
     out.append(f"- seed: `{header.get('seed')}` (replay: `make grade SEED={header.get('seed')}`)")
     if header.get("device"):
         out.append(f"- device: {header['device']}")
+    if header.get("mode"):
+        out.append(f"- {header['mode']}")
     out.append("")
+    not_run_why = header.get("not_run_why")
+    if header.get("gpu") is False:
+        out += ["```", no_gpu_summary(rows), "```"]
+        out += _resources_markdown(rows)
+        return "\n".join(out) + "\n"
     out.append("| exercise | tests | throughput | vs reference | of limit | points |")
     out.append("|---|---:|---:|---:|---:|---:|")
     for row in rows:
@@ -84,8 +166,120 @@ def markdown(rows: list[dict], header: dict) -> str:
         tests = f"{row.get('passed', 0)}/{row.get('total_tests', 0)}" if row["status"] == "graded" else row["status"]
         out.append(f"| {row['exercise']} | {tests} | {rate} | {ratio} | {frac} | {_fmt_points(row['points'])}/{row['max_points']} |")
     for row in rows:
-        lost = reasons(row)
+        lost = reasons(row, not_run_why)
         if lost:
             out += ["", f"## {row['exercise']}: what lost points", ""]
             out += ["```", *lost, "```"]
+    out += _resources_markdown(rows)
     return "\n".join(out) + "\n"
+
+
+def _resources_markdown(rows: list[dict]) -> list[str]:
+    out = []
+    for row in rows:
+        text = resources_text(row["exercise"], row.get("resources"), verbose=True)
+        if text:
+            out += ["", f"## {row['exercise']}: what the compiler knows", "", "```", text, "```"]
+    return out
+
+
+# ------------------------------------------------------------------ what the compiler knows
+
+
+def _pct(x: float) -> str:
+    from grader.resources import _pct
+
+    return _pct(x)
+
+
+def _occupancy_cell(k: dict) -> str:
+    if not k.get("launches"):
+        return "no launch in the source"
+    if not k.get("occupancy"):
+        return "block size unknown"
+    cells = []
+    for occ in k["occupancy"]:
+        cell = _pct(occ["occupancy"])
+        if occ["occupancy"] < 1:
+            cell += " " + "+".join(occ["limited_by"])
+        cells.append(cell)
+    return ", ".join(dict.fromkeys(cells))
+
+
+def _block_cell(k: dict) -> str:
+    blocks = [l["block"] for l in k.get("launches", [])]
+    if not blocks:
+        return "-"
+    return ", ".join(dict.fromkeys("?" if b is None else str(b) for b in blocks))
+
+
+def _smem_cell(k: dict) -> str:
+    from grader.resources import _kib
+
+    cell = _kib(k["static_smem"])
+    dynamic = sorted({l["dynamic_smem"] for l in k.get("launches", []) if l.get("dynamic_smem")})
+    if dynamic:
+        cell += " + " + "/".join(_kib(d) for d in dynamic) + " dyn"
+    if any(l.get("dynamic_smem") is None for l in k.get("launches", [])):
+        cell += " + ? dyn"
+    return cell
+
+
+def _kernel_order(report: dict) -> list[dict]:
+    return [k for k in report.get("kernels", []) if k["arch"] == report.get("arch")]
+
+
+def resources_text(exercise: str, report: dict | None, verbose: bool = False, full: bool = True) -> str:
+    """The resource report of one exercise for the terminal: per kernel (the architecture the GPU
+    runs, else the newest built) registers, spills, shared memory, block size and occupancy, a note
+    for each spill or limited occupancy, and the compiler's warnings (their count unless `verbose`).
+    `full` False: one summary line (a grade of many exercises; report.md has the tables)."""
+    if not report:
+        return ""
+    if report.get("error"):
+        return f"{exercise}: no resource report ({report['error']})"
+    kernels = _kernel_order(report)
+    warnings = report.get("warnings") or []
+    lines = []
+    others = [a for a in report.get("archs", []) if a != report.get("arch")]
+    where = f"{report.get('arch')}" + (f"; also built for {', '.join(others)}" if others else "")
+    if not full and not kernels:
+        return f"{exercise}: no kernel compiled yet"
+    if not full:
+        regs = [k["registers"] for k in kernels]
+        occ = [o["occupancy"] for k in kernels for o in k.get("occupancy") or []]
+        spills = sum(1 for k in kernels if k["spill_stores"] or k["spill_loads"])
+        summary = (f"{exercise}: {len(kernels)} kernel{'s' if len(kernels) != 1 else ''} on {report.get('arch')}"
+                   + (f", {min(regs)}-{max(regs)} registers" if regs else "")
+                   + (f", {spills} spilling" if spills else ", no spills")
+                   + (f", occupancy {_pct(min(occ))}-{_pct(max(occ))}" if occ else "")
+                   + (f", {len(warnings)} compiler warning{'s' if len(warnings) != 1 else ''}" if warnings else ""))
+        return summary
+    if not kernels:
+        missing = report.get("missing") or []
+        lines.append(f"{exercise}: no kernel compiled yet" + (
+            f" (nothing instantiates {', '.join(missing)}: the launches that would are yours to write)" if missing else ""))
+    else:
+        lines.append(f"{exercise}: resources per kernel, from ptxas ({where}; {report.get('arch_why')})")
+    head = ("kernel", "registers", "spills (B)", "shared mem", "block", "occupancy")
+    if kernels:
+        cells = [(k["name"], str(k["registers"]),
+                  f"{k['spill_stores']}/{k['spill_loads']}" if k["spill_stores"] or k["spill_loads"] else "-",
+                  _smem_cell(k), _block_cell(k), _occupancy_cell(k)) for k in kernels]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+        fmt = "  " + "  ".join(f"{{:<{w}}}" if i in (0, 5) else f"{{:>{w}}}" for i, w in enumerate(widths))
+        lines.append(fmt.format(*head).rstrip())
+        lines.extend(fmt.format(*c).rstrip() for c in cells)
+    for note in report.get("notes", []):
+        lines.extend(textwrap.wrap(note, width=116, initial_indent="  - ", subsequent_indent="    "))
+    if report.get("missing") and kernels:
+        lines.append(f"  - not compiled yet (nothing instantiates them): {', '.join(report['missing'])}")
+    if report.get("unknown_logs"):
+        lines.append(f"  - no compiler report kept for {', '.join(report['unknown_logs'])}: `make clean` and grade again")
+    if warnings and verbose:
+        lines.append(f"  compiler warnings in {exercise}'s files:")
+        lines.extend("    " + l for w in warnings for l in w.splitlines())
+    elif warnings:
+        lines.append(f"  - the compiler warned {len(warnings)} time{'s' if len(warnings) != 1 else ''} about "
+                     f"your files: `make grade EX={exercise[:2]} VERBOSE=1` shows where")
+    return "\n".join(lines)

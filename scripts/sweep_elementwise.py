@@ -5,7 +5,9 @@
 Times LeakyReLU on 2^28 fp32 elements in three access patterns (p1: grid-stride loop, each thread
 unrolling over the grid stride, as solutions/01_leaky_relu does; p2: grid-stride loop over
 block-sized tiles, each thread unrolling inside its block's tile, as PyTorch's vectorized kernels
-do; p3: one 16-byte vector per step), unroll depths 1-8, 128-512 threads, and grids of 1, 2 or 4
+do; p3: one 16-byte vector per step; p4: a scalar grid-stride loop over the elements, in the grid of
+one thread per 16-byte vector that solutions/01_leaky_relu's launcher gives a student's kernel),
+unroll depths 1-8, 128-512 threads, and grids of 1, 2 or 4
 occupancy waves or one block per tile ("w0"), beside `copy_` and `F.leaky_relu`, L2 flushed before
 every timed call, median of 40. Every variant's output is compared bit for bit with F.leaky_relu.
 The winner informs solutions/01_leaky_relu and 02_elu: see docs/performance.md.
@@ -64,6 +66,11 @@ __global__ void k_simple(const float* __restrict__ x, float* __restrict__ y, int
     reinterpret_cast<V4*>(y)[i] = v;
   }
 }
+// P4: a scalar grid-stride loop over all n elements (what exercise 01's TODO allows), in any grid
+__global__ void k_scalar(const float* __restrict__ x, float* __restrict__ y, int64_t n, float s) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = x[i] > 0.f ? x[i] : x[i] * s;
+}
 template <typename K>
 int wave(K k, int threads) {
   int dev, sms, per; cudaGetDevice(&dev); cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -77,7 +84,9 @@ void run(torch::Tensor x, torch::Tensor y, int64_t pattern, int64_t unroll, int6
     int64_t g = waves > 0 ? std::min<int64_t>(need, wave(k, threads) * waves) : need;
     k<<<g, threads, 0, st>>>(x.data_ptr<float>(), y.data_ptr<float>(), nv, s);
   };
-  if (pattern == 3) launch(k_simple, threads);
+  if (pattern == 4) {  // the exercise's grid: one thread per 16-byte vector, so 4 elements per thread
+    k_scalar<<<(nv + threads - 1) / threads, threads, 0, st>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel(), s);
+  } else if (pattern == 3) launch(k_simple, threads);
   else if (pattern == 1) { if (unroll == 1) launch(k_stride<1>, threads); else if (unroll == 2) launch(k_stride<2>, threads*2); else if (unroll==4) launch(k_stride<4>, threads*4); else launch(k_stride<8>, threads*8); }
   else { if (unroll == 1) launch(k_tile<1>, threads); else if (unroll == 2) launch(k_tile<2>, threads*2); else if (unroll==4) launch(k_tile<4>, threads*4); else launch(k_tile<8>, threads*8); }
   TORCH_CHECK(cudaGetLastError() == cudaSuccess);
@@ -118,6 +127,8 @@ for rep in range(2):
                 for waves in (1, 2, 4, 0):
                     if pattern == 1 and waves == 0 and unroll > 1: continue
                     add(f"p{pattern} u{unroll} t{threads} w{waves} r{rep}", lambda: mod.run(x, y, pattern, unroll, threads, waves))
+    for threads in (128, 256, 512):
+        add(f"p4 scalar t{threads} w0 r{rep}", lambda: mod.run(x, y, 4, 1, threads, 0))
     add(f"torch copy_ r{rep}", lambda: y.copy_(x), check=False)
     add(f"F.leaky_relu r{rep}", lambda: torch.nn.functional.leaky_relu(x, 0.01), check=False)
 rows.sort(key=lambda r: -r[2])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import build, env
+from grader import build, env, resources
 from grader.cli import build_all
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, explain, grade, quiet
@@ -38,6 +38,26 @@ def test_compiles_and_loads(builds, folder):
 
     registered = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith(lib.namespace + "::")]
     assert registered, f"{folder}: the library registered no op under {lib.namespace}"
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f"{p.parent.name}/{p.name}" for p in FOLDERS])
+def test_the_resource_report_covers_every_kernel(builds, folder):
+    """The grade's resource report (grader.resources) has ptxas's numbers for every kernel of every
+    build, for each architecture built; a solution's kernels all have an evaluated launch and an
+    occupancy. A stub's kernel that nothing instantiates yet (its launch is the student's) is named
+    as not compiled."""
+    assert builds[folder]["ok"], builds[folder].get("error")
+    report = resources.exercise_report(folder)
+    defined = {k.name for k in resources.scan_sources(folder)[0]}
+    compiled = {k["kernel"] for k in report["kernels"]}
+    assert compiled | set(report["missing"]) == defined and not report["unknown_logs"], report
+    for arch in report["archs"]:
+        assert {k["kernel"] for k in report["kernels"] if k["arch"] == arch} == compiled, arch
+    if folder.parent == SOLUTIONS:
+        assert compiled == defined, report["missing"]
+        for k in report["kernels"]:
+            assert k["launches"] and all(l["block"] for l in k["launches"]), k
+            assert k["occupancy"] and all(o["blocks_per_sm"] > 0 for o in k["occupancy"]), k
 
 
 @pytest.mark.skipif(HAS_GPU, reason="covered with the GPU checks by test_gpu_grading")

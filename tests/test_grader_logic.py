@@ -278,6 +278,46 @@ def test_report_shows_reasons_and_totals():
     assert "SEED=7" in md and "| 01_leaky_relu |" in md
 
 
+def test_quick_mode_and_the_full_grade_word_what_was_not_graded_the_same_way():
+    """QUICK=1 leaves the timing out (no test of `performance`), a full grade on a small GPU skips a
+    check: both read "not graded here: <groups> (why)", never as points lost."""
+    ok = {"forward": "passed", "backward": "passed", "input_checks": "passed", "autograd": "passed"}
+    quick = score_exercise(LEAKY, _tests(ok))  # what a quick grade records: no performance test at all
+    why = "QUICK=1 skips the timing and the slow checks"
+    assert report.reasons(quick, why) == [f"not graded here: performance ({why})"]
+    assert "total: 8/10 (2 of them not graded here)" in report.table([quick], not_run_why=why)
+    skipped = score_exercise(LEAKY, _tests(dict(ok, forward="skipped"), _perf(0.97)))
+    skipped["groups"]["forward"]["reason"] = "forward[0]: Skipped: needs 14 GiB of free GPU memory"
+    lines = report.reasons(skipped)
+    assert "not graded here: forward (needs 14 GiB of free GPU memory)" in lines
+    assert not any(l.startswith("forward (0/4)") for l in lines), lines
+    # without a reason to leave checks out, a group none of whose checks ran is still a loss
+    assert report.reasons(quick) == ["performance (0/2): the timing did not run"]
+
+
+def test_without_a_gpu_each_exercise_is_one_line_and_the_free_gpus_are_named():
+    gpu_skip = "Skipped: no CUDA GPU on this machine: GPU checks skipped"
+    tests = [{"name": f"forward[{i}]", "group": "forward", "outcome": "skipped", "reason": gpu_skip,
+              "properties": {}} for i in range(5)]
+    tests.append({"name": "input_checks[cpu x]", "group": "input_checks", "outcome": "passed", "reason": "",
+                  "properties": {}})
+    ok = score_exercise(LEAKY, tests)
+    bad_tests = [dict(t) for t in tests]
+    bad_tests[-1].update(outcome="failed", reason="no error for a CPU x")
+    bad = score_exercise(LEAKY, bad_tests)
+    broken = score_exercise(LEAKY, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
+    broken["exercise"] = "02_elu"
+    text = report.no_gpu_summary([ok])
+    assert text.splitlines()[0] == "01_leaky_relu: compiled; its 1 CPU check passed; 5 checks need a GPU"
+    assert "0/" not in text and "total" not in text and "Google Colab" in text and "Kaggle" in text
+    text = report.no_gpu_summary([bad, broken])
+    assert "01_leaky_relu: compiled; 1 of its 1 CPU check FAILED; 5 checks need a GPU" in text
+    assert "input_checks: input_checks[cpu x]: no error for a CPU x" in text
+    assert "02_elu: build failed: leaky_relu.cu(97)" in text
+    md = report.markdown([ok], {"target": "t", "seed": 7, "gpu": False})
+    assert "5 checks need a GPU" in md and "| exercise |" not in md
+
+
 def test_bench_publish_puts_one_table_into_the_readme(tmp_path):
     """`make bench PUBLISH=1`: the report lands in docs/results/<gpu>/ and its table in the README,
     replaced (not repeated) by the next run. The numbers here are made up: only the plumbing is tested."""

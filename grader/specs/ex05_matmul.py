@@ -110,6 +110,11 @@ class MatmulSpec(Spec):
             checks.append(Check(f"input_checks[version={version}]", "input_checks",
                                 lambda ctx, v=version: expect_error(fn(ctx), m(4, 5), m(5, 3), v, names=_names("version"),
                                                                     what=f"version={v}")))
+        # one row more than gridDim.y's 65535 row tiles cover: an error naming A (K = 1 keeps it small)
+        for version, rows in ((1, 8), (2, 32), (3, 128), (4, 128)):
+            checks.append(Check(f"input_checks[M too large for the grid, version={version}]", "input_checks",
+                                lambda ctx, v=version, r=65535 * rows + 1: expect_error(
+                                    fn(ctx), m(r, 1), m(1, 3), v, names=_names("A"), what=f"A with M = {r}, version={v}")))
         return checks
 
     def _check_empty(self, ctx: Context, version: int, group: str) -> None:

@@ -407,6 +407,8 @@ void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
 
 void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // TODO: first refuse an M whose row blocks would not fit in gridDim.y (at most 65535):
+  // TODO: check_grid_rows(M, kBlock1Y, "version 1") (given above; graded as an input check). Then
   // TODO: launch matmul_kernel1 on `stream` with (kBlock1X, kBlock1Y) blocks and a grid of
   // TODO: (ceil(N / kBlock1X), ceil(M / kBlock1Y)) blocks; check the launch. (The binding returns
   // TODO: before this for M == 0 or N == 0; K == 0 must still write zeros.)
@@ -421,7 +423,8 @@ void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N
 
 void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
   // BEGIN SOLUTION
-  // TODO: launch matmul_kernel2 with (kTile2, kTile2) blocks covering C; check the launch.
+  // TODO: first check_grid_rows(M, kTile2, "version 2") (M too large for gridDim.y is an error, graded),
+  // TODO: then launch matmul_kernel2 with (kTile2, kTile2) blocks covering C; check the launch.
   // STUB: TORCH_CHECK(false, "matmul_cuda2 (matmul.cu) is not implemented yet");
   check_grid_rows(M, kTile2, "version 2");
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kTile2)),

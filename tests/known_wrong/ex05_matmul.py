@@ -35,6 +35,10 @@ VARIANTS = [
     Variant(EX, "inner_sizes_unchecked", "A's columns are not compared with B's rows",
             {"matmul.cpp": [("TORCH_CHECK(A.size(1) == B.size(0), ", "TORCH_CHECK(true || A.size(1) == B.size(0), ")]},
             loses={"input_checks"}, reason="B (6, 3)"),
+    Variant(EX, "grid_rows_unchecked", "version 1 launches without check_grid_rows: an M of 524281 rows needs "
+            "65536 row blocks, one more than gridDim.y holds, and the launch fails without naming A",
+            {"matmul.cu": [('  check_grid_rows(M, kBlock1Y, "version 1");\n', "")]},
+            loses={"input_checks"}, reason="M = 524281"),
 ]
 
 CALL = "    return lib.ops.matmul(A, B, int(version))\n"
