@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.env import BUILD_ROOT, REPO
+from grader.regions import BEGIN, COMMENT, END, find_region, regions_of, replace_regions
 
 NOTEBOOKS = REPO / "notebooks"
 SOURCE = NOTEBOOKS / "source"
@@ -54,135 +55,12 @@ SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
 
 MAGIC = "%%solution"
-COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#"}
 # nbgrader's delimiters are substrings: any line containing them opens or closes a region.
-NB_BEGIN, NB_END = "BEGIN SOLUTION", "END SOLUTION"
+NB_BEGIN, NB_END = BEGIN, END
 NB_HIDDEN_BEGIN, NB_HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 # what nbgrader's ClearSolutions leaves in a Python-kernel notebook's cleared region
 NB_STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
 SCHEMA_VERSION = 3
-
-
-# ---------------------------------------------------------------------------------------------
-# Regions of a source file (the same `// BEGIN SOLUTION` ... `// END SOLUTION` as grader/stubs.py)
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class Region:
-    name: str  # the enclosing function, e.g. "leaky_relu_kernel" ("f#2" for a second region in f)
-    indent: str
-    begin: int  # 0-based line index of the BEGIN marker
-    end: int  # 0-based line index of the END marker
-    lines: list[str]  # the lines between the markers, without newlines
-    prefix: str  # the comment prefix of the language
-
-    @property
-    def todo(self) -> list[str]:
-        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} TODO")]
-
-    @property
-    def stub(self) -> list[str]:
-        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} STUB:")]
-
-    def teaching_lines(self) -> list[str]:
-        """The TODO and code lines (what a notebook cell shows), dedented; STUB lines are the
-        generator's business, not the student's."""
-        kept = [l for l in self.lines if not l.strip().startswith(f"{self.prefix} STUB:")]
-        return [(l[len(self.indent):] if l.startswith(self.indent) else l).rstrip() for l in kept]
-
-    def context(self, text_lines: list[str]) -> list[str]:
-        """The given code above the region, from the enclosing definition (and its comments)."""
-        start = _definition_line(text_lines, self.begin)
-        while start > 0 and (text_lines[start - 1].startswith((self.prefix, "template")) or
-                             text_lines[start - 1].startswith("__global__")):
-            start -= 1
-        return text_lines[start : self.begin]
-
-
-_MARKER = re.compile(r"\s*(//|#)+\s*(BEGIN SOLUTION|END SOLUTION)\s*$")
-_DEFINITION = re.compile(r"^(?!\s)(?!//|#)(?:.*?\b)?(\w+)\s*\(")
-
-
-def _definition_line(lines: list[str], before: int) -> int:
-    for i in range(before - 1, -1, -1):
-        if _DEFINITION.match(lines[i]) and not lines[i].startswith(("template", "}", "#")):
-            return i
-        if lines[i].startswith("def ") or lines[i].startswith("    def "):
-            return i
-    raise ValueError(f"no enclosing function above line {before + 1}")
-
-
-# Attributes between a kernel's return type and its name: `__global__ void __launch_bounds__(256, 2)`
-_ATTRIBUTE = re.compile(r"\b__\w+__\s*\((?:[^()]|\([^()]*\))*\)")
-
-
-def _definition_name(lines: list[str], at: int) -> str:
-    """The name of the function defined at line `at`: a Python `def`, or a C++ declaration that may
-    continue on the next lines and carry attributes (`__launch_bounds__(...)` is not the name)."""
-    m = re.match(r"\s*def\s+(\w+)", lines[at])
-    if m:
-        return m.group(1)
-    text = ""
-    for line in lines[at : at + 8]:
-        text += " " + line.split("//")[0]
-        m = _DEFINITION.match(_ATTRIBUTE.sub(" ", text).strip())
-        if m:
-            return m.group(1)
-    return _DEFINITION.match(lines[at]).group(1)
-
-
-def regions_of(path: Path, text: str | None = None) -> list[Region]:
-    """The solution regions of one source file, named by their enclosing function."""
-    path = Path(path)
-    prefix = COMMENT[path.suffix]
-    lines = (path.read_text() if text is None else text).splitlines()
-    regions: list[Region] = []
-    seen: dict[str, int] = {}
-    open_at: int | None = None
-    for i, line in enumerate(lines):
-        m = _MARKER.match(line)
-        if not m:
-            continue
-        if m.group(2) == NB_BEGIN:
-            if open_at is not None:
-                raise ValueError(f"{path}:{i + 1}: nested BEGIN SOLUTION")
-            open_at = i
-        else:
-            if open_at is None:
-                raise ValueError(f"{path}:{i + 1}: END SOLUTION without BEGIN")
-            name = _definition_name(lines, _definition_line(lines, open_at))
-            seen[name] = seen.get(name, 0) + 1
-            if seen[name] > 1:
-                name = f"{name}#{seen[name]}"
-            indent = lines[open_at][: len(lines[open_at]) - len(lines[open_at].lstrip())]
-            regions.append(Region(name, indent, open_at, i, lines[open_at + 1 : i], prefix))
-            open_at = None
-    if open_at is not None:
-        raise ValueError(f"{path}:{open_at + 1}: BEGIN SOLUTION is never closed")
-    return regions
-
-
-def find_region(path: Path, name: str) -> Region:
-    regions = regions_of(path)
-    for r in regions:
-        if r.name == name:
-            return r
-    known = ", ".join(r.name for r in regions) or "none"
-    raise KeyError(f"{path} has no solution region in {name!r} (its regions: {known})")
-
-
-def replace_regions(text: str, suffix: str, bodies: dict[str, list[str]]) -> str:
-    """`text` with the inside of each named region replaced by `bodies[name]` (re-indented)."""
-    lines = text.splitlines()
-    out: list[str] = []
-    last = 0
-    for r in regions_of(Path("x" + suffix), text):
-        if r.name not in bodies:
-            continue
-        out += lines[last : r.begin + 1]
-        out += [(r.indent + l) if l.strip() else "" for l in bodies[r.name]]
-        last = r.end
-    out += lines[last:]
-    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 # ---------------------------------------------------------------------------------------------
