@@ -70,10 +70,10 @@ bench:
 
 # the student copies and the notebooks both hold the solutions' regions: regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) && $$py -m grader.notebooks generate
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) && $$py -m grader.notebook_release generate
 
 notebooks:
-	@$(PY) $$py -m grader.notebooks release
+	@$(PY) $$py -m grader.notebook_release release
 
 clean:
 	rm -rf .build grade-report bench-report notebooks/release notebooks/gradebook.db

@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from grader import notebook_authoring, notebook_prebuild, notebook_release
 from grader import notebooks as nb
+from grader import regions
 
-NOTEBOOKS = [p for unit in nb.units() for p in nb.notebooks_of(unit)]
+NOTEBOOKS = [p for unit in notebook_release.units() for p in notebook_release.notebooks_of(unit)]
 IDS = [p.parent.name for p in NOTEBOOKS]
 
 
@@ -40,23 +42,56 @@ def read(path: Path):
 
 
 def test_there_are_source_notebooks():
-    assert NOTEBOOKS, f"no notebooks under {nb.SOURCE}"
-    assert "unit1_scalar_kernels" in nb.units()
-    generators = {p.stem for p in nb.GENERATORS.glob("*.py") if not p.name.startswith("_")}
-    assert generators - set(nb.units()) == set(), "a generator whose notebook was never generated"
+    assert NOTEBOOKS, f"no notebooks under {notebook_authoring.SOURCE}"
+    assert "unit1_scalar_kernels" in notebook_release.units()
+    generators = {p.stem for p in notebook_authoring.GENERATORS.glob("*.py") if not p.name.startswith("_")}
+    assert generators - set(notebook_release.units()) == set(), "a generator whose notebook was never generated"
+
+
+NOTEBOOK_MODULES = ("regions", "notebooks", "notebook_authoring", "notebook_release", "notebook_prebuild",
+                    "nbgrader_feedback", "stubs")
+
+
+def grader_imports(module: str) -> set[str]:
+    """The grader modules that grader/<module>.py imports, at any depth of its code."""
+    tree = ast.parse((Path(nb.REPO) / "grader" / f"{module}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "grader":
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+    return found
+
+
+def test_notebook_modules_build_on_the_runtime_without_a_cycle():
+    """One job per module: grader/notebooks.py is the runtime the notebooks import and needs only the
+    region parser; authoring, release, prebuild and feedback build on it, and no import goes round."""
+    graph = {m: grader_imports(m) & set(NOTEBOOK_MODULES) for m in NOTEBOOK_MODULES}
+    assert graph["regions"] == set() and graph["notebooks"] == {"regions"}
+
+    def reach(start: str, seen: set[str]) -> set[str]:
+        for m in graph[start] - seen:
+            seen.add(m)
+            reach(m, seen)
+        return seen
+
+    assert [m for m in graph if m in reach(m, set())] == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_source_notebook_is_valid_and_in_sync_with_solutions(path):
     need("nbformat")
-    assert nb.check_notebook(path) == []
-    assert nb.uncovered_regions(path) == []
+    assert notebook_release.check_notebook(path) == []
+    assert notebook_release.uncovered_regions(path) == []
 
 
 def test_whole_check_passes():
-    """What `python -m grader.notebooks check` runs: also that each generator reproduces its notebook."""
+    """What `python -m grader.notebook_release check` runs: also that each generator reproduces its notebook."""
     need("nbformat")
-    assert nb.check() == []
+    assert notebook_release.check() == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -71,9 +106,9 @@ def test_graded_cells_carry_points_and_hidden_tests_stay_in_them(path):
     assert answers and all(nb.NB_BEGIN in c.source for c in answers)
 
 
-def graded_calls(source: str) -> list[nb.CourseCall]:
+def graded_calls(source: str) -> list[notebook_prebuild.CourseCall]:
     """The course.check / course.performance calls of a cell (the calls that award points)."""
-    return [c for c in nb.course_calls(source) if c.method in ("check", "performance")]
+    return [c for c in notebook_prebuild.course_calls(source) if c.method in ("check", "performance")]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -144,7 +179,7 @@ def test_sync_check_catches_an_edited_region(tmp_path):
     need("nbformat")
     import nbformat
 
-    path = nb.SOURCE / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
+    path = notebook_authoring.SOURCE / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
     notebook = read(path)
     first_line = f"{nb.MAGIC} 01_leaky_relu/leaky_relu.cu leaky_relu_kernel"
     cell = next(c for c in notebook.cells if c.source.splitlines()[0:1] == [first_line])
@@ -152,7 +187,7 @@ def test_sync_check_catches_an_edited_region(tmp_path):
     cell.source = cell.source.replace("int64_t(gridDim.x) * blockDim.x", "gridDim.x * blockDim.x")
     edited = tmp_path / path.name
     nbformat.write(notebook, edited)
-    problems = nb.check_notebook(edited)
+    problems = notebook_release.check_notebook(edited)
     assert len(problems) == 1 and "differs from the region in solutions/01_leaky_relu/leaky_relu.cu" in problems[0]
     assert "gridDim.x * blockDim.x" in problems[0]
 
@@ -169,10 +204,10 @@ def test_notebook_cells_assemble_into_the_solution(path):
     for exercise in exercises:
         folder = course.assemble(exercise)
         for solution in sorted((nb.SOLUTIONS / exercise).iterdir()):
-            if solution.suffix not in nb.COMMENT:
+            if solution.suffix not in regions.COMMENT:
                 continue
-            built = nb.regions_of(folder / solution.name)
-            expected = nb.regions_of(solution)
+            built = regions.regions_of(folder / solution.name)
+            expected = regions.regions_of(solution)
             assert [r.name for r in built] == [r.name for r in expected]
             for b, e in zip(built, expected):
                 code = lambda r: [l.strip() for l in r.teaching_lines() if l.strip()]  # noqa: E731
@@ -220,12 +255,12 @@ def test_heavy_cells_skip_under_validate_and_autograde_needs_a_gpu(monkeypatch):
 def test_prebuild_plans_every_state_a_notebook_builds():
     """Unit 2 checks kernel 1 of 05 before kernels 2 to 4 are written: running it builds 05 once per
     state, and its speed cells load the reference solutions. `prebuild` must build all of them."""
-    folders = nb.builds_of(nb.SOURCE / "unit2_2d_grids" / "unit2_2d_grids.ipynb")
+    folders = notebook_prebuild.builds_of(notebook_authoring.SOURCE / "unit2_2d_grids" / "unit2_2d_grids.ipynb")
     states = [f for f in folders if f.name == "05_matmul" and f.parent.parent == nb.BUILD_ROOT / "notebooks"]
     assert len(states) == 5, folders  # one more for kernel 4
     assert {nb.SOLUTIONS / ex for ex in ("03_transpose", "04_stencil2d", "05_matmul")} <= set(folders)
     def code(path):
-        return [[l.strip() for l in r.teaching_lines() if l.strip()] for r in nb.regions_of(path)]
+        return [[l.strip() for l in r.teaching_lines() if l.strip()] for r in regions.regions_of(path)]
 
     assert code(states[-1] / "matmul.cu") == code(nb.SOLUTIONS / "05_matmul" / "matmul.cu")  # all written by then
     assert code(states[0] / "matmul.cu") != code(nb.SOLUTIONS / "05_matmul" / "matmul.cu")
@@ -234,11 +269,11 @@ def test_prebuild_plans_every_state_a_notebook_builds():
 def test_prebuild_plans_the_student_copy_for_an_unanswered_release(released):
     _, paths = released
     path = next(p for p in paths if p.parent.name == "unit3_convolution")
-    built = [f for f in nb.builds_of(path) if f.parent.parent == nb.BUILD_ROOT / "notebooks"]
+    built = [f for f in notebook_prebuild.builds_of(path) if f.parent.parent == nb.BUILD_ROOT / "notebooks"]
     assert sorted(f.name for f in built) == ["06_conv2d", "07_conv_transpose2d"]  # one state each: nothing answered
     for folder in built:
         for f in (nb.EXERCISES / folder.name).iterdir():
-            if f.is_file() and f.suffix in nb.COMMENT:
+            if f.is_file() and f.suffix in regions.COMMENT:
                 assert (folder / f.name).read_text() == f.read_text(), f
 
 
@@ -263,12 +298,12 @@ def inside_repo():
 def released(tmp_path_factory):
     need("nbgrader", "nbformat")
     root = tmp_path_factory.mktemp("course")
-    return root, nb.release(root=root)
+    return root, notebook_release.release(root=root)
 
 
 def test_generate_assignment_produces_the_release(released):
     root, paths = released
-    assert {p.parent.name for p in paths} == set(nb.units())
+    assert {p.parent.name for p in paths} == set(notebook_release.units())
     assert (root / "gradebook.db").exists()  # nbgrader's own gradebook, in the temporary course only
     assert not list((root / "release").rglob("*.so"))
 
@@ -276,8 +311,8 @@ def test_generate_assignment_produces_the_release(released):
 def test_release_has_no_solution_code_and_no_hidden_tests(released):
     root, paths = released
     for path in paths:
-        assert nb.release_leaks(path) == []
-        source = read(nb.SOURCE / path.parent.name / path.name)
+        assert notebook_release.release_leaks(path) == []
+        source = read(notebook_authoring.SOURCE / path.parent.name / path.name)
         release = read(path)
         assert len(source.cells) == len(release.cells)
         for src, rel in zip(source.cells, release.cells):
@@ -300,7 +335,7 @@ def test_release_sync_check_still_passes(released):
     """The release's `%%solution` cells still name real regions of exercises/."""
     root, paths = released
     for path in paths:
-        problems = [p for p in nb.check_notebook(path) if "does not exist" in p or "has no solution region" in p]
+        problems = [p for p in notebook_release.check_notebook(path) if "does not exist" in p or "has no solution region" in p]
         assert problems == []
 
 
@@ -347,7 +382,7 @@ def cpu_graded(notebook) -> list[str]:
             if c.metadata.get("nbgrader", {}).get("grade") and "course." not in c.source]
 
 
-@pytest.mark.parametrize("unit", nb.units())
+@pytest.mark.parametrize("unit", notebook_release.units())
 def test_release_notebook_runs_on_cpu_and_fails_the_cpu_graded_cell(unit, released, monkeypatch, inside_repo):
     """The student's copy runs too: the CPU-graded warm-ups fail (no answer yet), the %%solution
     cells say they are not written yet, nothing else errors."""
@@ -370,7 +405,7 @@ def test_notebook_build_compiles_and_loads_on_cpu():
     need("nbformat")
     import torch
 
-    path = nb.SOURCE / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
+    path = notebook_authoring.SOURCE / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
     course = nb.Course("unit1_scalar_kernels", seed=1, quiet=True)
     course.record_notebook(path)
     module = course.build("01_leaky_relu")
@@ -391,8 +426,8 @@ def submit(root: Path, unit: str, student: str, notebook: Path) -> None:
 
 def autograde(root: Path, unit: str, env: dict[str, str]) -> None:
     """Real nbgrader: autograde every submission of `unit`, then write its feedback."""
-    nb.run_nbgrader(["autograde", unit, "--force"], root, env=env)
-    nb.run_nbgrader(["generate_feedback", unit, "--force"], root, env=env)
+    notebook_release.run_nbgrader(["autograde", unit, "--force"], root, env=env)
+    notebook_release.run_nbgrader(["generate_feedback", unit, "--force"], root, env=env)
 
 
 def cell_grades(root: Path, unit: str, student: str) -> dict[str, tuple[float, float]]:
@@ -437,7 +472,7 @@ def explain(root: Path, unit: str, student: str, grade_ids) -> str:
 
 
 def source_points(unit: str) -> int:
-    source = read(nb.SOURCE / unit / f"{unit}.ipynb")
+    source = read(notebook_authoring.SOURCE / unit / f"{unit}.ipynb")
     return sum(c.metadata["nbgrader"]["points"] for c in source.cells if c.metadata.get("nbgrader", {}).get("grade"))
 
 
@@ -450,8 +485,8 @@ def test_autograde_round_trip_on_cpu(inside_repo):
     unit = "unit1_scalar_kernels"
     # inside the repository, so that the graded notebooks find the grader above their folders
     root = inside_repo("autograde")
-    (released,) = nb.release([unit], root=root)
-    submit(root, unit, "solution", nb.SOURCE / unit / released.name)
+    (released,) = notebook_release.release([unit], root=root)
+    submit(root, unit, "solution", notebook_authoring.SOURCE / unit / released.name)
     submit(root, unit, "blank", released)
     autograde(root, unit, {"COURSE_SEED": "7", "CUDA_VISIBLE_DEVICES": ""})
 
@@ -472,19 +507,19 @@ def test_autograde_round_trip_on_cpu(inside_repo):
 def gpu_course(request, inside_repo):
     """A course directory with the units under test released and two submissions per unit, the
     solution notebook and the untouched release, and every build their autograde will ask for made
-    first, in parallel (`python -m grader.notebooks prebuild`): the cells then find their builds cached.
+    first, in parallel (`python -m grader.notebook_prebuild`): the cells then find their builds cached.
     Only the units whose test was selected (`-k unit1`) are prepared."""
     need("nbgrader", "nbformat", "nbclient", "ipykernel")
     units = sorted({item.callspec.params["unit"] for item in request.session.items
                     if getattr(item, "originalname", "") == "test_autograde_on_gpu"})
     root = inside_repo("autograde-gpu")
-    released = nb.release(units, root=root)
+    released = notebook_release.release(units, root=root)
     for path in released:
         unit = path.parent.name
-        submit(root, unit, "solution", nb.SOURCE / unit / path.name)
+        submit(root, unit, "solution", notebook_authoring.SOURCE / unit / path.name)
         submit(root, unit, "blank", path)
     start = time.perf_counter()
-    results = nb.prebuild(sorted((root / "submitted").glob("*/*/*.ipynb")))
+    results = notebook_prebuild.prebuild(sorted((root / "submitted").glob("*/*/*.ipynb")))
     failed = {str(d): r.get("error", "")[-2000:] for d, r in results.items() if not r["ok"]}
     assert not failed, failed
     print(f"prebuilt {len(results)} exercise folders in {time.perf_counter() - start:.0f} s")
@@ -508,7 +543,7 @@ def keep_artifacts(root: Path, unit: str) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("unit", nb.units())
+@pytest.mark.parametrize("unit", notebook_release.units())
 def test_autograde_on_gpu(unit, gpu_course):
     """Real nbgrader autograde on a GPU: the solution notebook earns every point of every graded cell
     (checks and speed, timed against the reference in the same run) and runs every other cell (builds,
@@ -603,11 +638,11 @@ def test_gpu_cells_call_what_the_exercise_modules_define(path):
         tree = ast.parse(cell.source)
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                calls = nb.course_calls(ast.unparse(node.value))
+                calls = notebook_prebuild.course_calls(ast.unparse(node.value))
                 if calls and calls[0].method == "build":
                     built.update({t.id: calls[0].exercise for t in node.targets if isinstance(t, ast.Name)})
             elif isinstance(node, ast.Call) and ast.unparse(node.func) == "course.throughput_sweep":
-                (sweep,) = nb.course_calls(ast.unparse(node))
+                (sweep,) = notebook_prebuild.course_calls(ast.unparse(node))
                 for kw in node.keywords:
                     if kw.arg == "call" and isinstance(kw.value, ast.Lambda):
                         built[kw.value.args.args[0].arg] = sweep.exercise

@@ -1,14 +1,14 @@
 """Unit 1's notebook: LeakyReLU with a slope passed by value; the ways to build an extension.
 
 Writes notebooks/source/unit1_scalar_kernels/unit1_scalar_kernels.ipynb:
-    python -m grader.notebooks generate unit1_scalar_kernels
+    python -m grader.notebook_release generate unit1_scalar_kernels
 
 The kernel cells are built from solutions/01_leaky_relu's regions (one source of truth);
-`python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
+`python -m grader.notebook_release check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, region_cell, region_context,
-                              setup_cell)
+from grader.notebook_authoring import (answer, checks_source, code, graded, md, new_notebook, region_cell,
+                                       region_context, setup_cell)
 
 EX = "01_leaky_relu"
 CU = f"{EX}/leaky_relu.cu"

@@ -2,15 +2,15 @@
 
 Exercises 03_transpose, 04_stencil2d and 05_matmul. Writes
 notebooks/source/unit2_2d_grids/unit2_2d_grids.ipynb:
-    python -m grader.notebooks generate unit2_2d_grids
+    python -m grader.notebook_release generate unit2_2d_grids
 
 The kernel cells are built from the solutions' regions (one source of truth); every region of the
 three exercises has its cell, because a build keeps the student copy's stub wherever a cell is missing.
-`python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
+`python -m grader.notebook_release check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, performance_source, region_cell,
-                              region_context, setup_cell)
+from grader.notebook_authoring import (answer, checks_source, code, graded, md, new_notebook, performance_source,
+                                       region_cell, region_context, setup_cell)
 
 TRANSPOSE_CU = "03_transpose/transpose.cu"
 TRANSPOSE_CPP = "03_transpose/transpose.cpp"

@@ -2,15 +2,15 @@
 
 Exercises 06_conv2d and 07_conv_transpose2d. Writes
 notebooks/source/unit3_convolution/unit3_convolution.ipynb:
-    python -m grader.notebooks generate unit3_convolution
+    python -m grader.notebook_release generate unit3_convolution
 
 The kernel cells are built from the solutions' regions (one source of truth); every region of the
 two exercises has its cell, because a build keeps the student copy's stub wherever a cell is missing.
-`python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
+`python -m grader.notebook_release check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, performance_source, region_cell,
-                              region_context, setup_cell)
+from grader.notebook_authoring import (answer, checks_source, code, graded, md, new_notebook, performance_source,
+                                       region_cell, region_context, setup_cell)
 
 CONV_CU = "06_conv2d/conv2d.cu"
 CONV_CPP = "06_conv2d/conv2d.cpp"

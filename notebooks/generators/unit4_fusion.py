@@ -2,14 +2,14 @@
 fused for training with batch statistics, running statistics and the full backward (exercise 09).
 
 Writes notebooks/source/unit4_fusion/unit4_fusion.ipynb:
-    python -m grader.notebooks generate unit4_fusion
+    python -m grader.notebook_release generate unit4_fusion
 
 The kernel cells are built from the regions of solutions/08_* and solutions/09_* (one source of truth);
-`python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
+`python -m grader.notebook_release check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import (SOLUTIONS, answer, checks_source, code, find_region, graded, md, new_notebook,
-                              region_cell, region_context, regions_of, setup_cell)
+from grader.notebook_authoring import (SOLUTIONS, answer, checks_source, code, find_region, graded, md, new_notebook,
+                                       region_cell, region_context, regions_of, setup_cell)
 
 EX8 = "08_conv_bn_relu_inference"
 EX9 = "09_conv_bn_relu_training"

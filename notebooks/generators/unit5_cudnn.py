@@ -2,14 +2,14 @@
 and a cache of plans.
 
 Writes notebooks/source/unit5_cudnn/unit5_cudnn.ipynb:
-    python -m grader.notebooks generate unit5_cudnn
+    python -m grader.notebook_release generate unit5_cudnn
 
 The code cells are built from the regions of solutions/10_cudnn_conv (one source of truth);
-`python -m grader.notebooks check` fails when the committed notebook differs from this file's output.
+`python -m grader.notebook_release check` fails when the committed notebook differs from this file's output.
 Never write nbgrader's region or hidden-test delimiters in prose here: nbgrader matches them anywhere.
 """
-from grader.notebooks import (answer, checks_source, code, graded, md, new_notebook, region_cell, region_context,
-                              setup_cell)
+from grader.notebook_authoring import (answer, checks_source, code, graded, md, new_notebook, region_cell,
+                                       region_context, setup_cell)
 
 EX = "10_cudnn_conv"
 CU = f"{EX}/cudnn_conv.cu"
