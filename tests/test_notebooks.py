@@ -88,6 +88,17 @@ def test_source_notebook_is_valid_and_in_sync_with_solutions(path):
     assert notebook_release.uncovered_regions(path) == []
 
 
+def test_jupytext_sources_make_the_committed_notebooks():
+    """notebooks/source/<unit>.py through the jupytext command line and the filling step gives, byte
+    for byte, the notebook that notebooks/generators/<unit>.py wrote; twice the same."""
+    need("nbformat", "jupytext")
+    first = {unit: notebook_authoring.dumps(nb) for unit, nb in notebook_authoring.notebooks().items()}
+    assert sorted(first) == notebook_release.units()
+    for unit, text in first.items():
+        assert text == (notebook_authoring.SOURCE / unit / f"{unit}.ipynb").read_text(), unit
+    assert {unit: notebook_authoring.dumps(nb) for unit, nb in notebook_authoring.notebooks().items()} == first
+
+
 def test_whole_check_passes():
     """What `python -m grader.notebook_release check` runs: also that each generator reproduces its notebook."""
     need("nbformat")
