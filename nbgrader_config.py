@@ -4,8 +4,10 @@
     nbgrader autograde unit1_scalar_kernels   grade notebooks/submitted/<student>/<unit>/ (needs a GPU)
     nbgrader generate_feedback unit1_scalar_kernels
 
-Layout, all under notebooks/ (only source/ is tracked by git):
-    source/<unit>/<unit>.ipynb      the instructor's notebooks, with solutions and hidden tests
+Layout, all under notebooks/ (git tracks source/<unit>.py and release/):
+    source/<unit>.py                the notebook's source (jupytext percent format), written by hand
+    source/<unit>/<unit>.ipynb      the instructor's notebooks, with solutions and hidden tests (generated
+                                    from source/<unit>.py by `make notebooks`)
     release/<unit>/                 what students get (solutions cleared, hidden tests removed)
     submitted/<student>/<unit>/     what they hand in; autograded/ and feedback/ the same shape
 """

@@ -22,18 +22,16 @@ fills those in: the instructor's notebook, with solutions and hidden tests, the 
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 from grader.env import REPO
-from grader.notebooks import MAGIC, NB_BEGIN, NB_END, NB_HIDDEN_BEGIN, NB_HIDDEN_END, SOLUTIONS, parse_solution_cell
+from grader.notebooks import MAGIC, NB_BEGIN, NB_END, SOLUTIONS, parse_solution_cell
 from grader.regions import find_region, regions_of
 
 NOTEBOOKS = REPO / "notebooks"
@@ -220,168 +218,4 @@ def excerpt(target: str, start: str, name: str) -> str:
     if "SOLUTION" in text:
         raise ValueError(f"{target}: the excerpt above {name} would show a region marker")
     return "```cpp\n" + text + "\n```"
-
-
-# ---------------------------------------------------------------------------------------------
-# The former generators' helpers (notebooks/generators/<unit>.py), until the sources replace them
-# ---------------------------------------------------------------------------------------------
-GENERATORS = NOTEBOOKS / "generators"
-SCHEMA_VERSION = 3
-
-
-def _nbgrader_meta(grade_id: str, *, solution=False, grade=False, locked=False, points=None) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": SCHEMA_VERSION,
-            "solution": solution}
-    if grade:
-        meta["points"] = points
-    return meta
-
-
-CONTEXT = "@@CONTEXT@@"
-
-
-def md(text: str, cell_id: str, context: str | None = None):
-    """A markdown cell; a line `@@CONTEXT@@` in `text` is replaced by `context` (e.g. region_context())."""
-    import nbformat
-
-    text = textwrap.dedent(text).strip("\n")
-    if context is not None:
-        if CONTEXT not in text:
-            raise ValueError(f"cell {cell_id}: context given but no {CONTEXT} line")
-        text = text.replace(CONTEXT, context)
-    cell = nbformat.v4.new_markdown_cell(text)
-    cell.id = cell_id
-    return cell
-
-
-def code(source: str, cell_id: str, *, locked: bool = False):
-    """A code cell; `locked` ones are read-only and restored from the instructor's copy at autograde."""
-    import nbformat
-
-    cell = nbformat.v4.new_code_cell(textwrap.dedent(source).strip("\n"))
-    cell.id = cell_id
-    if locked:
-        cell.metadata["nbgrader"] = _nbgrader_meta(cell_id, locked=True)
-        cell.metadata["editable"] = False
-        cell.metadata["deletable"] = False
-    return cell
-
-
-def answer(source: str, grade_id: str):
-    """A cell the student writes (nbgrader "solution" cell): its solution region is cleared in the release."""
-    cell = code(source, grade_id)
-    cell.metadata["nbgrader"] = _nbgrader_meta(grade_id, solution=True)
-    return cell
-
-
-def graded(source: str, grade_id: str, points: float):
-    """An autograder test cell: read-only, worth `points`."""
-    cell = code(source, grade_id)
-    cell.metadata["nbgrader"] = _nbgrader_meta(grade_id, grade=True, locked=True, points=points)
-    cell.metadata["editable"] = False
-    cell.metadata["deletable"] = False
-    return cell
-
-
-def setup_cell(unit: str):
-    """The locked first code cell of every unit: find the repository, set up CUDA, make the Course."""
-    return code(f"""
-        import os
-        import sys
-        from pathlib import Path
-
-        # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-        # find the course repository above it and import the grader from there.
-        ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-
-        from grader import env
-
-        env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
-
-        import torch
-        import torch.nn.functional as F
-
-        from grader import notebooks as nb
-
-        course = nb.Course("{unit}")  # also defines the %%solution cell magic
-        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
-        print(f"torch {{torch.__version__}}; GPU: {{gpu}}")
-        print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")
-        """, "setup", locked=True)
-
-
-def checks_source(exercise: str, group: str, visible: list[str]) -> str:
-    """A graded cell's code: a few of the group's checks shown, all of them run as hidden tests."""
-    shown = ",\n    ".join(f'"{n}"' for n in visible)
-    return (
-        f"# {exercise} {group}: the grader's own checks. Shown here: a few cases; at grading, every {group} check.\n"
-        f'course.check("{group}", "{exercise}", only=[\n    {shown},\n])\n'
-        f"### {NB_HIDDEN_BEGIN}\n"
-        f'course.check("{group}", "{exercise}")\n'
-        f"### {NB_HIDDEN_END}"
-    )
-
-
-def performance_source(exercise: str) -> str:
-    return (
-        "# performance: the points earned are this cell's result (nbgrader's partial credit)\n"
-        f'course.performance("{exercise}")'
-    )
-
-
-def region_cell(target: str, name: str, grade_id: str):
-    """The `%%solution` cell for one region of solutions/<target>, built from that region."""
-    exercise, file = target.split("/", 1)
-    region = find_region(SOLUTIONS / exercise / file, name)
-    lines = region.teaching_lines()
-    todo = [l for l in lines if l.strip().startswith(f"{region.prefix} TODO")]
-    rest = lines[len(todo):]
-    if lines[: len(todo)] != todo:
-        raise ValueError(f"{target} {name}: TODO lines must open the region")
-    source = "\n".join([f"{MAGIC} {target} {name}", *todo, f"### {NB_BEGIN}", *rest, f"### {NB_END}"])
-    return answer(source, grade_id)
-
-
-def new_notebook(cells: list):
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = cells
-    nb.metadata = {
-        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    }
-    return nb
-
-
-def generator_of(unit: str) -> Path | None:
-    path = GENERATORS / f"{unit}.py"
-    return path if path.exists() else None
-
-
-def generated(unit: str):
-    """The notebook that notebooks/generators/<unit>.py builds."""
-    path = generator_of(unit)
-    spec = importlib.util.spec_from_file_location(f"course_notebook_generator_{unit}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.build()
-
-
-def generate(selected: list[str] | None = None) -> list[Path]:
-    import nbformat
-
-    written = []
-    names = selected or sorted(p.stem for p in GENERATORS.glob("*.py") if not p.name.startswith("_"))
-    for unit in names:
-        nb = generated(unit)
-        nbformat.validate(nb)
-        out = SOURCE / unit / f"{unit}.ipynb"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(dumps(nb))
-        written.append(out)
-    return written
-
 

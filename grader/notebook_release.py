@@ -1,51 +1,66 @@
 """Check and release the nbgrader course's notebooks (`make notebooks`).
 
-    python -m grader.notebook_release release [UNIT ...] [--root DIR]   nbgrader generate_assignment into
-                                                                        notebooks/release
-    python -m grader.notebook_release check [UNIT ...]                  notebooks valid, in sync with
-                                                                        solutions/ and their generators
-    python -m grader.notebook_release generate [UNIT ...]               rewrite notebooks/source/<unit>/<unit>.ipynb
-                                                                        from notebooks/generators/<unit>.py
+    python -m grader.notebook_release release [UNIT ...] [--root DIR]   the instructor's notebooks from
+        notebooks/source/<unit>.py into notebooks/source/<unit>/, then nbgrader generate_assignment into
+        notebooks/release/<unit>/ (committed: the student notebooks, which open in Colab from GitHub)
+    python -m grader.notebook_release release --check                   exit 1 when notebooks/release/
+        differs from what `release` writes
+    python -m grader.notebook_release check [UNIT ...]                  the instructor's notebooks valid and
+        in sync with solutions/
+    python -m grader.notebook_release generate [UNIT ...]               only write the instructor's notebooks,
+        notebooks/source/<unit>/<unit>.ipynb (not tracked), e.g. to run them in Jupyter
 
-`check` (and tests/test_notebooks.py) require every `%%solution` cell to hold exactly its region's TODO
-and code lines, and every region of an exercise a notebook builds to have its cell. `release` refuses
-to run while `check` fails, and fails when a released notebook still holds solution code or hidden tests.
+`check` (and tests/test_notebooks.py) require sane nbgrader metadata, every `%%solution` cell to hold
+exactly its region's TODO and code lines, and every region of an exercise a notebook builds to have its
+cell. `release` refuses to run while `check` fails, and fails when a released notebook still holds
+solution code or hidden tests.
 """
 from __future__ import annotations
 
 import argparse
+import filecmp
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from grader import notebook_authoring as authoring
 from grader.env import REPO
-from grader.notebook_authoring import NOTEBOOKS, SCHEMA_VERSION, SOURCE, dumps, generate, generated, generator_of
 from grader.notebooks import (EXERCISES, MAGIC, NB_BEGIN, NB_END, NB_HIDDEN_BEGIN, NB_HIDDEN_END, SOLUTIONS,
                               parse_solution_cell)
 from grader.regions import COMMENT, find_region, regions_of
 
+NOTEBOOKS = authoring.NOTEBOOKS
+SOURCE = authoring.SOURCE
 RELEASE = NOTEBOOKS / "release"
+SCHEMA_VERSION = 3
 
 
-def units(root: Path = SOURCE) -> list[str]:
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) if root.exists() else []
+def units() -> list[str]:
+    return authoring.units()
 
 
-def notebooks_of(unit: str, root: Path = SOURCE) -> list[Path]:
-    return sorted((root / unit).glob("*.ipynb"))
+def _read(notebook):
+    """A notebook from a path, or the notebook itself."""
+    import nbformat
+
+    return nbformat.read(notebook, as_version=4) if isinstance(notebook, (str, Path)) else notebook
 
 
-def check_notebook(path: Path) -> list[str]:
-    """Problems with one source notebook: format, nbgrader metadata, regions against solutions/."""
+def check_notebook(notebook, name: str | None = None) -> list[str]:
+    """Problems with one notebook (a path, or a notebook named `name`): format, nbgrader metadata,
+    regions against solutions/."""
     import nbformat
 
     problems = []
-    rel = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+    if isinstance(notebook, (str, Path)):
+        path = Path(notebook)
+        name = name or str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+    rel = name or "notebook"
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = _read(notebook)
         nbformat.validate(nb)
     except Exception as e:
         return [f"{rel}: not a valid notebook: {e}"]
@@ -109,12 +124,10 @@ def _diff(expected: list[str], actual: list[str]) -> str:
     return "\n".join(difflib.unified_diff(expected, actual, "solutions/", "notebook", lineterm="", n=1))
 
 
-def uncovered_regions(path: Path) -> list[str]:
-    """Regions of the exercises a notebook builds that it has no `%%solution` cell for: its build
-    would silently keep the student copy's stub there."""
-    import nbformat
-
-    cells = [parse_solution_cell(c.source) for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+def uncovered_regions(notebook) -> list[str]:
+    """Regions of the exercises a notebook (or its path) builds that it has no `%%solution` cell for:
+    its build would silently keep the student copy's stub there."""
+    cells = [parse_solution_cell(c.source) for c in _read(notebook).cells if c.cell_type == "code"]
     cells = [c for c in cells if c]
     have = {(c.exercise, c.file, c.name) for c in cells}
     missing = []
@@ -127,40 +140,36 @@ def uncovered_regions(path: Path) -> list[str]:
     return missing
 
 
-def check(selected: list[str] | None = None) -> list[str]:
+def check(selected: list[str] | None = None, notebooks: dict | None = None) -> list[str]:
+    """Problems with the instructor's notebooks of these units (default all), generated here unless given."""
+    if not units():
+        return [f"no notebook sources notebooks/source/<unit>.py under {SOURCE.relative_to(REPO)}"]
     problems = []
-    found = units()
-    if not found:
-        problems.append(f"no notebooks under {SOURCE.relative_to(REPO)}")
-    for unit in selected or found:
-        for path in notebooks_of(unit):
-            problems += check_notebook(path)
-            rel = path.relative_to(REPO)
-            problems += [f"{rel}: no {MAGIC} cell for the region {m}" for m in uncovered_regions(path)]
-        if generator_of(unit):
-            expected = dumps(generated(unit))
-            path = SOURCE / unit / f"{unit}.ipynb"
-            if not path.exists() or path.read_text() != expected:
-                problems.append(f"{path.relative_to(REPO)} differs from what notebooks/generators/{unit}.py "
-                                f"writes: run `python -m grader.notebook_release generate {unit}`")
+    for unit, nb in (notebooks or authoring.notebooks(selected)).items():
+        name = f"notebooks/source/{unit}.py"
+        problems += check_notebook(nb, name)
+        problems += [f"{name}: no {MAGIC} cell for the region {m}" for m in uncovered_regions(nb)]
     return problems
 
 
 def release(selected: list[str] | None = None, root: Path = NOTEBOOKS) -> list[Path]:
-    """Run nbgrader generate_assignment for each unit; return the released notebooks.
+    """Write the instructor's notebooks into root/source/<unit>/ and run nbgrader generate_assignment
+    for each unit into root/release/<unit>/; return the released notebooks. Raises, before nbgrader
+    runs, when `check` finds problems.
 
-    With another `root`, the units' sources are copied to root/source first (tests use a temporary
-    course directory so they never touch notebooks/ or its gradebook).
+    With another `root` (tests use a temporary course directory), notebooks/ and its gradebook are
+    not touched.
     """
     root = Path(root).resolve()
-    if root != NOTEBOOKS.resolve():
-        for unit in selected or units():
-            dst = root / "source" / unit
-            if dst.exists():
-                shutil.rmtree(dst)
-            shutil.copytree(SOURCE / unit, dst, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    notebooks = authoring.notebooks(selected)
+    problems = check(notebooks=notebooks)
+    if problems:
+        raise ReleaseError("\n".join(problems))
     out = []
-    for unit in selected or units(root / "source"):
+    for unit, nb in notebooks.items():
+        source = root / "source" / unit / f"{unit}.ipynb"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(authoring.dumps(nb))
         proc = run_nbgrader(["generate_assignment", unit, "--force"], root)
         released = sorted((root / "release" / unit).glob("*.ipynb"))
         if not released:
@@ -171,6 +180,31 @@ def release(selected: list[str] | None = None, root: Path = NOTEBOOKS) -> list[P
                 raise RuntimeError(f"{path}: the release still contains:\n" + "\n".join(leaks))
         out += released
     return out
+
+
+class ReleaseError(RuntimeError):
+    """`check` found problems: nothing was released."""
+
+
+def release_differences(released: Path) -> list[str]:
+    """How notebooks/release/ differs from a release made in course directory `released`'s parent
+    (its release/ folder): missing, extra or different files."""
+    problems = []
+    expected = {p.relative_to(released) for p in released.rglob("*") if p.is_file()}
+    actual = {p.relative_to(RELEASE) for p in RELEASE.rglob("*")
+              if p.is_file() and ".ipynb_checkpoints" not in p.parts} if RELEASE.exists() else set()
+    problems += [f"missing: notebooks/release/{p}" for p in sorted(expected - actual)]
+    problems += [f"not made by the release: notebooks/release/{p}" for p in sorted(actual - expected)]
+    problems += [f"differs from what nbgrader releases: notebooks/release/{p}" for p in sorted(expected & actual)
+                 if not filecmp.cmp(released / p, RELEASE / p, shallow=False)]
+    return problems
+
+
+def check_release() -> list[str]:
+    """Release every unit into a temporary course directory and compare with notebooks/release/."""
+    with tempfile.TemporaryDirectory() as tmp:
+        release(root=Path(tmp))
+        return release_differences(Path(tmp) / "release")
 
 
 def run_nbgrader(args: list[str], root: Path = NOTEBOOKS, env: dict[str, str] | None = None):
@@ -233,9 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     p_release.add_argument("units", nargs="*")
     p_release.add_argument("--root", type=Path, default=NOTEBOOKS,
                            help="nbgrader course directory (default notebooks/)")
-    p_check = sub.add_parser("check", help="notebooks valid and in sync with solutions/ and their generators")
+    p_release.add_argument("--check", action="store_true",
+                           help="only report how notebooks/release/ differs from a fresh release")
+    p_check = sub.add_parser("check", help="the instructor's notebooks valid and in sync with solutions/")
     p_check.add_argument("units", nargs="*")
-    p_gen = sub.add_parser("generate", help="rewrite source notebooks from notebooks/generators/")
+    p_gen = sub.add_parser("generate", help="write the instructor's notebooks into notebooks/source/<unit>/")
     p_gen.add_argument("units", nargs="*")
     args = parser.parse_args(argv)
     if args.command == "check":
@@ -245,16 +281,23 @@ def main(argv: list[str] | None = None) -> int:
         print("notebooks: ok" if not problems else f"notebooks: {len(problems)} problem(s)")
         return 1 if problems else 0
     if args.command == "generate":
-        for path in generate(args.units):
+        for path in authoring.write(args.units):
             print(f"wrote {path.relative_to(REPO)}")
         return 0
-    problems = check(args.units)
-    if problems:
-        print("\n".join(problems))
+    if args.check:
+        problems = check_release()
+        print("\n".join(problems) if problems else "notebooks/release/ is what nbgrader releases")
+        if problems:
+            print("run `make notebooks` to release again")
+        return 1 if problems else 0
+    try:
+        released = release(args.units, args.root)
+    except ReleaseError as e:
+        print(e)
         print("fix these first (python -m grader.notebook_release check)")
         return 1
-    for path in release(args.units, args.root):
-        print(f"released {path}")
+    for path in released:
+        print(f"released {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
     return 0
 
 
