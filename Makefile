@@ -17,9 +17,10 @@
 #                                   TESTS=tests/test_classroom.py runs one file)
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
 #                                   (PUBLISH=1: into docs/results/<gpu>/ and the README's table)
-#   make exercises                  regenerate exercises/ and the notebooks from solutions/ (FORCE=1 to
-#                                   overwrite edits in exercises/)
-#   make notebooks                  the nbgrader student release of the notebooks
+#   make exercises                  regenerate exercises/ and the student notebooks from solutions/
+#                                   (FORCE=1 to overwrite edits in exercises/)
+#   make notebooks                  the notebooks from notebooks/source/<unit>.py (jupytext), and their
+#                                   nbgrader student release, notebooks/release/ (committed)
 #   make clean                      remove builds and reports
 
 TARGET ?= exercises
@@ -73,12 +74,14 @@ test:
 bench:
 	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX)) $(if $(PUBLISH),--publish)
 
-# the student copies and the notebooks both hold the solutions' regions: regenerate both
+# the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
+# regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) && $$py -m grader.notebooks generate
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) && $$py -m grader.notebook_release release
 
 notebooks:
-	@$(PY) $$py -m grader.notebooks release
+	@$(PY) $$py -m grader.notebook_release release
 
+# notebooks/release/ is tracked; the instructor's notebooks, notebooks/source/<unit>/, are generated
 clean:
-	rm -rf .build grade-report bench-report notebooks/release notebooks/gradebook.db
+	rm -rf .build grade-report bench-report notebooks/source/*/ notebooks/gradebook.db

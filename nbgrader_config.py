@@ -1,11 +1,13 @@
 """nbgrader configuration of the course: run nbgrader from the repository root.
 
-    python -m grader.notebooks release        (make notebooks) the student release, notebooks/release/
+    python -m grader.notebook_release release (make notebooks) the student release, notebooks/release/
     nbgrader autograde unit1_scalar_kernels   grade notebooks/submitted/<student>/<unit>/ (needs a GPU)
     nbgrader generate_feedback unit1_scalar_kernels
 
-Layout, all under notebooks/ (only source/ is tracked by git):
-    source/<unit>/<unit>.ipynb      the instructor's notebooks, with solutions and hidden tests
+Layout, all under notebooks/ (git tracks source/<unit>.py and release/):
+    source/<unit>.py                the notebook's source (jupytext percent format), written by hand
+    source/<unit>/<unit>.ipynb      the instructor's notebooks, with solutions and hidden tests (generated
+                                    from source/<unit>.py by `make notebooks`)
     release/<unit>/                 what students get (solutions cleared, hidden tests removed)
     submitted/<student>/<unit>/     what they hand in; autograded/ and feedback/ the same shape
 """
@@ -18,7 +20,7 @@ from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from grader.notebooks import HideHiddenTestsInTracebacks  # noqa: E402
+from grader.nbgrader_feedback import HideHiddenTestsInTracebacks  # noqa: E402
 
 c = get_config()  # noqa: F821 (defined by traitlets when it loads this file)
 

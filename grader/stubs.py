@@ -20,67 +20,40 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from grader import regions
 from grader.env import REPO
+from grader.regions import COMMENT, RegionError
 
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
 
-COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#"}
-BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 GENERATED_NOTE = "GENERATED from solutions/{rel} by `make exercises`: edit only inside the BEGIN/END SOLUTION regions."
 SKIP = {"__pycache__", ".ipynb_checkpoints"}
-
-
-class RegionError(ValueError):
-    pass
-
-
-def _marker(line: str, prefix: str) -> str | None:
-    """BEGIN or END when the line is a marker comment, else None."""
-    m = re.match(rf"\s*{re.escape(prefix)}+\s*(BEGIN SOLUTION|END SOLUTION)\s*$", line)
-    return m.group(1) if m else None
-
-
-def _is_code(line: str, prefix: str) -> bool:
-    s = line.strip()
-    return bool(s) and not s.startswith(prefix)
 
 
 def stub_text(text: str, suffix: str, where: str) -> str:
     """The student version of one source file's text."""
     prefix = COMMENT[suffix]
+    lines = text.splitlines(keepends=True)
     out: list[str] = []
-    region: list[str] | None = None
-    begin_line = 0
-    indent = ""
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
-        marker = _marker(line, prefix)
-        if marker == BEGIN:
-            if region is not None:
-                raise RegionError(f"{where}:{number}: nested {BEGIN} (the region opened at line {begin_line} is not closed)")
-            region, begin_line = [], number
-            indent = line[: len(line) - len(line.lstrip())]
-            out.append(line)
-        elif marker == END:
-            if region is None:
-                raise RegionError(f"{where}:{number}: {END} without a {BEGIN}")
-            out.extend(_stub_region(region, prefix, indent, where, begin_line))
-            out.append(line)
-            region = None
-        elif region is not None:
-            region.append(line)
-        else:
-            out.append(line)
-    if region is not None:
-        raise RegionError(f"{where}:{begin_line}: {BEGIN} is never closed by {END}")
+    last = 0
+    for begin, end in regions.spans(lines, prefix, where):
+        out += lines[last : begin + 1]
+        out += _stub_region(lines[begin + 1 : end], prefix, regions.indent_of(lines[begin]), where, begin + 1)
+        last = end
+    out += lines[last:]
     return "".join(out)
+
+
+def _is_code(line: str, prefix: str) -> bool:
+    s = line.strip()
+    return bool(s) and not s.startswith(prefix)
 
 
 def _stub_region(lines: list[str], prefix: str, indent: str, where: str, begin_line: int) -> list[str]:

@@ -17,6 +17,9 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   nbgrader==0.9.6 nbformat==5.11.1 nbclient==0.11.0 nbconvert==7.17.2 ipykernel==7.4.0
   jupyter_client==8.10.0 jupyter_core==5.9.1 jupyter_server==2.21.1 traitlets==5.16.1 submitit==1.5.4
+  # jupytext (a unit's notebook from notebooks/source/<unit>.py): its declared requirements, pyyaml being in
+  # the image; not yet tried on that machine
+  jupytext==1.19.6 markdown_it_py==4.3.0 mdit_py_plugins==0.7.0 mdurl==0.1.2
   # nbgrader: the gradebook and its migrations, fuzzy matching
   alembic==1.20.1 mako==1.4.3 sqlalchemy==2.1.9 rapidfuzz==3.14.6
   # nbformat, nbconvert

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import env
+from grader import env, notebook_authoring
 from grader.classroom import grade_class, worker_devices
 from grader.env import visible_gpus
 from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script, slices
@@ -19,7 +19,6 @@ from tests.known_wrong import all_variants
 
 UNIT1 = ["01_leaky_relu", "02_elu"]
 STUDENTS = ("alice", "bob", "carol", "dave")
-NOTEBOOK = SOLUTIONS.parent / "notebooks" / "source" / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +33,8 @@ def classroom(tmp_path_factory):
     broken.materialize(subs / "carol" / "exercises")
     shutil.copytree(SOLUTIONS / "02_elu", subs / "carol" / "exercises" / "02_elu")
     (subs / "dave").mkdir()  # dave: the unit-1 notebook, answered (it covers 01 only)
-    shutil.copy(NOTEBOOK, subs / "dave" / NOTEBOOK.name)
+    (notebook,) = notebook_authoring.write(["unit1_scalar_kernels"], root / "notebooks")  # the instructor's
+    shutil.copy(notebook, subs / "dave" / notebook.name)
     out = root / "gradebook"
     results = grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS)
     return subs, out, results

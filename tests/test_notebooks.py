@@ -2,8 +2,10 @@
 or hidden tests, and runnable end to end on a CPU (their GPU cells skip and say why); on a GPU,
 autograded by real nbgrader: the solutions earn every point, the releases none.
 
-Generic over units: every notebooks/source/<unit>/*.ipynb is checked. Tests that need nbgrader or
-nbclient skip, with the reason, where those are not installed (the GPU machine may lack them).
+Generic over units: the notebook of every notebooks/source/<unit>.py is generated (jupytext and the
+filling step, into a temporary folder) and checked, and the committed student release,
+notebooks/release/, must be what nbgrader makes of them. Tests that need nbgrader, jupytext or nbclient
+skip, with the reason, where those are not installed (the GPU machine may lack them).
 """
 from __future__ import annotations
 
@@ -20,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from grader import notebook_authoring, notebook_prebuild, notebook_release
 from grader import notebooks as nb
+from grader import regions
 
-NOTEBOOKS = [p for unit in nb.units() for p in nb.notebooks_of(unit)]
-IDS = [p.parent.name for p in NOTEBOOKS]
+UNITS = notebook_authoring.units()
 
 
 def need(*modules: str) -> None:
@@ -39,27 +42,118 @@ def read(path: Path):
     return nbformat.read(path, as_version=4)
 
 
-def test_there_are_source_notebooks():
-    assert NOTEBOOKS, f"no notebooks under {nb.SOURCE}"
-    assert "unit1_scalar_kernels" in nb.units()
-    generators = {p.stem for p in nb.GENERATORS.glob("*.py") if not p.name.startswith("_")}
-    assert generators - set(nb.units()) == set(), "a generator whose notebook was never generated"
+@pytest.fixture(scope="module")
+def sources(inside_repo) -> dict[str, Path]:
+    """unit -> the instructor's notebook generated from notebooks/source/<unit>.py, in a folder inside
+    the repository (the notebook finds the grader above it), never in notebooks/ (other test runs may
+    share the tree)."""
+    need("nbformat", "jupytext")
+    return {p.parent.name: p for p in notebook_authoring.write(root=inside_repo("source"))}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.fixture(params=UNITS)
+def path(request, sources) -> Path:
+    """Each unit's instructor notebook in turn."""
+    return sources[request.param]
+
+
+def test_there_are_source_notebooks(sources):
+    assert "unit1_scalar_kernels" in UNITS
+    assert sorted(sources) == UNITS == notebook_release.units()
+    assert sorted(p.parent.name for p in notebook_release.RELEASE.glob("*/*.ipynb")) == UNITS, \
+        "every unit's student notebook is committed under notebooks/release/ (make notebooks)"
+
+
+NOTEBOOK_MODULES = ("regions", "notebooks", "notebook_authoring", "notebook_release", "notebook_prebuild",
+                    "nbgrader_feedback", "stubs")
+
+
+def grader_imports(module: str) -> set[str]:
+    """The grader modules that grader/<module>.py imports, at any depth of its code."""
+    tree = ast.parse((Path(nb.REPO) / "grader" / f"{module}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "grader":
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+    return found
+
+
+def test_notebook_modules_build_on_the_runtime_without_a_cycle():
+    """One job per module: grader/notebooks.py is the runtime the notebooks import and needs only the
+    region parser; authoring, release, prebuild and feedback build on it, and no import goes round."""
+    graph = {m: grader_imports(m) & set(NOTEBOOK_MODULES) for m in NOTEBOOK_MODULES}
+    assert graph["regions"] == set() and graph["notebooks"] == {"regions"}
+
+    def reach(start: str, seen: set[str]) -> set[str]:
+        for m in graph[start] - seen:
+            seen.add(m)
+            reach(m, seen)
+        return seen
+
+    assert [m for m in graph if m in reach(m, set())] == []
+
+
 def test_source_notebook_is_valid_and_in_sync_with_solutions(path):
     need("nbformat")
-    assert nb.check_notebook(path) == []
-    assert nb.uncovered_regions(path) == []
+    assert notebook_release.check_notebook(path) == []
+    assert notebook_release.uncovered_regions(path) == []
+
+
+def test_generation_is_deterministic(sources):
+    """Two runs of jupytext and the filling step write the same bytes (the release is committed)."""
+    again = notebook_authoring.notebooks()
+    for unit, path in sources.items():
+        assert notebook_authoring.dumps(again[unit]) == path.read_text(), unit
+
+
+def test_filling_names_every_cell_and_refuses_what_it_cannot_fill():
+    """A cell is named by id= or its grade_id; a %%solution cell gets its region from solutions/ and
+    may hold nothing else; an unknown directive is an error, not text for the students."""
+    need("nbformat")
+    import nbformat
+
+    def notebook(*cells):
+        return nbformat.v4.new_notebook(cells=list(cells))
+
+    solution = nbformat.v4.new_code_cell(f"{nb.MAGIC} 01_leaky_relu/leaky_relu.cu leaky_relu_kernel",
+                                         metadata={"nbgrader": {"grade_id": "kernel", "solution": True}})
+    context = nbformat.v4.new_markdown_cell("Given:\n\n@@context 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@",
+                                            metadata={"id": "given"})
+    setup = nbformat.v4.new_code_cell(notebook_authoring.SETUP_DIRECTIVE, metadata={"id": "setup"})
+    filled = notebook(solution, context, setup)
+    notebook_authoring.fill(filled, "unit9_test")
+    assert [c.id for c in filled.cells] == ["kernel", "given", "setup"]
+    assert "id" not in filled.cells[1].metadata
+    region = regions.find_region(nb.SOLUTIONS / "01_leaky_relu" / "leaky_relu.cu", "leaky_relu_kernel")
+    assert filled.cells[0].source.splitlines()[1:] == [*region.teaching_lines()[:len(region.todo)], f"### {nb.NB_BEGIN}",
+                                                      *region.teaching_lines()[len(region.todo):], f"### {nb.NB_END}"]
+    assert filled.cells[1].source.startswith("Given:\n\n```cpp\n") and "your code (the cell below)" in filled.cells[1].source
+    assert 'nb.Course("unit9_test")' in filled.cells[2].source
+
+    with pytest.raises(notebook_authoring.AuthoringError, match="no name"):
+        notebook_authoring.fill(notebook(nbformat.v4.new_markdown_cell("text")), "unit9_test")
+    with_body = nbformat.v4.new_code_cell(solution.source + "\nint x;", metadata={"id": "x"})
+    with pytest.raises(notebook_authoring.AuthoringError, match="first line only"):
+        notebook_authoring.fill(notebook(with_body), "unit9_test")
+    typo = nbformat.v4.new_markdown_cell("@@contxt 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@", metadata={"id": "x"})
+    with pytest.raises(notebook_authoring.AuthoringError, match="directive"):
+        notebook_authoring.fill(notebook(typo), "unit9_test")
+    missing = nbformat.v4.new_markdown_cell("@@context 01_leaky_relu/leaky_relu.cu no_such_function@@",
+                                            metadata={"id": "x"})
+    with pytest.raises(notebook_authoring.AuthoringError, match="no_such_function"):
+        notebook_authoring.fill(notebook(missing), "unit9_test")
 
 
 def test_whole_check_passes():
-    """What `python -m grader.notebooks check` runs: also that each generator reproduces its notebook."""
+    """What `python -m grader.notebook_release check` runs (and `make notebooks` first)."""
     need("nbformat")
-    assert nb.check() == []
+    assert notebook_release.check() == []
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_graded_cells_carry_points_and_hidden_tests_stay_in_them(path):
     notebook = read(path)
     graded = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade")]
@@ -71,12 +165,11 @@ def test_graded_cells_carry_points_and_hidden_tests_stay_in_them(path):
     assert answers and all(nb.NB_BEGIN in c.source for c in answers)
 
 
-def graded_calls(source: str) -> list[nb.CourseCall]:
+def graded_calls(source: str) -> list[notebook_prebuild.CourseCall]:
     """The course.check / course.performance calls of a cell (the calls that award points)."""
-    return [c for c in nb.course_calls(source) if c.method in ("check", "performance")]
+    return [c for c in notebook_prebuild.course_calls(source) if c.method in ("check", "performance")]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_graded_cells_run_real_checks_for_the_specs_points(path):
     """Each GPU-graded cell grades one group of one exercise: the visible cases it names exist in the
     grader's spec (without a GPU the checks skip before they would notice a typo), its hidden part runs
@@ -113,7 +206,6 @@ def test_graded_cells_run_real_checks_for_the_specs_points(path):
     assert sorted(graded_groups) == expected
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(path):
     """A graded cell builds the `%%solution` cells above it: one that checks its exercise before all of
     that exercise's cells are written runs on the student copy's stubs ("not implemented yet") in the
@@ -139,12 +231,12 @@ def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(pa
                     f"{grade_id(cell)} checks {what} before all of its exercise's cells are written"
 
 
-def test_sync_check_catches_an_edited_region(tmp_path):
+def test_sync_check_catches_an_edited_region(tmp_path, sources):
     """The one-source-of-truth test is not vacuous: change one line of kernel code and it fails."""
     need("nbformat")
     import nbformat
 
-    path = nb.SOURCE / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
+    path = sources["unit1_scalar_kernels"]
     notebook = read(path)
     first_line = f"{nb.MAGIC} 01_leaky_relu/leaky_relu.cu leaky_relu_kernel"
     cell = next(c for c in notebook.cells if c.source.splitlines()[0:1] == [first_line])
@@ -152,12 +244,11 @@ def test_sync_check_catches_an_edited_region(tmp_path):
     cell.source = cell.source.replace("int64_t(gridDim.x) * blockDim.x", "gridDim.x * blockDim.x")
     edited = tmp_path / path.name
     nbformat.write(notebook, edited)
-    problems = nb.check_notebook(edited)
+    problems = notebook_release.check_notebook(edited)
     assert len(problems) == 1 and "differs from the region in solutions/01_leaky_relu/leaky_relu.cu" in problems[0]
     assert "gridDim.x * blockDim.x" in problems[0]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_notebook_cells_assemble_into_the_solution(path):
     """Course.build() compiles the exercise folder with the notebook's cells in its regions: in the
     source notebook, that must be the reference solution's code, region by region."""
@@ -169,10 +260,10 @@ def test_notebook_cells_assemble_into_the_solution(path):
     for exercise in exercises:
         folder = course.assemble(exercise)
         for solution in sorted((nb.SOLUTIONS / exercise).iterdir()):
-            if solution.suffix not in nb.COMMENT:
+            if solution.suffix not in regions.COMMENT:
                 continue
-            built = nb.regions_of(folder / solution.name)
-            expected = nb.regions_of(solution)
+            built = regions.regions_of(folder / solution.name)
+            expected = regions.regions_of(solution)
             assert [r.name for r in built] == [r.name for r in expected]
             for b, e in zip(built, expected):
                 code = lambda r: [l.strip() for l in r.teaching_lines() if l.strip()]  # noqa: E731
@@ -217,15 +308,15 @@ def test_heavy_cells_skip_under_validate_and_autograde_needs_a_gpu(monkeypatch):
         course.performance("01_leaky_relu")
 
 
-def test_prebuild_plans_every_state_a_notebook_builds():
+def test_prebuild_plans_every_state_a_notebook_builds(sources):
     """Unit 2 checks kernel 1 of 05 before kernels 2 to 4 are written: running it builds 05 once per
     state, and its speed cells load the reference solutions. `prebuild` must build all of them."""
-    folders = nb.builds_of(nb.SOURCE / "unit2_2d_grids" / "unit2_2d_grids.ipynb")
+    folders = notebook_prebuild.builds_of(sources["unit2_2d_grids"])
     states = [f for f in folders if f.name == "05_matmul" and f.parent.parent == nb.BUILD_ROOT / "notebooks"]
     assert len(states) == 5, folders  # one more for kernel 4
     assert {nb.SOLUTIONS / ex for ex in ("03_transpose", "04_stencil2d", "05_matmul")} <= set(folders)
     def code(path):
-        return [[l.strip() for l in r.teaching_lines() if l.strip()] for r in nb.regions_of(path)]
+        return [[l.strip() for l in r.teaching_lines() if l.strip()] for r in regions.regions_of(path)]
 
     assert code(states[-1] / "matmul.cu") == code(nb.SOLUTIONS / "05_matmul" / "matmul.cu")  # all written by then
     assert code(states[0] / "matmul.cu") != code(nb.SOLUTIONS / "05_matmul" / "matmul.cu")
@@ -234,11 +325,11 @@ def test_prebuild_plans_every_state_a_notebook_builds():
 def test_prebuild_plans_the_student_copy_for_an_unanswered_release(released):
     _, paths = released
     path = next(p for p in paths if p.parent.name == "unit3_convolution")
-    built = [f for f in nb.builds_of(path) if f.parent.parent == nb.BUILD_ROOT / "notebooks"]
+    built = [f for f in notebook_prebuild.builds_of(path) if f.parent.parent == nb.BUILD_ROOT / "notebooks"]
     assert sorted(f.name for f in built) == ["06_conv2d", "07_conv_transpose2d"]  # one state each: nothing answered
     for folder in built:
         for f in (nb.EXERCISES / folder.name).iterdir():
-            if f.is_file() and f.suffix in nb.COMMENT:
+            if f.is_file() and f.suffix in regions.COMMENT:
                 assert (folder / f.name).read_text() == f.read_text(), f
 
 
@@ -263,21 +354,28 @@ def inside_repo():
 def released(tmp_path_factory):
     need("nbgrader", "nbformat")
     root = tmp_path_factory.mktemp("course")
-    return root, nb.release(root=root)
+    return root, notebook_release.release(root=root)
 
 
 def test_generate_assignment_produces_the_release(released):
     root, paths = released
-    assert {p.parent.name for p in paths} == set(nb.units())
+    assert {p.parent.name for p in paths} == set(notebook_release.units())
     assert (root / "gradebook.db").exists()  # nbgrader's own gradebook, in the temporary course only
     assert not list((root / "release").rglob("*.so"))
+
+
+def test_committed_release_is_what_nbgrader_makes(released):
+    """notebooks/release/ (committed, so that a student notebook opens in Colab from GitHub) is, byte
+    for byte, what nbgrader releases from notebooks/source/ now: `make notebooks` after any change."""
+    root, _ = released
+    assert notebook_release.release_differences(root / "release") == []
 
 
 def test_release_has_no_solution_code_and_no_hidden_tests(released):
     root, paths = released
     for path in paths:
-        assert nb.release_leaks(path) == []
-        source = read(nb.SOURCE / path.parent.name / path.name)
+        assert notebook_release.release_leaks(path) == []
+        source = read(root / "source" / path.parent.name / path.name)
         release = read(path)
         assert len(source.cells) == len(release.cells)
         for src, rel in zip(source.cells, release.cells):
@@ -300,7 +398,7 @@ def test_release_sync_check_still_passes(released):
     """The release's `%%solution` cells still name real regions of exercises/."""
     root, paths = released
     for path in paths:
-        problems = [p for p in nb.check_notebook(path) if "does not exist" in p or "has no solution region" in p]
+        problems = [p for p in notebook_release.check_notebook(path) if "does not exist" in p or "has no solution region" in p]
         assert problems == []
 
 
@@ -323,7 +421,6 @@ def outputs_text(cell) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_source_notebook_runs_on_cpu_and_gpu_cells_skip(path, monkeypatch):
     notebook = execute(path, monkeypatch)  # raises CellExecutionError on any error
     code = [c for c in notebook.cells if c.cell_type == "code"]
@@ -347,7 +444,7 @@ def cpu_graded(notebook) -> list[str]:
             if c.metadata.get("nbgrader", {}).get("grade") and "course." not in c.source]
 
 
-@pytest.mark.parametrize("unit", nb.units())
+@pytest.mark.parametrize("unit", notebook_release.units())
 def test_release_notebook_runs_on_cpu_and_fails_the_cpu_graded_cell(unit, released, monkeypatch, inside_repo):
     """The student's copy runs too: the CPU-graded warm-ups fail (no answer yet), the %%solution
     cells say they are not written yet, nothing else errors."""
@@ -364,13 +461,13 @@ def test_release_notebook_runs_on_cpu_and_fails_the_cpu_graded_cell(unit, releas
 
 
 @pytest.mark.slow
-def test_notebook_build_compiles_and_loads_on_cpu():
+def test_notebook_build_compiles_and_loads_on_cpu(sources):
     """Course.build(): the assembled folder compiles with the grader's build, under a namespace of its
     own, and a CPU tensor reaches the op's own input check."""
     need("nbformat")
     import torch
 
-    path = nb.SOURCE / "unit1_scalar_kernels" / "unit1_scalar_kernels.ipynb"
+    path = sources["unit1_scalar_kernels"]
     course = nb.Course("unit1_scalar_kernels", seed=1, quiet=True)
     course.record_notebook(path)
     module = course.build("01_leaky_relu")
@@ -391,8 +488,8 @@ def submit(root: Path, unit: str, student: str, notebook: Path) -> None:
 
 def autograde(root: Path, unit: str, env: dict[str, str]) -> None:
     """Real nbgrader: autograde every submission of `unit`, then write its feedback."""
-    nb.run_nbgrader(["autograde", unit, "--force"], root, env=env)
-    nb.run_nbgrader(["generate_feedback", unit, "--force"], root, env=env)
+    notebook_release.run_nbgrader(["autograde", unit, "--force"], root, env=env)
+    notebook_release.run_nbgrader(["generate_feedback", unit, "--force"], root, env=env)
 
 
 def cell_grades(root: Path, unit: str, student: str) -> dict[str, tuple[float, float]]:
@@ -436,8 +533,8 @@ def explain(root: Path, unit: str, student: str, grade_ids) -> str:
     return "\n".join(f"--- {gid}:\n{cell_outputs(cells[gid])}" for gid in grade_ids if gid in cells)
 
 
-def source_points(unit: str) -> int:
-    source = read(nb.SOURCE / unit / f"{unit}.ipynb")
+def source_points(root: Path, unit: str) -> int:
+    source = read(root / "source" / unit / f"{unit}.ipynb")
     return sum(c.metadata["nbgrader"]["points"] for c in source.cells if c.metadata.get("nbgrader", {}).get("grade"))
 
 
@@ -450,13 +547,13 @@ def test_autograde_round_trip_on_cpu(inside_repo):
     unit = "unit1_scalar_kernels"
     # inside the repository, so that the graded notebooks find the grader above their folders
     root = inside_repo("autograde")
-    (released,) = nb.release([unit], root=root)
-    submit(root, unit, "solution", nb.SOURCE / unit / released.name)
+    (released,) = notebook_release.release([unit], root=root)
+    submit(root, unit, "solution", root / "source" / unit / released.name)  # the instructor's notebook
     submit(root, unit, "blank", released)
     autograde(root, unit, {"COURSE_SEED": "7", "CUDA_VISIBLE_DEVICES": ""})
 
     solution, blank = cell_grades(root, unit, "solution"), cell_grades(root, unit, "blank")
-    assert sum(m for _, m in solution.values()) == source_points(unit)
+    assert sum(m for _, m in solution.values()) == source_points(root, unit)
     assert sum(s for s, _ in blank.values()) == 0
     assert sum(s for s, _ in solution.values()) == 1  # the warm-up, graded on the CPU
     assert solution["warmup-test"] == (1, 1) and solution["forward"][0] == 0
@@ -472,19 +569,19 @@ def test_autograde_round_trip_on_cpu(inside_repo):
 def gpu_course(request, inside_repo):
     """A course directory with the units under test released and two submissions per unit, the
     solution notebook and the untouched release, and every build their autograde will ask for made
-    first, in parallel (`python -m grader.notebooks prebuild`): the cells then find their builds cached.
+    first, in parallel (`python -m grader.notebook_prebuild`): the cells then find their builds cached.
     Only the units whose test was selected (`-k unit1`) are prepared."""
     need("nbgrader", "nbformat", "nbclient", "ipykernel")
     units = sorted({item.callspec.params["unit"] for item in request.session.items
                     if getattr(item, "originalname", "") == "test_autograde_on_gpu"})
     root = inside_repo("autograde-gpu")
-    released = nb.release(units, root=root)
+    released = notebook_release.release(units, root=root)
     for path in released:
         unit = path.parent.name
-        submit(root, unit, "solution", nb.SOURCE / unit / path.name)
+        submit(root, unit, "solution", root / "source" / unit / path.name)
         submit(root, unit, "blank", path)
     start = time.perf_counter()
-    results = nb.prebuild(sorted((root / "submitted").glob("*/*/*.ipynb")))
+    results = notebook_prebuild.prebuild(sorted((root / "submitted").glob("*/*/*.ipynb")))
     failed = {str(d): r.get("error", "")[-2000:] for d, r in results.items() if not r["ok"]}
     assert not failed, failed
     print(f"prebuilt {len(results)} exercise folders in {time.perf_counter() - start:.0f} s")
@@ -508,7 +605,7 @@ def keep_artifacts(root: Path, unit: str) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("unit", nb.units())
+@pytest.mark.parametrize("unit", notebook_release.units())
 def test_autograde_on_gpu(unit, gpu_course):
     """Real nbgrader autograde on a GPU: the solution notebook earns every point of every graded cell
     (checks and speed, timed against the reference in the same run) and runs every other cell (builds,
@@ -521,7 +618,7 @@ def test_autograde_on_gpu(unit, gpu_course):
     keep_artifacts(root, unit)
 
     solution, blank = cell_grades(root, unit, "solution"), cell_grades(root, unit, "blank")
-    assert sum(m for _, m in solution.values()) == source_points(unit)
+    assert sum(m for _, m in solution.values()) == source_points(root, unit)
     lost = [gid for gid, (score, points) in solution.items() if score != points]
     assert not lost, f"the solution lost points in {lost}:\n" + explain(root, unit, "solution", lost)
     erring = [grade_id(c) for c in autograded(root, unit, "solution").cells
@@ -538,7 +635,6 @@ def test_autograde_on_gpu(unit, gpu_course):
     assert "not implemented yet" in blank_html  # the release's graded cells say why they earn nothing
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_every_grader_name_a_cell_imports_exists(path):
     """GPU cells never run on the CPU, so an import of a grader helper that was renamed or removed
     would first fail in front of a student: check every `from grader... import name` here."""
@@ -590,7 +686,6 @@ def exercise_api(exercise: str) -> dict[str, inspect.Signature | None]:
     return api
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_gpu_cells_call_what_the_exercise_modules_define(path):
     """The GPU cells never run on the CPU: check here that every call they make on a built module
     (`ext = course.build("NN_name")`, or the module a throughput sweep passes its `call`) names a
@@ -603,11 +698,11 @@ def test_gpu_cells_call_what_the_exercise_modules_define(path):
         tree = ast.parse(cell.source)
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                calls = nb.course_calls(ast.unparse(node.value))
+                calls = notebook_prebuild.course_calls(ast.unparse(node.value))
                 if calls and calls[0].method == "build":
                     built.update({t.id: calls[0].exercise for t in node.targets if isinstance(t, ast.Name)})
             elif isinstance(node, ast.Call) and ast.unparse(node.func) == "course.throughput_sweep":
-                (sweep,) = nb.course_calls(ast.unparse(node))
+                (sweep,) = notebook_prebuild.course_calls(ast.unparse(node))
                 for kw in node.keywords:
                     if kw.arg == "call" and isinstance(kw.value, ast.Lambda):
                         built[kw.value.args.args[0].arg] = sweep.exercise

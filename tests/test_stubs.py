@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import stubs
+from grader import regions, stubs
 
 
 def test_exercises_in_sync_with_solutions():
@@ -75,3 +75,23 @@ def test_generate_fails_before_touching_anything(tmp_path):
     (tmp_path / "solutions" / "99_bad" / "bad.cu").write_text("// BEGIN SOLUTION\n// TODO: x\n")
     with pytest.raises(stubs.RegionError):
         stubs.generate(tmp_path / "solutions", tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("int f() {\n// BEGIN SOLUTION\n// TODO: a\n// BEGIN SOLUTION\n// END SOLUTION\n}\n", "x.cu:4: nested"),
+        ("int f() {\n// BEGIN SOLUTION\n// TODO: a\n}\n", "x.cu:2: BEGIN SOLUTION is never closed"),
+        ("int x;\n// END SOLUTION\n", "x.cu:2: END SOLUTION without"),
+    ],
+)
+def test_notebooks_read_regions_with_the_same_parser(text, message):
+    """grader/regions.py is the one parser: the notebooks' named regions fail as the stubs do."""
+    with pytest.raises(regions.RegionError, match=message):
+        regions.regions_of(Path("x.cu"), text)
+
+
+def test_named_regions_are_the_stubbed_ones():
+    (region,) = regions.regions_of(Path("x.cpp"), CPP)
+    assert region.name == "f" and region.todo == ["  // TODO: return the answer."]
+    assert region.teaching_lines() == ["// TODO: return the answer.", "int a = 40;", "return a + 2;"]

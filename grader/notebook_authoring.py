@@ -1,0 +1,221 @@
+"""A unit's notebook, written once: notebooks/source/<unit>.py, a jupytext percent-format file.
+
+    # %% [markdown] id="kernels"                  a markdown cell, named by `id`
+    # %% id="plot"                                a code cell
+    # %% nbgrader={"grade": true, ...} editable=false deletable=false
+                                                  an nbgrader cell, named by its grade_id
+
+Three things in it come from elsewhere, and `make notebooks` fills them in:
+
+    # %%solution 01_leaky_relu/leaky_relu.cu leaky_relu_kernel
+        a code cell of this line alone: the region's TODO lines and code from solutions/, between
+        nbgrader's solution delimiters (the student release keeps the TODO lines)
+    # @@setup@@
+        a code cell of this line alone: the course's setup cell (SETUP below)
+    # @@context 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@
+    # @@context TARGET REGION from "a line above it"@@
+        a line of a markdown cell: the given code around the region (from its function's signature,
+        or from the first line containing the quoted text), as a fenced block
+
+`notebook(unit)` runs the jupytext command line (`python -m jupytext --to ipynb`) on the file and
+fills those in: the instructor's notebook, with solutions and hidden tests, the same bytes every time.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from grader.env import REPO
+from grader.notebooks import MAGIC, NB_BEGIN, NB_END, SOLUTIONS, parse_solution_cell
+from grader.regions import find_region, regions_of
+
+NOTEBOOKS = REPO / "notebooks"
+SOURCE = NOTEBOOKS / "source"
+
+SETUP_DIRECTIVE = "# @@setup@@"
+CONTEXT_DIRECTIVE = re.compile(r'^@@context (\S+) (\S+)(?: from (".*"))?@@$', re.MULTILINE)
+
+# The locked first code cell of every unit: find the repository, set up CUDA, make the Course.
+SETUP = '''\
+import os
+import sys
+from pathlib import Path
+
+# This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
+# find the course repository above it and import the grader from there.
+ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from grader import env
+
+env.configure()  # CUDA_HOME and TORCH_CUDA_ARCH_LIST for the builds
+
+import torch
+import torch.nn.functional as F
+
+from grader import notebooks as nb
+
+course = nb.Course("{unit}")  # also defines the %%solution cell magic
+gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
+print(f"torch {{torch.__version__}}; GPU: {{gpu}}")
+print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")'''
+
+
+class AuthoringError(ValueError):
+    pass
+
+
+def units() -> list[str]:
+    """The units with a notebook source, notebooks/source/<unit>.py."""
+    return sorted(p.stem for p in SOURCE.glob("*.py") if not p.name.startswith("_"))
+
+
+def source_of(unit: str) -> Path:
+    return SOURCE / f"{unit}.py"
+
+
+def notebook(unit: str):
+    """The instructor's notebook of `unit`: its source through the jupytext command line, filled in."""
+    return notebooks([unit])[unit]
+
+
+def notebooks(selected: list[str] | None = None) -> dict:
+    """The instructor's notebooks of these units (default all), from one run of the jupytext command
+    line (`python -m jupytext --to ipynb`, seconds to start) over copies of their sources."""
+    import nbformat
+
+    selected = list(selected or units())
+    for unit in selected:
+        if not source_of(unit).is_file():
+            raise AuthoringError(f"no notebook source notebooks/source/{unit}.py (units: {', '.join(units())})")
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = [shutil.copy(source_of(unit), Path(tmp) / f"{unit}.py") for unit in selected]
+        proc = subprocess.run([sys.executable, "-m", "jupytext", "--quiet", "--to", "ipynb", *map(str, copies)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise AuthoringError(f"jupytext could not read notebooks/source/ ({', '.join(selected)}):\n{proc.stderr}")
+        out = {unit: nbformat.reads((Path(tmp) / f"{unit}.ipynb").read_text(), as_version=4) for unit in selected}
+    for unit, nb in out.items():
+        fill(nb, unit)
+        nbformat.validate(nb)
+    return out
+
+
+def fill(nb, unit: str) -> None:
+    """Name each cell, fill the cells and lines that come from solutions/ and SETUP, and drop
+    jupytext's own metadata."""
+    where = f"notebooks/source/{unit}.py"
+    for i, cell in enumerate(nb.cells):
+        cell_id = cell.metadata.pop("id", None) or cell.metadata.get("nbgrader", {}).get("grade_id")
+        if not cell_id:
+            raise AuthoringError(f"{where}, cell {i} ({cell.source[:40]!r}): no name; add id=\"...\" to its `# %%` line")
+        cell.id = cell_id
+        if cell.cell_type == "markdown":
+            cell.source = CONTEXT_DIRECTIVE.sub(lambda m: _context(m, where, cell_id), cell.source)
+            if "@@" in cell.source:
+                raise AuthoringError(f"{where}, cell {cell_id}: a directive that is not "
+                                     "`@@context TARGET REGION@@` or `@@context TARGET REGION from \"LINE\"@@`")
+        elif cell.source == SETUP_DIRECTIVE:
+            cell.source = SETUP.format(unit=unit)
+        else:
+            sol = parse_solution_cell(cell.source)
+            if sol is not None:
+                if sol.body:
+                    raise AuthoringError(f"{where}, cell {cell_id}: a {MAGIC} cell holds its first line only; "
+                                         "the rest comes from solutions/")
+                cell.source = region_cell_source(sol.target, sol.name)
+    nb.metadata.pop("jupytext", None)
+
+
+def _context(m: re.Match, where: str, cell_id: str) -> str:
+    target, name, start = m.group(1), m.group(2), m.group(3)
+    try:
+        return excerpt(target, json.loads(start), name) if start else region_context(target, name)
+    except (KeyError, ValueError, FileNotFoundError, StopIteration) as e:
+        raise AuthoringError(f"{where}, cell {cell_id}: {m.group(0)}: {e!r}") from None
+
+
+def dumps(nb) -> str:
+    import nbformat
+
+    return nbformat.writes(nb) + "\n"
+
+
+def write(selected: list[str] | None = None, root: Path = SOURCE) -> list[Path]:
+    """Write the instructor's notebooks to root/<unit>/<unit>.ipynb (nbgrader's source layout)."""
+    written = []
+    for unit, nb in notebooks(selected).items():
+        out = Path(root) / unit / f"{unit}.ipynb"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(dumps(nb))
+        written.append(out)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# What comes from solutions/
+# ---------------------------------------------------------------------------------------------
+def region_cell_source(target: str, name: str) -> str:
+    """The `%%solution` cell for one region of solutions/<target>: its TODO lines, then its code
+    between nbgrader's delimiters."""
+    exercise, file = target.split("/", 1)
+    region = find_region(SOLUTIONS / exercise / file, name)
+    lines = region.teaching_lines()
+    todo = [l for l in lines if l.strip().startswith(f"{region.prefix} TODO")]
+    rest = lines[len(todo):]
+    if lines[: len(todo)] != todo:
+        raise ValueError(f"{target} {name}: TODO lines must open the region")
+    return "\n".join([f"{MAGIC} {target} {name}", *todo, f"### {NB_BEGIN}", *rest, f"### {NB_END}"])
+
+
+def region_context(target: str, name: str) -> str:
+    """The given code around a region (its signature and comments), as a fenced block for markdown."""
+    exercise, file = target.split("/", 1)
+    path = SOLUTIONS / exercise / file
+    lines = path.read_text().splitlines()
+    region = find_region(path, name)
+    head = region.context(lines)
+    # an earlier region of the same function (its own cell) is shown as a placeholder, not as its solution
+    start = region.begin - len(head)
+    for earlier in reversed([r for r in regions_of(path) if start <= r.begin < region.begin]):
+        placeholder = earlier.indent + f"{region.prefix} ... your code from the cell for {earlier.name} ..."
+        head[earlier.begin - start : earlier.end + 1 - start] = [placeholder]
+    lang = "cpp" if region.prefix == "//" else "python"
+    body = head + [region.indent + f"{region.prefix} ... your code (the cell below) ..."]
+    if region.prefix == "//":
+        after = lines[region.end + 1].rstrip() if region.end + 1 < len(lines) else "}"
+        if after != "}":  # the region sits inside a loop or is followed by given code
+            body.append(f"  {region.prefix} ... (given code follows) ...")
+        body.append("}")
+    return f"```{lang}\n" + "\n".join(body) + "\n```"
+
+
+def excerpt(target: str, start: str, name: str) -> str:
+    """The given code of solutions/<target> from the first line containing `start` down to the region
+    `name`, as a fenced block for markdown. A region inside that span (its own cell) is shown as a
+    placeholder, never as its solution; region_context() starts at the enclosing function instead,
+    which for a struct's member or a kernel's epilogue is a page of unrelated code."""
+    exercise, file = target.split("/", 1)
+    path = SOLUTIONS / exercise / file
+    lines = path.read_text().splitlines()
+    region = find_region(path, name)
+    first = next(i for i, line in enumerate(lines) if start in line)
+    if first >= region.begin:
+        raise ValueError(f"{target}: {start!r} is not above the region {name}")
+    out, i = [], first
+    for r in regions_of(path):
+        if first <= r.begin < region.begin:
+            out += lines[i : r.begin] + [r.indent + f"{r.prefix} ... your code from the cell for {r.name} ..."]
+            i = r.end + 1
+    out += lines[i : region.begin] + [region.indent + f"{region.prefix} ... your code (the cell below) ..."]
+    text = "\n".join(out)
+    if "SOLUTION" in text:
+        raise ValueError(f"{target}: the excerpt above {name} would show a region marker")
+    return "```cpp\n" + text + "\n```"
+

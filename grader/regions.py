@@ -1,0 +1,159 @@
+"""The student regions of a source file in solutions/: the one parser of `BEGIN/END SOLUTION` markers,
+used by the student copies (grader/stubs.py) and by the notebooks (their `%%solution` cells).
+
+    // BEGIN SOLUTION            (`# BEGIN SOLUTION` in Python)
+    // TODO: what to write ...   the task, kept in the student copy and in the notebook's cell
+    // STUB: code                optional: what the student copy runs instead (grader/stubs.py)
+    ... reference code ...
+    // END SOLUTION
+
+A marker is a line holding only the language's comment prefix (once or repeated) and the words.
+Nested, unterminated and stray END markers are errors (RegionError, naming the file and line). A
+region is named by the function around it ("leaky_relu_kernel"; "f#2" for the second region in f).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#"}
+BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
+
+
+class RegionError(ValueError):
+    pass
+
+
+def marker(line: str, prefix: str) -> str | None:
+    """BEGIN or END when the line is a marker comment, else None."""
+    m = re.match(rf"\s*{re.escape(prefix)}+\s*({BEGIN}|{END})\s*$", line)
+    return m.group(1) if m else None
+
+
+def spans(lines: list[str], prefix: str, where: str) -> list[tuple[int, int]]:
+    """(begin, end): the 0-based indices of each region's BEGIN and END lines, in order."""
+    found: list[tuple[int, int]] = []
+    open_at: int | None = None
+    for i, line in enumerate(lines):
+        m = marker(line, prefix)
+        if m == BEGIN:
+            if open_at is not None:
+                raise RegionError(f"{where}:{i + 1}: nested {BEGIN} (the region opened at line {open_at + 1} "
+                                  f"is not closed)")
+            open_at = i
+        elif m == END:
+            if open_at is None:
+                raise RegionError(f"{where}:{i + 1}: {END} without a {BEGIN}")
+            found.append((open_at, i))
+            open_at = None
+    if open_at is not None:
+        raise RegionError(f"{where}:{open_at + 1}: {BEGIN} is never closed by {END}")
+    return found
+
+
+def indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+@dataclass
+class Region:
+    name: str  # the enclosing function, e.g. "leaky_relu_kernel" ("f#2" for a second region in f)
+    indent: str
+    begin: int  # 0-based line index of the BEGIN marker
+    end: int  # 0-based line index of the END marker
+    lines: list[str]  # the lines between the markers, without newlines
+    prefix: str  # the comment prefix of the language
+
+    @property
+    def todo(self) -> list[str]:
+        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} TODO")]
+
+    @property
+    def stub(self) -> list[str]:
+        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} STUB:")]
+
+    def teaching_lines(self) -> list[str]:
+        """The TODO and code lines (what a notebook cell shows), dedented; STUB lines are the
+        student copy's business, not the student's."""
+        kept = [l for l in self.lines if not l.strip().startswith(f"{self.prefix} STUB:")]
+        return [(l[len(self.indent):] if l.startswith(self.indent) else l).rstrip() for l in kept]
+
+    def context(self, text_lines: list[str]) -> list[str]:
+        """The given code above the region, from the enclosing definition (and its comments)."""
+        start = _definition_line(text_lines, self.begin)
+        while start > 0 and (text_lines[start - 1].startswith((self.prefix, "template")) or
+                             text_lines[start - 1].startswith("__global__")):
+            start -= 1
+        return text_lines[start : self.begin]
+
+
+_DEFINITION = re.compile(r"^(?!\s)(?!//|#)(?:.*?\b)?(\w+)\s*\(")
+
+
+def _definition_line(lines: list[str], before: int) -> int:
+    for i in range(before - 1, -1, -1):
+        if _DEFINITION.match(lines[i]) and not lines[i].startswith(("template", "}", "#")):
+            return i
+        if lines[i].startswith("def ") or lines[i].startswith("    def "):
+            return i
+    raise ValueError(f"no enclosing function above line {before + 1}")
+
+
+# Attributes between a kernel's return type and its name: `__global__ void __launch_bounds__(256, 2)`
+_ATTRIBUTE = re.compile(r"\b__\w+__\s*\((?:[^()]|\([^()]*\))*\)")
+
+
+def _definition_name(lines: list[str], at: int) -> str:
+    """The name of the function defined at line `at`: a Python `def`, or a C++ declaration that may
+    continue on the next lines and carry attributes (`__launch_bounds__(...)` is not the name)."""
+    m = re.match(r"\s*def\s+(\w+)", lines[at])
+    if m:
+        return m.group(1)
+    text = ""
+    for line in lines[at : at + 8]:
+        text += " " + line.split("//")[0]
+        m = _DEFINITION.match(_ATTRIBUTE.sub(" ", text).strip())
+        if m:
+            return m.group(1)
+    return _DEFINITION.match(lines[at]).group(1)
+
+
+def regions_of(path: Path, text: str | None = None) -> list[Region]:
+    """The solution regions of one source file, named by their enclosing function."""
+    path = Path(path)
+    prefix = COMMENT[path.suffix]
+    lines = (path.read_text() if text is None else text).splitlines()
+    regions: list[Region] = []
+    seen: dict[str, int] = {}
+    for begin, end in spans(lines, prefix, str(path)):
+        name = _definition_name(lines, _definition_line(lines, begin))
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name = f"{name}#{seen[name]}"
+        regions.append(Region(name, indent_of(lines[begin]), begin, end, lines[begin + 1 : end], prefix))
+    return regions
+
+
+def find_region(path: Path, name: str) -> Region:
+    regions = regions_of(path)
+    for r in regions:
+        if r.name == name:
+            return r
+    known = ", ".join(r.name for r in regions) or "none"
+    raise KeyError(f"{path} has no solution region in {name!r} (its regions: {known})")
+
+
+def replace_regions(text: str, suffix: str, bodies: dict[str, list[str]]) -> str:
+    """`text` with the inside of each named region replaced by `bodies[name]` (re-indented)."""
+    lines = text.splitlines()
+    out: list[str] = []
+    last = 0
+    for r in regions_of(Path("x" + suffix), text):
+        if r.name not in bodies:
+            continue
+        out += lines[last : r.begin + 1]
+        out += [(r.indent + l) if l.strip() else "" for l in bodies[r.name]]
+        last = r.end
+    out += lines[last:]
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
