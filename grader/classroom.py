@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import html
 import json
 import os
 import queue
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from grader import env
 from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
-from grader.report import format_rate, markdown, reasons, table
+from grader.report import feedback_html, markdown, plot_student, reasons, table
 from grader.results import write_json_atomic
 from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script
 from grader.spec import Spec, select
@@ -184,66 +183,6 @@ def write_feedback(folder: Path, rows: list[dict], header: dict) -> None:
     (folder / "report.md").write_text(markdown(rows, header))
     (folder / "report.html").write_text(feedback_html(rows, header))
     plot_student(rows, folder / "throughput.png")
-
-
-def feedback_html(rows: list[dict], header: dict) -> str:
-    esc = html.escape
-    body = [f"<h1>Feedback: {esc(header['target'])}</h1>",
-            f"<p>Seed <code>{header['seed']}</code>: replay with <code>make grade SEED={header['seed']}</code>. "
-            f"Graded {esc(header['date'])}.</p>",
-            "<table><tr><th>exercise</th><th>tests passed</th><th>throughput</th><th>vs reference</th>"
-            "<th>of limit</th><th>points</th></tr>"]
-    for r in rows:
-        perf = r.get("performance") or {}
-        rate = format_rate(perf.get("rate"), perf.get("unit", "B")) if "rate" in perf else "-"
-        ratio = f"{perf['ratio']:.2f}x" if "ratio" in perf else "-"
-        frac = f"{perf['fraction_of_limit']:.0%}" if "fraction_of_limit" in perf else "-"
-        tests = f"{r.get('passed', 0)}/{r.get('total_tests', 0)}" if r["status"] == "graded" else esc(r["status"])
-        cls = "full" if r["points"] == r["max_points"] else ("zero" if r["points"] == 0 else "part")
-        body.append(f"<tr class='{cls}'><td>{esc(r['exercise'])}</td><td>{tests}</td><td>{rate}</td>"
-                    f"<td>{ratio}</td><td>{frac}</td><td>{r['points']:g}/{r['max_points']}</td></tr>")
-    body.append("</table>")
-    for r in rows:
-        lost = reasons(r)
-        if lost:
-            body.append(f"<h2>{esc(r['exercise'])}: what lost points</h2><ul>")
-            body += [f"<li><pre>{esc(x)}</pre></li>" for x in lost]
-            body.append("</ul>")
-    if any((r.get("performance") or {}).get("rate") for r in rows):  # plot_student draws it
-        body.append("<p><img src='throughput.png' alt='throughput against the reference and the hardware limit'></p>")
-    style = ("body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .7em;text-align:right}"
-             "td:first-child{text-align:left}tr.full td:last-child{background:#dfd}"
-             "tr.zero td:last-child{background:#fdd}tr.part td:last-child{background:#ffd}"
-             "pre{white-space:pre-wrap;margin:0}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Feedback: {esc(header['target'])}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
-
-
-def plot_student(rows: list[dict], path: Path) -> None:
-    """The student's throughput beside the reference and the device limit, per timed exercise."""
-    timed = [r for r in rows if (r.get("performance") or {}).get("rate")]
-    if not timed:
-        return
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(timed) + 2), 3.8))
-    for j, r in enumerate(timed):
-        p = r["performance"]
-        ax.bar(j - 0.2, 100 * p["rate"] / p["limit"], 0.4, color="tab:blue", label="yours" if j == 0 else None)
-        ax.bar(j + 0.2, 100 * p["reference_rate"] / p["limit"], 0.4, color="tab:gray",
-               label="reference" if j == 0 else None)
-    ax.axhline(100, color="k", ls="--", lw=1, label="device limit")
-    ax.set_xticks(range(len(timed)))
-    ax.set_xticklabels([r["exercise"] for r in timed], rotation=15, ha="right")
-    ax.set_ylabel("% of the device limit")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write_gradebook(out: Path, results: dict[str, list[dict]], seed: int) -> None:
