@@ -14,8 +14,7 @@ Writes, under --out (default SUBMISSIONS/../gradebook):
 from __future__ import annotations
 
 import argparse
-import csv
-import json
+import importlib
 import os
 import queue
 import secrets
@@ -28,9 +27,9 @@ from pathlib import Path
 
 from grader import env
 from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
-from grader.report import feedback_html, markdown, plot_student, reasons, table
-from grader.results import write_json_atomic
-from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script
+from grader.gradebook import failed_rows, load_report, write_gradebook, write_report
+from grader.report import table
+from grader.slurm import SlurmOptions, job_script, run_array
 from grader.spec import Spec, select
 
 
@@ -70,21 +69,6 @@ def progress(done: int, total: int, label: str) -> None:
     width = 30
     filled = int(width * done / max(1, total))
     print(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}", flush=True)
-
-
-def load_report(out: Path, student: str) -> dict | None:
-    """A student's finished report, or None when they are not graded yet."""
-    path = out / student / "report.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def failed_rows(specs: list[Spec], error: str) -> list[dict]:
-    """Rows for a student the grader itself failed on: zero points, and why."""
-    return [{"exercise": sp.exercise, "title": sp.title, "status": "grader error", "error": error,
-             "points": 0.0, "max_points": sp.total, "groups": {}, "tests": []} for sp in specs]
 
 
 def worker_devices(workers: int | None) -> list[str | None]:
@@ -159,7 +143,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
             finally:
                 free.put(device)
         header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-        write_feedback(out / student.name, rows, header)
+        write_report(out / student.name, rows, header)
         total = sum(r["points"] for r in rows)
         finish(student, rows, f"{student.name}: {total:g}/{sum(r['max_points'] for r in rows)}")
 
@@ -175,28 +159,37 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     return dict(sorted(results.items()))
 
 
-def write_feedback(folder: Path, rows: list[dict], header: dict) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for row in rows:
-        row.pop("log", None)  # the raw pytest log is for the instructor's JSON only when small
-    write_json_atomic(folder / "report.json", {**header, "exercises": rows})
-    (folder / "report.md").write_text(markdown(rows, header))
-    (folder / "report.html").write_text(feedback_html(rows, header))
-    plot_student(rows, folder / "throughput.png")
+def grade_slice(students: list[str], root: str, exercises: list[str], seed: int, out: str, timeout: float,
+                jobs: int, force: bool, keyword: str | None) -> dict[str, float]:
+    """One Slurm array task: grade these students into `out`; return their totals."""
+    env.configure()
+    results = grade_class(Path(root), select(exercises), seed=seed, out=Path(out), timeout=timeout, jobs=jobs,
+                          force=force, keyword=keyword, students=students, write_book=False)
+    return {s: sum(r["points"] for r in rows) for s, rows in results.items()}
 
 
-def write_gradebook(out: Path, results: dict[str, list[dict]], seed: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / ".gradebook.csv.tmp"
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["student_id", "assignment", "status", "raw_score", "score", "max_score", "reasons"])
-        for student, rows in sorted(results.items()):
-            for r in rows:
-                w.writerow([student, r["exercise"], r["status"], f"{r['points']:g}", f"{r['points']:g}",
-                            r["max_points"], " | ".join(reasons(r))[:1000]])
-    tmp.replace(out / "gradebook.csv")
-    write_json_atomic(out / "gradebook.json", {"seed": seed, "students": results})
+def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
+                         force: bool, keyword: str | None, opts: SlurmOptions) -> dict[str, list[dict]]:
+    """Grade the class as a Slurm job array (grader.slurm), then write the gradebook here."""
+    students = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if not students:
+        raise SystemExit(f"no student folders in {root}")
+    todo = [s for s in students if force or load_report(out, s) is None]
+    if force:  # an old report must not stand in for a regrade whose task fails
+        for s in todo:
+            (out / s / "report.json").unlink(missing_ok=True)
+    args = (str(root), [s.exercise for s in specs], seed, str(out), timeout, jobs, force, keyword)
+    # the task by its importable name, which submitit pickles as a reference (under `python -m
+    # grader.classroom` this module is __main__, whose functions would be pickled whole)
+    task = importlib.import_module("grader.classroom").grade_slice
+    failures = run_array(task, todo, args, opts=opts, folder=out / ".submitit",
+                         done=lambda s: load_report(out, s) is not None)
+    results = {}
+    for s in students:
+        report = load_report(out, s)
+        results[s] = report["exercises"] if report is not None else failed_rows(specs, failures[s])
+    write_gradebook(out, results, seed)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from grader import env
-from grader.classroom import grade_class, worker_devices
+from grader.classroom import grade_class, grade_class_on_slurm, worker_devices
 from grader.env import visible_gpus
-from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script, slices
+from grader.slurm import SlurmOptions, job_script, slices
 from grader.spec import select
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, explain
@@ -208,3 +208,41 @@ def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
     forward = row["groups"]["forward"]
     assert forward["state"] == "failed", forward
     assert "given GPU '0'" in str(row), str(row)[:500]
+
+
+def grader_imports() -> dict[str, set[str]]:
+    """grader's modules and the grader modules each imports, anywhere in it (functions too)."""
+    import ast
+
+    modules = {p.stem: p for p in (env.REPO / "grader").glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "grader":
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader."):
+                found.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+        graph[name] = found & set(modules) - {name}
+    return graph
+
+
+def test_no_import_cycle_among_grader_modules():
+    """classroom imports slurm and gradebook; neither imports classroom back (issue 23)."""
+    graph = grader_imports()
+    assert {"slurm", "gradebook"} <= graph["classroom"] and "classroom" not in graph["slurm"] | graph["gradebook"]
+    state: dict[str, str] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            assert state.get(d) != "open", "import cycle: " + " -> ".join(path + [m, d])
+            if d not in state:
+                visit(d, path + [m])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])

@@ -1,0 +1,69 @@
+"""The gradebook of a class: writing each student's report and the class's gradebook, and loading them.
+
+A gradebook folder holds:
+  gradebook.csv    one row per student and exercise: status, score, the reasons points were lost
+  gradebook.json   everything, for machines
+  <student>/report.{json,md,html}, <student>/throughput.png   each student's feedback
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from grader.report import feedback_html, markdown, plot_student, reasons
+from grader.results import write_json_atomic, write_text_atomic
+from grader.spec import Spec
+
+
+def load_report(out: Path, student: str) -> dict | None:
+    """A student's finished report, or None when they are not graded yet."""
+    path = out / student / "report.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def load_gradebook(out: Path) -> dict | None:
+    """The class's gradebook.json (seed and every student's rows), or None before one is written."""
+    try:
+        return json.loads((out / "gradebook.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def failed_rows(specs: list[Spec], error: str) -> list[dict]:
+    """Rows for a student the grader itself failed on: zero points, and why."""
+    return [{"exercise": sp.exercise, "title": sp.title, "status": "grader error", "error": error,
+             "points": 0.0, "max_points": sp.total, "groups": {}, "tests": []} for sp in specs]
+
+
+def write_report(folder: Path, rows: list[dict], header: dict) -> None:
+    """One student's feedback: report.json (read back on a re-run), report.md, report.html, the plot."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for row in rows:
+        row.pop("log", None)  # the raw pytest log is for the instructor's JSON only when small
+    write_json_atomic(folder / "report.json", {**header, "exercises": rows})
+    (folder / "report.md").write_text(markdown(rows, header))
+    (folder / "report.html").write_text(feedback_html(rows, header))
+    plot_student(rows, folder / "throughput.png")
+
+
+def _csv(header: list[str], rows: list[list], lineterminator: str = "\r\n") -> str:
+    text = io.StringIO()
+    w = csv.writer(text, lineterminator=lineterminator)
+    w.writerow(header)
+    w.writerows(rows)
+    return text.getvalue()
+
+
+def write_gradebook(out: Path, results: dict[str, list[dict]], seed: int) -> None:
+    """The class's gradebook from every student's rows (each CSV written whole or not at all)."""
+    detailed = [[student, r["exercise"], r["status"], f"{r['points']:g}", f"{r['points']:g}", r["max_points"],
+                 " | ".join(reasons(r))[:1000]]
+                for student, rows in sorted(results.items()) for r in rows]
+    write_text_atomic(out / "gradebook.csv", _csv(
+        ["student_id", "assignment", "status", "raw_score", "score", "max_score", "reasons"], detailed))
+    write_json_atomic(out / "gradebook.json", {"seed": seed, "students": results})
