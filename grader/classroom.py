@@ -6,7 +6,8 @@ Every student is graded with the same seed, each exercise in its own process, so
 broken submission never costs another's result. Results are kept per student: a re-run
 resumes where it stopped and skips students already graded (--force regrades them).
 
-Writes, under --out (default SUBMISSIONS/../gradebook):
+Writes, under --out (default: SUBMISSIONS.gradebook beside SUBMISSIONS; it records its class, and
+grading another class into it is refused):
   gradebook.csv    one row per student and exercise, in the shape of `nbgrader export`
   gradebook.json   everything, for machines
   <student>/report.{json,md,html}, <student>/throughput.png   feedback for each student
@@ -27,7 +28,8 @@ from pathlib import Path
 
 from grader import env
 from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
-from grader.gradebook import failed_rows, load_report, write_gradebook, write_report
+from grader.gradebook import (check_class, claim, default_folder, failed_rows, load_report, manifest,
+                              write_gradebook, write_report)
 from grader.report import table
 from grader.slurm import SlurmOptions, job_script, run_array
 from grader.spec import Spec, select
@@ -65,6 +67,17 @@ def assemble_notebooks(student: Path, dest: Path) -> list[str]:
     return found
 
 
+def student_folders(root: Path, out: Path, names: list[str] | None = None) -> list[Path]:
+    """The student folders of the class in `root` (the named ones), sorted; never the gradebook itself."""
+    every = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")
+                   and d.resolve() != Path(out).resolve())
+    if names is not None:
+        every = [d for d in every if d.name in set(names)]
+    if not every:
+        raise SystemExit(f"no student folders in {root}")
+    return every
+
+
 def progress(done: int, total: int, label: str) -> None:
     width = 30
     filled = int(width * done / max(1, total))
@@ -91,12 +104,8 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     each student's result depends only on their submission and the seed, never on which worker or
     GPU graded it, so the gradebook is the same as a serial run's.
     """
-    every = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    if students is not None:
-        wanted = set(students)
-        every = [d for d in every if d.name in wanted]
-    if not every:
-        raise SystemExit(f"no student folders in {root}")
+    every = student_folders(root, out, students)
+    claim(out, root, seed)
     todo = [s for s in every if force or load_report(out, s.name) is None]
     assembly_errors = {}
     for s in todo:
@@ -171,9 +180,8 @@ def grade_slice(students: list[str], root: str, exercises: list[str], seed: int,
 def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
                          force: bool, keyword: str | None, opts: SlurmOptions) -> dict[str, list[dict]]:
     """Grade the class as a Slurm job array (grader.slurm), then write the gradebook here."""
-    students = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    if not students:
-        raise SystemExit(f"no student folders in {root}")
+    students = [d.name for d in student_folders(root, out)]
+    claim(out, root, seed)
     todo = [s for s in students if force or load_report(out, s) is None]
     if force:  # an old report must not stand in for a regrade whose task fails
         for s in todo:
@@ -220,22 +228,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env.configure()
     root = args.submissions.resolve()
-    out = (args.out or root.parent / "gradebook").resolve()
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    out = (args.out or default_folder(root)).resolve()
+    check_class(out, root)
+    kept = (manifest(out) or {}).get("seed")  # a re-run grades with the class's seed: see grader.gradebook
+    seed = args.seed if args.seed is not None else kept if kept is not None else secrets.randbelow(2**31)
+    old = root.parent / "gradebook"
+    if args.out is None and not out.exists() and (old / "gradebook.csv").exists() and manifest(old) is None:
+        print(f"note: a class's gradebook is now {out}, no longer {old}, which this run leaves alone")
+    kept_note = ", the gradebook's" if args.seed is None and kept is not None else ""
     specs = select(args.ex)
     if args.slurm:
         opts = SlurmOptions(tasks=args.tasks, partition=args.partition, time_min=args.time_min,
                             gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
                             account=args.account, cluster="local" if args.local else "slurm", setup=args.setup)
         if args.dry_run:
-            students = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
-            print(job_script(out / ".submitit", opts, len(students)), end="")
+            print(job_script(out / ".submitit", opts, len(student_folders(root, out))), end="")
             return 0
-        print(f"grading the class in {root} (seed {seed}) into {out} as a Slurm job array")
+        print(f"grading the class in {root} (seed {seed}{kept_note}) into {out} as a Slurm job array")
         results = grade_class_on_slurm(root, specs, seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
                                        force=args.force, keyword=args.keyword, opts=opts)
     else:
-        print(f"grading the class in {root} (seed {seed}) into {out}")
+        print(f"grading the class in {root} (seed {seed}{kept_note}) into {out}")
         if not env.gpu_present():
             print("no CUDA GPU here: submissions are compiled and the GPU checks are skipped")
         start = time.perf_counter()

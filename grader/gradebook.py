@@ -1,6 +1,10 @@
-"""The gradebook of a class: writing each student's report and the class's gradebook, and loading them.
+"""The gradebook of a class: where it lives, which class it belongs to, writing each student's report
+and the class's gradebook, and loading them.
 
-A gradebook folder holds:
+A class folder `<parent>/<class>/` is graded into `<parent>/<class>.gradebook/` unless told otherwise
+(`default_folder`), so that two classes side by side never share one. The gradebook folder holds:
+  class.json       the class folder it belongs to, and the seed the class is graded with: grading
+                   another class into it is refused (`claim`), and a re-run takes that seed
   gradebook.csv    one row per student and exercise: status, score, the reasons points were lost
   gradebook.json   everything, for machines
   <student>/report.{json,md,html}, <student>/throughput.png   each student's feedback
@@ -15,6 +19,46 @@ from pathlib import Path
 from grader.report import feedback_html, markdown, plot_student, reasons
 from grader.results import write_json_atomic, write_text_atomic
 from grader.spec import Spec
+
+
+MANIFEST = "class.json"
+
+
+def default_folder(root: Path) -> Path:
+    """Where the class in `root` is graded by default: `<class>.gradebook` beside it."""
+    root = Path(root).resolve()
+    return root.parent / f"{root.name}.gradebook"
+
+
+def manifest(out: Path) -> dict | None:
+    """What the gradebook folder `out` records (its class folder and seed), or None for a new one."""
+    try:
+        return json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def check_class(out: Path, root: Path) -> None:
+    """Refuse (SystemExit, with what to do) when `out` is the gradebook of a class other than `root`."""
+    recorded = (manifest(out) or {}).get("class")
+    root = Path(root).resolve()
+    if recorded is None or Path(recorded) == root:
+        return
+    raise SystemExit(
+        f"{out} is the gradebook of the class in {recorded}, not of the class in {root}: one gradebook "
+        f"holds one class, so it was left as it is.\n"
+        f"To grade {root}, leave --out away (its own gradebook is {default_folder(root)}) or give another "
+        f"folder. If {root} is {recorded} moved or renamed, delete {out / MANIFEST} and grade again: "
+        f"the gradebook is then adopted, and every student whose submission differs from what was graded "
+        f"is graded again.")
+
+
+def claim(out: Path, root: Path, seed: int) -> None:
+    """Make `out` the gradebook of the class in `root`, graded with `seed` (after check_class)."""
+    check_class(out, root)
+    record = {"class": str(Path(root).resolve()), "seed": seed}
+    if manifest(out) != record:
+        write_json_atomic(out / MANIFEST, record)
 
 
 def load_report(out: Path, student: str) -> dict | None:

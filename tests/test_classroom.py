@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader import env
-from grader.classroom import grade_class, grade_class_on_slurm, worker_devices
+from grader.classroom import grade_class, grade_class_on_slurm, main, worker_devices
 from grader.env import visible_gpus
 from grader.slurm import SlurmOptions, job_script, slices
 from grader.spec import select
@@ -208,6 +209,42 @@ def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
     forward = row["groups"]["forward"]
     assert forward["state"] == "failed", forward
     assert "given GPU '0'" in str(row), str(row)[:500]
+
+
+def read_csv(path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def files_of(folder) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_sibling_classes_keep_apart_and_a_gradebook_refuses_another_class(tmp_path, capsys):
+    """Two classes side by side, with the same student names (issue 22: the second class was shown
+    the first's grades): each is graded into its own folder by default, and grading one into the
+    other's gradebook is refused, naming both folders and what to do, and changes nothing."""
+    for cls in ("class", "class2"):
+        (tmp_path / cls / "erin").mkdir(parents=True)  # erin submitted nothing: nothing to build or run
+    assert main([str(tmp_path / "class"), "--ex", "02", "--seed", "5"]) == 0
+    assert main([str(tmp_path / "class2"), "--ex", "02"]) == 0
+    for cls in ("class", "class2"):
+        book = tmp_path / f"{cls}.gradebook"
+        assert json.loads((book / "class.json").read_text())["class"] == str(tmp_path / cls)
+        assert [(r["student_id"], r["status"]) for r in read_csv(book / "gradebook.csv")] == [("erin", "missing")]
+        assert str(tmp_path / cls / "erin") in json.loads((book / "erin" / "report.json").read_text())["exercises"][0]["error"]
+    before = files_of(tmp_path / "class.gradebook")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main([str(tmp_path / "class2"), "--ex", "02", "--out", str(tmp_path / "class.gradebook")])
+    message = str(refused.value)
+    assert f"class in {tmp_path / 'class'}," in message and f"class in {tmp_path / 'class2'}:" in message
+    assert str(tmp_path / "class2.gradebook") in message and "class.json" in message  # what to do instead
+    assert files_of(tmp_path / "class.gradebook") == before
+    # a re-run grades with the class's seed, which the gradebook keeps
+    assert main([str(tmp_path / "class"), "--ex", "02"]) == 0
+    assert "(seed 5, the gradebook's)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "class.gradebook" / "class.json").read_text())["seed"] == 5
 
 
 def grader_imports() -> dict[str, set[str]]:
