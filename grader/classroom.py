@@ -3,8 +3,10 @@
 `dir` holds one folder per student; each holds an `exercises/` tree, the exercise folders
 directly, or the student's notebooks (their `%%solution` cells are put into the exercise files).
 Every student is graded with the same seed, each exercise in its own process, so one student's
-broken submission never costs another's result. Results are kept per student: a re-run
-resumes where it stopped and skips students already graded (--force regrades them).
+broken submission never costs another's result. Results are kept per student with the key they
+were graded under (grader.gradebook): a re-run grades again only the students whose submission,
+seed, exercise selection or grader changed since, says why, and skips the others (--force regrades
+every student).
 
 Writes, under --out (default: SUBMISSIONS.gradebook beside SUBMISSIONS; it records its class, and
 grading another class into it is refused):
@@ -15,6 +17,7 @@ grading another class into it is refused):
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import os
 import queue
@@ -24,12 +27,13 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader import env
 from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
-from grader.gradebook import (check_class, claim, default_folder, failed_rows, load_report, manifest,
-                              write_gradebook, write_report)
+from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, grading_key,
+                              load_report, manifest, stale, write_gradebook, write_report)
 from grader.report import table
 from grader.slurm import SlurmOptions, job_script, run_array
 from grader.spec import Spec, select
@@ -67,6 +71,52 @@ def assemble_notebooks(student: Path, dest: Path) -> list[str]:
     return found
 
 
+@dataclass
+class Submission:
+    """What one student submitted, as graded: the folder holding their exercise folders, and the
+    content key of each selected exercise (grader.gradebook.grading_key)."""
+
+    folder: Path
+    content: dict[str, str | None]
+    error: str = ""  # why it cannot be graded at all (notebooks that could not be read)
+
+
+def read_submission(student: Path, specs: list[Spec], out: Path) -> Submission:
+    """Hash what `student` submitted for each exercise of `specs`, assembling their notebooks first
+    (into `out`) if they submitted notebooks. Reads the submission, never writes it."""
+    folder, content, error = exercises_root(student, out), {}, ""
+    if folder != student / "exercises" and folder != student:  # notebooks, put into exercise folders
+        h = hashlib.sha256()
+        for path in notebooks_of(student):
+            h.update(path.relative_to(student).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        content["notebooks"] = h.hexdigest()
+        try:
+            assemble_notebooks(student, folder)
+        except Exception as e:  # an unreadable notebook costs that student only
+            error = f"could not read the submitted notebooks: {type(e).__name__}: {e}"
+    for sp in specs:
+        d = folder / sp.exercise
+        content[sp.exercise] = content_hash(d, sp.exercise) if d.is_dir() and not error else None
+    return Submission(folder, content, error)
+
+
+def plan(root: Path, specs: list[Spec], *, seed: int, out: Path, keyword: str | None, force: bool,
+         students: list[str] | None = None):
+    """Each student's submission and key, and why each student to grade is graded (the others'
+    reports show what grading them again would): (students, submissions, keys, why)."""
+    every = student_folders(root, out, students)
+    claim(out, root, seed)
+    subs = {s.name: read_submission(s, specs, out) for s in every}
+    exercises = [sp.exercise for sp in specs]
+    keys = {name: grading_key(seed, exercises, keyword, sub.content) for name, sub in subs.items()}
+    why = {}
+    for s in every:
+        reason = "--force" if force else stale(load_report(out, s.name), keys[s.name])
+        if reason is not None:
+            why[s.name] = reason
+    return every, subs, keys, why
+
+
 def student_folders(root: Path, out: Path, names: list[str] | None = None) -> list[Path]:
     """The student folders of the class in `root` (the named ones), sorted; never the gradebook itself."""
     every = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")
@@ -76,6 +126,10 @@ def student_folders(root: Path, out: Path, names: list[str] | None = None) -> li
     if not every:
         raise SystemExit(f"no student folders in {root}")
     return every
+
+
+def score(rows: list[dict]) -> str:
+    return f"{sum(r['points'] for r in rows):g}/{sum(r['max_points'] for r in rows)}"
 
 
 def progress(done: int, total: int, label: str) -> None:
@@ -104,19 +158,11 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     each student's result depends only on their submission and the seed, never on which worker or
     GPU graded it, so the gradebook is the same as a serial run's.
     """
-    every = student_folders(root, out, students)
-    claim(out, root, seed)
-    todo = [s for s in every if force or load_report(out, s.name) is None]
-    assembly_errors = {}
-    for s in todo:
-        if not (s / "exercises").is_dir() and notebooks_of(s):
-            try:
-                assemble_notebooks(s, exercises_root(s, out))
-            except Exception as e:  # an unreadable notebook costs that student only
-                assembly_errors[s.name] = f"could not read the submitted notebooks: {type(e).__name__}: {e}"
+    every, subs, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force,
+                                  students=students)
+    todo = [s for s in every if s.name in why]
     # Build every submission first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
-    folders = [exercises_root(s, out) / sp.exercise for s in todo for sp in specs
-               if (exercises_root(s, out) / sp.exercise).is_dir()]
+    folders = [subs[s.name].folder / sp.exercise for s in todo for sp in specs if subs[s.name].content[sp.exercise]]
     if folders:
         print(f"building {len(folders)} submitted exercise folder(s), {jobs} at a time ...", flush=True)
         build_all(folders, jobs, log=lambda *a: None)
@@ -140,26 +186,28 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
             progress(done, len(every), label)
 
     def grade_student(student: Path) -> None:
-        if student.name in assembly_errors:
-            rows = failed_rows(specs, assembly_errors[student.name])
+        sub = subs[student.name]
+        if sub.error:
+            rows = failed_rows(specs, sub.error)
         else:
             device = free.get()
             try:
-                rows = grade_target(exercises_root(student, out), specs, seed=seed, timeout=timeout, jobs=1,
+                rows = grade_target(sub.folder, specs, seed=seed, timeout=timeout, jobs=1,
                                     keyword=keyword, device=device, log=lambda *a: None)
             except Exception as e:  # a grader fault on one student must not lose the others
                 rows = failed_rows(specs, repr(e))
             finally:
                 free.put(device)
-        header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+        header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                  "key": keys[student.name]}
         write_report(out / student.name, rows, header)
-        total = sum(r["points"] for r in rows)
-        finish(student, rows, f"{student.name}: {total:g}/{sum(r['max_points'] for r in rows)}")
+        again = "" if why[student.name] == "not graded yet" else f" (graded again: {why[student.name]})"
+        finish(student, rows, f"{student.name}: {score(rows)}{again}")
 
     for student in every:
-        if student not in todo:
+        if student.name not in why:
             rows = load_report(out, student.name)["exercises"]
-            finish(student, rows, f"{student.name}: already graded (--force to regrade)")
+            finish(student, rows, f"{student.name}: {score(rows)}, unchanged since graded: skipped (--force regrades)")
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
         for f in [pool.submit(grade_student, s) for s in todo]:
             f.result()
@@ -180,9 +228,13 @@ def grade_slice(students: list[str], root: str, exercises: list[str], seed: int,
 def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
                          force: bool, keyword: str | None, opts: SlurmOptions) -> dict[str, list[dict]]:
     """Grade the class as a Slurm job array (grader.slurm), then write the gradebook here."""
-    students = [d.name for d in student_folders(root, out)]
-    claim(out, root, seed)
-    todo = [s for s in students if force or load_report(out, s) is None]
+    every, _, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force)
+    students = [d.name for d in every]
+    todo = [s for s in students if s in why]
+
+    def done(student: str) -> bool:
+        return stale(load_report(out, student), keys[student]) is None
+
     if force:  # an old report must not stand in for a regrade whose task fails
         for s in todo:
             (out / s / "report.json").unlink(missing_ok=True)
@@ -190,12 +242,8 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path,
     # the task by its importable name, which submitit pickles as a reference (under `python -m
     # grader.classroom` this module is __main__, whose functions would be pickled whole)
     task = importlib.import_module("grader.classroom").grade_slice
-    failures = run_array(task, todo, args, opts=opts, folder=out / ".submitit",
-                         done=lambda s: load_report(out, s) is not None)
-    results = {}
-    for s in students:
-        report = load_report(out, s)
-        results[s] = report["exercises"] if report is not None else failed_rows(specs, failures[s])
+    failures = run_array(task, todo, args, opts=opts, folder=out / ".submitit", done=done)
+    results = {s: load_report(out, s)["exercises"] if done(s) else failed_rows(specs, failures[s]) for s in students}
     write_gradebook(out, results, seed)
     return results
 

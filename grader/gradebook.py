@@ -8,14 +8,23 @@ A class folder `<parent>/<class>/` is graded into `<parent>/<class>.gradebook/` 
   gradebook.csv    one row per student and exercise: status, score, the reasons points were lost
   gradebook.json   everything, for machines
   <student>/report.{json,md,html}, <student>/throughput.png   each student's feedback
+
+Resuming. Each report.json keeps the key it was graded under (`grading_key`): the content hash of
+each selected exercise folder of the submission (its sources, headers, Python and notebooks, not
+build products or caches: `graded_files`), the notebooks a submission of notebooks came as, the seed,
+the exercise selection (and -k), and the grader's own version (a hash of grader/, specs included). A
+re-run keeps a report whose key is today's and grades the student again otherwise (`stale` says why).
 """
 from __future__ import annotations
 
 import csv
+import functools
+import hashlib
 import io
 import json
 from pathlib import Path
 
+from grader import env
 from grader.report import feedback_html, markdown, plot_student, reasons
 from grader.results import write_json_atomic, write_text_atomic
 from grader.spec import Spec
@@ -59,6 +68,66 @@ def claim(out: Path, root: Path, seed: int) -> None:
     record = {"class": str(Path(root).resolve()), "seed": seed}
     if manifest(out) != record:
         write_json_atomic(out / MANIFEST, record)
+
+
+# Build products and caches: never graded, never part of a submission's content.
+SKIPPED_DIRS = {"__pycache__", ".ipynb_checkpoints", "build", "dist"}
+SKIPPED_SUFFIXES = {".pyc", ".pyo", ".so", ".o", ".a", ".obj", ".lib", ".dll", ".dylib", ".exp", ".pdb", ".egg-info"}
+
+
+def graded_files(folder: Path) -> list[Path]:
+    """The files of a submitted folder that grading reads (paths relative to it, sorted): everything
+    but build products, caches and hidden files."""
+    folder = Path(folder)
+    found = []
+    for p in folder.rglob("*"):
+        rel = p.relative_to(folder)
+        if (any(part.startswith(".") or part in SKIPPED_DIRS or Path(part).suffix in SKIPPED_SUFFIXES
+                for part in rel.parts) or not p.is_file()):
+            continue
+        found.append(rel)
+    return sorted(found)
+
+
+def content_hash(folder: Path, name: str = "") -> str:
+    """A hash of the graded files of `folder` (their paths and bytes) and of `name`."""
+    h = hashlib.sha256(name.encode() + b"\0")
+    for rel in graded_files(folder):
+        h.update(rel.as_posix().encode() + b"\0" + (Path(folder) / rel).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@functools.cache
+def grader_version() -> str:
+    """The grader's own version: a hash of its sources, specs, suite and headers, computed once."""
+    return content_hash(env.REPO / "grader", "grader")[:16]
+
+
+def grading_key(seed: int, exercises: list[str], keyword: str | None, content: dict[str, str | None]) -> dict:
+    """What a student's grade depends on. `content`: exercise -> content hash of the submitted folder
+    (None when there is none), and "notebooks" -> the hash of the notebooks it was assembled from."""
+    return {"grader": grader_version(), "seed": seed, "exercises": list(exercises), "keyword": keyword,
+            "content": dict(content)}
+
+
+def stale(report: dict | None, key: dict) -> str | None:
+    """Why `report` does not show what grading under `key` would (None: it does, keep it)."""
+    if report is None:
+        return "not graded yet"
+    old = report.get("key")
+    if not isinstance(old, dict):
+        return "graded before reports kept what they were graded from"
+    if old.get("content") != key["content"]:
+        changed = sorted(k for k in {**old.get("content", {}), **key["content"]}
+                         if old.get("content", {}).get(k) != key["content"].get(k))
+        return f"the submission changed ({', '.join(changed)})"
+    if old.get("seed") != key["seed"]:
+        return f"the seed changed ({old.get('seed')} -> {key['seed']})"
+    if old.get("exercises") != key["exercises"] or old.get("keyword") != key["keyword"]:
+        return "the exercise selection changed"
+    if old.get("grader") != key["grader"]:
+        return "the grader changed"
+    return None if old == key else "its key changed"
 
 
 def load_report(out: Path, student: str) -> dict | None:

@@ -243,7 +243,8 @@ def test_sibling_classes_keep_apart_and_a_gradebook_refuses_another_class(tmp_pa
     assert files_of(tmp_path / "class.gradebook") == before
     # a re-run grades with the class's seed, which the gradebook keeps
     assert main([str(tmp_path / "class"), "--ex", "02"]) == 0
-    assert "(seed 5, the gradebook's)" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "(seed 5, the gradebook's)" in shown and "erin: 0/10, unchanged since graded: skipped" in shown
     assert json.loads((tmp_path / "class.gradebook" / "class.json").read_text())["seed"] == 5
 
 
