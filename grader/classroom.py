@@ -17,6 +17,7 @@ grading another class into it is refused):
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import importlib
 import os
@@ -32,9 +33,10 @@ from pathlib import Path
 
 from grader import env
 from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
-from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, grading_key,
-                              load_report, manifest, stale, write_gradebook, write_report)
+from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
+                              grading_key, load_report, manifest, stale, write_gradebook, write_report)
 from grader.report import table
+from grader.scoring import score_exercise
 from grader.slurm import SlurmOptions, job_script, run_array
 from grader.spec import Spec, select
 
@@ -117,6 +119,37 @@ def plan(root: Path, specs: list[Spec], *, seed: int, out: Path, keyword: str | 
     return every, subs, keys, why
 
 
+STORE = env.BUILD_ROOT / "submissions"
+
+
+def stored(folder: Path, exercise: str, digest: str) -> Path:
+    """The copy of a submitted exercise folder that is built and graded: STORE/<content hash>/<exercise>/,
+    its graded files only (grader.gradebook.graded_files). Named by its content alone: identical
+    folders share one copy and one build (within a run, across runs and classes), a grade depends on
+    the content and the seed only, and nothing in its paths, op namespace or messages names a student.
+    Written once, whole (another Slurm task may store the same content at the same time)."""
+    dest = STORE / digest[:32] / exercise
+    if dest.is_dir():
+        return dest
+    tmp = STORE / f".{digest[:32]}.{os.getpid()}.{threading.get_ident()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / exercise).mkdir(parents=True)
+    try:
+        for rel in graded_files(folder):
+            (tmp / exercise / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / rel, tmp / exercise / rel)
+        if content_hash(tmp / exercise, exercise) != digest:
+            raise RuntimeError(f"{folder} changed while it was being graded")
+        try:
+            os.rename(tmp, dest.parent)
+        except OSError:  # stored by another process meanwhile
+            if not dest.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
 def student_folders(root: Path, out: Path, names: list[str] | None = None) -> list[Path]:
     """The student folders of the class in `root` (the named ones), sorted; never the gradebook itself."""
     every = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")
@@ -154,62 +187,104 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
                 students: list[str] | None = None, write_book: bool = True) -> dict[str, list[dict]]:
     """Grade every student folder of `root` (or the named `students`) into `out`.
 
-    Students are graded concurrently, one per worker in `devices` (default: one per visible GPU);
-    each student's result depends only on their submission and the seed, never on which worker or
-    GPU graded it, so the gradebook is the same as a serial run's.
+    What is graded is one copy per distinct exercise folder (`stored`): identical folders (an
+    untouched stub, the same files handed in twice) are built and graded once, and each student with
+    that content gets a copy of the row. The copies are graded concurrently, one per worker in
+    `devices` (default: one per visible GPU); a result depends only on the content and the seed,
+    never on the student, the worker or the GPU, so the gradebook is the same as a serial run's.
     """
     every, subs, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force,
                                   students=students)
-    todo = [s for s in every if s.name in why]
-    # Build every submission first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
-    folders = [subs[s.name].folder / sp.exercise for s in todo for sp in specs if subs[s.name].content[sp.exercise]]
-    if folders:
-        print(f"building {len(folders)} submitted exercise folder(s), {jobs} at a time ...", flush=True)
-        build_all(folders, jobs, log=lambda *a: None)
+    todo = [s.name for s in every if s.name in why]
+    units: dict[str, tuple[Spec, Path]] = {}  # content hash -> its spec, and the copy that is graded
+    unit_errors: dict[str, tuple[Spec, str]] = {}
+    handed_in = 0
+    for name in todo:
+        sub = subs[name]
+        for sp in specs:
+            digest = sub.content[sp.exercise]
+            if digest is None or sub.error:
+                continue
+            handed_in += 1
+            if digest not in units and digest not in unit_errors:
+                try:
+                    units[digest] = (sp, stored(sub.folder / sp.exercise, sp.exercise, digest))
+                except Exception as e:  # e.g. the folder changed while it was copied: that exercise only
+                    unit_errors[digest] = (sp, f"the submitted folder could not be copied for grading: {e}")
+    # Build every distinct folder first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
+    if units:
+        same = f" ({handed_in - len(units)} identical to another, built and graded once)" if handed_in > len(units) else ""
+        print(f"building {len(units)} distinct exercise folder(s) of the {handed_in} submitted{same}, "
+              f"{jobs} at a time ...", flush=True)
+        build_all([folder for _, folder in units.values()], jobs, log=lambda *a: None)
     devices = devices or worker_devices(None)
     if len(devices) > 1 or devices[0] is not None:
         print(f"grading with {len(devices)} worker(s): "
               + ", ".join("no GPU" if d is None else f"GPU {d}" for d in devices), flush=True)
 
     results: dict[str, list[dict]] = {}
+    graded = {digest: failed_rows([sp], error)[0] for digest, (sp, error) in unit_errors.items()}  # content hash -> row
+    waiting = {name: {subs[name].content[sp.exercise] for sp in specs} - {None} - set(graded)
+               for name in todo if not subs[name].error}
     done = 0
     lock = threading.Lock()
     free: queue.Queue = queue.Queue()
     for d in devices:
         free.put(d)
 
-    def finish(student: Path, rows: list[dict], label: str) -> None:
+    def finish(student: str, rows: list[dict], label: str) -> None:
         nonlocal done
         with lock:
-            results[student.name] = rows
+            results[student] = rows
             done += 1
             progress(done, len(every), label)
 
-    def grade_student(student: Path) -> None:
-        sub = subs[student.name]
+    def rows_of(student: str) -> list[dict]:
+        sub = subs[student]
         if sub.error:
-            rows = failed_rows(specs, sub.error)
-        else:
-            device = free.get()
-            try:
-                rows = grade_target(sub.folder, specs, seed=seed, timeout=timeout, jobs=1,
-                                    keyword=keyword, device=device, log=lambda *a: None)
-            except Exception as e:  # a grader fault on one student must not lose the others
-                rows = failed_rows(specs, repr(e))
-            finally:
-                free.put(device)
-        header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                  "key": keys[student.name]}
-        write_report(out / student.name, rows, header)
-        again = "" if why[student.name] == "not graded yet" else f" (graded again: {why[student.name]})"
-        finish(student, rows, f"{student.name}: {score(rows)}{again}")
+            return failed_rows(specs, sub.error)
+        # a copy of each row: a student's report never shares an object with another's
+        return [copy.deepcopy(graded[sub.content[sp.exercise]]) if sub.content[sp.exercise] is not None
+                else score_exercise(sp, [], "missing", f"no folder {sub.folder / sp.exercise}") for sp in specs]
+
+    def complete(student: str) -> None:
+        rows = rows_of(student)
+        header = {"target": student, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "key": keys[student]}
+        write_report(out / student, rows, header)
+        again = "" if why[student] == "not graded yet" else f" (graded again: {why[student]})"
+        finish(student, rows, f"{student}: {score(rows)}{again}")
+
+    def grade_unit(digest: str) -> None:
+        spec, folder = units[digest]
+        device = free.get()
+        try:
+            found = grade_target(folder.parent, [spec], seed=seed, timeout=timeout, jobs=1, keyword=keyword,
+                                 device=device, log=lambda *a: None)
+            row = found[0] if found else failed_rows([spec], "the grader returned no result")[0]
+        except Exception as e:  # a grader fault on one submission must not lose the others
+            row = failed_rows([spec], repr(e))[0]
+        finally:
+            free.put(device)
+        ready = []
+        with lock:
+            graded[digest] = row
+            for student, left in waiting.items():
+                if digest in left:
+                    left.discard(digest)
+                    if not left:
+                        ready.append(student)
+        for student in ready:
+            complete(student)
 
     for student in every:
         if student.name not in why:
             rows = load_report(out, student.name)["exercises"]
-            finish(student, rows, f"{student.name}: {score(rows)}, unchanged since graded: skipped (--force regrades)")
+            finish(student.name, rows, f"{student.name}: {score(rows)}, unchanged since graded: skipped (--force regrades)")
+    for student in todo:
+        if not waiting.get(student):  # nothing left to grade: nothing submitted, or all of it failed before grading
+            complete(student)
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-        for f in [pool.submit(grade_student, s) for s in todo]:
+        for f in [pool.submit(grade_unit, d) for d in units]:
             f.result()
     if write_book:
         write_gradebook(out, results, seed)

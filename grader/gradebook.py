@@ -117,17 +117,22 @@ def stale(report: dict | None, key: dict) -> str | None:
     old = report.get("key")
     if not isinstance(old, dict):
         return "graded before reports kept what they were graded from"
-    if old.get("content") != key["content"]:
-        changed = sorted(k for k in {**old.get("content", {}), **key["content"]}
-                         if old.get("content", {}).get(k) != key["content"].get(k))
-        return f"the submission changed ({', '.join(changed)})"
+    why = []
+    before, now = old.get("content") or {}, key["content"]
+    # an exercise selected by only one of the keys is the selection's change, not the submission's
+    one_only = set(old.get("exercises") or []) ^ set(key["exercises"])
+    changed = sorted(k for k in set(before) | set(now) if k not in one_only and before.get(k) != now.get(k))
+    if changed:
+        why.append(f"the submission changed ({', '.join(changed)})")
     if old.get("seed") != key["seed"]:
-        return f"the seed changed ({old.get('seed')} -> {key['seed']})"
+        why.append(f"the seed changed ({old.get('seed')} -> {key['seed']})")
     if old.get("exercises") != key["exercises"] or old.get("keyword") != key["keyword"]:
-        return "the exercise selection changed"
+        why.append("the exercise selection changed")
     if old.get("grader") != key["grader"]:
-        return "the grader changed"
-    return None if old == key else "its key changed"
+        why.append("the grader changed")
+    if not why and old != key:
+        why.append("what it was graded from changed")
+    return "; ".join(why) or None
 
 
 def load_report(out: Path, student: str) -> dict | None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import env
+from grader import classroom as classroom_module
+from grader import env, gradebook
 from grader.classroom import grade_class, grade_class_on_slurm, main, worker_devices
 from grader.env import visible_gpus
 from grader.slurm import SlurmOptions, job_script, slices
@@ -209,6 +210,131 @@ def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
     forward = row["groups"]["forward"]
     assert forward["state"] == "failed", forward
     assert "given GPU '0'" in str(row), str(row)[:500]
+
+
+# A small class for resuming: two identical submissions and a stub, of one exercise (their builds are
+# the classroom's own: the graded copies are shared by content). Names that no report text contains.
+SMALL = {"ann_q7": SOLUTIONS / "02_elu", "ben_q7": SOLUTIONS / "02_elu", "cleo_q7": EXERCISES / "02_elu"}
+
+
+def grade_counting(subs, out, ex=("02",), seed=7, **kwargs):
+    """grade_class, and the exercise folders it graded (each grading process's target)."""
+    calls = []
+    real = classroom_module.grade_target
+
+    def counting(target, specs, **kw):
+        calls.append(target / specs[0].exercise)
+        return real(target, specs, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(classroom_module, "grade_target", counting)
+        results = grade_class(subs, select(list(ex)), seed=seed, out=out, timeout=600, jobs=JOBS, **kwargs)
+    return results, calls
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    root = tmp_path_factory.mktemp("small")
+    for student, folder in SMALL.items():
+        shutil.copytree(folder, root / "class" / student / "exercises" / "02_elu")
+    results, calls = grade_counting(root / "class", root / "class.gradebook")
+    return root, results, calls
+
+
+def copy_of(small, tmp_path, students=tuple(SMALL)):
+    """The small class and its gradebook, copied (the named students), as an instructor who moved a
+    class does it: with the gradebook's class.json deleted, as its refusal message says."""
+    root, _, _ = small
+    for student in students:
+        shutil.copytree(root / "class" / student, tmp_path / "class" / student)
+        shutil.copytree(root / "class.gradebook" / student, tmp_path / "class.gradebook" / student)
+    return tmp_path / "class", tmp_path / "class.gradebook"
+
+
+def test_identical_submissions_are_graded_once(small):
+    root, results, calls = small
+    assert len(calls) == 2, calls  # ann's and ben's identical folders once, cleo's stub once
+    # what was graded is a copy named by its content: no student's name in its path, nothing of one
+    # student in another's report
+    assert not any(s in str(c) for c in calls for s in SMALL), calls
+    assert outcomes({"x": results["ann_q7"]}) == outcomes({"x": results["ben_q7"]}) != outcomes({"x": results["cleo_q7"]})
+    for student in SMALL:
+        for name in ("report.json", "report.md", "report.html"):
+            text = (root / "class.gradebook" / student / name).read_text()
+            assert all(other not in text for other in SMALL if other != student), (student, name)
+    keys = {s: json.loads((root / "class.gradebook" / s / "report.json").read_text())["key"] for s in SMALL}
+    assert keys["ann_q7"] == keys["ben_q7"] != keys["cleo_q7"]
+    assert keys["ann_q7"]["content"]["02_elu"] == gradebook.content_hash(SOLUTIONS / "02_elu", "02_elu")
+
+
+def test_resume_skips_a_class_that_did_not_change(small, tmp_path, capsys):
+    subs, out = copy_of(small, tmp_path)
+    before = files_of(out)
+    results, calls = grade_counting(subs, out)
+    assert calls == [] and outcomes(results) == outcomes(small[1])
+    shown = capsys.readouterr().out.splitlines()
+    for student in SMALL:
+        assert "unchanged since graded: skipped" in next(l for l in shown if f"{student}: " in l)
+    after = files_of(out)
+    assert {k: v for k, v in after.items() if k.endswith("report.json")} == {
+        k: v for k, v in before.items() if k.endswith("report.json")}
+
+
+def test_a_changed_submission_is_graded_again_alone(small, tmp_path, capsys):
+    subs, out = copy_of(small, tmp_path)
+    reports = {s: (out / s / "report.json").read_bytes() for s in SMALL}
+    shutil.rmtree(subs / "cleo_q7" / "exercises" / "02_elu")  # cleo hands in the finished exercise
+    shutil.copytree(SOLUTIONS / "02_elu", subs / "cleo_q7" / "exercises" / "02_elu")
+    (subs / "cleo_q7" / "exercises" / "02_elu" / "__pycache__").mkdir()  # caches are not the submission
+    (subs / "cleo_q7" / "exercises" / "02_elu" / "__pycache__" / "elu.cpython-311.pyc").write_bytes(b"x")
+    results, calls = grade_counting(subs, out)
+    assert len(calls) == 1
+    shown = capsys.readouterr().out.splitlines()
+    assert "(graded again: the submission changed (02_elu))" in next(l for l in shown if "cleo_q7: " in l)
+    assert {s: (out / s / "report.json").read_bytes() == reports[s] for s in SMALL} == {
+        "ann_q7": True, "ben_q7": True, "cleo_q7": False}
+    assert outcomes({"x": results["cleo_q7"]}) == outcomes({"x": results["ann_q7"]})
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"seed": 8}, "the seed changed (7 -> 8)"),
+    ({"ex": ("01", "02")}, "the exercise selection changed"),
+    ({"keyword": "forward"}, "the exercise selection changed"),
+    ({"grader": "0" * 16}, "the grader changed"),
+    ({"force": True}, "--force"),
+])
+def test_what_a_grade_depends_on_changed_so_it_is_graded_again(small, tmp_path, capsys, monkeypatch, change, why):
+    subs, out = copy_of(small, tmp_path, students=("ann_q7", "ben_q7"))
+    if "grader" in change:
+        version = change.pop("grader")
+        monkeypatch.setattr(gradebook, "grader_version", lambda: version)
+    results, calls = grade_counting(subs, out, **change)
+    assert len(calls) == 1  # ann's and ben's identical folders, graded once again
+    shown = capsys.readouterr().out
+    for student in ("ann_q7", "ben_q7"):
+        assert f"(graded again: {why})" in next(l for l in shown.splitlines() if f"{student}: " in l)
+        key = json.loads((out / student / "report.json").read_text())["key"]
+        assert key["seed"] == change.get("seed", 7) and key["keyword"] == change.get("keyword")
+    if "ex" in change:
+        assert [r["status"] for r in results["ann_q7"]] == ["missing", "graded"]
+
+
+def test_only_graded_files_make_a_submissions_content(tmp_path):
+    folder = tmp_path / "02_elu"
+    shutil.copytree(SOLUTIONS / "02_elu", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    first = gradebook.content_hash(folder, "02_elu")
+    for junk in ("__pycache__/elu.cpython-311.pyc", "build/elu.o", "ex02.so", ".ipynb_checkpoints/x.ipynb", ".DS_Store"):
+        (folder / junk).parent.mkdir(parents=True, exist_ok=True)
+        (folder / junk).write_bytes(b"junk")
+    assert gradebook.content_hash(folder, "02_elu") == first
+    assert [p.name for p in gradebook.graded_files(folder)] == ["README.md", "elu.cpp", "elu.cu", "elu.h", "elu.py"]
+    (folder / "notes.ipynb").write_text("{}")  # a notebook is part of what was handed in
+    assert gradebook.content_hash(folder, "02_elu") != first
+    (folder / "notes.ipynb").unlink()
+    (folder / "elu.cu").write_text((folder / "elu.cu").read_text() + "\n// one more line\n")
+    assert gradebook.content_hash(folder, "02_elu") != first
+    assert gradebook.content_hash(folder, "02_elu") != gradebook.content_hash(folder, "01_leaky_relu")
+    assert gradebook.grader_version() == gradebook.content_hash(env.REPO / "grader", "grader")[:16]
 
 
 def read_csv(path) -> list[dict]:
