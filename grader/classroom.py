@@ -9,8 +9,10 @@ seed, exercise selection or grader changed since, says why, and skips the others
 every student).
 
 Writes, under --out (default: SUBMISSIONS.gradebook beside SUBMISSIONS; it records its class, and
-grading another class into it is refused):
-  gradebook.csv    one row per student and exercise, in the shape of `nbgrader export`
+grading another class into it is refused), as grader.gradebook describes:
+  grades.csv       the columns of `nbgrader export`, one row per exercise and student
+  totals.csv       one row per student, for an LMS
+  gradebook.csv    one row per student and exercise, with status and the reasons points were lost
   gradebook.json   everything, for machines
   <student>/report.{json,md,html}, <student>/throughput.png   feedback for each student
 """

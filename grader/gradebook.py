@@ -6,8 +6,24 @@ A class folder `<parent>/<class>/` is graded into `<parent>/<class>.gradebook/` 
   class.json       the class folder it belongs to, and the seed the class is graded with: grading
                    another class into it is refused (`claim`), and a re-run takes that seed
   gradebook.csv    one row per student and exercise: status, score, the reasons points were lost
+  grades.csv       the same scores with exactly the columns `nbgrader export` writes (nbgrader 0.9's
+                   CsvExportPlugin: NBGRADER_COLUMNS), one row per assignment and student
+  totals.csv       one row per student: the points of each exercise, the total and the maximum, for
+                   an LMS to import
   gradebook.json   everything, for machines
   <student>/report.{json,md,html}, <student>/throughput.png   each student's feedback
+
+In grades.csv an assignment is one exercise (01_leaky_relu, ...), not the exercises of a run taken
+together: an exercise is what the course hands out and grades as a unit (its own folder, README,
+spec and maximum), students may hand in a folder or a notebook for it, and its name and maximum stay
+the same whichever exercises a run selects, so a re-run with another --ex or a second grading
+later in the term adds rows under the same assignments instead of inventing a new one per
+selection. The nbgrader course's own assignments are its units' notebooks (unit1_scalar_kernels,
+...), with their own points: an exercise name never collides with them. `duedate`, `timestamp`,
+the names and the email are empty, as nbgrader leaves them when it does not know them (a folder
+carries no submission time); the late penalty is 0; numbers are written as nbgrader writes them
+("7.5", "10.0"); a value with a comma is quoted (nbgrader writes it bare, which breaks its own
+file). Notebook submissions and folder submissions are rows of the same file.
 
 Resuming. Each report.json keeps the key it was graded under (`grading_key`): the content hash of
 each selected exercise folder of the submission (its sources, headers, Python and notebooks, not
@@ -177,11 +193,47 @@ def _csv(header: list[str], rows: list[list], lineterminator: str = "\r\n") -> s
     return text.getvalue()
 
 
+# The header of `nbgrader export` (nbgrader 0.9, nbgrader/plugins/export.py, CsvExportPlugin.export)
+NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+                    "raw_score", "late_submission_penalty", "score", "max_score"]
+
+
+def _exercises(results: dict[str, list[dict]]) -> dict[str, float]:
+    """Every exercise of the gradebook, in order, with its maximum."""
+    found = {r["exercise"]: r["max_points"] for rows in results.values() for r in rows}
+    return dict(sorted(found.items()))
+
+
+def nbgrader_rows(results: dict[str, list[dict]]) -> list[list[str]]:
+    """grades.csv's rows, in `nbgrader export`'s order (assignments, then students) and number format
+    (str of a float); a student without a row for an exercise scores 0, as nbgrader's export does."""
+    rows = []
+    for exercise, maximum in _exercises(results).items():
+        for student in sorted(results):
+            points = next((float(r["points"]) for r in results[student] if r["exercise"] == exercise), 0.0)
+            rows.append([exercise, "", "", student, "", "", "", str(points), str(0.0), str(max(0.0, points)),
+                         str(float(maximum))])
+    return rows
+
+
+def totals_rows(results: dict[str, list[dict]]) -> tuple[list[str], list[list[str]]]:
+    """totals.csv: a column per exercise, then total and max_score; one row per student."""
+    exercises = _exercises(results)
+    rows = []
+    for student, graded in sorted(results.items()):
+        points = {r["exercise"]: r["points"] for r in graded}
+        rows.append([student, *(f"{points.get(e, 0):g}" for e in exercises),
+                     f"{round(sum(points.values()), 2):g}", f"{sum(exercises.values()):g}"])
+    return ["student_id", *exercises, "total", "max_score"], rows
+
+
 def write_gradebook(out: Path, results: dict[str, list[dict]], seed: int) -> None:
-    """The class's gradebook from every student's rows (each CSV written whole or not at all)."""
+    """The class's gradebook from every student's rows (each file written whole or not at all)."""
     detailed = [[student, r["exercise"], r["status"], f"{r['points']:g}", f"{r['points']:g}", r["max_points"],
                  " | ".join(reasons(r))[:1000]]
                 for student, rows in sorted(results.items()) for r in rows]
     write_text_atomic(out / "gradebook.csv", _csv(
         ["student_id", "assignment", "status", "raw_score", "score", "max_score", "reasons"], detailed))
+    write_text_atomic(out / "grades.csv", _csv(NBGRADER_COLUMNS, nbgrader_rows(results), lineterminator="\n"))
+    write_text_atomic(out / "totals.csv", _csv(*totals_rows(results)))
     write_json_atomic(out / "gradebook.json", {"seed": seed, "students": results})

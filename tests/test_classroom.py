@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,54 @@ def test_gradebook_is_complete(classroom):
     carol_html = (out / "carol" / "report.html").read_text()
     assert "build failed" in carol_html and "blocks_total" in carol_html
     keep_artifacts(out)
+
+
+def nbgrader_export(results: dict[str, list[dict]], folder) -> str:
+    """What nbgrader's own `nbgrader export` (its CsvExportPlugin) writes for these scores, from a
+    real nbgrader gradebook: an assignment per exercise, its points as one autograded cell."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{folder / 'gradebook.db'}", "cuda-kernels-for-pytorch") as gb:
+        warnings.filterwarnings("ignore", message="Object of type")  # nbgrader's own SQLAlchemy use
+        for row in results[next(iter(results))]:
+            gb.add_assignment(row["exercise"])
+            gb.add_notebook(row["exercise"], row["exercise"])
+            gb.add_grade_cell("points", row["exercise"], row["exercise"], max_score=row["max_points"], cell_type="code")
+        for student, rows in sorted(results.items()):
+            gb.add_student(student)
+            for row in rows:
+                gb.add_submission(row["exercise"], student)
+                gb.find_grade("points", row["exercise"], row["exercise"], student).auto_score = float(row["points"])
+        gb.db.commit()
+        CsvExportPlugin(to=str(folder / "export.csv")).export(gb)
+    return (folder / "export.csv").read_text()
+
+
+def test_nbgrader_shaped_grades_and_lms_totals_hold_folders_and_notebooks(classroom, tmp_path, monkeypatch):
+    """grades.csv is what `nbgrader export` writes for the same scores, column for column and byte
+    for byte (student ids here have no comma, which nbgrader would not quote); totals.csv has a row
+    per student. dave handed in a notebook, the others folders: all are rows of the same files."""
+    _, out, results = classroom
+    text = (out / "grades.csv").read_text()
+    header = text.splitlines()[0].split(",")
+    assert header == gradebook.NBGRADER_COLUMNS
+    rows = read_csv(out / "grades.csv")
+    assert [(r["assignment"], r["student_id"]) for r in rows] == [(ex, s) for ex in UNIT1 for s in STUDENTS]
+    dave = {r["assignment"]: r for r in rows if r["student_id"] == "dave"}  # the notebook submission
+    assert dave["01_leaky_relu"]["max_score"] == "10.0" and dave["02_elu"]["score"] == "0.0"
+    if importlib.util.find_spec("nbgrader") is not None:  # nbgrader's own export of the same scores
+        from grader.notebooks import _tool_env
+
+        monkeypatch.setenv("PATH", _tool_env()["PATH"])  # nbgrader's gradebook runs alembic
+        assert text == nbgrader_export(results, tmp_path)
+    totals = read_csv(out / "totals.csv")
+    assert list(totals[0]) == ["student_id", *UNIT1, "total", "max_score"]
+    assert [t["student_id"] for t in totals] == sorted(STUDENTS)
+    for t in totals:
+        points = {r["exercise"]: r["points"] for r in results[t["student_id"]]}
+        assert {ex: float(t[ex]) for ex in UNIT1} == points and float(t["total"]) == sum(points.values())
+        assert t["max_score"] == "20"
 
 
 def keep_artifacts(out) -> None:
