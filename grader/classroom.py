@@ -199,7 +199,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
                                   students=students)
     todo = [s.name for s in every if s.name in why]
     units: dict[str, tuple[Spec, Path]] = {}  # content hash -> its spec, and the copy that is graded
-    unit_errors: dict[str, tuple[Spec, str]] = {}
+    not_copied: dict[tuple[str, str], str] = {}  # (student, exercise) -> why it could not be copied
     handed_in = 0
     for name in todo:
         sub = subs[name]
@@ -208,11 +208,11 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
             if digest is None or sub.error:
                 continue
             handed_in += 1
-            if digest not in units and digest not in unit_errors:
+            if digest not in units:
                 try:
                     units[digest] = (sp, stored(sub.folder / sp.exercise, sp.exercise, digest))
-                except Exception as e:  # e.g. the folder changed while it was copied: that exercise only
-                    unit_errors[digest] = (sp, f"the submitted folder could not be copied for grading: {e}")
+                except Exception as e:  # e.g. the folder changed meanwhile: that student's exercise only
+                    not_copied[name, sp.exercise] = f"the submitted folder could not be copied for grading: {e}"
     # Build every distinct folder first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
     if units:
         same = f" ({handed_in - len(units)} identical to another, built and graded once)" if handed_in > len(units) else ""
@@ -225,8 +225,8 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
               + ", ".join("no GPU" if d is None else f"GPU {d}" for d in devices), flush=True)
 
     results: dict[str, list[dict]] = {}
-    graded = {digest: failed_rows([sp], error)[0] for digest, (sp, error) in unit_errors.items()}  # content hash -> row
-    waiting = {name: {subs[name].content[sp.exercise] for sp in specs} - {None} - set(graded)
+    graded: dict[str, dict] = {}  # content hash -> its row
+    waiting = {name: {subs[name].content[sp.exercise] for sp in specs if (name, sp.exercise) not in not_copied} - {None}
                for name in todo if not subs[name].error}
     done = 0
     lock = threading.Lock()
@@ -245,9 +245,16 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         sub = subs[student]
         if sub.error:
             return failed_rows(specs, sub.error)
-        # a copy of each row: a student's report never shares an object with another's
-        return [copy.deepcopy(graded[sub.content[sp.exercise]]) if sub.content[sp.exercise] is not None
-                else score_exercise(sp, [], "missing", f"no folder {sub.folder / sp.exercise}") for sp in specs]
+        rows = []
+        for sp in specs:
+            digest = sub.content[sp.exercise]
+            if (student, sp.exercise) in not_copied:
+                rows += failed_rows([sp], not_copied[student, sp.exercise])
+            elif digest is None:
+                rows.append(score_exercise(sp, [], "missing", f"no folder {sub.folder / sp.exercise}"))
+            else:  # a copy: a student's report never shares an object with another's
+                rows.append(copy.deepcopy(graded[digest]))
+        return rows
 
     def complete(student: str) -> None:
         rows = rows_of(student)

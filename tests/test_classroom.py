@@ -369,6 +369,27 @@ def test_what_a_grade_depends_on_changed_so_it_is_graded_again(small, tmp_path, 
         assert [r["status"] for r in results["ann_q7"]] == ["missing", "graded"]
 
 
+def test_a_folder_that_cannot_be_copied_costs_its_student_only(small, tmp_path, monkeypatch):
+    """ann's folder fails to copy for grading (say, it changed meanwhile): her exercise gets the
+    error, naming her folder; ben, with the same content, is graded from his own copy, and nothing
+    of ann's reaches his report."""
+    subs, out = copy_of(small, tmp_path, students=("ann_q7", "ben_q7"))
+    real = classroom_module.stored
+
+    def failing(folder, exercise, digest):
+        if "ann_q7" in str(folder):
+            raise RuntimeError(f"{folder} changed while it was being graded")
+        return real(folder, exercise, digest)
+
+    monkeypatch.setattr(classroom_module, "stored", failing)
+    results, calls = grade_counting(subs, out, force=True)
+    assert len(calls) == 1
+    (ann,), (ben,) = results["ann_q7"], results["ben_q7"]
+    assert ann["status"] == "grader error" and "ann_q7" in ann["error"], ann
+    assert ben["status"] == "graded" and "ann_q7" not in json.dumps(ben)
+    assert "ann_q7" not in (out / "ben_q7" / "report.json").read_text()
+
+
 def test_only_graded_files_make_a_submissions_content(tmp_path):
     folder = tmp_path / "02_elu"
     shutil.copytree(SOLUTIONS / "02_elu", folder, ignore=shutil.ignore_patterns("__pycache__"))
