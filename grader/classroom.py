@@ -394,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for student, rows in results.items():
             print(f"{student:30s} {sum(r['points'] for r in rows):6g} / {sum(r['max_points'] for r in rows)}")
-    print(f"\ngradebook: {out / 'gradebook.csv'}; feedback: {out}/<student>/report.html")
+    print(f"\ngradebook: {out / 'grades.csv'} (nbgrader's columns), {out / 'totals.csv'} (one row per student), "
+          f"{out / 'gradebook.csv'} (with reasons); feedback: {out}/<student>/report.html")
     return 0
 
 

@@ -45,7 +45,6 @@ from grader.report import feedback_html, markdown, plot_student, reasons
 from grader.results import write_json_atomic, write_text_atomic
 from grader.spec import Spec
 
-
 MANIFEST = "class.json"
 
 
