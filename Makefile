@@ -8,8 +8,9 @@
 #                                   less two up to 12, 1 for one after another; a timing always runs alone;
 #                                   STRICT=1: a check this GPU cannot run, for lack of memory, costs points)
 #   make grade TARGET=solutions     grade the reference solutions
-#   make grade SUBMISSIONS=dir      grade a class: one folder per student, into a gradebook
-#                                   (one worker per visible GPU; WORKERS=n to choose)
+#   make grade SUBMISSIONS=dir      grade a class: one folder per student, into the gradebook dir.gradebook/
+#                                   beside it (GRADEBOOK=other to choose; FORCE=1 regrades every student;
+#                                   one worker per visible GPU, WORKERS=n to choose)
 #   make grade SUBMISSIONS=dir SLURM=1   the same as a Slurm job array (SLURM_TASKS, SLURM_PARTITION,
 #                                   SLURM_TIME minutes per task, SLURM_GPUS per task, SLURM_ACCOUNT;
 #                                   SLURM_DRY_RUN=1 prints the job script)
@@ -38,6 +39,7 @@ FORCE ?=
 PYTEST_ARGS ?=
 TESTS ?= tests
 WORKERS ?=
+GRADEBOOK ?=
 SLURM ?=
 SLURM_TASKS ?=
 SLURM_PARTITION ?=
@@ -49,8 +51,9 @@ SLURM_DRY_RUN ?=
 export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
 PY = py=$$(scripts/bootstrap.sh) || exit 1;
 
-GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)")
-CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(SLURM),--slurm) $(if $(SLURM_TASKS),--tasks $(SLURM_TASKS)) \
+GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)") $(if $(STRICT),--strict)
+CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") $(if $(FORCE),--force) \
+  $(if $(SLURM),--slurm) $(if $(SLURM_TASKS),--tasks $(SLURM_TASKS)) \
   $(if $(SLURM_PARTITION),--partition $(SLURM_PARTITION)) $(if $(SLURM_TIME),--time-min $(SLURM_TIME)) \
   $(if $(SLURM_GPUS),--gpus-per-task $(SLURM_GPUS)) $(if $(SLURM_ACCOUNT),--account $(SLURM_ACCOUNT)) \
   $(if $(SLURM_DRY_RUN),--dry-run)
@@ -62,7 +65,7 @@ grade:
 	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
 	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) \
-	    $(if $(STRICT),--strict) $(if $(VERBOSE),--verbose) \
+	    $(if $(VERBOSE),--verbose) \
 	    $(if $(PARALLEL),--parallel $(PARALLEL)); \
 	fi
 

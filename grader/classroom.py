@@ -3,20 +3,25 @@
 `dir` holds one folder per student; each holds an `exercises/` tree, the exercise folders
 directly, or the student's notebooks (their `%%solution` cells are put into the exercise files).
 Every student is graded with the same seed, each exercise in its own process, so one student's
-broken submission never costs another's result. Results are kept per student: a re-run
-resumes where it stopped and skips students already graded (--force regrades them).
+broken submission never costs another's result. Results are kept per student with the key they
+were graded under (grader.gradebook): a re-run grades again only the students whose submission,
+seed, exercise selection or grader changed since, says why, and skips the others (--force regrades
+every student).
 
-Writes, under --out (default SUBMISSIONS/../gradebook):
-  gradebook.csv    one row per student and exercise, in the shape of `nbgrader export`
+Writes, under --out (default: SUBMISSIONS.gradebook beside SUBMISSIONS; it records its class, and
+grading another class into it is refused), as grader.gradebook describes:
+  grades.csv       the columns of `nbgrader export`, one row per exercise and student
+  totals.csv       one row per student, for an LMS
+  gradebook.csv    one row per student and exercise, with status and the reasons points were lost
   gradebook.json   everything, for machines
   <student>/report.{json,md,html}, <student>/throughput.png   feedback for each student
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import html
-import json
+import copy
+import hashlib
+import importlib
 import os
 import queue
 import secrets
@@ -25,13 +30,16 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader import env
 from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
-from grader.report import format_rate, markdown, reasons, table
-from grader.results import write_json_atomic
-from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script
+from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
+                              grading_key, load_report, manifest, stale, write_gradebook, write_report)
+from grader.report import table
+from grader.scoring import score_exercise
+from grader.slurm import SlurmOptions, job_script, run_array
 from grader.spec import Spec, select
 
 
@@ -67,25 +75,102 @@ def assemble_notebooks(student: Path, dest: Path) -> list[str]:
     return found
 
 
+@dataclass
+class Submission:
+    """What one student submitted, as graded: the folder holding their exercise folders, and the
+    content key of each selected exercise (grader.gradebook.grading_key)."""
+
+    folder: Path
+    content: dict[str, str | None]
+    error: str = ""  # why it cannot be graded at all (notebooks that could not be read)
+
+
+def read_submission(student: Path, specs: list[Spec], out: Path) -> Submission:
+    """Hash what `student` submitted for each exercise of `specs`, assembling their notebooks first
+    (into `out`) if they submitted notebooks. Reads the submission, never writes it."""
+    folder, content, error = exercises_root(student, out), {}, ""
+    if folder != student / "exercises" and folder != student:  # notebooks, put into exercise folders
+        h = hashlib.sha256()
+        for path in notebooks_of(student):
+            h.update(path.relative_to(student).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        content["notebooks"] = h.hexdigest()
+        try:
+            assemble_notebooks(student, folder)
+        except Exception as e:  # an unreadable notebook costs that student only
+            error = f"could not read the submitted notebooks: {type(e).__name__}: {e}"
+    for sp in specs:
+        d = folder / sp.exercise
+        content[sp.exercise] = content_hash(d, sp.exercise) if d.is_dir() and not error else None
+    return Submission(folder, content, error)
+
+
+def plan(root: Path, specs: list[Spec], *, seed: int, out: Path, keyword: str | None, force: bool, strict: bool,
+         students: list[str] | None = None):
+    """Each student's submission and key, and why each student to grade is graded (the others'
+    reports show what grading them again would): (students, submissions, keys, why)."""
+    every = student_folders(root, out, students)
+    claim(out, root, seed)
+    subs = {s.name: read_submission(s, specs, out) for s in every}
+    exercises = [sp.exercise for sp in specs]
+    keys = {name: grading_key(seed, exercises, keyword, sub.content, strict) for name, sub in subs.items()}
+    why = {}
+    for s in every:
+        reason = "--force" if force else stale(load_report(out, s.name), keys[s.name])
+        if reason is not None:
+            why[s.name] = reason
+    return every, subs, keys, why
+
+
+STORE = env.BUILD_ROOT / "submissions"
+
+
+def stored(folder: Path, exercise: str, digest: str) -> Path:
+    """The copy of a submitted exercise folder that is built and graded: STORE/<content hash>/<exercise>/,
+    its graded files only (grader.gradebook.graded_files). Named by its content alone: identical
+    folders share one copy and one build (within a run, across runs and classes), a grade depends on
+    the content and the seed only, and nothing in its paths, op namespace or messages names a student.
+    Written once, whole (another Slurm task may store the same content at the same time)."""
+    dest = STORE / digest[:32] / exercise
+    if dest.is_dir():
+        return dest
+    tmp = STORE / f".{digest[:32]}.{os.getpid()}.{threading.get_ident()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / exercise).mkdir(parents=True)
+    try:
+        for rel in graded_files(folder):
+            (tmp / exercise / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / rel, tmp / exercise / rel)
+        if content_hash(tmp / exercise, exercise) != digest:
+            raise RuntimeError(f"{folder} changed while it was being graded")
+        try:
+            os.rename(tmp, dest.parent)
+        except OSError:  # stored by another process meanwhile
+            if not dest.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def student_folders(root: Path, out: Path, names: list[str] | None = None) -> list[Path]:
+    """The student folders of the class in `root` (the named ones), sorted; never the gradebook itself."""
+    every = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")
+                   and d.resolve() != Path(out).resolve())
+    if names is not None:
+        every = [d for d in every if d.name in set(names)]
+    if not every:
+        raise SystemExit(f"no student folders in {root}")
+    return every
+
+
+def score(rows: list[dict]) -> str:
+    return f"{sum(r['points'] for r in rows):g}/{sum(r['max_points'] for r in rows)}"
+
+
 def progress(done: int, total: int, label: str) -> None:
     width = 30
     filled = int(width * done / max(1, total))
     print(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}", flush=True)
-
-
-def load_report(out: Path, student: str) -> dict | None:
-    """A student's finished report, or None when they are not graded yet."""
-    path = out / student / "report.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def failed_rows(specs: list[Spec], error: str) -> list[dict]:
-    """Rows for a student the grader itself failed on: zero points, and why."""
-    return [{"exercise": sp.exercise, "title": sp.title, "status": "grader error", "error": error,
-             "points": 0.0, "max_points": sp.total, "groups": {}, "tests": []} for sp in specs]
 
 
 def worker_devices(workers: int | None) -> list[str | None]:
@@ -101,163 +186,154 @@ def worker_devices(workers: int | None) -> list[str | None]:
 
 def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
                 force: bool = False, keyword: str | None = None, devices: list[str | None] | None = None,
-                students: list[str] | None = None, write_book: bool = True) -> dict[str, list[dict]]:
+                students: list[str] | None = None, write_book: bool = True, strict: bool = False) -> dict[str, list[dict]]:
     """Grade every student folder of `root` (or the named `students`) into `out`.
 
-    Students are graded concurrently, one per worker in `devices` (default: one per visible GPU);
-    each student's result depends only on their submission and the seed, never on which worker or
-    GPU graded it, so the gradebook is the same as a serial run's.
+    What is graded is one copy per distinct exercise folder (`stored`): identical folders (an
+    untouched stub, the same files handed in twice) are built and graded once, and each student with
+    that content gets a copy of the row. The copies are graded concurrently, one per worker in
+    `devices` (default: one per visible GPU); a result depends only on the content and the seed,
+    never on the student, the worker or the GPU, so the gradebook is the same as a serial run's. The
+    reference, PyTorch and the device's limit are timed once per exercise and GPU (grader.yardstick)
+    and every copy graded on that GPU is scored against them. `strict`: a check a GPU cannot run for
+    lack of memory costs its group (the gradebook lists such checks either way).
     """
-    every = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    if students is not None:
-        wanted = set(students)
-        every = [d for d in every if d.name in wanted]
-    if not every:
-        raise SystemExit(f"no student folders in {root}")
-    todo = [s for s in every if force or load_report(out, s.name) is None]
-    assembly_errors = {}
-    for s in todo:
-        if not (s / "exercises").is_dir() and notebooks_of(s):
-            try:
-                assemble_notebooks(s, exercises_root(s, out))
-            except Exception as e:  # an unreadable notebook costs that student only
-                assembly_errors[s.name] = f"could not read the submitted notebooks: {type(e).__name__}: {e}"
-    # Build every submission first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
-    folders = [exercises_root(s, out) / sp.exercise for s in todo for sp in specs
-               if (exercises_root(s, out) / sp.exercise).is_dir()]
-    if folders:
-        print(f"building {len(folders)} submitted exercise folder(s), {jobs} at a time ...", flush=True)
-        build_all(folders, jobs, log=lambda *a: None)
+    every, subs, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force, strict=strict,
+                                  students=students)
+    yardsticks: dict = {}  # (device, exercise) -> the yardstick's numbers, shared by every copy
+    todo = [s.name for s in every if s.name in why]
+    units: dict[str, tuple[Spec, Path]] = {}  # content hash -> its spec, and the copy that is graded
+    not_copied: dict[tuple[str, str], str] = {}  # (student, exercise) -> why it could not be copied
+    handed_in = 0
+    for name in todo:
+        sub = subs[name]
+        for sp in specs:
+            digest = sub.content[sp.exercise]
+            if digest is None or sub.error:
+                continue
+            handed_in += 1
+            if digest not in units:
+                try:
+                    units[digest] = (sp, stored(sub.folder / sp.exercise, sp.exercise, digest))
+                except Exception as e:  # e.g. the folder changed meanwhile: that student's exercise only
+                    not_copied[name, sp.exercise] = f"the submitted folder could not be copied for grading: {e}"
+    # Build every distinct folder first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
+    if units:
+        same = f" ({handed_in - len(units)} identical to another, built and graded once)" if handed_in > len(units) else ""
+        print(f"building {len(units)} distinct exercise folder(s) of the {handed_in} submitted{same}, "
+              f"{jobs} at a time ...", flush=True)
+        build_all([folder for _, folder in units.values()], jobs, log=lambda *a: None)
     devices = devices or worker_devices(None)
     if len(devices) > 1 or devices[0] is not None:
         print(f"grading with {len(devices)} worker(s): "
               + ", ".join("no GPU" if d is None else f"GPU {d}" for d in devices), flush=True)
 
     results: dict[str, list[dict]] = {}
+    graded: dict[str, dict] = {}  # content hash -> its row
+    waiting = {name: {subs[name].content[sp.exercise] for sp in specs if (name, sp.exercise) not in not_copied} - {None}
+               for name in todo if not subs[name].error}
     done = 0
     lock = threading.Lock()
     free: queue.Queue = queue.Queue()
     for d in devices:
         free.put(d)
 
-    def finish(student: Path, rows: list[dict], label: str) -> None:
+    def finish(student: str, rows: list[dict], label: str) -> None:
         nonlocal done
         with lock:
-            results[student.name] = rows
+            results[student] = rows
             done += 1
             progress(done, len(every), label)
 
-    def grade_student(student: Path) -> None:
-        if student.name in assembly_errors:
-            rows = failed_rows(specs, assembly_errors[student.name])
-        else:
-            device = free.get()
-            try:
-                rows = grade_target(exercises_root(student, out), specs, seed=seed, timeout=timeout, jobs=1,
-                                    keyword=keyword, device=device, log=lambda *a: None)
-            except Exception as e:  # a grader fault on one student must not lose the others
-                rows = failed_rows(specs, repr(e))
-            finally:
-                free.put(device)
-        header = {"target": student.name, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-        write_feedback(out / student.name, rows, header)
-        total = sum(r["points"] for r in rows)
-        finish(student, rows, f"{student.name}: {total:g}/{sum(r['max_points'] for r in rows)}")
+    def rows_of(student: str) -> list[dict]:
+        sub = subs[student]
+        if sub.error:
+            return failed_rows(specs, sub.error)
+        rows = []
+        for sp in specs:
+            digest = sub.content[sp.exercise]
+            if (student, sp.exercise) in not_copied:
+                rows += failed_rows([sp], not_copied[student, sp.exercise])
+            elif digest is None:
+                rows.append(score_exercise(sp, [], "missing", f"no folder {sub.folder / sp.exercise}"))
+            else:  # a copy: a student's report never shares an object with another's
+                rows.append(copy.deepcopy(graded[digest]))
+        return rows
+
+    def complete(student: str) -> None:
+        rows = rows_of(student)
+        header = {"target": student, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "key": keys[student]}
+        write_report(out / student, rows, header)
+        again = "" if why[student] == "not graded yet" else f" (graded again: {why[student]})"
+        finish(student, rows, f"{student}: {score(rows)}{again}")
+
+    def grade_unit(digest: str) -> None:
+        spec, folder = units[digest]
+        device = free.get()
+        try:
+            found = grade_target(folder.parent, [spec], seed=seed, timeout=timeout, jobs=1, keyword=keyword,
+                                 device=device, yardsticks=yardsticks, strict=strict, log=lambda *a: None)
+            row = found[0] if found else failed_rows([spec], "the grader returned no result")[0]
+        except Exception as e:  # a grader fault on one submission must not lose the others
+            row = failed_rows([spec], repr(e))[0]
+        finally:
+            free.put(device)
+        ready = []
+        with lock:
+            graded[digest] = row
+            for student, left in waiting.items():
+                if digest in left:
+                    left.discard(digest)
+                    if not left:
+                        ready.append(student)
+        for student in ready:
+            complete(student)
 
     for student in every:
-        if student not in todo:
+        if student.name not in why:
             rows = load_report(out, student.name)["exercises"]
-            finish(student, rows, f"{student.name}: already graded (--force to regrade)")
+            finish(student.name, rows, f"{student.name}: {score(rows)}, unchanged since graded: skipped (--force regrades)")
+    for student in todo:
+        if not waiting.get(student):  # nothing left to grade: nothing submitted, or all of it failed before grading
+            complete(student)
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-        for f in [pool.submit(grade_student, s) for s in todo]:
+        for f in [pool.submit(grade_unit, d) for d in units]:
             f.result()
     if write_book:
         write_gradebook(out, results, seed)
     return dict(sorted(results.items()))
 
 
-def write_feedback(folder: Path, rows: list[dict], header: dict) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for row in rows:
-        row.pop("log", None)  # the raw pytest log is for the instructor's JSON only when small
-    write_json_atomic(folder / "report.json", {**header, "exercises": rows})
-    (folder / "report.md").write_text(markdown(rows, header))
-    (folder / "report.html").write_text(feedback_html(rows, header))
-    plot_student(rows, folder / "throughput.png")
+def grade_slice(students: list[str], root: str, exercises: list[str], seed: int, out: str, timeout: float,
+                jobs: int, force: bool, keyword: str | None, strict: bool = False) -> dict[str, float]:
+    """One Slurm array task: grade these students into `out`; return their totals."""
+    env.configure()
+    results = grade_class(Path(root), select(exercises), seed=seed, out=Path(out), timeout=timeout, jobs=jobs,
+                          force=force, keyword=keyword, students=students, write_book=False, strict=strict)
+    return {s: sum(r["points"] for r in rows) for s, rows in results.items()}
 
 
-def feedback_html(rows: list[dict], header: dict) -> str:
-    esc = html.escape
-    body = [f"<h1>Feedback: {esc(header['target'])}</h1>",
-            f"<p>Seed <code>{header['seed']}</code>: replay with <code>make grade SEED={header['seed']}</code>. "
-            f"Graded {esc(header['date'])}.</p>",
-            "<table><tr><th>exercise</th><th>tests passed</th><th>throughput</th><th>vs reference</th>"
-            "<th>of limit</th><th>points</th></tr>"]
-    for r in rows:
-        perf = r.get("performance") or {}
-        rate = format_rate(perf.get("rate"), perf.get("unit", "B")) if "rate" in perf else "-"
-        ratio = f"{perf['ratio']:.2f}x" if "ratio" in perf else "-"
-        frac = f"{perf['fraction_of_limit']:.0%}" if "fraction_of_limit" in perf else "-"
-        tests = f"{r.get('passed', 0)}/{r.get('total_tests', 0)}" if r["status"] == "graded" else esc(r["status"])
-        cls = "full" if r["points"] == r["max_points"] else ("zero" if r["points"] == 0 else "part")
-        body.append(f"<tr class='{cls}'><td>{esc(r['exercise'])}</td><td>{tests}</td><td>{rate}</td>"
-                    f"<td>{ratio}</td><td>{frac}</td><td>{r['points']:g}/{r['max_points']}</td></tr>")
-    body.append("</table>")
-    for r in rows:
-        lost = reasons(r)
-        if lost:
-            body.append(f"<h2>{esc(r['exercise'])}: what lost points</h2><ul>")
-            body += [f"<li><pre>{esc(x)}</pre></li>" for x in lost]
-            body.append("</ul>")
-    if any((r.get("performance") or {}).get("rate") for r in rows):  # plot_student draws it
-        body.append("<p><img src='throughput.png' alt='throughput against the reference and the hardware limit'></p>")
-    style = ("body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .7em;text-align:right}"
-             "td:first-child{text-align:left}tr.full td:last-child{background:#dfd}"
-             "tr.zero td:last-child{background:#fdd}tr.part td:last-child{background:#ffd}"
-             "pre{white-space:pre-wrap;margin:0}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Feedback: {esc(header['target'])}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
+def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
+                         force: bool, keyword: str | None, opts: SlurmOptions) -> dict[str, list[dict]]:
+    """Grade the class as a Slurm job array (grader.slurm), then write the gradebook here."""
+    every, _, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force, strict=False)
+    students = [d.name for d in every]
+    todo = [s for s in students if s in why]
 
+    def done(student: str) -> bool:
+        return stale(load_report(out, student), keys[student]) is None
 
-def plot_student(rows: list[dict], path: Path) -> None:
-    """The student's throughput beside the reference and the device limit, per timed exercise."""
-    timed = [r for r in rows if (r.get("performance") or {}).get("rate")]
-    if not timed:
-        return
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(timed) + 2), 3.8))
-    for j, r in enumerate(timed):
-        p = r["performance"]
-        ax.bar(j - 0.2, 100 * p["rate"] / p["limit"], 0.4, color="tab:blue", label="yours" if j == 0 else None)
-        ax.bar(j + 0.2, 100 * p["reference_rate"] / p["limit"], 0.4, color="tab:gray",
-               label="reference" if j == 0 else None)
-    ax.axhline(100, color="k", ls="--", lw=1, label="device limit")
-    ax.set_xticks(range(len(timed)))
-    ax.set_xticklabels([r["exercise"] for r in timed], rotation=15, ha="right")
-    ax.set_ylabel("% of the device limit")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_gradebook(out: Path, results: dict[str, list[dict]], seed: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / ".gradebook.csv.tmp"
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["student_id", "assignment", "status", "raw_score", "score", "max_score", "reasons"])
-        for student, rows in sorted(results.items()):
-            for r in rows:
-                w.writerow([student, r["exercise"], r["status"], f"{r['points']:g}", f"{r['points']:g}",
-                            r["max_points"], " | ".join(reasons(r))[:1000]])
-    tmp.replace(out / "gradebook.csv")
-    write_json_atomic(out / "gradebook.json", {"seed": seed, "students": results})
+    if force:  # an old report must not stand in for a regrade whose task fails
+        for s in todo:
+            (out / s / "report.json").unlink(missing_ok=True)
+    args = (str(root), [s.exercise for s in specs], seed, str(out), timeout, jobs, force, keyword)
+    # the task by its importable name, which submitit pickles as a reference (under `python -m
+    # grader.classroom` this module is __main__, whose functions would be pickled whole)
+    task = importlib.import_module("grader.classroom").grade_slice
+    failures = run_array(task, todo, args, opts=opts, folder=out / ".submitit", done=done)
+    results = {s: load_report(out, s)["exercises"] if done(s) else failed_rows(specs, failures[s]) for s in students}
+    write_gradebook(out, results, seed)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None,
                         help="students graded at once (default: one per visible GPU, each pinned to its GPU)")
     parser.add_argument("--force", action="store_true", help="regrade students already graded")
+    parser.add_argument("--strict", action="store_true",
+                        help="a check a GPU cannot run (too little memory) costs its group, instead of nothing")
     parser.add_argument("-k", dest="keyword")
     cluster = parser.add_argument_group("Slurm (a job array through submitit; see grader/slurm.py)")
     cluster.add_argument("--slurm", action="store_true", help="grade as a Slurm job array")
@@ -288,27 +366,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env.configure()
     root = args.submissions.resolve()
-    out = (args.out or root.parent / "gradebook").resolve()
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    out = (args.out or default_folder(root)).resolve()
+    check_class(out, root)
+    kept = (manifest(out) or {}).get("seed")  # a re-run grades with the class's seed: see grader.gradebook
+    seed = args.seed if args.seed is not None else kept if kept is not None else secrets.randbelow(2**31)
+    old = root.parent / "gradebook"
+    if args.out is None and not out.exists() and (old / "gradebook.csv").exists() and manifest(old) is None:
+        print(f"note: a class's gradebook is now {out}, no longer {old}, which this run leaves alone")
+    kept_note = ", the gradebook's" if args.seed is None and kept is not None else ""
     specs = select(args.ex)
     if args.slurm:
         opts = SlurmOptions(tasks=args.tasks, partition=args.partition, time_min=args.time_min,
                             gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
                             account=args.account, cluster="local" if args.local else "slurm", setup=args.setup)
         if args.dry_run:
-            students = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
-            print(job_script(out / ".submitit", opts, len(students)), end="")
+            print(job_script(out / ".submitit", opts, len(student_folders(root, out))), end="")
             return 0
-        print(f"grading the class in {root} (seed {seed}) into {out} as a Slurm job array")
+        print(f"grading the class in {root} (seed {seed}{kept_note}) into {out} as a Slurm job array")
         results = grade_class_on_slurm(root, specs, seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
                                        force=args.force, keyword=args.keyword, opts=opts)
     else:
-        print(f"grading the class in {root} (seed {seed}) into {out}")
+        print(f"grading the class in {root} (seed {seed}{kept_note}) into {out}")
         if not env.gpu_present():
             print("no CUDA GPU here: submissions are compiled and the GPU checks are skipped")
         start = time.perf_counter()
         results = grade_class(root, specs, seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
-                              force=args.force, keyword=args.keyword, devices=worker_devices(args.workers))
+                              force=args.force, keyword=args.keyword, devices=worker_devices(args.workers),
+                              strict=args.strict)
         print(f"graded {len(results)} student(s) in {time.perf_counter() - start:.0f} s")
     if len(results) <= 10:
         for student, rows in results.items():
@@ -317,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for student, rows in results.items():
             print(f"{student:30s} {sum(r['points'] for r in rows):6g} / {sum(r['max_points'] for r in rows)}")
-    print(f"\ngradebook: {out / 'gradebook.csv'}; feedback: {out}/<student>/report.html")
+    print(f"\ngradebook: {out / 'grades.csv'} (nbgrader's columns), {out / 'totals.csv'} (one row per student), "
+          f"{out / 'gradebook.csv'} (with reasons); feedback: {out}/<student>/report.html")
     return 0
 
 

@@ -28,6 +28,10 @@ def write_json_atomic(path: Path, data) -> None:
     _write_atomic(path, lambda f: f.write(json.dumps(data, indent=1, default=str).encode()))
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    _write_atomic(path, lambda f: f.write(text.encode()))
+
+
 def save_atomic(path: Path, data) -> None:
     """torch.save, atomically (tensors for grader.judge)."""
     import torch

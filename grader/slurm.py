@@ -10,6 +10,9 @@ file system the nodes share, as the submissions and this repository must be). Wh
 done, the gradebook is assembled from those per-student reports. A failed task is submitted once
 more; students whose task failed twice get a row saying so, with the path of the task's log.
 
+This module only runs the array (`run_array`): what a task does, and the gradebook, are
+grader.classroom's (`grade_class_on_slurm`, `grade_slice`).
+
 submitit (https://github.com/facebookincubator/submitit) writes the sbatch script, submits the
 array, and brings back each task's result or exception. Its local executor runs the same tasks as
 local processes, which is how the test suite checks this path without a cluster.
@@ -20,9 +23,9 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from grader import env
-from grader.spec import Spec, select
 
 
 @dataclass
@@ -96,33 +99,14 @@ def _last_error_line(text: str) -> str:
     return (errors[-1] if errors else (lines[0] if lines else ""))[:300]
 
 
-def grade_slice(root: str, exercises: list[str], students: list[str], seed: int, out: str, timeout: float,
-                jobs: int, force: bool, keyword: str | None) -> dict[str, float]:
-    """One array task: grade these students into `out`; return their totals."""
-    from grader.classroom import grade_class
-
-    env.configure()
-    results = grade_class(Path(root), select(exercises), seed=seed, out=Path(out), timeout=timeout, jobs=jobs,
-                          force=force, keyword=keyword, students=students, write_book=False)
-    return {s: sum(r["points"] for r in rows) for s, rows in results.items()}
-
-
-def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
-                         force: bool, keyword: str | None, opts: SlurmOptions) -> dict[str, list[dict]]:
-    """Grade the class as a job array, retry failed tasks, and write the gradebook here."""
-    from grader.classroom import failed_rows, load_report, write_gradebook
-
-    students = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    if not students:
-        raise SystemExit(f"no student folders in {root}")
-    todo = [s for s in students if force or load_report(out, s) is None]
-    if force:  # an old report must not stand in for a regrade whose task fails
-        for s in todo:
-            (out / s / "report.json").unlink(missing_ok=True)
-    exercises = [s.exercise for s in specs]
-    folder = out / ".submitit"
+def run_array(task: Callable, students: list[str], args: tuple, *, opts: SlurmOptions, folder: Path,
+              done: Callable[[str], bool]) -> dict[str, str]:
+    """Run `task(slice, *args)` as a job array, one task per slice of `students`, and submit the
+    students of failed tasks once more (`opts.retries`). `done(student)` tells a student whose
+    report is written, even if their task died afterwards. Returns, for each student still not done,
+    why their last task failed."""
     executor = _executor(folder, opts)
-    pending = todo
+    pending = list(students)
     failures: dict[str, str] = {}  # student -> why their last task failed
     for attempt in range(1 + max(0, opts.retries)):
         if not pending:
@@ -130,9 +114,7 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path,
         parts = slices(pending, opts.tasks)
         print(f"submitting {len(parts)} task(s) for {len(pending)} student(s){' (retry)' if attempt else ''} ...",
               flush=True)
-        n = len(parts)
-        array = executor.map_array(grade_slice, [str(root)] * n, [exercises] * n, parts, [seed] * n,
-                                   [str(out)] * n, [timeout] * n, [jobs] * n, [force] * n, [keyword] * n)
+        array = executor.map_array(task, parts, *[[a] * len(parts) for a in args])
         for job, part in zip(array, parts):
             try:
                 totals = job.result()
@@ -143,12 +125,5 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path,
                 print(f"  task {job.job_id} failed: {why} (log: {job.paths.stderr})", flush=True)
                 for s in part:
                     failures[s] = f"the Slurm task {job.job_id} failed: {why} (log: {job.paths.stderr})"
-        # a student whose report exists is done, even if their task died afterwards
-        pending = [s for s in pending if load_report(out, s) is None]
-    results = {}
-    for s in students:
-        report = load_report(out, s)
-        results[s] = (report["exercises"] if report is not None
-                      else failed_rows(specs, failures.get(s, "its Slurm task did not finish")))
-    write_gradebook(out, results, seed)
-    return results
+        pending = [s for s in pending if not done(s)]
+    return {s: failures.get(s, "its Slurm task did not finish") for s in pending}

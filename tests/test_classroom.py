@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
+import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
 
-from grader import env, notebook_authoring
-from grader.classroom import grade_class, worker_devices
+from grader import classroom as classroom_module
+from grader import env, gradebook, notebook_authoring
+from grader.classroom import grade_class, grade_class_on_slurm, main, worker_devices
 from grader.env import visible_gpus
-from grader.slurm import SlurmOptions, grade_class_on_slurm, job_script, slices
+from grader.slurm import SlurmOptions, job_script, slices
 from grader.spec import select
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, explain
@@ -55,6 +59,54 @@ def test_gradebook_is_complete(classroom):
     carol_html = (out / "carol" / "report.html").read_text()
     assert "build failed" in carol_html and "blocks_total" in carol_html
     keep_artifacts(out)
+
+
+def nbgrader_export(results: dict[str, list[dict]], folder) -> str:
+    """What nbgrader's own `nbgrader export` (its CsvExportPlugin) writes for these scores, from a
+    real nbgrader gradebook: an assignment per exercise, its points as one autograded cell."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{folder / 'gradebook.db'}", "cuda-kernels-for-pytorch") as gb:
+        warnings.filterwarnings("ignore", message="Object of type")  # nbgrader's own SQLAlchemy use
+        for row in results[next(iter(results))]:
+            gb.add_assignment(row["exercise"])
+            gb.add_notebook(row["exercise"], row["exercise"])
+            gb.add_grade_cell("points", row["exercise"], row["exercise"], max_score=row["max_points"], cell_type="code")
+        for student, rows in sorted(results.items()):
+            gb.add_student(student)
+            for row in rows:
+                gb.add_submission(row["exercise"], student)
+                gb.find_grade("points", row["exercise"], row["exercise"], student).auto_score = float(row["points"])
+        gb.db.commit()
+        CsvExportPlugin(to=str(folder / "export.csv")).export(gb)
+    return (folder / "export.csv").read_text()
+
+
+def test_nbgrader_shaped_grades_and_lms_totals_hold_folders_and_notebooks(classroom, tmp_path, monkeypatch):
+    """grades.csv is what `nbgrader export` writes for the same scores, column for column and byte
+    for byte (student ids here have no comma, which nbgrader would not quote); totals.csv has a row
+    per student. dave handed in a notebook, the others folders: all are rows of the same files."""
+    _, out, results = classroom
+    text = (out / "grades.csv").read_text()
+    header = text.splitlines()[0].split(",")
+    assert header == gradebook.NBGRADER_COLUMNS
+    rows = read_csv(out / "grades.csv")
+    assert [(r["assignment"], r["student_id"]) for r in rows] == [(ex, s) for ex in UNIT1 for s in STUDENTS]
+    dave = {r["assignment"]: r for r in rows if r["student_id"] == "dave"}  # the notebook submission
+    assert dave["01_leaky_relu"]["max_score"] == "10.0" and dave["02_elu"]["score"] == "0.0"
+    if importlib.util.find_spec("nbgrader") is not None:  # nbgrader's own export of the same scores
+        from grader.notebooks import _tool_env
+
+        monkeypatch.setenv("PATH", _tool_env()["PATH"])  # nbgrader's gradebook runs alembic
+        assert text == nbgrader_export(results, tmp_path)
+    totals = read_csv(out / "totals.csv")
+    assert list(totals[0]) == ["student_id", *UNIT1, "total", "max_score"]
+    assert [t["student_id"] for t in totals] == sorted(STUDENTS)
+    for t in totals:
+        points = {r["exercise"]: r["points"] for r in results[t["student_id"]]}
+        assert {ex: float(t[ex]) for ex in UNIT1} == points and float(t["total"]) == sum(points.values())
+        assert t["max_score"] == "20"
 
 
 def keep_artifacts(out) -> None:
@@ -208,3 +260,224 @@ def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
     forward = row["groups"]["forward"]
     assert forward["state"] == "failed", forward
     assert "given GPU '0'" in str(row), str(row)[:500]
+
+
+# A small class for resuming: two identical submissions and a stub, of one exercise (their builds are
+# the classroom's own: the graded copies are shared by content). Names that no report text contains.
+SMALL = {"ann_q7": SOLUTIONS / "02_elu", "ben_q7": SOLUTIONS / "02_elu", "cleo_q7": EXERCISES / "02_elu"}
+
+
+def grade_counting(subs, out, ex=("02",), seed=7, **kwargs):
+    """grade_class, and the exercise folders it graded (each grading process's target)."""
+    calls = []
+    real = classroom_module.grade_target
+
+    def counting(target, specs, **kw):
+        calls.append(target / specs[0].exercise)
+        return real(target, specs, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(classroom_module, "grade_target", counting)
+        results = grade_class(subs, select(list(ex)), seed=seed, out=out, timeout=600, jobs=JOBS, **kwargs)
+    return results, calls
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    root = tmp_path_factory.mktemp("small")
+    for student, folder in SMALL.items():
+        shutil.copytree(folder, root / "class" / student / "exercises" / "02_elu")
+    results, calls = grade_counting(root / "class", root / "class.gradebook")
+    return root, results, calls
+
+
+def copy_of(small, tmp_path, students=tuple(SMALL)):
+    """The small class and its gradebook, copied (the named students), as an instructor who moved a
+    class does it: with the gradebook's class.json deleted, as its refusal message says."""
+    root, _, _ = small
+    for student in students:
+        shutil.copytree(root / "class" / student, tmp_path / "class" / student)
+        shutil.copytree(root / "class.gradebook" / student, tmp_path / "class.gradebook" / student)
+    return tmp_path / "class", tmp_path / "class.gradebook"
+
+
+def test_identical_submissions_are_graded_once(small):
+    root, results, calls = small
+    assert len(calls) == 2, calls  # ann's and ben's identical folders once, cleo's stub once
+    # what was graded is a copy named by its content: no student's name in its path, nothing of one
+    # student in another's report
+    assert not any(s in str(c) for c in calls for s in SMALL), calls
+    assert outcomes({"x": results["ann_q7"]}) == outcomes({"x": results["ben_q7"]}) != outcomes({"x": results["cleo_q7"]})
+    for student in SMALL:
+        for name in ("report.json", "report.md", "report.html"):
+            text = (root / "class.gradebook" / student / name).read_text()
+            assert all(other not in text for other in SMALL if other != student), (student, name)
+    keys = {s: json.loads((root / "class.gradebook" / s / "report.json").read_text())["key"] for s in SMALL}
+    assert keys["ann_q7"] == keys["ben_q7"] != keys["cleo_q7"]
+    assert keys["ann_q7"]["content"]["02_elu"] == gradebook.content_hash(SOLUTIONS / "02_elu", "02_elu")
+
+
+def test_resume_skips_a_class_that_did_not_change(small, tmp_path, capsys):
+    subs, out = copy_of(small, tmp_path)
+    before = files_of(out)
+    results, calls = grade_counting(subs, out)
+    assert calls == [] and outcomes(results) == outcomes(small[1])
+    shown = capsys.readouterr().out.splitlines()
+    for student in SMALL:
+        assert "unchanged since graded: skipped" in next(l for l in shown if f"{student}: " in l)
+    after = files_of(out)
+    assert {k: v for k, v in after.items() if k.endswith("report.json")} == {
+        k: v for k, v in before.items() if k.endswith("report.json")}
+
+
+def test_a_changed_submission_is_graded_again_alone(small, tmp_path, capsys):
+    subs, out = copy_of(small, tmp_path)
+    reports = {s: (out / s / "report.json").read_bytes() for s in SMALL}
+    shutil.rmtree(subs / "cleo_q7" / "exercises" / "02_elu")  # cleo hands in the finished exercise
+    shutil.copytree(SOLUTIONS / "02_elu", subs / "cleo_q7" / "exercises" / "02_elu")
+    (subs / "cleo_q7" / "exercises" / "02_elu" / "__pycache__").mkdir()  # caches are not the submission
+    (subs / "cleo_q7" / "exercises" / "02_elu" / "__pycache__" / "elu.cpython-311.pyc").write_bytes(b"x")
+    results, calls = grade_counting(subs, out)
+    assert len(calls) == 1
+    shown = capsys.readouterr().out.splitlines()
+    assert "(graded again: the submission changed (02_elu))" in next(l for l in shown if "cleo_q7: " in l)
+    assert {s: (out / s / "report.json").read_bytes() == reports[s] for s in SMALL} == {
+        "ann_q7": True, "ben_q7": True, "cleo_q7": False}
+    assert outcomes({"x": results["cleo_q7"]}) == outcomes({"x": results["ann_q7"]})
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"seed": 8}, "the seed changed (7 -> 8)"),
+    ({"ex": ("01", "02")}, "the exercise selection changed"),
+    ({"keyword": "forward"}, "the exercise selection changed"),
+    ({"grader": "0" * 16}, "the grader changed"),
+    ({"force": True}, "--force"),
+])
+def test_what_a_grade_depends_on_changed_so_it_is_graded_again(small, tmp_path, capsys, monkeypatch, change, why):
+    subs, out = copy_of(small, tmp_path, students=("ann_q7", "ben_q7"))
+    if "grader" in change:
+        version = change.pop("grader")
+        monkeypatch.setattr(gradebook, "grader_version", lambda: version)
+    results, calls = grade_counting(subs, out, **change)
+    assert len(calls) == 1  # ann's and ben's identical folders, graded once again
+    shown = capsys.readouterr().out
+    for student in ("ann_q7", "ben_q7"):
+        assert f"(graded again: {why})" in next(l for l in shown.splitlines() if f"{student}: " in l)
+        key = json.loads((out / student / "report.json").read_text())["key"]
+        assert key["seed"] == change.get("seed", 7) and key["keyword"] == change.get("keyword")
+    if "ex" in change:
+        assert [r["status"] for r in results["ann_q7"]] == ["missing", "graded"]
+
+
+def test_a_folder_that_cannot_be_copied_costs_its_student_only(small, tmp_path, monkeypatch):
+    """ann's folder fails to copy for grading (say, it changed meanwhile): her exercise gets the
+    error, naming her folder; ben, with the same content, is graded from his own copy, and nothing
+    of ann's reaches his report."""
+    subs, out = copy_of(small, tmp_path, students=("ann_q7", "ben_q7"))
+    real = classroom_module.stored
+
+    def failing(folder, exercise, digest):
+        if "ann_q7" in str(folder):
+            raise RuntimeError(f"{folder} changed while it was being graded")
+        return real(folder, exercise, digest)
+
+    monkeypatch.setattr(classroom_module, "stored", failing)
+    results, calls = grade_counting(subs, out, force=True)
+    assert len(calls) == 1
+    (ann,), (ben,) = results["ann_q7"], results["ben_q7"]
+    assert ann["status"] == "grader error" and "ann_q7" in ann["error"], ann
+    assert ben["status"] == "graded" and "ann_q7" not in json.dumps(ben)
+    assert "ann_q7" not in (out / "ben_q7" / "report.json").read_text()
+
+
+def test_only_graded_files_make_a_submissions_content(tmp_path):
+    folder = tmp_path / "02_elu"
+    shutil.copytree(SOLUTIONS / "02_elu", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    first = gradebook.content_hash(folder, "02_elu")
+    for junk in ("__pycache__/elu.cpython-311.pyc", "build/elu.o", "ex02.so", ".ipynb_checkpoints/x.ipynb", ".DS_Store"):
+        (folder / junk).parent.mkdir(parents=True, exist_ok=True)
+        (folder / junk).write_bytes(b"junk")
+    assert gradebook.content_hash(folder, "02_elu") == first
+    assert [p.name for p in gradebook.graded_files(folder)] == ["README.md", "elu.cpp", "elu.cu", "elu.h", "elu.py"]
+    (folder / "notes.ipynb").write_text("{}")  # a notebook is part of what was handed in
+    assert gradebook.content_hash(folder, "02_elu") != first
+    (folder / "notes.ipynb").unlink()
+    (folder / "elu.cu").write_text((folder / "elu.cu").read_text() + "\n// one more line\n")
+    assert gradebook.content_hash(folder, "02_elu") != first
+    assert gradebook.content_hash(folder, "02_elu") != gradebook.content_hash(folder, "01_leaky_relu")
+    assert gradebook.grader_version() == gradebook.content_hash(env.REPO / "grader", "grader")[:16]
+
+
+def read_csv(path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def files_of(folder) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_sibling_classes_keep_apart_and_a_gradebook_refuses_another_class(tmp_path, capsys):
+    """Two classes side by side, with the same student names (issue 22: the second class was shown
+    the first's grades): each is graded into its own folder by default, and grading one into the
+    other's gradebook is refused, naming both folders and what to do, and changes nothing."""
+    for cls in ("class", "class2"):
+        (tmp_path / cls / "erin").mkdir(parents=True)  # erin submitted nothing: nothing to build or run
+    assert main([str(tmp_path / "class"), "--ex", "02", "--seed", "5"]) == 0
+    assert main([str(tmp_path / "class2"), "--ex", "02"]) == 0
+    for cls in ("class", "class2"):
+        book = tmp_path / f"{cls}.gradebook"
+        assert json.loads((book / "class.json").read_text())["class"] == str(tmp_path / cls)
+        assert [(r["student_id"], r["status"]) for r in read_csv(book / "gradebook.csv")] == [("erin", "missing")]
+        assert str(tmp_path / cls / "erin") in json.loads((book / "erin" / "report.json").read_text())["exercises"][0]["error"]
+    before = files_of(tmp_path / "class.gradebook")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main([str(tmp_path / "class2"), "--ex", "02", "--out", str(tmp_path / "class.gradebook")])
+    message = str(refused.value)
+    assert f"class in {tmp_path / 'class'}," in message and f"class in {tmp_path / 'class2'}:" in message
+    assert str(tmp_path / "class2.gradebook") in message and "class.json" in message  # what to do instead
+    assert files_of(tmp_path / "class.gradebook") == before
+    # a re-run grades with the class's seed, which the gradebook keeps
+    assert main([str(tmp_path / "class"), "--ex", "02"]) == 0
+    shown = capsys.readouterr().out
+    assert "(seed 5, the gradebook's)" in shown and "erin: 0/10, unchanged since graded: skipped" in shown
+    assert json.loads((tmp_path / "class.gradebook" / "class.json").read_text())["seed"] == 5
+
+
+def grader_imports() -> dict[str, set[str]]:
+    """grader's modules and the grader modules each imports, anywhere in it (functions too)."""
+    import ast
+
+    modules = {p.stem: p for p in (env.REPO / "grader").glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "grader":
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader."):
+                found.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+        graph[name] = found & set(modules) - {name}
+    return graph
+
+
+def test_no_import_cycle_among_grader_modules():
+    """classroom imports slurm and gradebook; neither imports classroom back (issue 23)."""
+    graph = grader_imports()
+    assert {"slurm", "gradebook"} <= graph["classroom"] and "classroom" not in graph["slurm"] | graph["gradebook"]
+    state: dict[str, str] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            assert state.get(d) != "open", "import cycle: " + " -> ".join(path + [m, d])
+            if d not in state:
+                visit(d, path + [m])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
