@@ -16,6 +16,10 @@
 #                                   SLURM_DRY_RUN=1 prints the job script)
 #   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows,
 #                                   TESTS=tests/test_classroom.py runs one file)
+#   make archs                      compile every solution's and stub's kernels (.cu) for each GPU architecture
+#                                   the course supports (compute capability 7.5 8.0 8.6 8.9 9.0 10.0 12.0),
+#                                   no GPU needed; a table of compiled / the compiler's error. EX= narrows,
+#                                   TARGET= checks one tree (default: solutions and exercises). ~5 min on 2 cores
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
 #                                   (PUBLISH=1: into docs/results/<gpu>/ and the README's table)
 #   make exercises                  regenerate exercises/ and the student notebooks from solutions/
@@ -58,7 +62,7 @@ CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(GRADEBOOK),--out "$(GR
   $(if $(SLURM_GPUS),--gpus-per-task $(SLURM_GPUS)) $(if $(SLURM_ACCOUNT),--account $(SLURM_ACCOUNT)) \
   $(if $(SLURM_DRY_RUN),--dry-run)
 
-.PHONY: grade test bench exercises notebooks clean
+.PHONY: grade test archs bench exercises notebooks clean
 
 grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
@@ -73,6 +77,10 @@ grade:
 test:
 	@$(PY) EX="$(EX)" $$py -m pytest $(TESTS) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
+
+# TARGET only when given (its default, exercises, is make grade's): both trees otherwise
+archs:
+	@$(PY) $$py -m grader.archs $(if $(EX),--ex $(EX)) $(if $(filter-out file,$(origin TARGET)),--target $(TARGET))
 
 bench:
 	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX)) $(if $(PUBLISH),--publish)
