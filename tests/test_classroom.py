@@ -96,7 +96,7 @@ def test_nbgrader_shaped_grades_and_lms_totals_hold_folders_and_notebooks(classr
     dave = {r["assignment"]: r for r in rows if r["student_id"] == "dave"}  # the notebook submission
     assert dave["01_leaky_relu"]["max_score"] == "10.0" and dave["02_elu"]["score"] == "0.0"
     if importlib.util.find_spec("nbgrader") is not None:  # nbgrader's own export of the same scores
-        from grader.notebooks import _tool_env
+        from grader.notebook_release import _tool_env
 
         monkeypatch.setenv("PATH", _tool_env()["PATH"])  # nbgrader's gradebook runs alembic
         assert text == nbgrader_export(results, tmp_path)
