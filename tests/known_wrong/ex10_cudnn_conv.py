@@ -60,9 +60,10 @@ VARIANTS += [
                                       "        return _memo[key].clone()\n" + CALL)]},
             loses={"forward", "performance"}, reason="timed",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
-    Variant(EX, "key_without_the_width_dilation", "make_key keeps the dilation's height twice, so calls that differ "
-            "only in the width's dilation share a plan (and cache_stats still counts the first of each as a miss)",
-            {"cudnn_conv.cu": [("  key.dilation = a.dilation;\n", "  key.dilation = {a.dilation[0], a.dilation[0]};\n")]},
-            loses={"cache"}, keeps={"descriptors", "input_checks"}, reason="dilation (width only)",
+    Variant(EX, "key_without_the_input_channels", "make_key leaves the channel count out of x's and w's shapes, so "
+            "calls that differ only in it share a plan (and cache_stats still counts the first of each as a miss)",
+            {"cudnn_conv.cu": [("  key.x = a.x;\n  key.w = a.w;\n",
+                                "  key.x = {a.x[0], 0, a.x[2], a.x[3]};\n  key.w = {a.w[0], 0, a.w[2], a.w[3]};\n")]},
+            loses={"cache"}, keeps={"descriptors", "input_checks"}, reason="input channels",
             extra={"kind": "coverage", "old": "full marks"}),
 ]
