@@ -23,7 +23,6 @@ from typing import Callable, Sequence
 
 import torch
 
-from grader.scoring import work_escaped
 
 
 @dataclass
@@ -40,11 +39,6 @@ class Timing:
     def rate(self, amount: float) -> float:
         """amount (bytes or FLOPs) per second at the median time."""
         return amount / self.median_s if self.median_s > 0 else float("inf")
-
-    @property
-    def escaped_stream(self) -> bool:
-        """Work ran outside the timed stream (grader.scoring.work_escaped)."""
-        return work_escaped(self.busy_after_s, self.median_s)
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "last"}

@@ -194,10 +194,14 @@ def _resources_markdown(rows: list[dict]) -> list[str]:
 # ------------------------------------------------------------------ what the compiler knows
 
 
-def _pct(x: float) -> str:
-    from grader.resources import _pct
+def kib(n: int) -> str:
+    """Bytes as the resource report writes them: `512 B`, `8 KiB`, `9.5 KiB`."""
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB".replace(".0 KiB", " KiB")
 
-    return _pct(x)
+
+def pct(x: float) -> str:
+    """A fraction as a percentage without trailing zeros: `50%`, `62.5%`."""
+    return f"{x * 100:.1f}".rstrip("0").rstrip(".") + "%"
 
 
 def _occupancy_cell(k: dict) -> str:
@@ -207,7 +211,7 @@ def _occupancy_cell(k: dict) -> str:
         return "block size unknown"
     cells = []
     for occ in k["occupancy"]:
-        cell = _pct(occ["occupancy"])
+        cell = pct(occ["occupancy"])
         if occ["occupancy"] < 1:
             cell += " " + "+".join(occ["limited_by"])
         cells.append(cell)
@@ -222,12 +226,10 @@ def _block_cell(k: dict) -> str:
 
 
 def _smem_cell(k: dict) -> str:
-    from grader.resources import _kib
-
-    cell = _kib(k["static_smem"])
+    cell = kib(k["static_smem"])
     dynamic = sorted({l["dynamic_smem"] for l in k.get("launches", []) if l.get("dynamic_smem")})
     if dynamic:
-        cell += " + " + "/".join(_kib(d) for d in dynamic) + " dyn"
+        cell += " + " + "/".join(kib(d) for d in dynamic) + " dyn"
     if any(l.get("dynamic_smem") is None for l in k.get("launches", [])):
         cell += " + ? dyn"
     return cell
@@ -260,7 +262,7 @@ def resources_text(exercise: str, report: dict | None, verbose: bool = False, fu
         summary = (f"{exercise}: {len(kernels)} kernel{'s' if len(kernels) != 1 else ''} on {report.get('arch')}"
                    + (f", {min(regs)}-{max(regs)} registers" if regs else "")
                    + (f", {spills} spilling" if spills else ", no spills")
-                   + (f", occupancy {_pct(min(occ))}-{_pct(max(occ))}" if occ else "")
+                   + (f", occupancy {pct(min(occ))}-{pct(max(occ))}" if occ else "")
                    + (f", {len(warnings)} compiler warning{'s' if len(warnings) != 1 else ''}" if warnings else ""))
         return summary
     if not kernels:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import build
+from grader.report import kib, pct
 
 # ------------------------------------------------------------------------------------ occupancy
 
@@ -528,14 +529,6 @@ def compiler_warnings(exercise_dir: Path, logs: dict[str, str | None] | None = N
     return out
 
 
-def _kib(n: int) -> str:
-    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB".replace(".0 KiB", " KiB")
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}".rstrip("0").rstrip(".") + "%"
-
-
 def _names(group: list[dict]) -> str:
     """`k<float>, k<double>`, or `k (4 instantiations)` for more."""
     if len(group) <= 2:
@@ -580,14 +573,14 @@ def kernel_notes(kernels: list[dict]) -> list[str]:
                 why.append(f"registers ({_span([k['registers'] for k in group])} per thread"
                            + (f"; {fewer} or fewer would fit {blocks + 1} blocks)" if fewer else ")"))
             elif limit == "shared memory" and arch:
-                why.append(f"shared memory ({_kib(smem)} per block, counting the driver's reserve, of "
-                           f"{_kib(arch.smem_per_sm)} per SM)")
+                why.append(f"shared memory ({kib(smem)} per block, counting the driver's reserve, of "
+                           f"{kib(arch.smem_per_sm)} per SM)")
             elif limit == "block size" and arch:
                 why.append(f"the block size ({block} threads; an SM holds at most {arch.max_threads_per_sm} "
                            f"threads in {arch.max_blocks_per_sm} blocks)")
             else:
                 why.append(f"{limit} ({_span([k['barriers'] for k in group])} per block)")
-        notes.append(f"{_names(group)}: occupancy {_pct(occ['occupancy'])} ({occ['warps_per_sm']} of "
+        notes.append(f"{_names(group)}: occupancy {pct(occ['occupancy'])} ({occ['warps_per_sm']} of "
                      f"{occ['max_warps_per_sm']} warps: {blocks} block{'s' if blocks != 1 else ''} of {block} threads "
                      f"per SM), limited by {' and '.join(why)}")
     return notes
@@ -671,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import json
 
-    from grader.report import resources_text
+    from grader.report import resources_text  # noqa: PLC0415 (the command line's presentation)
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dirs", nargs="+", type=Path, help="built exercise folders")

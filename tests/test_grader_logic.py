@@ -10,9 +10,14 @@ from grader import build, checks, report, spec
 from grader.bench import Timing
 from grader.checks import CheckFailure, Tolerance
 from grader.results import write_json_atomic
-from grader.scoring import score_exercise, speed_verdict, tier_fraction
+from grader.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
 
 LEAKY = spec.by_exercise("01")
+
+
+def _escaped(t: Timing) -> bool:
+    """Work ran outside the timed stream, as the verdict decides from a timing's numbers."""
+    return work_escaped(t.busy_after_s, t.median_s)
 
 
 def _tests(outcomes: dict[str, str], perf: dict | None = None) -> list[dict]:
@@ -139,12 +144,12 @@ def test_every_exercise_math_state_is_a_context_manager(s):
 
 
 def test_timing_flags_work_outside_the_stream():
-    assert not Timing(1e-3, 1e-3, 1e-6, 10, 1.05e-3, 8e-6).escaped_stream
-    assert not Timing(5e-6, 5e-6, 1e-8, 10, 30e-6, 6e-6).escaped_stream  # launch latency alone
+    assert not _escaped(Timing(1e-3, 1e-3, 1e-6, 10, 1.05e-3, 8e-6))
+    assert not _escaped(Timing(5e-6, 5e-6, 1e-8, 10, 30e-6, 6e-6))  # launch latency alone
     # a host stall before the end event (wall 2.3x the event time, H100 cold run) is not an escape
-    assert not Timing(713e-6, 713e-6, 1e-6, 40, 1636e-6, 9e-6).escaped_stream
-    assert Timing(1e-5, 1e-5, 1e-7, 10, 2e-3, 1.9e-3).escaped_stream
-    assert Timing(1e-3, 1e-3, 1e-6, 10, 1.6e-3, 6e-4).escaped_stream  # part of the work on a side stream
+    assert not _escaped(Timing(713e-6, 713e-6, 1e-6, 40, 1636e-6, 9e-6))
+    assert _escaped(Timing(1e-5, 1e-5, 1e-7, 10, 2e-3, 1.9e-3))
+    assert _escaped(Timing(1e-3, 1e-3, 1e-6, 10, 1.6e-3, 6e-4))  # part of the work on a side stream
 
 
 def test_assert_close_rejects_nan_zeros_and_fp16_precision():
@@ -455,9 +460,9 @@ def test_the_timer_catches_work_left_running_on_a_side_stream():
                 y = y * 1.0001
         return t[:1] + 0
 
-    assert not time_fn(honest, [x], max_seconds=0.5).escaped_stream
+    assert not _escaped(time_fn(honest, [x], max_seconds=0.5))
     timing = time_fn(escaping, [x], max_seconds=0.5)
-    assert timing.escaped_stream, timing
+    assert _escaped(timing), timing
 
 
 def test_backward_against_finite_differences_passes_a_right_backward_and_fails_a_wrong_one():
