@@ -46,15 +46,15 @@ K4_TILE = "  const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockId
 
 # The trust rework's classes (issue: grader trust), each written against the grader before it.
 VARIANTS += [
-    Variant(EX, "cublas_when_large", "calls torch.mm (cuBLAS) for 4096 rows or more: the benchmark's size, larger "
-            "than any checked one",
-            {"matmul.py": [(CALL, "    if A.shape[0] >= 4096:\n        return torch.mm(A, B)\n" + CALL)]},
+    Variant(EX, "cublas_when_large", "calls torch.mm (cuBLAS) when A is 4096 x 4096 or larger: the benchmark's size, "
+            "larger than any checked one",
+            {"matmul.py": [(CALL, "    if A.shape[0] >= 4096 and A.shape[1] >= 4096:\n        return torch.mm(A, B)\n" + CALL)]},
             loses={"async_pipeline", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
-    Variant(EX, "memo_by_pointer", "for 4096 rows or more, keeps each result by its inputs' addresses and returns "
+    Variant(EX, "memo_by_pointer", "for A of 4096 x 4096 or more, keeps each result by its inputs' addresses and returns "
             "a copy of it when called on the same tensors again",
             {"matmul.py": [after_lib("\n_memo = {}\n"),
-                           (CALL, "    if A.shape[0] >= 4096:\n"
+                           (CALL, "    if A.shape[0] >= 4096 and A.shape[1] >= 4096:\n"
                                   "        key = (A.data_ptr(), B.data_ptr(), tuple(A.shape), tuple(B.shape))\n"
                                   "        if key not in _memo:\n"
                                   "            _memo[key] = lib.ops.matmul(A, B, int(version))\n"
@@ -66,10 +66,10 @@ VARIANTS += [
             {"matmul.cu": [(K4_TILE, K4_TILE + "  if (M >= 4096 && blockIdx.y == gridDim.y / 2) return;\n")]},
             loses={"async_pipeline", "performance"}, reason="timed",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
-    Variant(EX, "computes_when_read", "for 4096 rows or more, returns a Tensor subclass that runs the product only "
+    Variant(EX, "computes_when_read", "for A of 4096 x 4096 or more, returns a Tensor subclass that runs the product only "
             "when something reads it (after the timing)",
             {"matmul.py": [after_lib(LAZY),
-                           (CALL, "    if A.shape[0] >= 4096:\n"
+                           (CALL, "    if A.shape[0] >= 4096 and A.shape[1] >= 4096:\n"
                                   "        return _lazy((A.shape[0], B.shape[1]), A, lambda: lib.ops.matmul(A, B, int(version)))\n"
                                   + CALL)]},
             loses={"async_pipeline", "performance"}, reason="plain torch.Tensor",
