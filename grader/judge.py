@@ -135,9 +135,10 @@ def _error(e: BaseException) -> dict:
 
 
 def _storable(value):
-    """An op's result as the judge may load it (torch.load with weights_only): tensors on the CPU
-    in lists, None, numbers; anything else by its type's name."""
-    if is_tensor(value):
+    """An op's result as the judge may load it (torch.load with weights_only): plain tensors on the
+    CPU in lists, None, numbers; anything else (a Tensor subclass too, which could not be loaded and
+    would cost every later call's answer) by its type's name."""
+    if type(value) is torch.Tensor:
         return value.detach().cpu().clone()
     if isinstance(value, (tuple, list)):
         return [_storable(v) for v in value]

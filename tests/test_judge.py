@@ -189,3 +189,21 @@ def test_an_unanswered_input_check_fails(tmp_path):
     """The grading process crashed on the wrong-device call (no input check), or ended before it."""
     found = {n: e for n, e in _verdicts(_leaky(), tmp_path, input_checks=True).items() if e["group"] == "input_checks"}
     assert found and all(e["outcome"] == "failed" and "no answer" in e["reason"] for e in found.values()), found
+
+
+class _Deferred(torch.Tensor):
+    pass
+
+
+def test_a_tensor_subclass_fails_its_own_call_and_costs_no_other(tmp_path):
+    """A subclass (which the judge could not load with weights_only) is recorded by its type's name:
+    its group fails, and the answers of the calls after it are still there (on the H100 one such
+    forward once cost the backward's and the gradients' answers too)."""
+    module = _leaky()
+    forward = module.leaky_relu
+    module.leaky_relu = lambda x, p: forward(x, p).as_subclass(_Deferred)
+    found = _verdicts(module, tmp_path)
+    assert found["judge: leaky_relu"]["outcome"] == "failed", found
+    assert "_Deferred" in found["judge: leaky_relu"]["reason"]
+    assert found["judge: leaky_relu_backward"]["outcome"] == "passed", found
+    assert found["judge: leaky_relu autograd"]["outcome"] == "passed", found

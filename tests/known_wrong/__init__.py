@@ -27,7 +27,8 @@ class Variant:
     keeps: set[str] | None = None  # groups that must keep full points (default: all others)
     # "cpu": graded on a CPU machine too; "sanitize": caught only by SANITIZE=1; "timed": its fault
     # shows only in the timed part (graded with the timing); "kind": the class of trust issue it
-    # stands for; "old": what the grader before the trust rework (8247f27) gave it
+    # stands for; "old": what the grader before the trust rework (8247f27) would give it, read from
+    # that grader's checks (scripts/old_grader_on_variants.py measures it on a GPU)
     extra: dict = field(default_factory=dict)
 
     @property

@@ -54,7 +54,8 @@ VARIANTS += [
     Variant(EX, "backward_on_a_side_stream", "the backward's kernels run on a stream of the pool, not the current one",
             {"conv_bn_relu_training.cpp": [("scratch.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());",
                                             "scratch.mutable_data_ptr<scalar_t>(), c10::cuda::getStreamFromPool());")]},
-            # it races with the producers of its inputs, so other checks of the backward may fail too
+            # it races with the producers of its inputs: which check fails first varies (no reason
+            # asserted), and the module's training curve may go too
             loses={"backward", "autograd", "performance"}, keeps={"forward", "running_stats", "input_checks"},
-            reason="current stream", extra={"kind": "coverage", "old": "may race"}),
+            extra={"kind": "coverage", "old": "may race"}),
 ]
