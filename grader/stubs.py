@@ -61,11 +61,15 @@ def stub_text(text: str, suffix: str, where: str, level: str = DEFAULT_LEVEL) ->
     lines = text.splitlines(keepends=True)
     found = regions.spans(lines, prefix, where)
     titles = hint_titles(text, suffix, where) if level == "goal" else [None] * len(found)
+    # A region's line in the stub's messages is counted without the GOAL lines above it: a goal
+    # written into the solution leaves its `steps` stub as it was.
+    goal_lines = [l.strip().startswith(f"{prefix} {regions.GOAL}") for l in lines]
     out: list[str] = []
     last = 0
     for (begin, end), title in zip(found, titles):
         out += lines[last : begin + 1]
-        out += _stub_region(lines[begin + 1 : end], prefix, regions.indent_of(lines[begin]), where, begin + 1, title)
+        out += _stub_region(lines[begin + 1 : end], prefix, regions.indent_of(lines[begin]), where, begin + 1, title,
+                            message_line=begin + 1 - sum(goal_lines[:begin]))
         last = end
     out += lines[last:]
     return "".join(out)
@@ -90,7 +94,7 @@ def _is_code(line: str, prefix: str) -> bool:
 
 
 def _stub_region(lines: list[str], prefix: str, indent: str, where: str, begin_line: int,
-                 hint_title: str | None = None) -> list[str]:
+                 hint_title: str | None = None, message_line: int | None = None) -> list[str]:
     """The stub of one region: its TODO lines (or, given the title of its README hint, its GOAL
     lines as TODO lines and a pointer to that hint), its size, and its STUB lines."""
     todo, goal, stub = [], [], []
@@ -114,7 +118,8 @@ def _stub_region(lines: list[str], prefix: str, indent: str, where: str, begin_l
     if hint_title is not None:
         todo.append(f'{indent}{prefix} TODO: (the steps, when you want them: README.md, Hints, "{hint_title}")\n')
     if not stub and prefix == "#":
-        stub = [f'{indent}raise NotImplementedError("{where}: line {begin_line} is not implemented yet")\n']
+        line = begin_line if message_line is None else message_line
+        stub = [f'{indent}raise NotImplementedError("{where}: line {line} is not implemented yet")\n']
     return todo + stub
 
 

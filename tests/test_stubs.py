@@ -124,6 +124,11 @@ def test_goal_level_keeps_the_goal_the_size_and_where_the_steps_are():
 def test_steps_level_ignores_goal_lines():
     assert stubs.stub_text(GOAL_CPP, ".cpp", "x.cpp") == stubs.stub_text(GOAL_CPP.replace("  // GOAL: the answer.\n", ""),
                                                                         ".cpp", "x.cpp")
+    py = ("def f():\n    # BEGIN SOLUTION\n    # GOAL: one.\n    # TODO: return 1.\n    return 1\n    # END SOLUTION\n\n"
+          "def g():\n    # BEGIN SOLUTION\n    # GOAL: two.\n    # TODO: return 2.\n    return 2\n    # END SOLUTION\n")
+    out = stubs.stub_text(py, ".py", "x.py")
+    assert out == stubs.stub_text(py.replace("    # GOAL: one.\n", "").replace("    # GOAL: two.\n", ""), ".py", "x.py")
+    assert '"x.py: line 8 is not implemented yet"' in out  # numbered as if there were no GOAL lines
 
 
 def test_goal_level_needs_a_goal_in_every_region():
@@ -199,3 +204,17 @@ def test_each_exercise_checks_at_the_level_its_header_says(tmp_path):
     assert stubs.differences(again, out) == ["differs from its generated version: exercises/99_two/README.md",
                                              "differs from its generated version: exercises/99_two/two.cpp",
                                              "differs from its generated version: exercises/99_two/two.cu"]
+
+
+def test_every_region_of_the_solutions_opens_with_its_goal():
+    """HINTS=goal needs a goal in every region: its GOAL lines first, then the TODO lines (the steps)."""
+    missing = []
+    for path in sorted(stubs.SOLUTIONS.rglob("*")):
+        if path.suffix not in stubs.COMMENT or stubs.SKIP.intersection(path.parts):
+            continue
+        for region in regions.regions_of(path):
+            where = f"{path.relative_to(stubs.SOLUTIONS)}: {region.name}"
+            n = len(region.goal)
+            if not n or region.lines[:n] != region.goal or not region.lines[n].strip().startswith(f"{region.prefix} TODO"):
+                missing.append(where)
+    assert not missing, "regions that do not open with `GOAL:` lines, then `TODO` lines:\n" + "\n".join(missing)
