@@ -60,7 +60,7 @@ def stub_text(text: str, suffix: str, where: str, level: str = DEFAULT_LEVEL) ->
     prefix = COMMENT[suffix]
     lines = text.splitlines(keepends=True)
     found = regions.spans(lines, prefix, where)
-    titles = hint_titles(text, suffix, where) if level == "goal" else [None] * len(found)
+    titles = hint_titles(text, where) if level == "goal" else [None] * len(found)
     # A region's line in the stub's messages is counted without the GOAL lines above it: a goal
     # written into the solution leaves its `steps` stub as it was.
     goal_lines = [l.strip().startswith(f"{prefix} {regions.GOAL}") for l in lines]
@@ -75,7 +75,7 @@ def stub_text(text: str, suffix: str, where: str, level: str = DEFAULT_LEVEL) ->
     return "".join(out)
 
 
-def hint_titles(text: str, suffix: str, where: str) -> list[str]:
+def hint_titles(text: str, where: str) -> list[str]:
     """The name of each region's hint in the README, in the file's order: "matmul.cu: matmul_kernel1",
     and "stencil2d.cu: stencil2d_kernel, region 2 of 2" where a function holds several regions."""
     file = Path(where).name
@@ -164,7 +164,7 @@ def readme_with_hints(readme: str, folder: Path, where: str) -> str:
             continue
         stub_lines = stub_text(text, src.suffix, rel, "goal").splitlines()
         begins = [b for b, _ in regions.spans(stub_lines, COMMENT[src.suffix], rel)]
-        for region, title, begin in zip(found, hint_titles(text, src.suffix, rel), begins):
+        for region, title, begin in zip(found, hint_titles(text, rel), begins):
             steps = "\n".join(steps_of(region.lines, region.prefix))
             # the line of the region's BEGIN marker in the student's file, under its header line
             blocks.append(f"<details>\n<summary>{title} (line {begin + 2}), step by step</summary>\n\n"

@@ -57,7 +57,7 @@ def test_every_region_is_reduced_to_its_goal_and_size(goal_tree):
             stub = goal_tree / folder.name / src.name
             theirs, ours = regions.regions_of(src), regions.regions_of(stub)
             assert [r.name for r in ours] == [r.name for r in theirs], stub
-            titles = stubs.hint_titles(src.read_text(), src.suffix, str(stub))
+            titles = stubs.hint_titles(src.read_text(), str(stub))
             for solution, region, title in zip(theirs, ours, titles):
                 where = f"{folder.name}/{src.name}: {region.name}"
                 comments = [l for l in region.lines if l.strip().startswith(region.prefix)]
@@ -87,7 +87,7 @@ def test_the_readme_has_each_regions_steps_collapsed_from_gentle_to_explicit(goa
         for src in sorted(_sources(folder), key=lambda p: (stubs.HINT_FILE_ORDER[p.suffix], p.name)):
             text = src.read_text()
             stub = goal_tree / folder.name / src.name
-            for region, title in zip(regions.regions_of(src), stubs.hint_titles(text, src.suffix, str(stub))):
+            for region, title in zip(regions.regions_of(src), stubs.hint_titles(text, str(stub))):
                 expected.append((title, stub, "```text\n" + "\n".join(stubs.steps_of(region.lines, region.prefix)) + "\n```"))
         assert [re.sub(r" \(line \d+\), step by step$", "", b[0]) for b in blocks[1:]] == [t for t, _, _ in expected]
         for (summary, body), (title, stub, steps) in zip(blocks[1:], expected):
