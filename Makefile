@@ -23,7 +23,10 @@
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
 #                                   (PUBLISH=1: into docs/results/<gpu>/ and the README's table)
 #   make exercises                  regenerate exercises/ and the student notebooks from solutions/
-#                                   (FORCE=1 to overwrite edits in exercises/)
+#                                   (FORCE=1 to overwrite edits in exercises/; EX= for some exercises only;
+#                                   HINTS=goal: each region states only its goal and size, its steps go to
+#                                   the README's collapsed Hints; HINTS=steps, the default: the steps in the
+#                                   region; without HINTS each exercise keeps its level; notebooks: steps)
 #   make notebooks                  the notebooks from notebooks/source/<unit>.py (jupytext), and their
 #                                   nbgrader student release, notebooks/release/ (committed)
 #   make clean                      remove builds and reports
@@ -40,6 +43,7 @@ VERBOSE ?=
 PARALLEL ?=
 PUBLISH ?=
 FORCE ?=
+HINTS ?=
 PYTEST_ARGS ?=
 TESTS ?= tests
 WORKERS ?=
@@ -88,7 +92,8 @@ bench:
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) && $$py -m grader.notebook_release release
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(HINTS),--hints $(HINTS)) $(if $(EX),--ex $(EX)) && \
+	  $$py -m grader.notebook_release release
 
 notebooks:
 	@$(PY) $$py -m grader.notebook_release release

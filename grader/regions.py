@@ -2,7 +2,9 @@
 used by the student copies (grader/stubs.py) and by the notebooks (their `%%solution` cells).
 
     // BEGIN SOLUTION            (`# BEGIN SOLUTION` in Python)
-    // TODO: what to write ...   the task, kept in the student copy and in the notebook's cell
+    // GOAL: what to achieve     the region's goal: all a `make exercises HINTS=goal` copy keeps
+    // TODO: what to write ...   the steps, kept in the student copy (the default level, `steps`)
+                                 and in the notebook's cell; at HINTS=goal, in the README's Hints
     // STUB: code                optional: what the student copy runs instead (grader/stubs.py)
     ... reference code ...
     // END SOLUTION
@@ -19,6 +21,7 @@ from pathlib import Path
 
 COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#"}
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
+GOAL, TODO, STUB = "GOAL:", "TODO", "STUB:"  # the comment lines a region opens with (after the prefix)
 
 
 class RegionError(ValueError):
@@ -65,18 +68,26 @@ class Region:
     lines: list[str]  # the lines between the markers, without newlines
     prefix: str  # the comment prefix of the language
 
+    def _tagged(self, tag: str) -> list[str]:
+        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} {tag}")]
+
+    @property
+    def goal(self) -> list[str]:
+        return self._tagged(GOAL)
+
     @property
     def todo(self) -> list[str]:
-        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} TODO")]
+        return self._tagged(TODO)
 
     @property
     def stub(self) -> list[str]:
-        return [l for l in self.lines if l.strip().startswith(f"{self.prefix} STUB:")]
+        return self._tagged(STUB)
 
     def teaching_lines(self) -> list[str]:
         """The TODO and code lines (what a notebook cell shows), dedented; STUB lines are the
-        student copy's business, not the student's."""
-        kept = [l for l in self.lines if not l.strip().startswith(f"{self.prefix} STUB:")]
+        student copy's business, not the student's, and GOAL lines the HINTS=goal copy's (a notebook
+        gives the steps: its cells hold the TODO lines)."""
+        kept = [l for l in self.lines if not l.strip().startswith((f"{self.prefix} {STUB}", f"{self.prefix} {GOAL}"))]
         return [(l[len(self.indent):] if l.startswith(self.indent) else l).rstrip() for l in kept]
 
     def context(self, text_lines: list[str]) -> list[str]:

@@ -95,3 +95,126 @@ def test_named_regions_are_the_stubbed_ones():
     (region,) = regions.regions_of(Path("x.cpp"), CPP)
     assert region.name == "f" and region.todo == ["  // TODO: return the answer."]
     assert region.teaching_lines() == ["// TODO: return the answer.", "int a = 40;", "return a + 2;"]
+
+
+# --- hint levels: HINTS=steps (the TODO lines, the default) and HINTS=goal (the GOAL lines) ----------
+
+GOAL_CPP = """int f() {
+  // BEGIN SOLUTION
+  // GOAL: the answer.
+  // TODO: return the answer,
+  // TODO:   computed.
+  // STUB: TORCH_CHECK(false, "f is not implemented yet");
+  int a = 40;
+  return a + 2;
+  // END SOLUTION
+}
+"""
+
+
+def test_goal_level_keeps_the_goal_the_size_and_where_the_steps_are():
+    out = stubs.stub_text(GOAL_CPP, ".cpp", "ex/f.cpp", "goal")
+    region = out.split("// BEGIN SOLUTION\n")[1].split("  // END SOLUTION")[0]
+    assert region == ('  // TODO: the answer.\n'
+                      '  // TODO: (the reference solution takes about 2 lines)\n'
+                      '  // TODO: (the steps, when you want them: README.md, Hints, "f.cpp: f")\n'
+                      '  TORCH_CHECK(false, "f is not implemented yet");\n')
+
+
+def test_steps_level_ignores_goal_lines():
+    assert stubs.stub_text(GOAL_CPP, ".cpp", "x.cpp") == stubs.stub_text(GOAL_CPP.replace("  // GOAL: the answer.\n", ""),
+                                                                        ".cpp", "x.cpp")
+    py = ("def f():\n    # BEGIN SOLUTION\n    # GOAL: one.\n    # TODO: return 1.\n    return 1\n    # END SOLUTION\n\n"
+          "def g():\n    # BEGIN SOLUTION\n    # GOAL: two.\n    # TODO: return 2.\n    return 2\n    # END SOLUTION\n")
+    out = stubs.stub_text(py, ".py", "x.py")
+    assert out == stubs.stub_text(py.replace("    # GOAL: one.\n", "").replace("    # GOAL: two.\n", ""), ".py", "x.py")
+    assert '"x.py: line 8 is not implemented yet"' in out  # numbered as if there were no GOAL lines
+
+
+def test_goal_level_needs_a_goal_in_every_region():
+    with pytest.raises(stubs.RegionError, match=r"x.cpp:2: HINTS=goal needs a `// GOAL: \.\.\.` line"):
+        stubs.stub_text(CPP, ".cpp", "x.cpp", "goal")
+    with pytest.raises(ValueError, match="unknown hint level 'some'"):
+        stubs.stub_text(CPP, ".cpp", "x.cpp", "some")
+
+
+def test_goal_lines_stay_out_of_the_notebooks():
+    (region,) = regions.regions_of(Path("x.cpp"), GOAL_CPP)
+    assert region.goal == ["  // GOAL: the answer."]
+    assert region.teaching_lines()[0] == "// TODO: return the answer,"
+
+
+TWO_REGIONS_CU = """__global__ void k(float* y) {
+  // BEGIN SOLUTION
+  // GOAL: load.
+  // TODO: load the tile
+  // END SOLUTION
+  // BEGIN SOLUTION
+  // GOAL: store.
+  // TODO: store it, then sync
+  // END SOLUTION
+}
+"""
+README = "# 99\n\n## Goal\nx\n\n## Hints\n- a general hint\n\n## Run\nmake grade\n"
+
+
+def _goal_tree(tmp_path):
+    src = tmp_path / "solutions" / "99_two"
+    src.mkdir(parents=True)
+    (src / "two.cu").write_text(TWO_REGIONS_CU)
+    (src / "two.cpp").write_text(GOAL_CPP)
+    (src / "README.md").write_text(README)
+    return src
+
+
+def test_goal_readme_has_the_hints_collapsed_from_gentle_to_explicit(tmp_path):
+    src = _goal_tree(tmp_path)
+    out = tmp_path / "exercises"
+    stubs.generate(src.parent, out, "goal")
+    readme = (out / "99_two" / "README.md").read_text()
+    assert readme.splitlines()[0] == ("<!-- GENERATED from solutions/99_two/README.md by `make exercises HINTS=goal`: "
+                                      "edit only inside the BEGIN/END SOLUTION regions. -->")
+    hints = readme.split("## Hints\n")[1].split("## Run")[0]
+    summaries = [l for l in hints.splitlines() if l.startswith("<summary>")]
+    assert summaries == ["<summary>General hints</summary>",
+                         "<summary>two.cu: k, region 1 of 2 (line 3), step by step</summary>",
+                         "<summary>two.cu: k, region 2 of 2 (line 8), step by step</summary>",
+                         "<summary>two.cpp: f (line 3), step by step</summary>"]
+    assert hints.count("<details>") == hints.count("</details>") == 4
+    assert "- a general hint" in hints and "```text\nstore it, then sync\n```" in hints
+    assert "```text\nreturn the answer,\n  computed.\n```" in hints
+    cu = (out / "99_two" / "two.cu").read_text().splitlines()
+    assert cu[2] == "  // BEGIN SOLUTION" and '"two.cu: k, region 1 of 2"' in cu[5]  # line 3, as the README says
+    assert cu[7] == "  // BEGIN SOLUTION" and '"two.cu: k, region 2 of 2"' in cu[10]
+    assert "load the tile" not in "\n".join(cu)
+
+
+def test_each_exercise_checks_at_the_level_its_header_says(tmp_path):
+    src = _goal_tree(tmp_path)
+    (tmp_path / "solutions" / "98_one").mkdir()
+    (tmp_path / "solutions" / "98_one" / "one.cpp").write_text(GOAL_CPP)
+    (tmp_path / "solutions" / "98_one" / "README.md").write_text(README)
+    out = tmp_path / "exercises"
+    stubs.generate(src.parent, out, {"99_two": "goal"})
+    assert stubs.levels_of(out) == {"98_one": "steps", "99_two": "goal"}
+    again = tmp_path / "again"
+    stubs.generate(src.parent, again, stubs.levels_of(out))
+    assert stubs.differences(again, out) == []
+    stubs.generate(src.parent, again, "steps")
+    assert stubs.differences(again, out) == ["differs from its generated version: exercises/99_two/README.md",
+                                             "differs from its generated version: exercises/99_two/two.cpp",
+                                             "differs from its generated version: exercises/99_two/two.cu"]
+
+
+def test_every_region_of_the_solutions_opens_with_its_goal():
+    """HINTS=goal needs a goal in every region: its GOAL lines first, then the TODO lines (the steps)."""
+    missing = []
+    for path in sorted(stubs.SOLUTIONS.rglob("*")):
+        if path.suffix not in stubs.COMMENT or stubs.SKIP.intersection(path.parts):
+            continue
+        for region in regions.regions_of(path):
+            where = f"{path.relative_to(stubs.SOLUTIONS)}: {region.name}"
+            n = len(region.goal)
+            if not n or region.lines[:n] != region.goal or not region.lines[n].strip().startswith(f"{region.prefix} TODO"):
+                missing.append(where)
+    assert not missing, "regions that do not open with `GOAL:` lines, then `TODO` lines:\n" + "\n".join(missing)

@@ -11,6 +11,7 @@ namespace {
 
 void check_input(const at::Tensor& t, const char* name) {
   // BEGIN SOLUTION
+  // GOAL: reject, naming `name`, a tensor that is not a CUDA tensor of float16, bfloat16, float32 or float64.
   // TODO: reject, with a TORCH_CHECK message naming `name`, a tensor that is not on a CUDA device
   // TODO: or whose dtype is not float16, bfloat16, float32 or float64 (see course/ops.h).
   course::check_cuda(t, name);

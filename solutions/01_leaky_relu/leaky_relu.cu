@@ -25,6 +25,7 @@ template <typename scalar_t>
 __global__ void leaky_relu_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n,
                                   course::opmath_t<scalar_t> negative_slope) {
   // BEGIN SOLUTION
+  // GOAL: y[i] = leaky_relu_value(x[i], negative_slope) for every i < n, whatever the grid's size.
   // TODO: a grid-stride loop over all n elements, y[i] = leaky_relu_value(x[i], negative_slope),
   // TODO: computed in course::opmath_t<scalar_t>. Index with int64_t (n may exceed 2^31) and
   // TODO: never touch y[n] or beyond. The launcher's grid has a thread per 16-byte vector
@@ -54,6 +55,7 @@ __global__ void leaky_relu_backward_kernel(const scalar_t* __restrict__ grad_y, 
                                            scalar_t* __restrict__ grad_x, int64_t n,
                                            course::opmath_t<scalar_t> negative_slope) {
   // BEGIN SOLUTION
+  // GOAL: grad_x[i] = leaky_relu_grad(grad_y[i], x[i], negative_slope) for every i < n.
   // TODO: a grid-stride loop over all n elements, grad_x[i] = leaky_relu_grad(grad_y[i], x[i], negative_slope),
   // TODO: in the forward kernel's grid.
   using opmath = course::opmath_t<scalar_t>;
@@ -89,6 +91,7 @@ unsigned blocks_for(int64_t n) {
 template <typename scalar_t>
 void leaky_relu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double negative_slope, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run leaky_relu_kernel over the n elements (n may be 0) on `stream`; report a failed launch.
   // TODO: launch leaky_relu_kernel on `stream`, blocks_for<scalar_t>(n) blocks of kThreads threads,
   // TODO: passing negative_slope as course::opmath_t<scalar_t>; check the launch with
   // TODO: C10_CUDA_KERNEL_LAUNCH_CHECK(). An empty grid is an error: return early when n == 0.
@@ -104,6 +107,7 @@ template <typename scalar_t>
 void leaky_relu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, scalar_t* grad_x, int64_t n,
                               double negative_slope, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run leaky_relu_backward_kernel over the n elements (n may be 0) on `stream`; report a failed launch.
   // TODO: launch leaky_relu_backward_kernel like the forward launcher does.
   // STUB: TORCH_CHECK(false, "leaky_relu_backward_cuda (leaky_relu.cu) is not implemented yet");
   if (n == 0) return;

@@ -20,6 +20,7 @@ __device__ __forceinline__ double exp_of(double x) { return exp(x); }
 template <typename opmath>
 __device__ __forceinline__ opmath elu_value(opmath x, opmath alpha) {
   // BEGIN SOLUTION
+  // GOAL: ELU(x) with parameter alpha, to the precision of opmath also for x close to 0.
   // TODO: return x where x > 0, alpha * (e^x - 1) elsewhere, accurately also for x close to 0.
   // STUB: return opmath(0);  // a placeholder so the stub compiles; every check fails on it
   return x > opmath(0) ? x : alpha * expm1_of(x);
@@ -30,6 +31,7 @@ __device__ __forceinline__ opmath elu_value(opmath x, opmath alpha) {
 template <typename opmath>
 __device__ __forceinline__ opmath elu_grad(opmath grad_y, opmath x, opmath alpha) {
   // BEGIN SOLUTION
+  // GOAL: the gradient of ELU for one element: what reaches x from grad_y.
   // TODO: return grad_y times the derivative of ELU at x.
   // STUB: return opmath(0);
   return x > opmath(0) ? grad_y : grad_y * alpha * exp_of(x);
@@ -96,6 +98,7 @@ unsigned blocks_for(int64_t n) {
 template <typename scalar_t>
 void elu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double alpha, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run elu_kernel over the n elements (n may be 0) on `stream`; report a failed launch.
   // TODO: launch elu_kernel as in exercise 01, passing alpha by value as course::opmath_t<scalar_t>.
   // STUB: TORCH_CHECK(false, "elu_forward_cuda (elu.cu) is not implemented yet");
   if (n == 0) return;
@@ -109,6 +112,7 @@ template <typename scalar_t>
 void elu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, scalar_t* grad_x, int64_t n,
                               double alpha, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run elu_backward_kernel over the n elements (n may be 0) on `stream`; report a failed launch.
   // TODO: launch elu_backward_kernel like the forward launcher does.
   // STUB: TORCH_CHECK(false, "elu_backward_cuda (elu.cu) is not implemented yet");
   if (n == 0) return;

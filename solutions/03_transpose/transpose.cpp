@@ -11,6 +11,7 @@ namespace {
 
 at::Tensor transpose(const at::Tensor& x) {
   // BEGIN SOLUTION
+  // GOAL: reject, naming "x", anything but a 2-D CUDA tensor of float16, bfloat16, float32 or float64.
   // TODO: reject, with TORCH_CHECK messages naming "x", a tensor that is not on a CUDA device, whose
   // TODO: dtype is not float16, bfloat16, float32 or float64, or that is not 2-D (see course/ops.h).
   course::check_cuda(x, "x");

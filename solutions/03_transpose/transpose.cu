@@ -24,6 +24,8 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kBlockX * kBlockY)
     transpose_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
   // BEGIN SOLUTION
+  // GOAL: out = the transpose of the rows x cols matrix `in`, every read and every write coalesced
+  // GOAL: (through a shared-memory tile; the geometry is in the comment above the kernel).
   // TODO: declare a kTile x (kTile + 1) __shared__ tile (the + 1 keeps a tile column in distinct banks).
   // TODO: for each tile row of blocks (blockIdx.y, then + gridDim.y while < ceil(rows / kTile)):
   // TODO:   1. read the input tile (thread (x, y) -> tile rows y + 8 j, columns x + 32 i) into
@@ -62,6 +64,7 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
 template <typename scalar_t>
 void transpose_cuda(const scalar_t* in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run transpose_kernel over the whole matrix (possibly empty) on `stream`; report a failed launch.
   // TODO: return early for an empty matrix; launch transpose_kernel on `stream` with blocks of
   // TODO: (kBlockX, kBlockY) threads and a grid of (ceil(cols / kTile), min(ceil(rows / kTile), kMaxGridY))
   // TODO: blocks; check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().

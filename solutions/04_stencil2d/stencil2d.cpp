@@ -12,6 +12,7 @@ namespace {
 
 at::Tensor stencil2d(const at::Tensor& x, const at::Tensor& weight) {
   // BEGIN SOLUTION
+  // GOAL: reject, naming the argument, every x and weight that the README's Interface lists as an error.
   // TODO: reject, with TORCH_CHECK messages naming the argument: x or weight not on a CUDA device or
   // TODO: not float32; x not 2-D (H, W) or 3-D (B, H, W); weight not 2-D and square; a filter size that
   // TODO: is even or larger than kMaxFilter; weight on another device than x.

@@ -51,6 +51,8 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
     const float* image = in + b * height64 * width64;  // 64-bit: a batch can exceed 2^31 pixels
     float* dst = out + b * height64 * width64;
     // BEGIN SOLUTION
+    // GOAL: `tile` holds the input pixels this block's outputs read (zero outside the image), visible to
+    // GOAL: the whole block, with this thread's global loads all in flight at once.
     // TODO: copy the kSmemH x kSmemW input region starting at row y0 - R, column x0 - R into `tile`:
     // TODO: thread (tx, ty) takes tile rows ty + kBlockY j and columns tx + kBlockX i (while inside the
     // TODO: tile), 0 for pixels outside the image (zero padding). Issue all of its kLoadsY x kLoadsX
@@ -80,6 +82,8 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
     // END SOLUTION
 
     // BEGIN SOLUTION
+    // GOAL: this thread's outputs (the geometry above the kernel) computed from `tile` and c_filter and
+    // GOAL: stored, and `tile` free for the next iteration.
     // TODO: compute this thread's kCols x kRows outputs (columns x0 + tx + kBlockX c, rows
     // TODO: y0 + kRows * ty + i): the sum over dy, dx < K of
     // TODO: c_filter[dy * K + dx] * tile[kRows * ty + i + dy][tx + kBlockX * c + dx]; store those inside
@@ -118,6 +122,7 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
 template <int K>
 void launch(const float* in, float* out, int64_t batch, int64_t height, int64_t width, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run stencil2d_kernel<K> over every image of the batch on `stream`; report a failed launch.
   // TODO: launch stencil2d_kernel<K> on `stream` with (kBlockX, kBlockY) blocks and a grid of
   // TODO: (ceil(width / kTileW), min(batch * ceil(height / kTileH), kMaxGridY)); check the launch.
   // STUB: TORCH_CHECK(false, "launch (stencil2d.cu) is not implemented yet");
@@ -134,6 +139,7 @@ void launch(const float* in, float* out, int64_t batch, int64_t height, int64_t 
 
 void stencil2d_set_filter(const float* filter, int k, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: c_filter holds the k x k filter at `filter` (device memory), in order on `stream`, errors reported.
   // TODO: copy the k * k floats at `filter` (device memory) into c_filter with
   // TODO: cudaMemcpyToSymbolAsync(..., cudaMemcpyDeviceToDevice, stream), checked with C10_CUDA_CHECK.
   // STUB: TORCH_CHECK(false, "stencil2d_set_filter (stencil2d.cu) is not implemented yet");

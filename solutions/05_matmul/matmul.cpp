@@ -12,6 +12,7 @@ namespace {
 
 at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // BEGIN SOLUTION
+  // GOAL: reject, naming the argument, every A, B and version that the README's Interface lists as an error.
   // TODO: reject, with TORCH_CHECK messages naming the argument: A or B not on a CUDA device, not
   // TODO: float32 or not 2-D; B on another device than A; A's columns != B's rows (name both);
   // TODO: a version other than 1, 2, 3 or 4.

@@ -27,6 +27,7 @@ constexpr int kBlock1X = 32, kBlock1Y = 8;
 __global__ void matmul_kernel1(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                                int64_t M, int64_t N, int64_t K) {
   // BEGIN SOLUTION
+  // GOAL: this thread's element of C = A B (the geometry above the kernel), accumulated in float.
   // TODO: compute this thread's row and col; if both are inside C, sum A[row][k] * B[k][col] over
   // TODO: k < K in a float accumulator and store it in C[row][col] (row-major: C[row * N + col]).
   const int64_t row = int64_t(blockIdx.y) * kBlock1Y + threadIdx.y;
@@ -56,6 +57,7 @@ __global__ void matmul_kernel2(const float* __restrict__ A, const float* __restr
   float acc = 0.0f;
   for (int64_t k0 = 0; k0 < K; k0 += kTile2) {
     // BEGIN SOLUTION
+    // GOAL: add this k step's contribution to acc, reading A and B through shared-memory tiles.
     // TODO: copy A[row][k0 + tx] into As[ty][tx] and B[k0 + ty][col] into Bs[ty][tx] (0 where the
     // TODO: index is outside A or B), wait for the whole block, add As[ty][k] * Bs[k][tx] for
     // TODO: k < kTile2 to acc, and wait again before the next step overwrites the tiles.
@@ -135,6 +137,8 @@ __global__ void __launch_bounds__(kThreads3, 2)
   const int64_t steps = course::ceil_div<int64_t>(K, kBK);
   Stage s;
   // BEGIN SOLUTION
+  // GOAL: this thread's 8 x 8 outputs of the block's tile in acc, over all k steps, the global loads
+  // GOAL: of the next step in flight while this one computes (two shared-memory buffers).
   // TODO: stage k step 0 (load_stage, then store_stage into buffer 0) and __syncthreads(). Then for
   // TODO: each step: load the next step's stage into registers (if there is one); for each of the kBK
   // TODO: k's, read your 8 A values (As[cur][k][4 ty..], As[cur][k][64 + 4 ty..]) and 8 B values
@@ -338,6 +342,8 @@ __global__ void __launch_bounds__(kThreads4, 2)
   int read = 0, write = kStages4 - 1;  // the stage computed on now, the stage being filled
   for (int64_t step = 0; step < steps; ++step) {
     // BEGIN SOLUTION
+    // GOAL: one step of the cp.async pipeline: this thread's 16 x 8 outputs in acc gain the stage
+    // GOAL: `read`, while the copies of the steps ahead stay in flight.
     // TODO: wait until this step's copies have landed (cp_async_wait<kStages4 - 2>: only the newer
     // TODO: step's group may still be pending) and __syncthreads() (everyone's copies landed, and
     // TODO: nobody still reads ring[write]). Issue step + kStages4 - 1's copies into ring[write] if
@@ -407,6 +413,8 @@ void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
 
 void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run matmul_kernel1 over all of C on `stream`, refusing an M its grid cannot cover, and
+  // GOAL: report a failed launch.
   // TODO: first refuse an M whose row blocks would not fit in gridDim.y (at most 65535):
   // TODO: check_grid_rows(M, kBlock1Y, "version 1") (given above; graded as an input check). Then
   // TODO: launch matmul_kernel1 on `stream` with (kBlock1X, kBlock1Y) blocks and a grid of
@@ -423,6 +431,8 @@ void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N
 
 void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run matmul_kernel2 over all of C on `stream`, refusing an M its grid cannot cover, and
+  // GOAL: report a failed launch.
   // TODO: first check_grid_rows(M, kTile2, "version 2") (M too large for gridDim.y is an error, graded),
   // TODO: then launch matmul_kernel2 with (kTile2, kTile2) blocks covering C; check the launch.
   // STUB: TORCH_CHECK(false, "matmul_cuda2 (matmul.cu) is not implemented yet");
@@ -442,6 +452,7 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
   const bool vec_a = K % 4 == 0 && course::is_aligned16(A);
   const bool vec_b = N % 4 == 0 && course::is_aligned16(B, C);
   // BEGIN SOLUTION
+  // GOAL: run the matmul_kernel3 that vec_a and vec_b allow on `stream`; report a failed launch.
   // TODO: launch matmul_kernel3<vec_a, vec_b> (four instantiations: pick with if/else) on `stream`
   // TODO: with kThreads3 threads per block and `grid`; check the launch.
   // STUB: TORCH_CHECK(false, "matmul_cuda3 (matmul.cu) is not implemented yet");
@@ -465,6 +476,7 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t M, int64_t N
   // 16-byte copies of B need N % 4 == 0 and 16-byte aligned B and C (A is copied 4 bytes at a time).
   const bool vec_b = N % 4 == 0 && course::is_aligned16(B, C);
   // BEGIN SOLUTION
+  // GOAL: run the matmul_kernel4 that vec_b allows on `stream`; report a failed launch.
   // TODO: launch matmul_kernel4<vec_b> (two instantiations: pick with if/else) on `stream` with
   // TODO: kThreads4 threads per block and `grid`; check the launch.
   // STUB: TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");

@@ -32,6 +32,8 @@ Pair pair_arg(at::IntArrayRef v, const char* name) {
 void check_conv_args(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                      const Pair& stride, const Pair& padding, const Pair& dilation) {
   // BEGIN SOLUTION
+  // GOAL: reject, naming the argument, every x, weight, bias, stride, padding and dilation that the
+  // GOAL: README's Interface lists as an error.
   // TODO: x: a CUDA tensor of float32 or float64 with 4 dimensions (N, C, H, W) (see course/ops.h).
   // TODO: weight: 4 dimensions (cout, cin, kh, kw), on x's device, of x's dtype, with cin == x.size(1).
   // TODO: bias (when given): 1 dimension of size cout, on x's device, of x's dtype.
@@ -74,6 +76,7 @@ void check_conv_args(const at::Tensor& x, const at::Tensor& weight, const std::o
 int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
   int64_t out = 0;
   // BEGIN SOLUTION
+  // GOAL: out = the output length of a convolution along one axis, as F.conv2d gives it.
   // TODO: the number of positions o >= 0 with o * stride + dil * (k - 1) <= in + 2 * pad - 1.
   // STUB: TORCH_CHECK(false, "conv_output_size (conv2d.cpp) is not implemented yet");
   out = (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;

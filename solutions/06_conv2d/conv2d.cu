@@ -23,6 +23,7 @@ __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* _
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     // BEGIN SOLUTION
+    // GOAL: y[i] for output element i: the convolution with stride, padding and dilation, plus bias.
     // TODO: split i into (n, co, oh, ow), ow fastest, and set y[i] = bias[co] (0 when bias is nullptr)
     // TODO: + the sum over ci, kh, kw of x[n][ci][ih][iw] * weight[co][ci][kh][kw], where
     // TODO: ih = oh * stride_h - pad_h + kh * dil_h (iw likewise); taps in the padding read 0 (load_padded).
@@ -108,6 +109,8 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
   // Global -> registers: columns k0 .. k0 + BK - 1 of this thread's im2col row, and its weights.
   auto load_tile = [&](int k0) {
     // BEGIN SOLUTION
+    // GOAL: load_tile: a_reg and b_reg hold this thread's share of the k0 step's im2col and weight
+    // GOAL: tiles, 0 outside them.
     // TODO: for j < BK: a_reg[j] = input pixel (ih0 + kh * dil_h, iw0 + kw * dil_w) of channel plane
     // TODO: xn + c_off (load_padded), or 0 when !m_ok or k0 + j >= K; then advance (kw, kh, c_off) to
     // TODO: the next k (kw fastest). For j < kBPerThread: b_reg[j] = w_row[k0 + b_k + j], or 0 when
@@ -155,6 +158,7 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
     const int cur = kt & 1;
     if (kt + 1 < k_tiles) load_tile((kt + 1) * BK);
     // BEGIN SOLUTION
+    // GOAL: this thread's outputs in acc gain the product of the shared tiles As[cur] and Bs[cur].
     // TODO: for each kk < BK: read this thread's 8 values of As[cur][kk][...] (rows 4 tm .. 4 tm + 3 and
     // TODO: BM/2 + 4 tm ..) and 8 of Bs[cur][kk][...] (channels 4 tn .. and BN/2 + 4 tn ..), 16 bytes at a
     // TODO: time (Vec4), and accumulate their outer product: acc[i][j] += a[i] * b[j].
@@ -213,6 +217,7 @@ template <typename scalar_t>
 void launch_direct(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
                    cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run conv2d_kernel1 over every output element (maybe none) on `stream`; report a failed launch.
   // TODO: launch conv2d_kernel1<scalar_t> on `stream` with kDirectThreads threads per block and
   // TODO: course::grid_for(outputs, kDirectThreads) blocks; return first when there is no output
   // TODO: (a grid of 0 blocks is an error); check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
@@ -228,6 +233,7 @@ template <typename scalar_t, int BM>
 void launch_implicit_gemm_tiles(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                                 const Conv2dShape& s, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run conv2d_kernel2<scalar_t, BM> over the whole output on `stream`; report a failed launch.
   // TODO: launch conv2d_kernel2<scalar_t, BM> on `stream`: a grid of ceil(M / BM) x ceil(cout / BN)
   // TODO: blocks (M = n * ho * wo) of BM threads; check the launch.
   // STUB: TORCH_CHECK(false, "launch_implicit_gemm_tiles (conv2d.cu) is not implemented yet");

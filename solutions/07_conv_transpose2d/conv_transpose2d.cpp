@@ -34,6 +34,7 @@ int64_t conv_transpose_output_size(int64_t in, int64_t k, int64_t stride, int64_
                                    int64_t dil) {
   int64_t out = 0;
   // BEGIN SOLUTION
+  // GOAL: out = the output length of F.conv_transpose2d along one axis.
   // TODO: the output length that F.conv_transpose2d gives (the input length of a conv2d with these
   // TODO: parameters, whose output length is `in`; output_padding resolves the ambiguity of a stride > 1).
   // STUB: TORCH_CHECK(false, "conv_transpose_output_size (conv_transpose2d.cpp) is not implemented yet");
@@ -47,6 +48,8 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
                                const Pair& stride, const Pair& padding, const Pair& output_padding,
                                const Pair& dilation) {
   // BEGIN SOLUTION
+  // GOAL: reject, naming the argument, every x, weight, bias, stride, padding, output_padding and
+  // GOAL: dilation that the README's Interface lists as an error.
   // TODO: x: a CUDA tensor of float32 or float64 with 4 dimensions (N, C, H, W) (see course/ops.h).
   // TODO: weight: 4 dimensions (cin, cout, kh, kw), on x's device, of x's dtype, with cin == x.size(1).
   // TODO: bias (when given): 1 dimension of size cout, on x's device, of x's dtype.

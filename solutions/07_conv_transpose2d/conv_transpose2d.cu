@@ -28,6 +28,7 @@ __global__ void conv_transpose2d_kernel(const scalar_t* __restrict__ x, const sc
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     // BEGIN SOLUTION
+    // GOAL: y[i] for output element i: the transposed convolution of x with weight, plus bias.
     // TODO: split i into (n, co, oh, ow), ow fastest, and set y[i] = bias[co] (0 when bias is nullptr)
     // TODO: + the sum over the taps (kh, kw) that reach (oh, ow) (source_index gives their input
     // TODO: pixel (ih, iw), or -1) and over ci of x[n][ci][ih][iw] * weight[ci][co][kh][kw].
@@ -65,6 +66,7 @@ template <typename scalar_t>
 void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                            const ConvTranspose2dShape& s, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run conv_transpose2d_kernel over every output element (maybe none) on `stream`; report a failed launch.
   // TODO: launch conv_transpose2d_kernel<scalar_t> on `stream` with kThreads threads per block and
   // TODO: course::grid_for(outputs, kThreads) blocks; return first when there is no output (a grid
   // TODO: of 0 blocks is an error); check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().

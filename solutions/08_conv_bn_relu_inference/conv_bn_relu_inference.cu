@@ -143,6 +143,8 @@ struct Im2colB : ByColumn<T> {
   }
   __device__ void load(int k0, int k_end, T (&r)[BK]) const {
     // BEGIN SOLUTION
+    // GOAL: r[i] = the im2col matrix's B[k0 + i][this thread's column] for i < BK, 0 outside it and in
+    // GOAL: the padding.
     // TODO: r[i] = B[k0 + i][this thread's column] for i < BK: decode k = k0 + i into (c, r, s)
     // TODO: (k = (c * R + r) * S + s), read x at (c, h0 + r*dh, w0 + s*dw) from `base`, and use 0
     // TODO: when base is nullptr, k >= k_end, or the pixel falls in the padding (outside H x W).
@@ -199,6 +201,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     T scale = T(0), shift = T(0);
     if (m < K) {
       // BEGIN SOLUTION
+      // GOAL: scale and shift of channel m such that scale * conv + shift = BatchNorm(conv + bias).
       // TODO: fold BatchNorm (and the conv's bias, which may be nullptr) into scale and shift so that
       // TODO: scale * conv + shift == gamma * (conv + bias - running_mean) / sqrt(running_var + eps) + beta.
       const T b = bias != nullptr ? bias[m] : T(0);
@@ -232,6 +235,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     if (m >= K) continue;
     T v[8];
     // BEGIN SOLUTION
+    // GOAL: v[j] = ReLU(BatchNorm(acc[i][j])) for this row.
     // TODO: v[j] = relu(BatchNorm of accumulator acc[i][j]), with this row's tile_scale and tile_shift.
     const T scale = tile_scale[mi], shift = tile_shift[mi];
 #pragma unroll
@@ -249,6 +253,7 @@ void conv_bn_relu_inference_cuda(const scalar_t* x, const scalar_t* w, const sca
                                  const scalar_t* beta, const scalar_t* running_mean, const scalar_t* running_var,
                                  double eps, const ConvShape& s, scalar_t* y, cudaStream_t stream) {
   // BEGIN SOLUTION
+  // GOAL: run conv_bn_relu_kernel over the whole output (possibly empty) on `stream`; report a failed launch.
   // TODO: launch conv_bn_relu_kernel on `stream`: kThreads threads, a grid of ceil(N*P*Q / BN) x
   // TODO: ceil(K / BM) blocks (nothing to launch when the output is empty); check the launch.
   // STUB: TORCH_CHECK(false, "conv_bn_relu_inference_cuda (conv_bn_relu_inference.cu) is not implemented yet");

@@ -32,6 +32,8 @@ void check_param(const at::Tensor& t, const char* name, const at::Tensor& x, int
 ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
                      at::IntArrayRef dilation) {
   // BEGIN SOLUTION
+  // GOAL: reject, naming the argument, every x, weight, stride, padding and dilation that the README's
+  // GOAL: Interface lists as an error; return the convolution's ConvShape.
   // TODO: reject, with TORCH_CHECK messages naming the argument: x not a 4-D CUDA float32/float64
   // TODO: tensor, or of zero height or width; weight not 4-D [K, C, R, S] of x's device and dtype
   // TODO: with C == x.size(1); stride, padding, dilation not 2 values (stride, dilation >= 1,

@@ -151,6 +151,8 @@ struct Im2colB : ByColumn<T> {
   }
   __device__ void load(int k0, int k_end, T (&r)[BK]) const {
     // BEGIN SOLUTION
+    // GOAL: r[i] = the im2col matrix's B[k0 + i][this thread's column] for i < BK, 0 outside it and in
+    // GOAL: the padding.
     // TODO: r[i] = B[k0 + i][this thread's column] for i < BK: decode k = k0 + i into (c, r, s)
     // TODO: (k = (c * R + r) * S + s), read x at (c, h0 + r*dh, w0 + s*dw) from `base`, and use 0
     // TODO: when base is nullptr, k >= k_end, or the pixel falls in the padding (outside H x W).
@@ -370,6 +372,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
       // the tile's statistics, two-pass (mean, then squared deviations from it): the 16 threads
       // sharing these rows are 16 consecutive lanes, so xor-shuffles of 8, 4, 2, 1 reduce them
       // BEGIN SOLUTION
+      // GOAL: part_mean and part_m2 hold this tile's mean and sum of squared deviations, per channel.
       // TODO: compute this channel's mean over the tile's nvalid pixels and M2 = sum (v - mean)^2
       // TODO: (sum this thread's valid v[j], reduce over the 16 lanes with __shfl_xor_sync, divide;
       // TODO: then the same for the squared deviations). Lane tx == 0 of a valid row writes
@@ -445,6 +448,8 @@ __global__ void bn_stats_finalize_kernel(const T* __restrict__ part_mean, const 
     }
     if (lane == 0) {
       // BEGIN SOLUTION
+      // GOAL: from the batch's statistics of channel c: save_mean, save_invstd, scale and shift, and the
+      // GOAL: running statistics updated as nn.BatchNorm2d updates them.
       // TODO: from n, mean and m2: normalise with the batch's biased variance m2 / n (write
       // TODO: save_mean, save_invstd = 1 / sqrt(var + eps), scale = gamma * invstd and
       // TODO: shift = beta - mean * scale), and update running_mean and running_var as
@@ -489,6 +494,7 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ z, const T* __restric
 template <typename T>
 __device__ __forceinline__ T relu_masked_grad(T dy, T y) {
   // BEGIN SOLUTION
+  // GOAL: the gradient that passes back through the ReLU.
   // TODO: return the gradient that passes the ReLU: dy where the forward's output y was positive, else 0.
   // STUB: return T(0);
   return y > T(0) ? dy : T(0);
@@ -573,6 +579,7 @@ __global__ void bn_relu_backward_kernel(const T* __restrict__ dy, const T* __res
     grad_bias[c] = training ? T(0) : gamma[c] * is * dbeta;
   }
   // BEGIN SOLUTION
+  // GOAL: u = dz / (gamma * invstd) (dz: the gradient with respect to z) for every pixel of this plane.
   // TODO: for every pixel of this plane: g = relu_masked_grad(dy, y), xhat = (z - mean) * invstd,
   // TODO: u = g - (dbeta + xhat * dgamma) / count in training, u = g in eval.
   const T a = training ? dbeta / T(count) : T(0), b = training ? dgamma / T(count) : T(0);
@@ -698,6 +705,8 @@ void conv_bn_relu_train_forward_cuda(const scalar_t* x, const scalar_t* w, const
                                      scalar_t* part, scalar_t* scale_shift, cudaStream_t stream) {
   const int PQ = s.P * s.Q, count = s.N * PQ, tiles = conv_bn_relu_stat_tiles(s);
   // BEGIN SOLUTION
+  // GOAL: the training forward on `stream`: z and its statistics, then BatchNorm's batch statistics,
+  // GOAL: then y; report a failed launch.
   // TODO: three launches on `stream`, each checked: conv_bn_relu_forward_kernel (training = true:
   // TODO: z and the per-tile statistics into part[0 : tiles*K] and part[tiles*K : 2*tiles*K]),
   // TODO: bn_stats_finalize_kernel (one block of 256 threads; scale/shift into scale_shift[0:K],
@@ -745,6 +754,8 @@ void conv_bn_relu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, const
                                 scalar_t* scratch, cudaStream_t stream) {
   const int PQ = s.P * s.Q, count = s.N * PQ, CRS = s.C * s.R * s.S;
   // BEGIN SOLUTION
+  // GOAL: the backward on `stream`: the gradients of BatchNorm and ReLU, then grad_x and grad_w;
+  // GOAL: report a failed launch.
   // TODO: five launches on `stream`, each checked: bn_relu_backward_reduce_kernel (grid (K, splits)
   // TODO: with splits = reduce_splits(s), partial sums into scratch), bn_relu_backward_kernel (one
   // TODO: block per plane: u and the three per-channel gradients), conv_dgrad_kernel (grad_x; the

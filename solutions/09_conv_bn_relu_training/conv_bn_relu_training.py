@@ -30,6 +30,7 @@ class ConvBNReLUFunction(torch.autograd.Function):
     def forward(ctx, x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked,
                 training, momentum, eps, stride, padding, dilation):
         # BEGIN SOLUTION
+        # GOAL: run the op's forward, keep on ctx what backward needs, and return y.
         # TODO: call lib.ops.conv_bn_relu_forward (keep_z only when some input needs a gradient: the
         # TODO: backward needs z), save what the backward needs with ctx.save_for_backward and keep
         # TODO: the non-tensor settings on ctx; return y.
@@ -45,6 +46,7 @@ class ConvBNReLUFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_y):
         # BEGIN SOLUTION
+        # GOAL: return the gradient of each input of forward (None where there is none).
         # TODO: call lib.ops.conv_bn_relu_backward with the saved tensors and return one gradient per
         # TODO: input of forward (None for the buffers and settings, and for bias when it was None).
         x, weight, z, y, bn_weight, mean, invstd = ctx.saved_tensors

@@ -107,6 +107,7 @@ class BoundHandle {
  public:
   BoundHandle(DeviceHandle& device, cudaStream_t stream) : lock_(device.mu), handle_(device.handle) {
     // BEGIN SOLUTION
+    // GOAL: while this object lives, handle_ runs on `stream`, and a bind happens only when needed.
     // TODO: make sure handle_ runs on `stream`. A handle keeps the last stream it was given and every
     // TODO: thread shares it, so check on every call, under the lock: if `stream` is not device.stream,
     // TODO: bind it (cudnnSetStream) and remember it in device.stream. Most calls then skip the bind.
@@ -129,6 +130,7 @@ class BoundHandle {
 Key make_key(const Args& a) {
   Key key;
   // BEGIN SOLUTION
+  // GOAL: a key that tells apart any two calls that need different plans.
   // TODO: fill every field of `key` from `a`: op, mode, device, dtype, layout (CUDNN_TENSOR_NCHW),
   // TODO: allow_tf32, the x and w shapes, stride, padding and dilation. A field left out lets two
   // TODO: calls that need different plans share one.
@@ -157,6 +159,7 @@ Plan describe(const Args& a) {
   plan.x = a.x;
   plan.w = a.w;
   // BEGIN SOLUTION
+  // GOAL: the plan's x, w and convolution descriptors from `a`, and its output shape and y descriptor.
   // TODO: set x_desc (4-d NCHW tensor of a.dtype), w_desc (a KCRS filter, NCHW format) and conv_desc
   // TODO: (2-d cross-correlation with a.padding, a.stride, a.dilation, computing in a.dtype) and its
   // TODO: math type (math_type_for(a)) into plan.math; then ask cuDNN for the output shape
@@ -232,6 +235,7 @@ std::shared_ptr<const Plan> PlanCache::find(const Key& key) {
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const Plan> found;
   // BEGIN SOLUTION
+  // GOAL: `found` = the plan cached under key (or none), with the LRU order and the counts kept up to date.
   // TODO: look key up in index_. On a hit: count it in hits_, move its entry to the front of lru_
   // TODO: (std::list::splice keeps the iterator valid) and set `found`. On a miss: count it in misses_.
   // STUB: TORCH_CHECK(false, "PlanCache::find (cudnn_conv.cu) is not implemented yet");
@@ -251,6 +255,7 @@ std::shared_ptr<const Plan> PlanCache::insert(const Key& key, std::shared_ptr<co
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const Plan> kept;
   // BEGIN SOLUTION
+  // GOAL: cache plan under key unless a plan is there already; `kept` = the plan cached under key.
   // TODO: if key is already in index_ (another thread built the same plan meanwhile), keep that one.
   // TODO: Otherwise put (key, plan) at the front of lru_, index it, and evict_over_capacity().
   // TODO: Set `kept` to the plan that is now cached under key.
@@ -409,6 +414,8 @@ std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op o
 // Sets plan.algo, plan.math and plan.workspace_bytes.
 void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
   // BEGIN SOLUTION
+  // GOAL: the plan's algorithm, math type and workspace size: the best candidate cuDNN offers that
+  // GOAL: the call allows.
   // TODO: get the candidates, best first: with Mode::kBenchmark from benchmark_candidates (give it
   // TODO: find_workspace(...), kept alive until it returns), otherwise from heuristic_candidates.
   // TODO: Take the first whose status is CUDNN_STATUS_SUCCESS; for strict fp32 (float without
@@ -446,6 +453,7 @@ void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t
 // address before the call (it is part of the launch cache's key, below).
 void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataPtr& ws, cudnnHandle_t h) {
   // BEGIN SOLUTION
+  // GOAL: run the plan's convolution (forward, backward data or backward filter, by a.op) into b.
   // TODO: run plan.algo with cudnnConvolutionForward (writes b.y), ...BackwardData (writes b.x) or
   // TODO: ...BackwardFilter (writes b.w) by a.op, with one(a.dtype) and zero(a.dtype), and the
   // TODO: workspace ws.get() of plan.workspace_bytes (never a null pointer with a non-zero size).
