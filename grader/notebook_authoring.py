@@ -11,7 +11,8 @@ Three things in it come from elsewhere, and `make notebooks` fills them in:
         a code cell of this line alone: the region's TODO lines and code from solutions/, between
         nbgrader's solution delimiters (the student release keeps the TODO lines)
     # @@setup@@
-        a code cell of this line alone: the course's setup cell (SETUP below)
+        a code cell of this line alone: the course's setup cell (SETUP below), which also sets the
+        course up when the notebook runs outside the repository (Colab): it clones GITHUB_REPO
     # @@context 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@
     # @@context TARGET REGION from "a line above it"@@
         a line of a markdown cell: the given code around the region (from its function's signature,
@@ -40,15 +41,54 @@ SOURCE = NOTEBOOKS / "source"
 SETUP_DIRECTIVE = "# @@setup@@"
 CONTEXT_DIRECTIVE = re.compile(r'^@@context (\S+) (\S+)(?: from (".*"))?@@$', re.MULTILINE)
 
-# The locked first code cell of every unit: find the repository, set up CUDA, make the Course.
+# The course's GitHub repository, owner/name, and the branch students open: the one place they are set.
+# The setup cell clones the course from there when a notebook runs outside the repository (Colab).
+# A fork sets its own here, then runs `make notebooks` (which rewrites the release).
+GITHUB_REPO = "OWNER/cuda-course"
+GITHUB_BRANCH = "main"
+
+# What the setup cell installs when it runs outside the repository and this Python lacks it:
+# pyproject.toml's dependencies less torch (Colab has its own; a pip install would replace it).
+RUNTIME_PACKAGES = ("ninja", "numpy", "matplotlib", "pytest")
+
+
+def clone_url() -> str:
+    return f"https://github.com/{GITHUB_REPO}.git"
+
+
+# The locked first code cell of every unit: find the repository (or clone it), set up CUDA, make the Course.
 SETUP = '''\
 import os
 import sys
 from pathlib import Path
 
 # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-# find the course repository above it and import the grader from there.
-ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
+# find the course repository above it and import the grader from there. Anywhere else (Colab, a
+# notebook downloaded alone), clone the course here first, from $COURSE_REPO if set (a URL or a
+# path), install what this Python lacks of the course's requirements (never torch), and work there.
+ROOT = next((p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file()), None)
+if ROOT is None:
+    import importlib.util
+    import subprocess
+
+    ROOT = Path.cwd() / "{clone_dir}"
+    if not (ROOT / "grader" / "notebooks.py").is_file():
+        repo = os.environ.get("COURSE_REPO")
+        source, branch = (repo, []) if repo else ("{clone_url}", ["--branch", "{branch}"])
+        git = subprocess.run(["git", "clone", "--quiet", "--depth", "1", *branch, source, str(ROOT)],
+                             capture_output=True, text=True)
+        if git.returncode != 0:
+            raise RuntimeError(f"could not clone the course from {{source}} (set COURSE_REPO to its git URL or path):"
+                               f"\\n{{git.stderr}}")
+        print(f"course: cloned {{source}} into {{ROOT}}")
+    missing = [m for m in {packages} if importlib.util.find_spec(m) is None]
+    if missing:
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], capture_output=True, text=True)
+        if pip.returncode != 0:
+            raise RuntimeError(f"could not install {{' '.join(missing)}}:\\n{{pip.stderr[-2000:]}}")
+        importlib.invalidate_caches()
+        print(f"course: installed {{' '.join(missing)}}")
+    os.chdir(ROOT)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -65,6 +105,12 @@ course = nb.Course("{unit}")  # also defines the %%solution cell magic
 gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
 print(f"torch {{torch.__version__}}; GPU: {{gpu}}")
 print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")'''
+
+
+def setup_cell(unit: str) -> str:
+    """The setup cell of `unit`'s notebook."""
+    return SETUP.format(unit=unit, clone_dir=GITHUB_REPO.split("/")[1], clone_url=clone_url(), branch=GITHUB_BRANCH,
+                        packages=json.dumps(list(RUNTIME_PACKAGES)))
 
 
 class AuthoringError(ValueError):
@@ -122,7 +168,7 @@ def fill(nb, unit: str) -> None:
                 raise AuthoringError(f"{where}, cell {cell_id}: a directive that is not "
                                      "`@@context TARGET REGION@@` or `@@context TARGET REGION from \"LINE\"@@`")
         elif cell.source == SETUP_DIRECTIVE:
-            cell.source = SETUP.format(unit=unit)
+            cell.source = setup_cell(unit)
         else:
             sol = parse_solution_cell(cell.source)
             if sol is not None:
