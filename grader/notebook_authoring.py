@@ -5,7 +5,7 @@
     # %% nbgrader={"grade": true, ...} editable=false deletable=false
                                                   an nbgrader cell, named by its grade_id
 
-Three things in it come from elsewhere, and `make notebooks` fills them in:
+Four things in it come from elsewhere, and `make notebooks` fills them in:
 
     # %%solution 01_leaky_relu/leaky_relu.cu leaky_relu_kernel
         a code cell of this line alone: the region's TODO lines and code from solutions/, between
@@ -13,6 +13,9 @@ Three things in it come from elsewhere, and `make notebooks` fills them in:
     # @@setup@@
         a code cell of this line alone: the course's setup cell (SETUP below), which also sets the
         course up when the notebook runs outside the repository (Colab): it clones GITHUB_REPO
+    # @@colab@@
+        a line of a markdown cell (the first cell of every unit): the "Open in Colab" badge of this
+        unit's release notebook on GitHub (GITHUB_REPO below)
     # @@context 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@
     # @@context TARGET REGION from "a line above it"@@
         a line of a markdown cell: the given code around the region (from its function's signature,
@@ -42,11 +45,14 @@ SETUP_DIRECTIVE = "# @@setup@@"
 CONTEXT_DIRECTIVE = re.compile(r'^@@context (\S+) (\S+)(?: from (".*"))?@@$', re.MULTILINE)
 
 # The course's GitHub repository, owner/name, and the branch students open: the one place they are set.
-# The setup cell clones the course from there when a notebook runs outside the repository (Colab).
-# A fork sets its own here, then runs `make notebooks` (which rewrites the release).
+# Every Colab badge (README.md and each notebook's `@@colab@@` cell) links to the release notebooks
+# there, and the setup cell clones the course from there when a notebook runs outside the repository.
+# A fork sets its own here, then runs `make notebooks` (which rewrites the release and the README).
 GITHUB_REPO = "OWNER/cuda-course"
 GITHUB_BRANCH = "main"
 
+COLAB_DIRECTIVE = "@@colab@@"
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 # What the setup cell installs when it runs outside the repository and this Python lacks it:
 # pyproject.toml's dependencies less torch (Colab has its own; a pip install would replace it).
 RUNTIME_PACKAGES = ("ninja", "numpy", "matplotlib", "pytest")
@@ -54,6 +60,47 @@ RUNTIME_PACKAGES = ("ninja", "numpy", "matplotlib", "pytest")
 
 def clone_url() -> str:
     return f"https://github.com/{GITHUB_REPO}.git"
+
+
+def colab_url(unit: str) -> str:
+    """The release notebook of `unit`, opened in Colab from GitHub."""
+    return (f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/{GITHUB_BRANCH}/"
+            f"notebooks/release/{unit}/{unit}.ipynb")
+
+
+def colab_badge(unit: str) -> str:
+    return f"[![Open In Colab]({COLAB_BADGE})]({colab_url(unit)})"
+
+
+def colab_cell(unit: str) -> str:
+    """What a markdown line `@@colab@@` becomes: the badge, and what to choose in Colab."""
+    return (f"{colab_badge(unit)} In Colab, choose *Runtime > Change runtime type > T4 GPU* for the builds "
+            "and checks, then run the cells from the top: the setup cell clones the course into the runtime.")
+
+
+README_BEGIN = "<!-- colab:begin (written by `make notebooks`; GITHUB_REPO in grader/notebook_authoring.py) -->"
+README_END = "<!-- colab:end -->"
+
+
+def title(unit: str) -> str:
+    """The unit's title: the first heading of its source."""
+    return next(line[4:].strip() for line in source_of(unit).read_text().splitlines() if line.startswith("# # "))
+
+
+def readme_block(selected: list[str] | None = None) -> str:
+    """The README's table of the units' notebooks, each with its Colab badge, between the colab markers."""
+    rows = ["| unit | notebook | |", "|---|---|---|"]
+    for unit in selected or units():
+        rows.append(f"| {title(unit)} | [`{unit}.ipynb`](notebooks/release/{unit}/{unit}.ipynb) | {colab_badge(unit)} |")
+    return "\n".join([README_BEGIN, *rows, README_END])
+
+
+def with_readme_block(text: str) -> str:
+    """README.md's text with its colab block made what readme_block() says."""
+    if README_BEGIN not in text or README_END not in text:
+        raise AuthoringError(f"README.md has no `{README_BEGIN}` ... `{README_END}` block for the Colab badges")
+    head, rest = text.split(README_BEGIN, 1)
+    return head + readme_block() + rest.split(README_END, 1)[1]
 
 
 # The locked first code cell of every unit: find the repository (or clone it), set up CUDA, make the Course.
@@ -164,8 +211,9 @@ def fill(nb, unit: str) -> None:
         cell.id = cell_id
         if cell.cell_type == "markdown":
             cell.source = CONTEXT_DIRECTIVE.sub(lambda m: _context(m, where, cell_id), cell.source)
+            cell.source = cell.source.replace(COLAB_DIRECTIVE, colab_cell(unit))
             if "@@" in cell.source:
-                raise AuthoringError(f"{where}, cell {cell_id}: a directive that is not "
+                raise AuthoringError(f"{where}, cell {cell_id}: a directive that is not `@@colab@@`, "
                                      "`@@context TARGET REGION@@` or `@@context TARGET REGION from \"LINE\"@@`")
         elif cell.source == SETUP_DIRECTIVE:
             cell.source = setup_cell(unit)

@@ -124,10 +124,13 @@ def test_filling_names_every_cell_and_refuses_what_it_cannot_fill():
     context = nbformat.v4.new_markdown_cell("Given:\n\n@@context 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@",
                                             metadata={"id": "given"})
     setup = nbformat.v4.new_code_cell(notebook_authoring.SETUP_DIRECTIVE, metadata={"id": "setup"})
-    filled = notebook(solution, context, setup)
+    colab = nbformat.v4.new_markdown_cell(notebook_authoring.COLAB_DIRECTIVE, metadata={"id": "colab"})
+    filled = notebook(solution, context, setup, colab)
     notebook_authoring.fill(filled, "unit9_test")
-    assert [c.id for c in filled.cells] == ["kernel", "given", "setup"]
+    assert [c.id for c in filled.cells] == ["kernel", "given", "setup", "colab"]
     assert notebook_authoring.clone_url() in filled.cells[2].source
+    assert filled.cells[3].source.startswith(notebook_authoring.colab_badge("unit9_test"))
+    assert "/notebooks/release/unit9_test/unit9_test.ipynb)" in filled.cells[3].source
     assert "id" not in filled.cells[1].metadata
     region = regions.find_region(nb.SOLUTIONS / "01_leaky_relu" / "leaky_relu.cu", "leaky_relu_kernel")
     assert filled.cells[0].source.splitlines()[1:] == [*region.teaching_lines()[:len(region.todo)], f"### {nb.NB_BEGIN}",
@@ -739,6 +742,34 @@ def test_gpu_cells_call_what_the_exercise_modules_define(path):
 
 
 # --- outside the repository: Colab, or a notebook downloaded alone ---------------------------------
+def test_colab_badges_and_the_clone_url_come_from_github_repo(monkeypatch):
+    """GITHUB_REPO (grader/notebook_authoring.py) is the one place the repository is named: each unit's
+    first cell is its Colab badge, its setup cell clones from there, and README.md's badges are what
+    `make notebooks` writes."""
+    need("nbformat", "jupytext")
+    for unit in UNITS:
+        notebook = read(notebook_release.RELEASE / unit / f"{unit}.ipynb")
+        assert notebook.cells[0].cell_type == "markdown"
+        assert notebook_authoring.colab_badge(unit) in notebook.cells[0].source
+        assert notebook_authoring.colab_url(unit).startswith(
+            f"https://colab.research.google.com/github/{notebook_authoring.GITHUB_REPO}/blob/")
+        setup = next(c for c in notebook.cells if grade_id(c) == "setup")
+        assert notebook_authoring.clone_url() in setup.source
+        assert notebook_authoring.colab_badge(unit) in notebook_release.README.read_text()
+    assert notebook_release.readme_differences() == []
+    monkeypatch.setattr(notebook_authoring, "GITHUB_REPO", "a-fork/cuda-course")  # a fork that forgot make notebooks
+    assert notebook_release.readme_differences() != []
+
+
+def test_setup_cell_installs_the_dependencies_less_torch():
+    """What the setup cell installs where it is missing (outside the repository): pyproject.toml's
+    dependencies, torch excepted (Colab's own build of torch must stay)."""
+    pyproject = (Path(nb.REPO) / "pyproject.toml").read_text()  # tomllib is Python 3.11+
+    deps = re.findall(r'"([^"]+)"', re.search(r"^dependencies = \[(.*?)\]", pyproject, re.M | re.S).group(1))
+    names = [re.split(r"[<>=!~ \[]", d)[0] for d in deps]
+    assert sorted(notebook_authoring.RUNTIME_PACKAGES) == sorted(n for n in names if n != "torch")
+
+
 def test_setup_cell_finds_the_course_or_clones_it(tmp_path):
     """The setup cell's first part (before it imports the grader), run by this Python in a folder:
     inside the repository it finds it and prints nothing; outside, it reuses a clone already there
