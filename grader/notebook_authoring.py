@@ -5,13 +5,17 @@
     # %% nbgrader={"grade": true, ...} editable=false deletable=false
                                                   an nbgrader cell, named by its grade_id
 
-Three things in it come from elsewhere, and `make notebooks` fills them in:
+Four things in it come from elsewhere, and `make notebooks` fills them in:
 
     # %%solution 01_leaky_relu/leaky_relu.cu leaky_relu_kernel
         a code cell of this line alone: the region's TODO lines and code from solutions/, between
         nbgrader's solution delimiters (the student release keeps the TODO lines)
     # @@setup@@
-        a code cell of this line alone: the course's setup cell (SETUP below)
+        a code cell of this line alone: the course's setup cell (SETUP below), which also sets the
+        course up when the notebook runs outside the repository (Colab): it clones GITHUB_REPO
+    # @@colab@@
+        a line of a markdown cell (the first cell of every unit): the "Open in Colab" badge of this
+        unit's release notebook on GitHub (GITHUB_REPO below)
     # @@context 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@
     # @@context TARGET REGION from "a line above it"@@
         a line of a markdown cell: the given code around the region (from its function's signature,
@@ -40,15 +44,98 @@ SOURCE = NOTEBOOKS / "source"
 SETUP_DIRECTIVE = "# @@setup@@"
 CONTEXT_DIRECTIVE = re.compile(r'^@@context (\S+) (\S+)(?: from (".*"))?@@$', re.MULTILINE)
 
-# The locked first code cell of every unit: find the repository, set up CUDA, make the Course.
+# The course's GitHub repository, owner/name, and the branch students open: the one place they are set.
+# Every Colab badge (README.md and each notebook's `@@colab@@` cell) links to the release notebooks
+# there, and the setup cell clones the course from there when a notebook runs outside the repository.
+# A fork sets its own here, then runs `make notebooks` (which rewrites the release and the README).
+GITHUB_REPO = "OWNER/cuda-course"
+GITHUB_BRANCH = "main"
+
+COLAB_DIRECTIVE = "@@colab@@"
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+# What the setup cell installs when it runs outside the repository and this Python lacks it:
+# pyproject.toml's dependencies less torch (Colab has its own; a pip install would replace it).
+RUNTIME_PACKAGES = ("ninja", "numpy", "matplotlib", "pytest")
+
+
+def clone_url() -> str:
+    return f"https://github.com/{GITHUB_REPO}.git"
+
+
+def colab_url(unit: str) -> str:
+    """The release notebook of `unit`, opened in Colab from GitHub."""
+    return (f"https://colab.research.google.com/github/{GITHUB_REPO}/blob/{GITHUB_BRANCH}/"
+            f"notebooks/release/{unit}/{unit}.ipynb")
+
+
+def colab_badge(unit: str) -> str:
+    return f"[![Open In Colab]({COLAB_BADGE})]({colab_url(unit)})"
+
+
+def colab_cell(unit: str) -> str:
+    """What a markdown line `@@colab@@` becomes: the badge, and what to choose in Colab."""
+    return (f"{colab_badge(unit)} In Colab, choose *Runtime > Change runtime type > T4 GPU* for the builds "
+            "and checks, then run the cells from the top: the setup cell clones the course into the runtime.")
+
+
+README_BEGIN = "<!-- colab:begin (written by `make notebooks`; GITHUB_REPO in grader/notebook_authoring.py) -->"
+README_END = "<!-- colab:end -->"
+
+
+def title(unit: str) -> str:
+    """The unit's title: the first heading of its source."""
+    return next(line[4:].strip() for line in source_of(unit).read_text().splitlines() if line.startswith("# # "))
+
+
+def readme_block(selected: list[str] | None = None) -> str:
+    """The README's table of the units' notebooks, each with its Colab badge, between the colab markers."""
+    rows = ["| unit | notebook | |", "|---|---|---|"]
+    for unit in selected or units():
+        rows.append(f"| {title(unit)} | [`{unit}.ipynb`](notebooks/release/{unit}/{unit}.ipynb) | {colab_badge(unit)} |")
+    return "\n".join([README_BEGIN, *rows, README_END])
+
+
+def with_readme_block(text: str) -> str:
+    """README.md's text with its colab block made what readme_block() says."""
+    if README_BEGIN not in text or README_END not in text:
+        raise AuthoringError(f"README.md has no `{README_BEGIN}` ... `{README_END}` block for the Colab badges")
+    head, rest = text.split(README_BEGIN, 1)
+    return head + readme_block() + rest.split(README_END, 1)[1]
+
+
+# The locked first code cell of every unit: find the repository (or clone it), set up CUDA, make the Course.
 SETUP = '''\
 import os
 import sys
 from pathlib import Path
 
 # This notebook runs from notebooks/source, notebooks/release or nbgrader's folder per student:
-# find the course repository above it and import the grader from there.
-ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file())
+# find the course repository above it and import the grader from there. Anywhere else (Colab, a
+# notebook downloaded alone), clone the course here first, from $COURSE_REPO if set (a URL or a
+# path), install what this Python lacks of the course's requirements (never torch), and work there.
+ROOT = next((p for p in [Path.cwd(), *Path.cwd().parents] if (p / "grader" / "notebooks.py").is_file()), None)
+if ROOT is None:
+    import importlib.util
+    import subprocess
+
+    ROOT = Path.cwd() / "{clone_dir}"
+    if not (ROOT / "grader" / "notebooks.py").is_file():
+        repo = os.environ.get("COURSE_REPO")
+        source, branch = (repo, []) if repo else ("{clone_url}", ["--branch", "{branch}"])
+        git = subprocess.run(["git", "clone", "--quiet", "--depth", "1", *branch, source, str(ROOT)],
+                             capture_output=True, text=True)
+        if git.returncode != 0:
+            raise RuntimeError(f"could not clone the course from {{source}} (set COURSE_REPO to its git URL or path):"
+                               f"\\n{{git.stderr}}")
+        print(f"course: cloned {{source}} into {{ROOT}}")
+    missing = [m for m in {packages} if importlib.util.find_spec(m) is None]
+    if missing:
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], capture_output=True, text=True)
+        if pip.returncode != 0:
+            raise RuntimeError(f"could not install {{' '.join(missing)}}:\\n{{pip.stderr[-2000:]}}")
+        importlib.invalidate_caches()
+        print(f"course: installed {{' '.join(missing)}}")
+    os.chdir(ROOT)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -65,6 +152,12 @@ course = nb.Course("{unit}")  # also defines the %%solution cell magic
 gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
 print(f"torch {{torch.__version__}}; GPU: {{gpu}}")
 print(nb.heavy_skip_reason() or "builds, checks and benchmarks run here")'''
+
+
+def setup_cell(unit: str) -> str:
+    """The setup cell of `unit`'s notebook."""
+    return SETUP.format(unit=unit, clone_dir=GITHUB_REPO.split("/")[1], clone_url=clone_url(), branch=GITHUB_BRANCH,
+                        packages=json.dumps(list(RUNTIME_PACKAGES)))
 
 
 class AuthoringError(ValueError):
@@ -118,11 +211,12 @@ def fill(nb, unit: str) -> None:
         cell.id = cell_id
         if cell.cell_type == "markdown":
             cell.source = CONTEXT_DIRECTIVE.sub(lambda m: _context(m, where, cell_id), cell.source)
+            cell.source = cell.source.replace(COLAB_DIRECTIVE, colab_cell(unit))
             if "@@" in cell.source:
-                raise AuthoringError(f"{where}, cell {cell_id}: a directive that is not "
+                raise AuthoringError(f"{where}, cell {cell_id}: a directive that is not `@@colab@@`, "
                                      "`@@context TARGET REGION@@` or `@@context TARGET REGION from \"LINE\"@@`")
         elif cell.source == SETUP_DIRECTIVE:
-            cell.source = SETUP.format(unit=unit)
+            cell.source = setup_cell(unit)
         else:
             sol = parse_solution_cell(cell.source)
             if sol is not None:

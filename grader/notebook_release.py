@@ -2,9 +2,10 @@
 
     python -m grader.notebook_release release [UNIT ...] [--root DIR]   the instructor's notebooks from
         notebooks/source/<unit>.py into notebooks/source/<unit>/, then nbgrader generate_assignment into
-        notebooks/release/<unit>/ (committed: the student notebooks, which open in Colab from GitHub)
+        notebooks/release/<unit>/ (committed: the student notebooks, which open in Colab from GitHub);
+        with every unit, also README.md's table of Colab badges
     python -m grader.notebook_release release --check                   exit 1 when notebooks/release/
-        differs from what `release` writes
+        or README.md's Colab badges differ from what `release` writes
     python -m grader.notebook_release check [UNIT ...]                  the instructor's notebooks valid and
         in sync with solutions/
     python -m grader.notebook_release generate [UNIT ...]               only write the instructor's notebooks,
@@ -201,10 +202,33 @@ def release_differences(released: Path) -> list[str]:
 
 
 def check_release() -> list[str]:
-    """Release every unit into a temporary course directory and compare with notebooks/release/."""
+    """Release every unit into a temporary course directory and compare with notebooks/release/;
+    and the README's Colab badges with GITHUB_REPO and the units."""
     with tempfile.TemporaryDirectory() as tmp:
         release(root=Path(tmp))
-        return release_differences(Path(tmp) / "release")
+        return release_differences(Path(tmp) / "release") + readme_differences()
+
+
+README = REPO / "README.md"
+
+
+def readme_differences() -> list[str]:
+    """How README.md's Colab badges differ from what `make notebooks` writes there."""
+    text = README.read_text()
+    try:
+        return [] if authoring.with_readme_block(text) == text else \
+            ["README.md: the Colab badges differ from the units and GITHUB_REPO (grader/notebook_authoring.py)"]
+    except authoring.AuthoringError as e:
+        return [str(e)]
+
+
+def write_readme() -> bool:
+    """Put the units' Colab badges into README.md; True when it changed."""
+    text = README.read_text()
+    new = authoring.with_readme_block(text)
+    if new != text:
+        README.write_text(new)
+    return new != text
 
 
 def run_nbgrader(args: list[str], root: Path = NOTEBOOKS, env: dict[str, str] | None = None):
@@ -298,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for path in released:
         print(f"released {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    if args.root.resolve() == NOTEBOOKS.resolve() and not args.units and write_readme():
+        print("wrote README.md's Colab badges")
     return 0
 
 

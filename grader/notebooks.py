@@ -109,8 +109,14 @@ def heavy_skip_reason() -> str | None:
     if execution_mode() == "validate":
         return "skipped under `nbgrader validate` (NBGRADER_EXECUTION=validate): builds and benchmarks take minutes"
     if not gpu_available():
-        return "skipped: no CUDA GPU on this machine (torch.cuda.is_available() is False)"
+        where = "; in Colab: Runtime > Change runtime type > T4 GPU, then run from the top" if in_colab() else ""
+        return f"skipped: no CUDA GPU on this machine (torch.cuda.is_available() is False){where}"
     return None
+
+
+def in_colab() -> bool:
+    """Running in a Google Colab runtime (which sets COLAB_RELEASE_TAG in the kernel's environment)."""
+    return bool(os.environ.get("COLAB_RELEASE_TAG")) or "google.colab" in sys.modules
 
 
 class GradingUnavailable(RuntimeError):

@@ -124,9 +124,13 @@ def test_filling_names_every_cell_and_refuses_what_it_cannot_fill():
     context = nbformat.v4.new_markdown_cell("Given:\n\n@@context 01_leaky_relu/leaky_relu.cu leaky_relu_kernel@@",
                                             metadata={"id": "given"})
     setup = nbformat.v4.new_code_cell(notebook_authoring.SETUP_DIRECTIVE, metadata={"id": "setup"})
-    filled = notebook(solution, context, setup)
+    colab = nbformat.v4.new_markdown_cell(notebook_authoring.COLAB_DIRECTIVE, metadata={"id": "colab"})
+    filled = notebook(solution, context, setup, colab)
     notebook_authoring.fill(filled, "unit9_test")
-    assert [c.id for c in filled.cells] == ["kernel", "given", "setup"]
+    assert [c.id for c in filled.cells] == ["kernel", "given", "setup", "colab"]
+    assert notebook_authoring.clone_url() in filled.cells[2].source
+    assert filled.cells[3].source.startswith(notebook_authoring.colab_badge("unit9_test"))
+    assert "/notebooks/release/unit9_test/unit9_test.ipynb)" in filled.cells[3].source
     assert "id" not in filled.cells[1].metadata
     region = regions.find_region(nb.SOLUTIONS / "01_leaky_relu" / "leaky_relu.cu", "leaky_relu_kernel")
     assert filled.cells[0].source.splitlines()[1:] == [*region.teaching_lines()[:len(region.todo)], f"### {nb.NB_BEGIN}",
@@ -298,7 +302,11 @@ def test_heavy_cells_skip_under_validate_and_autograde_needs_a_gpu(monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the no-GPU paths are not reachable in this process")
     monkeypatch.delenv("NBGRADER_EXECUTION")
-    assert "no CUDA GPU" in nb.heavy_skip_reason()
+    monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
+    assert "no CUDA GPU" in nb.heavy_skip_reason() and "Colab" not in nb.heavy_skip_reason()
+    monkeypatch.setenv("COLAB_RELEASE_TAG", "release-colab_test")
+    assert "in Colab: Runtime > Change runtime type > T4 GPU" in nb.heavy_skip_reason()
+    monkeypatch.delenv("COLAB_RELEASE_TAG")
     course = nb.Course("t", seed=1, quiet=True)
     assert course.check("forward", "01_leaky_relu") is None  # skipped, with a printed reason
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
@@ -403,15 +411,21 @@ def test_release_sync_check_still_passes(released):
 
 
 # --- a real Jupyter kernel ---------------------------------------------------------------------
-def execute(path: Path, monkeypatch, allow_errors=False):
+def execute(path: Path, monkeypatch, allow_errors=False, mode="", gpu=False, timeout=600):
+    """Run a notebook in a real Jupyter kernel, in its folder; `mode`: nbgrader's NBGRADER_EXECUTION
+    ("validate", "autograde", or "" as a person runs it); without `gpu`, CUDA hides any GPU."""
     need("nbclient", "nbformat", "ipykernel")
     from nbclient import NotebookClient
 
-    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU, even on a GPU machine
+    if mode:
+        monkeypatch.setenv("NBGRADER_EXECUTION", mode)
+    else:
+        monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    if not gpu:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU, even on a GPU machine
     monkeypatch.setenv("COURSE_SEED", "1234")
     notebook = read(path)
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=allow_errors,
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     return notebook
@@ -725,3 +739,178 @@ def test_gpu_cells_call_what_the_exercise_modules_define(path):
                     raise AssertionError(f"{where}: {e} (signature {name}{api[name]})") from None
             checked += 1
     assert checked, "no call on a built module found: is the notebook's build cell still there?"
+
+
+# --- outside the repository: Colab, or a notebook downloaded alone ---------------------------------
+def test_colab_badges_and_the_clone_url_come_from_github_repo(monkeypatch):
+    """GITHUB_REPO (grader/notebook_authoring.py) is the one place the repository is named: each unit's
+    first cell is its Colab badge, its setup cell clones from there, and README.md's badges are what
+    `make notebooks` writes."""
+    need("nbformat", "jupytext")
+    for unit in UNITS:
+        notebook = read(notebook_release.RELEASE / unit / f"{unit}.ipynb")
+        assert notebook.cells[0].cell_type == "markdown"
+        assert notebook_authoring.colab_badge(unit) in notebook.cells[0].source
+        assert notebook_authoring.colab_url(unit).startswith(
+            f"https://colab.research.google.com/github/{notebook_authoring.GITHUB_REPO}/blob/")
+        setup = next(c for c in notebook.cells if grade_id(c) == "setup")
+        assert notebook_authoring.clone_url() in setup.source
+        assert notebook_authoring.colab_badge(unit) in notebook_release.README.read_text()
+    assert notebook_release.readme_differences() == []
+    monkeypatch.setattr(notebook_authoring, "GITHUB_REPO", "a-fork/cuda-course")  # a fork that forgot make notebooks
+    assert notebook_release.readme_differences() != []
+
+
+def test_setup_cell_installs_the_dependencies_less_torch():
+    """What the setup cell installs where it is missing (outside the repository): pyproject.toml's
+    dependencies, torch excepted (Colab's own build of torch must stay)."""
+    pyproject = (Path(nb.REPO) / "pyproject.toml").read_text()  # tomllib is Python 3.11+
+    deps = re.findall(r'"([^"]+)"', re.search(r"^dependencies = \[(.*?)\]", pyproject, re.M | re.S).group(1))
+    names = [re.split(r"[<>=!~ \[]", d)[0] for d in deps]
+    assert sorted(notebook_authoring.RUNTIME_PACKAGES) == sorted(n for n in names if n != "torch")
+
+
+def test_setup_cell_finds_the_course_or_clones_it(tmp_path):
+    """The setup cell's first part (before it imports the grader), run by this Python in a folder:
+    inside the repository it finds it and prints nothing; outside, it reuses a clone already there
+    (a re-run, a restarted kernel) and works from it, silently; a clone that fails says from where
+    and how to choose another source."""
+    import subprocess
+    import sys
+
+    cell = notebook_authoring.setup_cell("unit9_test")
+    head = cell.split("from grader import env")[0] + 'print("ROOT", ROOT, "CWD", Path.cwd())\n'
+
+    def run(cwd: Path, **env):
+        base = {k: v for k, v in os.environ.items() if k not in ("COURSE_REPO", "PYTHONPATH")}
+        return subprocess.run([sys.executable, "-c", head], cwd=cwd, env={**base, **env}, capture_output=True, text=True)
+
+    inside = run(Path(nb.REPO) / "notebooks")
+    assert inside.returncode == 0 and inside.stdout == f"ROOT {nb.REPO} CWD {Path(nb.REPO) / 'notebooks'}\n"
+    assert inside.stderr == ""
+
+    clone = tmp_path / notebook_authoring.GITHUB_REPO.split("/")[1]
+    (clone / "grader").mkdir(parents=True)
+    (clone / "grader" / "notebooks.py").touch()
+    again = run(tmp_path, COURSE_REPO=str(tmp_path / "no-such-course"))
+    assert again.returncode == 0 and again.stdout == f"ROOT {clone} CWD {clone}\n" and again.stderr == ""
+
+    shutil.rmtree(clone)
+    failed = run(tmp_path, COURSE_REPO=str(tmp_path / "no-such-course"))
+    assert failed.returncode != 0 and not clone.exists()
+    assert f"RuntimeError: could not clone the course from {tmp_path / 'no-such-course'} (set COURSE_REPO" in failed.stderr
+
+
+def course_origin(where: Path) -> Path:
+    """A git repository holding this checkout's files as they are on disk (tracked and new, not ignored):
+    what the setup cell clones in place of GitHub (COURSE_REPO)."""
+    import subprocess
+
+    listed = subprocess.run(["git", "-C", str(nb.REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True)
+    if listed.returncode != 0:
+        pytest.skip(f"not a git checkout, nothing to clone: {listed.stderr.decode().strip()}")
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = Path(nb.REPO) / name
+        if source.is_file():
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, where / name)
+    git = ["git", "-C", str(where), "-c", "user.name=course-test", "-c", "user.email=course-test@localhost"]
+    for args in (["init", "--quiet"], ["add", "--all"], ["commit", "--quiet", "--no-verify", "-m", "the course"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return where
+
+
+def run_outside_the_repository(unit: str, tmp_path: Path, monkeypatch, answered, **execute_args):
+    """The committed release notebook of `unit`, its solution cells for which `answered(cell)` holds
+    filled with the instructor's, executed in a folder outside the repository, with COURSE_REPO pointed
+    at a local copy of the course. A last cell reports where the grader came from. Returns the
+    executed notebook, the folder it ran in, the copy it cloned and what that cell reported."""
+    import json
+
+    need("nbclient", "nbformat", "ipykernel", "jupytext")
+    import nbformat
+
+    run, origin = tmp_path / "run", course_origin(tmp_path / "origin")
+    run.mkdir()
+    assert not run.resolve().is_relative_to(Path(nb.REPO).resolve())
+    notebook = read(notebook_release.RELEASE / unit / f"{unit}.ipynb")
+    instructor = {grade_id(c): c for c in notebook_authoring.notebook(unit).cells}
+    filled = []
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution") and answered(cell):
+            cell.source = instructor[grade_id(cell)].source
+            filled.append(grade_id(cell))
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        'import json, grader\nprint("where:", json.dumps({"grader": grader.__file__, "cwd": os.getcwd(), '
+        '"build": str(nb.BUILD_ROOT)}))'))
+    nbformat.write(notebook, run / f"{unit}.ipynb")
+    monkeypatch.setenv("COURSE_REPO", str(origin))
+    for name in ("PYTHONPATH", "COURSE_BUILD_DIR"):  # as in Colab: nothing points at a checkout
+        monkeypatch.delenv(name, raising=False)
+    executed = execute(run / f"{unit}.ipynb", monkeypatch, **execute_args)
+    where = json.loads(outputs_text(executed.cells[-1]).split("where:", 1)[1])
+    assert filled
+    return executed, run, origin, where
+
+
+def assert_cloned_and_used(executed, run: Path, origin: Path, where: dict) -> Path:
+    """The setup cell cloned the course into the notebook's folder, said so in one line, wrote nothing
+    to stderr, and the notebook imported the grader from the clone and worked there."""
+    import subprocess
+
+    clone = run / notebook_authoring.GITHUB_REPO.split("/")[1]
+    assert (clone / ".git").is_dir() and (clone / "grader" / "notebooks.py").is_file()
+    remote = subprocess.run(["git", "-C", str(clone), "remote", "get-url", "origin"], capture_output=True, text=True)
+    assert remote.stdout.strip() == str(origin)
+    setup = next(c for c in executed.cells if grade_id(c) == "setup")
+    assert not [o for o in setup.outputs if o.output_type == "stream" and o.name == "stderr"]
+    assert f"course: cloned {origin} into {clone}\n" in outputs_text(setup)
+    assert Path(where["grader"]) == clone / "grader" / "__init__.py"
+    assert Path(where["cwd"]) == clone and Path(where["build"]) == clone / ".build"
+    return clone
+
+
+COLAB_CPU_UNIT = "unit1_scalar_kernels"  # the cheapest to run on a CPU (9-13 s for each unit, measured)
+
+
+def test_release_notebook_sets_the_course_up_outside_the_repository(tmp_path, monkeypatch):
+    """What Colab does, on a CPU: a student's release notebook (its Python warm-ups answered) runs from a
+    folder outside the repository under `nbgrader validate`'s mode; its setup cell clones the course
+    (COURSE_REPO: a local copy) and works from the clone; the warm-ups and their graded cells run
+    without an error, the %%solution cells record, the GPU cells say why they skip."""
+    start = time.perf_counter()
+    executed, run, origin, where = run_outside_the_repository(
+        COLAB_CPU_UNIT, tmp_path, monkeypatch, answered=lambda c: not c.source.startswith(nb.MAGIC),
+        mode="validate")  # raises CellExecutionError on any error
+    assert_cloned_and_used(executed, run, origin, where)
+    code = [c for c in executed.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in code)
+    warmups = cpu_graded(executed)
+    assert warmups and all(not any(o.output_type == "error" for o in c.outputs)
+                           for c in code if grade_id(c) in warmups)
+    text = "".join(outputs_text(c) for c in code)
+    assert "not written yet" in text and "skipped under `nbgrader validate`" in text
+    print(f"{COLAB_CPU_UNIT} ran from outside the repository in {time.perf_counter() - start:.1f} s")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unit", ["unit1_scalar_kernels", "unit4_fusion"])
+def test_release_notebook_runs_fully_outside_the_repository_on_gpu(unit, tmp_path, monkeypatch):
+    """What Colab does, on a GPU: the release notebook with every answer written (the instructor's cells)
+    runs from outside the repository, cloned by its setup cell: every build, graded check, benchmark and
+    plot runs from the clone (cold builds: no cache is shared with this checkout) without an error."""
+    start = time.perf_counter()
+    executed, run, origin, where = run_outside_the_repository(
+        unit, tmp_path, monkeypatch, answered=lambda c: True, gpu=True, timeout=1800)
+    clone = assert_cloned_and_used(executed, run, origin, where)
+    code = [c for c in executed.cells if c.cell_type == "code"]
+    text = "".join(outputs_text(c) for c in code)
+    assert "builds, checks and benchmarks run here" in text
+    assert "skipped: no CUDA GPU" not in text and "skipped under" not in text
+    for cell in code:
+        for call in graded_calls(cell.source):
+            if call.method == "check":
+                assert "passed (seed 1234" in outputs_text(cell) and "FAIL" not in outputs_text(cell), grade_id(cell)
+    assert list((clone / ".build" / "notebooks").glob("nb_*/*"))
+    print(f"{unit} ran on the GPU from outside the repository in {time.perf_counter() - start:.0f} s")

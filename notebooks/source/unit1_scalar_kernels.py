@@ -8,6 +8,9 @@
 #     name: python
 # ---
 
+# %% [markdown] id="colab"
+# @@colab@@
+
 # %% [markdown] id="intro"
 # # Unit 1 · Scalar kernels: LeakyReLU with a slope chosen in Python
 #

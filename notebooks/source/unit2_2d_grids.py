@@ -8,6 +8,9 @@
 #     name: python
 # ---
 
+# %% [markdown] id="colab"
+# @@colab@@
+
 # %% [markdown] id="intro"
 # # Unit 2 · 2D grids: transpose, stencil, matrix product
 #

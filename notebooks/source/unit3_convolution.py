@@ -8,6 +8,9 @@
 #     name: python
 # ---
 
+# %% [markdown] id="colab"
+# @@colab@@
+
 # %% [markdown] id="intro"
 # # Unit 3 · Convolution: direct, as a matrix product, and transposed
 #

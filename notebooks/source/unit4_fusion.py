@@ -8,6 +8,9 @@
 #     name: python
 # ---
 
+# %% [markdown] id="colab"
+# @@colab@@
+
 # %% [markdown] id="intro"
 # # Unit 4 · Fusion: Conv2d + BatchNorm2d + ReLU, for inference and for training
 #

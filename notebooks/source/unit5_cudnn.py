@@ -8,6 +8,9 @@
 #     name: python
 # ---
 
+# %% [markdown] id="colab"
+# @@colab@@
+
 # %% [markdown] id="intro"
 # # Unit 5 · cuDNN: descriptors, algorithm choice, workspaces, and a cache of plans
 #
