@@ -17,6 +17,25 @@ JOBS = max(1, (os.cpu_count() or 2) // 2)
 ONLY = os.environ.get("EX", "").replace(",", " ").split()
 
 
+def grader_import_graph() -> dict[str, set[str]]:
+    """grader's modules and the grader modules each imports, anywhere in it (functions too)."""
+    import ast
+
+    modules = {p.stem: p for p in (env.REPO / "grader").glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "grader":
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader."):
+                found.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+        graph[name] = found & set(modules) - {name}
+    return graph
+
+
 def selected(names=None) -> list:
     return spec.select(names or ONLY)
 

@@ -11,6 +11,7 @@ from grader.bench import Timing
 from grader.checks import CheckFailure, Tolerance
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
+from tests.grading import grader_import_graph
 
 LEAKY = spec.by_exercise("01")
 
@@ -486,3 +487,22 @@ def test_backward_against_finite_differences_passes_a_right_backward_and_fails_a
         checks.assert_backward_matches_forward(ScaledBackward.apply, x, "wrong", generator=g)
     with pytest.raises(CheckFailure, match="no gradient"):
         checks.assert_backward_matches_forward(lambda t: t.detach() * 2, x, "detached", generator=g)
+
+
+def test_no_import_cycle_among_grader_modules():
+    """classroom imports slurm and gradebook; neither imports classroom back (issue 23)."""
+    graph = grader_import_graph()
+    assert {"slurm", "gradebook"} <= graph["classroom"] and "classroom" not in graph["slurm"] | graph["gradebook"]
+    state: dict[str, str] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            assert state.get(d) != "open", "import cycle: " + " -> ".join(path + [m, d])
+            if d not in state:
+                visit(d, path + [m])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])

@@ -25,6 +25,7 @@ import pytest
 from grader import notebook_authoring, notebook_prebuild, notebook_release
 from grader import notebooks as nb
 from grader import regions
+from tests.grading import grader_import_graph
 
 UNITS = notebook_authoring.units()
 
@@ -68,24 +69,11 @@ NOTEBOOK_MODULES = ("regions", "notebooks", "notebook_authoring", "notebook_rele
                     "nbgrader_feedback", "stubs")
 
 
-def grader_imports(module: str) -> set[str]:
-    """The grader modules that grader/<module>.py imports, at any depth of its code."""
-    tree = ast.parse((Path(nb.REPO) / "grader" / f"{module}.py").read_text())
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "grader":
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader."):
-            found.add(node.module.split(".")[1])
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
-    return found
-
-
 def test_notebook_modules_build_on_the_runtime_without_a_cycle():
     """One job per module: grader/notebooks.py is the runtime the notebooks import and needs only the
     region parser; authoring, release, prebuild and feedback build on it, and no import goes round."""
-    graph = {m: grader_imports(m) & set(NOTEBOOK_MODULES) for m in NOTEBOOK_MODULES}
+    whole = grader_import_graph()
+    graph = {m: whole[m] & set(NOTEBOOK_MODULES) for m in NOTEBOOK_MODULES}
     assert graph["regions"] == set() and graph["notebooks"] == {"regions"}
 
     def reach(start: str, seen: set[str]) -> set[str]:

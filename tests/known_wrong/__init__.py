@@ -82,6 +82,20 @@ def after_lib(code: str) -> tuple[str, str]:
     return LIB, LIB + code
 
 
+def takes_over(call: str, condition: str, instead: str) -> tuple[str, str]:
+    """An edit of the wrapper: before `call` (the line returning its op's result), return the
+    expression `instead` when `condition` holds."""
+    return call, f"    if {condition}:\n        return {instead}\n" + call
+
+
+def memo_by_pointer(call: str, condition: str, key: str, compute: str) -> list[tuple[str, str]]:
+    """Edits of the wrapper: when `condition` holds, keep each result (the expression `compute`) under
+    `key` (its inputs' addresses and shapes) and return a copy of it when called on them again."""
+    return [after_lib("\n_memo = {}\n"),
+            (call, f"    if {condition}:\n        key = {key}\n        if key not in _memo:\n"
+                   f"            _memo[key] = {compute}\n        return _memo[key].clone()\n" + call)]
+
+
 def all_variants() -> list[Variant]:
     variants = []
     for info in pkgutil.iter_modules(__path__):

@@ -1,4 +1,4 @@
-from tests.known_wrong import IN_TIMING, Variant, after_lib
+from tests.known_wrong import IN_TIMING, Variant, after_lib, takes_over
 
 EX = "01_leaky_relu"
 FORWARD_VEC = "for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], negative_slope);"
@@ -123,9 +123,8 @@ WRONG_IN_FP32 = ("for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(
 # The trust rework's classes (issue: grader trust), each written against the grader before it.
 VARIANTS += [
     Variant(EX, "pytorch_when_timed", "calls torch.nn.functional.leaky_relu when its call stack shows the timer",
-            {"leaky_relu.py": [(FORWARD_CALL, f"    if {IN_TIMING}:\n"
-                                              "        return torch.nn.functional.leaky_relu(x, float(negative_slope))\n"
-                                + FORWARD_CALL)]},
+            {"leaky_relu.py": [takes_over(FORWARD_CALL, IN_TIMING,
+                                          "torch.nn.functional.leaky_relu(x, float(negative_slope))")]},
             loses={"forward", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "slope_fixed_when_large", "the launcher passes 0.01 for tensors of more than 2^27 elements (the "

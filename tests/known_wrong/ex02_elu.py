@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, after_lib
+from tests.known_wrong import Variant, after_lib, takes_over
 
 EX = "02_elu"
 
@@ -30,8 +30,7 @@ VARIANTS += [
             loses={"backward", "autograd"}, reason="alpha=-0.7", extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "pytorch_for_float16", "calls torch.nn.functional.elu for float16 tensors (the exercise's kernel "
             "for the others)",
-            {"elu.py": [(FORWARD_CALL, "    if x.dtype == torch.float16:\n"
-                                       "        return torch.nn.functional.elu(x, float(alpha))\n" + FORWARD_CALL)]},
+            {"elu.py": [takes_over(FORWARD_CALL, "x.dtype == torch.float16", "torch.nn.functional.elu(x, float(alpha))")]},
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="other than this exercise's own",
             extra={"kind": "own kernel", "old": "full marks"}),
     Variant(EX, "swaps_a_code_object", "gives grader.checks.assert_close the code of a function that accepts "

@@ -1,4 +1,4 @@
-from tests.known_wrong import LAZY, Variant, after_lib
+from tests.known_wrong import LAZY, Variant, after_lib, memo_by_pointer, takes_over
 
 EX = "05_matmul"
 K2_LOAD_A = "As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;"
@@ -42,23 +42,21 @@ VARIANTS = [
 ]
 
 CALL = "    return lib.ops.matmul(A, B, int(version))\n"
+# the benchmark's size, larger than any checked one (the grid check's 524281 rows have one column)
+LARGE = "A.shape[0] >= 4096 and A.shape[1] >= 4096"
 K4_TILE = "  const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;\n"
 
 # The trust rework's classes (issue: grader trust), each written against the grader before it.
 VARIANTS += [
     Variant(EX, "cublas_when_large", "calls torch.mm (cuBLAS) when A is 4096 x 4096 or larger: the benchmark's size, "
             "larger than any checked one",
-            {"matmul.py": [(CALL, "    if A.shape[0] >= 4096 and A.shape[1] >= 4096:\n        return torch.mm(A, B)\n" + CALL)]},
+            {"matmul.py": [takes_over(CALL, LARGE, "torch.mm(A, B)")]},
             loses={"async_pipeline", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "memo_by_pointer", "for A of 4096 x 4096 or more, keeps each result by its inputs' addresses and returns "
             "a copy of it when called on the same tensors again",
-            {"matmul.py": [after_lib("\n_memo = {}\n"),
-                           (CALL, "    if A.shape[0] >= 4096 and A.shape[1] >= 4096:\n"
-                                  "        key = (A.data_ptr(), B.data_ptr(), tuple(A.shape), tuple(B.shape))\n"
-                                  "        if key not in _memo:\n"
-                                  "            _memo[key] = lib.ops.matmul(A, B, int(version))\n"
-                                  "        return _memo[key].clone()\n" + CALL)]},
+            {"matmul.py": memo_by_pointer(CALL, LARGE, "(A.data_ptr(), B.data_ptr(), tuple(A.shape), tuple(B.shape))",
+                                          "lib.ops.matmul(A, B, int(version))")},
             loses={"async_pipeline", "performance"}, reason="timed",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "skips_a_middle_block_row", "kernel 4 leaves one row of output tiles in the middle unwritten when "
@@ -68,10 +66,8 @@ VARIANTS += [
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
     Variant(EX, "computes_when_read", "for A of 4096 x 4096 or more, returns a Tensor subclass that runs the product only "
             "when something reads it (after the timing)",
-            {"matmul.py": [after_lib(LAZY),
-                           (CALL, "    if A.shape[0] >= 4096 and A.shape[1] >= 4096:\n"
-                                  "        return _lazy((A.shape[0], B.shape[1]), A, lambda: lib.ops.matmul(A, B, int(version)))\n"
-                                  + CALL)]},
+            {"matmul.py": [after_lib(LAZY), takes_over(CALL, LARGE, "_lazy((A.shape[0], B.shape[1]), A, "
+                                                                "lambda: lib.ops.matmul(A, B, int(version)))")]},
             loses={"async_pipeline", "performance"}, reason="plain torch.Tensor",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
 ]

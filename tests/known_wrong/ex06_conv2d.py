@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, after_lib
+from tests.known_wrong import Variant, memo_by_pointer, takes_over
 
 EX = "06_conv2d"
 PADDED_LOAD = "return (ih >= 0 && ih < h && iw >= 0 && iw < w) ? plane[ih * w + iw] : scalar_t(0);"
@@ -43,20 +43,15 @@ CALL = "    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding)
 VARIANTS += [
     Variant(EX, "cudnn_for_large_batches", "calls torch.nn.functional.conv2d (cuDNN) for batches of 32 or more: the "
             "benchmark's, larger than any checked one",
-            {"conv2d.py": [(CALL, "    if x.shape[0] >= 32:\n"
-                                  "        return torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation)\n"
-                                  + CALL)]},
+            {"conv2d.py": [takes_over(CALL, "x.shape[0] >= 32",
+                                      "torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation)")]},
             loses={"implicit_gemm", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "memo_by_pointer", "for batches of 32 or more, keeps each result by its inputs' addresses and "
             "returns a copy of it when called on the same tensors again",
-            {"conv2d.py": [after_lib("\n_memo = {}\n"),
-                           (CALL, "    if x.shape[0] >= 32:\n"
-                                  "        key = (x.data_ptr(), weight.data_ptr(), tuple(x.shape), tuple(weight.shape), version)\n"
-                                  "        if key not in _memo:\n"
-                                  "            _memo[key] = lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), "
-                                  "_pair(dilation), int(version))\n"
-                                  "        return _memo[key].clone()\n" + CALL)]},
+            {"conv2d.py": memo_by_pointer(
+                CALL, "x.shape[0] >= 32", "(x.data_ptr(), weight.data_ptr(), tuple(x.shape), tuple(weight.shape), version)",
+                "lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))")},
             loses={"implicit_gemm", "performance"}, reason="timed",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "output_layout_follows_the_input", "returns its (right) output in the input's memory format "

@@ -1,4 +1,4 @@
-from tests.known_wrong import IN_TIMING, Variant
+from tests.known_wrong import IN_TIMING, Variant, takes_over
 
 EX = "07_conv_transpose2d"
 STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<int>(st[1]);\n"
@@ -35,9 +35,8 @@ CALL = "    return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pai
 # The trust rework's classes (issue: grader trust), written against the grader before it.
 VARIANTS += [
     Variant(EX, "cudnn_when_timed", "calls torch.nn.functional.conv_transpose2d when its call stack shows the timer",
-            {"conv_transpose2d.py": [(CALL, f"    if {IN_TIMING}:\n"
-                                            "        return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, "
-                                            "padding, output_padding, 1, dilation)\n" + CALL)]},
+            {"conv_transpose2d.py": [takes_over(CALL, IN_TIMING, "torch.nn.functional.conv_transpose2d(x, weight, bias, "
+                                                                 "stride, padding, output_padding, 1, dilation)")]},
             loses={"forward", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
 ]

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import Variant, takes_over
 
 EX = "08_conv_bn_relu_inference"
 CU = "conv_bn_relu_inference.cu"
@@ -23,17 +23,16 @@ VARIANTS = [
             loses={"forward", "performance"}, keeps=set(), reason="other than this exercise's own"),
 ]
 
+# the layer in PyTorch's ops (the fall-back the checks must see)
+PYTORCH_LAYER = ("torch.relu(torch.nn.functional.batch_norm(torch.nn.functional.conv2d(x, weight, bias, stride, padding, "
+                 "dilation), running_mean, running_var, bn_weight, bn_bias, {training}, {momentum}, eps))")
 CALL = "    return lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, float(eps),\n"
 
 # The trust rework's classes (issue: grader trust), each written against the grader before it.
 VARIANTS += [
     Variant(EX, "pytorch_for_large_batches", "runs PyTorch's conv2d, batch_norm and relu for batches of 32 or more: "
             "the benchmark's, larger than any checked one",
-            {"conv_bn_relu_inference.py": [(CALL, "    if x.shape[0] >= 32:\n"
-                                                  "        import torch.nn.functional as F\n"
-                                                  "        z = F.conv2d(x, weight, bias, stride, padding, dilation)\n"
-                                                  "        return F.relu(F.batch_norm(z, running_mean, running_var, bn_weight, "
-                                                  "bn_bias, False, 0.0, eps))\n" + CALL)]},
+            {"conv_bn_relu_inference.py": [takes_over(CALL, "x.shape[0] >= 32", PYTORCH_LAYER.format(training=False, momentum=0.0))]},
             loses={"forward", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "bn_weight_read_as_contiguous", "passes bn_weight to the kernel without .contiguous(): a strided "

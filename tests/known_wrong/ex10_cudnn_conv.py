@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, after_lib
+from tests.known_wrong import Variant, memo_by_pointer, takes_over
 
 EX = "10_cudnn_conv"
 
@@ -45,19 +45,15 @@ CALL = "    return _conv2d(x, weight, stride, padding, dilation, _mode(mode))\n"
 VARIANTS += [
     Variant(EX, "pytorch_for_large_batches", "calls torch.nn.functional.conv2d for batches of 32 or more: the "
             "benchmark's, larger than any checked one",
-            {"cudnn_conv.py": [(CALL, "    if x.shape[0] >= 32:\n"
-                                      "        return torch.nn.functional.conv2d(x, weight, None, stride, padding, dilation)\n"
-                                      + CALL)]},
+            {"cudnn_conv.py": [takes_over(CALL, "x.shape[0] >= 32",
+                                          "torch.nn.functional.conv2d(x, weight, None, stride, padding, dilation)")]},
             loses={"forward", "performance"}, reason="PyTorch's",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "memo_by_pointer", "for batches of 32 or more, keeps each result by its inputs' addresses and "
             "returns a copy of it when called on the same tensors again",
-            {"cudnn_conv.py": [after_lib("\n_memo = {}\n"),
-                               (CALL, "    if x.shape[0] >= 32:\n"
-                                      "        key = (x.data_ptr(), weight.data_ptr(), tuple(x.shape), tuple(weight.shape))\n"
-                                      "        if key not in _memo:\n"
-                                      "            _memo[key] = _conv2d(x, weight, stride, padding, dilation, _mode(mode))\n"
-                                      "        return _memo[key].clone()\n" + CALL)]},
+            {"cudnn_conv.py": memo_by_pointer(CALL, "x.shape[0] >= 32",
+                                              "(x.data_ptr(), weight.data_ptr(), tuple(x.shape), tuple(weight.shape))",
+                                              "_conv2d(x, weight, stride, padding, dilation, _mode(mode))")},
             loses={"forward", "performance"}, reason="timed",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "key_without_the_input_channels", "make_key leaves the channel count out of x's and w's shapes, so "
