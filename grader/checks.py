@@ -242,6 +242,20 @@ def expect_error(fn, *args, names: tuple[str, ...] = (), what: str = "") -> str:
     raise CheckFailure(f"{what}: was accepted, but should raise an error naming {' or '.join(names) or 'the problem'}")
 
 
+def late_copies(args) -> list:
+    """Called inside a side stream's context: copies of the tensor arguments that the current stream
+    fills only after a GPU sleep of some milliseconds (NaN until then), so an op that reads them on
+    any other stream reads them too early. Other arguments pass through."""
+    late = [torch.full_like(a, float("nan")) if isinstance(a, torch.Tensor) and a.is_floating_point()
+            else (torch.zeros_like(a) if isinstance(a, torch.Tensor) else a) for a in args]
+    if torch.cuda.is_available():
+        torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
+    for copy, a in zip(late, args):
+        if isinstance(a, torch.Tensor):
+            copy.copy_(a)
+    return late
+
+
 def on_a_busy_stream(fn, *inputs: torch.Tensor):
     """Call `fn(*copies)` inside `torch.cuda.stream(s)`, where `s` fills each copy of `inputs` only
     after a sleep of some milliseconds: an op that launches on any stream but the current one reads
@@ -249,11 +263,7 @@ def on_a_busy_stream(fn, *inputs: torch.Tensor):
     side = torch.cuda.Stream()
     torch.cuda.synchronize()
     with torch.cuda.stream(side):
-        copies = [torch.full_like(t, float("nan")) for t in inputs]
-        torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
-        for copy, t in zip(copies, inputs):
-            copy.copy_(t)
-        out = fn(*copies)
+        out = fn(*late_copies(inputs))
     torch.cuda.synchronize()
     return out
 

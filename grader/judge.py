@@ -202,16 +202,11 @@ def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, d
         traceback.print_exc()
 
 
-def _cotangent(call: AuditCall, seed: int, shape) -> torch.Tensor:
-    """The random v of <d(y . v)/d arg>: the same in the grading process and the judge."""
-    g = torch.Generator().manual_seed(derived_seed(seed, call.label))
-    return torch.randn(tuple(shape), generator=g, dtype=torch.float64)
-
-
-def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
-    """The gradients of <fn(args), v> for the call's grad_args, through autograd; one scalar
-    backward (torch.autograd.grad with explicit gradients would import sympy: seconds)."""
-    args = [_to(a, device) for a in call.args]
+def gradients(fn, call: AuditCall, args: list, cotangent_seed: int) -> list:
+    """The gradients of <fn(*args), v> for the call's grad_args, through autograd, for a random v
+    drawn from `cotangent_seed`; one scalar backward (torch.autograd.grad with explicit gradients
+    would import sympy: seconds). Also grader.properties's."""
+    args = list(args)
     for i in call.grad_args:
         args[i] = args[i].detach().requires_grad_()
     y = fn(*args)
@@ -219,8 +214,15 @@ def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
         raise TypeError(f"returned a {type(y).__name__}, not a tensor")
     if not y.requires_grad:
         raise RuntimeError("the result does not require grad: no backward is registered")
-    (y * _cotangent(call, seed, y.shape).to(y)).sum().backward()
+    g = torch.Generator().manual_seed(cotangent_seed)
+    v = torch.randn(tuple(y.shape), generator=g, dtype=torch.float64)
+    (y * v.to(y)).sum().backward()
     return [args[i].grad for i in call.grad_args]
+
+
+def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
+    """gradients() on the call's own arguments on `device`, v the same in the grading process and here."""
+    return gradients(fn, call, [_to(a, device) for a in call.args], derived_seed(seed, call.label))
 
 
 def _gradients(module: ModuleType, call: AuditCall, seed: int, device: str):

@@ -28,12 +28,11 @@ host thread left running. Each property belongs to the group of its op's calls (
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
 
 import torch
 
-from grader.checks import CheckFailure, poison_next_allocation, require_plain_tensor
-from grader.judge import clean, names_one_of, resolve
+from grader.checks import CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
+from grader.judge import clean, gradients, names_one_of, resolve
 from grader.observe import native_threads, observe
 from grader.spec import AuditCall, Check, Context, Spec, audit_seed
 
@@ -60,17 +59,8 @@ class Device:
         return torch.cuda.stream(stream) if self.cuda and stream is not None else contextlib.nullcontext()
 
     def late_copies(self, args: list) -> list:
-        """Called inside a side stream's context: copies of the tensor arguments that the current
-        stream fills only after a sleep of some milliseconds (NaN until then), so an op that reads
-        them on another stream reads them too early."""
-        late = [torch.full_like(a, float("nan")) if isinstance(a, torch.Tensor) and a.is_floating_point()
-                else (torch.zeros_like(a) if isinstance(a, torch.Tensor) else a) for a in args]
-        if self.cuda:
-            torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
-        for copy, a in zip(late, args):
-            if isinstance(a, torch.Tensor):
-                copy.copy_(a)
-        return late
+        """grader.checks.late_copies (on the CPU: plain copies, nothing to be late for)."""
+        return late_copies(args) if self.cuda else [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
     def poison(self, numel: int, dtype: torch.dtype) -> None:
         if self.cuda:
@@ -219,32 +209,20 @@ def _overlap(a, b) -> bool:
 
 # --- gradients -----------------------------------------------------------------------------------
 
-def _gradients(fn: Callable, call: AuditCall, args: list, v_seed: int):
-    leaves = list(args)
-    for i in call.grad_args:
-        leaves[i] = leaves[i].detach().requires_grad_()
-    y = fn(*leaves)
-    if not isinstance(y, torch.Tensor):
-        raise CheckFailure(f"returned a {type(y).__name__}, not a tensor")
-    if not y.requires_grad:
-        raise CheckFailure("the result does not require grad: no backward is registered")
-    g = torch.Generator().manual_seed(v_seed)
-    v = torch.randn(tuple(y.shape), generator=g, dtype=torch.float64).to(y)
-    (y * v).sum().backward()
-    return [leaves[i].grad for i in call.grad_args]
-
-
 def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None) -> None:
     """<d(y . v)/d arg> through autograd against the reference differentiated in float64 (on a side
     stream whose inputs arrive late, when `stream` is given)."""
     seed = ctx.seed_for(what)
-    expected = _gradients(call.reference, call, _double_cpu(args), seed)
+    expected = gradients(call.reference, call, _double_cpu(args), seed)
     fn = resolve(ctx.module, call.op)
     DEVICE.sync()
-    with DEVICE.on(stream):
-        if stream is not None:
-            args = DEVICE.late_copies(args)
-        actual = _gradients(fn, call, args, seed)
+    try:
+        with DEVICE.on(stream):
+            if stream is not None:
+                args = DEVICE.late_copies(args)
+            actual = gradients(fn, call, args, seed)
+    except (TypeError, RuntimeError) as e:
+        raise CheckFailure(f"{what}: {clean(e)[:300]}") from None
     DEVICE.sync()
     for k, (a, e) in enumerate(zip(actual, expected)):
         if a is None:
