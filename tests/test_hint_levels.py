@@ -20,11 +20,11 @@ from grader.cli import build_all
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, quiet
 
 GOAL_ROOT = env.BUILD_ROOT / "hints-goal" / "exercises"
-# One exercise per unit (1: 01-02, 2: 03-05, 3: 06-07, 4: 08-09, 5: 10), built at the goal level.
-# On 2 shared cores (2026, nvcc 13.0) the five builds took 148 s at a load of 1.2 and 176 s at 2.5
-# (01: 21 s, 05: 24 s, 06: 35 s, 08: 36 s, 10: 60 s), the rest of this file under a second; a
-# second run finds them cached (0.6 s).
-BUILT = ("01_leaky_relu", "05_matmul", "06_conv2d", "08_conv_bn_relu_inference", "10_cudnn_conv")
+# Built at the goal level: one exercise. A goal stub is its steps stub but for comments (every
+# exercise is checked so below, and test_builds compiles every steps stub), so one build shows the
+# generator's output compiles; one per unit cost CI (2 cores) about 2.5 minutes more (01: 21 s, 05: 24 s,
+# 06: 35 s, 08: 36 s, 10: 60 s). A second run finds it cached.
+BUILT = ("01_leaky_relu",)
 SIZE = re.compile(r"TODO: \(the reference solution takes about (\d+) lines?\)$")
 
 
@@ -118,11 +118,6 @@ def test_goal_stubs_are_the_steps_stubs_but_for_comments(goal_tree):
 
 
 BUILT_FOLDERS = [f for f in exercise_folders(SOLUTIONS) if f.name in BUILT]
-
-
-def test_one_exercise_per_unit_is_built():
-    units = [("01", "02"), ("03", "04", "05"), ("06", "07"), ("08", "09"), ("10",)]
-    assert all(any(name[:2] in unit for name in BUILT) for unit in units)
 
 
 @pytest.fixture(scope="module")
