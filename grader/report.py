@@ -22,10 +22,11 @@ def _perf_cells(row: dict) -> tuple[str, str, str]:
     perf = row.get("performance") or {}
     if "rate" not in perf:
         return "-", "-", "-"
+    # without the yardstick's numbers (its process failed) there is a rate but nothing to set it against
     return (
         format_rate(perf["rate"], perf["unit"]),
-        f"{perf['ratio']:.2f}x",
-        f"{perf['fraction_of_limit']:.0%}",
+        f"{perf['ratio']:.2f}x" if "ratio" in perf else "-",
+        f"{perf['fraction_of_limit']:.0%}" if "fraction_of_limit" in perf else "-",
     )
 
 
@@ -325,8 +326,8 @@ def feedback_html(rows: list[dict], header: dict) -> str:
 
 
 def _timed(rows: list[dict]) -> list[dict]:
-    """The rows with a measured throughput: those the plot shows."""
-    return [r for r in rows if (r.get("performance") or {}).get("rate")]
+    """The rows with a measured throughput set against the yardstick's: those the plot shows."""
+    return [r for r in rows if all((r.get("performance") or {}).get(k) for k in ("rate", "reference_rate", "limit"))]
 
 
 def plot_student(rows: list[dict], path: Path) -> None:

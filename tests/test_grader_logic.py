@@ -506,3 +506,12 @@ def test_no_import_cycle_among_grader_modules():
     for m in sorted(graph):
         if m not in state:
             visit(m, [])
+
+
+def test_a_timing_without_the_yardstick_shows_its_rate_and_no_ratio(tmp_path):
+    """The yardstick's process failed: the row keeps the rate, shows no ratio, and the plot leaves it out."""
+    row = score_exercise(LEAKY, _tests({"forward": "passed"}, {"rate": 2e12, "unit": "B", "time_s": 1e-3}))
+    text = report.table([row])
+    assert "2,000 GB/s" in text
+    report.plot_student([row], tmp_path / "plot.png")
+    assert not (tmp_path / "plot.png").exists()
