@@ -388,6 +388,12 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
         tmp = Path(tmp)
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
             gradings = {e: grading_job(e, target / e, seed, keyword, tmp, quick, device, sanitize) for e in present}
+            if "OMP_NUM_THREADS" not in os.environ:
+                # PyTorch's CPU ops (references, the judge's inputs) would each take every core, and
+                # `parallel` processes doing so at once spend their time preempting one another
+                share = max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(gradings))))
+                for job in gradings.values():
+                    job.env["OMP_NUM_THREADS"] = str(share)
             stick = yardstick_job(references, tmp, device) if references else None
             jobs_by_name = {j.name: j for j in [*gradings.values(), stick] if j is not None}
             for job in jobs_by_name.values():

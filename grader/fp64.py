@@ -60,3 +60,21 @@ def start() -> Float64Work | None:
     mode = Float64Work()
     mode.__enter__()
     return mode
+
+
+# Compute capabilities whose float64 runs at half (or a third of) the float32 rate: P100, V100, A100,
+# H100, B200. Every other GPU (a T4, any RTX or L-series card) has 1/32 to 1/64 of it.
+FULL_RATE_FP64 = {(6, 0), (7, 0), (8, 0), (9, 0), (10, 0)}
+REFERENCE_DEVICE_ENV = "COURSE_REFERENCE_DEVICE"  # "cpu" or "cuda": overrides the choice below
+
+
+def reference_device() -> str:
+    """Where the generated checks compute their float64 references: on the GPU where its float64 is
+    fast (an H100 grades in seconds what its CPU cores, shared by ten grading processes, take a
+    minute for), on the CPU elsewhere (a T4's float64 would make a grade take many minutes)."""
+    chosen = os.environ.get(REFERENCE_DEVICE_ENV)
+    if chosen in ("cpu", "cuda"):
+        return chosen
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() in FULL_RATE_FP64:
+        return "cuda"
+    return "cpu"

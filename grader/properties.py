@@ -32,6 +32,7 @@ import contextlib
 import torch
 
 from grader.checks import CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
+from grader.fp64 import reference_device
 from grader.judge import clean, gradients, names_one_of, resolve
 from grader.observe import native_threads, observe
 from grader.spec import AuditCall, Check, Context, Spec, audit_seed
@@ -108,15 +109,17 @@ def _fresh(args) -> list:
     return [a.clone() if isinstance(a, torch.Tensor) else (list(a) if isinstance(a, list) else a) for a in args]
 
 
-def _double_cpu(args) -> list:
-    return [a.detach().to("cpu", torch.float64 if a.is_floating_point() else a.dtype)
+def _double(args) -> list:
+    """The arguments in float64 where the references run (grader.fp64.reference_device)."""
+    device = reference_device()
+    return [a.detach().to(device, torch.float64 if a.is_floating_point() else a.dtype)
             if isinstance(a, torch.Tensor) else a for a in args]
 
 
 # --- comparing, NaN-aware ------------------------------------------------------------------------
 
 def _compare(actual, expected, tol: float, what: str) -> None:
-    """`actual` (tensors, or a tuple/list of them) against `expected` (float64 on the CPU, None where
+    """`actual` (tensors, or a tuple/list of them) against `expected` (float64, None where
     not compared): equal NaN and infinity positions, and the finite values within `tol` in norm."""
     if expected is None:
         return
@@ -129,7 +132,8 @@ def _compare(actual, expected, tol: float, what: str) -> None:
     require_plain_tensor(actual, what)
     if tuple(actual.shape) != tuple(expected.shape):
         raise CheckFailure(f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}")
-    a, e = actual.detach().to("cpu", torch.float64), expected.to(torch.float64)
+    e = expected.to(torch.float64)
+    a = actual.detach().to(e.device, torch.float64)
     for name, test in (("NaN", torch.isnan), ("+inf", lambda t: t == float("inf")), ("-inf", lambda t: t == -float("inf"))):
         differ = test(a) != test(e)
         if bool(differ.any()):
@@ -176,8 +180,8 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 
 
 def _reference(call: AuditCall, args: list):
-    """The reference's answer for `args`, in float64 on the CPU (computed before the op runs)."""
-    return call.reference(*_double_cpu(args)) if call.reference is not None else None
+    """The reference's answer for `args`, in float64 (computed before the op runs)."""
+    return call.reference(*_double(args)) if call.reference is not None else None
 
 
 def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = ()):
@@ -213,7 +217,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     """<d(y . v)/d arg> through autograd against the reference differentiated in float64 (on a side
     stream whose inputs arrive late, when `stream` is given)."""
     seed = ctx.seed_for(what)
-    expected = gradients(call.reference, call, _double_cpu(args), seed)
+    expected = gradients(call.reference, call, _double(args), seed)
     fn = resolve(ctx.module, call.op)
     DEVICE.sync()
     try:

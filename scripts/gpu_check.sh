@@ -136,7 +136,8 @@ fi
 if want fp64; then
   # the float64 work of a grade of the reference, counted per exercise (grader.fp64)
   mkdir -p "$L/fp64"
-  COURSE_COUNT_FP64="$PWD/$L/fp64/{exercise}.json" run grade_fp64_count "$(left)" make grade TARGET=solutions EX="$EXS" SEED=5
+  # references on the CPU, as on a T4 (grader.fp64.reference_device): what the estimate is for
+  COURSE_REFERENCE_DEVICE=cpu COURSE_COUNT_FP64="$PWD/$L/fp64/{exercise}.json" run grade_fp64_count "$(left)" make grade TARGET=solutions EX="$EXS" SEED=5
   python3 scripts/fp64_estimate.py "$L/fp64" | tee "$L/fp64_estimate.txt"
 fi
 if want oldgrader; then
