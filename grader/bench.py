@@ -3,7 +3,10 @@
 Each sample: flush L2 (write twice its size), synchronise, queue a GPU sleep, record a CUDA event,
 run the op on the next of several rotated input sets, record an event, synchronise. The sleep
 keeps the GPU busy while Python dispatches the op, so the events time the GPU's work and not the
-host's launch latency (40-70 us per call for a Python-registered op, 5-9% of a 0.7 ms kernel).
+host's launch latency (40-70 us per call for a Python-registered op, 5-9% of a 0.7 ms kernel);
+its length is twice the op's host dispatch time, measured in the warm-up (an autograd forward and
+backward through a Python module takes longer than the 250 us that suffice for one op, and the
+gap would otherwise be timed, by how busy the process's host is).
 Samples continue until the standard
 error of the mean is under 1% of the mean (or a time cap), and the median is reported.
 The host wall time of each sample is kept too, and how long the device stays busy once the timed
@@ -34,6 +37,7 @@ class Timing:
     wall_median_s: float
     busy_after_s: float = 0.0  # median time the device stayed busy after the timed stream finished
     threads_started: int = 0  # most host threads a call left running after it returned
+    lead_cycles: int = 0  # the GPU sleep queued before each call (host_lead_cycles)
     last: tuple | None = field(default=None, repr=False)  # (output, inputs) of the last timed call, if kept
 
     def rate(self, amount: float) -> float:
@@ -44,9 +48,37 @@ class Timing:
         return {k: v for k, v in asdict(self).items() if k != "last"}
 
 
-# GPU clock cycles of the sleep queued before each timed call: about 250 us at the H100's 1.98 GHz
-# (longer at lower clocks), more than an op's host-side dispatch takes.
+# GPU clock cycles of the sleep queued before each timed call: at least about 250 us at the H100's
+# 1.98 GHz (longer at lower clocks), more than one op's host-side dispatch takes; at most about 20 ms.
 HOST_LEAD_CYCLES = 500_000
+MAX_LEAD_CYCLES = 40_000_000
+_cycles_per_s: float | None = None
+
+
+def _sleep_rate() -> float:
+    """GPU sleep cycles per second on this device (torch.cuda._sleep counts clock cycles)."""
+    global _cycles_per_s
+    if _cycles_per_s is None:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(100_000)  # clocks up
+        a.record()
+        torch.cuda._sleep(4_000_000)
+        b.record()
+        b.synchronize()
+        _cycles_per_s = 4_000_000 / max(a.elapsed_time(b) / 1e3, 1e-6)
+    return _cycles_per_s
+
+
+def host_lead_cycles(fn, inputs) -> int:
+    """Sleep cycles that cover twice `fn(inputs)`'s host dispatch time: `fn` runs behind a long sleep,
+    so that it never waits for the GPU (an op that synchronizes gets the longest lead)."""
+    torch.cuda.synchronize()
+    torch.cuda._sleep(MAX_LEAD_CYCLES)
+    t0 = time.perf_counter()
+    fn(inputs)
+    host_s = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return int(min(MAX_LEAD_CYCLES, max(HOST_LEAD_CYCLES, 2 * host_s * _sleep_rate())))
 
 
 @contextlib.contextmanager
@@ -100,7 +132,7 @@ def prepare(inputs, refill=None, flush: "L2Flusher | None" = None) -> None:
     torch.cuda.synchronize()
 
 
-def timed_call(fn, inputs, events) -> Sample:
+def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES) -> Sample:
     """`fn(inputs)` between two CUDA events on the current stream, behind a GPU sleep that keeps
     the GPU busy while the host dispatches the op; `events` = (queued, start, end). Call
     `prepare` first."""
@@ -111,7 +143,7 @@ def timed_call(fn, inputs, events) -> Sample:
     threads = native_threads()
     t0 = time.perf_counter()
     queued.record(stream)
-    torch.cuda._sleep(HOST_LEAD_CYCLES)
+    torch.cuda._sleep(lead_cycles)
     start.record(stream)
     out = fn(inputs)
     end.record(stream)
@@ -151,7 +183,7 @@ def time_fn(
     flush = flush or L2Flusher()
     for i in range(warmup):
         fn(inputs[i % len(inputs)])
-    torch.cuda.synchronize()
+    lead = max(host_lead_cycles(fn, inputs[i % len(inputs)]) for i in range(2))
     events = new_events()
     samples: list[Sample] = []
     last = None
@@ -160,7 +192,7 @@ def time_fn(
         inp = inputs[i % len(inputs)]
         last = None  # the previous output is freed before the next call, as between untimed calls
         prepare(inp, refill, flush)
-        sample = timed_call(fn, inp, events)
+        sample = timed_call(fn, inp, events, lead)
         if inspect is not None:
             inspect(sample.output, inp)
         last = (sample.output, inp)
@@ -177,7 +209,7 @@ def time_fn(
     sem = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
     return Timing(statistics.median(times), mean, sem, len(times), statistics.median(s.wall_s for s in samples),
                   statistics.median(s.busy_after_s for s in samples), max(s.threads_started for s in samples),
-                  last if keep_last else None)
+                  lead, last if keep_last else None)
 
 
 def output_tensors(out) -> list:

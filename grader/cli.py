@@ -27,7 +27,7 @@ from typing import Sequence
 
 from grader import build, env, gate
 from grader.report import markdown, no_gpu_summary, resources_text, table
-from grader.results import write_json_atomic
+from grader.results import peak_check_mib, write_json_atomic
 from grader.scoring import score_exercise
 from grader.spec import SPEC_ERRORS, Selection, Spec
 
@@ -321,20 +321,22 @@ def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
             row["resources"] = {"error": f"{type(e).__name__}: {e}"}
 
 
-GIB_PER_PROCESS = 8  # GPU memory to allow per grading process that runs its checks
+GIB_PER_PROCESS = 7.5  # free GPU memory to allow per grading process that runs its checks
 
 
 def default_parallel(count: int) -> int:
     """How many of `count` exercises run their checks at once: as many as there are cores less two
-    (a grading process keeps about one busy), at most 12, and one per 8 GiB of GPU memory, so that
-    the check that needs 8.8 GiB still finds it free beside the others (a 16 GiB T4 grades one at a
-    time). All at once where that fits: each timing waits for every running check to end."""
+    (a grading process keeps about one busy), at most 12, and one per 7.5 GiB of free GPU memory, so
+    that the check that needs 8.8 GiB (one at a time) still finds it beside the others (a 16 GB T4
+    grades two at a time, an 80 GB H100 all ten). All at once where that fits: each timing waits
+    for every running check to end, and a process started later makes every other one wait for its
+    checks. `python -m grader` prints the most memory each exercise's checks held."""
     n = min(count, max(1, (os.cpu_count() or 2) - 2), 12)
     if n <= 1:
         return 1
-    memory_mib = [float(m) for m in _nvidia_smi("memory.total") if m.strip().replace(".", "").isdigit()]
-    if memory_mib:
-        n = min(n, int(min(memory_mib) / 1024 // GIB_PER_PROCESS))
+    free_mib = [float(m) for m in _nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
+    if free_mib:
+        n = min(n, int(min(free_mib) / 1024 // GIB_PER_PROCESS))
     return max(1, n)
 
 
@@ -436,6 +438,12 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                     return  # reported as a failed build
                 notes = [f"{s:.1f} s of it {what}" for s, what in
                          ((job.held_s, "while its build ran"), (job.waited_s, "waiting for the GPU")) if s >= 0.1]
+                try:
+                    peak = peak_check_mib(json.loads(_results_path(tmp, job.name).read_text()))
+                except (OSError, ValueError):
+                    peak = 0
+                if peak:
+                    notes.append(f"its largest check held {peak / 1024:.1f} GiB of the GPU")
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
 
             gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, timeout=timeout, on_finish=done)
@@ -471,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "
-                             "1 grades one after another. Default: the cores less two, at most 12, one per 8 GiB of GPU memory")
+                             "1 grades one after another. Default: the cores less two, at most 12, one per 7.5 GiB of free GPU memory")
     parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
     parser.add_argument("--quick", action="store_true",
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")

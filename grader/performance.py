@@ -175,7 +175,8 @@ class Inspector:
         self.judged.append(sample_outputs(out, self.refill.seed, self.rng))
 
 
-def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, inspect, flush) -> dict:
+def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, inspect, flush,
+                  lead_cycles: int) -> dict:
     """A few timed calls under the profiler: their kernels (the exercise's own, none before the
     timed window opens), and how long those kernels took on the GPU."""
     rule = bench.kernels or spec.kernel_rule()
@@ -183,7 +184,7 @@ def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, in
     found = {"kernel_time_s": [], "profiled_time_s": [], "foreign": "", "early_work": ""}
     for _ in range(PROFILED_CALLS):
         prepare(inputs, refill, flush)
-        sample, seen = observe(lambda: timed_call(call, inputs, events), cpu_ops=bool(rule and rule.needs_cpu_ops))
+        sample, seen = observe(lambda: timed_call(call, inputs, events, lead_cycles), cpu_ops=bool(rule and rule.needs_cpu_ops))
         inspect(sample.output, inputs, always=True)
         sleeps = [k for k in seen.kernels if kernel_function(k.name) == SLEEP_KERNEL]
         work = [k for k in seen.kernels if kernel_function(k.name) != SLEEP_KERNEL]
@@ -236,7 +237,7 @@ def measure_submission(spec: Spec, ctx: Context) -> dict:
         inspector.last(*timing.last)
         timing.last = None
         phase("timed calls")
-        watched = watched_calls(spec, bench, call, inputs, refill, inspector, flush)
+        watched = watched_calls(spec, bench, call, inputs, refill, inspector, flush, timing.lead_cycles)
         phase("profiled calls")
         rule = bench.kernels or spec.kernel_rule()
         for label, (variant, reference) in bench.variants.items():

@@ -78,6 +78,18 @@ class ResultsRecorder:
     def pytest_runtest_logstart(self, nodeid, location):
         self.running = nodeid.split("::")[-1]
         self._flush(check=self.running == "test_performance", deep=True)  # nothing changed before the timing
+        torch = _cuda_torch()
+        if torch is not None:
+            torch.cuda.reset_peak_memory_stats()
+
+    def _record_peak(self, nodeid: str) -> None:
+        """The GPU memory PyTorch held at most during the test (how many grading processes fit beside
+        one another: `python -m grader` prints each exercise's largest)."""
+        torch = _cuda_torch()
+        name = nodeid.split("::")[-1]
+        name = name[len("test_check["):-1] if name.startswith("test_check[") else name.removeprefix("test_")
+        if torch is not None and name in self.tests:
+            self.tests[name]["gpu_peak_mib"] = round(torch.cuda.max_memory_reserved() / 2**20)
 
     def pytest_runtest_logreport(self, report):
         name = _test_name(report)
@@ -94,6 +106,7 @@ class ResultsRecorder:
         self._flush()
 
     def pytest_runtest_logfinish(self, nodeid, location):
+        self._record_peak(nodeid)
         self.running = None
         self.finished += 1
         deep = self.finished == 1 or nodeid.endswith("test_performance")
@@ -108,11 +121,26 @@ class ResultsRecorder:
             check = getattr(item, "callspec", None) and item.callspec.params.get("check")
             if check is not None:
                 self.tests[check.name] = {"name": check.name, "group": check.group, "outcome": "not run",
-                                          "reason": "", "properties": {}}
+                                          "reason": "", "properties": {}, "huge": bool(check.huge)}
             elif item.name == "test_performance":
                 self.tests["performance"] = {"name": "performance", "group": "performance", "outcome": "not run",
                                              "reason": "", "properties": {}}
         self._flush()
+
+
+def _cuda_torch():
+    """torch, when this process has started CUDA (never starts it)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and torch.cuda.is_initialized() else None
+
+
+def peak_check_mib(results: dict) -> int:
+    """The most GPU memory one check of a results file held, but the huge checks (one at a time) and
+    the timing (alone on the GPU)."""
+    return max((t.get("gpu_peak_mib", 0) for t in results.get("tests", [])
+                if not t.get("huge") and t["name"] != "performance"), default=0)
 
 
 def _reason(report) -> str:

@@ -8,7 +8,7 @@
 #                                              ballast ptx fp64 oldgrader
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
-#   TEST_K=timed ...                           and only their tests matching this -k word
+#   TEST_K=timed ...                           and only their tests matching this -k expression
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 #   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
 #
@@ -100,7 +100,7 @@ fi
 if want test; then
   for f in $TEST_FILES; do
     run "test_$(basename "$f" .py)" "$(( $(left) - 60 ))" make test TESTS="$f" \
-      PYTEST_ARGS="-q -ra --durations=10${TEST_K:+ -k $TEST_K}"
+      PYTEST_ARGS="-q -ra --durations=10${TEST_K:+ -k '$TEST_K'}"
     tail -3 "$L/test_$(basename "$f" .py).log"
   done
 fi
