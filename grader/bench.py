@@ -52,31 +52,30 @@ class Timing:
 # 1.98 GHz (longer at lower clocks), more than one op's host-side dispatch takes; at most about 20 ms.
 HOST_LEAD_CYCLES = 500_000
 MAX_LEAD_CYCLES = 40_000_000
-_cycles_per_s: float | None = None
 
 
 def _sleep_rate() -> float:
-    """GPU sleep cycles per second on this device (torch.cuda._sleep counts clock cycles)."""
-    global _cycles_per_s
-    if _cycles_per_s is None:
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(100_000)  # clocks up
-        a.record()
-        torch.cuda._sleep(4_000_000)
-        b.record()
-        b.synchronize()
-        _cycles_per_s = 4_000_000 / max(a.elapsed_time(b) / 1e3, 1e-6)
-    return _cycles_per_s
+    """GPU sleep cycles per second on this device now (torch.cuda._sleep counts clock cycles)."""
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(100_000)  # clocks up
+    a.record()
+    torch.cuda._sleep(4_000_000)
+    b.record()
+    b.synchronize()
+    return 4_000_000 / max(a.elapsed_time(b) / 1e3, 1e-6)
 
 
-def host_lead_cycles(fn, inputs) -> int:
-    """Sleep cycles that cover twice `fn(inputs)`'s host dispatch time: `fn` runs behind a long sleep,
-    so that it never waits for the GPU (an op that synchronizes gets the longest lead)."""
-    torch.cuda.synchronize()
-    torch.cuda._sleep(MAX_LEAD_CYCLES)
-    t0 = time.perf_counter()
-    fn(inputs)
-    host_s = time.perf_counter() - t0
+def host_lead_cycles(fn, inputs: Sequence[object]) -> int:
+    """Sleep cycles that cover twice the longest host dispatch time of `fn` on two of `inputs`: `fn`
+    runs behind a long sleep, so that it never waits for the GPU (an op that synchronizes gets the
+    longest lead). Computed per timing, with no state kept (the grader's data is watched)."""
+    host_s = 0.0
+    for i in range(2):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(MAX_LEAD_CYCLES)
+        t0 = time.perf_counter()
+        fn(inputs[i % len(inputs)])
+        host_s = max(host_s, time.perf_counter() - t0)
     torch.cuda.synchronize()
     return int(min(MAX_LEAD_CYCLES, max(HOST_LEAD_CYCLES, 2 * host_s * _sleep_rate())))
 
@@ -183,7 +182,7 @@ def time_fn(
     flush = flush or L2Flusher()
     for i in range(warmup):
         fn(inputs[i % len(inputs)])
-    lead = max(host_lead_cycles(fn, inputs[i % len(inputs)]) for i in range(2))
+    lead = host_lead_cycles(fn, inputs)
     events = new_events()
     samples: list[Sample] = []
     last = None
