@@ -142,6 +142,12 @@ def score_exercise(spec: Spec, tests: list[dict], status: str = "graded", error:
             "passed": sum(t["outcome"] == "passed" for t in members),
             "total": len(members),
         }
+    outcomes = {t["name"]: t["outcome"] for t in tests}
+    for group, needed in spec.requires.items():
+        entry = row["groups"].get(group)
+        failed = [name for name in needed if outcomes.get(name) == "failed"]
+        if entry is not None and entry["state"] == "passed" and failed:
+            entry.update(points=0.0, state="failed", reason=f"counts only once {', '.join(failed)} passes")
     if PERFORMANCE in spec.points:
         row["groups"][PERFORMANCE] = _score_performance(spec, by_group.get(PERFORMANCE, []), row["groups"])
         perf_test = (by_group.get(PERFORMANCE) or [None])[0]

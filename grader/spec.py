@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, ContextManager, Sequence
+from typing import Callable, ContextManager, Mapping, Sequence
 
 import grader.specs
 
@@ -183,6 +183,10 @@ class Spec:
     # (fraction of the reference's throughput, fraction of the performance points earned)
     perf_tiers: Sequence[tuple[float, float]] = ((0.5, 0.5), (0.85, 1.0))
     perf_requires: Sequence[str] = ()  # groups that must pass before speed earns anything
+    # group -> checks that must not fail for the group to earn anything: a group whose checks go
+    # through PyTorch's own autograd (gradcheck of a Python wrapper) would otherwise pay a fallback
+    # to PyTorch's ops; a check that did not run (QUICK=1) blocks nothing
+    requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     # the reference solution's throughput over the baseline's, measured on an H100; stands in for
     # the reference when solutions/ is absent (a student release)
     solution_vs_baseline: float = 1.0

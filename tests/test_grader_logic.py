@@ -39,6 +39,23 @@ def test_groups_are_all_or_nothing():
     assert row["groups"]["input_checks"]["points"] == 1 and row["groups"]["autograd"]["points"] == 1
 
 
+@pytest.mark.parametrize("own_check", ["forward[own kernels ran]", "backward[own kernels ran]"])
+def test_a_group_that_requires_a_check_earns_nothing_when_that_check_fails(own_check):
+    """09's autograd group (gradcheck through the Python wrapper) counts only while the own-kernel
+    checks have not failed; one that did not run (QUICK=1) blocks nothing."""
+    training = spec.by_exercise("09")
+    assert own_check in training.requires["autograd"]
+    groups = {g: "passed" for g in training.points if g != "performance"}
+    tests = _tests(groups) + [{"name": n, "group": n.split("[")[0], "outcome": "passed", "reason": "",
+                               "properties": {}} for n in training.requires["autograd"]]
+    assert score_exercise(training, tests)["groups"]["autograd"]["state"] == "passed"
+    failed = [dict(t, outcome="failed", reason="PyTorch's kernels ran") if t["name"] == own_check else t for t in tests]
+    row = score_exercise(training, failed)
+    assert row["groups"]["autograd"]["points"] == 0 and own_check in row["groups"]["autograd"]["reason"]
+    not_run = [dict(t, outcome="not run") if t["name"] == own_check else t for t in tests]
+    assert score_exercise(training, not_run)["groups"]["autograd"]["state"] == "passed"
+
+
 def _perf(ratio: float, **raw) -> dict:
     """A timing's raw numbers, as the grading process records them: `ratio` of the reference's rate."""
     return {"rate": 100.0 * ratio, "reference_rate": 100.0, "limit": 1000.0, "time_s": 1e-3, "busy_after_s": 1e-6,
