@@ -176,11 +176,13 @@ def progress(done: int, total: int, label: str) -> None:
 def worker_devices(workers: int | None) -> list[str | None]:
     """One grading worker per visible GPU (each pinned to its GPU), or `workers` of them.
 
-    Without a GPU the workers have no device (the GPU checks skip). More workers than GPUs share
-    GPUs round-robin, which makes their timings disturb each other: keep one per GPU to grade speed.
+    Without a GPU the workers have no device (the GPU checks skip, nothing is timed), and there is
+    one per two cores (at least two: a worker waits on its builds and its processes' start-up). More
+    workers than GPUs share GPUs round-robin, which makes their timings disturb each other: keep one
+    per GPU to grade speed.
     """
     gpus = env.visible_gpus() if env.gpu_present() else []
-    count = workers or max(1, len(gpus))
+    count = workers or (len(gpus) if gpus else max(2, (os.cpu_count() or 2) // 2))
     return [gpus[i % len(gpus)] if gpus else None for i in range(count)]
 
 

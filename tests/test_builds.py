@@ -21,6 +21,8 @@ from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, explain, grade, quiet
 from tests.known_wrong import all_variants
 
+CORES = os.cpu_count() or 2  # CPU grading: every core (no timing to disturb)
+
 FOLDERS = exercise_folders(SOLUTIONS) + exercise_folders(EXERCISES)
 
 
@@ -62,7 +64,7 @@ def test_the_resource_report_covers_every_kernel(builds, folder):
 
 @pytest.mark.skipif(HAS_GPU, reason="covered with the GPU checks by test_gpu_grading")
 def test_solutions_pass_every_check_that_runs_without_a_gpu(builds):
-    rows = grade(SOLUTIONS)
+    rows = grade(SOLUTIONS, parallel=CORES)
     for row in rows.values():
         assert row["status"] == "graded", explain(rows)
         assert all(t["outcome"] in ("passed", "skipped") for t in row["tests"]), explain(rows)
@@ -71,7 +73,7 @@ def test_solutions_pass_every_check_that_runs_without_a_gpu(builds):
 
 @pytest.mark.skipif(HAS_GPU, reason="covered with the GPU checks by test_gpu_grading")
 def test_stubs_earn_nothing_without_a_gpu(builds):
-    rows = grade(EXERCISES)
+    rows = grade(EXERCISES, parallel=CORES)
     for row in rows.values():
         assert row["points"] == 0, explain(rows)
         assert not any(g["state"] == "passed" for g in row["groups"].values()), explain(rows)
