@@ -18,7 +18,7 @@ import pytest
 from grader import build, env, resources
 from grader.cli import build_all
 from tests.conftest import HAS_GPU
-from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, explain, grade, quiet
+from tests.grading import EXERCISES, SOLUTIONS, exercise_folders, explain, grade, quiet
 from tests.known_wrong import all_variants
 
 CORES = os.cpu_count() or 2  # CPU grading: every core (no timing to disturb)
@@ -28,7 +28,7 @@ FOLDERS = exercise_folders(SOLUTIONS) + exercise_folders(EXERCISES)
 
 @pytest.fixture(scope="session")
 def builds():
-    return build_all(FOLDERS, JOBS, log=quiet)
+    return build_all(FOLDERS, CORES, log=quiet)  # two builds at once fill the cores better than one using both
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f"{p.parent.name}/{p.name}" for p in FOLDERS])
