@@ -532,3 +532,18 @@ def test_a_timing_without_the_yardstick_shows_its_rate_and_no_ratio(tmp_path):
     assert "2,000 GB/s" in text
     report.plot_student([row], tmp_path / "plot.png")
     assert not (tmp_path / "plot.png").exists()
+
+
+@pytest.mark.parametrize("free_mib, cores, expected", [
+    (81000, 16, 10),  # an H100: every exercise at once, no second wave of checks behind the timings
+    (15000, 16, 1),   # a 16 GB T4 with 14.6 GiB free: the 8.8 GiB check needs the room
+    (15400, 16, 2),   # 15.04 GiB: two
+    (23000, 4, 2),    # a 24 GB card on 4 cores: the cores less two
+    (81000, 2, 1),
+])
+def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mib, cores, expected):
+    from grader import cli
+
+    monkeypatch.setattr(cli, "_nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: cores)
+    assert cli.default_parallel(10) == expected
