@@ -328,9 +328,10 @@ def default_parallel(count: int) -> int:
     """How many of `count` exercises run their checks at once: as many as there are cores less two
     (a grading process keeps about one busy), at most 12, and one per 7.5 GiB of free GPU memory, so
     that the check that needs 8.8 GiB (one at a time) still finds it beside the others (a 16 GB T4
-    grades one at a time, a 24 GB card two or three, an 80 GB H100 all ten). All at once where that fits: each timing waits
-    for every running check to end, and a process started later makes every other one wait for its
-    checks. `python -m grader` prints the most memory each exercise's checks held."""
+    grades one at a time, a 24 GB card two or three, an 80 GB H100 all ten). All at once where that
+    fits: each timing waits for every running check to end, and a process started later makes every
+    other one wait for its checks. `python -m grader` prints the most memory each exercise's checks
+    held."""
     n = min(count, max(1, (os.cpu_count() or 2) - 2), 12)
     if n <= 1:
         return 1

@@ -39,9 +39,9 @@ def save_atomic(path: Path, data) -> None:
     _write_atomic(path, lambda f: torch.save(data, f))
 
 
-def _test_name(report) -> str:
+def _test_name(nodeid: str) -> str:
     """`forward[float32-257]` for a check, `performance` for the timing test."""
-    name = report.nodeid.split("::")[-1]
+    name = nodeid.split("::")[-1]
     if name.startswith("test_check["):
         return name[len("test_check[") : -1]
     return name.removeprefix("test_")
@@ -86,13 +86,12 @@ class ResultsRecorder:
         """The GPU memory PyTorch held at most during the test (how many grading processes fit beside
         one another: `python -m grader` prints each exercise's largest)."""
         torch = _cuda_torch()
-        name = nodeid.split("::")[-1]
-        name = name[len("test_check["):-1] if name.startswith("test_check[") else name.removeprefix("test_")
+        name = _test_name(nodeid)
         if torch is not None and name in self.tests:
             self.tests[name]["gpu_peak_mib"] = round(torch.cuda.max_memory_reserved() / 2**20)
 
     def pytest_runtest_logreport(self, report):
-        name = _test_name(report)
+        name = _test_name(report.nodeid)
         entry = self.tests.setdefault(
             name, {"name": name, "group": None, "outcome": "not run", "reason": "", "properties": {}})
         if report.failed and entry["outcome"] != "failed":  # a failure in setup counts too
