@@ -35,3 +35,25 @@ def test_readiness_check(tmp_path, cuda, missing, ready):
     proc = subprocess.run([sys.executable, "-S", "-c", readiness_check()], env={"PYTHONPATH": str(site)},
                           capture_output=True, text=True)
     assert (proc.returncode == 0) == ready, proc.stderr
+
+
+def test_requirements_pin_exactly_what_pyproject_declares():
+    """pyproject.toml is the one list of dependencies (and extras); requirements.txt, which the
+    bootstrap installs, names the same packages, each pin within pyproject's bounds."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    root = SCRIPT.parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(r) for r in project["dependencies"]]
+    declared += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    pinned = [Requirement(line.strip()) for line in (root / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    bounds = {canonicalize_name(r.name): r.specifier for r in declared}
+    assert sorted(bounds) == sorted(canonicalize_name(r.name) for r in pinned)
+    for r in pinned:
+        bound = bounds[canonicalize_name(r.name)]
+        for spec in r.specifier:
+            assert bound.contains(spec.version), f"{r} is outside pyproject's {r.name}{bound}"
+        assert r.specifier or not bound, f"pyproject bounds {r.name}{bound}; requirements.txt must pin it too"

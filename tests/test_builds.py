@@ -104,6 +104,30 @@ def test_stale_torch_lock_does_not_block_a_build(tmp_path):
 
 # --- rebuilding after an edit: ninja alone, without torch -------------------------------------------
 
+# What grader.build relies on in torch.utils.cpp_extension, which is private and may change in any
+# release: pattern -> what breaks if it goes. The behavioural tests below would mostly still pass
+# (a renamed lock file is simply never in the way; a new message prefix only loses the file and line).
+TORCH_BUILD_INTERNALS = {
+    r"os\.path\.join\(build_directory, 'build\.ninja'\)":
+        "the ninja-only rebuild runs torch's build.ninja from the build folder",
+    r"os\.path\.join\(build_directory, 'lock'\)":
+        "a killed build's lock file (torch before its OS-level lock) is removed by that name",
+    r"error_prefix=f\"Error building extension '\{name\}'\"":
+        "a compiler error is told from a broken build folder by torch's message prefix",
+    r"f\"\{module_name\}\{LIB_EXT\}\"": "the built library is <namespace>.so in the build folder",
+}
+
+
+def test_the_torch_build_internals_the_fast_rebuild_relies_on_are_there():
+    import inspect
+
+    from torch.utils import cpp_extension
+
+    source = inspect.getsource(cpp_extension)
+    missing = [why for pattern, why in TORCH_BUILD_INTERNALS.items() if not re.search(pattern, source)]
+    assert not missing, "torch.utils.cpp_extension changed; grader/build.py needs a look: " + "; ".join(missing)
+
+
 # `python -m grader.build`, failing if it imported torch
 BUILD_WITHOUT_TORCH = """
 import json, sys

@@ -462,7 +462,6 @@ def test_release_notebook_runs_on_cpu_and_fails_the_cpu_graded_cell(unit, releas
     assert "not written yet" in "".join(outputs_text(c) for c in notebook.cells if c.cell_type == "code")
 
 
-@pytest.mark.slow
 def test_notebook_build_compiles_and_loads_on_cpu(sources):
     """Course.build(): the assembled folder compiles with the grader's build, under a namespace of its
     own, and a CPU tensor reaches the op's own input check."""
