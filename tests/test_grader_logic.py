@@ -39,11 +39,13 @@ def test_groups_are_all_or_nothing():
     assert row["groups"]["input_checks"]["points"] == 1 and row["groups"]["autograd"]["points"] == 1
 
 
-@pytest.mark.parametrize("own_check", ["forward[own kernels ran]", "backward[own kernels ran]"])
-def test_a_group_that_requires_a_check_earns_nothing_when_that_check_fails(own_check):
-    """09's autograd group (gradcheck through the Python wrapper) counts only while the own-kernel
-    checks have not failed; one that did not run (QUICK=1) blocks nothing."""
-    training = spec.by_exercise("09")
+@pytest.mark.parametrize("exercise, own_check", [("09", "forward[own kernels ran]"), ("09", "backward[own kernels ran]"),
+                                                 ("03", "forward[own kernel ran]")])
+def test_a_group_that_requires_a_check_earns_nothing_when_that_check_fails(exercise, own_check):
+    """09's and 03's autograd groups (gradcheck through the Python wrapper) count only while the
+    own-kernel checks have not failed; one that did not run (QUICK=1) blocks nothing."""
+    training = spec.by_exercise(exercise)
+    assert own_check in {c.name for c in training.checks()}  # the name a grading run records
     assert own_check in training.requires["autograd"]
     groups = {g: "passed" for g in training.points if g != "performance"}
     tests = _tests(groups) + [{"name": n, "group": n.split("[")[0], "outcome": "passed", "reason": "",
@@ -547,3 +549,13 @@ def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mi
     monkeypatch.setattr(cli, "_nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
     monkeypatch.setattr(cli.os, "cpu_count", lambda: cores)
     assert cli.default_parallel(10) == expected
+
+
+def test_every_required_check_is_one_of_the_specs_checks():
+    """A `requires` entry names a scored group and checks by the names a grading run records: a
+    renamed check would otherwise block nothing, silently."""
+    for s in spec.select([]):
+        names = {c.name for c in s.checks()}
+        for group, needed in s.requires.items():
+            assert group in s.points, f"{s.exercise}: requires names the unscored group {group!r}"
+            assert set(needed) <= names, f"{s.exercise}: {sorted(set(needed) - names)} are not among its checks"

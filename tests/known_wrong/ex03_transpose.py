@@ -25,8 +25,8 @@ VARIANTS = [
     Variant(EX, "pytorch_fallback", "the Python wrapper calls x.t().contiguous()",
             {"transpose.py": [("return lib.ops.transpose(x)", "return x.t().contiguous()")]},
             # PyTorch's op also accepts a CPU tensor, which the exercise must refuse; its copy kernel is
-            # housekeeping (grader.observe), so no kernel of the exercise's ran
-            loses={"forward", "performance", "input_checks"}, reason="no GPU kernel of the exercise ran"),
+            # housekeeping (grader.observe), so no kernel of the exercise's ran; autograd requires that check
+            loses={"forward", "performance", "input_checks", "autograd"}, reason="no GPU kernel of the exercise ran"),
     Variant(EX, "default_stream", "the kernel is launched on the legacy default stream, not the caller's",
             {"transpose.cu": [("transpose_kernel<scalar_t><<<grid, block, 0, stream>>>(", "transpose_kernel<scalar_t><<<grid, block>>>(")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="torch.cuda.stream"),
