@@ -120,7 +120,8 @@ if want ballast; then
   for free in ${BALLAST_FREE:-14.5 11 7.5}; do
     python3 scripts/ballast.py "$free" > "$L/ballast_$free.txt" 2>&1 & bp=$!
     sleep 8; cat "$L/ballast_$free.txt"
-    run "grade_solutions_${free}GiB_free" "$(left)" make grade TARGET=solutions EX="$EXS" SEED=3
+    # and the float64 references on the CPU, as on the consumer cards simulated (grader.fp64)
+    COURSE_REFERENCE_DEVICE=cpu run "grade_solutions_${free}GiB_free" "$(left)" make grade TARGET=solutions EX="$EXS" SEED=3
     kill $bp; wait $bp 2>/dev/null
     grep -E "^0|^10|^total|not run|out of memory|OutOfMemory" "$L/grade_solutions_${free}GiB_free.log" | head -20
   done
