@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -129,8 +130,6 @@ class ResultsRecorder:
 
 def _cuda_torch():
     """torch, when this process has started CUDA (never starts it)."""
-    import sys
-
     torch = sys.modules.get("torch")
     return torch if torch is not None and torch.cuda.is_initialized() else None
 

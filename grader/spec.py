@@ -183,9 +183,10 @@ class Spec:
     # (fraction of the reference's throughput, fraction of the performance points earned)
     perf_tiers: Sequence[tuple[float, float]] = ((0.5, 0.5), (0.85, 1.0))
     perf_requires: Sequence[str] = ()  # groups that must pass before speed earns anything
-    # group -> checks that must not fail for the group to earn anything: a group whose checks go
-    # through PyTorch's own autograd (gradcheck of a Python wrapper) would otherwise pay a fallback
-    # to PyTorch's ops; a check that did not run (QUICK=1) blocks nothing
+    # group -> checks that must not fail for the group to earn anything: a group whose checks a
+    # wrapper falling back to PyTorch's ops would also pass (gradcheck through the Python wrapper,
+    # a stream check of it) is paid only while the own-work checks hold; one that did not run
+    # (QUICK=1) blocks nothing
     requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     # the reference solution's throughput over the baseline's, measured on an H100; stands in for
     # the reference when solutions/ is absent (a student release)
