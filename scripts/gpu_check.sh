@@ -9,6 +9,8 @@
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
+#   KNOWN_WRONG='03_.*/pytorch' ...             the known-wrong tests grade only these variants (regex over ids; "new": the
+#                                              trust rework's)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 #   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
 #
