@@ -99,7 +99,9 @@ class ResultsRecorder:
             entry["outcome"], entry["reason"] = "failed", _reason(report)
         elif report.skipped:
             entry["outcome"] = "skipped"
-            entry["reason"] = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            # pytest reports pytest.skip("why") as (file, line, "Skipped: why"): the scorer reads "why"
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            entry["reason"] = reason.removeprefix("Skipped: ")
         elif report.when == "call" and report.passed and entry["outcome"] == "not run":
             entry["outcome"] = "passed"
         entry["properties"].update(dict(report.user_properties))

@@ -552,6 +552,20 @@ def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mi
     assert cli.default_parallel(10) == expected
 
 
+@pytest.mark.parametrize("free_mib, parallel, expected", [
+    (7680, 1, 1),     # an 8 GB card: one process alive at a time, none waiting beside the checks
+    (14848, 1, 8),    # a 16 GB T4: checks one at a time, seven more may wait for their timing
+    (81000, 10, 14),  # an H100
+])
+def test_default_resident_leaves_the_checks_their_memory(monkeypatch, free_mib, parallel, expected):
+    from grader import cli
+
+    monkeypatch.setattr(cli, "_nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
+    assert cli.default_resident(parallel) == expected
+    monkeypatch.setattr(cli, "_nvidia_smi", lambda query: [])
+    assert cli.default_resident(parallel) is None
+
+
 def test_every_required_check_is_one_of_the_specs_checks():
     """A `requires` entry names a scored group and checks by the names a grading run records: a
     renamed check would otherwise block nothing, silently."""
@@ -560,3 +574,36 @@ def test_every_required_check_is_one_of_the_specs_checks():
         for group, needed in s.requires.items():
             assert group in s.points, f"{s.exercise}: requires names the unscored group {group!r}"
             assert set(needed) <= names, f"{s.exercise}: {sorted(set(needed) - names)} are not among its checks"
+
+
+def test_a_timing_that_saved_nothing_fails_unless_it_ran_out_of_memory(tmp_path):
+    """Nothing saved by a timing that passed: its outputs went unchecked, so the groups they vouch for
+    fail. By one that ran out of GPU memory before its first call: the speed points go, not those."""
+    from grader import judge
+
+    ex01 = spec.by_exercise("01")
+    missing = tmp_path / "timed_outputs.pt"
+    verdicts = judge.timed_verdicts(ex01, missing)
+    assert verdicts and all(v["outcome"] == "failed" and "saved no" in v["reason"] for v in verdicts), verdicts
+    assert judge.timed_verdicts(ex01, missing, out_of_memory=True) == []
+
+
+def test_a_check_this_gpu_cannot_run_costs_nothing_through_a_real_pytest_run(tmp_path):
+    """The scorer knows such a check by its reason; pytest reports a skip as "Skipped: <why>", so the
+    recorder must hand over the reason itself (as a synthetic test of the scorer alone could not see)."""
+    import json
+
+    import pytest as pytest_module
+
+    from grader import scoring
+    from grader.results import ResultsRecorder
+
+    (tmp_path / "test_one.py").write_text(
+        "import pytest\n"
+        "def test_fits():\n    pass\n"
+        f"def test_huge():\n    pytest.skip({scoring.NOT_RUN_HERE!r} + 'needs 8.8 GiB of free GPU memory')\n")
+    out = tmp_path / "results.json"
+    pytest_module.main([str(tmp_path / "test_one.py"), "-q", "-p", "no:cacheprovider"], plugins=[ResultsRecorder(out)])
+    tests = json.loads(out.read_text())["tests"]
+    huge = next(t for t in tests if t["name"] == "huge")
+    assert scoring.not_run_here(huge), huge
