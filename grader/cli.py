@@ -279,7 +279,8 @@ def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: 
     props["performance"] = combine(raw, None if "error" in yardstick else yardstick)
     found = [{"name": "timed calls at the benchmark's shape", "group": group, "outcome": "failed", "reason": why,
               "properties": {}} for group, why in (raw.get("wrong") or {}).items()]
-    return found + judge.timed_verdicts(spec, timed_outputs, device)
+    out_of_memory = perf_test["outcome"] == "failed" and "out of memory" in str(perf_test.get("reason", "")).lower()
+    return found + judge.timed_verdicts(spec, timed_outputs, device, out_of_memory=out_of_memory)
 
 
 def _tail(text: str, limit: int = 3000) -> str:
@@ -322,6 +323,15 @@ def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
 
 
 GIB_PER_PROCESS = 7.5  # free GPU memory to allow per grading process that runs its checks
+# What a grading process still holds once its checks are done and it waits for its timing: its CUDA
+# context with cuBLAS and cuDNN loaded (0.7 GiB measured on an H100)
+GIB_PER_WAITING_PROCESS = 1.0
+
+
+def _free_gib() -> float | None:
+    """The least free memory of the visible GPUs, in GiB; None where nvidia-smi cannot say."""
+    free_mib = [float(m) for m in _nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
+    return min(free_mib) / 1024 if free_mib else None
 
 
 def default_parallel(count: int) -> int:
@@ -335,10 +345,21 @@ def default_parallel(count: int) -> int:
     n = min(count, max(1, (os.cpu_count() or 2) - 2), 12)
     if n <= 1:
         return 1
-    free_mib = [float(m) for m in _nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
-    if free_mib:
-        n = min(n, int(min(free_mib) / 1024 // GIB_PER_PROCESS))
+    free = _free_gib()
+    if free is not None:
+        n = min(n, int(free // GIB_PER_PROCESS))
     return max(1, n)
+
+
+def default_resident(parallel: int) -> int | None:
+    """How many grading processes may be alive at once: `parallel` running their checks, and beside
+    them those done with their checks that wait for their turn to time, each still holding a CUDA
+    context. Unbounded, all ten waited on a card with 7.5 GiB free and the checks running beside
+    them ran out of memory (measured). None where the free memory is unknown."""
+    free = _free_gib()
+    if free is None:
+        return None
+    return parallel + max(0, int((free - parallel * GIB_PER_PROCESS) // GIB_PER_WAITING_PROCESS))
 
 
 def selects_performance(keyword: str | None) -> bool:
@@ -447,7 +468,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                     notes.append(f"its largest check held {peak / 1024:.1f} GiB of the GPU")
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
 
-            gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, timeout=timeout, on_finish=done)
+            gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
+                     timeout=timeout, on_finish=done)
         if stick is not None:
             measured = read_yardstick(stick, tmp)
             for e in references:

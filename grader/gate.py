@@ -185,12 +185,14 @@ def run_session(cmd: list[str], timeout: float, **kwargs) -> subprocess.Complete
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_finish=None) -> list[Job]:
+def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, resident: int | None = None,
+        on_finish=None) -> list[Job]:
     """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
-    count: it holds no core), each with `timeout` seconds of its own time (not counting while it is
-    `held`); gated when there is more than one job and either `parallel` > 1 or a light job, and
-    then no timing starts while any job is held. Light jobs start at once and do not count against
-    `parallel`. `on_finish(job)` is called as each ends. Returns `jobs`."""
+    count: it holds no core), and at most `resident` alive at once (a waiting one still holds GPU
+    memory), each with `timeout` seconds of its own time (not counting while it is `held`); gated
+    when there is more than one job and either `parallel` > 1 or a light job, and then no timing
+    starts while any job is held. Light jobs start at once and count against neither bound.
+    `on_finish(job)` is called as each ends. Returns `jobs`."""
     gated = len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))
     folder = Path(folder)
     pending, running = list(jobs), []
@@ -242,7 +244,8 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, on_fini
                 pending.remove(job)
                 start(job)
             if holder is None:
-                while pending and sum(j._state == CHECKS and not j.light for j in running) < parallel:
+                while (pending and sum(j._state == CHECKS and not j.light for j in running) < parallel
+                       and (resident is None or sum(not j.light for j in running) < max(1, resident))):
                     start(pending.pop(0))
                 ready = [j for j in running if j._state == READY]
                 if ready and len(ready) == len(running) and not building:

@@ -43,7 +43,7 @@ HANG = 3600.0
 
 
 def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float,
-         builds: dict[str, float] | None = None):
+         builds: dict[str, float] | None = None, resident: int | None = None):
     """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
     name -> seconds until the parent says that job's build is done (it is held until then)."""
     script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
@@ -68,7 +68,7 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, paralle
     start = time.monotonic()
     for t in timers:
         t.start()
-    gate.run(jobs, work, parallel=parallel, timeout=timeout)
+    gate.run(jobs, work, parallel=parallel, timeout=timeout, resident=resident)
     wall = time.monotonic() - start
     spans: dict[tuple[str, str], list[float]] = {}
     for line in log.read_text().splitlines():
@@ -92,6 +92,20 @@ def test_no_timing_overlaps_another_process_s_checks_or_timing(tmp_path):
             if other != name:
                 assert not _overlap(timed, spans[(other, "checks")]), f"{name}'s timing overlaps {other}'s checks"
                 assert not _overlap(timed, spans[(other, "timed")]), f"{name}'s timing overlaps {other}'s"
+    checks = [spans[(n, "checks")] for n in plan]
+    assert any(_overlap(x, y) for i, x in enumerate(checks) for y in checks[i + 1:]), "no checks ran at once"
+
+
+def test_no_more_processes_alive_than_resident(tmp_path):
+    """A process done with its checks waits for its timing holding GPU memory (its CUDA context):
+    `resident` bounds how many are alive, waiting or not, while checks still run `parallel` at once."""
+    plan = {name: (0.3, 0, 0.3) for name in "abcdef"}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=2, timeout=60, resident=3)
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    alive = {n: (spans[(n, "start")][0], spans[(n, "timed")][1]) for n in plan}
+    edges = sorted(t for span in alive.values() for t in span)
+    most = max(sum(a <= t < b for a, b in alive.values()) for t in edges)
+    assert most == 3, f"{most} processes alive at once, resident=3"
     checks = [spans[(n, "checks")] for n in plan]
     assert any(_overlap(x, y) for i, x in enumerate(checks) for y in checks[i + 1:]), "no checks ran at once"
 
