@@ -64,7 +64,6 @@ IGNORED = {"torch.manual_seed",  # torch._dynamo rebinds this alias when first i
            "threading._active", "threading._limbo", "threading._counter", "random._inst", "os.environ",
            # the grader's own records of the run, which change as it goes
            "grader.build._loaded", "grader.spec.SPEC_ERRORS"}
-DISPATCH_KEYS = ("CPU:", "CUDA:", "Autograd", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
 
 
 def _lookup(key: str):
@@ -166,7 +165,10 @@ def _grader_entries() -> dict[str, object]:
         out[name] = ("module", id(module))
         for attr, value in list(vars(module).items()):
             key = f"{name}.{attr}"
-            if attr.startswith("__") or isinstance(value, types.ModuleType) or key in IGNORED:
+            if attr.startswith("__") or key in IGNORED:
+                continue
+            if isinstance(value, types.ModuleType):  # an alias (`F`, `torch`) swapped for a look-alike
+                out[key] = ("module", id(value))
                 continue
             # the grading suite's own modules keep the run's state (faults seen, the exit status)
             if name.startswith("grader.suite") and not callable(value):
@@ -265,16 +267,17 @@ def _c_entries() -> dict[str, object]:
 
 
 def _dispatch_entries() -> dict[str, object]:
-    """PyTorch's dispatcher table of every aten operator, on the keys that run computations: a
-    kernel registered over one of PyTorch's (from C++ or torch.library) changes it."""
+    """PyTorch's dispatcher table of every aten operator, every dispatch key's kernel: a kernel
+    registered over one of PyTorch's, from C++ or torch.library and on any key (CUDA, BackendSelect,
+    ADInplaceOrView, Autocast...), changes it. The checks' own machinery (opcheck, the profiler,
+    gradcheck, fake tensors) registers no aten kernel after import (measured)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return {}
     out = {}
     for op in torch._C._dispatch_get_all_op_names():
         if op.startswith("aten::"):
-            lines = [line for line in torch._C._dispatch_dump(op).splitlines() if line.startswith(DISPATCH_KEYS)]
-            out[f"dispatcher {op}"] = hashlib.sha1("\n".join(lines).encode()).hexdigest()
+            out[f"dispatcher {op}"] = hashlib.sha1(torch._C._dispatch_dump(op).encode()).hexdigest()
     return out
 
 
@@ -293,7 +296,12 @@ def _fast_entries(grader_entries: dict) -> list[tuple]:
             continue
         members = vars(obj)
         for key, value in list(members.items()):
-            if f"{prefix}.{key}" in IGNORED or not callable(value):
+            if f"{prefix}.{key}" in IGNORED:
+                continue
+            if isinstance(value, types.ModuleType) and obj is sys.modules.get(prefix) and prefix.startswith("grader"):
+                out.append((f"{prefix}.{key}", members, key, value, None, None))  # a grader module's alias
+                continue
+            if not callable(value):
                 continue
             fn = getattr(value, "__func__", value)
             if isinstance(fn, types.FunctionType):

@@ -164,3 +164,35 @@ def test_a_c_function_re_pointed_without_a_python_change_is_named():
                          cwd=Path(grader.checks.__file__).parent.parent)
     assert out.stdout.startswith("2 [] "), out.stdout  # re-pointed, and invisible to the quick check
     assert "C math.sqrt" in out.stdout, out.stdout
+
+
+def _changed_after(code: str) -> list[str]:
+    """What a fresh process's deep check reports after running `code` (the grader's spec modules
+    imported before the snapshot, as in a grading process)."""
+    import ast
+    import subprocess
+    import sys
+
+    probe = ("import torch, grader.specs.ex06_conv2d\n"
+             "from grader.integrity import Snapshot\n"
+             "snap = Snapshot().take()\n" + code + "\nprint(snap.changed(deep=True))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(grader.checks.__file__).parent.parent)
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_grader_module_s_alias_swapped_for_a_look_alike_is_reported():
+    """`F` in a spec is looked up when a reference runs: a module put in its place that computes what
+    the submission computes would pass it. The fast check (after every test) sees it too."""
+    found = _changed_after("import types, torch.nn.functional as real\n"
+                           "fake = types.ModuleType('F'); fake.__dict__.update(vars(real))\n"
+                           "grader.specs.ex06_conv2d.F = fake")
+    assert "grader.specs.ex06_conv2d.F" in found, found
+
+
+def test_a_kernel_registered_on_any_dispatch_key_of_an_aten_operator_is_reported():
+    """Not only CPU and CUDA: a kernel under BackendSelect (or ADInplaceOrView, Autocast...) runs
+    before the backend's and can answer for it."""
+    found = _changed_after("lib = torch.library.Library('aten', 'IMPL')\n"
+                           "lib.impl('linalg_vector_norm', lambda *a, **k: torch.zeros(()), 'BackendSelect')")
+    assert "dispatcher aten::linalg_vector_norm" in found, found
