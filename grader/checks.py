@@ -328,3 +328,42 @@ def assert_own_kernels(fn, allowed: tuple[str, ...] | KernelRule, what: str) -> 
     problem = rule.problem(seen, what)
     if problem:
         raise CheckFailure(problem)
+
+
+# --- non-contiguous layouts of the same values: the generated checks and the judge ---------------
+
+def strided_copy(t: torch.Tensor) -> torch.Tensor | None:
+    """The same values in a view with gaps between them (every other element of a tensor twice as
+    large in every dim); None when no such view is non-contiguous (a single element)."""
+    if t.dim() == 0:
+        return None
+    base = torch.zeros([2 * s for s in t.shape], dtype=t.dtype, device=t.device)
+    view = base[tuple(slice(None, None, 2) for _ in t.shape)]
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
+def cropped_copy(t: torch.Tensor) -> torch.Tensor | None:
+    """The same values as a crop of a wider tensor: rows further apart than they are long, the last
+    dim still of unit stride, at an offset (a code that copies only when the last stride is not 1, or
+    that reads the row length for the row stride, is wrong here); None below two dims."""
+    if t.dim() < 2 or t.shape[-1] == 0:
+        return None
+    base = torch.zeros((*t.shape[:-1], t.shape[-1] + 3), dtype=t.dtype, device=t.device)
+    view = base[..., 1:1 + t.shape[-1]]
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
+def transposed_copy(t: torch.Tensor) -> torch.Tensor | None:
+    """The same values, dense but with the last two dims' strides swapped (a transpose's result);
+    None where that is still contiguous."""
+    if t.dim() < 2:
+        return None
+    view = torch.empty((*t.shape[:-2], t.shape[-1], t.shape[-2]), dtype=t.dtype, device=t.device).transpose(-1, -2)
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
+# the non-contiguous layouts every tensor argument is given, by what they catch
+LAYOUTS = {"strided view": strided_copy, "crop of a wider tensor": cropped_copy, "transposed layout": transposed_copy}

@@ -18,6 +18,8 @@ that process telling the truth. It works in two halves:
 - After every check (a submission without input checks may crash on it), `record_input_checks`
   repeats each call with one tensor argument at a time on the CPU and saves the error it raised, or
   that it was accepted. The judge requires an error naming that argument, for "input_checks".
+  Then `record_layouts` repeats each call with every tensor argument in each non-contiguous layout
+  (grader.checks.LAYOUTS): the right result, or an error naming one of them, for the call's group.
 
 So wrong results cannot earn points by tampering with the checks: a group passes only if the op's
 outputs, read back and compared here, are right. What the judge cannot see from outside is how the
@@ -36,7 +38,7 @@ from types import ModuleType
 import torch
 
 from grader import env
-from grader.checks import cuda_context_lost, relative_error
+from grader.checks import LAYOUTS, cuda_context_lost, relative_error
 from grader.results import save_atomic
 from grader.spec import AuditCall, Spec, audit_seed, derived_seed
 
@@ -44,6 +46,7 @@ JUDGE_PREFIX = "judge: "
 AUTOGRAD = "autograd"  # the group the gradients through autograd vouch for
 GRADS_SUFFIX = " autograd"
 INPUT_CHECKS = "input_checks"  # the group the wrong-device calls vouch for
+LAYOUT_INFIX = ": every tensor argument as a "  # "<call>: every tensor argument as a <layout>"
 DEVICE_INFIX = ": device, "  # "<call>: device, <argument> on the CPU", as the bad-input audit names it
 # the outputs file is written by the submission's process: refuse to load an absurd one
 MAX_OUTPUTS_BYTES = 64 << 20
@@ -172,6 +175,42 @@ def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device
     return first_problem
 
 
+def layout_variants(call: AuditCall) -> list[tuple[str, list[int], object]]:
+    """(name, argument indices, copy) of the call with every tensor argument it does not update in
+    place laid out otherwise (grader.checks.LAYOUTS), where a layout applies to any of them: a
+    submission that disabled the in-process checks of non-contiguous inputs still meets these."""
+    out = []
+    for layout, copy in LAYOUTS.items():
+        chosen = [i for i, a in enumerate(call.args) if is_tensor(a) and i not in call.mutates and copy(a) is not None]
+        if chosen:
+            out.append((f"{call.label}{LAYOUT_INFIX}{layout}", chosen, copy))
+    return out
+
+
+def record_layouts(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> None:
+    """Each judged call in every layout of layout_variants: its output or its error, added to the
+    outputs file after each call. Run as the grading process ends, after the wrong-device calls (an
+    op that faults on a layout costs these answers only); never raises, as record_input_checks."""
+    try:
+        outputs, _ = load_outputs(path)
+        for call in judged_calls(spec, seed):
+            for name, chosen, copy in layout_variants(call):
+                args = [_to(a, device) for a in call.args]
+                for i in chosen:
+                    args[i] = copy(args[i])
+                try:
+                    outputs[name] = _storable(resolve(module, call.op)(*args))
+                    _sync(device)
+                except Exception as e:  # noqa: BLE001: the error is the answer (naming an argument may be fine)
+                    outputs[name] = _error(e)
+                save_atomic(path, outputs)
+                if "error" in outputs[name] if isinstance(outputs[name], dict) else False:
+                    if cuda_context_lost(str(outputs[name]["error"])):
+                        return
+    except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
+        traceback.print_exc()
+
+
 def device_spoils(call: AuditCall) -> list[tuple[str, int]]:
     """(name, index) of each tensor argument, for the call with it on the CPU."""
     return [(f"{call.label}{DEVICE_INFIX}{call.names[i]} on the CPU", i)
@@ -272,6 +311,8 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]
 
     for call in calls:
         add(call.label, call.group, unreadable or _problem(call, outputs))
+        for name, chosen, _ in layout_variants(call):
+            add(name, call.group, unreadable or _problem(call, outputs, name, [call.names[i] for i in chosen]))
     # each pass draws its calls afresh: a reference may update its arguments in place
     if AUTOGRAD in ran:
         for call in judged_calls(spec, seed):
@@ -382,17 +423,22 @@ def _gradient_problem(call: AuditCall, seed: int, outputs: dict) -> str | None:
     return compare(actual, expected, tolerance(call), what)
 
 
-def _problem(call: AuditCall, outputs: dict) -> str | None:
-    if call.label not in outputs:
-        return f"{call.label} gave no output (the grading process ended before this call)"
-    actual = outputs[call.label]
+def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse: list[str] = ()) -> str | None:
+    """What is wrong with the saved answer `name` (default: the call's label) to the call; an error
+    naming one of `may_refuse` (arguments an interface may refuse in that layout) is an answer too."""
+    name = name or call.label
+    if name not in outputs:
+        return f"{name} gave no output (the grading process ended before this call)"
+    actual = outputs[name]
     if isinstance(actual, dict):
         if "error" in actual:
-            return f"{call.label} on valid arguments raised {actual['error']}"
-        return f"{call.label} returned a {actual.get('unexpected type', 'value')}, not tensors"
+            if may_refuse and names_one_of(str(actual["error"]), may_refuse):
+                return None
+            return f"{name} on valid arguments raised {actual['error']}"
+        return f"{name} returned a {actual.get('unexpected type', 'value')}, not tensors"
     try:
         expected = call.reference(*[_to(a, "cpu") for a in call.args])
     except Exception as e:  # noqa: BLE001: a grader fault, reported as such
         return f"grader error: the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
-    return compare(actual, expected, tolerance(call), f"{call.label}'s result")
+    return compare(actual, expected, tolerance(call), f"{name}'s result")
 

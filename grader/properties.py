@@ -6,8 +6,10 @@ reference and what may be assumed of it (grader.spec.AuditCall). From those, `pr
 generates, for every op, in each dtype the spec lists:
 
 - random shapes: the calls of this run's random shapes give the reference's answer;
-- non-contiguous arguments: each tensor argument, and all at once, as a strided view of the same
-  values: the right answer, or an error naming the argument (an interface may refuse them);
+- non-contiguous arguments: each tensor argument, and all at once, in each of three layouts of the
+  same values (every other element of a larger tensor; a crop of a wider one, last stride 1; dense
+  with the last two dims transposed): the right answer, or an error naming the argument (an
+  interface may refuse them);
 - NaN and infinities where the call says the reference defines the result (IEEE propagation);
 - scalar parameters across their range (zero, negative, above one: the call's `scalars`);
 - the current stream, forward and backward: inside `torch.cuda.stream(s)`, with the inputs
@@ -15,8 +17,9 @@ generates, for every op, in each dtype the spec lists:
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
 - gradients (calls with `grad_args`) at every scalar value and on a side stream;
-- which kernels ran (full grade): in every dtype and for every call, only the exercise's own
-  (grader.observe.KernelRule), so a fall-back for one dtype or one shape is seen;
+- which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each of its scalar values
+  and for several random geometries, only the exercise's own (grader.observe.KernelRule), so a
+  fall-back for one dtype, one parameter value or one kind of shape is seen;
 - output metadata (full grade): shape, dtype and strides against the registered fake
   (torch.library.opcheck), contiguous and strided.
 
@@ -31,7 +34,7 @@ import contextlib
 
 import torch
 
-from grader.checks import CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
+from grader.checks import LAYOUTS, CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
 from grader.fp64 import reference_device
 from grader.judge import clean, gradients, names_one_of, resolve
 from grader.observe import native_threads, observe
@@ -86,15 +89,6 @@ def tolerance(call: AuditCall) -> float:
     return 0.0 if call.exact else TOLERANCE[dtype_of(call)]
 
 
-def strided_copy(t: torch.Tensor) -> torch.Tensor | None:
-    """The same values in a view with gaps between them (every other element of a tensor twice as
-    large in every dim); None when no such view is non-contiguous (a single element)."""
-    if t.dim() == 0:
-        return None
-    base = torch.zeros([2 * s for s in t.shape], dtype=t.dtype, device=t.device)
-    view = base[tuple(slice(None, None, 2) for _ in t.shape)]
-    view.copy_(t)
-    return None if view.is_contiguous() else view
 
 
 def _tensors(value) -> list[torch.Tensor]:
@@ -274,14 +268,16 @@ def _random_shapes(spec, calls: _Calls, every_dtype: bool = False):
 def _noncontiguous(spec, calls: _Calls):
     def run(ctx):
         for call in calls(ctx, "noncontiguous", _dtypes(spec)[0]):
-            tensors = [i for i, a in enumerate(call.args) if isinstance(a, torch.Tensor) and i not in call.mutates
-                       and strided_copy(a) is not None]
-            for chosen in [[i] for i in tensors] + ([tensors] if len(tensors) > 1 else []):
-                args = _fresh(call.args)
-                for i in chosen:
-                    args[i] = strided_copy(args[i])
-                names = tuple(call.names[i] for i in chosen)
-                check_call(ctx, call, args, f"{_described(call)}, {' and '.join(names)} strided views", may_refuse=names)
+            for layout, copy in LAYOUTS.items():
+                tensors = [i for i, a in enumerate(call.args) if isinstance(a, torch.Tensor) and i not in call.mutates
+                           and copy(a) is not None]
+                for chosen in [[i] for i in tensors] + ([tensors] if len(tensors) > 1 else []):
+                    args = _fresh(call.args)
+                    for i in chosen:
+                        args[i] = copy(args[i])
+                    names = tuple(call.names[i] for i in chosen)
+                    check_call(ctx, call, args, f"{_described(call)}, {' and '.join(names)} as a {layout}",
+                               may_refuse=names)
     return run
 
 
@@ -363,6 +359,30 @@ def _gradients_property(spec, calls: _Calls):
     return run
 
 
+# random geometries drawn for the kernel watch, beside the fixed calls: a fall-back for one kind of
+# shape (a pointwise kernel, a stride, a dilation) meets the watch in some run without being named
+KERNEL_DRAWS = 3
+
+
+def _kernel_cases(spec, calls: _Calls, ctx: Context, dtype):
+    """(call, fresh arguments, description) for the kernel watch: every fixed call, each with every
+    value of its scalar parameters (a fall-back for one value shows), and KERNEL_DRAWS random ones."""
+    fixed = calls(ctx, f"kernels {dtype}", dtype, random_shapes=False)
+    for call in fixed:
+        yield call, _fresh(call.args), _described(call)
+        for i, values in call.scalars.items():
+            for value in values:
+                args = _fresh(call.args)
+                args[i] = value
+                yield call, args, f"{_described(call)}, {call.names[i]}={value}"
+    for draw in range(KERNEL_DRAWS):
+        with audit_seed(ctx.seed_for(f"{calls.label} kernels {dtype} {draw}")):
+            g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} kernel shapes {dtype} {draw}"))
+            drawn = [c for c in spec.random_calls(g, DEVICE.name, dtype) if c.label == calls.label]
+        for call in drawn:
+            yield call, _fresh(call.args), _described(call)
+
+
 def _own_kernels(spec, calls: _Calls):
     def run(ctx):
         import os
@@ -371,17 +391,17 @@ def _own_kernels(spec, calls: _Calls):
 
         if os.environ.get("COURSE_SANITIZE"):
             pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
-        for dtype in _dtypes(spec):
-            for call in calls(ctx, f"kernels {dtype}", dtype):
+        # float64 too, which the judge's calls use: an exercise taking only float32 draws float32 for it
+        for dtype in dict.fromkeys([*_dtypes(spec), torch.float64]):
+            for call, args, what in _kernel_cases(spec, calls, ctx, dtype):
                 rule = call.kernels or spec.kernel_rule()
-                args = _fresh(call.args)
                 fn = resolve(ctx.module, call.op)
                 try:
                     out, seen = observe(lambda: fn(*args), cpu_ops=rule.needs_cpu_ops)
                 except ERRORS as e:
-                    raise CheckFailure(f"{_described(call)}: {type(e).__name__}: {clean(e)[:300]}") from None
+                    raise CheckFailure(f"{what}: {type(e).__name__}: {clean(e)[:300]}") from None
                 empty = not any(t.numel() for t in _tensors(out))
-                problem = rule.problem(seen, _described(call), expect_work=not empty)
+                problem = rule.problem(seen, what, expect_work=not empty)
                 if problem:
                     raise CheckFailure(problem)
     return run
@@ -397,15 +417,15 @@ def _fake(spec, calls: _Calls):
                 out = []
                 for i, a in enumerate(_fresh(call.args)):
                     if isinstance(a, torch.Tensor) and i not in call.mutates:
-                        if how == "strided":
-                            a = strided_copy(a) if strided_copy(a) is not None else a
+                        if how in LAYOUTS:
+                            a = LAYOUTS[how](a) if LAYOUTS[how](a) is not None else a
                         elif how == "channels_last" and a.dim() == 4:
                             # an op whose result follows its input's memory format differs from a fake that does not
                             a = a.contiguous(memory_format=torch.channels_last)
                     out.append(a)
                 return out
 
-            for how in ("contiguous", "strided", "channels_last"):
+            for how in ("contiguous", *LAYOUTS, "channels_last"):
                 try:
                     op(*arguments(how))
                 except ERRORS as e:

@@ -44,7 +44,7 @@ env.configure()  # before torch.utils.cpp_extension is imported (by the exercise
 import torch  # noqa: E402
 
 from grader.judge import clean, compare, device_spoils, is_tensor, names_one_of, resolve, tolerance  # noqa: E402
-from grader.properties import strided_copy  # noqa: E402
+from grader.checks import strided_copy  # noqa: E402
 from grader.spec import AuditCall, Spec, audit_randn  # noqa: E402
 from tests.grading import JOBS, SOLUTIONS, quiet, selected  # noqa: E402
 

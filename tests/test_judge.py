@@ -35,8 +35,14 @@ def _verdicts(module, tmp_path, tests=ALL_PASSED, input_checks=False):
     CPU they cannot be recorded: see _with_input_answers)."""
     path = tmp_path / "outputs.pt"
     judge.record_outputs(module, LEAKY, SEED, path, device="cpu")
+    judge.record_layouts(module, LEAKY, SEED, path, device="cpu")
     return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, tests)
             if input_checks or e["group"] != "input_checks"}
+
+
+def _layouts(label: str) -> set[str]:
+    call = next(c for c in judge.judged_calls(LEAKY, SEED) if c.label == label)
+    return {judge.JUDGE_PREFIX + name for name, _, _ in judge.layout_variants(call)}
 
 
 @pytest.mark.parametrize("s", spec.all_specs(), ids=lambda s: s.exercise)
@@ -57,9 +63,35 @@ def test_every_spec_gives_the_judge_calls_it_can_check_on_the_cpu(s):
 
 def test_right_outputs_pass(tmp_path):
     found = _verdicts(_leaky(), tmp_path)
-    assert set(found) == {"judge: leaky_relu", "judge: leaky_relu_backward", "judge: leaky_relu autograd"}
+    layouts = _layouts("leaky_relu") | _layouts("leaky_relu_backward")
+    assert layouts, "no non-contiguous layout of the judged calls"
+    assert set(found) == {"judge: leaky_relu", "judge: leaky_relu_backward", "judge: leaky_relu autograd"} | layouts
     assert all(e["outcome"] == "passed" for e in found.values()), found
     assert found["judge: leaky_relu autograd"]["group"] == "autograd"
+
+
+def _reads_any_layout_as_contiguous(x, p):
+    dense = torch.as_strided(x, x.shape, torch.empty(x.shape).stride(), x.storage_offset())
+    return F.leaky_relu(dense, p)
+
+
+def _refuses_non_contiguous_x(x, p):
+    if not x.is_contiguous():
+        raise ValueError("x must be contiguous")
+    return F.leaky_relu(x, p)
+
+
+def test_the_judge_repeats_its_calls_in_non_contiguous_layouts(tmp_path):
+    """A submission that switched off the in-process checks of non-contiguous arguments still meets
+    these, re-checked here: a wrong answer fails its group, an error naming the argument does not."""
+    found = _verdicts(types.SimpleNamespace(leaky_relu=_reads_any_layout_as_contiguous,
+                                            leaky_relu_backward=_leaky().leaky_relu_backward), tmp_path)
+    wrong = {name for name, e in found.items() if e["outcome"] == "failed"}
+    assert wrong and wrong <= _layouts("leaky_relu"), found
+    assert all(found[name]["group"] == "forward" for name in wrong)
+    refused = _verdicts(types.SimpleNamespace(leaky_relu=_refuses_non_contiguous_x,
+                                              leaky_relu_backward=_leaky().leaky_relu_backward), tmp_path)
+    assert all(e["outcome"] == "passed" for e in refused.values()), refused
 
 
 class _BackwardIgnoresSlope(torch.autograd.Function):
@@ -100,12 +132,12 @@ def test_an_error_on_valid_arguments_fails(tmp_path):
         raise RuntimeError("not implemented yet: leaky_relu")
     found = _verdicts(types.SimpleNamespace(leaky_relu=broken, leaky_relu_backward=broken), tmp_path)
     assert all(e["outcome"] == "failed" and "not implemented yet" in e["reason"] for e in found.values()), found
-    assert len(found) == 3
+    assert len(found) == 3 + len(_layouts("leaky_relu") | _layouts("leaky_relu_backward"))
 
 
 def test_groups_the_grading_process_did_not_run_are_not_judged(tmp_path):
     only_forward = [t for t in ALL_PASSED if t["group"] == "forward"]
-    assert set(_verdicts(_leaky(), tmp_path, only_forward)) == {"judge: leaky_relu"}
+    assert set(_verdicts(_leaky(), tmp_path, only_forward)) == {"judge: leaky_relu"} | _layouts("leaky_relu")
     only_autograd = [t for t in ALL_PASSED if t["group"] == "autograd"]
     assert set(_verdicts(_leaky(), tmp_path, only_autograd)) == {"judge: leaky_relu autograd"}
     skipped = [dict(t, outcome="skipped") for t in ALL_PASSED]

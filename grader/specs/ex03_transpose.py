@@ -134,11 +134,13 @@ class TransposeSpec(Spec):
 
     def audit_calls(self, device, dtype) -> list[AuditCall]:
         """For the bad-input audit (tests/test_input_audit.py), the judge and the generated properties."""
-        return [self._call(audit_randn(5, 7, device=device, dtype=dtype))]
+        # and a row vector, whose transpose has the same memory order: the result must still be a new tensor
+        return [self._call(audit_randn(5, 7, device=device, dtype=dtype)),
+                self._call(audit_randn(1, 9, device=device, dtype=dtype, seed=2), "transpose(row vector)")]
 
-    def _call(self, x) -> AuditCall:
+    def _call(self, x, label: str = "") -> AuditCall:
         return AuditCall("transpose", (x,), ("x",), lambda x: x.t(), grad_args=(0,), registered="lib.ops.transpose",
-                         nonfinite=(0,), exact=True)
+                         nonfinite=(0,), exact=True, **({"label": label} if label else {}))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         seed = int(torch.randint(0, 2**31, (1,), generator=g))

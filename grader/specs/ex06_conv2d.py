@@ -311,14 +311,21 @@ class ConvSpec(Spec):
             x, w = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3)
             params = ((2, 1), (1, 1), (1, 2))
         b = r(4, seed=3, scale=0.2)
-        return [self._call(x, w, bias, params, group, version, kernel)
-                for group, version, kernel in self.versions_graded for bias in (b, None)]
+        # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
+        # generated checks (which kernels ran among them) meet it in every run
+        x1, w1 = r(2, 3, 5, 4, seed=4), r(*((3, 4) if self.transposed else (4, 3)), 1, 1, seed=5, scale=0.5)
+        pointwise = ((1, 1), (0, 0), (0, 0), (1, 1)) if self.transposed else ((1, 1), (0, 0), (1, 1))
+        geometries = (((x, w), params, (b, None), ""), ((x1, w1), pointwise, (b,), "pointwise"))
+        return [self._call(*tensors, bias, conv, group, version, kernel, kind)
+                for group, version, kernel in self.versions_graded
+                for tensors, conv, biases, kind in geometries for bias in biases]
 
-    def _call(self, x, w, bias, params, group, version, kernel) -> AuditCall:
+    def _call(self, x, w, bias, params, group, version, kernel, kind: str = "") -> AuditCall:
         names = ("stride", "padding", "output_padding", "dilation") if self.transposed else ("stride", "padding", "dilation")
         extra = () if version is None else (version,)
         what = [f"version={version}"] if version is not None else []
         what.append("bias" if bias is not None else "no bias")
+        what += [kind] if kind else []
         # NaN and infinities in x propagate to every output that reads them; in the weight they would
         # meet the zero padding, where whether 0 * inf is computed is the kernel's choice
         return AuditCall(self.op, (x, w, bias, *params, *extra),

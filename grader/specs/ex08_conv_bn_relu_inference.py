@@ -183,7 +183,11 @@ class ConvBNReLUInferenceSpec(Spec):
         x, w, b = r(2, 3, 6, 5, seed=1), r(4, 3, 3, 3, seed=2, scale=0.3), r(4, seed=3, scale=0.2)
         bn = (r(4, seed=4, scale=0.2, offset=1.0), r(4, seed=5, scale=0.3), r(4, seed=6, scale=0.2),
               r(4, seed=7, scale=0.1, offset=1.0))  # bn_weight, bn_bias, running_mean, running_var (> 0)
-        return [_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1))) for bias in (b, None)]
+        # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
+        # generated checks (which kernels ran among them) meet it in every run
+        x1, w1 = r(2, 3, 5, 4, seed=8), r(4, 3, 1, 1, seed=9, scale=0.5)
+        return ([_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1))) for bias in (b, None)]
+                + [_call(x1, w1, b, bn, ((1, 1), (0, 0), (1, 1)), "pointwise")])
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """A convolution of random geometry (exercise 06's generator), with bias or not."""
@@ -236,12 +240,12 @@ def _audit_reference(x, w, b, gamma, beta, mean, var, eps, stride, padding, dila
     return F.relu(F.batch_norm(z, mean.double(), var.double(), gamma.double(), beta.double(), False, 0.0, eps))
 
 
-def _call(x, w, bias, bn, conv) -> AuditCall:
+def _call(x, w, bias, bn, conv, kind: str = "") -> AuditCall:
     names = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running_var", "eps", "stride",
              "padding", "dilation")
     # NaN and infinities in x propagate through the convolution, BatchNorm and ReLU (torch.relu keeps NaN)
     return AuditCall("conv_bn_relu_inference", (x, w, bias, *bn, 1e-5, *conv), names, _audit_reference,
-                     label=f"conv_bn_relu_inference({'bias' if bias is not None else 'no bias'})",
+                     label=f"conv_bn_relu_inference({'bias' if bias is not None else 'no bias'}{', ' + kind if kind else ''})",
                      registered="lib.ops.conv_bn_relu_inference", nonfinite=(0,), scalars={7: (0.1, 1e-3)})
 
 

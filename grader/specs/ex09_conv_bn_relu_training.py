@@ -349,21 +349,22 @@ NAMES = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running
 RUNNING = (5, 6, 7)  # running_mean, running_var, num_batches_tracked: updated in place in training
 
 
-def _calls(r, x, w, b, conv, k: int, seed: int) -> list[AuditCall]:
+def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "") -> list[AuditCall]:
     """The calls of every op on one convolution: `r(*shape, seed=, scale=, offset=)` draws a tensor."""
     gamma, beta = r(k, seed=seed, scale=0.2, offset=1.0), r(k, seed=seed + 1, scale=0.3)
     mean, var = r(k, seed=seed + 2, scale=0.2), r(k, seed=seed + 3, scale=0.1, offset=1.0)
     count = torch.zeros((), dtype=torch.long, device=x.device)
     calls = [AuditCall("conv_bn_relu", (x, w, b, gamma, beta, mean, var, count, True, 0.1, 1e-5, *conv), NAMES,
-                       lambda *a: _audit_forward(*a, True)[0], label="conv_bn_relu(training)",
+                       lambda *a: _audit_forward(*a, True)[0], label=f"conv_bn_relu(training{', ' + kind if kind else ''})",
                        # not the bias: in training its gradient is 0, which a relative error cannot judge
                        grad_args=(0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), infinities=False,
-                       scalars={10: (1e-3,)})]
+                       # momentum None: the cumulative average, a path of its own
+                       scalars={9: (None, 0.3), 10: (1e-3,)})]
     for training in (True, False):
         mode = "training" if training else "eval"
         args = (x, w, b, gamma, beta, mean, var, count, training, 0.1, 1e-5, *conv, True)  # keep_z
         calls.append(AuditCall("lib.ops.conv_bn_relu_forward", args, NAMES + ("keep_z",), _audit_forward,
-                               label=f"conv_bn_relu_forward({mode})", registered="lib.ops.conv_bn_relu_forward",
+                               label=f"conv_bn_relu_forward({mode}{', ' + kind if kind else ''})", registered="lib.ops.conv_bn_relu_forward",
                                mutates=RUNNING if training else (), nonfinite=(0,),
                                # the batch's statistics of infinities: inf - inf in Welford's or Chan's updates
                                infinities=not training, scalars={10: (0.1,)}))
@@ -372,7 +373,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int) -> list[AuditCall]:
         calls.append(AuditCall(
             "lib.ops.conv_bn_relu_backward", (grad_y, x, w, z, y, gamma, m, invstd, training, *conv),
             ("grad_y", "x", "weight", "z", "y", "bn_weight", "save_mean", "save_invstd", "training", "stride",
-             "padding", "dilation"), _audit_backward, label=f"conv_bn_relu_backward({mode})",
+             "padding", "dilation"), _audit_backward, label=f"conv_bn_relu_backward({mode}{', ' + kind if kind else ''})",
             registered="lib.ops.conv_bn_relu_backward"))
     return calls
 
@@ -483,7 +484,11 @@ class ConvBNReLUTrainingSpec(Spec):
 
         x, w, b = r(2, 3, 6, 5, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3), r(4, seed=3, scale=0.2)
         conv = ((1, 2), (1, 0), (2, 1))  # stride, padding, dilation: the output is 4 x 2
-        return _calls(r, x, w, b, conv, 4, seed=4)
+        # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
+        # generated checks (which kernels ran among them) meet it in every run
+        x1, w1 = r(2, 3, 5, 4, seed=20), r(4, 3, 1, 1, seed=21, scale=0.5)
+        return _calls(r, x, w, b, conv, 4, seed=4) + _calls(r, x1, w1, b, ((1, 1), (0, 0), (1, 1)), 4, seed=22,
+                                                             kind="pointwise")
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """The two ops on a convolution of random geometry (exercise 06's generator)."""
@@ -516,7 +521,7 @@ class ConvBNReLUTrainingSpec(Spec):
             gamma = (1 + 0.2 * torch.randn(k, generator=g, device="cuda")).requires_grad_()
             beta = (0.1 * torch.randn(k, generator=g, device="cuda")).requires_grad_()
             gy = torch.randn(n, k, h, w, generator=g, device="cuda")
-            buffers = (torch.zeros(k, device="cuda"), torch.ones(k, device="cuda"),
+            buffers = (torch.full((k,), RUNNING_MEAN_0, device="cuda"), torch.full((k,), RUNNING_VAR_0, device="cuda"),
                        torch.zeros((), dtype=torch.long, device="cuda"))
             return x, wt, gamma, beta, gy, buffers
 
@@ -529,37 +534,47 @@ class ConvBNReLUTrainingSpec(Spec):
             unit="FLOP",
             reference=whole_reference(_reference_step),
             # the gradients loosely: a handful of ReLU-kink flips between float32 and float64 move them ~1e-3
-            tolerance=lambda inp: [Y_TOL, 1e-2, 1e-2, 1e-2, 1e-2],
-            output_groups=("forward", "backward", "backward", "backward", "backward"),
+            tolerance=lambda inp: [Y_TOL, 1e-2, 1e-2, 1e-2, 1e-2, STATS_TOL, STATS_TOL],
+            output_groups=("forward", "backward", "backward", "backward", "backward", "running_stats", "running_stats"),
             min_bytes=4.0 * (2 * n * c * h * w + 4 * n * k * h * w),
         )
 
 
 BENCH = (32, 64, 56, 56, 64)
+# The timed step's running statistics start here in every input set (a refill restores them), so the
+# reference knows them without reading buffers the step has updated since
+RUNNING_MEAN_0, RUNNING_VAR_0, BENCH_MOMENTUM = 0.0, 1.0, 0.1
 
 
 def _fused_step(mod, inp):
+    """y, the four gradients, and the running statistics the step updated (copies: an output may not
+    share memory with an input), so that they too are verified at the benchmark's shape."""
     x, wt, gamma, beta, gy, (rm, rv, nbt) = inp
-    y = mod.conv_bn_relu(x, wt, None, gamma, beta, rm, rv, nbt, training=True, momentum=0.1, eps=1e-5, stride=1,
-                         padding=1)
-    return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy))
+    y = mod.conv_bn_relu(x, wt, None, gamma, beta, rm, rv, nbt, training=True, momentum=BENCH_MOMENTUM, eps=1e-5,
+                         stride=1, padding=1)
+    return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy), rm.clone(), rv.clone())
 
 
 def _eager_step(inp):
     x, wt, gamma, beta, gy, (rm, rv, nbt) = inp
-    y = F.relu(F.batch_norm(F.conv2d(x, wt, None, 1, 1), rm, rv, gamma, beta, True, 0.1, 1e-5))
-    return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy))
+    y = F.relu(F.batch_norm(F.conv2d(x, wt, None, 1, 1), rm, rv, gamma, beta, True, BENCH_MOMENTUM, 1e-5))
+    return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy), rm.clone(), rv.clone())
 
 
 def _reference_step(inp):
-    """The training step in float64: y and the gradients of x, the weight, gamma and beta."""
+    """The training step in float64: y, the gradients of x, the weight, gamma and beta, and the
+    running mean and (unbiased) variance after it."""
     x, wt, gamma, beta, gy, _ = inp
     leaves = [t.detach().double().requires_grad_() for t in (x, wt, gamma, beta)]
     with torch.enable_grad():
-        y = F.relu(F.batch_norm(F.conv2d(leaves[0], leaves[1], None, 1, 1), None, None, leaves[2], leaves[3], True,
-                                0.0, 1e-5))
+        z = F.conv2d(leaves[0], leaves[1], None, 1, 1)
+        y = F.relu(F.batch_norm(z, None, None, leaves[2], leaves[3], True, 0.0, 1e-5))
         grads = torch.autograd.grad(y, leaves, gy.double())
-    return [y.detach(), *grads]
+    z = z.detach()
+    m = BENCH_MOMENTUM
+    running_mean = (1 - m) * RUNNING_MEAN_0 + m * z.mean((0, 2, 3))
+    running_var = (1 - m) * RUNNING_VAR_0 + m * z.var((0, 2, 3), unbiased=True)
+    return [y.detach(), *grads, running_mean, running_var]
 
 
 def _peak_step(step, inp) -> float:

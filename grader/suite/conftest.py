@@ -178,6 +178,7 @@ def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
 
     if torch.cuda.is_available():
         judge.record_input_checks(module, spec, seed, path)
+        judge.record_layouts(module, spec, seed, path)
 
 
 def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
