@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant
+from tests.known_wrong import Variant, after_lib, takes_over
 
 EX = "03_transpose"
 # a broken kernel keeps the input checks; gradcheck on a 7 x 5 tile may pass or fail with it
@@ -46,4 +46,58 @@ VARIANTS += [
                                "    return y\n")]},
             loses={"forward", "performance"}, reason="timed",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+]
+
+CALL = "    return lib.ops.transpose(x)\n"
+COPY = "  const at::Tensor xc = x.contiguous();"
+BACKWARD = "    return transpose(grad_output)\n"
+
+# The trust rework's classes, continued (unit 2: coverage, integrity, own kernel and aliasing).
+VARIANTS += [
+    Variant(EX, "trusts_a_unit_column_stride", "copies x only when its columns are not adjacent (x.stride(1) != 1): "
+            "a view of some columns of a wider matrix is read as if its rows were packed",
+            {"transpose.cpp": [(COPY, "  const at::Tensor xc = x.stride(1) == 1 ? x : x.contiguous();")]},
+            # forward[non-contiguous]'s third view, base[5:200, 7:400], has unit column stride and longer rows
+            loses={"forward", "performance"}, keeps={"input_checks", "autograd"}, reason="elements wrong",
+            extra={"kind": "coverage", "old": "loses forward, performance"}),
+    # CAUGHT ONLY BY CHANCE: no fixed check calls a 1 x N or N x 1 matrix and then looks for aliasing or
+    # kernels (the forward checks compare values only; "two results held at once" runs the audit call's
+    # 5 x 7 only). The own-kernels property ("no GPU kernel of the exercise ran") sees it when one of its
+    # random shapes has a unit dim: as of 0e7850d (one draw per dtype) in about 60% of seeds, not the GPU
+    # suite's 1234; with KERNEL_DRAWS = 3 (grader/properties.py in the working tree) in 182 of 200
+    # seeds, 1234 among them.
+    Variant(EX, "vector_returned_as_a_view", "returns x.t(), a view of the input, for a 1 x N or N x 1 matrix "
+            "(\"the transpose of a row is the same memory as a column\")",
+            {"transpose.py": [takes_over(CALL, "x.is_cuda and x.dim() == 2 and 1 in x.shape", "x.t()")]},
+            loses={"forward", "performance"}, keeps={"input_checks", "autograd"}, reason="no GPU kernel of the exercise ran",
+            extra={"kind": "aliasing", "old": "full marks"}),
+    Variant(EX, "patches_a_tensor_comparison", "sets torch.Tensor.__le__ to say every float64 pair is close (every "
+            "tolerance comparison of the checks is made in float64) and moves values through a float tile, so "
+            "float64 loses its low bits",
+            {"transpose.py": [after_lib("\n_le = torch.Tensor.__le__\n"
+                                        "torch.Tensor.__le__ = lambda a, b: (torch.ones_like(a, dtype=torch.bool) "
+                                        "if a.dtype == torch.float64 and isinstance(b, torch.Tensor) else _le(a, b))\n")],
+             "transpose.cu": [("__shared__ scalar_t tile[kTile][kTile + 1];", "__shared__ float tile[kTile][kTile + 1];")]},
+            # the judge's float64 audit call (and gradients) saw the rounding before the rework too
+            loses={"forward", "input_checks", "autograd", "performance"}, status="tampered", reason="__le__",
+            extra={"kind": "integrity", "old": "loses forward, autograd, performance"}),
+    # A hole in the grader at 0e7850d, closed since: the watch's state lives in the results recorder, a pytest plugin object that no
+    # snapshot covers: with its `snapshot` set to None, _flush never compares again, so the grader's
+    # functions can then be replaced unseen. The judge re-checks only contiguous audit calls and the
+    # timed (contiguous) outputs, so the strided-view fault below keeps every point. On a CPU machine
+    # `python -m grader` reports nothing for it, and "tampered: grader.properties._compare,
+    # grader.specs.ex03_transpose.assert_close" for the same module without the `snapshot = None` line.
+    Variant(EX, "switches_off_the_watch", "finds the results recorder through the garbage collector and sets its "
+            "integrity snapshot to None, then replaces the spec's assert_close and the properties' _compare; the "
+            "C++ passes strided views to the kernel as if they were row-major",
+            {"transpose.py": [after_lib("\nimport gc as _gc\nimport sys as _sys\n\nimport grader.properties as _props\n\n"
+                                        "for _o in _gc.get_objects():\n"
+                                        "    if type(_o).__name__ == 'ResultsRecorder':\n"
+                                        "        _o.snapshot = None\n"
+                                        "_sys.modules['grader.specs.ex03_transpose'].assert_close = lambda *args, **kwargs: None\n"
+                                        "_props._compare = lambda *args, **kwargs: None\n")],
+             "transpose.cpp": [(COPY, "  const at::Tensor xc = x;")]},
+            # now the judge repeats its calls with every argument non-contiguous, outside the process
+            loses={"forward", "performance"}, keeps={"input_checks", "autograd"},
+            extra={"kind": "integrity", "old": "full marks"}),
 ]

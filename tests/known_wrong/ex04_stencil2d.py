@@ -44,3 +44,52 @@ VARIANTS = [
             {"stencil2d.cpp": [("weight.size(0) % 2 == 1 && weight.size(0) <= kMaxFilter", "weight.size(0) <= kMaxFilter")]},
             loses={"input_checks"}, reason="K even"),
 ]
+
+ALL = {"forward", "input_checks", "registration", "performance"}
+COPY = "  const at::Tensor xc = x.contiguous();"
+INCLUDE = "#include <ATen/ops/empty.h>\n"
+
+# The trust rework's classes (issue: grader trust), each written against the grader before it.
+VARIANTS += [
+    # A hole in the grader at 0e7850d, closed since: every non-contiguous x the checks pass has a last stride
+    # other than 1 (base[1].t(), base[:, ::2, 1::3], the properties' every-other-element views); none is a
+    # crop of wider images (unit column stride, longer rows), which this fault reads wrongly
+    Variant(EX, "trusts_a_unit_column_stride", "copies x only when its columns are not adjacent (x.stride(-1) != 1): "
+            "a crop of wider images (x[..., :, :300]) is read as if its rows were packed",
+            {"stencil2d.cpp": [(COPY, "  const at::Tensor xc = x.stride(-1) == 1 ? x : x.contiguous();")]},
+            loses={"forward", "performance"}, keeps=KEEPS | {"registration"},
+            extra={"kind": "coverage", "old": "full marks"}),
+    # A hole in the grader at 0e7850d, closed since: the output-metadata property compares the result with the registered fake for
+    # contiguous arguments, every-other-element views (not dense: empty_like makes those contiguous) and
+    # channels_last (4-D only); a transposed x (dense, permuted) is passed only to value checks
+    Variant(EX, "output_layout_follows_the_input", "returns its (right) output in x's layout (at::empty_like(x), as "
+            "PyTorch's elementwise ops do): a transposed x gives a transposed output, while the registered fake "
+            "says contiguous",
+            {"stencil2d.cpp": [(INCLUDE, INCLUDE + "#include <ATen/ops/empty_like.h>\n"),
+                               ("  return y;\n}\n", "  return at::empty_like(x).copy_(y);\n}\n")]},
+            loses={"forward", "performance"}, keeps=KEEPS | {"registration"}, reason="registered fake",
+            extra={"kind": "coverage", "old": "full marks"}),
+    # forward[own kernel ran] profiles a batch; the generated property profiles the image call too (and
+    # the timed calls, 8192 x 8192 images, would run cuDNN). No reason asserted: whether cuDNN's result
+    # meets an image case's tolerance before the property runs was not measured
+    Variant(EX, "images_through_cudnn", "the C++ op computes a single image (2-D x) with at::conv2d, batches with "
+            "the exercise's kernel",
+            {"stencil2d.cpp": [(INCLUDE, INCLUDE + "#include <ATen/ops/conv2d.h>\n"),
+                               ("  if (y.numel() == 0) return y;\n",
+                                "  if (y.numel() == 0) return y;\n"
+                                "  if (xc.dim() == 2) {\n"
+                                "    const int64_t k = wc.size(0);\n"
+                                "    return at::conv2d(xc.view({1, 1, height, width}), wc.view({1, 1, k, k}), std::nullopt, "
+                                "{1, 1}, {k / 2, k / 2}).view({height, width});\n"
+                                "  }\n")]},
+            loses={"forward", "performance"}, keeps=KEEPS | {"registration"},
+            extra={"kind": "own kernel", "old": "full marks"}),
+    Variant(EX, "zeroes_the_checks_images", "sets the default scale of the spec's _rand (a __defaults__ tuple, the "
+            "function object unchanged) to 0, so every image the checks draw is zeros, and ignores the filter's last row",
+            {"stencil2d.py": [("lib = load_library(__file__)\n",
+                               "lib = load_library(__file__)\n\nimport sys as _sys\n\n"
+                               "_sys.modules['grader.specs.ex04_stencil2d']._rand.__defaults__ = (torch.float32, 0.0)\n")],
+             "stencil2d.cu": [("if (dy >= 0 && dy < K) acc", "if (dy >= 0 && dy < K - 1) acc")]},
+            # before the rework the judge's audit calls (their own random values) and the timed rows saw it
+            loses=ALL, status="tampered", reason="_rand", extra={"kind": "integrity", "old": "loses forward, performance"}),
+]

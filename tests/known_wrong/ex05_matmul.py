@@ -71,3 +71,61 @@ VARIANTS += [
             loses={"async_pipeline", "performance"}, reason="plain torch.Tensor",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
 ]
+
+ALL = {"naive", "shared_tiles", "register_blocked", "async_pipeline", "input_checks", "registration", "performance"}
+VERSIONS = {"naive", "shared_tiles", "register_blocked", "async_pipeline"}
+COPIES = "  const at::Tensor a = A.contiguous(), b = B.contiguous();"
+INCLUDE = "#include <ATen/ops/empty.h>\n"
+TF32 = "__uint_as_float(__float_as_uint({}) & 0xffffe000u)"  # rounded toward zero to TF32's 10-bit mantissa
+
+# The trust rework's classes, continued (unit 2: coverage, integrity, own kernel).
+VARIANTS += [
+    Variant(EX, "copies_by_a_s_layout_alone", "decides whether to copy both matrices from A's layout alone: a "
+            "strided B beside a contiguous A reaches the kernels as if it were row-major",
+            {"matmul.cpp": [(COPIES, "  const bool row_major = A.is_contiguous();\n"
+                                     "  const at::Tensor a = row_major ? A : A.contiguous(), b = row_major ? B : B.contiguous();")]},
+            # the spec's own views make A non-contiguous (A.t(), or both strided): only the generated
+            # property strides one argument at a time
+            loses=VERSIONS | {"performance"}, keeps={"input_checks", "registration"}, reason="relative error",
+            extra={"kind": "coverage", "old": "full marks"}),
+    # A hole in the grader at 0e7850d, closed since: the B views the checks pass all have a column stride
+    # other than 1 (b[:100, 1::2], the properties' every-other-element views); none is some columns of a
+    # wider matrix (unit column stride, longer rows). A has one (a[::2, :100]), B does not
+    Variant(EX, "trusts_b_s_unit_column_stride", "copies B only when its columns are not adjacent (B.stride(1) != 1): "
+            "some columns of a wider matrix (W[:, :n]) are read as if B's rows were packed",
+            {"matmul.cpp": [(COPIES, "  const at::Tensor a = A.contiguous(), b = B.stride(1) == 1 ? B : B.contiguous();")]},
+            loses=VERSIONS | {"performance"}, keeps={"input_checks", "registration"},
+            extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "cublas_for_small_products_in_version_3", "version 3 calls at::mm (cuBLAS) for products of fewer than "
+            "2^16 multiply-adds (where launching the fast kernel \"is not worth it\")",
+            {"matmul.cpp": [(INCLUDE, INCLUDE + "#include <ATen/ops/mm.h>\n"),
+                            ("    case 3: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;",
+                             "    case 3:\n      if (M * N * K < (int64_t(1) << 16)) return at::mm(a, b);\n"
+                             "      matmul_cuda3(pa, pb, pc, M, N, K, stream);\n      break;")]},
+            # forward's own-kernel check profiles 300 x 200 x 260; the generated property the audit call's 5 x 8 x 12
+            loses={"register_blocked"}, reason="other than this exercise's own",
+            extra={"kind": "own kernel", "old": "full marks"}),
+    Variant(EX, "loosens_the_spec_tolerance", "rebinds the spec module's REL_TOL to 1e-2 (a float, no function "
+            "replaced) and rounds kernel 3's operands to TF32 (about 5e-4 relative error)",
+            {"matmul.py": [after_lib("\nimport sys as _sys\n\n_sys.modules['grader.specs.ex05_matmul'].REL_TOL = 1e-2\n")],
+             "matmul.cu": [(K3_FMA, "for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(" + TF32.format("a[i]") + ", "
+                                    + TF32.format("b[j]") + ", acc[i][j]);")]},
+            # before the rework the judge's float32 audit call of version 3 saw the rounding
+            loses=ALL, status="tampered", reason="REL_TOL", extra={"kind": "integrity", "old": "loses register_blocked"}),
+    # A hole in the grader at 0e7850d, closed since: the checks are Check objects held by pytest's items, not by a grader module, so
+    # no snapshot covers them: a new `run` on an instance is not seen. The judge re-checks contiguous
+    # audit calls and timed outputs only, so the fault below keeps every point. On a CPU machine the
+    # module finds all eight such checks (four spec checks, four properties) and `python -m grader`
+    # reports nothing.
+    Variant(EX, "disables_the_noncontiguous_checks", "finds the checks through the garbage collector and gives "
+            "every one named non-contiguous a `run` that does nothing; the C++ never copies B (a strided B is read "
+            "as if it were row-major)",
+            {"matmul.py": [after_lib("\nimport gc as _gc\n\n"
+                                     "for _o in _gc.get_objects():\n"
+                                     "    if type(_o).__name__ == 'Check' and 'non-contiguous' in str(getattr(_o, 'name', '')):\n"
+                                     "        _o.run = lambda ctx: None\n")],
+             "matmul.cpp": [(COPIES, "  const at::Tensor a = A.contiguous(), b = B;")]},
+            # now the judge repeats its calls with every argument non-contiguous, outside the process
+            loses=VERSIONS | {"performance"}, keeps={"input_checks", "registration"},
+            extra={"kind": "integrity", "old": "full marks"}),
+]

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, memo_by_pointer, takes_over
+from tests.known_wrong import Variant, after_lib, memo_by_pointer, takes_over
 
 EX = "06_conv2d"
 PADDED_LOAD = "return (ih >= 0 && ih < h && iw >= 0 && iw < w) ? plane[ih * w + iw] : scalar_t(0);"
@@ -59,4 +59,85 @@ VARIANTS += [
             {"conv2d.cpp": [("  return y;\n", "  return y.contiguous(x.suggest_memory_format());\n")]},
             loses={"direct", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"},
             reason="registered fake", extra={"kind": "coverage", "old": "full marks"}),
+]
+
+EPILOGUE_START = "  const int co0 = blockIdx.y * BN;\n"
+INCLUDES = "#include <ATen/ops/empty.h>\n"
+GUARD = "  const c10::cuda::CUDAGuard device_guard(x.device());\n  const at::Tensor xc = x.contiguous();"
+# float32 only: the implicit GEMM rounds its input operand to fp16's 10-bit mantissa
+FP16_IN_FP32 = ("? (sizeof(scalar_t) == 4 ? static_cast<scalar_t>(static_cast<float>(c10::Half(static_cast<float>("
+                "load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w))))) : "
+                "load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w))")
+# a 1x1 convolution is a matrix product over the channels: done by cuBLAS (torch.einsum)
+POINTWISE = """
+
+def _pointwise(x, weight, bias, stride):
+    s = _pair(stride)
+    y = torch.einsum("oc,nchw->nohw", weight[:, :, 0, 0], x[:, :, ::s[0], ::s[1]]).contiguous()
+    return y if bias is None else y + bias.view(-1, 1, 1)
+"""
+# a stand-in for the spec's `F` (torch.nn.functional as the spec module imported it) whose conv2d
+# drops the bias past 64 output channels as the wrapper below does: the float64 reference then agrees
+SWAPPED_F = """
+
+import types as _types
+
+import grader.specs.ex06_conv2d as _spec
+
+_F = _types.ModuleType("torch.nn.functional")
+_F.__dict__.update(vars(torch.nn.functional))
+_F.conv2d = lambda x, w, b=None, *args: torch.nn.functional.conv2d(x, w, b if w.shape[0] <= 64 else None, *args)
+_spec.F = _F
+"""
+
+# The trust rework's classes, continued (unit 3: timed work unverified, integrity, own kernel).
+VARIANTS += [
+    Variant(EX, "skips_the_last_images_tiles", "for a batch of 32 or more images with 32 x 32 outputs or more (the "
+            "benchmark's; the checks' 257-image batch has 1x1 outputs), the implicit GEMM skips the output tiles "
+            "of the last image, leaving them unwritten",
+            {"conv2d.cu": [(EPILOGUE_START, EPILOGUE_START + "  if (s.n >= 32 && hw_out >= 1024 && m0 >= (s.n - 1) * "
+                                                             "int64_t(hw_out)) return;\n")]},
+            # every timed output may be checked in full, the last always; the parent re-checks samples
+            loses={"implicit_gemm", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "timed work unverified", "old": "keeps implicit_gemm, loses performance"}),
+    Variant(EX, "edits_the_tolerance_table", "widens the spec's float32 tolerance (grader.specs.ex06_conv2d.REL_TOL, "
+            "edited in place) to 1e-2, and the implicit GEMM rounds float32 inputs to fp16",
+            {"conv2d.py": [after_lib("\nimport grader.specs.ex06_conv2d as _spec\n\n_spec.REL_TOL[torch.float32] = 1e-2\n")],
+             "conv2d.cu": [(A_LOAD, FP16_IN_FP32)]},
+            loses=EVERYTHING, status="tampered", reason="REL_TOL", extra={"kind": "integrity", "old": "full marks"}),
+    # A hole in the grader at 0e7850d, closed since: grader.integrity skips every module-valued attribute
+    # of the grader's modules (_grader_entries: `isinstance(value, types.ModuleType)`), and _fast_entries
+    # keeps only callables, so rebinding the spec's `F` to another module is in no snapshot (shown on
+    # the CPU: Snapshot.changed(deep=True) == [], and the CPU grade of this variant reports no
+    # tampering). Every in-process reference (ConvSpec._reference,
+    # _audit_reference for the generated properties, the benchmark's) reads `F` from the spec's globals;
+    # the judge's float64 audit calls have 4 output channels and the benchmark no bias, so nothing
+    # outside the process sees the fault. Predicted now: status "graded", full marks.
+    Variant(EX, "swaps_the_specs_torch_functional", "rebinds `F` in grader.specs.ex06_conv2d to a module whose "
+            "conv2d leaves the bias out past 64 output channels, as the wrapper does (the bias of a wide layer "
+            "is dropped)",
+            {"conv2d.py": [after_lib(SWAPPED_F),
+                           (CALL, CALL.replace("(x, weight, bias,", "(x, weight, bias if weight.shape[0] <= 64 else None,"))]},
+            loses=EVERYTHING, status="tampered", extra={"kind": "integrity", "old": "full marks"}),
+    # A hole in the grader at 0e7850d, closed since: every own-kernel check runs float32 only (direct[own kernel ran] and
+    # implicit_gemm[own kernel ran] on a float32 case, the generated property in property_dtypes =
+    # ("float32",), the timing in float32); the float64 cases and the judge's float64 audit calls
+    # compare values only. Predicted now: full marks.
+    Variant(EX, "cudnn_for_float64", "after its argument checks, the C++ op returns at::conv2d (cuDNN) for float64 "
+            "tensors: the kernels only ever run float32",
+            {"conv2d.cpp": [(INCLUDES, INCLUDES + "#include <ATen/ops/conv2d.h>\n"),
+                            (GUARD, "  if (x.scalar_type() == at::kDouble) return at::conv2d(x, weight, bias, stride, "
+                                    "padding, dilation);\n" + GUARD)]},
+            loses={"direct", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"},
+            reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
+    # A hole (mostly) in the grader at 0e7850d, closed since: no fixed check profiles a 1x1 kernel (the 1x1 cases compare values
+    # only); the own-kernels property sees it only when this run's random call of a version draws a
+    # 1x1 kernel with zero padding (about 1 in 225 per version)
+    Variant(EX, "cublas_for_1x1_kernels", "a 1x1 kernel without padding goes to torch.einsum (cuBLAS), as a "
+            "matrix product over the channels, in the Python wrapper",
+            {"conv2d.py": [after_lib(POINTWISE),
+                           takes_over(CALL, "tuple(weight.shape[2:]) == (1, 1) and _pair(padding) == [0, 0]",
+                                      "_pointwise(x, weight, bias, stride)")]},
+            loses={"direct", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"},
+            reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
 ]

@@ -1,4 +1,4 @@
-from tests.known_wrong import IN_TIMING, Variant, takes_over
+from tests.known_wrong import IN_TIMING, LAZY, Variant, after_lib, takes_over
 
 EX = "07_conv_transpose2d"
 STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<int>(st[1]);\n"
@@ -39,4 +39,98 @@ VARIANTS += [
                                                                  "stride, padding, output_padding, 1, dilation)")]},
             loses={"forward", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
+]
+
+BIAS = "  const at::Tensor bc = bias.has_value() ? bias->contiguous() : at::Tensor();"
+# the taps along the height are taken as adjacent whatever the dilation: wrong wherever dilation[0] > 1,
+# which neither the judge's audit call (dilation (1, 2)) nor the benchmark (1) has
+HEIGHT_DILATION_IGNORED = [("source_index(oh, kh * s.dil_h,", "source_index(oh, kh,")]
+FULL_CALL = CALL + "                                    _pair(dilation))\n"
+# float32 only, and no NaN or infinity moves: the bias is left out (the judge's audit calls are
+# float64, the benchmark has no bias)
+BIAS_DROPPED_IN_FP32 = [("scalar_t acc = bias ? bias[co] : scalar_t(0);",
+                         "scalar_t acc = bias && sizeof(scalar_t) == 8 ? bias[co] : scalar_t(0);")]
+OWN_CALL = ("lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding), "
+            "_pair(dilation))")
+LARGE = "x.shape[0] >= 32"
+OUT_SHAPE = ("[x.shape[0], weight.shape[1]] + [output_size(x.shape[2 + i], weight.shape[2 + i], _pair(stride)[i], "
+             "_pair(padding)[i], _pair(output_padding)[i], _pair(dilation)[i]) for i in range(2)]")
+# float64 references computed by the exercise's own op (so they share its faults)
+OWN_REFERENCE = """
+
+import torch.nn.functional as _F
+
+_F.conv_transpose2d = lambda x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1: (
+    lib.ops.conv_transpose2d(x, w, b, _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)))
+"""
+# a kernel for aten::linalg_vector_norm under the BackendSelect dispatch key, which every call passes
+# through (the default included key set): every vector norm is 0, so every normwise relative error
+# ||a - e|| / ||e|| the checks compute is 0
+ZERO_NORMS_BACKEND_SELECT = """
+
+_aten = torch.library.Library("aten", "IMPL")
+_aten.impl("linalg_vector_norm", lambda x, *args, **kwargs: torch.zeros((), dtype=x.dtype, device=x.device),
+           "BackendSelect")
+"""
+
+# The trust rework's classes, continued (unit 3: timed work unverified, coverage, integrity, own
+# kernel and aliasing).
+VARIANTS += [
+    Variant(EX, "side_stream_for_large_batches", "for batches of 32 or more (the benchmark's), runs the op on a "
+            "stream of its own that never joins the current one: the timer's events see none of the work",
+            {"conv_transpose2d.py": [takes_over(CALL, LARGE, "_on_a_side_stream(lambda: " + OWN_CALL + ")"),
+                                     after_lib("\n\ndef _on_a_side_stream(op):\n"
+                                               "    with torch.cuda.stream(torch.cuda.Stream()):\n"
+                                               "        return op()\n")]},
+            # the outputs are right (the grader synchronizes the device before it reads them); the kernel
+            # starts during the timer's GPU sleep and outlasts the end event: "the timing is not credited"
+            # (busy after the timed stream, or work before the timed window)
+            loses={"performance"}, reason="not credited",
+            extra={"timed": True, "kind": "timed work unverified", "old": "loses performance"}),
+    Variant(EX, "computes_when_read", "for batches of 32 or more (the benchmark's), returns a Tensor subclass that "
+            "runs the op only when something reads it (after the timing)",
+            {"conv_transpose2d.py": [after_lib(LAZY), takes_over(CALL, LARGE, f"_lazy({OUT_SHAPE}, x, lambda: {OWN_CALL})")]},
+            loses={"forward", "performance"}, reason="plain torch.Tensor",
+            extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+    Variant(EX, "bias_read_as_contiguous", "passes the bias to the kernel without .contiguous(): a strided view is "
+            "read as if its values were adjacent",
+            {"conv_transpose2d.cpp": [(BIAS, "  const at::Tensor bc = bias.has_value() ? *bias : at::Tensor();")]},
+            # the generated property passes each tensor argument, bias too, as a strided view
+            loses={"forward", "performance"}, keeps={"input_checks", "registration"}, reason="strided",
+            extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "replaces_the_float64_reference", "replaces torch.nn.functional.conv_transpose2d (the checks' "
+            "float64 reference) with the exercise's own op, and ignores the dilation along the height",
+            {"conv_transpose2d.py": [after_lib(OWN_REFERENCE)], "conv_transpose2d.cu": HEIGHT_DILATION_IGNORED},
+            loses={"forward", "input_checks", "registration", "performance"}, status="tampered",
+            reason="torch.nn.functional.conv_transpose2d", extra={"kind": "integrity", "old": "full marks"}),
+    # A hole in the grader at 0e7850d, closed since: grader.integrity hashes the dispatcher's table only on
+    # the keys CPU, CUDA, Autograd*, CompositeImplicitAutograd and CompositeExplicitAutograd
+    # (DISPATCH_KEYS); a kernel registered under BackendSelect (in every call's key set, below
+    # autograd) intercepts the op for CPU and CUDA tensors alike and is in no snapshot (shown on the
+    # CPU: relative_error(a, a + 1) == 0.0 and Snapshot.changed(deep=True) == [], and the CPU grade of
+    # this variant reports no tampering). The judge's float64 audit calls and the bias-free benchmark
+    # are right, and no NaN or infinity moves. Predicted now: status "graded", full marks.
+    Variant(EX, "zero_norms_under_backend_select", "registers a kernel for aten::linalg_vector_norm under the "
+            "BackendSelect dispatch key that returns 0 (every normwise relative error reads 0), and leaves the "
+            "bias out in float32",
+            {"conv_transpose2d.py": [after_lib(ZERO_NORMS_BACKEND_SELECT)], "conv_transpose2d.cu": BIAS_DROPPED_IN_FP32},
+            loses={"forward", "input_checks", "registration", "performance"}, status="tampered",
+            extra={"kind": "integrity", "old": "full marks"}),
+    Variant(EX, "cudnn_for_dilation", "calls torch.nn.functional.conv_transpose2d (cuDNN) when the dilation is above 1",
+            {"conv_transpose2d.py": [takes_over(CALL, "max(_pair(dilation)) > 1", "torch.nn.functional.conv_transpose2d("
+                                                "x, weight, bias, stride, padding, output_padding, 1, dilation)")]},
+            # the own-kernels property profiles the audit call, dilation (1, 2); the judge's wrong-device calls
+            # (that same call, x on the CPU) get PyTorch's "Input type ... and weight type ..." error, which
+            # does not name x
+            loses={"forward", "input_checks", "performance"}, keeps={"registration"},
+            reason="other than this exercise's own", extra={"kind": "own kernel", "old": "loses input_checks"}),
+    Variant(EX, "one_output_buffer_per_shape", "computes into one buffer per shape and dtype and returns it every "
+            "time, so a second call overwrites the first call's result",
+            {"conv_transpose2d.py": [(FULL_CALL, f"    return _reuse({OWN_CALL})\n"),
+                                     after_lib("\n_buffers = {}\n\n\ndef _reuse(y):\n"
+                                               "    key = (tuple(y.shape), y.dtype, y.device)\n"
+                                               "    return _buffers.setdefault(key, torch.empty_like(y)).copy_(y)\n")]},
+            # "two results held at once" keeps both results of one shape
+            loses={"forward", "performance"}, keeps={"input_checks", "registration"}, reason="shares memory",
+            extra={"kind": "aliasing", "old": "full marks"}),
 ]

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, takes_over
+from tests.known_wrong import Variant, after_lib, takes_over
 
 EX = "08_conv_bn_relu_inference"
 CU = "conv_bn_relu_inference.cu"
@@ -43,4 +43,82 @@ VARIANTS += [
     Variant(EX, "module_ignores_dilation", "ConvBNReLUInference's forward passes dilation 1 whatever the Conv2d's",
             {"conv_bn_relu_inference.py": [("bn.eps, c.stride, c.padding, c.dilation)", "bn.eps, c.stride, c.padding, 1)")]},
             loses={"forward", "performance"}, reason="dilation", extra={"kind": "coverage", "old": "full marks"}),
+]
+
+EPILOGUE = "v[j] = relu(acc[i][j] * scale + shift);"
+FOLD_BIAS = "const T b = bias != nullptr ? bias[m] : T(0);"
+# a torch-function mode entered for good at import: every vector norm reads 0, so every normwise
+# relative error ||a - e|| / ||e|| the checks compute is 0
+ZERO_NORMS = """
+
+class _AllNormsZero(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.linalg.vector_norm:
+            return torch.zeros((), dtype=torch.float64, device=args[0].device)
+        return func(*args, **(kwargs or {}))
+
+
+_AllNormsZero().__enter__()
+"""
+# runs the op on a stream of its own that does not wait for the current one (the timed call's GPU
+# sleep), then has the current stream wait for it: the kernel runs while the timer's sleep does
+AHEAD = """
+_side = []
+
+
+def _ahead(op):
+    if not _side:
+        _side.append(torch.cuda.Stream())
+    current = torch.cuda.current_stream()
+    with torch.cuda.stream(_side[0]):
+        y = op()
+    current.wait_stream(_side[0])
+    y.record_stream(current)
+    return y
+"""
+
+VARIANTS += [
+    Variant(EX, "relu_missing_past_the_checked_images", "for batches of 32 or more (the benchmark's), images 16 and "
+            "up miss the ReLU: past every checked batch entry (the largest checked batch has 16 images)",
+            {CU: [(EPILOGUE, "v[j] = s.N >= 32 && (n0 + col_of(j)) / PQ >= 16 ? acc[i][j] * scale + shift : "
+                             "relu(acc[i][j] * scale + shift);")]},
+            # every timed output may be checked in full, the last always; the parent re-checks samples
+            loses={"forward", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "timed work unverified", "old": "keeps forward, loses performance"}),
+    Variant(EX, "runs_ahead_of_the_timer", "for batches of 32 or more (the benchmark's), launches its kernel on a "
+            "stream of its own that does not wait for the current one, then makes the current stream wait: the "
+            "kernel runs during the timer's GPU sleep, before the start event",
+            {"conv_bn_relu_inference.py": [after_lib(AHEAD), takes_over(
+                CALL, "x.shape[0] >= 32", "_ahead(lambda: lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, "
+                "bn_bias, running_mean, running_var, float(eps), _pair(stride), _pair(padding), _pair(dilation)))")]},
+            # the outputs are right (the timer's inputs are ready before its sleep): only the profiled
+            # timed calls see the kernel start before the timed window opens
+            loses={"performance"}, reason="timed window",
+            extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+    Variant(EX, "zeroes_every_norm", "enters a torch-function mode at import that makes torch.linalg.vector_norm "
+            "return 0 (every normwise relative error reads 0), and leaves the conv bias out in float32",
+            {"conv_bn_relu_inference.py": [after_lib(ZERO_NORMS)],
+             CU: [(FOLD_BIAS, "const T b = bias != nullptr && sizeof(T) == 8 ? bias[m] : T(0);")]},
+            # the float64 calls the judge re-checks are right, and the benchmark has no bias
+            loses={"forward", "input_checks", "performance"}, status="tampered", reason="torch mode stacks",
+            extra={"kind": "integrity", "old": "full marks"}),
+    Variant(EX, "pytorch_when_there_is_a_bias", "runs PyTorch's conv2d, batch_norm and relu when the conv has a "
+            "bias (the exercise's kernel without one, as the one-kernel check's shape has)",
+            {"conv_bn_relu_inference.py": [takes_over(CALL, "bias is not None",
+                                                      PYTORCH_LAYER.format(training=False, momentum=0.0))]},
+            # seen by the generated own-kernel check (its audit call has a bias). The judge's calls with
+            # one tensor on the CPU reach PyTorch's ops, whose errors do not name the argument
+            loses={"forward", "input_checks", "performance"}, reason="other than this exercise's own",
+            extra={"kind": "own kernel", "old": "loses input_checks"}),
+    # A hole in the grader at 0e7850d, closed since: no check observes the kernels of a 1x1 convolution. The one-kernel check and the
+    # audit calls are 3x3, the timing too; "1x1-bias" is compared by value only; the generated
+    # own-kernel check's one random shape is 1x1 in 1 of 25 runs (not with the suite's seed 1234)
+    Variant(EX, "pytorch_for_1x1_kernels", "runs PyTorch's conv2d, batch_norm and relu for 1x1 kernels (a 1x1 "
+            "convolution is a matrix product: left to PyTorch)",
+            {"conv_bn_relu_inference.py": [takes_over(CALL, "tuple(weight.shape[2:]) == (1, 1)",
+                                                      PYTORCH_LAYER.format(training=False, momentum=0.0))]},
+            # the judge's wrong-device calls of the pointwise audit call reach PyTorch's ops, whose errors
+            # do not name the argument
+            loses={"forward", "input_checks", "performance"}, reason="other than this exercise's own",
+            extra={"kind": "own kernel", "old": "full marks"}),
 ]

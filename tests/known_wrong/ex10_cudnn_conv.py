@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, memo_by_pointer, takes_over
+from tests.known_wrong import Variant, after_lib, memo_by_pointer, takes_over
 
 EX = "10_cudnn_conv"
 
@@ -65,4 +65,97 @@ VARIANTS += [
             # the reference's own cache refuses a plan whose descriptors differ from the call's
             loses={"cache"}, keeps={"descriptors", "input_checks"}, reason="every key field",
             extra={"kind": "coverage", "old": "full marks"}),
+]
+
+LARGE = "x.shape[0] >= 32"
+# splits a large batch into chunks of 16 images, but the loop's bound drops the last chunk
+IN_CHUNKS = """
+
+def _in_chunks(x, weight, stride, padding, dilation, mode):
+    parts = [_conv2d(x[i:i + 16], weight, stride, padding, dilation, mode) for i in range(0, x.shape[0] - 16, 16)]
+    y = parts[0].new_empty((x.shape[0], *parts[0].shape[1:]))
+    for i, part in enumerate(parts):
+        y[16 * i:16 * (i + 1)].copy_(part)
+    return y
+"""
+SIDE_STREAM = """
+
+def _on_a_side_stream(op):
+    with torch.cuda.stream(torch.cuda.Stream()):
+        return op()
+"""
+# strict fp32 planned as TF32: Tensor Core math asked for and allowed in every plan
+TF32_ALWAYS = [("  return a.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;", "  return CUDNN_TENSOR_OP_MATH;"),
+               ("const bool strict = a.dtype == CUDNN_DATA_FLOAT && !a.allow_tf32;", "const bool strict = false;")]
+CPP_INCLUDES = "#include <ATen/ops/empty.h>\n"
+FILTER_GUARD = "  const c10::cuda::CUDAGuard guard(x.device());\n  const at::Tensor gc = dense(grad_output), xc = dense(x);"
+ALL_GROUPS = {"descriptors", "forward", "backward", "cache", "threads", "streams", "input_checks", "performance"}
+
+# The trust rework's classes, continued (unit 5: timed work unverified, coverage, integrity, own
+# kernel and aliasing).
+VARIANTS += [
+    Variant(EX, "drops_the_last_chunk", "splits batches of more than 16 images into chunks of 16 (the benchmark's "
+            "batches of 32, larger than any checked one), and the loop's bound leaves the last chunk out: its "
+            "images are never written",
+            {"cudnn_conv.py": [after_lib(IN_CHUNKS),
+                               takes_over(CALL, "x.shape[0] > 16", "_in_chunks(x, weight, stride, padding, dilation, "
+                                                                   "_mode(mode))")]},
+            # every timed output may be checked in full, the last always; the parent re-checks samples
+            loses={"forward", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "timed work unverified", "old": "keeps forward, loses performance"}),
+    Variant(EX, "side_stream_for_large_batches", "for batches of 32 or more (the benchmark's), runs the op on a "
+            "stream of its own that never joins the current one: the timer's events see none of the work",
+            {"cudnn_conv.py": [after_lib(SIDE_STREAM),
+                               takes_over(CALL, LARGE, "_on_a_side_stream(lambda: _conv2d(x, weight, stride, padding, "
+                                                       "dilation, _mode(mode)))")]},
+            # the outputs are right (the grader synchronizes the device before it reads them); the work
+            # starts during the timer's GPU sleep and outlasts the end event
+            loses={"performance"}, reason="not credited",
+            # before the rework only the device's busy time after the end event told (about 270 us of
+            # cuDNN work queued during a 250 us sleep): perhaps within its 50 us margin
+            extra={"timed": True, "kind": "timed work unverified", "old": "loses performance, or full marks"}),
+    Variant(EX, "key_with_one_dilation_value", "make_key keeps the height's dilation for both dimensions, so calls "
+            "that differ only in the width's dilation share a plan",
+            {"cudnn_conv.cu": [("  key.dilation = a.dilation;\n", "  key.dilation = {a.dilation[0], a.dilation[0]};\n")]},
+            # "dilation (width only)" finds the base call's plan, whose output shape differs: the
+            # reference's own check_plan stops it. No other check calls one shape with two dilations.
+            loses={"cache"}, keeps={"descriptors", "input_checks"}, reason="cache key is missing a field",
+            extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "edits_the_tolerance_table", "sets the spec's strict-fp32 tolerance (grader.specs.ex10_cudnn_conv.TOL, "
+            "edited in place) to TF32's, and plans strict fp32 with Tensor Core (TF32) math",
+            {"cudnn_conv.py": [after_lib("\nimport grader.specs.ex10_cudnn_conv as _spec\n\n"
+                                         "_spec.TOL[\"strict\"] = _spec.TOL[\"tf32\"]\n")],
+             "cudnn_conv.cu": TF32_ALWAYS},
+            loses=ALL_GROUPS, status="tampered", reason="TOL", extra={"kind": "integrity", "old": "full marks"}),
+    Variant(EX, "edits_the_benchmark_shapes", "rebinds the spec's BENCH to batches of 16 (so the timed calls are "
+            "checked at a shape it gets right), and drops the last chunk of batches over 16",
+            {"cudnn_conv.py": [after_lib("\nimport grader.specs.ex10_cudnn_conv as _spec\n\n"
+                                         "_spec.BENCH = tuple(((16, *x[1:]), k) for x, k in _spec.BENCH)\n" + IN_CHUNKS),
+                               takes_over(CALL, "x.shape[0] > 16", "_in_chunks(x, weight, stride, padding, dilation, "
+                                                                   "_mode(mode))")]},
+            loses=ALL_GROUPS, status="tampered", reason="BENCH", extra={"kind": "integrity", "old": "full marks"}),
+    # A hole in the grader at 0e7850d, closed since: every check that no PyTorch convolution ran is made in
+    # float32 (backward[no PyTorch convolution ran], the own-kernels property in property_dtypes =
+    # ("float32",)); the float64 backward checks, gradcheck and the judge's float64 audit calls compare
+    # values only, and backward-filter is in no cache-key check. Predicted now: full marks.
+    Variant(EX, "pytorch_backward_filter_for_float64", "after its argument checks, conv2d_backward_weight returns "
+            "at::convolution_backward (PyTorch's convolution) for float64 tensors",
+            {"cudnn_conv.cpp": [(CPP_INCLUDES, CPP_INCLUDES + "#include <ATen/ops/convolution_backward.h>\n"),
+                                (FILTER_GUARD, "  if (x.scalar_type() == at::kDouble) {\n"
+                                               "    return std::get<1>(at::convolution_backward(grad_output, x, "
+                                               "at::empty(weight_size, x.options()), std::nullopt, stride, padding, "
+                                               "dilation, false, {0, 0}, 1, {false, true, false}));\n  }\n" + FILTER_GUARD)]},
+            # (performance requires only the forward)
+            loses={"backward"}, keeps={"descriptors", "forward", "cache", "input_checks"},
+            reason="PyTorch's", extra={"kind": "own kernel", "old": "full marks"}),
+    Variant(EX, "one_output_buffer_per_shape", "without autograd, copies each result into one buffer per shape and "
+            "dtype and returns that buffer every time, so a second call overwrites the first call's result",
+            {"cudnn_conv.py": [after_lib("\n_buffers = {}\n"),
+                               (CALL, "    y = _conv2d(x, weight, stride, padding, dilation, _mode(mode))\n"
+                                      "    return _buffers.setdefault((tuple(y.shape), y.dtype, y.device), "
+                                      "torch.empty_like(y)).copy_(y)\n")]},
+            # "two results held at once" keeps both results of one shape (forward); the launch cache's
+            # new-output check keeps four outputs of one shape alive (cache)
+            loses={"forward", "cache", "performance"}, keeps={"descriptors", "backward", "input_checks", "streams"},
+            reason="shares memory", extra={"kind": "aliasing", "old": "loses cache"}),
 ]
