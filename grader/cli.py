@@ -279,8 +279,9 @@ def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: 
     props["performance"] = combine(raw, None if "error" in yardstick else yardstick)
     found = [{"name": "timed calls at the benchmark's shape", "group": group, "outcome": "failed", "reason": why,
               "properties": {}} for group, why in (raw.get("wrong") or {}).items()]
-    out_of_memory = perf_test["outcome"] == "failed" and "out of memory" in str(perf_test.get("reason", "")).lower()
-    return found + judge.timed_verdicts(spec, timed_outputs, device, out_of_memory=out_of_memory)
+    failed = perf_test["outcome"] == "failed"
+    excused = failed and (bool(found) or "out of memory" in str(perf_test.get("reason", "")).lower())
+    return found + judge.timed_verdicts(spec, timed_outputs, device, excused=excused)
 
 
 def _tail(text: str, limit: int = 3000) -> str:

@@ -336,12 +336,13 @@ def _parent_device(device: str | None) -> int:
     return visible.index(device) if device in visible else 0
 
 
-def timed_verdicts(spec: Spec, path: Path, device: str | None = None, out_of_memory: bool = False) -> list[dict]:
+def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: bool = False) -> list[dict]:
     """The parent's re-check of timed outputs: for each timed call the grading process sampled (the
     last one always), regenerate its inputs from the call's seed on this process's GPU, compute the
     reference at the sampled elements and compare. One test per output's group, `judge: timed
     outputs`; a timing that saved nothing fails (it ran: the file is written when it ends), unless
-    it ran out of GPU memory before its first call: that costs the speed points, not correctness."""
+    `excused`: it stopped for a reason scored already (a wrong timed output fails its own group; out
+    of GPU memory costs the speed points), and the other groups' points stand."""
     from grader.performance import bench_group
 
     bench = spec.benchmark()
@@ -351,7 +352,7 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, out_of_mem
     calls = data.get("calls") if isinstance(data, dict) else None
     problems: dict[str, str] = {}
     nothing_saved = unreadable or not isinstance(calls, list) or not calls
-    if nothing_saved and out_of_memory:
+    if nothing_saved and excused:
         return []
     if nothing_saved:
         problems[bench_group(spec, 0, bench)] = unreadable or "the timing saved no sampled outputs"
