@@ -17,11 +17,12 @@ generates, for every op, in each dtype the spec lists:
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
 - gradients (calls with `grad_args`) at every scalar value and on a side stream;
-- which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each of its scalar values
-  and for several random geometries, only the exercise's own (grader.observe.KernelRule), so a
-  fall-back for one dtype, one parameter value or one kind of shape is seen;
+- which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each
+  of its scalar values and for several random geometries, only the exercise's own
+  (grader.observe.KernelRule), so a fall-back for one dtype, one parameter value or one kind of
+  shape is seen;
 - output metadata (full grade): shape, dtype and strides against the registered fake
-  (torch.library.opcheck), contiguous and strided.
+  (torch.library.opcheck), contiguous and in each non-contiguous layout.
 
 Every call also requires plain torch.Tensor results, inputs left unmodified (but those the op
 updates by design), outputs written everywhere (the memory it may reuse is poisoned with NaN) and no
@@ -87,8 +88,6 @@ def dtype_of(call: AuditCall) -> torch.dtype:
 
 def tolerance(call: AuditCall) -> float:
     return 0.0 if call.exact else TOLERANCE[dtype_of(call)]
-
-
 
 
 def _tensors(value) -> list[torch.Tensor]:
