@@ -11,6 +11,8 @@ from grader.spec import PERFORMANCE, Spec
 # How a check that cannot run on this machine says so (too little GPU memory): it is reported as not
 # run, and costs its group nothing unless the grade is strict (grader.checks.require_free_memory).
 NOT_RUN_HERE = "not run here: "
+# How the timing says it was skipped because a group speed requires had already failed a check
+NOT_TIMED = "not timed: "
 
 # A measured rate this far above the device's limit is a timing artefact or a cheat, not speed. The
 # FLOP limit is strict-fp32 cuBLAS, which a convolution may pass by doing fewer multiplications than it
@@ -168,7 +170,9 @@ def _score_performance(spec: Spec, tests: list[dict], groups: dict) -> dict:
     test = tests[0]
     perf = test.get("properties", {}).get("performance") or {}
     missing = [g for g in spec.perf_requires if groups.get(g, {}).get("state") != "passed"]
-    if test["outcome"] in ("skipped", "not run"):
+    # a timing skipped because a required group failed (NOT_TIMED) is that loss, not "not graded here"
+    required_failed = any(groups.get(g, {}).get("state") == "failed" for g in spec.perf_requires)
+    if test["outcome"] in ("skipped", "not run") and not required_failed:
         entry.update(state="skipped", reason=test["reason"] or "not run")
     elif missing:
         entry.update(state="failed", reason=f"speed counts only once {', '.join(missing)} passes")

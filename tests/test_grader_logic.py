@@ -607,3 +607,24 @@ def test_a_check_this_gpu_cannot_run_costs_nothing_through_a_real_pytest_run(tmp
     tests = json.loads(out.read_text())["tests"]
     huge = next(t for t in tests if t["name"] == "huge")
     assert scoring.not_run_here(huge), huge
+
+
+def test_a_timing_skipped_after_a_required_group_failed_is_that_loss_not_a_skip():
+    """The grading process does not time an exercise whose forward already failed (the GPU turn is
+    spared): the speed is lost for that reason, as if it had been timed; a timing skipped for any
+    other reason (no GPU) stays "not graded here"."""
+    from grader.scoring import NOT_TIMED, score_exercise
+
+    ex01 = spec.by_exercise("01")
+    tests = [{"name": c.name, "group": c.group, "outcome": "passed", "reason": "", "properties": {}}
+             for c in ex01.checks()]
+    forward = next(t for t in tests if t["group"] == "forward")
+    forward.update(outcome="failed", reason="relative error 0.5")
+    perf = {"name": "performance", "group": "performance", "outcome": "skipped", "properties": {},
+            "reason": f"{NOT_TIMED}{forward['name']} failed"}
+    row = score_exercise(ex01, tests + [perf])
+    assert row["groups"]["performance"]["state"] == "failed", row["groups"]["performance"]
+    assert "speed counts only once forward passes" in row["groups"]["performance"]["reason"]
+    forward.update(outcome="skipped", reason="no CUDA GPU on this machine")
+    perf["reason"] = "no CUDA GPU on this machine"
+    assert score_exercise(ex01, tests + [perf])["groups"]["performance"]["state"] == "skipped"

@@ -7,6 +7,7 @@ from grader import gate
 from grader.checks import CheckFailure, cuda_context_lost
 from grader.performance import measure_submission
 from grader.results import save_atomic
+from grader.scoring import NOT_TIMED
 
 # Set once a kernel faults: the CUDA context is then unusable, so every later check would fail with
 # the same message. They are failed at once, naming the check that faulted.
@@ -43,6 +44,13 @@ def test_performance(spec, ctx, record_property, request):
     _fail_if_context_lost()
     if spec.benchmark() is None:
         pytest.skip("this exercise has no timed part")
+    # speed counts only once these groups pass: a failed check of one makes the timing pointless, and
+    # skipping it spares the GPU turn every other exercise (a class's too) would wait for
+    recorder = request.config.pluginmanager.get_plugin("course-results")
+    failed = [t["name"] for t in (recorder.tests.values() if recorder is not None else ())
+              if t.get("group") in spec.perf_requires and t.get("outcome") == "failed"]
+    if failed:
+        pytest.skip(f"{NOT_TIMED}{failed[0]} failed")
     gate.wait_for_gpu()  # graded beside other exercises: the timing runs alone on the GPU
     result = measure_submission(spec, ctx)
     judged = result.pop("judged", [])
