@@ -367,9 +367,9 @@ std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op o
 }
 
 // Whether an algorithm computes through a transform of the data (Winograd, FFT) rather than a direct
-// sum of products: it rounds more. Strict fp32 skips them: on an H100 cuDNN's non-fused Winograd
-// gradient of the weight measured 7.6e-6 off float64 for a 3x3 kernel, and 1.7e-3 once for a 5x5 one,
-// where strict fp32 is held to 1e-5.
+// sum of products: it rounds more. Strict fp32 skips them: cuDNN's non-fused Winograd gradient of the
+// weight measured up to 7.6e-6 off float64 for 3x3 kernels (H200), and a 5x5 one chosen by timing on
+// an H100 1.7e-3 once (the algorithm was not recorded), where strict fp32 is held to 1e-5.
 bool transforms_the_data(Op op, int algo) {
   switch (op) {
     case Op::kForward:
