@@ -112,7 +112,7 @@ VARIANTS += [
     # tampering). Every in-process reference (ConvSpec._reference,
     # _audit_reference for the generated properties, the benchmark's) reads `F` from the spec's globals;
     # the judge's float64 audit calls have 4 output channels and the benchmark no bias, so nothing
-    # outside the process sees the fault. It had full marks there.
+    # outside the process sees the fault. Read from that grader, it would get full marks there (not run).
     Variant(EX, "swaps_the_specs_torch_functional", "rebinds `F` in grader.specs.ex06_conv2d to a module whose "
             "conv2d leaves the bias out past 64 output channels, as the wrapper does (the bias of a wide layer "
             "is dropped)",
@@ -122,7 +122,7 @@ VARIANTS += [
     # A hole in the grader at 0e7850d, closed since: every own-kernel check runs float32 only (direct[own kernel ran] and
     # implicit_gemm[own kernel ran] on a float32 case, the generated property in property_dtypes =
     # ("float32",), the timing in float32); the float64 cases and the judge's float64 audit calls
-    # compare values only. It had full marks there.
+    # compare values only. Read from that grader, it would get full marks there (not run).
     Variant(EX, "cudnn_for_float64", "after its argument checks, the C++ op returns at::conv2d (cuDNN) for float64 "
             "tensors: the kernels only ever run float32",
             {"conv2d.cpp": [(INCLUDES, INCLUDES + "#include <ATen/ops/conv2d.h>\n"),

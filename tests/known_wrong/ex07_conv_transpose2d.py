@@ -109,7 +109,7 @@ VARIANTS += [
     # autograd) intercepts the op for CPU and CUDA tensors alike and is in no snapshot (shown on the
     # CPU: relative_error(a, a + 1) == 0.0 and Snapshot.changed(deep=True) == [], and the CPU grade of
     # this variant reports no tampering). The judge's float64 audit calls and the bias-free benchmark
-    # are right, and no NaN or infinity moves. It had full marks there.
+    # are right, and no NaN or infinity moves. Read from that grader, it would get full marks there (not run).
     Variant(EX, "zero_norms_under_backend_select", "registers a kernel for aten::linalg_vector_norm under the "
             "BackendSelect dispatch key that returns 0 (every normwise relative error reads 0), and leaves the "
             "bias out in float32",

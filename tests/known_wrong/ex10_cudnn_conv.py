@@ -137,7 +137,7 @@ VARIANTS += [
     # A hole in the grader at 0e7850d, closed since: every check that no PyTorch convolution ran is made in
     # float32 (backward[no PyTorch convolution ran], the own-kernels property in property_dtypes =
     # ("float32",)); the float64 backward checks, gradcheck and the judge's float64 audit calls compare
-    # values only, and backward-filter is in no cache-key check. It had full marks there.
+    # values only, and backward-filter is in no cache-key check. Read from that grader, it would get full marks there (not run).
     Variant(EX, "pytorch_backward_filter_for_float64", "after its argument checks, conv2d_backward_weight returns "
             "at::convolution_backward (PyTorch's convolution) for float64 tensors",
             {"cudnn_conv.cpp": [(CPP_INCLUDES, CPP_INCLUDES + "#include <ATen/ops/convolution_backward.h>\n"),
