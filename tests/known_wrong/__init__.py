@@ -76,6 +76,14 @@ def _lazy(shape, like, compute):
     return out
 """
 
+# runs the op on a stream of its own that never joins the current one: the timer's events see none of it
+SIDE_STREAM = """
+
+def _on_a_side_stream(op):
+    with torch.cuda.stream(torch.cuda.Stream()):
+        return op()
+"""
+
 
 def after_lib(code: str) -> tuple[str, str]:
     """An edit adding module-level code right after the wrapper loads its library."""

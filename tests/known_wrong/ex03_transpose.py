@@ -60,12 +60,9 @@ VARIANTS += [
             # forward[non-contiguous]'s third view, base[5:200, 7:400], has unit column stride and longer rows
             loses={"forward", "performance"}, keeps={"input_checks", "autograd"}, reason="elements wrong",
             extra={"kind": "coverage", "old": "loses forward, performance"}),
-    # CAUGHT ONLY BY CHANCE: no fixed check calls a 1 x N or N x 1 matrix and then looks for aliasing or
-    # kernels (the forward checks compare values only; "two results held at once" runs the audit call's
-    # 5 x 7 only). The own-kernels property ("no GPU kernel of the exercise ran") sees it when one of its
-    # random shapes has a unit dim: as of 0e7850d (one draw per dtype) in about 60% of seeds, not the GPU
-    # suite's 1234; with KERNEL_DRAWS = 3 (grader/properties.py in the working tree) in 182 of 200
-    # seeds, 1234 among them.
+    # Caught only by chance at 0e7850d: no fixed call was a 1 x N or N x 1 matrix, and the own-kernels
+    # property drew a random shape with a unit dim in about 60% of seeds. Now the spec's row-vector
+    # audit call meets every generated check in every run.
     Variant(EX, "vector_returned_as_a_view", "returns x.t(), a view of the input, for a 1 x N or N x 1 matrix "
             "(\"the transpose of a row is the same memory as a column\")",
             {"transpose.py": [takes_over(CALL, "x.is_cuda and x.dim() == 2 and 1 in x.shape", "x.t()")]},

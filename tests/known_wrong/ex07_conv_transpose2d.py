@@ -1,4 +1,4 @@
-from tests.known_wrong import IN_TIMING, LAZY, Variant, after_lib, takes_over
+from tests.known_wrong import IN_TIMING, LAZY, SIDE_STREAM, Variant, after_lib, takes_over
 
 EX = "07_conv_transpose2d"
 STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<int>(st[1]);\n"
@@ -79,9 +79,7 @@ VARIANTS += [
     Variant(EX, "side_stream_for_large_batches", "for batches of 32 or more (the benchmark's), runs the op on a "
             "stream of its own that never joins the current one: the timer's events see none of the work",
             {"conv_transpose2d.py": [takes_over(CALL, LARGE, "_on_a_side_stream(lambda: " + OWN_CALL + ")"),
-                                     after_lib("\n\ndef _on_a_side_stream(op):\n"
-                                               "    with torch.cuda.stream(torch.cuda.Stream()):\n"
-                                               "        return op()\n")]},
+                                     after_lib(SIDE_STREAM)]},
             # the outputs are right (the grader synchronizes the device before it reads them); the kernel
             # starts during the timer's GPU sleep and outlasts the end event: "the timing is not credited"
             # (busy after the timed stream, or work before the timed window)

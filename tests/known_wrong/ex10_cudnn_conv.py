@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, after_lib, memo_by_pointer, takes_over
+from tests.known_wrong import SIDE_STREAM, Variant, after_lib, memo_by_pointer, takes_over
 
 EX = "10_cudnn_conv"
 
@@ -77,12 +77,6 @@ def _in_chunks(x, weight, stride, padding, dilation, mode):
     for i, part in enumerate(parts):
         y[16 * i:16 * (i + 1)].copy_(part)
     return y
-"""
-SIDE_STREAM = """
-
-def _on_a_side_stream(op):
-    with torch.cuda.stream(torch.cuda.Stream()):
-        return op()
 """
 # strict fp32 planned as TF32: Tensor Core math asked for and allowed in every plan
 TF32_ALWAYS = [("  return a.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;", "  return CUDNN_TENSOR_OP_MATH;"),
