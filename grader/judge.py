@@ -198,15 +198,16 @@ def record_layouts(module: ModuleType, spec: Spec, seed: int, path: Path, device
                 args = [_to(a, device) for a in call.args]
                 for i in chosen:
                     args[i] = copy(args[i])
+                lost = False
                 try:
                     outputs[name] = _storable(resolve(module, call.op)(*args))
                     _sync(device)
                 except Exception as e:  # noqa: BLE001: the error is the answer (naming an argument may be fine)
                     outputs[name] = _error(e)
+                    lost = cuda_context_lost(outputs[name]["error"])
                 save_atomic(path, outputs)
-                if "error" in outputs[name] if isinstance(outputs[name], dict) else False:
-                    if cuda_context_lost(str(outputs[name]["error"])):
-                        return
+                if lost:
+                    return
     except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
         traceback.print_exc()
 

@@ -298,14 +298,20 @@ def _nonfinite(spec, calls: _Calls):
     return run
 
 
+def _at_each_scalar(call: AuditCall):
+    """(fresh arguments, "name=value") for each other value of each of the call's scalar parameters."""
+    for i, values in call.scalars.items():
+        for value in values:
+            args = _fresh(call.args)
+            args[i] = value
+            yield args, f"{call.names[i]}={value}"
+
+
 def _scalars(spec, calls: _Calls):
     def run(ctx):
         for call in calls(ctx, "scalars", _dtypes(spec)[0], random_shapes=False):
-            for i, values in call.scalars.items():
-                for value in values:
-                    args = _fresh(call.args)
-                    args[i] = value
-                    check_call(ctx, call, args, f"{_described(call)}, {call.names[i]}={value}")
+            for args, which in _at_each_scalar(call):
+                check_call(ctx, call, args, f"{_described(call)}, {which}")
     return run
 
 
@@ -348,11 +354,8 @@ def _gradients_property(spec, calls: _Calls):
             if not call.grad_args:
                 continue
             check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)}")
-            for i, values in call.scalars.items():
-                for value in values:
-                    args = _fresh(call.args)
-                    args[i] = value
-                    check_gradients(ctx, call, args, f"the gradients through {_described(call)}, {call.names[i]}={value}")
+            for args, which in _at_each_scalar(call):
+                check_gradients(ctx, call, args, f"the gradients through {_described(call)}, {which}")
             check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
                             "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
     return run
@@ -369,11 +372,8 @@ def _kernel_cases(spec, calls: _Calls, ctx: Context, dtype):
     fixed = calls(ctx, f"kernels {dtype}", dtype, random_shapes=False)
     for call in fixed:
         yield call, _fresh(call.args), _described(call)
-        for i, values in call.scalars.items():
-            for value in values:
-                args = _fresh(call.args)
-                args[i] = value
-                yield call, args, f"{_described(call)}, {call.names[i]}={value}"
+        for args, which in _at_each_scalar(call):
+            yield call, args, f"{_described(call)}, {which}"
     for draw in range(KERNEL_DRAWS):
         with audit_seed(ctx.seed_for(f"{calls.label} kernels {dtype} {draw}")):
             g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} kernel shapes {dtype} {draw}"))
