@@ -3,7 +3,6 @@ process does (checks, then a timed section behind `wait_for_gpu`, a check under 
 when each part starts and ends. No GPU needed."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader import env, gate
+from grader.results import write_json_atomic
 
 CHILD = """
 import sys, time
@@ -58,7 +58,7 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, paralle
             job.env[gate.BUILD_ENV], job.held = str(result), True
 
             def built(job=job, result=result):
-                result.write_text(json.dumps({"ok": True}))
+                write_json_atomic(result, {"ok": True})  # as the grader does: a half-written file is never read
                 with open(log, "a") as f:
                     f.write(f"{job.name} built-end {time.monotonic()}\n")
                 job.held = False
@@ -189,7 +189,7 @@ def test_a_process_under_a_wrapper_waits_for_its_grader(tmp_path):
     proc = subprocess.Popen([*wrapper, sys.executable, "-c", code], env=child_env, stdout=subprocess.PIPE, text=True)
     time.sleep(1.5)
     assert proc.poll() is None, "it gave up while its grader was alive"
-    result.write_text(json.dumps({"ok": True}))
+    write_json_atomic(result, {"ok": True})
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "'ok': True" in out
 
