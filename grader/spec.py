@@ -37,6 +37,16 @@ class Check:
     huge: bool = False  # allocates more than 2^31 bytes: runs alone among concurrent grading processes
 
 
+class CheckList(list):
+    """How every spec declares its checks: `checks.add("forward[empty]", self._check_empty)`, in the
+    order a student reads them (the first failure of a group is the reason the report gives). The
+    group is the name up to its `[`."""
+
+    def add(self, name: str, run: Callable[["Context"], None], *, needs_gpu: bool = True, slow: bool = False,
+            huge: bool = False) -> None:
+        self.append(Check(name, name.split("[", 1)[0], run, needs_gpu, slow, huge))
+
+
 @dataclass
 class Benchmark:
     """How to time an exercise: the op on inputs refilled with fresh values before every timed call,
@@ -206,6 +216,7 @@ class Spec:
         return sum(self.points.values())
 
     def checks(self) -> list[Check]:
+        """The exercise's hand-written checks, declared through a CheckList."""
         raise NotImplementedError
 
     def benchmark(self) -> Benchmark | None:

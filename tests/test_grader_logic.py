@@ -576,6 +576,19 @@ def test_every_required_check_is_one_of_the_specs_checks():
             assert set(needed) <= names, f"{s.exercise}: {sorted(set(needed) - names)} are not among its checks"
 
 
+def test_every_spec_declares_its_checks_one_way():
+    """One declaration (grader.spec.CheckList): each check's group is its name up to `[`, every
+    scored group but speed has a check, and no name is declared twice (results are keyed by name)."""
+    for s in spec.select([]):
+        checks = s.checks()
+        assert type(checks) is spec.CheckList, f"{s.exercise}: checks() returns {type(checks).__name__}"
+        names = [c.name for c in checks]
+        assert len(names) == len(set(names)), f"{s.exercise}: {sorted({n for n in names if names.count(n) > 1})}"
+        for c in checks:
+            assert c.group == c.name.split("[", 1)[0] and c.group in s.points, (s.exercise, c.name, c.group)
+        assert set(s.points) - {spec.PERFORMANCE} <= {c.group for c in checks}, s.exercise
+
+
 def test_a_timing_that_saved_nothing_fails_unless_it_ran_out_of_memory(tmp_path):
     """Nothing saved by a timing that passed: its outputs went unchecked, so the groups they vouch for
     fail. By one stopped for a reason scored already (a wrong timed output, out of GPU memory): not."""

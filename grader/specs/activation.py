@@ -14,7 +14,7 @@ from grader.checks import (ELEMENTWISE_TOL, CheckFailure, Comparison, assert_bac
                            assert_own_kernels, expect_error, ops_called, poison_next_allocation, on_a_busy_stream,
                            require_free_memory, require_plain_tensor, unmodified)
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn, random_shape
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 # Sizes that break naive indexing: tiny, primes, just off multiples of 32, 256 and of 4/8-wide vectors.
@@ -72,67 +72,65 @@ class ActivationSpec(Spec):
 
     # --- the checks ----------------------------------------------------------------------------
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
+        checks = CheckList()
         default = self.param_values[0]
 
-        def add(name, group, fn, needs_gpu=True, slow=False, huge=False):
-            checks.append(Check(name, group, fn, needs_gpu, slow, huge))
 
         for dtype in DTYPES:
             for shape in SIZES:
                 size = "x".join(map(str, shape))
                 name = f"forward[{_short(dtype)}-{size}]"
-                add(name, "forward", lambda ctx, n=name, s=shape, d=dtype: self._expect_forward(
+                checks.add(name, lambda ctx, n=name, s=shape, d=dtype: self._expect_forward(
                     ctx, self._rand(ctx, n, s, d), default, n))
         for p in self.param_values[1:]:
             name = f"forward[{self.param}={p}]"
-            add(name, "forward", lambda ctx, n=name, p=p: self._expect_forward(
+            checks.add(name, lambda ctx, n=name, p=p: self._expect_forward(
                 ctx, self._rand(ctx, n, (10_007,), torch.float32), p, n))
-        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
-        add("forward[unaligned view]", "forward", lambda ctx: self._expect_forward(
+        checks.add("forward[non-contiguous]", self._check_noncontiguous)
+        checks.add("forward[unaligned view]", lambda ctx: self._expect_forward(
             ctx, self._rand(ctx, "unaligned", (4097,), torch.float16)[1:], default, "forward[unaligned view x[1:]]"))
-        add("forward[empty]", "forward", self._check_empty)
-        add("forward[output poisoned]", "forward", self._check_writes_every_element)
-        add("forward[current stream]", "forward", self._check_current_stream)
-        add("forward[called twice]", "forward", self._check_called_twice)
-        add("forward[huge]", "forward", self._check_large, slow=True, huge=True)
-        add("forward[own kernel ran]", "forward", self._check_own_forward, slow=True)
+        checks.add("forward[empty]", self._check_empty)
+        checks.add("forward[output poisoned]", self._check_writes_every_element)
+        checks.add("forward[current stream]", self._check_current_stream)
+        checks.add("forward[called twice]", self._check_called_twice)
+        checks.add("forward[huge]", self._check_large, slow=True, huge=True)
+        checks.add("forward[own kernel ran]", self._check_own_forward, slow=True)
         for dtype in DTYPES:
             for shape in ((1,), (257,), (1_000_003,), (3, 1024, 257)):
                 size = "x".join(map(str, shape))
                 name = f"backward[{_short(dtype)}-{size}]"
-                add(name, "backward", lambda ctx, n=name, s=shape, d=dtype: self._expect_backward(
+                checks.add(name, lambda ctx, n=name, s=shape, d=dtype: self._expect_backward(
                     ctx, self._rand(ctx, n + "g", s, d, 1.0), self._rand(ctx, n, s, d), default, n))
         for p in self.param_values[1:]:
             name = f"backward[{self.param}={p}]"
-            add(name, "backward", lambda ctx, n=name, p=p: self._expect_backward(
+            checks.add(name, lambda ctx, n=name, p=p: self._expect_backward(
                 ctx, self._rand(ctx, n + "g", (10_007,), torch.float32, 1.0),
-                self._rand(ctx, n, (10_007,), torch.float32), p, n))
-        add("backward[non-contiguous grad]", "backward", lambda ctx: self._expect_backward(
+                       self._rand(ctx, n, (10_007,), torch.float32), p, n))
+        checks.add("backward[non-contiguous grad]", lambda ctx: self._expect_backward(
             ctx, self._rand(ctx, "ncg", (512, 300), torch.float32, 1.0).t(),
-            self._rand(ctx, "ncx", (300, 512), torch.float32), default, "backward[non-contiguous grad_output]"))
-        add("backward[zeros in x]", "backward", self._check_backward_at_zero)
-        add("backward[empty]", "backward", lambda ctx: self._expect_backward(
+                   self._rand(ctx, "ncx", (300, 512), torch.float32), default, "backward[non-contiguous grad_output]"))
+        checks.add("backward[zeros in x]", self._check_backward_at_zero)
+        checks.add("backward[empty]", lambda ctx: self._expect_backward(
             ctx, torch.empty(0, 3, device="cuda"), torch.empty(0, 3, device="cuda"), default, "backward[empty]"))
-        add("backward[own kernel ran]", "backward", self._check_own_backward, slow=True)
-        add("input_checks[cpu tensor]", "input_checks", lambda ctx: expect_error(
+        checks.add("backward[own kernel ran]", self._check_own_backward, slow=True)
+        checks.add("input_checks[cpu tensor]", lambda ctx: expect_error(
             self._fn(ctx), torch.randn(8), default, names=("x",), what="a CPU tensor"), needs_gpu=False)
-        add("input_checks[integer dtype]", "input_checks", lambda ctx: expect_error(
+        checks.add("input_checks[integer dtype]", lambda ctx: expect_error(
             self._fn(ctx), torch.ones(8, dtype=torch.int32, device="cuda"), default, names=("x",), what="an int32 tensor"))
-        add("input_checks[grad shape]", "input_checks", lambda ctx: expect_error(
+        checks.add("input_checks[grad shape]", lambda ctx: expect_error(
             self._bwd(ctx), torch.ones(7, device="cuda"), torch.ones(8, device="cuda"), default,
-            names=("grad_output",), what="grad_output of another shape than x"))
-        add("input_checks[grad dtype]", "input_checks", lambda ctx: expect_error(
+                   names=("grad_output",), what="grad_output of another shape than x"))
+        checks.add("input_checks[grad dtype]", lambda ctx: expect_error(
             self._bwd(ctx), torch.ones(8, device="cuda", dtype=torch.float64), torch.ones(8, device="cuda"), default,
-            names=("grad_output",), what="grad_output of another dtype than x"))
+                   names=("grad_output",), what="grad_output of another dtype than x"))
         # which ops the gradient went through is read with a dispatch mode, whose first use imports
         # torch._dynamo (seconds): a check of its own, in the full grade only, like the profiler's
-        add("autograd[through the exercise's ops]", "autograd", self._check_autograd_ops, slow=True)
+        checks.add("autograd[through the exercise's ops]", self._check_autograd_ops, slow=True)
         # gradcheck's first autograd.grad imports sympy (2.5 s on the H100): the quick loop checks
         # the same agreement of backward and forward along random directions instead
-        add("autograd[backward against finite differences]", "autograd", self._check_directional)
-        add("autograd[gradcheck float64]", "autograd", self._check_gradcheck, slow=True)
-        add("autograd[opcheck]", "autograd", self._check_opcheck, slow=True)
+        checks.add("autograd[backward against finite differences]", self._check_directional)
+        checks.add("autograd[gradcheck float64]", self._check_gradcheck, slow=True)
+        checks.add("autograd[opcheck]", self._check_opcheck, slow=True)
         return checks
 
     def _check_current_stream(self, ctx: Context) -> None:

@@ -2,7 +2,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import ELEMENTWISE_TOL, assert_close
-from grader.spec import Check
+from grader.spec import Check, CheckList
 from grader.specs.activation import ActivationSpec
 
 
@@ -12,8 +12,11 @@ def _grad(g: torch.Tensor, x: torch.Tensor, alpha: float) -> torch.Tensor:
 
 class EluSpec(ActivationSpec):
     def checks(self) -> list[Check]:
+        checks = CheckList()
         # first in its group, so that its hint is the reason a student reads
-        return [Check("forward[accurate near zero]", "forward", self._check_near_zero)] + super().checks()
+        checks.add("forward[accurate near zero]", self._check_near_zero)
+        checks += super().checks()
+        return checks
 
     def _check_near_zero(self, ctx) -> None:
         """alpha * (exp(x) - 1) cancels catastrophically for small |x| (relative error ~1e-3 at

@@ -11,7 +11,7 @@ import torch
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
                            on_a_busy_stream, unmodified)
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn, random_shape
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
 EXACT = Tolerance(0.0, 0.0)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -55,36 +55,32 @@ class TransposeSpec(Spec):
         assert_close(y, x.t(), EXACT, what)
 
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
-
-        def add(name, group, fn, needs_gpu=True, slow=False):
-            checks.append(Check(name, group, fn, needs_gpu, slow))
-
+        checks = CheckList()
         for dtype in DTYPES:
             shapes = SHAPES + LARGE_SHAPES if dtype == torch.float32 else SHAPES[::2] + LARGE_SHAPES[:1]
             for shape in shapes:
                 name = f"forward[{_short(dtype)}-{shape[0]}x{shape[1]}]"
-                add(name, "forward", lambda ctx, n=name, s=shape, d=dtype: self._expect(ctx, _rand(ctx, n, s, d), n))
-        add("forward[tall: more than 65535 row tiles]", "forward", lambda ctx: self._expect(
+                checks.add(name, lambda ctx, n=name, s=shape, d=dtype: self._expect(ctx, _rand(ctx, n, s, d), n))
+        checks.add("forward[tall: more than 65535 row tiles]", lambda ctx: self._expect(
             ctx, _rand(ctx, "tall", TALL), f"forward[tall {TALL[0]}x{TALL[1]}: more than 65535 row tiles]"))
-        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
-        add("forward[unaligned view]", "forward", lambda ctx: self._expect(
+        checks.add("forward[non-contiguous]", self._check_noncontiguous)
+        checks.add("forward[unaligned view]", lambda ctx: self._expect(
             ctx, _rand(ctx, "unaligned", (1 + 45 * 77,), torch.float16)[1:].view(45, 77), "forward[unaligned view]"))
-        add("forward[empty]", "forward", self._check_empty)
-        add("forward[output poisoned]", "forward", self._check_poisoned)
-        add("forward[current stream]", "forward", lambda ctx: self._check_stream(ctx))
-        add("forward[own kernel ran]", "forward", self._check_own, slow=True)
+        checks.add("forward[empty]", self._check_empty)
+        checks.add("forward[output poisoned]", self._check_poisoned)
+        checks.add("forward[current stream]", lambda ctx: self._check_stream(ctx))
+        checks.add("forward[own kernel ran]", self._check_own, slow=True)
         fn = lambda ctx: ctx.module.transpose  # noqa: E731
-        add("input_checks[cpu tensor]", "input_checks", lambda ctx: expect_error(
+        checks.add("input_checks[cpu tensor]", lambda ctx: expect_error(
             fn(ctx), torch.randn(4, 5), names=_names("x"), what="a CPU tensor"), needs_gpu=False)
-        add("input_checks[integer dtype]", "input_checks", lambda ctx: expect_error(
+        checks.add("input_checks[integer dtype]", lambda ctx: expect_error(
             fn(ctx), torch.ones(4, 5, dtype=torch.int32, device="cuda"), names=_names("x"), what="an int32 tensor"))
-        add("input_checks[1-D]", "input_checks", lambda ctx: expect_error(
+        checks.add("input_checks[1-D]", lambda ctx: expect_error(
             fn(ctx), torch.ones(5, device="cuda"), names=_names("x"), what="a 1-D tensor"))
-        add("input_checks[3-D]", "input_checks", lambda ctx: expect_error(
+        checks.add("input_checks[3-D]", lambda ctx: expect_error(
             fn(ctx), torch.ones(2, 3, 4, device="cuda"), names=_names("x"), what="a 3-D tensor"))
-        add("autograd[gradcheck float64]", "autograd", self._check_gradcheck)
-        add("autograd[opcheck]", "autograd", self._check_opcheck)
+        checks.add("autograd[gradcheck float64]", self._check_gradcheck)
+        checks.add("autograd[opcheck]", self._check_opcheck)
         return checks
 
     def _check_stream(self, ctx: Context) -> None:

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
                            on_a_busy_stream, unmodified)
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn, random_shape
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
 # (name, x shape, K): images smaller than the filter, single rows and columns, primes, one off the
 # 32-wide tile, non-square (a swapped axis shows), batches; the last ones are large enough for a
@@ -71,21 +71,17 @@ class StencilSpec(Spec):
         self._expect(ctx, _rand(ctx, name, shape), _rand(ctx, name + "w", (k, k), scale=0.5), f"forward[{name}]")
 
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
-
-        def add(name, group, fn, needs_gpu=True, slow=False):
-            checks.append(Check(name, group, fn, needs_gpu, slow))
-
+        checks = CheckList()
         # first: a fallback to PyTorch's op is named as such, not as the precision it happens to miss
         # (in the full grade: the quick loop skips it, as the profiler's start-up costs seconds)
-        add("forward[own kernel ran]", "forward", self._check_own, slow=True)
+        checks.add("forward[own kernel ran]", self._check_own, slow=True)
         for name, shape, k in CASES:
-            add(f"forward[{name}]", "forward", lambda ctx, n=name, s=shape, k=k: self._case(ctx, n, s, k))
-        add("forward[filter changes between calls]", "forward", self._check_filter_changes)
-        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
-        add("forward[empty]", "forward", self._check_empty)
-        add("forward[output poisoned]", "forward", self._check_poisoned)
-        add("forward[current stream]", "forward", self._check_stream)
+            checks.add(f"forward[{name}]", lambda ctx, n=name, s=shape, k=k: self._case(ctx, n, s, k))
+        checks.add("forward[filter changes between calls]", self._check_filter_changes)
+        checks.add("forward[non-contiguous]", self._check_noncontiguous)
+        checks.add("forward[empty]", self._check_empty)
+        checks.add("forward[output poisoned]", self._check_poisoned)
+        checks.add("forward[current stream]", self._check_stream)
         fn = lambda ctx: ctx.module.stencil2d  # noqa: E731
         x = lambda: torch.ones(8, 9, device="cuda")  # noqa: E731
         w = lambda k=3: torch.ones(k, k, device="cuda")  # noqa: E731
@@ -102,10 +98,10 @@ class StencilSpec(Spec):
             ("K > 7", lambda: (x(), w(9)), "weight", "a 9 x 9 weight (K > 7)"),
         ]
         for label, args, arg, what in bad:
-            add(f"input_checks[{label}]", "input_checks",
-                lambda ctx, a=args, arg=arg, what=what: expect_error(fn(ctx), *a(), names=_names(arg), what=what),
-                needs_gpu=label != "cpu x")
-        add("registration[opcheck]", "registration", self._check_opcheck)
+            checks.add(f"input_checks[{label}]",
+                       lambda ctx, a=args, arg=arg, what=what: expect_error(fn(ctx), *a(), names=_names(arg), what=what),
+                       needs_gpu=label != "cpu x")
+        checks.add("registration[opcheck]", self._check_opcheck)
         return checks
 
     def _check_stream(self, ctx: Context) -> None:

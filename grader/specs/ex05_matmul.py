@@ -10,7 +10,7 @@ import torch
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison_next_allocation,
                            unmodified)
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn, random_shape
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
 # near 1e-7; TF32 (10-bit mantissa) gives about 3e-4 and fp16 about 5e-4: both fail.
@@ -59,23 +59,22 @@ class MatmulSpec(Spec):
                      f"{group}[M={m}, N={n}, K={k}]")
 
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
+        checks = CheckList()
         for group, version, kernel in self.versions_graded:
-            def add(label, fn, group=group, slow=False):
-                checks.append(Check(f"{group}[{label}]", group, fn, slow=slow))
-
             for m, n, k in SHAPES:
-                add(f"{m}x{n}x{k}", lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
-            add("K = 0 gives zeros", lambda ctx, v=version, g=group: self._expect(
+                checks.add(f"{group}[{m}x{n}x{k}]",
+                           lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
+            checks.add(f"{group}[K = 0 gives zeros]", lambda ctx, v=version, g=group: self._expect(
                 ctx, v, torch.empty(37, 0, device="cuda"), torch.empty(0, 45, device="cuda"), f"{g}[K = 0]"))
-            add("empty", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
-            add("non-contiguous", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
-            add("unaligned views", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
-            add("output poisoned", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
-            add("current stream", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
-            add("own kernel ran", lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn), slow=True)
-        checks += self._input_checks()
-        checks.append(Check("registration[opcheck]", "registration", self._check_opcheck))
+            checks.add(f"{group}[empty]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
+            checks.add(f"{group}[non-contiguous]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            checks.add(f"{group}[unaligned views]", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
+            checks.add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            checks.add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
+            checks.add(f"{group}[own kernel ran]",
+                       lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn), slow=True)
+        self._input_checks(checks)
+        checks.add("registration[opcheck]", self._check_opcheck)
         return checks
 
     def _check_stream(self, ctx: Context, version: int, group: str) -> None:
@@ -88,7 +87,7 @@ class MatmulSpec(Spec):
         a, b = _rand(ctx, "ownA", (300, 200)), _rand(ctx, "ownB", (200, 260))  # made outside the profiled call
         assert_own_kernels(lambda: ctx.module.matmul(a, b, version), (kernel,), group)
 
-    def _input_checks(self) -> list[Check]:
+    def _input_checks(self, checks: CheckList) -> None:
         fn = lambda ctx: ctx.module.matmul  # noqa: E731
         m = lambda *s: torch.ones(*s, device="cuda")  # noqa: E731
         bad = [
@@ -100,22 +99,20 @@ class MatmulSpec(Spec):
             ("3-D B", lambda: (m(4, 5), m(2, 5, 3)), ("B",), "a 3-D B"),
             ("inner sizes differ", lambda: (m(4, 5), m(6, 3)), ("A", "B"), "A (4, 5) with B (6, 3)"),
         ]
-        checks = []
         for label, args, args_named, what in bad:
             names = tuple(n for a in args_named for n in _names(a))
-            checks.append(Check(f"input_checks[{label}]", "input_checks",
-                                lambda ctx, a=args, names=names, what=what: expect_error(fn(ctx), *a(), names=names, what=what),
-                                needs_gpu=label != "cpu A"))
+            checks.add(f"input_checks[{label}]",
+                       lambda ctx, a=args, names=names, what=what: expect_error(fn(ctx), *a(), names=names, what=what),
+                       needs_gpu=label != "cpu A")
         for version in (0, 5):
-            checks.append(Check(f"input_checks[version={version}]", "input_checks",
-                                lambda ctx, v=version: expect_error(fn(ctx), m(4, 5), m(5, 3), v, names=_names("version"),
-                                                                    what=f"version={v}")))
+            checks.add(f"input_checks[version={version}]",
+                       lambda ctx, v=version: expect_error(fn(ctx), m(4, 5), m(5, 3), v, names=_names("version"),
+                                                           what=f"version={v}"))
         # one row more than gridDim.y's 65535 row tiles cover: an error naming A (K = 1 keeps it small)
         for version, rows in ((1, 8), (2, 32), (3, 128), (4, 128)):
-            checks.append(Check(f"input_checks[M too large for the grid, version={version}]", "input_checks",
-                                lambda ctx, v=version, r=65535 * rows + 1: expect_error(
-                                    fn(ctx), m(r, 1), m(1, 3), v, names=_names("A"), what=f"A with M = {r}, version={v}")))
-        return checks
+            checks.add(f"input_checks[M too large for the grid, version={version}]",
+                       lambda ctx, v=version, r=65535 * rows + 1: expect_error(
+                           fn(ctx), m(r, 1), m(1, 3), v, names=_names("A"), what=f"A with M = {r}, version={v}"))
 
     def _check_empty(self, ctx: Context, version: int, group: str) -> None:
         for (mm, k), (k2, n) in (((0, 5), (5, 3)), ((4, 5), (5, 0)), ((0, 0), (0, 0))):

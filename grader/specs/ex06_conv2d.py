@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
                            unmodified)
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -179,30 +179,29 @@ class ConvSpec(Spec):
 
     # --- the checks ----------------------------------------------------------------------------
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
+        checks = CheckList()
         for group, version, kernel in self.versions_graded:
-            def add(label, fn, group=group, slow=False):
-                checks.append(Check(f"{group}[{label}]", group, fn, slow=slow))
-
             # first: a fallback to PyTorch's op is named as such, not as the precision it happens to miss
             # (in the full grade: the quick loop skips it, as the profiler's start-up costs seconds)
-            add("own kernel ran", lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g), slow=True)
+            checks.add(f"{group}[own kernel ran]",
+                       lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g), slow=True)
             for c in self.cases:
                 name = f"{group}[float32, {c.name}]"
-                add(f"float32, {c.name}", lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
+                checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
             for c in self.fp64_cases:
                 name = f"{group}[float64, {c.name}]"
-                add(f"float64, {c.name}", lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
+                checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
             for i in range(RANDOM_CASES):
                 name = f"{group}[random shape {i}]"
-                add(f"random shape {i}", lambda ctx, v=version, n=name: self._expect(
+                checks.add(name, lambda ctx, v=version, n=name: self._expect(
                     ctx, v, self.random_case(ctx.generator(n, device="cpu"), n), torch.float32, n))
-            add("empty batch", lambda ctx, v=version: self._check_empty(ctx, v))
-            add("non-contiguous inputs", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
-            add("output poisoned", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
-            add("current stream", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
-        checks += self._input_checks()
-        checks.append(Check("registration[opcheck]", "registration", self._check_opcheck))
+            checks.add(f"{group}[empty batch]", lambda ctx, v=version: self._check_empty(ctx, v))
+            checks.add(f"{group}[non-contiguous inputs]",
+                       lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            checks.add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            checks.add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
+        self._input_checks(checks)
+        checks.add("registration[opcheck]", self._check_opcheck)
         return checks
 
     def _check_empty(self, ctx: Context, version) -> None:
@@ -246,14 +245,14 @@ class ConvSpec(Spec):
         label = f"{group}" + (f" (version={version})" if version is not None else "")
         assert_own_kernels(lambda: self.call(ctx, x, w, b, c, version), (kernel,), label)
 
-    def _input_checks(self) -> list[Check]:
+    def _input_checks(self, checks: CheckList) -> None:
         op = self.op
 
         def bad(label, names, make, needs_gpu=True):
             def run(ctx):
                 args, kwargs = make()
                 expect_error(lambda: getattr(ctx.module, op)(*args, **kwargs), names=names, what=label)
-            return Check(f"input_checks[{label}]", "input_checks", run, needs_gpu)
+            checks.add(f"input_checks[{label}]", run, needs_gpu=needs_gpu)
 
         def cuda(*shape, dtype=torch.float32):
             return torch.ones(shape, device="cuda", dtype=dtype)
@@ -262,40 +261,33 @@ class ConvSpec(Spec):
         wshape = (3, 4, 3, 3) if self.transposed else (4, 3, 3, 3)
         x, w = (lambda: cuda(2, 3, 8, 8)), (lambda: cuda(*wshape))
         wrong_cin = (5, 4, 3, 3) if self.transposed else (4, 5, 3, 3)
-        checks = [
-            bad("a CPU tensor", ("x",), lambda: ((torch.ones(2, 3, 8, 8), torch.ones(wshape)), {}), needs_gpu=False),
-            bad("an integer x", ("x",), lambda: ((cuda(2, 3, 8, 8, dtype=torch.int32), w()), {})),
-            bad("a float16 x", ("x",), lambda: ((cuda(2, 3, 8, 8, dtype=torch.float16), w().half()), {})),
-            bad("a 3-D x", ("x",), lambda: ((cuda(3, 8, 8), w()), {})),
-            bad("a 3-D weight", ("weight",), lambda: ((x(), cuda(*wshape[:3])), {})),
-            bad("weight of another dtype", ("weight",), lambda: ((x(), w().double()), {})),
-            bad("weight on the CPU", ("weight",), lambda: ((x(), torch.ones(wshape)), {})),
-            bad("mismatched channels", ("weight",), lambda: ((x(), cuda(*wrong_cin)), {})),
-            bad("bias of the wrong size", ("bias",), lambda: ((x(), w(), cuda(5)), {})),
-            bad("bias of another dtype", ("bias",), lambda: ((x(), w(), cuda(4, dtype=torch.float64)), {})),
-            bad("stride 0", ("stride",), lambda: ((x(), w()), {"stride": (1, 0)})),
-            bad("negative stride", ("stride",), lambda: ((x(), w()), {"stride": -1})),
-            bad("stride with 3 values", ("stride",), lambda: ((x(), w()), {"stride": (1, 1, 1)})),
-            bad("dilation 0", ("dilation",), lambda: ((x(), w()), {"dilation": (0, 1)})),
-            bad("negative padding", ("padding",), lambda: ((x(), w()), {"padding": (0, -1)})),
-        ]
+        bad("a CPU tensor", ("x",), lambda: ((torch.ones(2, 3, 8, 8), torch.ones(wshape)), {}), needs_gpu=False)
+        bad("an integer x", ("x",), lambda: ((cuda(2, 3, 8, 8, dtype=torch.int32), w()), {}))
+        bad("a float16 x", ("x",), lambda: ((cuda(2, 3, 8, 8, dtype=torch.float16), w().half()), {}))
+        bad("a 3-D x", ("x",), lambda: ((cuda(3, 8, 8), w()), {}))
+        bad("a 3-D weight", ("weight",), lambda: ((x(), cuda(*wshape[:3])), {}))
+        bad("weight of another dtype", ("weight",), lambda: ((x(), w().double()), {}))
+        bad("weight on the CPU", ("weight",), lambda: ((x(), torch.ones(wshape)), {}))
+        bad("mismatched channels", ("weight",), lambda: ((x(), cuda(*wrong_cin)), {}))
+        bad("bias of the wrong size", ("bias",), lambda: ((x(), w(), cuda(5)), {}))
+        bad("bias of another dtype", ("bias",), lambda: ((x(), w(), cuda(4, dtype=torch.float64)), {}))
+        bad("stride 0", ("stride",), lambda: ((x(), w()), {"stride": (1, 0)}))
+        bad("negative stride", ("stride",), lambda: ((x(), w()), {"stride": -1}))
+        bad("stride with 3 values", ("stride",), lambda: ((x(), w()), {"stride": (1, 1, 1)}))
+        bad("dilation 0", ("dilation",), lambda: ((x(), w()), {"dilation": (0, 1)}))
+        bad("negative padding", ("padding",), lambda: ((x(), w()), {"padding": (0, -1)}))
         if self.transposed:
-            checks += [
-                bad("output_padding >= stride and >= dilation", ("output_padding",),
-                    lambda: ((x(), w()), {"stride": 2, "output_padding": (0, 2)})),
-                bad("negative output_padding", ("output_padding",), lambda: ((x(), w()), {"output_padding": (-1, 0)})),
-                bad("padding that leaves no output", ("padding",),
-                    lambda: ((cuda(2, 3, 2, 2), w()), {"padding": (3, 0)})),
-            ]
+            bad("output_padding >= stride and >= dilation", ("output_padding",),
+                lambda: ((x(), w()), {"stride": 2, "output_padding": (0, 2)}))
+            bad("negative output_padding", ("output_padding",), lambda: ((x(), w()), {"output_padding": (-1, 0)}))
+            bad("padding that leaves no output", ("padding",),
+                lambda: ((cuda(2, 3, 2, 2), w()), {"padding": (3, 0)}))
         else:
-            checks += [
-                bad("a kernel larger than the padded input", ("weight", "kernel"),
-                    lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)})),
-                bad("a dilated kernel larger than the input", ("weight", "kernel"),
-                    lambda: ((x(), w()), {"dilation": (1, 4)})),
-                bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3})),
-            ]
-        return checks
+            bad("a kernel larger than the padded input", ("weight", "kernel"),
+                lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)}))
+            bad("a dilated kernel larger than the input", ("weight", "kernel"),
+                lambda: ((x(), w()), {"dilation": (1, 4)}))
+            bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3}))
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def audit_calls(self, device, dtype) -> list[AuditCall]:

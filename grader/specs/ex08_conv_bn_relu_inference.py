@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison, unmodified
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 from grader.specs.ex06_conv2d import random_case, whole_reference
 from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
 from grader.specs.ex09_conv_bn_relu_training import Shape
@@ -90,26 +90,22 @@ def check_one_kernel(ctx: Context) -> None:
 
 class ConvBNReLUInferenceSpec(Spec):
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
-
-        def add(name, group, fn, needs_gpu=True, slow=False):
-            checks.append(Check(name, group, fn, needs_gpu, slow=slow))
-
+        checks = CheckList()
         for sh in SHAPES:
             name = f"forward[float32-{sh.name}]"
-            add(name, "forward", lambda ctx, sh=sh, n=name: check_case(ctx, sh, torch.float32, n))
+            checks.add(name, lambda ctx, sh=sh, n=name: check_case(ctx, sh, torch.float32, n))
         for sh in (SHAPES[5], SHAPES[7]):
             name = f"forward[float64-{sh.name}]"
-            add(name, "forward", lambda ctx, sh=sh, n=name: check_case(ctx, sh, torch.float64, n))
-        add("forward[eps=0.1]", "forward", lambda ctx: check_case(ctx, SHAPES[5], torch.float32, "forward[eps=0.1]", 0.1))
-        add("forward[channels_last x]", "forward", lambda ctx: check_case(
+            checks.add(name, lambda ctx, sh=sh, n=name: check_case(ctx, sh, torch.float64, n))
+        checks.add("forward[eps=0.1]", lambda ctx: check_case(ctx, SHAPES[5], torch.float32, "forward[eps=0.1]", 0.1))
+        checks.add("forward[channels_last x]", lambda ctx: check_case(
             ctx, SHAPES[3], torch.float32, "forward[channels_last x]",
-            transform=lambda x: x.contiguous(memory_format=torch.channels_last)))
-        add("forward[empty batch]", "forward", self._check_empty)
+                   transform=lambda x: x.contiguous(memory_format=torch.channels_last)))
+        checks.add("forward[empty batch]", self._check_empty)
         # the profiler (seconds to start): in the full grade only, not in the quick loop
-        add("forward[one kernel, no intermediate]", "forward", check_one_kernel, slow=True)
-        add("forward[module]", "forward", self._check_module)
-        self._input_checks(add)
+        checks.add("forward[one kernel, no intermediate]", check_one_kernel, slow=True)
+        checks.add("forward[module]", self._check_module)
+        self._input_checks(checks)
         return checks
 
     def _check_empty(self, ctx: Context) -> None:
@@ -146,7 +142,7 @@ class ConvBNReLUInferenceSpec(Spec):
                 assert_rel_error(fused(x), seq(x), TOL[torch.float32],
                                  f"forward[module from Conv2d and BatchNorm2d, {label}, against Sequential in eval]")
 
-    def _input_checks(self, add) -> None:
+    def _input_checks(self, checks: CheckList) -> None:
         def run(mod, x, w, bn_w=None, stride=1, padding=1):
             k = w.shape[0]
             ones = torch.ones(k, device=w.device, dtype=w.dtype)
@@ -170,9 +166,9 @@ class ConvBNReLUInferenceSpec(Spec):
             ("x smaller than the kernel", lambda m: run(m, x()[:, :, :2, :2], w(), padding=0), ("x",)),
         ]
         for label, fn, names in cases:
-            add(f"input_checks[{label}]", "input_checks",
-                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
-                needs_gpu=label != "cpu x")
+            checks.add(f"input_checks[{label}]",
+                       lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
+                       needs_gpu=label != "cpu x")
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def audit_calls(self, device, dtype) -> list[AuditCall]:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from grader.bench import tuned_strict_fp32
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 from grader.specs.ex06_conv2d import random_case, whole_reference
 
 KERNELS = ("conv_bn_relu_forward_kernel", "bn_stats_finalize_kernel", "bn_relu_apply_kernel",
@@ -381,38 +381,35 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "") -> list[AuditCal
 # ----------------------------------------------------------------------------- the spec
 class ConvBNReLUTrainingSpec(Spec):
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
-
-        def add(name, group, fn, needs_gpu=True, slow=False):
-            checks.append(Check(name, group, fn, needs_gpu, slow))
+        checks = CheckList()
 
         def layer(ctx, sh, name):
             return Layer(ctx.generator(name + "-init"), sh)
 
         for sh in SHAPES:
-            add(f"forward[train-{sh.name}]", "forward", lambda ctx, sh=sh, n=f"forward[train-{sh.name}]":
-                check_step(ctx, layer(ctx, sh, n), True, n, backward=False))
+            checks.add(f"forward[train-{sh.name}]", lambda ctx, sh=sh, n=f"forward[train-{sh.name}]":
+                       check_step(ctx, layer(ctx, sh, n), True, n, backward=False))
         for sh in EVAL_SHAPES:
-            add(f"forward[eval-{sh.name}]", "forward", lambda ctx, sh=sh, n=f"forward[eval-{sh.name}]":
-                check_step(ctx, layer(ctx, sh, n), False, n, backward=False))
-        add("forward[own kernels ran]", "forward", self._check_own_forward, slow=True)
+            checks.add(f"forward[eval-{sh.name}]", lambda ctx, sh=sh, n=f"forward[eval-{sh.name}]":
+                       check_step(ctx, layer(ctx, sh, n), False, n, backward=False))
+        checks.add("forward[own kernels ran]", self._check_own_forward, slow=True)
         # the README asks for stable statistics: channels whose values sit far from 0 relative to their
         # spread (E[z^2] - E[z]^2 in float32 loses the variance there; two passes or Welford keep it)
         stable = Shape("mean-30x-std", 8, 16, 14, 14, 32, 3, 3, padding=(1, 1), bias=True)
-        add("forward[stable statistics: channel means 30 times their spread]", "forward",
-            lambda ctx, n="forward[stable statistics]": check_step(
+        checks.add("forward[stable statistics: channel means 30 times their spread]",
+                   lambda ctx, n="forward[stable statistics]": check_step(
                 ctx, Layer(ctx.generator(n + "-init"), stable, bias_offset=30.0), True, n, backward=False))
-        add("running_stats[momentum=0.1]", "running_stats", lambda ctx: check_running_stats(ctx, 0.1, "momentum=0.1"))
-        add("running_stats[momentum=0.3]", "running_stats", lambda ctx: check_running_stats(ctx, 0.3, "momentum=0.3"))
-        add("running_stats[momentum=None]", "running_stats",
-            lambda ctx: check_running_stats(ctx, None, "momentum=None (cumulative average)"))
+        checks.add("running_stats[momentum=0.1]", lambda ctx: check_running_stats(ctx, 0.1, "momentum=0.1"))
+        checks.add("running_stats[momentum=0.3]", lambda ctx: check_running_stats(ctx, 0.3, "momentum=0.3"))
+        checks.add("running_stats[momentum=None]",
+                   lambda ctx: check_running_stats(ctx, None, "momentum=None (cumulative average)"))
         for sh in SHAPES:
-            add(f"backward[train-{sh.name}]", "backward", lambda ctx, sh=sh, n=f"backward[train-{sh.name}]":
-                check_step(ctx, layer(ctx, sh, n), True, n, backward=True, forward=False))
+            checks.add(f"backward[train-{sh.name}]", lambda ctx, sh=sh, n=f"backward[train-{sh.name}]":
+                       check_step(ctx, layer(ctx, sh, n), True, n, backward=True, forward=False))
         for sh in EVAL_SHAPES:
-            add(f"backward[eval-{sh.name}]", "backward", lambda ctx, sh=sh, n=f"backward[eval-{sh.name}]":
-                check_step(ctx, layer(ctx, sh, n), False, n, backward=True, forward=False))
-        add("backward[own kernels ran]", "backward", self._check_own_backward, slow=True)
+            checks.add(f"backward[eval-{sh.name}]", lambda ctx, sh=sh, n=f"backward[eval-{sh.name}]":
+                       check_step(ctx, layer(ctx, sh, n), False, n, backward=True, forward=False))
+        checks.add("backward[own kernels ran]", self._check_own_backward, slow=True)
         small = (Shape("small", 2, 3, 6, 5, 4, 3, 3, padding=(1, 1), bias=True),
                  Shape("small-strided", 2, 2, 7, 6, 3, 3, 2, stride=(2, 1), padding=(1, 0), dilation=(1, 2), bias=True),
                  Shape("small-nobias", 3, 2, 4, 4, 5, 1, 1))
@@ -420,13 +417,13 @@ class ConvBNReLUTrainingSpec(Spec):
             for training in (True, False):
                 mode = "train" if training else "eval"
                 name = f"autograd[gradcheck float64 {mode} {sh.name}]"
-                add(name, "autograd", lambda ctx, sh=sh, t=training, n=name: check_gradcheck(ctx, sh, t, n))
-        add("module[state_dict, train/eval]", "module", check_module_state)
-        add("module[training curve]", "module", check_training_curve)
-        self._input_checks(add)
+                checks.add(name, lambda ctx, sh=sh, t=training, n=name: check_gradcheck(ctx, sh, t, n))
+        checks.add("module[state_dict, train/eval]", check_module_state)
+        checks.add("module[training curve]", check_training_curve)
+        self._input_checks(checks)
         return checks
 
-    def _input_checks(self, add) -> None:
+    def _input_checks(self, checks: CheckList) -> None:
         def call(mod, x, w, bn_w=None, training=True, stride=1, padding=1):
             k = w.shape[0]
             dev, dt = w.device, w.dtype
@@ -453,9 +450,9 @@ class ConvBNReLUTrainingSpec(Spec):
             ("one value per channel in training", lambda m: call(m, x(n=1)[:, :, :3, :3], w(), padding=0), ("x",)),
         ]
         for label, fn, names in cases:
-            add(f"input_checks[{label}]", "input_checks",
-                lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
-                needs_gpu=label != "cpu x")
+            checks.add(f"input_checks[{label}]",
+                       lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
+                       needs_gpu=label != "cpu x")
 
     def _check_own_forward(self, ctx: Context) -> None:
         for training in (True, False):

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from grader.bench import math_mode, tuned_strict_fp32
 from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, Context, Spec, audit_randn
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 from grader.specs.ex06_conv2d import whole_reference
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
@@ -713,58 +713,55 @@ class CudnnConvSpec(Spec):
 
     # --- the list ------------------------------------------------------------------------------
     def checks(self) -> list[Check]:
-        checks: list[Check] = []
-
-        def add(name, group, fn, needs_gpu=True, slow=False):
-            checks.append(Check(name, group, fn, needs_gpu, slow=slow))
-
-        add("descriptors[output shapes]", "descriptors", self._check_describe, needs_gpu=False)
-        add("descriptors[cuDNN status errors]", "descriptors", self._check_status_errors, needs_gpu=False)
+        checks = CheckList()
+        checks.add("descriptors[output shapes]", self._check_describe, needs_gpu=False)
+        checks.add("descriptors[cuDNN status errors]", self._check_status_errors, needs_gpu=False)
         for mode in ("strict", "tf32"):
             for k, s, p in CASES:
-                add(f"forward[{mode}-{_name(k, s, p)}]", "forward",
-                    lambda ctx, k=k, s=s, p=p, mode=mode: self._check_case(ctx, k, s, p, mode))
-        add("forward[float64-k3s2p1]", "forward", lambda ctx: self._check_case(ctx, 3, 2, 1, "float64"))
-        add("forward[random shapes]", "forward", lambda ctx: self._check_random_forward(ctx, "forward[random shapes]"))
-        add("forward[random shapes, tf32]", "forward",
-            lambda ctx: self._check_random_forward(ctx, "forward[random shapes, tf32]", mode="tf32"))
-        add("forward[random shapes, float64]", "forward",
-            lambda ctx: self._check_random_forward(ctx, "forward[random shapes, float64]", torch.float64, "float64"))
-        add("forward[non-contiguous]", "forward", self._check_noncontiguous)
-        add("forward[output poisoned]", "forward", self._check_poisoned)
-        add("forward[mode=heuristic]", "forward", lambda ctx: self._check_modes(ctx, "heuristic"))
-        add("forward[mode=uncached]", "forward", lambda ctx: self._check_modes(ctx, "uncached"))
-        add("forward[plans with a workspace]", "forward", lambda ctx: self._check_workspace(ctx, False))
+                checks.add(f"forward[{mode}-{_name(k, s, p)}]",
+                           lambda ctx, k=k, s=s, p=p, mode=mode: self._check_case(ctx, k, s, p, mode))
+        checks.add("forward[float64-k3s2p1]", lambda ctx: self._check_case(ctx, 3, 2, 1, "float64"))
+        checks.add("forward[random shapes]", lambda ctx: self._check_random_forward(ctx, "forward[random shapes]"))
+        checks.add("forward[random shapes, tf32]",
+                   lambda ctx: self._check_random_forward(ctx, "forward[random shapes, tf32]", mode="tf32"))
+        checks.add("forward[random shapes, float64]",
+                   lambda ctx: self._check_random_forward(ctx, "forward[random shapes, float64]", torch.float64, "float64"))
+        checks.add("forward[non-contiguous]", self._check_noncontiguous)
+        checks.add("forward[output poisoned]", self._check_poisoned)
+        checks.add("forward[mode=heuristic]", lambda ctx: self._check_modes(ctx, "heuristic"))
+        checks.add("forward[mode=uncached]", lambda ctx: self._check_modes(ctx, "uncached"))
+        checks.add("forward[plans with a workspace]", lambda ctx: self._check_workspace(ctx, False))
         # the profiler's checks (seconds to start) are in the full grade only, not in the quick loop
-        add("forward[no PyTorch convolution ran]", "forward", self._check_own_forward, slow=True)
+        checks.add("forward[no PyTorch convolution ran]", self._check_own_forward, slow=True)
         for mode in ("strict", "tf32"):
             for k, s, p in CASES:
-                add(f"backward[{mode}-{_name(k, s, p)}]", "backward",
-                    lambda ctx, k=k, s=s, p=p, mode=mode: self._check_backward_case(ctx, k, s, p, mode))
-        add("backward[float64-k3s2p1]", "backward", lambda ctx: self._check_backward_case(ctx, 3, 2, 1, "float64"))
-        add("backward[random shapes]", "backward", lambda ctx: self._check_random_backward(ctx, "backward[random shapes]"))
-        add("backward[conv_transpose2d strict]", "backward", lambda ctx: self._check_transposed(ctx, "strict"))
-        add("backward[conv_transpose2d tf32]", "backward", lambda ctx: self._check_transposed(ctx, "tf32"))
-        add("backward[autograd]", "backward", self._check_autograd)
-        add("backward[gradcheck float64]", "backward", self._check_gradcheck)
-        add("backward[plans with a workspace]", "backward", lambda ctx: self._check_workspace(ctx, True))
-        add("backward[no PyTorch convolution ran]", "backward", self._check_own_backward, slow=True)
-        add("cache[second identical call hits]", "cache", self._check_hit)
-        add("cache[every key field]", "cache", self._check_key_fields)
-        add("cache[clear]", "cache", self._check_clear)
-        add("cache[bounded, least recently used evicted]", "cache", self._check_bounded)
-        add("cache[mode=uncached bypasses it]", "cache", self._check_uncached)
-        add("cache[graphs: repeated calls replay, reading new values]", "cache", self._check_graph_replay)
-        add("cache[graphs: a new output buffer never replays an old graph]", "cache", self._check_graph_new_output)
-        add("cache[graphs off and mode=uncached: no graph]", "cache", self._check_graphs_off)
-        add("threads[6 threads, own streams and shapes]", "threads", self._check_threads)
-        add("streams[runs on the current stream]", "streams", self._check_stream)
-        add("streams[a replayed graph runs on the current stream]", "streams", self._check_graph_side_stream)
-        add("streams[called inside torch.cuda.graph capture]", "streams", self._check_inside_user_capture)
+                checks.add(f"backward[{mode}-{_name(k, s, p)}]",
+                           lambda ctx, k=k, s=s, p=p, mode=mode: self._check_backward_case(ctx, k, s, p, mode))
+        checks.add("backward[float64-k3s2p1]", lambda ctx: self._check_backward_case(ctx, 3, 2, 1, "float64"))
+        checks.add("backward[random shapes]", lambda ctx: self._check_random_backward(ctx, "backward[random shapes]"))
+        checks.add("backward[conv_transpose2d strict]", lambda ctx: self._check_transposed(ctx, "strict"))
+        checks.add("backward[conv_transpose2d tf32]", lambda ctx: self._check_transposed(ctx, "tf32"))
+        checks.add("backward[autograd]", self._check_autograd)
+        checks.add("backward[gradcheck float64]", self._check_gradcheck)
+        checks.add("backward[plans with a workspace]", lambda ctx: self._check_workspace(ctx, True))
+        checks.add("backward[no PyTorch convolution ran]", self._check_own_backward, slow=True)
+        checks.add("cache[second identical call hits]", self._check_hit)
+        checks.add("cache[every key field]", self._check_key_fields)
+        checks.add("cache[clear]", self._check_clear)
+        checks.add("cache[bounded, least recently used evicted]", self._check_bounded)
+        checks.add("cache[mode=uncached bypasses it]", self._check_uncached)
+        checks.add("cache[graphs: repeated calls replay, reading new values]", self._check_graph_replay)
+        checks.add("cache[graphs: a new output buffer never replays an old graph]", self._check_graph_new_output)
+        checks.add("cache[graphs off and mode=uncached: no graph]", self._check_graphs_off)
+        checks.add("threads[6 threads, own streams and shapes]", self._check_threads)
+        checks.add("streams[runs on the current stream]", self._check_stream)
+        checks.add("streams[a replayed graph runs on the current stream]", self._check_graph_side_stream)
+        checks.add("streams[called inside torch.cuda.graph capture]", self._check_inside_user_capture)
         for what, fn, names, needs_gpu in self._input_checks():
-            add(f"input_checks[{what}]", "input_checks",
-                lambda ctx, fn=fn, names=names, what=what: expect_error(fn, ctx, names=names, what=what), needs_gpu)
-        add("input_checks[a valid call after the errors]", "input_checks", self._check_usable_after_errors)
+            checks.add(f"input_checks[{what}]",
+                       lambda ctx, fn=fn, names=names, what=what: expect_error(fn, ctx, names=names, what=what),
+                       needs_gpu=needs_gpu)
+        checks.add("input_checks[a valid call after the errors]", self._check_usable_after_errors)
         return checks
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
