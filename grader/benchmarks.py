@@ -1,7 +1,7 @@
 """`make bench`: every exercise's reference kernels beside PyTorch and the device's limits.
 
 Each exercise is timed in its own process (a fault in one costs only its row) with the harness
-that grading uses (grader.bench). The device's limits (copy bandwidth; strict-fp32 cuBLAS) are
+that grading uses (grader.timer). The device's limits (copy bandwidth; strict-fp32 cuBLAS) are
 measured in the same run. Writes bench-report/results.{json,md} and PNG plots.
 
     python -m grader.benchmarks [--ex 01 02] [--out bench-report]
@@ -27,8 +27,8 @@ from grader import env
 def bench_one(exercise: str) -> dict:
     import torch
 
-    from grader.bench import L2Flusher, time_fn
-    from grader.performance import Refill
+    from grader.timer import L2Flusher, time_fn
+    from grader.speed import Refill
     from grader.spec import by_exercise, import_exercise_module
 
     spec = by_exercise(exercise)
@@ -61,7 +61,7 @@ def _spec_module_name(spec) -> str:
 
 
 def limits() -> dict:
-    from grader.bench import L2Flusher, copy_bandwidth, matmul_flops
+    from grader.timer import L2Flusher, copy_bandwidth, matmul_flops
 
     flush = L2Flusher()
     return {"copy_bandwidth": copy_bandwidth(2 << 30, flush=flush), "fp32_matmul": matmul_flops(8192, flush=flush)}

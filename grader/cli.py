@@ -267,7 +267,7 @@ def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: 
     the grading process found wrong, and the parent's own re-check of sampled timed outputs. The
     timing's raw numbers are put beside the yardstick's for scoring (grader.scoring)."""
     from grader import judge
-    from grader.performance import combine
+    from grader.speed import combine
 
     perf_test = next((t for t in tests if t["name"] == "performance"), None)
     if perf_test is None or perf_test["outcome"] not in ("passed", "failed"):

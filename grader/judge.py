@@ -344,7 +344,7 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: b
     outputs`; a timing that saved nothing fails (it ran: the file is written when it ends), unless
     `excused`: it stopped for a reason scored already (a wrong timed output fails its own group; out
     of GPU memory costs the speed points), and the other groups' points stand."""
-    from grader.performance import bench_group
+    from grader.speed import bench_group
 
     bench = spec.benchmark()
     if bench is None:

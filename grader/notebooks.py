@@ -327,7 +327,7 @@ class Course:
         """Time the op as the grader does; return the performance points earned (nbgrader reads a
         number left as a graded cell's result as partial credit)."""
         from grader import spec as specs
-        from grader.performance import measure
+        from grader.speed import measure
 
         if self._unavailable(f"{exercise} performance"):
             return None
@@ -357,7 +357,7 @@ class Course:
         """GB/s of the notebook's op and of PyTorch's at each size, and the copy bandwidth."""
         import torch
 
-        from grader.bench import L2Flusher, copy_bandwidth, time_fn
+        from grader.timer import L2Flusher, copy_bandwidth, time_fn
 
         module = self.build(exercise)
         flush = L2Flusher()

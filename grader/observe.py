@@ -5,7 +5,7 @@ The profiler (CUPTI) sees every kernel of the process, whichever thread or strea
 its stream and its duration on the GPU; `observe(fn)` returns them with the PyTorch operators that
 were dispatched. A `KernelRule` says which of those an exercise's op may run. The grader uses both
 on checked calls of every dtype and configuration (grader.properties) and on timed calls at the
-benchmark's shape (grader.performance), so a fall-back that only some calls take is seen.
+benchmark's shape (grader.speed), so a fall-back that only some calls take is seen.
 """
 from __future__ import annotations
 

@@ -50,14 +50,14 @@ class CheckList(list):
 @dataclass
 class Benchmark:
     """How to time an exercise: the op on inputs refilled with fresh values before every timed call,
-    each timed output checkable against a float64 reference (grader.performance, grader.judge)."""
+    each timed output checkable against a float64 reference (grader.speed, grader.judge)."""
 
     label: str  # e.g. "fp32, 2^28 elements"
     make_inputs: Callable[[int], tuple]  # seed -> one input set (tensors on the GPU), the same for a seed
     call: Callable[[ModuleType, tuple], object]  # run the exercise's op on an input set
     baseline: Callable[[tuple], object]  # PyTorch's own op on the same input set
     work: float  # bytes moved (unit "B") or floating-point operations (unit "FLOP") per call
-    # the float64 value of each output tensor (in grader.bench.output_tensors's order) at the flat
+    # the float64 value of each output tensor (in grader.timer.output_tensors's order) at the flat
     # indices `where` (one LongTensor or slice per output), or whole when `where` is None
     reference: Callable[[tuple, list | None], list]
     # per output: a Tolerance (elementwise) or a float (normwise relative error); may depend on the inputs
@@ -246,7 +246,7 @@ class Spec:
         once for the whole grading process: TF32 off for cuBLAS and cuDNN (strict fp32) and cuDNN's
         autotuner on (PyTorch's convolutions at their fastest). A submission cannot tell a timed call
         from a checked one by these flags, and may not change them (grader.integrity)."""
-        from grader.bench import tuned_strict_fp32
+        from grader.timer import tuned_strict_fp32
 
         return tuned_strict_fp32()
 

@@ -5,7 +5,7 @@ A submission's Python and C++ run in its own grading process and could slow anyt
 there (re-register the reference's op, patch PyTorch's baseline, occupy the copy that measures the
 limit), which would flatter its ratio. So those are measured here, by the grader's own code and the
 reference solution only, in the same run and on the same GPU, with the same harness and the same
-freshly refilled inputs (grader.performance.measure_yardstick); the parent scores the submission's
+freshly refilled inputs (grader.speed.measure_yardstick); the parent scores the submission's
 raw timing against these numbers (grader.scoring). Class grading measures them once per worker and
 reuses them for every student.
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from grader import gate
-    from grader.performance import measure_yardstick
+    from grader.speed import measure_yardstick
     from grader.results import write_json_atomic
     from grader.spec import by_exercise, import_exercise_module
 

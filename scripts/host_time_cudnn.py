@@ -19,7 +19,7 @@
    cudnnBackendExecute, with the variant pack kept and built per call. The difference between (4) and
    (4b) is what the legacy API itself costs per call.
 5. Throughput against F.conv2d on the two graded shapes, strict fp32 and TF32 (the spec's
-   throughput(): grader.bench.time_fn, median, L2 flushed).
+   throughput(): grader.timer.time_fn, median, L2 flushed).
 6. Every legacy algorithm cuDNN offers for those shapes under each math type (FMA, TENSOR_OP,
    TENSOR_OP_ALLOW_CONVERSION, DEFAULT): cudnnFind's times, then the fastest two re-timed with
    time_fn and their error against float64, beside F.conv2d's time. This says whether any algorithm
@@ -40,7 +40,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from grader import env  # noqa: E402
-from grader.bench import L2Flusher, math_mode, time_fn  # noqa: E402
+from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
 from grader.spec import import_exercise_module  # noqa: E402
 from grader.specs import ex10_cudnn_conv as ex10  # noqa: E402
 

@@ -1,16 +1,18 @@
 """The grader's own logic, on CPU tensors and synthetic results: no build, no GPU."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
 
 import pytest
 import torch
 
-from grader import build, checks, report, spec
-from grader.bench import Timing
+from grader import build, checks, env, report, spec
 from grader.checks import CheckFailure, Tolerance
 from grader.results import write_json_atomic
 from grader.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
+from grader.timer import Timing
 from tests.grading import grader_import_graph
 
 LEAKY = spec.by_exercise("01")
@@ -143,7 +145,7 @@ def test_tiers():
 
 
 def test_math_mode_sets_and_restores_the_backend_flags():
-    from grader.bench import math_mode, tuned_strict_fp32
+    from grader.timer import math_mode, tuned_strict_fp32
 
     flags = torch.backends
     before = (flags.cudnn.allow_tf32, flags.cuda.matmul.allow_tf32, flags.cudnn.benchmark)
@@ -465,7 +467,7 @@ def test_ops_called_tells_an_exercise_op_from_pytorchs():
 def test_the_timer_catches_work_left_running_on_a_side_stream():
     """On the GPU: an op that queues its real work on a stream of its own (and a trivial kernel on the
     timed one) is flagged; the same work on the timed stream is not."""
-    from grader.bench import time_fn
+    from grader.timer import time_fn
 
     x = torch.randn(1 << 26, device="cuda")
     side = torch.cuda.Stream()
@@ -526,6 +528,31 @@ def test_no_import_cycle_among_grader_modules():
     for m in sorted(graph):
         if m not in state:
             visit(m, [])
+
+
+def test_every_import_of_a_grader_name_resolves():
+    """Every `from grader... import name` in the project, those inside functions too: many run only on
+    a GPU (the timing, `make bench`, the notebooks' plots), so a renamed module or helper would
+    otherwise first fail there."""
+    import ast
+
+    files = subprocess.run(["git", "ls-files", "*.py"], cwd=env.REPO, capture_output=True, text=True,
+                           check=True).stdout.split()
+    missing = []
+    for f in files:
+        for node in ast.walk(ast.parse((env.REPO / f).read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "grader":
+                if importlib.util.find_spec(node.module) is None:
+                    missing.append(f"{f}:{node.lineno}: {node.module}")
+                    continue
+                module = importlib.import_module(node.module)
+                missing += [f"{f}:{node.lineno}: {node.module}.{a.name}" for a in node.names
+                            if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None]
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == "grader" and importlib.util.find_spec(a.name) is None:
+                        missing.append(f"{f}:{node.lineno}: {a.name}")
+    assert len(files) > 50 and not missing, missing
 
 
 def test_a_timing_without_the_yardstick_shows_its_rate_and_no_ratio(tmp_path):

@@ -425,7 +425,7 @@ def time_extra_shapes(module, shapes, call, baseline, work) -> list[dict]:
     """Time `call(module, inputs, params)` beside `baseline(inputs, params)` on each
     (label, x shape, weight shape, params) in `shapes` (strict fp32); `work(x shape, weight shape,
     params)` counts the FLOPs."""
-    from grader.bench import L2Flusher, time_fn
+    from grader.timer import L2Flusher, time_fn
 
     flush = L2Flusher()
     rows = []

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from grader.bench import math_mode, tuned_strict_fp32
+from grader.timer import math_mode, tuned_strict_fp32
 from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
@@ -922,8 +922,8 @@ def host_inputs(x_shape=HOST_CASE[0], k=HOST_CASE[1]):
 
 def throughput(m, flush) -> dict:
     """Our op against F.conv2d (cuDNN's autotuner on) on the BENCH shapes in strict fp32 and TF32:
-    median GPU time of each (grader.bench.time_fn: L2 flushed, inputs rotated) and the ratio."""
-    from grader.bench import time_fn
+    median GPU time of each (grader.timer.time_fn: L2 flushed, inputs rotated) and the ratio."""
+    from grader.timer import time_fn
 
     rows = {}
     for tf32 in (False, True):
@@ -948,7 +948,7 @@ def extra_report() -> dict:
     call on a tiny input (cached with the launch cache on and off, uncached, F.conv2d), and cached
     against uncached time."""
     from grader import env
-    from grader.bench import L2Flusher, time_fn
+    from grader.timer import L2Flusher, time_fn
     from grader.spec import import_exercise_module
 
     m = import_exercise_module(env.REPO / "solutions" / SPEC.exercise, SPEC)

@@ -5,7 +5,7 @@ import pytest
 
 from grader import gate
 from grader.checks import CheckFailure, cuda_context_lost
-from grader.performance import measure_submission
+from grader.speed import measure_submission
 from grader.results import save_atomic
 from grader.scoring import NOT_TIMED
 
@@ -39,7 +39,7 @@ def test_check(check, ctx):
 
 
 def test_performance(spec, ctx, record_property, request):
-    """The submission's op timed at the benchmark's shape (grader.performance); the parent scores the
+    """The submission's op timed at the benchmark's shape (grader.speed); the parent scores the
     raw numbers against the yardstick's, and re-checks the sampled outputs saved here."""
     _fail_if_context_lost()
     if spec.benchmark() is None:

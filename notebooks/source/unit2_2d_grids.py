@@ -295,7 +295,7 @@ else:
     import matplotlib.pyplot as plt
     from torch.utils.cpp_extension import load_inline
 
-    from grader.bench import L2Flusher, copy_bandwidth, time_fn
+    from grader.timer import L2Flusher, copy_bandwidth, time_fn
 
     NAIVE_CUDA = r'''
     #include <torch/extension.h>
@@ -753,7 +753,7 @@ if reason:
 else:
     import matplotlib.pyplot as plt
 
-    from grader.bench import L2Flusher, math_mode, time_fn
+    from grader.timer import L2Flusher, math_mode, time_fn
 
     matmul_ext = course.build("05_matmul")
     flush = L2Flusher()

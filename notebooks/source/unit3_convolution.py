@@ -389,7 +389,7 @@ if reason:
 else:
     import matplotlib.pyplot as plt
 
-    from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
+    from grader.timer import L2Flusher, time_fn, tuned_strict_fp32
 
     conv_ext = course.build("06_conv2d")
     layers = [  # label, x shape, (cout, k), stride, padding
@@ -522,7 +522,7 @@ reason = nb.heavy_skip_reason()
 if reason:
     print(f"build 07_conv_transpose2d: {reason}")
 else:
-    from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
+    from grader.timer import L2Flusher, time_fn, tuned_strict_fp32
 
     convt_ext = course.build("07_conv_transpose2d")
     a = torch.randn(2, 3, 12, 12, device="cuda", dtype=torch.float64, requires_grad=True)

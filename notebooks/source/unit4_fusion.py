@@ -247,7 +247,7 @@ reason = nb.heavy_skip_reason()
 if reason:
     print(f"build: {reason}")
 else:
-    from grader.bench import math_mode
+    from grader.timer import math_mode
 
     ex08 = course.build("08_conv_bn_relu_inference")
     torch.manual_seed(0)
@@ -322,7 +322,7 @@ if reason:
 else:
     import matplotlib.pyplot as plt
 
-    from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
+    from grader.timer import L2Flusher, time_fn, tuned_strict_fp32
 
     ex08 = course.build("08_conv_bn_relu_inference")
     flush = L2Flusher()
@@ -774,7 +774,7 @@ reason = nb.heavy_skip_reason()
 if reason:
     print(f"build: {reason}")
 else:
-    from grader.bench import math_mode
+    from grader.timer import math_mode
 
     ex09 = course.build("09_conv_bn_relu_training")
     torch.manual_seed(0)
@@ -896,7 +896,7 @@ if reason:
 else:
     import matplotlib.pyplot as plt
 
-    from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
+    from grader.timer import L2Flusher, time_fn, tuned_strict_fp32
 
     ex09 = course.build("09_conv_bn_relu_training")
     n, c, hw, k = 32, 64, 56, 64

@@ -431,7 +431,7 @@ reason = nb.heavy_skip_reason()
 if reason:
     print(f"build: {reason}")
 else:
-    from grader.bench import math_mode
+    from grader.timer import math_mode
 
     ex10 = course.build("10_cudnn_conv")
     print("describe((2, 3, 17, 17), (4, 3, 3, 3), stride 2, padding 1):",
@@ -581,7 +581,7 @@ if reason:
 else:
     import matplotlib.pyplot as plt
 
-    from grader.bench import L2Flusher, time_fn, tuned_strict_fp32
+    from grader.timer import L2Flusher, time_fn, tuned_strict_fp32
     from grader.specs.ex10_cudnn_conv import host_calls, host_inputs, host_times
 
     ex10 = course.build("10_cudnn_conv")

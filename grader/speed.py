@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from grader.bench import (L2Flusher, copy_bandwidth, input_tensors, matmul_flops, new_events, output_tensors,
+from grader.timer import (L2Flusher, copy_bandwidth, input_tensors, matmul_flops, new_events, output_tensors,
                           prepare, time_fn, timed_call)
 from grader.checks import CheckFailure, Comparison, require_plain_tensor
 from grader.observe import SLEEP_KERNEL, kernel_function, observe
