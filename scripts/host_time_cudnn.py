@@ -4,7 +4,7 @@
 
 1. Builds solutions/10_cudnn_conv with the grader's build (cached by source hash) and imports it.
 2. Host time per call on 1x16x7x7, 16 -> 16, 3x3, padding 1, strict fp32, cudnn.benchmark on:
-   2000 calls in loops of 200 with no sync inside a loop, divided (grader.specs.ex10_cudnn_conv's
+   2000 calls in loops of 200 with no sync inside a loop, divided (grader.benchmark_extras's
    host_us_per_call), for F.conv2d, our Python API (cached in both algorithm modes, uncached; cached
    with the launch cache on, which replays a CUDA graph since every call has the same buffers, and
    off), our op without the Python wrapper (both ways), and torch.empty (the allocation every call
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from grader import benchmark_extras as extras  # noqa: E402
 from grader import env  # noqa: E402
 from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
 from grader.spec import import_exercise_module  # noqa: E402
@@ -196,14 +197,14 @@ def cudnn_host_costs() -> None:
           "min and median us of 10 loops of 200 calls")
     cu = Cudnn()
     print(f"  libcudnn {cu.version} (torch reports {torch.backends.cudnn.version()})")
-    x, w = ex10.host_inputs()
-    descs = cu.conv(tuple(x.shape), ex10.HOST_CASE[1])
+    x, w = extras.host_inputs()
+    descs = cu.conv(tuple(x.shape), extras.HOST_CASE[1])
     y = torch.empty(descs[4], device="cuda")
     cu.set_math(descs[2], 3)
-    floor = ex10.host_us_per_call(lambda: cu.lib.cudnnGetVersion())
+    floor = extras.host_us_per_call(lambda: cu.lib.cudnnGetVersion())
     print(f"  {'ctypes floor (cudnnGetVersion)':<44s} {stats(floor)}")
     s = ctypes.c_void_p(cu.stream)
-    set_stream = ex10.host_us_per_call(lambda: cu.lib.cudnnSetStream(cu.handle, s))
+    set_stream = extras.host_us_per_call(lambda: cu.lib.cudnnSetStream(cu.handle, s))
     print(f"  {'cudnnSetStream (same stream)':<44s} {stats(set_stream)}")
     perf = cu.find(descs, x, w, y)
     reference = F.conv2d(x.double(), w.double(), None, 1, 1)
@@ -218,7 +219,7 @@ def cudnn_host_costs() -> None:
             if fn is None:
                 print(f"  {label:<44s} no workspace size")
                 continue
-            t = ex10.host_us_per_call(fn)
+            t = extras.host_us_per_call(fn)
             split = profile_split(fn, 50, ())
         except RuntimeError as e:
             print(f"  {label:<44s} failed: {e}")
@@ -359,7 +360,7 @@ def graph_api_host_costs() -> None:
     print("\n4b. The same convolution through cuDNN's graph API (ctypes; strict fp32: first heuristic engine "
           "config without Tensor Cores), host time per call, min and median us")
     cu = Cudnn()
-    x, w = ex10.host_inputs()
+    x, w = extras.host_inputs()
     y = torch.zeros(x.shape[0], w.shape[0], *x.shape[2:], device="cuda")
     reference = F.conv2d(x.double(), w.double(), None, 1, 1)
     for mode, name in ((0, "INSTANT"), (3, "A")):
@@ -372,9 +373,9 @@ def graph_api_host_costs() -> None:
         nk = sum(n for n, _ in split["kernels"].values())
         print(f"  heuristic {name}: engine {b.engine} (config {b.rank}), workspace {b.ws.numel()} B, error {err:.1e}, "
               f"{nk:.1f} kernels/call: {'; '.join(k[:50] for k in split['kernels'])}")
-        print(f"  {'    cudnnBackendExecute, variant pack kept':<44s} {stats(ex10.host_us_per_call(b.execute))}")
+        print(f"  {'    cudnnBackendExecute, variant pack kept':<44s} {stats(extras.host_us_per_call(b.execute))}")
         print(f"  {'    variant pack per call (as PyTorch), execute':<44s} "
-              f"{stats(ex10.host_us_per_call(b.execute_new_pack))}")
+              f"{stats(extras.host_us_per_call(b.execute_new_pack))}")
 
 
 # ------------------------------------------------------------------------------------ TF32 question
@@ -383,7 +384,7 @@ def algorithm_tables(flush) -> None:
           "re-timed (time_fn median, L2 flushed) with their error against float64")
     cu = Cudnn()
     for x_shape, k in ex10.BENCH:
-        x, w = ex10.host_inputs(x_shape, k)
+        x, w = extras.host_inputs(x_shape, k)
         descs = cu.conv(x_shape, k)
         y = torch.empty(descs[4], device="cuda")
         reference = F.conv2d(x.double(), w.double(), None, 1, 1)
@@ -420,22 +421,22 @@ def main() -> int:
     verdicts = []
 
     with math_mode(cudnn_benchmark=True):  # strict fp32, PyTorch at its fastest algorithm
-        x, w = ex10.host_inputs()
-        calls = ex10.host_calls(m, x, w)
+        x, w = extras.host_inputs()
+        calls = extras.host_calls(m, x, w)
         mode = m.MODES["benchmark"]
         calls["op without the Python wrapper"] = lambda: m._conv2d(x, w, 1, 1, 1, mode)
-        calls[f"op without the Python wrapper, {ex10.GRAPHS_OFF}"] = lambda: m._conv2d(x, w, 1, 1, 1, mode)
+        calls[f"op without the Python wrapper, {extras.GRAPHS_OFF}"] = lambda: m._conv2d(x, w, 1, 1, 1, mode)
         calls["torch.empty of the output"] = lambda: torch.empty((1, 16, 7, 7), device="cuda")
         print("\n2. Host time per call, 1x16x7x7 16->16 3x3 pad 1, strict fp32 (us, min and median of 10 loops "
               "of 200 calls)")
         m.cache_clear()
-        host = ex10.host_times(m, calls)
+        host = extras.host_times(m, calls)
         for name, times in host.items():
             print(f"  {name:<52s} {stats(times)}")
         print(f"  launch cache: {m.cache_stats()}")
         ours = min(host["cached, benchmark"])
         verdicts.append(f"host time per cached call {ours:.1f} us with the launch cache (target <= "
-                        f"{HOST_TARGET_US:.0f}; without it {min(host['cached, benchmark, ' + ex10.GRAPHS_OFF]):.1f}; "
+                        f"{HOST_TARGET_US:.0f}; without it {min(host['cached, benchmark, ' + extras.GRAPHS_OFF]):.1f}; "
                         f"F.conv2d {min(host['F.conv2d']):.1f})")
 
         print("\n3. Where it goes (profiler, per call; profiling inflates host times)")
@@ -459,7 +460,7 @@ def main() -> int:
         print(f"  failed: {type(e).__name__}: {e}")
 
     print("\n5. Throughput against F.conv2d (cudnn.benchmark on), median GPU time")
-    rows = ex10.throughput(m, flush)
+    rows = extras.throughput(m, flush)
     for name, r in rows.items():
         print(f"  {name:<28s} ours {r['ours_us']:8.1f} us  F.conv2d {r['pytorch_us']:8.1f} us  ratio {r['ratio']:.2f}x")
         verdicts.append(f"{name}: {r['ratio']:.2f}x of F.conv2d (target >= {RATIO_TARGET})")

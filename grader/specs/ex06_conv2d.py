@@ -119,12 +119,6 @@ def randn(g: torch.Generator, shape, dtype, scale: float = 1.0) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------- spec
 
 
-# Extra shapes `make bench` times with the fast version beside cuDNN (strict fp32):
-# (label, (n, cin, h, w), (cout, kh, kw), stride, padding)
-EXTRA_BENCH_SHAPES = [
-    ("32x512x7x7, 512->512, 3x3, pad 1", (32, 512, 7, 7), (512, 3, 3), 1, 1),
-    ("32x128x28x28, 128->256, 3x3, stride 2, pad 1", (32, 128, 28, 28), (256, 3, 3), 2, 1),
-]
 
 
 @dataclass
@@ -419,50 +413,3 @@ SPEC = Conv2dSpec(
     fp64_cases=tuple(FP64_CASES),
     random_case=random_case,
 )
-
-
-def time_extra_shapes(module, shapes, call, baseline, work) -> list[dict]:
-    """Time `call(module, inputs, params)` beside `baseline(inputs, params)` on each
-    (label, x shape, weight shape, params) in `shapes` (strict fp32); `work(x shape, weight shape,
-    params)` counts the FLOPs."""
-    from grader.timer import L2Flusher, time_fn
-
-    flush = L2Flusher()
-    rows = []
-    with tuned_strict_fp32():
-        for label, xs, ws, params in shapes:
-            g = torch.Generator(device="cuda")
-            g.manual_seed(7)
-            inputs = [(randn(g, xs, torch.float32), randn(g, ws, torch.float32, 0.05)) for _ in range(2)]
-            mine = time_fn(lambda inp: call(module, inp, params), inputs, flush=flush)
-            base = time_fn(lambda inp: baseline(inp, params), inputs, flush=flush)
-            flops = work(xs, ws, params)
-            rows.append({"shape": label, "time_us": round(mine.median_s * 1e6, 1),
-                         "tflops": round(flops / mine.median_s / 1e12, 2),
-                         "cudnn_time_us": round(base.median_s * 1e6, 1),
-                         "cudnn_tflops": round(flops / base.median_s / 1e12, 2),
-                         "time_vs_cudnn": round(mine.median_s / base.median_s, 2)})
-    return rows
-
-
-def extra_report() -> dict:
-    """`make bench`: the fast version beside cuDNN on EXTRA_BENCH_SHAPES."""
-    from grader.env import REPO
-    from grader.spec import import_exercise_module
-
-    module = import_exercise_module(REPO / "solutions" / SPEC.exercise, SPEC)
-
-    def work(xs, ws, params):
-        s, p = params["stride"], params["padding"]
-        ho = (xs[2] + 2 * p - ws[2]) // s + 1
-        wo = (xs[3] + 2 * p - ws[3]) // s + 1
-        return 2 * xs[0] * ws[0] * ho * wo * xs[1] * ws[2] * ws[3]
-
-    shapes = [(label, xs, (cout, xs[1], kh, kw), {"stride": s, "padding": p})
-              for label, xs, (cout, kh, kw), s, p in EXTRA_BENCH_SHAPES]
-    rows = time_extra_shapes(
-        module, shapes,
-        call=lambda mod, inp, params: mod.conv2d(inp[0], inp[1], None, **params, version=2),
-        baseline=lambda inp, params: F.conv2d(inp[0], inp[1], None, **params),
-        work=work)
-    return {"strict fp32, version 2 beside cuDNN": rows}

@@ -10,8 +10,7 @@ import torch.nn.functional as F
 
 from grader.observe import KernelRule
 from grader.spec import Benchmark
-from grader.specs.ex06_conv2d import (CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, time_extra_shapes,
-                                      whole_reference)
+from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
 # a stride > 1 several input sizes of a conv2d give one output size, and output_padding picks one.
@@ -41,13 +40,6 @@ def random_transposed_case(g: torch.Generator, name: str) -> Case:
                 out_pad)
 
 
-# Extra shapes `make bench` times beside cuDNN (strict fp32): the transposes of exercise 06's,
-# i.e. the gradient of those convolutions with respect to their input.
-# (label, x shape (n, cin, h, w), weight shape (cin, cout, kh, kw), stride, padding, output_padding)
-EXTRA_BENCH_SHAPES = [
-    ("32x512x7x7, 512->512, 3x3, pad 1", (32, 512, 7, 7), (512, 512, 3, 3), 1, 1, 0),
-    ("32x256x14x14, 256->128, 3x3, stride 2, pad 1, output_padding 1", (32, 256, 14, 14), (256, 128, 3, 3), 2, 1, 1),
-]
 
 
 class ConvTranspose2dSpec(ConvSpec):
@@ -92,19 +84,3 @@ SPEC = ConvTranspose2dSpec(
     fp64_cases=tuple(T_FP64_CASES),
     random_case=random_transposed_case,
 )
-
-
-def extra_report() -> dict:
-    """`make bench`: the reference beside cuDNN on EXTRA_BENCH_SHAPES."""
-    from grader.env import REPO
-    from grader.spec import import_exercise_module
-
-    module = import_exercise_module(REPO / "solutions" / SPEC.exercise, SPEC)
-    shapes = [(label, xs, ws, {"stride": s, "padding": p, "output_padding": op})
-              for label, xs, ws, s, p, op in EXTRA_BENCH_SHAPES]
-    rows = time_extra_shapes(
-        module, shapes,
-        call=lambda mod, inp, params: mod.conv_transpose2d(inp[0], inp[1], None, **params),
-        baseline=lambda inp, params: F.conv_transpose2d(inp[0], inp[1], None, **params),
-        work=lambda xs, ws, params: 2 * xs[0] * xs[1] * xs[2] * xs[3] * ws[1] * ws[2] * ws[3])
-    return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows}

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from grader.timer import tuned_strict_fp32
 from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
@@ -525,8 +524,8 @@ class ConvBNReLUTrainingSpec(Spec):
         return Benchmark(
             label="fp32 (TF32 off) train fwd+bwd, 32x64x56x56, 64->64, 3x3, pad 1",
             make_inputs=make_inputs,
-            call=_fused_step,
-            baseline=_eager_step,
+            call=fused_step,
+            baseline=eager_step,
             work=3 * 2.0 * n * k * h * w * c * 9,  # forward, grad_input and grad_weight convolutions
             unit="FLOP",
             reference=whole_reference(_reference_step),
@@ -543,7 +542,7 @@ BENCH = (32, 64, 56, 56, 64)
 RUNNING_MEAN_0, RUNNING_VAR_0, BENCH_MOMENTUM = 0.0, 1.0, 0.1
 
 
-def _fused_step(mod, inp):
+def fused_step(mod, inp):
     """y, the four gradients, and the running statistics the step updated (copies: an output may not
     share memory with an input), so that they too are verified at the benchmark's shape."""
     x, wt, gamma, beta, gy, (rm, rv, nbt) = inp
@@ -552,7 +551,7 @@ def _fused_step(mod, inp):
     return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy), rm.clone(), rv.clone())
 
 
-def _eager_step(inp):
+def eager_step(inp):
     x, wt, gamma, beta, gy, (rm, rv, nbt) = inp
     y = F.relu(F.batch_norm(F.conv2d(x, wt, None, 1, 1), rm, rv, gamma, beta, True, BENCH_MOMENTUM, 1e-5))
     return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy), rm.clone(), rv.clone())
@@ -574,32 +573,6 @@ def _reference_step(inp):
     return [y.detach(), *grads, running_mean, running_var]
 
 
-def _peak_step(step, inp) -> float:
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    out = step(inp)
-    torch.cuda.synchronize()
-    del out
-    return (torch.cuda.max_memory_allocated() - base) / 2**20
-
-
-def extra_report() -> dict:
-    """Peak memory of one training step (forward + backward), beyond its inputs, fused and eager."""
-    from grader.env import REPO
-    from grader.spec import import_exercise_module
-
-    mod = import_exercise_module(REPO / "solutions" / SPEC.exercise, SPEC)
-    with tuned_strict_fp32():
-        inp = SPEC.benchmark().make_inputs(7)
-        _fused_step(mod, inp), _eager_step(inp)  # warm up (cuDNN's algorithm search allocates)
-        fused = _peak_step(lambda i: _fused_step(mod, i), inp)
-        eager = _peak_step(_eager_step, inp)
-    n, c, h, w, k = BENCH
-    act = n * k * h * w * 4 / 2**20
-    return {"peak_MiB_fused": round(fused, 1), "peak_MiB_eager": round(eager, 1),
-            "fused_over_eager": round(fused / eager, 3), "one_activation_MiB": round(act, 1),
-            "shape": "32x64x56x56, 64->64, 3x3, pad 1, fp32"}
 
 
 SPEC = ConvBNReLUTrainingSpec(

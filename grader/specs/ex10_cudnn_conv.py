@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 
-from grader.timer import math_mode, tuned_strict_fp32
+from grader.timer import math_mode
 from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
@@ -804,12 +803,12 @@ class CudnnConvSpec(Spec):
             make_inputs=make_inputs,
             call=lambda mod, inp: [mod.conv2d(inp[0], inp[1], 1, 1), mod.conv2d(inp[2], inp[3], 1, 1)],
             baseline=lambda inp: [F.conv2d(inp[0], inp[1], None, 1, 1), F.conv2d(inp[2], inp[3], None, 1, 1)],
-            work=float(sum(_conv_flops(x, k) for x, k in BENCH)),
+            work=float(sum(conv_flops(x, k) for x, k in BENCH)),
             unit="FLOP",
             reference=whole_reference(lambda inp: [_reference(inp[2 * i], inp[2 * i + 1], 1, 1, 1)
                                                    for i in range(len(BENCH))]),
             tolerance=lambda inp: [TOL["strict"]] * len(BENCH),
-            flops=float(sum(_conv_flops(x, k) for x, k in BENCH)),
+            flops=float(sum(conv_flops(x, k) for x, k in BENCH)),
             min_bytes=float(sum(4 * (n * c * h * w + k * c * 9 + n * k * h * w) for (n, c, h, w), k in BENCH)),
         )
 
@@ -845,7 +844,7 @@ def _calls(x, w, conv, r) -> list[AuditCall]:
     return calls
 
 
-def _conv_flops(x_shape, k, ks=3) -> int:
+def conv_flops(x_shape, k, ks=3) -> int:
     n, c, h, w = x_shape  # stride 1, padding 1: the output is h x w
     return 2 * n * k * c * ks * ks * h * w
 
@@ -863,109 +862,3 @@ SPEC = CudnnConvSpec(
     # with cuDNN 9.19 and torch 2.11, 2026-11-22
     solution_vs_baseline=2.07,  # H100, 2026-11-23 grading run: 55.2 vs 27.8 TFLOP/s (see docs/performance.md)
 )
-
-
-# ------------------------------------------------------------------------ speed beside F.conv2d
-# One home for each measurement: `make bench` (extra_report below), the unit-5 notebook's cache plot
-# and scripts/host_time_cudnn.py call these.
-
-HOST_CASE = ((1, 16, 7, 7), 16)  # host time per call: 3x3, padding 1; the GPU's work is a few us
-
-
-def host_us_per_call(fn, calls: int = 200, loops: int = 10) -> list[float]:
-    """Host time of one call of fn(), in us, once per loop: the wall time of `calls` back-to-back calls
-    with no sync among them, divided by `calls`. The GPU is synchronised between loops only, so its
-    queue (about a thousand launches) never fills and blocks the host: what is timed is the enqueueing."""
-    for _ in range(20):  # plans built, allocator warm
-        fn()
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(loops):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per_call.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return per_call
-
-
-GRAPHS_OFF = "graphs off"  # in a host_calls name: time it with the launch cache off (host_times)
-
-
-def host_calls(m, x, w) -> dict:
-    """The calls whose host time is reported: ours with cached plans (both algorithm modes; the same
-    buffers every call, so the launch cache replays a CUDA graph, and once with it off), ours
-    uncached, and F.conv2d, each a 3x3 convolution with padding 1."""
-    return {
-        "cached, benchmark": lambda: m.conv2d(x, w, 1, 1),
-        f"cached, benchmark, {GRAPHS_OFF}": lambda: m.conv2d(x, w, 1, 1),
-        "cached, heuristic": lambda: m.conv2d(x, w, 1, 1, mode="heuristic"),
-        "uncached": lambda: m.conv2d(x, w, 1, 1, mode="uncached"),
-        "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
-    }
-
-
-def host_times(m, calls: dict, loops: int = 10) -> dict[str, list[float]]:
-    """host_us_per_call of each call, the launch cache off for those whose name says GRAPHS_OFF."""
-    return {name: _timed_with_graphs(m, GRAPHS_OFF not in name, fn, loops) for name, fn in calls.items()}
-
-
-def _timed_with_graphs(m, graphs: bool, fn, loops: int) -> list[float]:
-    with launch_cache(m, graphs):
-        return host_us_per_call(fn, loops=loops)
-
-
-def host_inputs(x_shape=HOST_CASE[0], k=HOST_CASE[1]):
-    x = torch.randn(x_shape, device="cuda")
-    return x, torch.randn(k, x_shape[1], 3, 3, device="cuda") * (x_shape[1] * 9) ** -0.5
-
-
-def throughput(m, flush) -> dict:
-    """Our op against F.conv2d (cuDNN's autotuner on) on the BENCH shapes in strict fp32 and TF32:
-    median GPU time of each (grader.timer.time_fn: L2 flushed, inputs rotated) and the ratio."""
-    from grader.timer import time_fn
-
-    rows = {}
-    for tf32 in (False, True):
-        with math_mode(tf32=tf32, cudnn_benchmark=True):
-            for x_shape, k in BENCH:
-                inputs = [host_inputs(x_shape, k) for _ in range(2)]
-                ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], 1, 1), inputs, flush=flush)
-                base = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1), inputs, flush=flush)
-                flops = _conv_flops(x_shape, k)
-                rows[f"{'tf32' if tf32 else 'strict'} {'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = {
-                    "ours_us": ours.median_s * 1e6, "pytorch_us": base.median_s * 1e6,
-                    "ours_tflops": flops / ours.median_s / 1e12, "pytorch_tflops": flops / base.median_s / 1e12,
-                    "ratio": base.median_s / ours.median_s}
-    return rows
-
-
-# ---------------------------------------------------------------------------------- make bench
-
-
-def extra_report() -> dict:
-    """`make bench` extras: our op against F.conv2d per shape in both math modes, host time per
-    call on a tiny input (cached with the launch cache on and off, uncached, F.conv2d), and cached
-    against uncached time."""
-    from grader import env
-    from grader.timer import L2Flusher, time_fn
-    from grader.spec import import_exercise_module
-
-    m = import_exercise_module(env.REPO / "solutions" / SPEC.exercise, SPEC)
-    flush = L2Flusher()
-    report: dict = {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
-                    "cudnn": torch.backends.cudnn.version(), "throughput": throughput(m, flush),
-                    "host_us_per_call": {}, "cached_vs_uncached_us": {}}
-    with math_mode(cudnn_benchmark=True):  # strict fp32
-        x, w = host_inputs()
-        for name, times in host_times(m, host_calls(m, x, w)).items():
-            report["host_us_per_call"][f"1x16x7x7 16->16 3x3: {name}"] = min(times)
-        for x_shape, k in (HOST_CASE, ((32, 64, 56, 56), 64)):
-            xs = [host_inputs(x_shape, k) for _ in range(2)]
-            row = {}
-            for mode in ("benchmark", "uncached"):
-                t = time_fn(lambda inp, mode=mode: m.conv2d(inp[0], inp[1], 1, 1, mode=mode), xs, flush=flush)
-                row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
-            report["cached_vs_uncached_us"][f"{'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = row
-        report["cache_stats"] = m.cache_stats()
-    return report

@@ -6,7 +6,6 @@ Each of the spec's checks is one parametrized test; `test_performance` times the
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading

@@ -582,7 +582,7 @@ else:
     import matplotlib.pyplot as plt
 
     from grader.timer import L2Flusher, time_fn, tuned_strict_fp32
-    from grader.specs.ex10_cudnn_conv import host_calls, host_inputs, host_times
+    from grader.benchmark_extras import host_calls, host_inputs, host_times
 
     ex10 = course.build("10_cudnn_conv")
     with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on

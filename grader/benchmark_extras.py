@@ -1,0 +1,220 @@
+"""`make bench`'s measurements beyond each exercise's benchmark shape (grader.benchmarks runs them):
+the convolutions on more shapes beside cuDNN, the fused training step's peak memory, and the cuDNN
+wrapper's host time per call. Grading never runs this module; the specs stay what is graded.
+
+EXTRAS maps an exercise to its report (a JSON-able dict, measured on the reference solution).
+The unit-5 notebook's cache plot and scripts/host_time_cudnn.py use the host-time helpers here.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+from grader import env
+from grader.spec import by_exercise, import_exercise_module
+from grader.specs import ex09_conv_bn_relu_training as ex09
+from grader.specs.ex06_conv2d import randn
+from grader.specs.ex10_cudnn_conv import BENCH as CUDNN_BENCH
+from grader.specs.ex10_cudnn_conv import conv_flops, launch_cache
+from grader.timer import L2Flusher, math_mode, time_fn, tuned_strict_fp32
+
+
+def _reference(exercise: str):
+    spec = by_exercise(exercise)
+    return import_exercise_module(env.REPO / "solutions" / spec.exercise, spec)
+
+
+# ------------------------------------------------------------------- convolutions beside cuDNN
+# Shapes timed with 06's fast version beside cuDNN (strict fp32):
+# (label, (n, cin, h, w), (cout, kh, kw), stride, padding)
+CONV2D_SHAPES = [
+    ("32x512x7x7, 512->512, 3x3, pad 1", (32, 512, 7, 7), (512, 3, 3), 1, 1),
+    ("32x128x28x28, 128->256, 3x3, stride 2, pad 1", (32, 128, 28, 28), (256, 3, 3), 2, 1),
+]
+# 07's: the transposes of 06's, i.e. the gradient of those convolutions with respect to their input.
+# (label, x shape (n, cin, h, w), weight shape (cin, cout, kh, kw), stride, padding, output_padding)
+CONV_TRANSPOSE2D_SHAPES = [
+    ("32x512x7x7, 512->512, 3x3, pad 1", (32, 512, 7, 7), (512, 512, 3, 3), 1, 1, 0),
+    ("32x256x14x14, 256->128, 3x3, stride 2, pad 1, output_padding 1", (32, 256, 14, 14), (256, 128, 3, 3), 2, 1, 1),
+]
+
+
+def time_shapes(module, shapes, call, baseline, work) -> list[dict]:
+    """Time `call(module, inputs, params)` beside `baseline(inputs, params)` on each
+    (label, x shape, weight shape, params) in `shapes` (strict fp32); `work(x shape, weight shape,
+    params)` counts the FLOPs."""
+    flush = L2Flusher()
+    rows = []
+    with tuned_strict_fp32():
+        for label, xs, ws, params in shapes:
+            g = torch.Generator(device="cuda")
+            g.manual_seed(7)
+            inputs = [(randn(g, xs, torch.float32), randn(g, ws, torch.float32, 0.05)) for _ in range(2)]
+            mine = time_fn(lambda inp: call(module, inp, params), inputs, flush=flush)
+            base = time_fn(lambda inp: baseline(inp, params), inputs, flush=flush)
+            flops = work(xs, ws, params)
+            rows.append({"shape": label, "time_us": round(mine.median_s * 1e6, 1),
+                         "tflops": round(flops / mine.median_s / 1e12, 2),
+                         "cudnn_time_us": round(base.median_s * 1e6, 1),
+                         "cudnn_tflops": round(flops / base.median_s / 1e12, 2),
+                         "time_vs_cudnn": round(mine.median_s / base.median_s, 2)})
+    return rows
+
+
+def conv2d_report() -> dict:
+    """06's fast version beside cuDNN on CONV2D_SHAPES."""
+    def work(xs, ws, params):
+        s, p = params["stride"], params["padding"]
+        ho = (xs[2] + 2 * p - ws[2]) // s + 1
+        wo = (xs[3] + 2 * p - ws[3]) // s + 1
+        return 2 * xs[0] * ws[0] * ho * wo * xs[1] * ws[2] * ws[3]
+
+    shapes = [(label, xs, (cout, xs[1], kh, kw), {"stride": s, "padding": p})
+              for label, xs, (cout, kh, kw), s, p in CONV2D_SHAPES]
+    rows = time_shapes(
+        _reference("06_conv2d"), shapes,
+        call=lambda mod, inp, params: mod.conv2d(inp[0], inp[1], None, **params, version=2),
+        baseline=lambda inp, params: F.conv2d(inp[0], inp[1], None, **params),
+        work=work)
+    return {"strict fp32, version 2 beside cuDNN": rows}
+
+
+def conv_transpose2d_report() -> dict:
+    """07's reference beside cuDNN on CONV_TRANSPOSE2D_SHAPES."""
+    shapes = [(label, xs, ws, {"stride": s, "padding": p, "output_padding": op})
+              for label, xs, ws, s, p, op in CONV_TRANSPOSE2D_SHAPES]
+    rows = time_shapes(
+        _reference("07_conv_transpose2d"), shapes,
+        call=lambda mod, inp, params: mod.conv_transpose2d(inp[0], inp[1], None, **params),
+        baseline=lambda inp, params: F.conv_transpose2d(inp[0], inp[1], None, **params),
+        work=lambda xs, ws, params: 2 * xs[0] * xs[1] * xs[2] * xs[3] * ws[1] * ws[2] * ws[3])
+    return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows}
+
+
+# ------------------------------------------------------------ the fused training step's memory
+def _peak_step(step, inp) -> float:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    out = step(inp)
+    torch.cuda.synchronize()
+    del out
+    return (torch.cuda.max_memory_allocated() - base) / 2**20
+
+
+def training_step_memory_report() -> dict:
+    """Peak memory of 09's training step (forward + backward), beyond its inputs, fused and eager."""
+    mod = _reference("09_conv_bn_relu_training")
+    with tuned_strict_fp32():
+        inp = ex09.SPEC.benchmark().make_inputs(7)
+        ex09.fused_step(mod, inp), ex09.eager_step(inp)  # warm up (cuDNN's algorithm search allocates)
+        fused = _peak_step(lambda i: ex09.fused_step(mod, i), inp)
+        eager = _peak_step(ex09.eager_step, inp)
+    n, c, h, w, k = ex09.BENCH
+    act = n * k * h * w * 4 / 2**20
+    return {"peak_MiB_fused": round(fused, 1), "peak_MiB_eager": round(eager, 1),
+            "fused_over_eager": round(fused / eager, 3), "one_activation_MiB": round(act, 1),
+            "shape": "32x64x56x56, 64->64, 3x3, pad 1, fp32"}
+
+
+# ----------------------------------------------------------- the cuDNN wrapper beside F.conv2d
+HOST_CASE = ((1, 16, 7, 7), 16)  # host time per call: 3x3, padding 1; the GPU's work is a few us
+
+
+def host_us_per_call(fn, calls: int = 200, loops: int = 10) -> list[float]:
+    """Host time of one call of fn(), in us, once per loop: the wall time of `calls` back-to-back calls
+    with no sync among them, divided by `calls`. The GPU is synchronised between loops only, so its
+    queue (about a thousand launches) never fills and blocks the host: what is timed is the enqueueing."""
+    for _ in range(20):  # plans built, allocator warm
+        fn()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(loops):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return per_call
+
+
+GRAPHS_OFF = "graphs off"  # in a host_calls name: time it with the launch cache off (host_times)
+
+
+def host_calls(m, x, w) -> dict:
+    """The calls whose host time is reported: ours with cached plans (both algorithm modes; the same
+    buffers every call, so the launch cache replays a CUDA graph, and once with it off), ours
+    uncached, and F.conv2d, each a 3x3 convolution with padding 1."""
+    return {
+        "cached, benchmark": lambda: m.conv2d(x, w, 1, 1),
+        f"cached, benchmark, {GRAPHS_OFF}": lambda: m.conv2d(x, w, 1, 1),
+        "cached, heuristic": lambda: m.conv2d(x, w, 1, 1, mode="heuristic"),
+        "uncached": lambda: m.conv2d(x, w, 1, 1, mode="uncached"),
+        "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
+    }
+
+
+def host_times(m, calls: dict, loops: int = 10) -> dict[str, list[float]]:
+    """host_us_per_call of each call, the launch cache off for those whose name says GRAPHS_OFF."""
+    return {name: _timed_with_graphs(m, GRAPHS_OFF not in name, fn, loops) for name, fn in calls.items()}
+
+
+def _timed_with_graphs(m, graphs: bool, fn, loops: int) -> list[float]:
+    with launch_cache(m, graphs):
+        return host_us_per_call(fn, loops=loops)
+
+
+def host_inputs(x_shape=HOST_CASE[0], k=HOST_CASE[1]):
+    x = torch.randn(x_shape, device="cuda")
+    return x, torch.randn(k, x_shape[1], 3, 3, device="cuda") * (x_shape[1] * 9) ** -0.5
+
+
+def throughput(m, flush) -> dict:
+    """Our op against F.conv2d (cuDNN's autotuner on) on 10's benchmark shapes in strict fp32 and
+    TF32: median GPU time of each (grader.timer.time_fn: L2 flushed, inputs rotated) and the ratio."""
+    rows = {}
+    for tf32 in (False, True):
+        with math_mode(tf32=tf32, cudnn_benchmark=True):
+            for x_shape, k in CUDNN_BENCH:
+                inputs = [host_inputs(x_shape, k) for _ in range(2)]
+                ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], 1, 1), inputs, flush=flush)
+                base = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1), inputs, flush=flush)
+                flops = conv_flops(x_shape, k)
+                rows[f"{'tf32' if tf32 else 'strict'} {'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = {
+                    "ours_us": ours.median_s * 1e6, "pytorch_us": base.median_s * 1e6,
+                    "ours_tflops": flops / ours.median_s / 1e12, "pytorch_tflops": flops / base.median_s / 1e12,
+                    "ratio": base.median_s / ours.median_s}
+    return rows
+
+
+def cudnn_report() -> dict:
+    """10's op against F.conv2d per shape in both math modes, host time per call on a tiny input
+    (cached with the launch cache on and off, uncached, F.conv2d), and cached against uncached time."""
+    m = _reference("10_cudnn_conv")
+    flush = L2Flusher()
+    report: dict = {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
+                    "cudnn": torch.backends.cudnn.version(), "throughput": throughput(m, flush),
+                    "host_us_per_call": {}, "cached_vs_uncached_us": {}}
+    with math_mode(cudnn_benchmark=True):  # strict fp32
+        x, w = host_inputs()
+        for name, times in host_times(m, host_calls(m, x, w)).items():
+            report["host_us_per_call"][f"1x16x7x7 16->16 3x3: {name}"] = min(times)
+        for x_shape, k in (HOST_CASE, ((32, 64, 56, 56), 64)):
+            xs = [host_inputs(x_shape, k) for _ in range(2)]
+            row = {}
+            for mode in ("benchmark", "uncached"):
+                t = time_fn(lambda inp, mode=mode: m.conv2d(inp[0], inp[1], 1, 1, mode=mode), xs, flush=flush)
+                row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
+            report["cached_vs_uncached_us"][f"{'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = row
+        report["cache_stats"] = m.cache_stats()
+    return report
+
+
+EXTRAS = {
+    "06_conv2d": conv2d_report,
+    "07_conv_transpose2d": conv_transpose2d_report,
+    "09_conv_bn_relu_training": training_step_memory_report,
+    "10_cudnn_conv": cudnn_report,
+}
