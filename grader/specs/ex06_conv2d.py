@@ -44,16 +44,13 @@ def _sq(n, cin, hw, cout, k, s, p, bias=True, name=""):
     return Case(name or f"k{k}s{s}p{p}", n, cin, hw, hw, cout, k, k, (s, s), (p, p), (1, 1), bias)
 
 
-# The seed's six square cases, then the shapes that break naive indexing: non-square inputs,
-# kernels, strides, paddings and dilations (a swapped axis shows), batch 1, channel counts off
-# multiples of the 64-wide tiles, im2col lengths (cin * kh * kw) off multiples of 8, no bias.
+# The seed's six square geometries (kernel, stride, padding), exercise 10's too
+SQUARE_GEOMETRIES = ((3, 1, 0), (3, 1, 1), (3, 2, 1), (1, 1, 0), (1, 2, 0), (7, 2, 3))
+# The square cases, then the shapes that break naive indexing: non-square inputs, kernels,
+# strides, paddings and dilations (a swapped axis shows), batch 1, channel counts off multiples of
+# the 64-wide tiles, im2col lengths (cin * kh * kw) off multiples of 8, no bias.
 CASES = [
-    _sq(2, 5, 19, 7, 3, 1, 0),
-    _sq(2, 5, 19, 7, 3, 1, 1),
-    _sq(2, 5, 19, 7, 3, 2, 1),
-    _sq(2, 5, 19, 7, 1, 1, 0),
-    _sq(2, 5, 19, 7, 1, 2, 0),
-    _sq(2, 5, 19, 7, 7, 2, 3),
+    *(_sq(2, 5, 19, 7, k, s, p) for k, s, p in SQUARE_GEOMETRIES),
     Case("non-square input", 3, 4, 13, 29, 6, 3, 3, (1, 1), (1, 1)),
     Case("non-square kernel 1x5", 2, 3, 11, 23, 5, 1, 5, (1, 1), (0, 2)),
     Case("non-square kernel 4x2", 2, 3, 12, 9, 5, 4, 2, (1, 1), (1, 0)),
@@ -76,9 +73,11 @@ FP64_CASES = [c for c in CASES if c.name.startswith("k")] + [CASES[9], CASES[12]
 RANDOM_CASES = 8
 
 
-def random_case(g: torch.Generator, name: str) -> Case:
-    """A random convolution, shapes drawn from `g` (CPU): up to 5x5 kernels, strides up to 3,
-    dilations up to 2, padding up to 2, up to 40 channels each way."""
+def random_case(g: torch.Generator, name: str, batch: int = 4, cin: int = 40, size: int = 40,
+                cout: int = 70) -> Case:
+    """A random convolution whose output is never empty, shapes drawn from `g` (CPU): up to 5x5
+    kernels, strides up to 3, dilations up to 2, padding up to 2, at most `batch` images of
+    `size` x `size` pixels and `cin` -> `cout` channels."""
     def r(lo, hi):
         return int(torch.randint(lo, hi + 1, (1,), generator=g))
 
@@ -86,8 +85,8 @@ def random_case(g: torch.Generator, name: str) -> Case:
     stride, dilation, padding = (r(1, 3), r(1, 3)), (r(1, 2), r(1, 2)), (r(0, 2), r(0, 2))
     min_h = max(1, dilation[0] * (kh - 1) + 1 - 2 * padding[0])
     min_w = max(1, dilation[1] * (kw - 1) + 1 - 2 * padding[1])
-    return Case(name, r(1, 4), r(1, 40), r(min_h, 40), r(min_w, 40), r(1, 70), kh, kw, stride, padding, dilation,
-                bool(r(0, 1)))
+    return Case(name, r(1, batch), r(1, cin), r(min_h, size), r(min_w, size), r(1, cout), kh, kw, stride, padding,
+                dilation, bool(r(0, 1)))
 
 
 def describe(c: Case, transposed: bool = False) -> str:
