@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     from grader.spec import select
 
     specs = [s for s in select(args.ex) if s.benchmark() is not None and (env.REPO / "solutions" / s.exercise).is_dir()]
-    from grader.cli import build_all
+    from grader.grading import build_all
 
     build_all([env.REPO / "solutions" / s.exercise for s in specs], jobs=4)
     head = _child(["--limits"])

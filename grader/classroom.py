@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import env
-from grader.cli import DEFAULT_TIMEOUT, build_all, grade_target
+from grader.grading import DEFAULT_TIMEOUT, build_all, grade_target
 from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
                               grading_key, load_report, manifest, stale, write_gradebook, write_report)
 from grader.report import table

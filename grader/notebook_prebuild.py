@@ -93,7 +93,7 @@ def builds_of(path: Path) -> list[Path]:
 def prebuild(paths: list[Path], jobs: int | None = None, log=print) -> dict[Path, dict]:
     """Build, in parallel, every exercise folder that running these notebooks will build (a class's
     submissions before `nbgrader autograde`, say): the notebooks then find their builds cached."""
-    from grader.cli import build_all
+    from grader.grading import build_all
 
     folders: list[Path] = []
     for path in paths:

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env, spec
-from grader.cli import build_all, grade_target
+from grader.grading import build_all, grade_target
 from grader.report import table
 from tests.known_wrong import Variant
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader import build, env, resources
-from grader.cli import build_all
+from grader.grading import build_all
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, SOLUTIONS, exercise_folders, explain, grade, quiet
 from tests.known_wrong import all_variants

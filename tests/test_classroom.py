@@ -254,7 +254,7 @@ def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
 def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
     """Pinned to a GPU that CUDA does not see, grading must not skip the GPU checks (a zero for the
     whole class, with no error): each fails, saying why."""
-    from grader.cli import grade_target
+    from grader.grading import grade_target
 
     (row,) = grade_target(SOLUTIONS, select(["01"]), seed=1, timeout=300, jobs=1, quick=True, device="0",
                           log=lambda *a: None)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader import build, env, regions, stubs
-from grader.cli import build_all
+from grader.grading import build_all
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, quiet
 
 GOAL_ROOT = env.BUILD_ROOT / "hints-goal" / "exercises"

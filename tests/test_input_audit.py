@@ -350,7 +350,7 @@ SPECS = selected()
 
 @pytest.fixture(scope="module")
 def solution_builds():
-    from grader.cli import build_all
+    from grader.grading import build_all
 
     return build_all([SOLUTIONS / s.exercise for s in SPECS], JOBS, log=quiet)
 

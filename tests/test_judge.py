@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader import gate, judge, spec
-from grader.cli import _judge_outputs_path, _results_path, grading_row
+from grader.grading import _judge_outputs_path, _results_path, grading_row
 from grader.results import save_atomic, write_json_atomic
 from grader.scoring import score_exercise
 
