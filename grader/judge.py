@@ -443,4 +443,3 @@ def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse
     except Exception as e:  # noqa: BLE001: a grader fault, reported as such
         return f"grader error: the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
     return compare(actual, expected, tolerance(call), f"{name}'s result")
-

@@ -61,5 +61,3 @@ def _drop_quoted(entry: str, hidden: set[str]) -> str:
             continue
         kept.append(line)
     return "\n".join(kept)
-
-

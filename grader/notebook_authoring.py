@@ -312,4 +312,3 @@ def excerpt(target: str, start: str, name: str) -> str:
     if "SOLUTION" in text:
         raise ValueError(f"{target}: the excerpt above {name} would show a region marker")
     return "```cpp\n" + text + "\n```"
-

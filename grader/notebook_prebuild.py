@@ -104,7 +104,6 @@ def prebuild(paths: list[Path], jobs: int | None = None, log=print) -> dict[Path
     return build_all(folders, jobs, log=log)
 
 
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="*", type=Path)

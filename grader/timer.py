@@ -27,7 +27,6 @@ from typing import Callable, Sequence
 import torch
 
 
-
 @dataclass
 class Timing:
     median_s: float

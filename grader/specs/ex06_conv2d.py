@@ -118,8 +118,6 @@ def randn(g: torch.Generator, shape, dtype, scale: float = 1.0) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------- spec
 
 
-
-
 @dataclass
 class ConvSpec(Spec):
     """Checks of a convolution op `op(x, weight, bias, stride=, padding=, dilation=, ...)`, forward

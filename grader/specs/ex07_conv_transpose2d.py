@@ -40,8 +40,6 @@ def random_transposed_case(g: torch.Generator, name: str) -> Case:
                 out_pad)
 
 
-
-
 class ConvTranspose2dSpec(ConvSpec):
     def benchmark(self) -> Benchmark:
         # the gradient, with respect to its input, of exercise 06's benchmark convolution

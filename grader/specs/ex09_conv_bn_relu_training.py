@@ -573,8 +573,6 @@ def _reference_step(inp):
     return [y.detach(), *grads, running_mean, running_var]
 
 
-
-
 SPEC = ConvBNReLUTrainingSpec(
     exercise="09_conv_bn_relu_training",
     title="Conv2d + BatchNorm2d + ReLU, training (full backward)",
