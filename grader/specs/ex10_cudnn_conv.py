@@ -666,6 +666,10 @@ class CudnnConvSpec(Spec):
             ("stride with 3 values", conv(x, w, (1, 1, 1)), ("stride",), True),
             ("a kernel larger than the padded input", conv(lambda: x((1, 3, 4, 4)), lambda: w((4, 3, 7, 7))),
              ("kernel", "larger"), True),
+            # x of 2^28 elements (1 GiB, never read) and a 1x1 kernel to 8 channels: exactly 2^31 outputs,
+            # refused before cuDNN is asked (whose status names no limit)
+            ("an output of 2^31 elements", conv(lambda: torch.empty(1, 1, 16384, 16384, device="cuda"),
+                                                lambda: w((8, 1, 1, 1))), ("2^31",), True),
             ("grad_output of the wrong shape", lambda ctx: ctx.module.conv2d_backward_input(
                 torch.randn(1, 4, 5, 5, device="cuda"), w(), (1, 3, 8, 8), 1, 0), ("grad_output",), True),
             ("grad_output of another dtype", lambda ctx: ctx.module.conv2d_backward_weight(

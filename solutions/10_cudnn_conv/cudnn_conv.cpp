@@ -86,6 +86,10 @@ conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntA
               str(w_shape), " (x has shape ", str(x_shape), ")");
   a.y = {a.x[0], a.w[0], out_size(a.x[2], a.w[2], a.stride[0], a.padding[0], a.dilation[0], "height"),
          out_size(a.x[3], a.w[3], a.stride[1], a.padding[1], a.dilation[1], "width")};
+  // the output's descriptor has cuDNN's limit too: refused here, not with a cuDNN status at run time
+  TORCH_CHECK(a.y[0] * a.y[1] * a.y[2] * a.y[3] <= std::numeric_limits<int32_t>::max(), "x ", str(x_shape),
+              " and weight ", str(w_shape), " give an output of shape ", str(at::IntArrayRef(a.y)),
+              ": 2^31 or more elements, which cuDNN's 4-d descriptors cannot describe");
   return a;
 }
 

@@ -153,3 +153,11 @@ VARIANTS += [
             loses={"forward", "cache", "performance"}, keeps={"descriptors", "backward", "input_checks", "streams"},
             reason="shares memory", extra={"kind": "aliasing", "old": "loses cache"}),
 ]
+
+# The output's size is cuDNN's to refuse when the op does not check it: a status that names no limit.
+VARIANTS += [
+    Variant(EX, "output_size_unchecked", "make_args checks x's and the weight's element counts but not the output's",
+            {"cudnn_conv.cpp": [("  TORCH_CHECK(a.y[0] * a.y[1] * a.y[2] * a.y[3] <= std::numeric_limits<int32_t>::max(),",
+                                 "  TORCH_CHECK(true || a.y[0] * a.y[1] * a.y[2] * a.y[3] <= std::numeric_limits<int32_t>::max(),")]},
+            loses={"input_checks"}, reason="2^31"),
+]
