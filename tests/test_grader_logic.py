@@ -537,6 +537,25 @@ def test_the_authoring_guide_maps_every_grader_module():
     assert len(modules) > 20 and not [m for m in modules if f"`grader/{m}`" not in text]
 
 
+def test_every_path_and_module_the_docs_name_exists():
+    """README.md, docs/ and the exercise READMEs name grader modules and scripts by path or dotted
+    name: a rename leaves none of them pointing nowhere."""
+    import re
+
+    docs = [env.REPO / "README.md", env.REPO / "notebooks" / "README.md", *(env.REPO / "docs").glob("*.md"),
+            *(env.REPO / "solutions").glob("*/README.md")]
+    missing = []
+    for doc in docs:
+        text = doc.read_text()
+        for path in set(re.findall(r"(?:grader|scripts|tests)/[\w/]+\.(?:py|sh)", text)):
+            if "exNN" not in path and not (env.REPO / path).exists():
+                missing.append(f"{doc.name}: {path}")
+        for dotted in set(re.findall(r"\bgrader\.(\w+)", text)):
+            if importlib.util.find_spec(f"grader.{dotted}") is None:
+                missing.append(f"{doc.name}: grader.{dotted}")
+    assert len(docs) > 10 and not missing, missing
+
+
 def test_every_import_of_a_grader_name_resolves():
     """Every `from grader... import name` in the project, those inside functions too: many run only on
     a GPU (the timing, `make bench`, the notebooks' plots), so a renamed module or helper would
