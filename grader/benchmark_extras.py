@@ -94,7 +94,8 @@ def conv_transpose2d_report() -> dict:
 
 
 # ------------------------------------------------------------ the fused training step's memory
-def _peak_step(step, inp) -> float:
+def peak_mib(step, inp=None) -> float:
+    """The most memory `step(inp)` allocated beyond what was allocated before it, in MiB."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
@@ -110,8 +111,8 @@ def training_step_memory_report() -> dict:
     with tuned_strict_fp32():
         inp = ex09.SPEC.benchmark().make_inputs(7)
         ex09.fused_step(mod, inp), ex09.eager_step(inp)  # warm up (cuDNN's algorithm search allocates)
-        fused = _peak_step(lambda i: ex09.fused_step(mod, i), inp)
-        eager = _peak_step(ex09.eager_step, inp)
+        fused = peak_mib(lambda i: ex09.fused_step(mod, i), inp)
+        eager = peak_mib(ex09.eager_step, inp)
     n, c, h, w, k = ex09.BENCH
     act = n * k * h * w * 4 / 2**20
     return {"peak_MiB_fused": round(fused, 1), "peak_MiB_eager": round(eager, 1),
