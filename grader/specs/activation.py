@@ -74,8 +74,6 @@ class ActivationSpec(Spec):
     def checks(self) -> list[Check]:
         checks = CheckList()
         default = self.param_values[0]
-
-
         for dtype in DTYPES:
             for shape in SIZES:
                 size = "x".join(map(str, shape))
@@ -105,10 +103,10 @@ class ActivationSpec(Spec):
             name = f"backward[{self.param}={p}]"
             checks.add(name, lambda ctx, n=name, p=p: self._expect_backward(
                 ctx, self._rand(ctx, n + "g", (10_007,), torch.float32, 1.0),
-                       self._rand(ctx, n, (10_007,), torch.float32), p, n))
+                self._rand(ctx, n, (10_007,), torch.float32), p, n))
         checks.add("backward[non-contiguous grad]", lambda ctx: self._expect_backward(
             ctx, self._rand(ctx, "ncg", (512, 300), torch.float32, 1.0).t(),
-                   self._rand(ctx, "ncx", (300, 512), torch.float32), default, "backward[non-contiguous grad_output]"))
+            self._rand(ctx, "ncx", (300, 512), torch.float32), default, "backward[non-contiguous grad_output]"))
         checks.add("backward[zeros in x]", self._check_backward_at_zero)
         checks.add("backward[empty]", lambda ctx: self._expect_backward(
             ctx, torch.empty(0, 3, device="cuda"), torch.empty(0, 3, device="cuda"), default, "backward[empty]"))
@@ -119,10 +117,10 @@ class ActivationSpec(Spec):
             self._fn(ctx), torch.ones(8, dtype=torch.int32, device="cuda"), default, names=("x",), what="an int32 tensor"))
         checks.add("input_checks[grad shape]", lambda ctx: expect_error(
             self._bwd(ctx), torch.ones(7, device="cuda"), torch.ones(8, device="cuda"), default,
-                   names=("grad_output",), what="grad_output of another shape than x"))
+            names=("grad_output",), what="grad_output of another shape than x"))
         checks.add("input_checks[grad dtype]", lambda ctx: expect_error(
             self._bwd(ctx), torch.ones(8, device="cuda", dtype=torch.float64), torch.ones(8, device="cuda"), default,
-                   names=("grad_output",), what="grad_output of another dtype than x"))
+            names=("grad_output",), what="grad_output of another dtype than x"))
         # which ops the gradient went through is read with a dispatch mode, whose first use imports
         # torch._dynamo (seconds): a check of its own, in the full grade only, like the profiler's
         checks.add("autograd[through the exercise's ops]", self._check_autograd_ops, slow=True)

@@ -100,7 +100,7 @@ class ConvBNReLUInferenceSpec(Spec):
         checks.add("forward[eps=0.1]", lambda ctx: check_case(ctx, SHAPES[5], torch.float32, "forward[eps=0.1]", 0.1))
         checks.add("forward[channels_last x]", lambda ctx: check_case(
             ctx, SHAPES[3], torch.float32, "forward[channels_last x]",
-                   transform=lambda x: x.contiguous(memory_format=torch.channels_last)))
+            transform=lambda x: x.contiguous(memory_format=torch.channels_last)))
         checks.add("forward[empty batch]", self._check_empty)
         # the profiler (seconds to start): in the full grade only, not in the quick loop
         checks.add("forward[one kernel, no intermediate]", check_one_kernel, slow=True)
