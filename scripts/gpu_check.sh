@@ -4,8 +4,8 @@
 # still tells what it reached.
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
-#   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs edit test bench notebooks classroom
-#                                              ballast ptx fp64 oldgrader
+#   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
+#                                              classroom ballast ptx fp64 oldgrader
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -83,6 +83,15 @@ fi
 if want stubs; then
   run grade_stubs "$(left)" make grade EX="$EXS"
   grep -A50 "^exercise" "$L/grade_stubs.log" | grep -v "^      " | head -30
+fi
+
+if want goalstubs; then
+  # the stubs at the `goal` hint level (make exercises HINTS=goal), generated into a scratch folder
+  # beside the tracked tree: zero points there too, each exercise with its reason
+  goal=.build/hints-goal-gpu/exercises
+  python3 -c "import sys; from pathlib import Path; from grader import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'goal')" "$goal"
+  run grade_goal_stubs "$(left)" make grade TARGET="$goal" EX="$EXS"
+  grep -A50 "^exercise" "$L/grade_goal_stubs.log" | grep -v "^      " | head -30
 fi
 if want edit; then
   # the loop a student lives in: one exercise built, then one file edited and re-graded
