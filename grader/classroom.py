@@ -27,6 +27,7 @@ import queue
 import secrets
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import env
-from grader.grading import DEFAULT_TIMEOUT, build_all, grade_target
+from grader.grading import DEFAULT_TIMEOUT, build_all, default_parallel, grade_target
 from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
                               grading_key, load_report, manifest, stale, write_gradebook, write_report)
 from grader.report import table
@@ -186,6 +187,17 @@ def worker_devices(workers: int | None) -> list[str | None]:
     return [gpus[i % len(gpus)] if gpus else None for i in range(count)]
 
 
+def rounds(units: dict[str, tuple[Spec, Path]]) -> list[list[str]]:
+    """The copies to grade (content hash -> its spec and folder) in rounds of at most one per
+    exercise, the i-th copy of every exercise in round i: a round is one grading run, whose
+    exercises run their checks at once (a run grades each exercise name once)."""
+    by_exercise: dict[str, list[str]] = {}
+    for digest, (spec, _) in units.items():
+        by_exercise.setdefault(spec.exercise, []).append(digest)
+    count = max((len(v) for v in by_exercise.values()), default=0)
+    return [[v[i] for v in by_exercise.values() if i < len(v)] for i in range(count)]
+
+
 def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
                 force: bool = False, keyword: str | None = None, devices: list[str | None] | None = None,
                 students: list[str] | None = None, write_book: bool = True, strict: bool = False) -> dict[str, list[dict]]:
@@ -193,9 +205,11 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
 
     What is graded is one copy per distinct exercise folder (`stored`): identical folders (an
     untouched stub, the same files handed in twice) are built and graded once, and each student with
-    that content gets a copy of the row. The copies are graded concurrently, one per worker in
-    `devices` (default: one per visible GPU); a result depends only on the content and the seed,
-    never on the student, the worker or the GPU, so the gradebook is the same as a serial run's. The
+    that content gets a copy of the row. The copies are graded in rounds of at most one per exercise
+    (`rounds`), each round by one worker in `devices` (default: one per visible GPU) as one grading
+    run, so that, as in `make grade`, several copies run their checks at once on a GPU and each
+    timing runs alone (grader.gate). A result depends only on the content and the seed, never on the
+    student, the round, the worker or the GPU, so the gradebook is the same as a serial run's. The
     reference, PyTorch and the device's limit are timed once per exercise and GPU (grader.yardstick)
     and every copy graded on that GPU is scored against them. `strict`: a check a GPU cannot run for
     lack of memory costs its group (the gradebook lists such checks either way).
@@ -269,23 +283,33 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         again = "" if why[student] == "not graded yet" else f" (graded again: {why[student]})"
         finish(student, rows, f"{student}: {score(rows)}{again}")
 
-    def grade_unit(digest: str) -> None:
-        spec, folder = units[digest]
+    def grade_round(digests: list[str]) -> None:
+        """Grade a round's copies (one per exercise) as one run of the gate, on one worker's GPU."""
+        by_exercise: dict[str, dict] = {}
+        error = "the grader returned no result"
         device = free.get()
         try:
-            found = grade_target(folder.parent, [spec], seed=seed, timeout=timeout, jobs=1, keyword=keyword,
-                                 device=device, yardsticks=yardsticks, strict=strict, log=lambda *a: None)
-            row = found[0] if found else failed_rows([spec], "the grader returned no result")[0]
-        except Exception as e:  # a grader fault on one submission must not lose the others
-            row = failed_rows([spec], repr(e))[0]
+            with tempfile.TemporaryDirectory(prefix="course-round-") as tmp:
+                target = Path(tmp)
+                for d in digests:  # a folder laid out like exercises/; the builds are the copies' own
+                    (target / units[d][0].exercise).symlink_to(units[d][1].resolve(), target_is_directory=True)
+                round_specs = [units[d][0] for d in digests]
+                found = grade_target(target, round_specs, seed=seed, timeout=timeout, jobs=1, keyword=keyword,
+                                     device=device, yardsticks=yardsticks, strict=strict, log=lambda *a: None,
+                                     parallel=default_parallel(len(digests)))
+                by_exercise = {r["exercise"]: r for r in found}
+        except Exception as e:  # a grader fault on one round must not lose the others
+            error = repr(e)
         finally:
             free.put(device)
         ready = []
         with lock:
-            graded[digest] = row
+            for d in digests:
+                spec = units[d][0]
+                graded[d] = by_exercise.get(spec.exercise) or failed_rows([spec], error)[0]
             for student, left in waiting.items():
-                if digest in left:
-                    left.discard(digest)
+                if left & set(digests):
+                    left.difference_update(digests)
                     if not left:
                         ready.append(student)
         for student in ready:
@@ -299,7 +323,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         if not waiting.get(student):  # nothing left to grade: nothing submitted, or all of it failed before grading
             complete(student)
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-        for f in [pool.submit(grade_unit, d) for d in units]:
+        for f in [pool.submit(grade_round, r) for r in rounds(units)]:
             f.result()
     if write_book:
         write_gradebook(out, results, seed)

@@ -269,12 +269,12 @@ SMALL = {"ann_q7": SOLUTIONS / "02_elu", "ben_q7": SOLUTIONS / "02_elu", "cleo_q
 
 
 def grade_counting(subs, out, ex=("02",), seed=7, **kwargs):
-    """grade_class, and the exercise folders it graded (each grading process's target)."""
+    """grade_class, and the exercise folders it graded (each grading process's, as graded: the copy)."""
     calls = []
     real = classroom_module.grade_target
 
     def counting(target, specs, **kw):
-        calls.append(target / specs[0].exercise)
+        calls.extend((target / s.exercise).resolve() for s in specs)
         return real(target, specs, **kw)
 
     with pytest.MonkeyPatch.context() as mp:
