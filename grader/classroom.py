@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import env
-from grader.grading import DEFAULT_TIMEOUT, build_all, default_parallel, grade_target
+from grader.grading import DEFAULT_TIMEOUT, build_all, default_parallel, grade_target, rounds
 from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
                               grading_key, load_report, manifest, stale, write_gradebook, write_report)
 from grader.report import table
@@ -187,17 +187,6 @@ def worker_devices(workers: int | None) -> list[str | None]:
     return [gpus[i % len(gpus)] if gpus else None for i in range(count)]
 
 
-def rounds(units: dict[str, tuple[Spec, Path]]) -> list[list[str]]:
-    """The copies to grade (content hash -> its spec and folder) in rounds of at most one per
-    exercise, the i-th copy of every exercise in round i: a round is one grading run, whose
-    exercises run their checks at once (a run grades each exercise name once)."""
-    by_exercise: dict[str, list[str]] = {}
-    for digest, (spec, _) in units.items():
-        by_exercise.setdefault(spec.exercise, []).append(digest)
-    count = max((len(v) for v in by_exercise.values()), default=0)
-    return [[v[i] for v in by_exercise.values() if i < len(v)] for i in range(count)]
-
-
 def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
                 force: bool = False, keyword: str | None = None, devices: list[str | None] | None = None,
                 students: list[str] | None = None, write_book: bool = True, strict: bool = False) -> dict[str, list[dict]]:
@@ -206,7 +195,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     What is graded is one copy per distinct exercise folder (`stored`): identical folders (an
     untouched stub, the same files handed in twice) are built and graded once, and each student with
     that content gets a copy of the row. The copies are graded in rounds of at most one per exercise
-    (`rounds`), each round by one worker in `devices` (default: one per visible GPU) as one grading
+    (`grader.grading.rounds`), each round by one worker in `devices` (default: one per visible GPU) as one grading
     run, so that, as in `make grade`, several copies run their checks at once on a GPU and each
     timing runs alone (grader.gate). A result depends only on the content and the seed, never on the
     student, the round, the worker or the GPU, so the gradebook is the same as a serial run's. The
@@ -323,7 +312,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         if not waiting.get(student):  # nothing left to grade: nothing submitted, or all of it failed before grading
             complete(student)
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-        for f in [pool.submit(grade_round, r) for r in rounds(units)]:
+        for f in [pool.submit(grade_round, r) for r in rounds(list(units), lambda d: units[d][0].exercise)]:
             f.result()
     if write_book:
         write_gradebook(out, results, seed)

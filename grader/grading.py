@@ -30,6 +30,16 @@ DEFAULT_TIMEOUT = 600  # seconds per exercise's grading process; a hang costs on
 BUILD_TIMEOUT = 900
 
 
+def rounds(items: Sequence, exercise_of) -> list[list]:
+    """`items` in rounds of at most one per exercise (`exercise_of(item)`), the i-th item of each
+    exercise in round i: a round fits one target folder, which holds each exercise name once."""
+    by_exercise: dict[str, list] = {}
+    for item in items:
+        by_exercise.setdefault(exercise_of(item), []).append(item)
+    count = max((len(v) for v in by_exercise.values()), default=0)
+    return [[v[i] for v in by_exercise.values() if i < len(v)] for i in range(count)]
+
+
 def resolve_target(target: str) -> Path:
     if target in ("exercises", "solutions"):
         return env.REPO / target

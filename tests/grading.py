@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env, spec
-from grader.grading import build_all, grade_target
+from grader.grading import build_all, grade_target, rounds
 from grader.report import table
 from tests.known_wrong import Variant
 
@@ -75,24 +75,11 @@ def grade_variants(variants: list[Variant], root: Path, keyword: str | None, tim
         return dict(pool.map(one, variants))
 
 
-def rounds(variants: list[Variant]) -> list[list[Variant]]:
-    """Variants in rounds holding at most one of each exercise, so that a round fits one target folder."""
-    out: list[list[Variant]] = []
-    for v in variants:
-        for r in out:
-            if all(o.exercise != v.exercise for o in r):
-                r.append(v)
-                break
-        else:
-            out.append([v])
-    return out
-
-
 def grade_variants_timed(variants: list[Variant], root: Path, timeout: float = 900) -> dict[str, dict]:
     """A full grade, timing included, of variants whose fault shows only in the timed part: in rounds,
     one folder per round, its exercises graded at once (each timing alone on the GPU)."""
     found = {}
-    for i, batch in enumerate(rounds(variants)):
+    for i, batch in enumerate(rounds(variants, lambda v: v.exercise)):
         folder = root / f"round{i}"
         for v in batch:
             v.materialize(folder)
