@@ -7,6 +7,7 @@ they still work in a student release without solutions/.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import importlib
 import importlib.util
@@ -127,19 +128,20 @@ class AuditCall:
 
 
 # added to every audit_randn seed: the judge (grader.judge) draws its calls' values fresh for each
-# run, from the run's seed; the audit keeps 0, its fixed values
-_audit_seed_offset = 0
+# run, from the run's seed; the audit keeps 0, its fixed values. A context variable, not a module
+# global: the parent judges several exercises and students at once in threads, and one thread's
+# offset must never leak into another's draws (that re-checked a right answer against other inputs)
+_audit_seed_offset: contextvars.ContextVar[int] = contextvars.ContextVar("audit_seed_offset", default=0)
 
 
 @contextlib.contextmanager
 def audit_seed(offset: int):
-    """Draw every audit_randn tensor made in the body from seeds shifted by `offset`."""
-    global _audit_seed_offset
-    saved, _audit_seed_offset = _audit_seed_offset, offset
+    """Draw every audit_randn tensor made in the body, in this thread, from seeds shifted by `offset`."""
+    token = _audit_seed_offset.set(offset)
     try:
         yield
     finally:
-        _audit_seed_offset = saved
+        _audit_seed_offset.reset(token)
 
 
 def audit_randn(*shape: int, device, dtype, seed: int = 0, scale: float = 1.0, offset: float = 0.0):
@@ -147,7 +149,7 @@ def audit_randn(*shape: int, device, dtype, seed: int = 0, scale: float = 1.0, o
     device), then moved."""
     import torch
 
-    g = torch.Generator().manual_seed((seed + _audit_seed_offset) % 2**63)
+    g = torch.Generator().manual_seed((seed + _audit_seed_offset.get()) % 2**63)
     return (torch.randn(shape, generator=g, dtype=torch.float64) * scale + offset).to(device=device, dtype=dtype)
 
 

@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
-#                                              classroom ballast ptx fp64 oldgrader
+#                                              classroom classtime ballast ptx fp64 oldgrader
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -126,6 +126,21 @@ if want classroom; then
   run classroom "$(left)" make test TESTS=tests/test_classroom.py PYTEST_ARGS="-q -ra --durations=10"
   tail -5 "$L/classroom.log" 2>/dev/null
 fi
+if want classtime; then
+  # a class at scale: CLASS_STUDENTS students (tests.known_wrong.make_class: solutions, stubs, known-wrong
+  # variants) graded cold; again unchanged (nothing regraded); again after one student's edit (that one only)
+  cls=/tmp/class; rm -rf "$cls" "$cls.gradebook"; cex=${CLASS_EX:-01 03 05 08}
+  python3 -m tests.known_wrong.make_class "$cls" --students "${CLASS_STUDENTS:-24}" --ex $cex
+  run class_grade "$(left)" make grade SUBMISSIONS="$cls" EX="$cex"
+  tail -8 "$L/class_grade.log"
+  run class_grade_unchanged "$(left)" make grade SUBMISSIONS="$cls" EX="$cex"
+  tail -4 "$L/class_grade_unchanged.log"
+  edited=$(ls -d "$cls"/student001/exercises/*/ | head -1); f=$(ls "$edited"*.cu | head -1)
+  echo "// edited" >> "$f"
+  run class_grade_one_edit "$(left)" make grade SUBMISSIONS="$cls" EX="$cex"
+  tail -6 "$L/class_grade_one_edit.log"
+  cp "$cls.gradebook/gradebook.csv" "$cls.gradebook/gradebook.json" "$L/" 2>/dev/null
+fi
 if want ballast; then
   # a smaller card, simulated: a second process holds all but N GiB while the reference is graded
   for free in ${BALLAST_FREE:-14.5 11 7.5}; do
@@ -154,7 +169,7 @@ if want fp64; then
 fi
 if want oldgrader; then
   # the trust rework's known-wrong variants, graded by the grader before it (carried in old-grader/)
-  run oldgrader "$(left)" python3 scripts/old_grader_on_variants.py old-grader --out /tmp/oldgrader
+  run oldgrader "$(left)" python3 scripts/old_grader_on_variants.py old-grader --out /tmp/oldgrader ${OLD_ROUNDS:+--rounds "$OLD_ROUNDS"}
   cat "$L/oldgrader.log" | tail -40
 fi
 if want bench; then

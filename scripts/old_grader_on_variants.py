@@ -1,6 +1,6 @@
 """Grade known-wrong variants with an earlier grader, to show what that grader let through.
 
-    python scripts/old_grader_on_variants.py OLD_TREE [--kinds] [--out DIR]
+    python scripts/old_grader_on_variants.py OLD_TREE [--out DIR] [--rounds 0-3]
 
 OLD_TREE holds an earlier commit's grader/, solutions/ and tests/ (e.g. `git archive 8247f27 grader
 solutions tests | tar -x -C OLD_TREE`). The variants are today's (tests/known_wrong, those with a
@@ -29,11 +29,18 @@ def main() -> int:
     parser.add_argument("old_tree", type=Path)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "old-grader-variants")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--rounds", default="", help="only these rounds, e.g. 0-3 (each is a cold build and a full grade)")
     args = parser.parse_args()
     variants = [v for v in all_variants() if v.extra.get("kind")]
     env = dict(os.environ, PYTHONPATH=str(args.old_tree.resolve()), COURSE_BUILD_DIR=str(args.out / "build"))
     lines = []
+    wanted = range(10**6)
+    if args.rounds:
+        first, _, last = args.rounds.partition("-")
+        wanted = range(int(first), int(last or first) + 1)
     for i, batch in enumerate(rounds(variants, lambda v: v.exercise)):
+        if i not in wanted:
+            continue
         folder = args.out / f"round{i}"
         for v in batch:
             if not (folder / v.exercise).exists():

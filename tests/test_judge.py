@@ -61,6 +61,25 @@ def test_every_spec_gives_the_judge_calls_it_can_check_on_the_cpu(s):
             assert all(g is not None and torch.isfinite(g).all() for g in grads), call.label
 
 
+def test_judges_running_at_once_in_threads_each_draw_from_their_own_seed():
+    """The parent judges several exercises and students at once, in threads (class grading, the
+    gate's parallel jobs): each thread's calls hold its own seed's values, as when drawn alone. (A
+    seed offset shared between threads once re-checked right answers against other inputs.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def tensors(s, seed):
+        return [a for call in judge.judged_calls(s, seed) for a in call.args if judge.is_tensor(a)]
+
+    work = [(s, seed) for s in spec.all_specs() for seed in (SEED, SEED + 1, SEED + 2)]
+    alone = {(s.exercise, seed): tensors(s, seed) for s, seed in work}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(3):
+            for (s, seed), drawn in zip(work, pool.map(lambda w: tensors(*w), work)):
+                want = alone[s.exercise, seed]
+                assert len(drawn) == len(want) and all(torch.equal(a, b) for a, b in zip(drawn, want)), \
+                    f"{s.exercise}, seed {seed}: other inputs when drawn beside other threads"
+
+
 def test_right_outputs_pass(tmp_path):
     found = _verdicts(_leaky(), tmp_path)
     layouts = _layouts("leaky_relu") | _layouts("leaky_relu_backward")
