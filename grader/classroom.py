@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import env
-from grader.grading import DEFAULT_TIMEOUT, build_all, default_parallel, grade_target, rounds
+from grader.grading import DEFAULT_TIMEOUT, default_parallel, grade_target, rounds, start_builds
 from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
                               grading_key, load_report, manifest, stale, write_gradebook, write_report)
 from grader.report import table
@@ -222,12 +222,20 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
                     units[digest] = (sp, stored(sub.folder / sp.exercise, sp.exercise, digest))
                 except Exception as e:  # e.g. the folder changed meanwhile: that student's exercise only
                     not_copied[name, sp.exercise] = f"the submitted folder could not be copied for grading: {e}"
-    # Build every distinct folder first, in parallel on the CPU cores: the GPUs then never wait for a compiler.
+    # Build every distinct folder in parallel on the CPU cores, in the order the rounds grade them, while
+    # the GPUs grade the rounds whose folders are built: the first round starts after its own builds.
+    schedule = rounds(list(units), lambda d: units[d][0].exercise)
+    start = time.perf_counter()
+    build_pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    builds = start_builds([units[d][1] for r in schedule for d in r], jobs, build_pool, log=lambda *a: None)
+    build_pool.shutdown(wait=False)
+    last_built = [start]
+    for f in builds.values():
+        f.add_done_callback(lambda _: last_built.append(time.perf_counter()))
     if units:
         same = f" ({handed_in - len(units)} identical to another, built and graded once)" if handed_in > len(units) else ""
         print(f"building {len(units)} distinct exercise folder(s) of the {handed_in} submitted{same}, "
-              f"{jobs} at a time ...", flush=True)
-        build_all([folder for _, folder in units.values()], jobs, log=lambda *a: None)
+              f"{jobs} at a time, grading each round as its folders are built ...", flush=True)
     devices = devices or worker_devices(None)
     if len(devices) > 1 or devices[0] is not None:
         print(f"grading with {len(devices)} worker(s): "
@@ -276,6 +284,8 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         """Grade a round's copies (one per exercise) as one run of the gate, on one worker's GPU."""
         by_exercise: dict[str, dict] = {}
         error = "the grader returned no result"
+        for d in digests:  # before taking a GPU: a failed build is graded (and reported) as one
+            builds[units[d][1]].result()
         device = free.get()
         try:
             with tempfile.TemporaryDirectory(prefix="course-round-") as tmp:
@@ -312,8 +322,11 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         if not waiting.get(student):  # nothing left to grade: nothing submitted, or all of it failed before grading
             complete(student)
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-        for f in [pool.submit(grade_round, r) for r in rounds(list(units), lambda d: units[d][0].exercise)]:
+        for f in [pool.submit(grade_round, r) for r in schedule]:
             f.result()
+    if units:
+        print(f"{len(units)} folder(s) built in {max(last_built) - start:.0f} s and graded in {time.perf_counter() - start:.0f} s "
+              f"from the first build ({len(schedule)} round(s) on {len(devices)} worker(s))", flush=True)
     if write_book:
         write_gradebook(out, results, seed)
     return dict(sorted(results.items()))
