@@ -19,9 +19,11 @@ NOT_TIMED = "not timed: "
 # is credited with (Winograd: 2.25x fewer for 3x3), but not by 4x.
 OVER_LIMIT = {"B": 1.10, "FLOP": 4.0}
 # The timed calls' median may be this far below the time the op's own kernels took on the GPU when the
-# profiler watched a few of them (noise, and the profiler's small cost per kernel); further below, the
-# op did less work when it was not observed.
-UNOBSERVED_MARGIN = 0.75
+# profiler watched a few of them, right after, on the same refilled inputs (noise); further below, the op
+# did less (or other) work when it was not observed, e.g. a library's kernels only when no profiler is
+# on. Honest ops sit at or above 1: the median over the kernels' time was 1.000-1.017 for all ten
+# references on the H100 (2026-11-26, cold and warm grades), the events also timing the launch gaps.
+UNOBSERVED_MARGIN = 0.9
 
 
 def tier_fraction(spec: Spec, ratio: float) -> float:

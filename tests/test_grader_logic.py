@@ -104,6 +104,34 @@ def test_a_sync_as_slow_as_the_baselines_is_not_escaped_work():
     assert "outside the current stream" in speed_verdict(LEAKY, escaped)[1]
 
 
+@pytest.mark.parametrize("kernels_over_median", [1 / 1.017, 1.0, 1 / 0.95])
+def test_an_op_timed_as_fast_as_its_own_kernels_keeps_its_speed(kernels_over_median):
+    """The references' timed median was 1.000-1.017 times what their kernels took under the profiler
+    (H100, all ten): such ratios, and a little noise below them, are credited."""
+    honest = _perf(0.97, time_s=1e-3, kernel_time_s=1e-3 * kernels_over_median)
+    assert speed_verdict(LEAKY, honest) == (1.0, "")
+
+
+def test_kernels_side_by_side_count_once_in_the_observed_time():
+    from types import SimpleNamespace as K
+
+    from grader.speed import busy_time
+    assert busy_time([]) == 0
+    assert busy_time([K(start_s=0.0, duration_s=2.0), K(start_s=3.0, duration_s=1.0)]) == 3.0
+    # a library's two streams: the overlap once; a kernel inside another adds nothing
+    assert busy_time([K(start_s=1.0, duration_s=2.0), K(start_s=0.0, duration_s=2.0),
+                      K(start_s=0.5, duration_s=0.5)]) == 3.0
+
+
+@pytest.mark.parametrize("speedup_unobserved", [1.15, 1.5, 4.0])
+def test_an_op_faster_when_not_profiled_loses_its_speed(speedup_unobserved):
+    """An op that runs its own kernels when a profiler watches and something faster otherwise (a
+    library's kernels): its timed median falls well below its observed kernels' time."""
+    sneaky = _perf(0.97, time_s=1e-3, kernel_time_s=1e-3 * speedup_unobserved)
+    fraction, why = speed_verdict(LEAKY, sneaky)
+    assert fraction == 0 and "when it is not observed" in why, why
+
+
 def test_a_check_this_gpu_cannot_run_costs_nothing_unless_strict():
     from grader.scoring import NOT_RUN_HERE
 
