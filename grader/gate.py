@@ -145,8 +145,8 @@ class Job:
     output: str = ""  # stdout and stderr together
     # set by the parent while it still builds what the job needs: the job's clock stops meanwhile
     held: bool = False
-    # a process that does little before its timing (grader.yardstick): started at once, beside the
-    # `parallel` grading processes rather than as one of them
+    # a process that does little before its timing (grader.yardstick): started at once, and the
+    # others only once it has ended, so that no submitted code runs while it times the reference
     light: bool = False
     active_s: float = 0.0  # what counts against the time limit
     waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
@@ -191,7 +191,10 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
     count: it holds no core), and at most `resident` alive at once (a waiting one still holds GPU
     memory), each with `timeout` seconds of its own time (not counting while it is `held`); gated
     when there is more than one job and either `parallel` > 1 or a light job, and then no timing
-    starts while any job is held. Light jobs start at once and count against neither bound.
+    starts while any job is held. Light jobs start at once and count against neither bound; the
+    others start once every light job has ended: a submission's process, alive beside the yardstick,
+    could otherwise keep the GPU busy from a thread of its own while the reference is timed, and slow
+    the yardstick every submission is scored against.
     `on_finish(job)` is called as each ends. Returns `jobs`."""
     gated = len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))
     folder = Path(folder)
@@ -244,7 +247,8 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 pending.remove(job)
                 start(job)
             if holder is None:
-                while (pending and sum(j._state == CHECKS and not j.light for j in running) < parallel
+                while (pending and not any(j.light for j in running)
+                       and sum(j._state == CHECKS and not j.light for j in running) < parallel
                        and (resident is None or sum(not j.light for j in running) < max(1, resident))):
                     start(pending.pop(0))
                 ready = [j for j in running if j._state == READY]

@@ -43,7 +43,7 @@ HANG = 3600.0
 
 
 def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float,
-         builds: dict[str, float] | None = None, resident: int | None = None):
+         builds: dict[str, float] | None = None, resident: int | None = None, light: frozenset = frozenset()):
     """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
     name -> seconds until the parent says that job's build is done (it is held until then)."""
     script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
@@ -52,7 +52,8 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, paralle
     jobs, timers = [], []
     for name, times in plan.items():
         child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
-        job = gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO)
+        job = gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO,
+                       light=name in light)
         if builds and name in builds:
             result = work / f"{name}.build.json"
             job.env[gate.BUILD_ENV], job.held = str(result), True
@@ -236,3 +237,16 @@ def test_a_session_past_its_time_limit_dies_with_its_children(tmp_path):
         raise AssertionError(f"the child {child} outlived its session")
     done = gate.run_session(["bash", "-c", "echo out; echo err >&2; exit 3"], timeout=10)
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+def test_no_submission_runs_while_the_yardstick_times_the_reference(tmp_path):
+    """The yardstick (a light job) ends before any other process starts: a submission cannot keep the
+    GPU busy from a thread of its own while the reference it is scored against is timed. Its builds
+    still overlap the others' (the parent's), and its timing waits for every build."""
+    jobs, spans, _ = _run(tmp_path, {"yardstick": (0.1, 0, 0.3), "a": (0.2, 0, 0.1), "b": (0.2, 0, 0.1)},
+                          parallel=2, timeout=30, builds={"yardstick": 0.2, "a": 0.5, "b": 0.1},
+                          light=frozenset({"yardstick"}))
+    assert all(j.returncode == 0 for j in jobs.values())
+    assert spans[("yardstick", "timed")][0] >= spans[("a", "built")][1], "a timing beside a compiler"
+    for name in ("a", "b"):
+        assert spans[(name, "start")][0] >= spans[("yardstick", "timed")][1], f"{name} ran beside the yardstick"
