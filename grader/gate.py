@@ -214,6 +214,9 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
 
     def finish(job: Job) -> None:
         job.returncode = job._proc.returncode
+        # what it started and left running (a helper process still using the GPU) ends with it: it
+        # would otherwise share the GPU with the timings after it
+        _kill_session(job._proc.pid)
         job.output = (folder / f"{job.name}.log").read_text(errors="replace")
         job.wall_s = time.monotonic() - job._started
         running.remove(job)

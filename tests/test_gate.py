@@ -250,3 +250,30 @@ def test_no_submission_runs_while_the_yardstick_times_the_reference(tmp_path):
     assert spans[("yardstick", "timed")][0] >= spans[("a", "built")][1], "a timing beside a compiler"
     for name in ("a", "b"):
         assert spans[(name, "start")][0] >= spans[("yardstick", "timed")][1], f"{name} ran beside the yardstick"
+
+
+def test_a_grading_process_leaves_no_process_behind(tmp_path):
+    """A process the grading process started and left running (a submission's helper that keeps the
+    GPU busy) is killed when the grading process ends, before the next timing."""
+    pid_file = tmp_path / "helper.pid"
+    script = tmp_path / "leaves_a_helper.py"
+    script.write_text("import subprocess, sys\n"
+                      f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                      f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n")
+    job = gate.Job("leaves", [sys.executable, str(script)], dict(os.environ), env.REPO)
+    gate.run([job, gate.Job("other", [sys.executable, "-c", "pass"], dict(os.environ), env.REPO)], tmp_path,
+             parallel=2, timeout=30)
+    assert job.returncode == 0
+    helper = int(pid_file.read_text())
+    for _ in range(100):  # SIGKILL is delivered at once; the zombie is reaped by init
+        try:
+            os.kill(helper, 0)
+            state = Path(f"/proc/{helper}/stat").read_text().split()[2] if Path(f"/proc/{helper}/stat").exists() else "X"
+            if state in ("Z", "X"):
+                break
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(helper, 9)
+        pytest.fail("the helper the grading process left running was still alive after the run")
