@@ -223,7 +223,8 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
                 except Exception as e:  # e.g. the folder changed meanwhile: that student's exercise only
                     not_copied[name, sp.exercise] = f"the submitted folder could not be copied for grading: {e}"
     # Build every distinct folder in parallel on the CPU cores, in the order the rounds grade them, while
-    # the GPUs grade the rounds whose folders are built: the first round starts after its own builds.
+    # the GPUs grade the rounds whose folders are built: the first round starts after its own builds, and
+    # runs its checks beside the others' builds; no timing starts until every build has ended.
     schedule = rounds(list(units), lambda d: units[d][0].exercise)
     start = time.perf_counter()
     build_pool = ThreadPoolExecutor(max_workers=max(1, jobs))
@@ -295,7 +296,8 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
                 round_specs = [units[d][0] for d in digests]
                 found = grade_target(target, round_specs, seed=seed, timeout=timeout, jobs=1, keyword=keyword,
                                      device=device, yardsticks=yardsticks, strict=strict, log=lambda *a: None,
-                                     parallel=default_parallel(len(digests)))
+                                     parallel=default_parallel(len(digests)),
+                                     compiling=lambda: not all(f.done() for f in builds.values()))
                 by_exercise = {r["exercise"]: r for r in found}
         except Exception as e:  # a grader fault on one round must not lose the others
             error = repr(e)

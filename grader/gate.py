@@ -186,7 +186,7 @@ def run_session(cmd: list[str], timeout: float, **kwargs) -> subprocess.Complete
 
 
 def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, resident: int | None = None,
-        on_finish=None) -> list[Job]:
+        on_finish=None, compiling=None) -> list[Job]:
     """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
     count: it holds no core), and at most `resident` alive at once (a waiting one still holds GPU
     memory), each with `timeout` seconds of its own time (not counting while it is `held`); gated
@@ -195,8 +195,10 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
     others start once every light job has ended: a submission's process, alive beside the yardstick,
     could otherwise keep the GPU busy from a thread of its own while the reference is timed, and slow
     the yardstick every submission is scored against.
-    `on_finish(job)` is called as each ends. Returns `jobs`."""
-    gated = len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))
+    `on_finish(job)` is called as each ends. `compiling()`, when given, says whether builds the jobs
+    do not wait for still run on this machine (a class's next rounds): no timing starts meanwhile
+    either. Returns `jobs`."""
+    gated = (len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))) or compiling is not None
     folder = Path(folder)
     pending, running = list(jobs), []
     holder: Job | None = None  # the one whose timing has the GPU
@@ -228,7 +230,7 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
         while pending or running:
             now = time.monotonic()
             step, last = now - last, now
-            building = any(j.held for j in jobs)  # no timing starts beside a compiler
+            building = any(j.held for j in jobs) or (compiling is not None and compiling())  # no timing beside a compiler
             for job in list(running):
                 waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
                 if job.held:  # bounded by the parent's own limit on builds

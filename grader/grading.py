@@ -385,7 +385,7 @@ def selects_performance(keyword: str | None) -> bool:
 def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, timeout: float, jobs: int,
                  keyword: str | None = None, quick: bool = False, device: str | None = None,
                  sanitize: bool = False, parallel: int = 1, yardsticks: dict | None = None, strict: bool = False,
-                 log=print) -> list[dict]:
+                 log=print, compiling=None) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise.
 
     Each grading process starts at once, beside the builds: it imports torch and collects its
@@ -396,7 +396,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
     runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1).
     The reference, PyTorch and the device's limit are timed by a yardstick process per exercise
     (grader.yardstick); `yardsticks`, a dict kept by the caller across calls, holds its numbers by
-    (device, exercise), so that a class's students are measured against one yardstick per GPU."""
+    (device, exercise), so that a class's students are measured against one yardstick per GPU.
+    `compiling()` says whether other builds still run on this machine (grader.gate.run)."""
     chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
     gpu = env.gpu_present()
     present = [e for e in chosen.exercises if (target / e).is_dir()]
@@ -475,6 +476,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
 
             gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
+                     compiling=compiling,
                      timeout=timeout, on_finish=done)
         if stick is not None:
             measured = read_yardstick(stick, tmp)

@@ -43,7 +43,8 @@ HANG = 3600.0
 
 
 def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float,
-         builds: dict[str, float] | None = None, resident: int | None = None, light: frozenset = frozenset()):
+         builds: dict[str, float] | None = None, resident: int | None = None, light: frozenset = frozenset(),
+         compiling=None):
     """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
     name -> seconds until the parent says that job's build is done (it is held until then)."""
     script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
@@ -69,7 +70,7 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, paralle
     start = time.monotonic()
     for t in timers:
         t.start()
-    gate.run(jobs, work, parallel=parallel, timeout=timeout, resident=resident)
+    gate.run(jobs, work, parallel=parallel, timeout=timeout, resident=resident, compiling=compiling)
     wall = time.monotonic() - start
     spans: dict[tuple[str, str], list[float]] = {}
     for line in log.read_text().splitlines():
@@ -277,3 +278,16 @@ def test_a_grading_process_leaves_no_process_behind(tmp_path):
     else:
         os.kill(helper, 9)
         pytest.fail("the helper the grading process left running was still alive after the run")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_no_timing_starts_while_other_builds_run(tmp_path, jobs):
+    """A class's round runs its checks while the next rounds' folders compile (`compiling`), but its
+    timings wait for those builds, one job alone included."""
+    until = time.monotonic() + 1.5
+    plan = {name: (0.1, 0, 0.1) for name in ["a", "b"][:jobs]}
+    found, spans, _ = _run(tmp_path, plan, parallel=2, timeout=30, compiling=lambda: time.monotonic() < until)
+    assert all(j.returncode == 0 for j in found.values())
+    for name in plan:
+        assert spans[(name, "checks")][0] < until, "the checks should not wait for the builds"
+        assert spans[(name, "timed")][0] >= until, f"{name} was timed beside a compiler"
