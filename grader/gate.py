@@ -190,8 +190,8 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
     """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
     count: it holds no core), and at most `resident` alive at once (a waiting one still holds GPU
     memory), each with `timeout` seconds of its own time (not counting while it is `held`); gated
-    when there is more than one job and either `parallel` > 1 or a light job, and then no timing
-    starts while any job is held. Light jobs start at once and count against neither bound; the
+    when there is more than one job and either `parallel` > 1 or a light job, or when `compiling` is
+    given, and then no timing starts while any job is held. Light jobs start at once and count against neither bound; the
     others start once every light job has ended: a submission's process, alive beside the yardstick,
     could otherwise keep the GPU busy from a thread of its own while the reference is timed, and slow
     the yardstick every submission is scored against.
