@@ -55,6 +55,8 @@ class Variant:
 LIB = "lib = load_library(__file__)\n"
 # how a submission tells a timed call from a checked one by its call stack
 IN_TIMING = 'any(f.function in ("time_fn", "timed_call") for f in __import__("inspect").stack())'
+# how a submission tells whether a profiler watches it (the grader's own-kernel checks profile)
+UNOBSERVED = "not torch._C._autograd._profiler_enabled()"
 # a Tensor subclass that computes its values only when something reads them (after the timing)
 LAZY = """
 

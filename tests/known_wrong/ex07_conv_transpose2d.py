@@ -1,4 +1,4 @@
-from tests.known_wrong import IN_TIMING, LAZY, SIDE_STREAM, Variant, after_lib, takes_over
+from tests.known_wrong import IN_TIMING, LAZY, SIDE_STREAM, UNOBSERVED, Variant, after_lib, takes_over
 
 EX = "07_conv_transpose2d"
 STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<int>(st[1]);\n"
@@ -55,6 +55,14 @@ OWN_CALL = ("lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padd
 LARGE = "x.shape[0] >= 32"
 OUT_SHAPE = ("[x.shape[0], weight.shape[1]] + [output_size(x.shape[2 + i], weight.shape[2 + i], _pair(stride)[i], "
              "_pair(padding)[i], _pair(output_padding)[i], _pair(dilation)[i]) for i in range(2)]")
+# cuDNN's transposed convolution in strict float32 (its default for convolutions, TF32, would miss the
+# checks' tolerance)
+STRICT_CUDNN = """
+
+def _strict_cudnn(x, weight, bias, stride, padding, output_padding, dilation):
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, padding, output_padding, 1, dilation)
+"""
 # float64 references computed by the exercise's own op (so they share its faults)
 OWN_REFERENCE = """
 
@@ -85,6 +93,15 @@ VARIANTS += [
             # (busy after the timed stream, or work before the timed window)
             loses={"performance"}, reason="not credited",
             extra={"timed": True, "kind": "timed work unverified", "old": "loses performance"}),
+    Variant(EX, "cudnn_when_not_profiled", "for batches of 32 or more (the benchmark's), calls cuDNN in strict "
+            "float32 whenever no profiler is on: its own kernel runs only while the grader profiles it",
+            {"conv_transpose2d.py": [after_lib(STRICT_CUDNN), takes_over(CALL, f"{LARGE} and {UNOBSERVED}",
+                                     "_strict_cudnn(x, weight, bias, stride, padding, output_padding, dilation)")]},
+            # right results, and the exercise's own kernels whenever profiled (the own-kernel checks, the
+            # watched timed calls); the timed median (cuDNN's) falls far below what its own kernels took
+            # under the profiler (not run on a GPU yet)
+            loses={"performance"}, reason="not observed",
+            extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "computes_when_read", "for batches of 32 or more (the benchmark's), returns a Tensor subclass that "
             "runs the op only when something reads it (after the timing)",
             {"conv_transpose2d.py": [after_lib(LAZY), takes_over(CALL, LARGE, f"_lazy({OUT_SHAPE}, x, lambda: {OWN_CALL})")]},
