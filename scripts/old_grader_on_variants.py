@@ -34,12 +34,10 @@ def main() -> int:
     variants = [v for v in all_variants() if v.extra.get("kind")]
     env = dict(os.environ, PYTHONPATH=str(args.old_tree.resolve()), COURSE_BUILD_DIR=str(args.out / "build"))
     lines = []
-    wanted = range(10**6)
-    if args.rounds:
-        first, _, last = args.rounds.partition("-")
-        wanted = range(int(first), int(last or first) + 1)
+    first, _, last = args.rounds.partition("-")
+    wanted = range(int(first), int(last or first) + 1) if args.rounds else None
     for i, batch in enumerate(rounds(variants, lambda v: v.exercise)):
-        if i not in wanted:
+        if wanted is not None and i not in wanted:
             continue
         folder = args.out / f"round{i}"
         for v in batch:
