@@ -228,6 +228,14 @@ def totals_rows(results: dict[str, list[dict]]) -> tuple[list[str], list[list[st
     return ["student_id", *exercises, "total", "max_score"], rows
 
 
+def outcomes(results: dict[str, list[dict]]) -> dict:
+    """What must not depend on how a class was graded (serial or concurrent, one GPU or several):
+    each student's exercise statuses and every group's state but speed (timings vary from run to
+    run, and with them the speed tiers)."""
+    return {(student, r["exercise"]): (r["status"], {g: v["state"] for g, v in r["groups"].items() if g != "performance"})
+            for student, rows in results.items() for r in rows}
+
+
 def write_gradebook(out: Path, results: dict[str, list[dict]], seed: int) -> None:
     """The class's gradebook from every student's rows (each file written whole or not at all)."""
     detailed = [[student, r["exercise"], r["status"], f"{r['points']:g}", f"{r['points']:g}", r["max_points"],

@@ -129,8 +129,12 @@ fi
 if want classtime; then
   # a class at scale: CLASS_STUDENTS students (tests.known_wrong.make_class: solutions, stubs, known-wrong
   # variants) graded cold; again unchanged (nothing regraded); again after one student's edit (that one only)
-  cls=/tmp/class; rm -rf "$cls" "$cls.gradebook"; cex=${CLASS_EX:-01 03 05 08}
-  python3 -m tests.known_wrong.make_class "$cls" --students "${CLASS_STUDENTS:-24}" --ex $cex
+  # (CLASS_KEEP=1: a class already made by a call cut short is kept, and its grading resumes)
+  cls=/tmp/class; cex=${CLASS_EX:-01 03 05 08}
+  if [ -z "${CLASS_KEEP:-}" ] || [ ! -d "$cls" ]; then
+    rm -rf "$cls" "$cls.gradebook"
+    python3 -m tests.known_wrong.make_class "$cls" --students "${CLASS_STUDENTS:-24}" --ex $cex
+  fi
   run class_grade "$(left)" make grade SUBMISSIONS="$cls" EX="$cex"
   tail -8 "$L/class_grade.log"
   run class_grade_unchanged "$(left)" make grade SUBMISSIONS="$cls" EX="$cex"
@@ -140,6 +144,19 @@ if want classtime; then
   run class_grade_one_edit "$(left)" make grade SUBMISSIONS="$cls" EX="$cex"
   tail -6 "$L/class_grade_one_edit.log"
   cp "$cls.gradebook/gradebook.csv" "$cls.gradebook/gradebook.json" "$L/" 2>/dev/null
+  # a second class beside it, with the same student names: its own gradebook; into the first's, refused
+  cls2=/tmp/class2; rm -rf "$cls2" "$cls2.gradebook"; before=$(md5sum < "$cls.gradebook/gradebook.json")
+  python3 -m tests.known_wrong.make_class "$cls2" --students 2 --ex $cex
+  run class2_beside "$(left)" make grade SUBMISSIONS="$cls2" EX="$cex"
+  run class2_into_the_first "$(left)" make grade SUBMISSIONS="$cls2" EX="$cex" GRADEBOOK="$cls.gradebook"
+  tail -3 "$L/class2_into_the_first.log"
+  [ "$(md5sum < "$cls.gradebook/gradebook.json")" = "$before" ] && echo "first class's gradebook unchanged" | tee -a "$T"
+  # the same students graded one exercise at a time, alone (PARALLEL=1): the same outcomes
+  serial=/tmp/class_serial; rm -rf "$serial" "$serial.gradebook"; mkdir -p "$serial"
+  for s in $(ls "$cls" | head -"${SERIAL_STUDENTS:-4}"); do cp -r "$cls/$s" "$serial/"; done
+  seed=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seed'])" "$cls.gradebook/gradebook.json")
+  run class_serial "$(left)" make grade SUBMISSIONS="$serial" EX="$cex" PARALLEL=1 SEED="$seed"
+  python3 scripts/same_outcomes.py "$cls.gradebook/gradebook.json" "$serial.gradebook/gradebook.json" | tee -a "$T"
 fi
 if want ballast; then
   # a smaller card, simulated: a second process holds all but N GiB while the reference is graded

@@ -13,6 +13,7 @@ import pytest
 
 from grader import classroom as classroom_module
 from grader import env, gradebook, notebook_authoring
+from grader.gradebook import outcomes
 from grader.classroom import grade_class, grade_class_on_slurm, main, worker_devices
 from grader.env import visible_gpus
 from grader.slurm import SlurmOptions, job_script, slices
@@ -160,13 +161,6 @@ def test_rerun_resumes_without_regrading(classroom):
     before = (out / "alice" / "report.json").stat().st_mtime_ns
     grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS)
     assert (out / "alice" / "report.json").stat().st_mtime_ns == before
-
-
-def outcomes(results: dict[str, list[dict]]) -> dict:
-    """What must not depend on how the class was graded: statuses and every group's state but speed
-    (timings vary from run to run, and with them the speed tiers)."""
-    return {(student, r["exercise"]): (r["status"], {g: v["state"] for g, v in r["groups"].items() if g != "performance"})
-            for student, rows in results.items() for r in rows}
 
 
 def test_parallel_workers_give_the_serial_gradebook(classroom, tmp_path):
