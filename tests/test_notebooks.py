@@ -833,8 +833,15 @@ def run_outside_the_repository(unit: str, tmp_path: Path, monkeypatch, answered,
         '"build": str(nb.BUILD_ROOT)}))'))
     nbformat.write(notebook, run / f"{unit}.ipynb")
     monkeypatch.setenv("COURSE_REPO", str(origin))
-    for name in ("PYTHONPATH", "COURSE_BUILD_DIR"):  # as in Colab: nothing points at a checkout
-        monkeypatch.delenv(name, raising=False)
+    # as in Colab: nothing points at a checkout (packages installed elsewhere on the path stay reachable)
+    monkeypatch.delenv("COURSE_BUILD_DIR", raising=False)
+    repo = Path(nb.REPO).resolve()
+    elsewhere = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                 if p and not Path(p).resolve().is_relative_to(repo)]
+    if elsewhere:
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(elsewhere))
+    else:
+        monkeypatch.delenv("PYTHONPATH", raising=False)
     executed = execute(run / f"{unit}.ipynb", monkeypatch, **execute_args)
     where = json.loads(outputs_text(executed.cells[-1]).split("where:", 1)[1])
     assert filled
