@@ -278,6 +278,7 @@ class ConvSpec(Spec):
                 lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)}))
             bad("a dilated kernel larger than the input", ("weight", "kernel"),
                 lambda: ((x(), w()), {"dilation": (1, 4)}))
+        if any(version is not None for _, version, _ in self.versions_graded):
             bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3}))
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
