@@ -359,8 +359,8 @@ class ConvSpec(Spec):
         x = randn(g, (2, 3, 11, 9), torch.float32)
         w = randn(g, (3, 5, 3, 2) if self.transposed else (5, 3, 3, 2), torch.float32)
         b = randn(g, (5,), torch.float32)
-        if self.transposed:  # (x, weight, bias, stride, padding, output_padding, dilation)
-            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 0], [1, 2]), (x, w, None, [1, 1], [0, 0], [0, 0], [1, 1]))
+        if self.transposed:  # (x, weight, bias, stride, padding, output_padding, dilation, version)
+            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 0], [1, 2], 2), (x, w, None, [1, 1], [0, 0], [0, 0], [1, 1], 1))
         else:  # (x, weight, bias, stride, padding, dilation, version)
             arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 2], 2), (x, w, None, [1, 1], [0, 0], [1, 1], 1))
         for args in arg_sets:

@@ -105,7 +105,8 @@ VARIANTS += [
     Variant(EX, "computes_when_read", "for batches of 32 or more (the benchmark's), returns a Tensor subclass that "
             "runs the op only when something reads it (after the timing)",
             {"conv_transpose2d.py": [after_lib(LAZY), takes_over(CALL, LARGE, f"_lazy({OUT_SHAPE}, x, lambda: {OWN_CALL})")]},
-            loses={"implicit_gemm", "performance"}, reason="plain torch.Tensor",
+            # both versions' large-batch calls return it (measured on the H100)
+            loses={"gather", "implicit_gemm", "performance"}, reason="plain torch.Tensor",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
     Variant(EX, "bias_read_as_contiguous", "passes the bias to the kernel without .contiguous(): a strided view is "
             "read as if its values were adjacent",
