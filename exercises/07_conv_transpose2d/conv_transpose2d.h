@@ -19,7 +19,8 @@ struct ConvTranspose2dShape {
 };
 
 // y = conv_transpose2d(x, weight) + bias, with x (n, cin, h, w), weight (cin, cout, kh, kw), bias
-// (cout) or nullptr, y (n, cout, ho, wo), all contiguous. Launched on `stream`.
+// (cout) or nullptr, y (n, cout, ho, wo), all contiguous. version 1: the gather kernel; 2: the
+// implicit GEMM (n * ho * wo below 2^31). Launched on `stream`.
 template <typename scalar_t>
 void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
-                           const ConvTranspose2dShape& s, cudaStream_t stream);
+                           const ConvTranspose2dShape& s, int version, cudaStream_t stream);

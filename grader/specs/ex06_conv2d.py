@@ -278,6 +278,7 @@ class ConvSpec(Spec):
                 lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)}))
             bad("a dilated kernel larger than the input", ("weight", "kernel"),
                 lambda: ((x(), w()), {"dilation": (1, 4)}))
+        if any(version is not None for _, version, _ in self.versions_graded):
             bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3}))
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
@@ -358,8 +359,8 @@ class ConvSpec(Spec):
         x = randn(g, (2, 3, 11, 9), torch.float32)
         w = randn(g, (3, 5, 3, 2) if self.transposed else (5, 3, 3, 2), torch.float32)
         b = randn(g, (5,), torch.float32)
-        if self.transposed:  # (x, weight, bias, stride, padding, output_padding, dilation)
-            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 0], [1, 2]), (x, w, None, [1, 1], [0, 0], [0, 0], [1, 1]))
+        if self.transposed:  # (x, weight, bias, stride, padding, output_padding, dilation, version)
+            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 0], [1, 2], 2), (x, w, None, [1, 1], [0, 0], [0, 0], [1, 1], 1))
         else:  # (x, weight, bias, stride, padding, dilation, version)
             arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 2], 2), (x, w, None, [1, 1], [0, 0], [1, 1], 1))
         for args in arg_sets:

@@ -37,7 +37,7 @@
 # |---|---:|
 # | warm-up: output sizes and im2col (runs on a CPU) | 2 |
 # | 06 conv2d: direct 2, implicit GEMM 3, input checks 1, registration 1, performance 3 | 10 |
-# | 07 conv_transpose2d: forward 4, input checks 1, registration 1, performance 2 | 8 |
+# | 07 conv_transpose2d: gather 2, implicit GEMM 3, input checks 1, registration 1, performance 3 | 10 |
 #
 # **Where it runs.** Builds and checks need a CUDA GPU; the first build of each exercise takes about a
 # minute. Without a GPU, or under `nbgrader validate`, those cells print why and skip.
@@ -498,24 +498,55 @@ print("stride 1: conv_transpose2d is conv2d with the flipped kernel and padding 
 # Loop over the taps outside and the channels inside: the tap test is then done once per tap, not once
 # per (tap, channel).
 #
-# @@context 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_kernel@@
+# @@context 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_kernel1@@
 
 # %% nbgrader={"grade": false, "grade_id": "convt-kernel-cell", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_kernel
+# %%solution 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_kernel1
 
 # %% [markdown] id="convt-launch"
-# Its launcher, as 06's direct one:
+# Its launcher, as 06's direct one (`version=1`):
 #
 # @@context 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_cuda@@
 
 # %% nbgrader={"grade": false, "grade_id": "convt-launch-cell", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_cuda
 
+# %% [markdown] id="convt-igemm"
+# ### Version 2: the transposed convolution as an implicit GEMM
+#
+# The gather does one load per multiply-add, and with stride `s` only about $1/s^2$ of its tap tests
+# succeed. But the transposed convolution *is* the input gradient of a convolution, and that is a
+# GEMM like 06's version 2: $Y[C_{out} \times N H_o W_o] = A[C_{out} \times C_{in} K_h K_w] \cdot
+# B[C_{in} K_h K_w \times N H_o W_o]$, where $A$ is the weight read with its channel axes swapped
+# (`weight[ci][co][r][s]`) and column $(n, o_h, o_w)$ of $B$ holds, at reduction index
+# $(c_i, r, s)$, the input pixel that tap $(r, s)$ brings to that output: $x[n, c_i, i_h, i_w]$ with
+# $i_h s = o_h + p - r\,\text{dil}$ (and likewise $i_w$), or 0 where no whole $i_h$ in range exists.
+# The GEMM engine is given (the one unit 4 uses for all three convolutions of its backward: 64 x 128
+# tiles, 8 x 8 outputs per thread, double-buffered shared memory); you write the loader of $B$, the
+# same odometer walk as the warm-up's `source_index` test, per slice of 8 reduction indices.
+#
+# @@context 07_conv_transpose2d/conv_transpose2d.cu gemm_tile from "// B: thread t loads column t"@@
+#
+# The cell is named `gemm_tile` because regions are named after the nearest function defined at the
+# top level of the file above them; what you write is the body of `GatherB::load`.
+
+# %% nbgrader={"grade": false, "grade_id": "convt-gather-b", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.cu gemm_tile
+
+# %% [markdown] id="convt-igemm-launch"
+# And its launch (`version=2`): one block per 64-channel x 128-pixel tile, the unit-stride loader
+# (no division) when both strides are 1.
+#
+# @@context 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_cuda#2@@
+
+# %% nbgrader={"grade": false, "grade_id": "convt-igemm-launch-cell", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_cuda#2
+
 # %% [markdown] id="convt-build-intro"
 # ### Build and try
 #
 # Your op against the gradient that autograd computes for `F.conv2d`, on the GPU in float64, and the
-# time of the gather beside cuDNN's transposed convolution on the benchmark layer.
+# time of both versions beside cuDNN's transposed convolution on the benchmark layer.
 
 # %% nbgrader={"grade": false, "grade_id": "convt-build", "locked": true, "schema_version": 3, "solution": false} editable=false deletable=false
 reason = nb.heavy_skip_reason()
@@ -530,43 +561,60 @@ else:
     z = F.conv2d(a, W, stride=2, padding=1)
     upstream = torch.randn_like(z)
     (grad_a,) = torch.autograd.grad(z, a, upstream)
-    mine = convt_ext.conv_transpose2d(upstream, W, None, stride=2, padding=1, output_padding=1)
-    print(f"shape {tuple(mine.shape)} (output_padding=1 recovers 12 from 6); "
-          f"largest difference from autograd {(mine - grad_a).abs().max().item():.1e}")
+    for version in (1, 2):
+        mine = convt_ext.conv_transpose2d(upstream, W, None, stride=2, padding=1, output_padding=1, version=version)
+        print(f"version {version}: shape {tuple(mine.shape)} (output_padding=1 recovers 12 from 6); "
+              f"largest difference from autograd {(mine - grad_a).abs().max().item():.1e}")
 
     inputs = [(torch.randn(32, 64, 56, 56, device="cuda"), torch.randn(64, 64, 3, 3, device="cuda") / 10)
               for _ in range(2)]
     flops = 2 * 32 * 64 * 56 * 56 * 64 * 9
     with tuned_strict_fp32():  # TF32 off, cudnn.benchmark on
         flush = L2Flusher()
-        ours = time_fn(lambda i: convt_ext.conv_transpose2d(i[0], i[1], None, 1, 1), inputs, flush=flush,
-                       max_seconds=0.5, max_samples=50)
+        ours = {v: time_fn(lambda i, v=v: convt_ext.conv_transpose2d(i[0], i[1], None, 1, 1, version=v), inputs,
+                           flush=flush, max_seconds=0.5, max_samples=50) for v in (1, 2)}
         theirs = time_fn(lambda i: F.conv_transpose2d(i[0], i[1], None, 1, 1), inputs, flush=flush,
                          max_seconds=0.5, max_samples=50)
-    print(f"32x64x56x56, 64->64, 3x3: your gather {ours.rate(flops) / 1e12:.1f} TFLOP/s, "
-          f"cuDNN (strict fp32) {theirs.rate(flops) / 1e12:.1f} TFLOP/s")
+    print(f"32x64x56x56, 64->64, 3x3: your gather {ours[1].rate(flops) / 1e12:.1f} TFLOP/s, your implicit GEMM "
+          f"{ours[2].rate(flops) / 1e12:.1f} TFLOP/s, cuDNN (strict fp32) {theirs.rate(flops) / 1e12:.1f} TFLOP/s")
 
 # %% [markdown] id="convt-graded-intro"
 # ### Graded checks and speed for 07
 #
-# Against `F.conv_transpose2d` in float64, with the same tolerances as 06. The speed cell times the same
-# layer against the reference gather in the same run: 1 point at 0.5x its throughput, 2 at 0.85x, once
-# `forward` passes.
+# Against `F.conv_transpose2d` in float64, with the same tolerances as 06, each version in its own
+# group. The speed cell times version 2 on the same layer against the reference in the same run:
+# 1.5 points at 0.5x its throughput, 3 at 0.85x, once `implicit_gemm` passes.
 
-# %% nbgrader={"grade": true, "grade_id": "convt-forward", "locked": true, "schema_version": 3, "solution": false, "points": 4} editable=false deletable=false
-# 07_conv_transpose2d forward: the grader's own checks. Shown here: a few cases; at grading, every forward check.
-course.check("forward", "07_conv_transpose2d", only=[
-    "forward[float32, k3s1p1]",
-    "forward[float32, k3s2p1]",
-    "forward[float32, stride 2, output_padding 1]",
-    "forward[float32, dilation (2, 3)]",
-    "forward[float32, no bias]",
-    "forward[float64, stride (3, 2), output_padding (2, 0)]",
-    "forward[empty batch]",
-    "forward[non-contiguous inputs]",
+# %% nbgrader={"grade": true, "grade_id": "convt-gather", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 07_conv_transpose2d gather: the grader's own checks. Shown here: a few cases; at grading, every gather check.
+course.check("gather", "07_conv_transpose2d", only=[
+    "gather[float32, k3s1p1]",
+    "gather[float32, k3s2p1]",
+    "gather[float32, stride 2, output_padding 1]",
+    "gather[float32, dilation (2, 3)]",
+    "gather[float32, no bias]",
+    "gather[float64, stride (3, 2), output_padding (2, 0)]",
+    "gather[empty batch]",
+    "gather[non-contiguous inputs]",
 ])
 ### BEGIN HIDDEN TESTS
-course.check("forward", "07_conv_transpose2d")
+course.check("gather", "07_conv_transpose2d")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "convt-implicit-gemm", "locked": true, "schema_version": 3, "solution": false, "points": 3} editable=false deletable=false
+# 07_conv_transpose2d implicit_gemm: the grader's own checks. Shown here: a few cases; at grading, every implicit_gemm check.
+course.check("implicit_gemm", "07_conv_transpose2d", only=[
+    "implicit_gemm[float32, k3s1p1]",
+    "implicit_gemm[float32, k3s2p1]",
+    "implicit_gemm[float32, stride 2, output_padding 1]",
+    "implicit_gemm[float32, dilation (2, 3)]",
+    "implicit_gemm[float32, no bias]",
+    "implicit_gemm[float64, stride (3, 2), output_padding (2, 0)]",
+    "implicit_gemm[empty batch]",
+    "implicit_gemm[non-contiguous inputs]",
+])
+### BEGIN HIDDEN TESTS
+course.check("implicit_gemm", "07_conv_transpose2d")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "convt-input-checks", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false
@@ -590,18 +638,17 @@ course.check("registration", "07_conv_transpose2d", only=[
 course.check("registration", "07_conv_transpose2d")
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": true, "grade_id": "convt-performance", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# %% nbgrader={"grade": true, "grade_id": "convt-performance", "locked": true, "schema_version": 3, "solution": false, "points": 3} editable=false deletable=false
 # performance: the points earned are this cell's result (nbgrader's partial credit)
 course.performance("07_conv_transpose2d")
 
 # %% [markdown] id="next"
 # ## What next
 #
-# The gather is one thread per output with one load per FMA, like 06's version 1, and with stride `s`
-# only about $1/s^2$ of the taps reach a given output: on an H100 it runs several times slower than cuDNN.
-# Two steps would close most of the gap: split the outputs into the $s^2$ **phases** `(o + p) mod s`,
-# within which the contributing taps are fixed (each phase is then an ordinary dense convolution), and
-# run each phase as an implicit GEMM like version 2.
+# Version 2 still tests every tap of every output, and with stride `s` only about $1/s^2$ of them reach
+# it: the zeros it gathers are multiplied too. Splitting the outputs into the $s^2$ **phases**
+# `(o + p) mod s`, within which the contributing taps are fixed (each phase an ordinary dense
+# convolution), removes that waste for strided layers; tensor cores (TF32) are the other step.
 #
 # Unit 4 fuses a convolution with BatchNorm and ReLU, and writes the whole backward, including this
 # input gradient. Grade this unit's exercises from the command line with `make grade EX=06` and

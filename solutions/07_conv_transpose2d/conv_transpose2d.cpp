@@ -93,7 +93,8 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
 
 at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                             at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding,
-                            at::IntArrayRef dilation) {
+                            at::IntArrayRef dilation, int64_t version) {
+  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (gather) or 2 (implicit GEMM), but is ", str(version));
   const Pair st = pair_arg(stride, "stride"), pd = pair_arg(padding, "padding");
   const Pair op = pair_arg(output_padding, "output_padding"), dl = pair_arg(dilation, "dilation");
   check_conv_transpose_args(x, weight, bias, st, pd, op, dl);
@@ -103,6 +104,9 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", str(x.sizes()), " has 2^31 or more elements");
   TORCH_CHECK(weight.numel() < INT_MAX, "weight has 2^31 or more elements");
   TORCH_CHECK(weight.size(1) * ho * wo < INT_MAX, "the output of one image has 2^31 or more elements");
+  // version 2's GEMM numbers its columns, the output pixels of the whole batch, with int
+  TORCH_CHECK(version == 1 || x.size(0) * ho * wo < INT_MAX, "x: version 2 takes at most 2^31 - 1 output pixels (",
+              str(x.size(0)), " images of ", str(ho), " x ", str(wo), "); version 1 takes more");
 
   const c10::cuda::CUDAGuard device_guard(x.device());
   const at::Tensor xc = x.contiguous();
@@ -129,7 +133,8 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "conv_transpose2d", [&] {
     conv_transpose2d_cuda<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
                                     bc.defined() ? bc.const_data_ptr<scalar_t>() : nullptr,
-                                    y.mutable_data_ptr<scalar_t>(), s, c10::cuda::getCurrentCUDAStream());
+                                    y.mutable_data_ptr<scalar_t>(), s, static_cast<int>(version),
+                                    c10::cuda::getCurrentCUDAStream());
   });
   return y;
 }
@@ -139,7 +144,7 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
 COURSE_LIBRARY(m) {
   m.def(
       "conv_transpose2d(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, "
-      "int[] dilation) -> Tensor");
+      "int[] dilation, int version) -> Tensor");
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check

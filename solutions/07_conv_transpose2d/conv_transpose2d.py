@@ -1,4 +1,4 @@
-"""Exercise 07: transposed 2-D convolution (NCHW, groups = 1) as a PyTorch op.
+"""Exercise 07: transposed 2-D convolution (NCHW, groups = 1), a gather and an implicit GEMM, as a PyTorch op.
 
 The kernel is in conv_transpose2d.cu, the C++ op in conv_transpose2d.cpp; this file builds them
 (cached), registers the shape function and exposes the Python API. Forward only.
@@ -18,11 +18,12 @@ def _pair(v) -> list[int]:
 
 
 def conv_transpose2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
-                     output_padding=0, dilation=1) -> torch.Tensor:
+                     output_padding=0, dilation=1, version: int = 2) -> torch.Tensor:
     """Like torch.nn.functional.conv_transpose2d with groups=1: x (N, Cin, H, W), weight
-    (Cin, Cout, kh, kw), bias (Cout,) or None."""
+    (Cin, Cout, kh, kw), bias (Cout,) or None. version 1 runs the gather kernel, version 2 the
+    implicit GEMM."""
     return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),
-                                    _pair(dilation))
+                                    _pair(dilation), int(version))
 
 
 def output_size(size: int, k: int, stride: int, pad: int, output_pad: int, dil: int) -> int:
@@ -31,7 +32,7 @@ def output_size(size: int, k: int, stride: int, pad: int, output_pad: int, dil: 
 
 # Shapes for tracing (torch.compile, opcheck): a new contiguous (N, Cout, Ho, Wo) tensor.
 @torch.library.register_fake(lib.qualname("conv_transpose2d"))
-def _conv_transpose2d_fake(x, weight, bias, stride, padding, output_padding, dilation):
+def _conv_transpose2d_fake(x, weight, bias, stride, padding, output_padding, dilation, version):
     ho = output_size(x.shape[2], weight.shape[2], stride[0], padding[0], output_padding[0], dilation[0])
     wo = output_size(x.shape[3], weight.shape[3], stride[1], padding[1], output_padding[1], dilation[1])
     return x.new_empty((x.shape[0], weight.shape[1], ho, wo))

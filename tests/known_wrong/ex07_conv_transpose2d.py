@@ -7,24 +7,24 @@ OUT_SIZE = "out = (in - 1) * stride - 2 * pad + dil * (k - 1) + output_pad + 1;"
 VARIANTS = [
     Variant(EX, "padding_ignored_at_border", "a tap past the input's last row or column reads the border pixel instead of 0",
             {"conv_transpose2d.cu": [("return i < in_size ? i : -1;", "return i < in_size ? i : in_size - 1;")]},
-            loses={"forward", "performance"}, reason="relative error"),
+            loses={"gather"}, reason="relative error"),
     Variant(EX, "stride_wrong_axis", "the row stride is used for columns and the column stride for rows",
             {"conv_transpose2d.cpp": [(STRIDES, "  s.stride_h = static_cast<int>(st[1]);\n  s.stride_w = static_cast<int>(st[0]);\n")]},
-            loses={"forward", "performance"}, reason="stride (2, 1)"),
+            loses={"gather", "implicit_gemm", "performance"}, reason="stride (2, 1)"),
     Variant(EX, "output_size_off_by_one", "the output size misses the last position",
             {"conv_transpose2d.cpp": [(OUT_SIZE, "out = (in - 1) * stride - 2 * pad + dil * (k - 1) + output_pad;")]},
-            loses={"forward", "registration", "performance"}, reason="shape"),
+            loses={"gather", "implicit_gemm", "registration", "performance"}, reason="shape"),
     Variant(EX, "output_padding_ignored", "the output size leaves out output_padding",
             {"conv_transpose2d.cpp": [(OUT_SIZE, "out = (in - 1) * stride - 2 * pad + dil * (k - 1) + 1;")]},
-            loses={"forward", "registration", "performance"}, reason="output_padding"),
+            loses={"gather", "implicit_gemm", "registration", "performance"}, reason="output_padding"),
     Variant(EX, "dilation_ignored", "the kernel taps are taken as adjacent whatever the dilation",
             {"conv_transpose2d.cu": [("source_index(oh, kh * s.dil_h,", "source_index(oh, kh,"),
                                      ("source_index(ow, kw * s.dil_w,", "source_index(ow, kw,")]},
-            loses={"forward", "performance"}, reason="dilation"),
+            loses={"gather"}, reason="dilation"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv_transpose2d (cuDNN)",
-            {"conv_transpose2d.py": [("return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),\n                                    _pair(dilation))",
+            {"conv_transpose2d.py": [("return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),\n                                    _pair(dilation), int(version))",
                                       "return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, padding, output_padding, 1, dilation)")]},
-            loses={"forward", "input_checks", "performance"}, reason="other than this exercise's own"),
+            loses={"gather", "implicit_gemm", "input_checks", "performance"}, reason="other than this exercise's own"),
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
             {"conv_transpose2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(1)", "b.dim() == 1 && b.size(0) >= weight.size(1)")]},
             loses={"input_checks"}, reason="bias"),
@@ -37,7 +37,7 @@ VARIANTS += [
     Variant(EX, "cudnn_when_timed", "calls torch.nn.functional.conv_transpose2d when its call stack shows the timer",
             {"conv_transpose2d.py": [takes_over(CALL, IN_TIMING, "torch.nn.functional.conv_transpose2d(x, weight, bias, "
                                                                  "stride, padding, output_padding, 1, dilation)")]},
-            loses={"forward", "performance"}, reason="other than this exercise's own",
+            loses={"implicit_gemm", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
 ]
 
@@ -45,13 +45,13 @@ BIAS = "  const at::Tensor bc = bias.has_value() ? bias->contiguous() : at::Tens
 # the taps along the height are taken as adjacent whatever the dilation: wrong wherever dilation[0] > 1,
 # which neither the judge's audit call (dilation (1, 2)) nor the benchmark (1) has
 HEIGHT_DILATION_IGNORED = [("source_index(oh, kh * s.dil_h,", "source_index(oh, kh,")]
-FULL_CALL = CALL + "                                    _pair(dilation))\n"
+FULL_CALL = CALL + "                                    _pair(dilation), int(version))\n"
 # float32 only, and no NaN or infinity moves: the bias is left out (the judge's audit calls are
 # float64, the benchmark has no bias)
 BIAS_DROPPED_IN_FP32 = [("scalar_t acc = bias ? bias[co] : scalar_t(0);",
                          "scalar_t acc = bias && sizeof(scalar_t) == 8 ? bias[co] : scalar_t(0);")]
 OWN_CALL = ("lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding), "
-            "_pair(dilation))")
+            "_pair(dilation), int(version))")
 LARGE = "x.shape[0] >= 32"
 OUT_SHAPE = ("[x.shape[0], weight.shape[1]] + [output_size(x.shape[2 + i], weight.shape[2 + i], _pair(stride)[i], "
              "_pair(padding)[i], _pair(output_padding)[i], _pair(dilation)[i]) for i in range(2)]")
@@ -69,7 +69,7 @@ OWN_REFERENCE = """
 import torch.nn.functional as _F
 
 _F.conv_transpose2d = lambda x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1: (
-    lib.ops.conv_transpose2d(x, w, b, _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)))
+    lib.ops.conv_transpose2d(x, w, b, _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation), 2))
 """
 # a kernel for aten::linalg_vector_norm under the BackendSelect dispatch key, which every call passes
 # through (the default included key set): every vector norm is 0, so every normwise relative error
@@ -105,18 +105,19 @@ VARIANTS += [
     Variant(EX, "computes_when_read", "for batches of 32 or more (the benchmark's), returns a Tensor subclass that "
             "runs the op only when something reads it (after the timing)",
             {"conv_transpose2d.py": [after_lib(LAZY), takes_over(CALL, LARGE, f"_lazy({OUT_SHAPE}, x, lambda: {OWN_CALL})")]},
-            loses={"forward", "performance"}, reason="plain torch.Tensor",
+            # both versions' large-batch calls return it (measured on the H100)
+            loses={"gather", "implicit_gemm", "performance"}, reason="plain torch.Tensor",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
     Variant(EX, "bias_read_as_contiguous", "passes the bias to the kernel without .contiguous(): a strided view is "
             "read as if its values were adjacent",
             {"conv_transpose2d.cpp": [(BIAS, "  const at::Tensor bc = bias.has_value() ? *bias : at::Tensor();")]},
             # the generated property passes each tensor argument, bias too, as a strided view
-            loses={"forward", "performance"}, keeps={"input_checks", "registration"}, reason="strided",
+            loses={"gather", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"}, reason="strided",
             extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "replaces_the_float64_reference", "replaces torch.nn.functional.conv_transpose2d (the checks' "
             "float64 reference) with the exercise's own op, and ignores the dilation along the height",
             {"conv_transpose2d.py": [after_lib(OWN_REFERENCE)], "conv_transpose2d.cu": HEIGHT_DILATION_IGNORED},
-            loses={"forward", "input_checks", "registration", "performance"}, status="tampered",
+            loses={"gather", "implicit_gemm", "input_checks", "registration", "performance"}, status="tampered",
             reason="torch.nn.functional.conv_transpose2d", extra={"kind": "integrity", "old": "full marks"}),
     # A hole in the grader at 0e7850d, closed since: grader.integrity hashes the dispatcher's table only on
     # the keys CPU, CUDA, Autograd*, CompositeImplicitAutograd and CompositeExplicitAutograd
@@ -129,7 +130,7 @@ VARIANTS += [
             "BackendSelect dispatch key that returns 0 (every normwise relative error reads 0), and leaves the "
             "bias out in float32",
             {"conv_transpose2d.py": [after_lib(ZERO_NORMS_BACKEND_SELECT)], "conv_transpose2d.cu": BIAS_DROPPED_IN_FP32},
-            loses={"forward", "input_checks", "registration", "performance"}, status="tampered",
+            loses={"gather", "implicit_gemm", "input_checks", "registration", "performance"}, status="tampered",
             extra={"kind": "integrity", "old": "full marks"}),
     Variant(EX, "cudnn_for_dilation", "calls torch.nn.functional.conv_transpose2d (cuDNN) when the dilation is above 1",
             {"conv_transpose2d.py": [takes_over(CALL, "max(_pair(dilation)) > 1", "torch.nn.functional.conv_transpose2d("
@@ -137,7 +138,7 @@ VARIANTS += [
             # the own-kernels property profiles the audit call, dilation (1, 2); the judge's wrong-device calls
             # (that same call, x on the CPU) get PyTorch's "Input type ... and weight type ..." error, which
             # does not name x
-            loses={"forward", "input_checks", "performance"}, keeps={"registration"},
+            loses={"gather", "implicit_gemm", "input_checks", "performance"}, keeps={"registration"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "loses input_checks"}),
     Variant(EX, "one_output_buffer_per_shape", "computes into one buffer per shape and dtype and returns it every "
             "time, so a second call overwrites the first call's result",
@@ -146,6 +147,21 @@ VARIANTS += [
                                                "    key = (tuple(y.shape), y.dtype, y.device)\n"
                                                "    return _buffers.setdefault(key, torch.empty_like(y)).copy_(y)\n")]},
             # "two results held at once" keeps both results of one shape
-            loses={"forward", "performance"}, keeps={"input_checks", "registration"}, reason="shares memory",
+            loses={"gather", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"}, reason="shares memory",
             extra={"kind": "aliasing", "old": "full marks"}),
+]
+
+# Version 2, the implicit GEMM: its own faults cost its group (and the speed it unlocks), not the gather's.
+VARIANTS += [
+    Variant(EX, "gemm_stride_test_dropped", "the implicit GEMM's gather takes every tap as reaching the output, "
+            "whole multiple of the stride or not",
+            {"conv_transpose2d.cu": [("        ok = ok && ih % sh == 0 && iw % sw == 0;\n", "")]},
+            loses={"implicit_gemm", "performance"}, reason="stride"),
+    Variant(EX, "gemm_unit_stride_for_every_stride", "the launcher always picks the unit-stride loader",
+            {"conv_transpose2d.cu": [("    conv_transpose2d_kernel2<scalar_t, false><<<",
+                                      "    conv_transpose2d_kernel2<scalar_t, true><<<")]},
+            loses={"implicit_gemm", "performance"}, reason="stride"),
+    Variant(EX, "gemm_bias_dropped", "the implicit GEMM's epilogue leaves the bias out",
+            {"conv_transpose2d.cu": [("    const T b = bias ? bias[co] : T(0);", "    const T b = T(0);")]},
+            loses={"implicit_gemm", "performance"}, reason="relative error"),
 ]
