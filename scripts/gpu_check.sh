@@ -111,7 +111,7 @@ fi
 if want test; then
   for f in $TEST_FILES; do
     run "test_$(basename "$f" .py)" "$(( $(left) - 60 ))" make test TESTS="$f" \
-      PYTEST_ARGS="-q -ra --durations=10${TEST_K:+ -k '$TEST_K'}"
+      PYTEST_ARGS="-v -ra --durations=10${TEST_K:+ -k '$TEST_K'}"
     tail -3 "$L/test_$(basename "$f" .py).log"
   done
 fi
