@@ -49,6 +49,14 @@ def quiet(*_args, **_kwargs):
     pass
 
 
+def pythonpath_outside_the_checkout() -> str:
+    """PYTHONPATH without its entries in this checkout: for a process that must not import the
+    grader from here, yet still reach packages installed elsewhere through PYTHONPATH (on the GPU
+    machine, Jupyter's and submitit's)."""
+    return os.pathsep.join(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                           if p and not Path(p).resolve().is_relative_to(env.REPO))
+
+
 def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
           sanitize: bool = False, parallel: int = 1):
     specs = selected(exercises)

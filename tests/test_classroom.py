@@ -4,22 +4,20 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import os
 import shutil
 import warnings
-from pathlib import Path
 
 import pytest
 
 from grader import classroom as classroom_module
 from grader import env, gradebook, notebook_authoring
-from grader.gradebook import outcomes
 from grader.classroom import grade_class, grade_class_on_slurm, main, worker_devices
 from grader.env import visible_gpus
+from grader.gradebook import outcomes
 from grader.slurm import SlurmOptions, job_script, slices
 from grader.spec import select
 from tests.conftest import HAS_GPU
-from tests.grading import EXERCISES, JOBS, SOLUTIONS, explain
+from tests.grading import EXERCISES, JOBS, SOLUTIONS, explain, pythonpath_outside_the_checkout
 from tests.known_wrong import all_variants
 
 UNIT1 = ["01_leaky_relu", "02_elu"]
@@ -231,9 +229,8 @@ def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
     shutil.copytree(SOLUTIONS / "01_leaky_relu", subs / "erin" / "exercises" / "01_leaky_relu")
     out = tmp_path / "gradebook"
     # the repository off the path, the rest kept (submitit itself may come from PYTHONPATH)
-    others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != env.REPO]
     opts = SlurmOptions(tasks=1, cluster="local", time_min=5, retries=1,
-                        setup=["cd /", f"export PYTHONPATH={os.pathsep.join(others)}"])
+                        setup=["cd /", f"export PYTHONPATH={pythonpath_outside_the_checkout()}"])
     results = grade_class_on_slurm(subs, select(["01"]), seed=7, out=out, timeout=600, jobs=1, force=False,
                                    keyword=None, opts=opts)
     row = results["erin"][0]

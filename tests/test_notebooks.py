@@ -25,7 +25,7 @@ import pytest
 from grader import notebook_authoring, notebook_prebuild, notebook_release
 from grader import notebooks as nb
 from grader import regions
-from tests.grading import grader_import_graph
+from tests.grading import grader_import_graph, pythonpath_outside_the_checkout
 
 UNITS = notebook_authoring.units()
 
@@ -835,11 +835,9 @@ def run_outside_the_repository(unit: str, tmp_path: Path, monkeypatch, answered,
     monkeypatch.setenv("COURSE_REPO", str(origin))
     # as in Colab: nothing points at a checkout (packages installed elsewhere on the path stay reachable)
     monkeypatch.delenv("COURSE_BUILD_DIR", raising=False)
-    repo = Path(nb.REPO).resolve()
-    elsewhere = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                 if p and not Path(p).resolve().is_relative_to(repo)]
+    elsewhere = pythonpath_outside_the_checkout()
     if elsewhere:
-        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(elsewhere))
+        monkeypatch.setenv("PYTHONPATH", elsewhere)
     else:
         monkeypatch.delenv("PYTHONPATH", raising=False)
     executed = execute(run / f"{unit}.ipynb", monkeypatch, **execute_args)
