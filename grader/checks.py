@@ -28,6 +28,15 @@ def require_free_memory(nbytes: int, what: str) -> None:
                     f"{free / 2**30:.1f} of {total / 2**30:.1f} GiB free")
 
 
+def require_capability(major: int, minor: int, what: str) -> None:
+    """Skip the calling check, as not run here, on a GPU below compute capability major.minor (e.g.
+    tensor-core instructions a T4 does not have): costs its group nothing (grader.scoring)."""
+    have = torch.cuda.get_device_capability()
+    if have < (major, minor):
+        pytest.skip(f"{NOT_RUN_HERE}{what} needs compute capability {major}.{minor}; this GPU "
+                    f"({torch.cuda.get_device_name()}) is {have[0]}.{have[1]}")
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """Elementwise |actual - expected| <= atol + rtol * |expected|."""

@@ -68,6 +68,8 @@ def tolerance(call: AuditCall) -> float:
     that only moves values)."""
     if call.exact:
         return 0.0
+    if call.tolerance is not None:
+        return float(call.tolerance(*call.args) if callable(call.tolerance) else call.tolerance)
     dtypes = {a.dtype for a in call.args if is_tensor(a) and a.is_floating_point()}
     return 1e-10 if dtypes == {torch.float64} else 1e-5
 

@@ -87,7 +87,12 @@ def dtype_of(call: AuditCall) -> torch.dtype:
 
 
 def tolerance(call: AuditCall) -> float:
-    return 0.0 if call.exact else TOLERANCE[dtype_of(call)]
+    """The call's own tolerance where it gives one (a float, or a function of its arguments), else by dtype."""
+    if call.exact:
+        return 0.0
+    if call.tolerance is not None:
+        return float(call.tolerance(*call.args) if callable(call.tolerance) else call.tolerance)
+    return TOLERANCE[dtype_of(call)]
 
 
 def _tensors(value) -> list[torch.Tensor]:
@@ -439,6 +444,16 @@ def _fake(spec, calls: _Calls):
     return run
 
 
+def _on_capability(needs: tuple[int, int], label: str, run):
+    def checked(ctx):
+        from grader.checks import require_capability
+
+        if DEVICE.name == "cuda":
+            require_capability(*needs, label)
+        return run(ctx)
+    return checked
+
+
 def property_checks(spec: Spec) -> list[Check]:
     """The generated checks of every op of `spec` (see the module's docstring)."""
     try:
@@ -456,8 +471,11 @@ def property_checks(spec: Spec) -> list[Check]:
         group = call.group if call.group in spec.points else next(iter(spec.points))
         grad_group = AUTOGRAD if AUTOGRAD in spec.points else group
 
-        def add(what, make, grp=group, slow=False):
-            checks.append(Check(f"{call.label} [{what}]", grp, make(spec, op), slow=slow))
+        def add(what, make, grp=group, slow=False, needs=call.needs_capability, label=call.label):
+            run = make(spec, op)
+            if needs is not None:  # below it, reported as not run on this GPU (costs nothing)
+                run = _on_capability(needs, label, run)
+            checks.append(Check(f"{call.label} [{what}]", grp, run, slow=slow))
 
         add("random shapes", _random_shapes)
         if len(_dtypes(spec)) > 1:

@@ -119,6 +119,12 @@ class AuditCall:
     # arguments the op updates in place by design (running statistics): not required unmodified
     mutates: tuple[int, ...] = ()
     exact: bool = False  # the op moves values without arithmetic: its result must be bit-exact
+    # the normwise relative error allowed: a float, or a function of the call's arguments (a precision
+    # derived from the inputs, e.g. tensor cores' TF32); None: by the arguments' dtype
+    tolerance: object = None
+    # (major, minor): the call needs a GPU of at least this compute capability; below it, the checks
+    # made from the call are reported as not run on this GPU (grader.checks.require_capability)
+    needs_capability: tuple[int, int] | None = None
 
     def __post_init__(self):
         if len(self.names) != len(self.args):
