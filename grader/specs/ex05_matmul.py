@@ -1,20 +1,91 @@
-"""Grading for exercise 05, C = A @ B in float32: each numbered kernel (naive, shared-memory
-tiles, register blocking, cp.async pipeline) is graded on its own, the fastest (kernel 4) is timed
-against cuBLAS (TF32 off)."""
+"""Grading for exercise 05, C = A @ B: each numbered kernel (naive, shared-memory tiles, register
+blocking, cp.async pipeline: strict float32; tensor cores: TF32 for float32, BF16 for bfloat16) is
+graded on its own, the fastest strict-float32 one (kernel 4) is timed against cuBLAS (TF32 off)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison_next_allocation,
-                           unmodified)
+                           require_capability, require_plain_tensor, unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
 # near 1e-7; TF32 (10-bit mantissa) gives about 3e-4 and fp16 about 5e-4: both fail.
 REL_TOL = 1e-5
+
+
+# --- kernel 5, tensor cores: a tolerance derived from the precision, element by element ------------
+@dataclass(frozen=True)
+class Precision:
+    """How a tensor-core product rounds: its operands to `operand_u` (unit roundoff; 0 where the inputs
+    are taken exactly), float32 sums, the result once to `output_u`."""
+
+    name: str
+    dtype: torch.dtype  # of the inputs and of the result
+    operand_u: float
+    output_u: float
+
+
+TF32 = Precision("TF32", torch.float32, 2.0**-11, 2.0**-24)  # float32 inputs rounded to 10 mantissa bits
+BF16 = Precision("BF16", torch.bfloat16, 0.0, 2.0**-8)  # bfloat16 inputs are exact; C rounded to bfloat16
+SUM_U = 2.0**-24  # the tensor cores' float32 sums
+OPERAND_SIGMAS = 5.0  # operand rounding: the error's spread times 5 (about 8 standard deviations)
+SUM_SIGMAS = 4.0  # float32 summation, K terms: 4 sqrt(K) u (Higham's probabilistic bound, with margin)
+# magnitudes TF32 (8 exponent bits, as float32) holds and FP16 (5) does not: FP16 overflows at 65504,
+# and 1e-6 is below its smallest normal (6.1e-5), where it keeps 4 or 5 significant bits
+RANGE_SCALES = (1e5, 1e-6)
+
+
+def tensor_core_bound(a: torch.Tensor, b: torch.Tensor, precision: Precision) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the float64 product, the error allowed per element) for C = A B on tensor cores:
+
+        |C - AB|_ij <= 5 u_op sqrt(sum_k a_ik^2 b_kj^2) + 4 sqrt(K) u_32 (|A||B|)_ij + u_out |AB|_ij
+
+    Rounding each operand to u_op makes each product's relative error at most 2 u_op, randomly signed:
+    their sum over k has the spread of sqrt(sum (a b)^2) u_op (about sqrt(K) u_op times the typical
+    product, hence the usual `u sqrt(K)`), and exactly |a b| 2 u_op when K = 1. The float32 sums add
+    at most sqrt(K) u_32 of the terms' magnitudes (probabilistically), and the result's own rounding
+    u_out of it. Non-finite inputs count as 0 here (where they make C non-finite, so must C be)."""
+    a64 = torch.nan_to_num(a.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
+    b64 = torch.nan_to_num(b.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
+    ref = a64 @ b64
+    spread = ((a64 * a64) @ (b64 * b64)).sqrt()
+    magnitude = a64.abs() @ b64.abs()
+    k = a.shape[1]
+    sums = OPERAND_SIGMAS * precision.operand_u * spread + SUM_SIGMAS * math.sqrt(max(k, 1)) * SUM_U * magnitude
+    return ref, sums * (1 + precision.output_u) + precision.output_u * ref.abs()
+
+
+def normwise_tolerance(a: torch.Tensor, b: torch.Tensor, precision: Precision) -> float:
+    """The elementwise bound as a normwise relative error (what the judge and the generated
+    properties compare): ||bound|| / ||AB||, or ||bound|| where AB = 0."""
+    ref, bound = tensor_core_bound(a, b, precision)
+    norm = torch.linalg.vector_norm(ref).item()
+    allowed = torch.linalg.vector_norm(bound).item()
+    return allowed / norm if norm > 0 else allowed
+
+
+def assert_tensor_core_result(c, a: torch.Tensor, b: torch.Tensor, precision: Precision, what: str) -> None:
+    """Every element of c within tensor_core_bound of the float64 product of the same inputs."""
+    require_plain_tensor(c, what)
+    if tuple(c.shape) != (a.shape[0], b.shape[1]):
+        raise CheckFailure(f"{what}: shape {tuple(c.shape)}, expected {(a.shape[0], b.shape[1])}")
+    if c.dtype != precision.dtype:
+        raise CheckFailure(f"{what}: output dtype {c.dtype}, expected {precision.dtype} (the inputs' dtype)")
+    ref, bound = tensor_core_bound(a, b, precision)
+    got = c.detach().double()
+    bad = ~((got - ref).abs() <= bound)  # NaN compares False: bad
+    count = int(bad.sum())
+    if count:
+        first = bad.nonzero()[:3].tolist()
+        shown = "; ".join(f"at {[i, j]}: got {got[i, j].item():.8g}, expected {ref[i, j].item():.8g} "
+                          f"+- {bound[i, j].item():.3g}" for i, j in first)
+        raise CheckFailure(f"{what}: {count} of {c.numel()} elements outside {precision.name}'s error bound "
+                           f"(the README's How it is graded); first: {shown}")
 
 # (M, N, K): ones, row and column vectors, primes, one off the 32- and 128-wide tiles, K not a
 # multiple of the 8- or 32-deep steps, K = 1; N % 4 and K % 4 chosen so that each of the fast
@@ -35,56 +106,106 @@ def _rand(ctx: Context, name: str, shape) -> torch.Tensor:
     return torch.randn(shape, generator=ctx.generator(name), device="cuda")
 
 
+def _on_tensor_cores(run, precision: Precision):
+    """A check of version 5: on a GPU below compute capability 8.0 (a T4) it is reported as not run on
+    this GPU, which costs its group nothing (grader.checks.require_capability)."""
+    def checked(ctx):
+        require_capability(*TENSOR_CORE_CAPABILITY, f"version 5 ({precision.name} tensor cores)")
+        return run(ctx)
+    return checked
+
+
+# the tensor-core groups: (group, version, kernel, precision); below compute capability 8.0 (a T4)
+# their checks are reported as not run on this GPU and cost nothing
+TENSOR_CORES = (("tensor_cores_tf32", 5, "matmul_kernel5", TF32), ("tensor_cores_bf16", 5, "matmul_kernel5", BF16))
+TENSOR_CORE_CAPABILITY = (8, 0)
+
+
 @dataclass
 class MatmulSpec(Spec):
-    # (group, version, kernel name)
+    # (group, version, kernel name): every numbered version, each group graded on its own
     versions_graded: tuple[tuple[str, int, str], ...] = (
         ("naive", 1, "matmul_kernel1"), ("shared_tiles", 2, "matmul_kernel2"), ("register_blocked", 3, "matmul_kernel3"),
-        ("async_pipeline", 4, "matmul_kernel4"))
+        ("async_pipeline", 4, "matmul_kernel4"), *((g, v, k) for g, v, k, _ in TENSOR_CORES))
 
-    def _expect(self, ctx: Context, version: int, a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+    @staticmethod
+    def precision(group: str) -> Precision | None:
+        """The tensor-core precision a group is graded in; None: strict float32 (REL_TOL)."""
+        return next((p for g, _, _, p in TENSOR_CORES if g == group), None)
+
+    def _dtype(self, group: str) -> torch.dtype:
+        p = self.precision(group)
+        return p.dtype if p else torch.float32
+
+    def _rand(self, ctx: Context, group: str, name: str, shape, scale: float = 1.0) -> torch.Tensor:
+        return (_rand(ctx, name, shape) * scale).to(self._dtype(group))
+
+    def _assert_result(self, c, a, b, group: str, what: str) -> None:
+        precision = self.precision(group)
+        if precision is None:
+            if isinstance(c, torch.Tensor) and c.dtype != torch.float32:
+                raise CheckFailure(f"{what}: output dtype {c.dtype}, expected torch.float32")
+            assert_rel_error(c, a.double() @ b.double(), REL_TOL, what)
+        else:
+            assert_tensor_core_result(c, a, b, precision, what)
+
+    def _expect(self, ctx: Context, version: int, a: torch.Tensor, b: torch.Tensor, what: str, group: str = "") -> None:
         with unmodified(A=a, B=b):
-            poison_next_allocation(a.shape[0] * b.shape[1])
+            poison_next_allocation(a.shape[0] * b.shape[1], self._dtype(group))
             c = ctx.module.matmul(a, b, version)
             torch.cuda.synchronize()
         if not isinstance(c, torch.Tensor):
             raise CheckFailure(f"{what}: expected a tensor, got {type(c).__name__}")
-        if c.dtype != torch.float32:
-            raise CheckFailure(f"{what}: output dtype {c.dtype}, expected torch.float32")
-        assert_rel_error(c, a.double() @ b.double(), REL_TOL, what)
+        self._assert_result(c, a, b, group, what)
 
     def _shape(self, ctx: Context, version: int, group: str, m: int, n: int, k: int) -> None:
         name = f"{group}[{m}x{n}x{k}]"
-        self._expect(ctx, version, _rand(ctx, name + "A", (m, k)), _rand(ctx, name + "B", (k, n)),
-                     f"{group}[M={m}, N={n}, K={k}]")
+        self._expect(ctx, version, self._rand(ctx, group, name + "A", (m, k)), self._rand(ctx, group, name + "B", (k, n)),
+                     f"{group}[M={m}, N={n}, K={k}]", group)
+
+    def _check_range(self, ctx: Context, version: int, group: str, scale: float) -> None:
+        m, n, k = 127, 129, 131
+        self._expect(ctx, version, self._rand(ctx, group, f"range{scale}A", (m, k), scale),
+                     self._rand(ctx, group, f"range{scale}B", (k, n), scale),
+                     f"{group}[values near {scale:g}, which float16 cannot hold (TF32 can)]", group)
 
     def checks(self) -> list[Check]:
         checks = CheckList()
         for group, version, kernel in self.versions_graded:
+            precision = self.precision(group)
+
+            def add(name, run, slow=False, precision=precision):
+                checks.add(name, run if precision is None else _on_tensor_cores(run, precision), slow=slow)
+
+            dtype = self._dtype(group)
             for m, n, k in SHAPES:
-                checks.add(f"{group}[{m}x{n}x{k}]",
-                           lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
-            checks.add(f"{group}[K = 0 gives zeros]", lambda ctx, v=version, g=group: self._expect(
-                ctx, v, torch.empty(37, 0, device="cuda"), torch.empty(0, 45, device="cuda"), f"{g}[K = 0]"))
-            checks.add(f"{group}[empty]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
-            checks.add(f"{group}[non-contiguous]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
-            checks.add(f"{group}[unaligned views]", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
-            checks.add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
-            checks.add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
-            checks.add(f"{group}[own kernel ran]",
-                       lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn), slow=True)
+                add(f"{group}[{m}x{n}x{k}]", lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
+            add(f"{group}[K = 0 gives zeros]", lambda ctx, v=version, g=group, d=dtype: self._expect(
+                ctx, v, torch.empty(37, 0, device="cuda", dtype=d), torch.empty(0, 45, device="cuda", dtype=d),
+                f"{g}[K = 0]", g))
+            if precision is TF32:
+                for scale in RANGE_SCALES:
+                    add(f"{group}[values near {scale:g}]",
+                        lambda ctx, v=version, g=group, sc=scale: self._check_range(ctx, v, g, sc))
+            add(f"{group}[empty]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
+            add(f"{group}[non-contiguous]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            add(f"{group}[unaligned views]", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
+            add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
+            add(f"{group}[own kernel ran]", lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn),
+                slow=True)
         self._input_checks(checks)
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
 
     def _check_stream(self, ctx: Context, version: int, group: str) -> None:
-        a, b = _rand(ctx, f"{group}streamA", (333, 257)), _rand(ctx, f"{group}streamB", (257, 190))
+        a, b = self._rand(ctx, group, f"{group}streamA", (333, 257)), self._rand(ctx, group, f"{group}streamB", (257, 190))
         c = on_a_busy_stream(lambda x, y: ctx.module.matmul(x, y, version), a, b)
-        assert_rel_error(c, a.double() @ b.double(), REL_TOL,
-                         f"{group} inside `with torch.cuda.stream(s)` (launch on the current stream)")
+        self._assert_result(c, a, b, group, f"{group} inside `with torch.cuda.stream(s)` (launch on the current stream)")
 
     def _check_own(self, ctx: Context, version: int, group: str, kernel: str) -> None:
-        a, b = _rand(ctx, "ownA", (300, 200)), _rand(ctx, "ownB", (200, 260))  # made outside the profiled call
+        # made outside the profiled call
+        a, b = self._rand(ctx, group, "ownA", (300, 200)), self._rand(ctx, group, "ownB", (200, 260))
         assert_own_kernels(lambda: ctx.module.matmul(a, b, version), (kernel,), group)
 
     def _input_checks(self, checks: CheckList) -> None:
@@ -98,49 +219,62 @@ class MatmulSpec(Spec):
             ("1-D A", lambda: (m(5), m(5, 3)), ("A",), "a 1-D A"),
             ("3-D B", lambda: (m(4, 5), m(2, 5, 3)), ("B",), "a 3-D B"),
             ("inner sizes differ", lambda: (m(4, 5), m(6, 3)), ("A", "B"), "A (4, 5) with B (6, 3)"),
+            ("bfloat16 B with a float32 A", lambda: (m(4, 5), m(5, 3).bfloat16(), 5), ("B",),
+             "a bfloat16 B beside a float32 A"),
+            ("bfloat16 A with version 4", lambda: (m(4, 5).bfloat16(), m(5, 3).bfloat16(), 4), ("A",),
+             "bfloat16 operands with version=4 (only version 5 takes them)"),
         ]
         for label, args, args_named, what in bad:
             names = tuple(n for a in args_named for n in _names(a))
             checks.add(f"input_checks[{label}]",
                        lambda ctx, a=args, names=names, what=what: expect_error(fn(ctx), *a(), names=names, what=what),
                        needs_gpu=label != "cpu A")
-        for version in (0, 5):
+        for version in (0, 6):
             checks.add(f"input_checks[version={version}]",
                        lambda ctx, v=version: expect_error(fn(ctx), m(4, 5), m(5, 3), v, names=_names("version"),
                                                            what=f"version={v}"))
         # one row more than gridDim.y's 65535 row tiles cover: an error naming A (K = 1 keeps it small)
+        # (version 5's grid is version 4's; its check needs a tensor-core GPU, so it is not repeated here)
         for version, rows in ((1, 8), (2, 32), (3, 128), (4, 128)):
             checks.add(f"input_checks[M too large for the grid, version={version}]",
                        lambda ctx, v=version, r=65535 * rows + 1: expect_error(
                            fn(ctx), m(r, 1), m(1, 3), v, names=_names("A"), what=f"A with M = {r}, version={v}"))
 
     def _check_empty(self, ctx: Context, version: int, group: str) -> None:
+        d = self._dtype(group)
         for (mm, k), (k2, n) in (((0, 5), (5, 3)), ((4, 5), (5, 0)), ((0, 0), (0, 0))):
-            c = ctx.module.matmul(torch.empty(mm, k, device="cuda"), torch.empty(k2, n, device="cuda"), version)
+            c = ctx.module.matmul(torch.empty(mm, k, device="cuda", dtype=d), torch.empty(k2, n, device="cuda", dtype=d),
+                                  version)
             torch.cuda.synchronize()
             if tuple(c.shape) != (mm, n):
                 raise CheckFailure(f"{group}[empty A ({mm}, {k}) @ B ({k2}, {n})]: shape {tuple(c.shape)}, expected {(mm, n)}")
 
     def _check_noncontiguous(self, ctx: Context, version: int, group: str) -> None:
-        a = _rand(ctx, "ncA", (260, 130))
-        b = _rand(ctx, "ncB", (260, 300))
-        self._expect(ctx, version, a.t(), b, f"{group}[A = base.t(), a transposed view]")
-        self._expect(ctx, version, a[::2, :100], b[:100, 1::2], f"{group}[A and B strided views]")
+        a = self._rand(ctx, group, "ncA", (260, 130))
+        b = self._rand(ctx, group, "ncB", (260, 300))
+        self._expect(ctx, version, a.t(), b, f"{group}[A = base.t(), a transposed view]", group)
+        self._expect(ctx, version, a[::2, :100], b[:100, 1::2], f"{group}[A and B strided views]", group)
 
     def _check_unaligned(self, ctx: Context, version: int, group: str) -> None:
-        """Contiguous views that start 4 bytes into their storage: no 16-byte vector loads there."""
+        """Contiguous views that start one element (4 bytes, 2 for bfloat16) into their storage: no
+        16-byte vector loads there."""
         m, n, k = 131, 260, 128
-        fa = _rand(ctx, "unA", (1 + m * k,))
-        fb = _rand(ctx, "unB", (1 + k * n,))
-        self._expect(ctx, version, fa[1:].view(m, k), fb[:-1].view(k, n), f"{group}[A a view 4 bytes into its storage]")
-        self._expect(ctx, version, fa[:-1].view(m, k), fb[1:].view(k, n), f"{group}[B a view 4 bytes into its storage]")
+        fa = self._rand(ctx, group, "unA", (1 + m * k,))
+        fb = self._rand(ctx, group, "unB", (1 + k * n,))
+        size = fa.element_size()
+        self._expect(ctx, version, fa[1:].view(m, k), fb[:-1].view(k, n),
+                     f"{group}[A a view {size} bytes into its storage]", group)
+        self._expect(ctx, version, fa[:-1].view(m, k), fb[1:].view(k, n),
+                     f"{group}[B a view {size} bytes into its storage]", group)
 
     def _check_poisoned(self, ctx: Context, version: int, group: str) -> None:
         """Twice on different inputs, the output's memory poisoned in between: an element left
         unwritten shows up as NaN or as the first run's value."""
-        first = ctx.module.matmul(_rand(ctx, "p1A", (777, 300)), _rand(ctx, "p1B", (300, 901)), version)
+        first = ctx.module.matmul(self._rand(ctx, group, "p1A", (777, 300)), self._rand(ctx, group, "p1B", (300, 901)),
+                                  version)
         del first
-        self._expect(ctx, version, _rand(ctx, "p2A", (777, 300)), _rand(ctx, "p2B", (300, 901)), f"{group}[output poisoned]")
+        self._expect(ctx, version, self._rand(ctx, group, "p2A", (777, 300)), self._rand(ctx, group, "p2B", (300, 901)),
+                     f"{group}[output poisoned]", group)
 
     def _check_opcheck(self, ctx: Context) -> None:
         try:
@@ -152,15 +286,21 @@ class MatmulSpec(Spec):
         """For the bad-input audit (tests/test_input_audit.py), the judge and the generated properties:
         float32 only, every version (K and N multiples of 4, so the fast kernel's float4 paths run;
         a spoiled shape takes the others)."""
-        a = audit_randn(5, 8, device=device, dtype=torch.float32, seed=1)
-        b = audit_randn(8, 12, device=device, dtype=torch.float32, seed=2)
-        return [self._call(a, b, group, v, kernel) for group, v, kernel in self.versions_graded]
+        calls = []
+        for group, v, kernel in self.versions_graded:
+            d = self._dtype(group)
+            calls.append(self._call(audit_randn(5, 8, device=device, dtype=d, seed=1),
+                                    audit_randn(8, 12, device=device, dtype=d, seed=2), group, v, kernel))
+        return calls
 
-    @staticmethod
-    def _call(a, b, group, version, kernel) -> AuditCall:
+    def _call(self, a, b, group, version, kernel) -> AuditCall:
+        precision = self.precision(group)
+        label = f"matmul(version={version})" if precision is None else f"matmul(version={version}, {precision.name})"
         return AuditCall("matmul", (a, b, version), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
-                         label=f"matmul(version={version})", group=group, kernels=KernelRule((kernel,)),
-                         registered="lib.ops.matmul", nonfinite=(0, 1))
+                         label=label, group=group, kernels=KernelRule((kernel,)),
+                         registered="lib.ops.matmul", nonfinite=(0, 1),
+                         tolerance=None if precision is None else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
+                         needs_capability=None if precision is None else TENSOR_CORE_CAPABILITY)
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """Per version, a product of random sizes: each of M, N and K tiny, odd, off a tile's multiple
@@ -170,12 +310,13 @@ class MatmulSpec(Spec):
             # within every version's grid (version 1's is the smallest: 524280 rows), and quick for it
             m, n, k = random_shape(g, dims=3, max_numel=1 << 22, max_dim=3000)
             seed = int(torch.randint(0, 2**31, (1,), generator=g))
-            calls.append(self._call(audit_randn(m, k, device=device, dtype=torch.float32, seed=seed),
-                                    audit_randn(k, n, device=device, dtype=torch.float32, seed=seed + 1), group, v, kernel))
+            d = self._dtype(group)
+            calls.append(self._call(audit_randn(m, k, device=device, dtype=d, seed=seed),
+                                    audit_randn(k, n, device=device, dtype=d, seed=seed + 1), group, v, kernel))
         return calls
 
     def kernel_rule(self):
-        return KernelRule(tuple(kernel for _, _, kernel in self.versions_graded))
+        return KernelRule(tuple(dict.fromkeys(kernel for _, _, kernel in self.versions_graded)))
 
     def benchmark(self) -> Benchmark:
         n = 4096
@@ -207,15 +348,18 @@ class MatmulSpec(Spec):
         )
 
     def versions(self):
+        """The strict-float32 versions (1-4), timed beside strict-float32 cuBLAS; kernel 5 is timed
+        beside cuBLAS in TF32 and in BF16 by grader.benchmark_extras."""
         return {f"kernel{v} {group.replace('_', ' ')}": (lambda mod, inp, v=v: mod.matmul(inp[0], inp[1], v))
-                for group, v, _ in self.versions_graded}
+                for group, v, _ in self.versions_graded if self.precision(group) is None}
 
 
 SPEC = MatmulSpec(
     exercise="05_matmul",
-    title="Matrix product: naive, shared-memory tiles, register blocking, cp.async pipeline",
+    title="Matrix product: naive, shared-memory tiles, register blocking, cp.async pipeline, tensor cores",
     module="matmul.py",
     points={"naive": 2, "shared_tiles": 2, "register_blocked": 3, "async_pipeline": 2,
+            "tensor_cores_tf32": 2, "tensor_cores_bf16": 1,
             "input_checks": 1, "registration": 1,
             "performance": 3},
     perf_requires=("async_pipeline",),

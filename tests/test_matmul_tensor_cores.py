@@ -1,0 +1,328 @@
+"""Exercise 05's kernel 5 (tensor cores) without a GPU: a model of its data movement, and its grading
+tolerance against emulated TF32, BF16 and FP16 arithmetic.
+
+1. The kernel's index arithmetic (Loader5, the swizzles, mma_stage's ldmatrix and shared loads,
+   store_c5), transliterated line by line into Python, runs on a model of the hardware: shared memory
+   as 16-byte chunks, ldmatrix (plain and .trans) as the PTX ISA describes it, and mma.sync from the
+   fragment layouts CUTLASS's cute declares for SM80_16x8x8_F32TF32TF32F32_TN and
+   SM80_16x8x16_F32BF16BF16F32_TN (thread/value -> (m, k) column-major), written down here
+   independently of the kernel's own comments. The reassembled product must equal A @ B exactly (the
+   model multiplies in float64), for shapes off every tile, both dtypes and every vector path.
+2. The swizzles are conflict-free: each ldmatrix phase (8 rows of 16 bytes) covers the 8 slots of
+   128 bytes, and the TF32 B loads of a warp hit 32 distinct banks.
+3. The tensor-core groups' tolerance (grader/specs/ex05_matmul.py) accepts emulated TF32 and BF16
+   results and rejects what it must: dropped k terms, FP16 operands on a range FP16 cannot hold,
+   and the strict float32 groups' tolerance rejects TF32.
+
+If the kernel's arithmetic changes, change the transliteration with it (test 1 is only as good as that).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from grader.specs import ex05_matmul as spec05
+
+# ------------------------------------------------------------------------------ the hardware model
+WARP = 32
+
+
+def cute_map(shape, stride, rows):
+    """(lane, value) -> (row, col) of a cute layout over a column-major rows x cols tile; `shape` and
+    `stride` are ((4, 8), value modes) as cute writes them: thread = t0 + 4 t1."""
+    (ts, vs), (tst, vst) = shape, stride
+    out = {}
+    for lane in range(WARP):
+        t0, t1 = lane % ts[0], lane // ts[0]
+        for v in range(math.prod(vs)):
+            idx, off, rest = [], 0, v
+            for n in vs:
+                idx.append(rest % n)
+                rest //= n
+            off = t0 * tst[0] + t1 * tst[1] + sum(i * s for i, s in zip(idx, vst))
+            out[lane, v] = (off % rows, off // rows)
+    return out
+
+
+# cute's MMA_Traits (include/cute/atom/mma_traits_sm80.hpp): A is M x K, B is N x K, C is M x N
+TF32_A = cute_map(((4, 8), (2, 2)), ((16, 1), (8, 64)), 16)  # (m, k)
+TF32_B = cute_map(((4, 8), (2,)), ((8, 1), (32,)), 8)  # (n, k)
+BF16_A = cute_map(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)), 16)
+BF16_B = cute_map(((4, 8), (2, 2)), ((16, 1), (8, 64)), 8)
+C_MAP = cute_map(((4, 8), (2, 2)), ((32, 1), (16, 8)), 16)  # SM80_16x8_Row: (m, n)
+
+
+class Shared:
+    """A stage: A[m][chunk] and B[k][chunk] of 16-byte chunks, each a list of elements (4 floats or 8
+    bfloat16s, as Python floats)."""
+
+    def __init__(self, elems, bk, b_chunks):
+        self.elems = elems
+        self.A = [[[0.0] * elems for _ in range(4)] for _ in range(128)]
+        self.B = [[[0.0] * elems for _ in range(b_chunks)] for _ in range(bk)]
+
+
+def words(chunk, elems):
+    """A 16-byte chunk as four 32-bit words: one float each, or two bfloat16s (low half first)."""
+    return [chunk[w] for w in range(4)] if elems == 4 else [(chunk[2 * w], chunk[2 * w + 1]) for w in range(4)]
+
+
+def ldmatrix_x4(rows, elems, trans=False):
+    """rows[l]: the 16-byte row lane l addresses (row l % 8 of matrix l / 8). Returns r[lane][i]."""
+    out = [[None] * 4 for _ in range(WARP)]
+    for lane, i in itertools.product(range(WARP), range(4)):
+        mat = rows[8 * i: 8 * i + 8]
+        if not trans:
+            out[lane][i] = words(mat[lane // 4], elems)[lane % 4]
+        else:  # 16-bit elements: lane gets (row 2 (l % 4), col l / 4) and (row 2 (l % 4) + 1, col l / 4)
+            assert elems == 8
+            out[lane][i] = (mat[2 * (lane % 4)][lane // 4], mat[2 * (lane % 4) + 1][lane // 4])
+    return out
+
+
+def mma(d, a, b, bf16):
+    """d[lane][4] += A B for one 16 x 8 tile, the operands given as registers per lane."""
+    amap, bmap = (BF16_A, BF16_B) if bf16 else (TF32_A, TF32_B)
+    kk = 16 if bf16 else 8
+    Am = [[None] * kk for _ in range(16)]
+    Bm = [[None] * 8 for _ in range(kk)]
+    per = 2 if bf16 else 1
+    for (lane, v), (m, k) in amap.items():
+        reg = a[lane][v // per]
+        Am[m][k] = reg[v % per] if bf16 else reg
+    for (lane, v), (n, k) in bmap.items():
+        reg = b[lane][v // per]
+        Bm[k][n] = reg[v % per] if bf16 else reg
+    for (lane, v), (m, n) in C_MAP.items():
+        d[lane][v] += sum(Am[m][k] * Bm[k][n] for k in range(kk))
+
+
+def swizzle_a(r, c):
+    return c ^ ((r >> 1) & 3)
+
+
+def swizzle_b(bf16, k, c):
+    return c ^ (k & 7) if bf16 else c ^ ((k & 3) << 1)
+
+
+# ------------------------------------------------------------------------ the kernel, transliterated
+
+def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None):
+    """Kernel 5 on lists of Python floats (row-major A: M x K, B: K x N) -> C (M x N)."""
+    M, K = len(A), len(A[0]) if A else 0
+    N = len(B[0]) if B else 0
+    elems = 8 if bf16 else 4
+    bk, mma_k, b_chunks = 4 * elems, 16 if bf16 else 8, 128 // elems
+    C = [[None] * N for _ in range(M)]
+    flat_a = [x for row in A for x in row]
+    flat_b = [x for row in B for x in row]
+    for by, bx in itertools.product(range(-(-M // 128)), range(-(-N // 128))):
+        m0, n0 = 128 * by, 128 * bx
+        steps = -(-K // bk)
+        acc = {(w, lane): [[[0.0] * 4 for _ in range(4)] for _ in range(4)] for w in range(8) for lane in range(WARP)}
+        for step in range(steps):
+            s = Shared(elems, bk, b_chunks)
+            k0 = step * bk
+            for tid in range(256):  # Loader5::load
+                ra, ca, rb, cb = tid // 4, tid % 4, tid // b_chunks, tid % b_chunks
+                for i in range(2):
+                    r = ra + i * 64
+                    row, col = m0 + r, k0 + ca * elems
+                    s.A[r][swizzle_a(r, ca)] = chunk(flat_a, vec_a, row < M, row * K + col, K - col, elems)
+                for i in range(2):
+                    r = rb + i * (256 // b_chunks)
+                    row, col = k0 + r, n0 + cb * elems
+                    s.B[r][swizzle_b(bf16, r, cb)] = chunk(flat_b, vec_b, row < K, row * N + col, N - col, elems)
+            for warp in range(8):  # mma_stage
+                wrow, wcol = (warp // 4) * 64, (warp % 4) * 32
+                for ks in range(bk // mma_k):
+                    a = {}
+                    for i in range(4):
+                        rows, addrs = [], []
+                        for lane in range(WARP):
+                            q, r8 = lane // 8, lane % 8
+                            r, c = wrow + 16 * i + 8 * (q % 2) + r8, 2 * ks + q // 2
+                            rows.append(s.A[r][swizzle_a(r, c)])
+                            addrs.append(64 * r + 16 * swizzle_a(r, c))
+                        if check_banks is not None:
+                            check_banks("ldmatrix A", addrs)
+                        a[i] = ldmatrix_x4(rows, elems)
+                    b = {}
+                    if not bf16:
+                        for j in range(4):
+                            b[j] = [[None, None] for _ in range(WARP)]
+                            addrs = []
+                            for lane in range(WARP):
+                                g, t = lane // 4, lane % 4
+                                n = wcol + 8 * j + g
+                                for h in range(2):
+                                    k = 8 * ks + t + 4 * h
+                                    b[j][lane][h] = s.B[k][swizzle_b(False, k, n // 4)][n % 4]
+                                    if h == 0:
+                                        addrs.append(512 * k + 16 * swizzle_b(False, k, n // 4) + 4 * (n % 4))
+                            if check_banks is not None:
+                                check_banks("TF32 B", addrs, words=True)
+                    else:
+                        for j in range(0, 4, 2):
+                            rows, addrs = [], []
+                            for lane in range(WARP):
+                                q, r8 = lane // 8, lane % 8
+                                k, c = 16 * ks + 8 * (q % 2) + r8, (wcol + 8 * j) // 8 + q // 2
+                                rows.append(s.B[k][swizzle_b(True, k, c)])
+                                addrs.append(256 * k + 16 * swizzle_b(True, k, c))
+                            if check_banks is not None:
+                                check_banks("ldmatrix B", addrs)
+                            r = ldmatrix_x4(rows, elems, trans=True)
+                            b[j] = [[r[lane][0], r[lane][1]] for lane in range(WARP)]
+                            b[j + 1] = [[r[lane][2], r[lane][3]] for lane in range(WARP)]
+                    for i, j in itertools.product(range(4), range(4)):
+                        d = [acc[warp, lane][i][j] for lane in range(WARP)]
+                        mma(d, [a[i][lane] for lane in range(WARP)], b[j], bf16)
+        for warp, lane in itertools.product(range(8), range(WARP)):  # store_c5
+            row0, col0 = m0 + (warp // 4) * 64, n0 + (warp % 4) * 32
+            g, t = lane // 4, lane % 4
+            for i, j, h in itertools.product(range(4), range(4), range(2)):
+                row, col = row0 + 16 * i + 8 * h + g, col0 + 8 * j + 2 * t
+                if row >= M or col >= N:
+                    continue
+                C[row][col] = acc[warp, lane][i][j][2 * h]
+                if col + 1 < N:
+                    C[row][col + 1] = acc[warp, lane][i][j][2 * h + 1]
+    return C
+
+
+def chunk(flat, vec, row_ok, offset, left, elems):
+    """Loader5::chunk: a 16-byte chunk's elements, zeros outside the matrix."""
+    if vec:
+        return list(flat[offset: offset + elems]) if row_ok and left > 0 else [0.0] * elems
+    return [flat[offset + e] if row_ok and e < left else 0.0 for e in range(elems)]
+
+
+def _bank_checker(problems):
+    def check(what, addrs, words=False):
+        if words:  # 32 lanes, one 4-byte word each: 32 distinct banks
+            banks = {(a // 4) % 32 for a in addrs}
+            if len(banks) != 32:
+                problems.append(f"{what}: {32 - len(banks)} bank conflicts")
+        else:  # ldmatrix: each matrix's 8 rows of 16 bytes in one phase: 8 distinct 16-byte slots of 128
+            for i in range(4):
+                slots = {(a // 16) % 8 for a in addrs[8 * i: 8 * i + 8]}
+                if len(slots) != 8:
+                    problems.append(f"{what}, matrix {i}: rows share 16-byte slots ({sorted(slots)})")
+    return check
+
+
+@pytest.mark.parametrize("bf16", [False, True], ids=["tf32", "bf16"])
+@pytest.mark.parametrize("m,n,k,vec_a,vec_b", [(130, 70, 37, False, False), (19, 136, 48, True, True),
+                                                (128, 129, 40, True, False), (7, 3, 1, False, False)])
+def test_kernel5_reassembles_the_product(bf16, m, n, k, vec_a, vec_b):
+    if vec_a and k % (8 if bf16 else 4) or vec_b and n % (8 if bf16 else 4):
+        pytest.skip("the vector path needs K (N) a multiple of a chunk's elements")
+    g = torch.Generator().manual_seed(m * 1000 + n + k)
+    # small integers: every product and sum is exact in float64, so the comparison is exact
+    A = torch.randint(-8, 9, (m, k), generator=g).double()
+    B = torch.randint(-8, 9, (k, n), generator=g).double()
+    problems = []
+    C = run_kernel5(A.tolist(), B.tolist(), bf16, vec_a, vec_b, _bank_checker(problems) if m == 130 else None)
+    assert not problems, problems[:5]
+    got = torch.tensor(C, dtype=torch.float64)
+    assert torch.equal(got, A @ B), (got - A @ B).abs().max()
+
+
+def test_a_swapped_c_fragment_is_caught_by_the_model():
+    """The model is strict enough to see the known-wrong variant that swaps the C rows g and g + 8."""
+    original = C_MAP.copy()
+    try:
+        for (lane, v), (mm, nn) in original.items():
+            C_MAP[lane, v] = ((mm + 8) % 16, nn)
+        A = torch.arange(16 * 8, dtype=torch.float64).reshape(16, 8)
+        B = torch.eye(8, dtype=torch.float64)
+        C = torch.tensor(run_kernel5(A.tolist(), B.tolist(), False, True, True))
+        assert not torch.equal(C, A @ B)
+    finally:
+        C_MAP.update(original)
+
+
+# ----------------------------------------------------------------------------- precision emulation
+
+def tf32(x: torch.Tensor) -> torch.Tensor:
+    """float32 -> TF32 as cvt.rna does: to nearest 10-bit mantissa, ties away from zero."""
+    bits = x.float().view(torch.int32)
+    rounded = (bits + 0x1000) & ~0x1FFF  # add half an ulp of the 13 dropped bits, truncate: ties away (magnitude)
+    out = rounded.view(torch.float32)
+    return torch.where(torch.isfinite(x), out, x.float())
+
+
+def tensor_core_product(a: torch.Tensor, b: torch.Tensor, operands) -> torch.Tensor:
+    """A @ B with the operands rounded by `operands` and the products summed in float32."""
+    return (operands(a) @ operands(b)).float() if a.numel() and b.numel() else torch.zeros(a.shape[0], b.shape[1])
+
+
+def _within(c, a, b, precision) -> bool:
+    try:
+        spec05.assert_tensor_core_result(c, a, b, precision, "emulated")
+        return True
+    except AssertionError:
+        return False
+
+
+SIZES = [(1, 1, 1), (2, 3, 4), (31, 33, 17), (97, 101, 103), (129, 257, 1000), (200, 64, 4099)]
+
+
+@pytest.mark.parametrize("m,n,k", SIZES)
+def test_tolerance_accepts_emulated_tf32(m, n, k):
+    g = torch.Generator().manual_seed(k)
+    for scale in (1.0, 1e5, 1e-6):
+        a, b = torch.randn(m, k, generator=g) * scale, torch.randn(k, n, generator=g) * scale
+        c = tensor_core_product(a, b, tf32)
+        assert _within(c, a, b, spec05.TF32), (scale, m, n, k)
+
+
+@pytest.mark.parametrize("m,n,k", SIZES)
+def test_tolerance_accepts_emulated_bf16(m, n, k):
+    g = torch.Generator().manual_seed(k + 1)
+    a = torch.randn(m, k, generator=g).bfloat16()
+    b = torch.randn(k, n, generator=g).bfloat16()
+    c = (a.float() @ b.float()).bfloat16()  # float32 sums, one rounding to bfloat16
+    assert _within(c, a, b, spec05.BF16)
+
+
+def test_tolerance_rejects_fp16_operands_out_of_fp16_range():
+    """FP16 has TF32's 10-bit mantissa: only the range tells them apart (the spec's range checks)."""
+    g = torch.Generator().manual_seed(5)
+    for scale in spec05.RANGE_SCALES:
+        a, b = torch.randn(127, 129, generator=g) * scale, torch.randn(129, 131, generator=g) * scale
+        fp16 = tensor_core_product(a, b, lambda x: x.half().float())
+        assert not _within(fp16, a, b, spec05.TF32), scale
+        assert _within(tensor_core_product(a, b, tf32), a, b, spec05.TF32), scale
+
+
+@pytest.mark.parametrize("precision", ["TF32", "BF16"])
+def test_tolerance_rejects_a_dropped_k_tile(precision):
+    prec = getattr(spec05, precision)
+    g = torch.Generator().manual_seed(6)
+    m, n, k = 513, 1031, 257
+    bk = 16 if precision == "TF32" else 32
+    dtype = torch.float32 if precision == "TF32" else torch.bfloat16
+    a, b = torch.randn(m, k, generator=g).to(dtype), torch.randn(k, n, generator=g).to(dtype)
+    for first in (0, (k // bk) * bk):  # a whole first tile, or the last partial one (k = 256)
+        keep = torch.ones(k, dtype=torch.bool)
+        keep[first: first + bk] = False
+        dropped = (a.float()[:, keep] @ b.float()[keep]).to(dtype) if precision == "BF16" else \
+            tensor_core_product(a[:, keep], b[keep], tf32)
+        assert not _within(dropped, a, b, prec), first
+
+
+def test_strict_fp32_tolerance_rejects_tf32():
+    g = torch.Generator().manual_seed(7)
+    for m, n, k in ((513, 1031, 257), (200, 64, 4099)):
+        a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+        c = tensor_core_product(a, b, tf32)
+        err = ((c.double() - a.double() @ b.double()).norm() / (a.double() @ b.double()).norm()).item()
+        assert err > 10 * spec05.REL_TOL, err
+        strict = (a @ b)
+        err32 = ((strict.double() - a.double() @ b.double()).norm() / (a.double() @ b.double()).norm()).item()
+        assert err32 < spec05.REL_TOL / 10, err32
