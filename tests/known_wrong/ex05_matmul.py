@@ -129,3 +129,37 @@ VARIANTS += [
             loses=VERSIONS | {"performance"}, keeps={"input_checks", "registration"},
             extra={"kind": "integrity", "old": "full marks"}),
 ]
+
+# Kernel 5, tensor cores (issue 21). On a GPU below compute capability 8.0 the tensor-core groups are
+# not run (no points either way), so these variants are meant for an sm_80+ GPU.
+TC_GROUPS = {"tensor_cores_tf32", "tensor_cores_bf16"}
+K5_C_ROW = "        const int64_t row = row0 + 16 * i + 8 * h + g;\n"
+K5_TF32 = '  asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"(r) : "f"(x));\n'
+K5_STEPS = "  const int64_t steps = course::ceil_div<int64_t>(K, Tile5<T>::kBK);\n"
+VARIANTS += [
+    Variant(EX, "c_fragment_rows_swapped", "kernel 5 stores the C fragment's c0, c1 at row g + 8 and c2, c3 at row g "
+            "(the PTX ISA has them the other way round)",
+            {"matmul.cu": [(K5_C_ROW, K5_C_ROW.replace("8 * h + g", "8 * (1 - h) + g"))]},
+            loses=TC_GROUPS, reason="outside"),
+    Variant(EX, "fp16_instead_of_tf32", "kernel 5 rounds its float32 operands to float16 instead of TF32 (the same "
+            "10-bit mantissa, but 5 exponent bits: 1e5 overflows, 1e-6 is subnormal)",
+            {"matmul.cu": [("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"),
+                           (K5_TF32, "  r = __float_as_uint(__half2float(__float2half_rn(x)));\n")]},
+            # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
+            loses={"tensor_cores_tf32"}, reason="values near"),
+    Variant(EX, "k_tail_dropped", "kernel 5 skips the last k step when there are several (a K that is not a multiple "
+            "of the stage's k loses its tail, one that is loses a whole tile)",
+            {"matmul.cu": [(K5_STEPS, K5_STEPS + "  const int64_t used = steps > 1 ? steps - 1 : steps;\n"),
+                           ("  for (int64_t step = 0; step < steps; ++step) {\n    cp_async_wait<kStages5 - 2>();",
+                            "  for (int64_t step = 0; step < used; ++step) {\n    cp_async_wait<kStages5 - 2>();")]},
+            loses=TC_GROUPS, reason="outside"),
+    # Only slower: without the swizzle ldmatrix's rows share shared-memory slots (4-way conflicts for A,
+    # 8-way for BF16 B, 4-way for TF32 B), the results are unchanged. The timed version is kernel 4, so the
+    # grader cannot see it: it must keep every point (the resource report does not count bank conflicts)
+    Variant(EX, "no_swizzle", "kernel 5 without its XOR swizzles: right results, bank conflicts",
+            {"matmul.cu": [("__device__ __forceinline__ int swizzle_a(int r, int c) { return c ^ ((r >> 1) & 3); }",
+                            "__device__ __forceinline__ int swizzle_a(int r, int c) { return c + 0 * r; }"),
+                           ("    return c ^ ((k & 3) << 1);", "    return c + 0 * k;"),
+                           ("    return c ^ (k & 7);", "    return c + 0 * k;")]},
+            loses=set()),
+]
