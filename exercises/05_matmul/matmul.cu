@@ -6,10 +6,16 @@
 //                   double-buffered shared memory
 //   matmul_kernel4  kernel 3's tiling with 128 threads of 16 x 8 outputs, fed by cp.async copies
 //                   into a 3-stage shared-memory ring (sm_80+; plain copies on older GPUs)
+//   matmul_kernel5  tensor cores: warp-wide mma.sync products of 16 x 8 tiles (TF32 for float32
+//                   inputs, BF16 for bfloat16 ones, float32 sums), fed by kernel 4's cp.async ring
+//                   through XOR-swizzled shared tiles (sm_80+ only)
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, the version switch and op registration live in matmul.cpp.
+#include <cstdint>
 #include <string>
+
+#include <cuda_bf16.h>
 
 #include <course/cuda.cuh>
 
@@ -335,11 +341,302 @@ __global__ void __launch_bounds__(kThreads4, 2)
   }
 }
 
+// ---------------------------------------------------------------------------------- kernel 5
+// Tensor cores. One `mma.sync` instruction makes a whole warp multiply a 16 x 8 (m x k) tile of A by
+// an 8 x 8 (TF32) or 16 x 8 (BF16) tile of B into a 16 x 8 tile of C; the operands and the sums live in
+// the 32 lanes' registers ("fragments", laid out as the README's pictures show). Inputs are rounded to
+// TF32 (10-bit mantissa) or come as bfloat16; the products are summed in float32.
+constexpr int kBM5 = 128, kBN5 = 128;      // block tile of C
+constexpr int kWarpsM5 = 2, kWarpsN5 = 4;  // 8 warps (256 threads), each a 64 x 32 tile of C
+constexpr int kThreads5 = 32 * kWarpsM5 * kWarpsN5;
+constexpr int kWM5 = kBM5 / kWarpsM5, kWN5 = kBN5 / kWarpsN5;  // 64 x 32
+constexpr int kMTiles5 = kWM5 / 16, kNTiles5 = kWN5 / 8;       // a warp's 4 x 4 mma tiles of 16 x 8
+constexpr int kStages5 = 3;                                   // shared-memory ring, as kernel 4's
+constexpr int kAChunks5 = 4;  // 16-byte chunks of k per A row per stage: 16 floats or 32 bfloat16s
+
+// The sizes that depend on the input type T (float: TF32 products; __nv_bfloat16: BF16 products).
+template <typename T>
+struct Tile5 {
+  static constexpr int kElems = 16 / sizeof(T);          // elements per 16-byte chunk: 4 or 8
+  static constexpr int kBK = kAChunks5 * kElems;         // k per stage: 16 or 32
+  static constexpr int kMmaK = sizeof(T) == 4 ? 8 : 16;  // k of one mma: m16n8k8 (TF32), m16n8k16 (BF16)
+  static constexpr int kBChunks = kBN5 / kElems;         // chunks per B row: 32 or 16
+};
+
+// One stage of the ring, 16 KiB either way (3 stages: 48 KiB, the static shared-memory limit), in
+// 16-byte chunks: A[m][k] (a row of A holds the stage's k) and B[k][n]. Chunk c of a row is stored at
+// the row's chunk swizzle(row, c): see swizzle_a and swizzle_b.
+template <typename T>
+struct Stage5 {
+  uint4 A[kBM5][kAChunks5];
+  uint4 B[Tile5<T>::kBK][Tile5<T>::kBChunks];
+};
+
+// XOR swizzles: which 16-byte slot of its row chunk c of row r lives in. Shared memory serves 128 bytes
+// (8 chunks, 32 banks) per cycle; a read of 8 chunks that fall in the same slot of 128 bytes takes 8.
+// A rows are 64 bytes: rows r and r + 2 share their slots, so ldmatrix's 8 rows of one chunk column
+// would hit 2 slots (4-way conflicts); XOR-ing the chunk with (r / 2) % 4 spreads them over all 8.
+__device__ __forceinline__ int swizzle_a(int r, int c) { return c ^ ((r >> 1) & 3); }
+
+// B rows are 512 (float) or 256 bytes (bfloat16): every row starts at slot 0, so reads down a column
+// of B all hit one bank (float) or one slot (bfloat16). float: lanes read B[k0 + t][n0 + g], 4 rows x
+// 8 columns; XOR-ing chunk bits 1-2 with k % 4 moves row t by 8 t words: 32 distinct banks. bfloat16:
+// ldmatrix reads 8 consecutive rows of one chunk column; XOR-ing with k % 8 puts them in 8 slots.
+template <typename T>
+__device__ __forceinline__ int swizzle_b(int k, int c) {
+  if constexpr (sizeof(T) == 4) {
+    return c ^ ((k & 3) << 1);
+  } else {
+    return c ^ (k & 7);
+  }
+}
+
+// ldmatrix.x4: four 8 x 8 matrices of 16-bit elements (an 8 x 4 matrix of 32-bit words: the same bytes),
+// one 16-byte row each from an address given by a lane: lane l gives row l % 8 of matrix l / 8. Lane
+// l receives, in r[i], word l % 4 of row l / 4 of matrix i. `.trans` transposes each matrix (16-bit
+// elements): lane l receives elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) (row, column).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(row))));
+#else
+  r[0] = r[1] = r[2] = r[3] = 0;  // no tensor-core path before sm_80 (never launched there)
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(row))));
+#else
+  r[0] = r[1] = r[2] = r[3] = 0;  // no tensor-core path before sm_80 (never launched there)
+#endif
+}
+
+// float -> TF32 (rounded to nearest, ties away from zero: 10 bits of mantissa), in a 32-bit register.
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+  uint32_t r = __float_as_uint(x);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+#endif
+  return r;
+}
+
+// d += a b for one 16 x 8 tile: m16n8k8 TF32 (a: 4 registers of one TF32 each, b: 2) or m16n8k16 BF16
+// (a: 4 registers of two bfloat16s each, b: 2), float32 sums in d (4 floats).
+template <typename T>
+__device__ __forceinline__ void mma16x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (sizeof(T) == 4) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#endif
+}
+
+// This thread's copies of the k steps, 16 bytes each, into a stage (swizzled). A: 4 consecutive threads
+// copy one row's 64 bytes, 64 rows per pass, 2 passes. B: a warp copies one row (float) or two
+// (bfloat16), 8 or 16 rows per pass, 2 passes. kVecA (kVecB): K (N) a multiple of a chunk's elements
+// and A (B) 16-byte aligned, so a chunk is wholly inside the matrix or wholly outside: one cp.async
+// of 16 bytes (zero-filled outside). Otherwise element by element: 4-byte cp.async for float, plain
+// loads and stores for bfloat16 (cp.async copies 4 bytes at least), zeros outside.
+template <typename T, bool kVecA, bool kVecB>
+struct Loader5 {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;  // the elements, copied as bits
+  static constexpr int kElems = Tile5<T>::kElems;
+  static constexpr int kARowStep = kThreads5 / kAChunks5;               // 64
+  static constexpr int kACopies = kBM5 / kARowStep;                     // 2
+  static constexpr int kBRowStep = kThreads5 / Tile5<T>::kBChunks;      // 8 or 16
+  static constexpr int kBCopies = Tile5<T>::kBK / kBRowStep;            // 2
+  const Bits* A;
+  const Bits* B;
+  int64_t M, N, K, m0, n0, k0;
+  int ra, ca, rb, cb;
+
+  __device__ __forceinline__ Loader5(const T* A_, const T* B_, int64_t M_, int64_t N_, int64_t K_, int64_t m0_,
+                                     int64_t n0_)
+      : A(reinterpret_cast<const Bits*>(A_)), B(reinterpret_cast<const Bits*>(B_)), M(M_), N(N_), K(K_), m0(m0_),
+        n0(n0_), k0(0) {
+    const int tid = threadIdx.x;
+    ra = tid / kAChunks5;
+    ca = tid % kAChunks5;
+    rb = tid / Tile5<T>::kBChunks;
+    cb = tid % Tile5<T>::kBChunks;
+  }
+
+  // One chunk: `left` elements of its row remain from `offset` on (none when <= 0; the row is inside
+  // the matrix when row_ok).
+  template <bool kVec>
+  __device__ __forceinline__ void chunk(uint4* dst, const Bits* base, bool row_ok, int64_t offset, int64_t left) {
+    if (kVec) {
+      const bool ok = row_ok && left > 0;
+      cp_async16(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(ok ? base + offset : base), ok);
+    } else if constexpr (sizeof(T) == 4) {
+#pragma unroll
+      for (int e = 0; e < kElems; ++e) {
+        const bool ok = row_ok && e < left;
+        cp_async4(reinterpret_cast<float*>(dst) + e, reinterpret_cast<const float*>(ok ? base + offset + e : base), ok);
+      }
+    } else {
+      Bits* out = reinterpret_cast<Bits*>(dst);
+#pragma unroll
+      for (int e = 0; e < kElems; ++e) out[e] = row_ok && e < left ? base[offset + e] : Bits(0);
+    }
+  }
+
+  // Issue the next k step's copies into stage `s`.
+  __device__ __forceinline__ void load(Stage5<T>& s) {
+#pragma unroll
+    for (int i = 0; i < kACopies; ++i) {
+      const int r = ra + i * kARowStep;
+      const int64_t row = m0 + r, col = k0 + ca * kElems;
+      chunk<kVecA>(&s.A[r][swizzle_a(r, ca)], A, row < M, row * K + col, K - col);
+    }
+#pragma unroll
+    for (int i = 0; i < kBCopies; ++i) {
+      const int r = rb + i * kBRowStep;
+      const int64_t row = k0 + r, col = n0 + cb * kElems;
+      chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], B, row < K, row * N + col, N - col);
+    }
+    k0 += Tile5<T>::kBK;
+  }
+};
+
+// The warp's 4 x 4 tiles of 16 x 8 in acc gain one stage: kBK / kMmaK = 2 mma k steps. Fragments, with
+// g = lane / 4 and t = lane % 4 (the README draws them):
+//   A, m16 x k8 TF32:   a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+//   A, m16 x k16 BF16:  a0 (g, 2t..2t+1), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..)
+//   B, k8 x n8 TF32:    b0 (t, g), b1 (t + 4, g)
+//   B, k16 x n8 BF16:   b0 (2t..2t+1, g), b1 (2t + 8..2t + 9, g)
+//   C, m16 x n8 float:  c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)
+// Both A fragments are one ldmatrix.x4 over the same bytes (32 bytes of k per row: a TF32 k8 step or
+// a BF16 k16 step): matrices (rows 0-7, chunk 0), (rows 8-15, chunk 0), (rows 0-7, chunk 1),
+// (rows 8-15, chunk 1) give a0..a3. BF16 B: ldmatrix.x4.trans of 8 k rows x 8 n columns per matrix.
+// TF32 B: ldmatrix cannot transpose 32-bit elements, so each lane reads its two words (plain 32-bit
+// loads; the swizzle makes the warp's 32 reads hit 32 banks).
+template <typename T>
+__device__ __forceinline__ void mma_stage(const Stage5<T>& s, float (&acc)[kMTiles5][kNTiles5][4], int wrow, int wcol,
+                                          int lane) {
+  // BEGIN SOLUTION
+  // TODO: for each mma k step ks < Tile5<T>::kBK / Tile5<T>::kMmaK (2; chunks 2 ks and 2 ks + 1 of A):
+  // TODO: A: for each i, ldmatrix_x4 from the row lane l gives: r = wrow + 16 i + 8 ((l / 8) % 2) + l % 8,
+  // TODO: chunk c = 2 ks + (l / 8) / 2, at &s.A[r][swizzle_a(r, c)]; for float, round each of the 4
+  // TODO: words to TF32 (to_tf32(__uint_as_float(w))). B, float: b[j][h] is the float at k = 8 ks + t + 4 h,
+  // TODO: n = wcol + 8 j + g: word n % 4 of chunk swizzle_b<T>(k, n / 4) of row k. B, bfloat16: for each
+  // TODO: pair j, j + 1, ldmatrix_x4_trans from row k = 16 ks + 8 ((l / 8) % 2) + l % 8, chunk
+  // TODO: c = (wcol + 8 j) / 8 + (l / 8) / 2, giving b[j][0], b[j][1], b[j + 1][0], b[j + 1][1]. Then
+  // TODO: mma16x8<T>(acc[i][j], a[i], b[j]) for every i, j.
+  // TODO: (the reference solution takes about 39 lines)
+  // END SOLUTION
+}
+
+// Two neighbouring outputs (x at p[0], y at p[1]) in C's type: float, or bfloat16 rounded to nearest.
+__device__ __forceinline__ void store2(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+}
+__device__ __forceinline__ void store1(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+
+// Write the warp's 4 x 4 tiles of 16 x 8 (acc) to C at rows row0 + 16 i, columns col0 + 8 j, with the
+// C fragment's layout (c0 c1 at row g, columns 2t and 2t + 1; c2 c3 at row g + 8), inside C only.
+template <typename T>
+__device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[kMTiles5][kNTiles5][4], int64_t M,
+                                         int64_t N, int64_t row0, int64_t col0, int lane) {
+  // BEGIN SOLUTION
+  // TODO: with g = lane / 4, t = lane % 4: for each tile i, j and half h < 2, acc[i][j][2 h] and
+  // TODO: acc[i][j][2 h + 1] belong at row row0 + 16 i + 8 h + g, columns col0 + 8 j + 2 t and the next.
+  // TODO: Skip a row >= M or a column >= N. Where N is even both columns are inside or both outside and
+  // TODO: the pair is aligned: store2(C + row * N + col, x, y); else store1 each (the second if col + 1 < N).
+  // TODO: (the reference solution takes about 21 lines)
+  // END SOLUTION
+}
+
+// Grid (ceil(N / 128), ceil(M / 128)), 256 threads (2 x 4 warps, each a 64 x 32 tile of C as 4 x 4 mma
+// tiles of 16 x 8), kernel 4's 3-stage cp.async ring of A (128 x kBK) and B (kBK x 128) tiles.
+// Its tensor-core instructions exist from sm_80 on: compiled for an older GPU, the helpers above leave
+// zeros (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses to run it there.
+template <typename T, bool kVecA, bool kVecB>
+__global__ void __launch_bounds__(kThreads5, 2)
+    matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int64_t M, int64_t N,
+                   int64_t K) {
+  __shared__ __align__(128) Stage5<T> ring[kStages5];  // 3 x 16 KiB
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wrow = (warp / kWarpsN5) * kWM5, wcol = (warp % kWarpsN5) * kWN5;
+  const int64_t m0 = int64_t(blockIdx.y) * kBM5, n0 = int64_t(blockIdx.x) * kBN5;
+  const int64_t steps = course::ceil_div<int64_t>(K, Tile5<T>::kBK);
+  float acc[kMTiles5][kNTiles5][4] = {};
+  Loader5<T, kVecA, kVecB> loader(A, B, M, N, K, m0, n0);
+  // kernel 4's pipeline: kStages5 - 1 steps in flight, one (possibly empty) group committed per step
+#pragma unroll
+  for (int s = 0; s < kStages5 - 1; ++s) {
+    if (s < steps) loader.load(ring[s]);
+    cp_async_commit();
+  }
+  int read = 0, write = kStages5 - 1;
+  for (int64_t step = 0; step < steps; ++step) {
+    cp_async_wait<kStages5 - 2>();
+    __syncthreads();
+    if (step + kStages5 - 1 < steps) loader.load(ring[write]);
+    cp_async_commit();
+    mma_stage<T>(ring[read], acc, wrow, wcol, lane);
+    read = read + 1 == kStages5 ? 0 : read + 1;
+    write = write + 1 == kStages5 ? 0 : write + 1;
+  }
+  cp_async_wait<0>();
+  store_c5<T>(C, acc, M, N, m0 + wrow, n0 + wcol, lane);
+}
+
 void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
   // (numbers formatted by std::to_string: streaming integers into a message crashed on torch 2.11)
   TORCH_CHECK(course::ceil_div<int64_t>(M, rows_per_block) <= kMaxGridY,
               std::string("matmul ") + version + ": A has M = " + std::to_string(M) +
                   " rows, more than this kernel's grid can cover (" + std::to_string(kMaxGridY * rows_per_block) + ")");
+}
+
+// Version 5 runs only where tensor cores take TF32 and BF16 (compute capability 8.0 and newer) and only
+// from code compiled for such a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path).
+template <typename T>
+void check_tensor_cores() {
+  const std::string kind = sizeof(T) == 4 ? "TF32" : "BF16";
+  int device = 0, major = 0, minor = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  TORCH_CHECK(major >= 8, "version 5 needs compute capability 8.0 (tensor cores with " + kind + "); this GPU is " +
+                              std::to_string(major) + "." + std::to_string(minor));
+  cudaFuncAttributes attr;
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, matmul_kernel5<T, false, false>));
+  TORCH_CHECK(attr.ptxVersion >= 80, "version 5: this build's code for this GPU was compiled for compute capability " +
+                                         std::to_string(attr.ptxVersion / 10) + "." + std::to_string(attr.ptxVersion % 10) +
+                                         ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
+}
+
+template <typename T>
+void launch5(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+  check_grid_rows(M, kBM5, "version 5");
+  check_tensor_cores<T>();
+  const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN5)),
+                  static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)));
+  // 16-byte copies need rows that start on 16-byte boundaries: K (for A), N (for B) a multiple of a
+  // chunk's 4 floats or 8 bfloat16s, and aligned bases.
+  const bool vec_a = K % Tile5<T>::kElems == 0 && course::is_aligned16(A);
+  const bool vec_b = N % Tile5<T>::kElems == 0 && course::is_aligned16(B);
+  // BEGIN SOLUTION
+  // TODO: launch matmul_kernel5<T, vec_a, vec_b> (four instantiations: pick with if/else) on `stream`
+  // TODO: with kThreads5 threads per block and `grid`; check the launch.
+  // TODO: (the reference solution takes about 10 lines)
+  TORCH_CHECK(false, "launch5 (matmul.cu) is not implemented yet");
+  // END SOLUTION
 }
 
 }  // namespace
@@ -392,4 +689,13 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t M, int64_t N
   // TODO: (the reference solution takes about 6 lines)
   TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");
   // END SOLUTION
+}
+
+void matmul_cuda5(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+  launch5(A, B, C, M, N, K, stream);
+}
+
+void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t M, int64_t N, int64_t K,
+                  cudaStream_t stream) {
+  launch5(A, B, C, M, N, K, stream);
 }

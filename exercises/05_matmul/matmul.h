@@ -4,11 +4,16 @@
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-// C (M x N) = A (M x K) @ B (K x N), all float32, row-major and contiguous, launched on `stream`.
-// One launcher per numbered kernel, from naive to fast. Each checks that its grid fits.
+// C (M x N) = A (M x K) @ B (K x N), row-major and contiguous, launched on `stream`: float32 for every
+// version, bfloat16 too for version 5 (C then bfloat16). One launcher per numbered kernel, from naive
+// to fast. Each checks that its grid fits; version 5 also that the GPU has TF32/BF16 tensor cores.
 void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
+void matmul_cuda5(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
+void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t M, int64_t N, int64_t K,
+                  cudaStream_t stream);
