@@ -213,7 +213,36 @@ def cudnn_report() -> dict:
     return report
 
 
+# ------------------------------------------------------------------- 05's tensor cores beside cuBLAS
+MATMUL_TC_N = 4096
+
+
+def tensor_cores_report(n: int = MATMUL_TC_N) -> dict:
+    """05's kernel 5 at n^3 beside cuBLAS doing the same arithmetic: float32 inputs with TF32 allowed
+    (torch.backends.cuda.matmul.allow_tf32 = True: cuBLAS's tensor-core rate, the limit for TF32), and
+    bfloat16 inputs (torch.matmul in bfloat16). Median GPU time (grader.timer.time_fn), TFLOP/s, ratio."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        return {"skipped": f"kernel 5 needs compute capability 8.0; {torch.cuda.get_device_name()} is "
+                           + ".".join(map(str, torch.cuda.get_device_capability()))}
+    m = _reference("05_matmul")
+    flush = L2Flusher()
+    flops = 2 * n**3
+    rows = {}
+    g = torch.Generator(device="cuda").manual_seed(5)
+    for dtype, label in ((torch.float32, "tf32"), (torch.bfloat16, "bf16")):
+        inputs = [tuple(torch.randn(n, n, generator=g, device="cuda").to(dtype) for _ in range(2)) for _ in range(2)]
+        with math_mode(tf32=True):  # cuBLAS on TF32 tensor cores for float32; bfloat16 is unaffected
+            ours = time_fn(lambda inp: m.matmul(inp[0], inp[1], 5), inputs, flush=flush)
+            base = time_fn(lambda inp: torch.matmul(inp[0], inp[1]), inputs, flush=flush)
+        rows[f"{label} {n}^3"] = {"kernel5_us": round(ours.median_s * 1e6, 1), "cublas_us": round(base.median_s * 1e6, 1),
+                                  "kernel5_tflops": round(flops / ours.median_s / 1e12, 2),
+                                  "cublas_tflops": round(flops / base.median_s / 1e12, 2),
+                                  "ratio": round(base.median_s / ours.median_s, 3)}
+    return {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(), "tensor_cores": rows}
+
+
 EXTRAS = {
+    "05_matmul": tensor_cores_report,
     "06_conv2d": conv2d_report,
     "07_conv_transpose2d": conv_transpose2d_report,
     "09_conv_bn_relu_training": training_step_memory_report,
