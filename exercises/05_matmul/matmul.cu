@@ -616,7 +616,8 @@ void check_tensor_cores() {
                               std::to_string(major) + "." + std::to_string(minor));
   cudaFuncAttributes attr;
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, matmul_kernel5<T, false, false>));
-  TORCH_CHECK(attr.ptxVersion >= 80, "version 5: this build's code for this GPU was compiled for compute capability " +
+  // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
+  TORCH_CHECK(attr.ptxVersion == 0 || attr.ptxVersion >= 80, "version 5: this build's code for this GPU was compiled for compute capability " +
                                          std::to_string(attr.ptxVersion / 10) + "." + std::to_string(attr.ptxVersion % 10) +
                                          ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
 }
