@@ -326,3 +326,32 @@ def test_strict_fp32_tolerance_rejects_tf32():
         strict = (a @ b)
         err32 = ((strict.double() - a.double() @ b.double()).norm() / (a.double() @ b.double()).norm()).item()
         assert err32 < spec05.REL_TOL / 10, err32
+
+
+# ------------------------------------------------------------------------------ where version 5 runs
+@pytest.mark.parametrize("gpu, arch_list, runs", [
+    ((7, 5), "", False),             # a T4
+    ((8, 0), "", True),              # an A100
+    ((9, 0), "", True),              # an H100
+    ((9, 0), "7.5+PTX", False),      # an H100 running a T4's code (compute_75, JIT-compiled)
+    ((9, 0), "8.0+PTX", True),       # an H100 running an A100's code
+    ((9, 0), "7.5;9.0a", True),      # a fat build: the H100's own SASS
+    ((8, 6), "7.5 9.0", False),      # an RTX 30 given 7.5 SASS and 9.0 (which it cannot run)
+])
+def test_tensor_core_checks_run_only_where_the_running_code_has_them(monkeypatch, gpu, arch_list, runs):
+    """require_capability judges the code this GPU runs, not only the GPU: a TORCH_CUDA_ARCH_LIST
+    build for an older architecture has no tensor-core path, and the groups say not run, costing nothing."""
+    from grader import checks
+    from grader.scoring import NOT_RUN_HERE
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: gpu)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a GPU")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", arch_list)
+    if runs:
+        checks.require_capability(8, 0, "version 5")
+        return
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        checks.require_capability(8, 0, "version 5")
+    message = str(skipped.value)
+    assert message.startswith(NOT_RUN_HERE) and "needs compute capability 8.0" in message
+    assert ("built for 7.5" in message) == (gpu != (7, 5))
