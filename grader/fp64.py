@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -49,6 +50,7 @@ class Float64Work(TorchDispatchMode):
         return out
 
     def save(self, path: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w") as f:
             json.dump({"flops": self.flops, "elements": self.elements, "ops": self.ops}, f)
 

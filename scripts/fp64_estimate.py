@@ -19,9 +19,13 @@ T4_BYTES_PER_S = 300e9
 
 def main() -> int:
     folder = Path(sys.argv[1])
+    counts = sorted(folder.glob("*.json"))
+    if not counts:  # an estimate of nothing would read as "no float64 work"
+        print(f"no counts in {folder}: was the grade run with COURSE_COUNT_FP64 set?", file=sys.stderr)
+        return 1
     total = 0.0
     print(f"{'exercise':28s} {'fp64 GFLOP':>11s} {'fp64 G elements':>16s} {'T4 estimate':>12s}")
-    for path in sorted(folder.glob("*.json")):
+    for path in counts:
         data = json.loads(path.read_text())
         seconds = data["flops"] / T4_FP64_FLOPS + 16 * data["elements"] / T4_BYTES_PER_S
         total += seconds

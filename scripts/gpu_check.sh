@@ -179,10 +179,10 @@ if want ptx; then
 fi
 if want fp64; then
   # the float64 work of a grade of the reference, counted per exercise (grader.fp64)
-  mkdir -p "$L/fp64"
+  mkdir -p "$L/fp64"; fp64=$(cd "$L/fp64" && pwd)  # absolute: the grading processes run elsewhere
   # references on the CPU, as on a T4 (grader.fp64.reference_device): what the estimate is for
-  COURSE_REFERENCE_DEVICE=cpu COURSE_COUNT_FP64="$PWD/$L/fp64/{exercise}.json" run grade_fp64_count "$(left)" make grade TARGET=solutions EX="$EXS" SEED=5
-  python3 scripts/fp64_estimate.py "$L/fp64" | tee "$L/fp64_estimate.txt"
+  COURSE_REFERENCE_DEVICE=cpu COURSE_COUNT_FP64="$fp64/{exercise}.json" run grade_fp64_count "$(left)" make grade TARGET=solutions EX="$EXS" SEED=5
+  python3 scripts/fp64_estimate.py "$fp64" | tee "$L/fp64_estimate.txt"
 fi
 if want oldgrader; then
   # the trust rework's known-wrong variants, graded by the grader before it (carried in old-grader/)

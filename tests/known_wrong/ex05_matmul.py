@@ -7,6 +7,8 @@ K2_BARRIER = "    __syncthreads();\n#pragma unroll\n    for (int k = 0; k < kTil
 K1_DOT = "acc = fmaf(A[row * K + k], B[k * N + col], acc);"
 K3_FMA = "for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);"
 K4_READ_WRAP = "read = read + 1 == kStages4 ? 0 : read + 1;"
+# kernel 5's groups (not run below compute capability 8.0, where a variant keeps or loses nothing there)
+TC_GROUPS = {"tensor_cores_tf32", "tensor_cores_bf16"}
 
 VARIANTS = [
     Variant(EX, "empty_kernel3", "the fast kernel never accumulates",
@@ -30,7 +32,7 @@ VARIANTS = [
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.matmul",
             {"matmul.py": [("return lib.ops.matmul(A, B, int(version))", "return torch.matmul(A, B)")]},
             # torch.matmul also accepts CPU tensors and ignores `version`, which the exercise must refuse
-            loses={"naive", "shared_tiles", "register_blocked", "async_pipeline", "performance", "input_checks"},
+            loses={"naive", "shared_tiles", "register_blocked", "async_pipeline", "performance", "input_checks"} | TC_GROUPS,
             reason="other than this exercise's own"),
     Variant(EX, "inner_sizes_unchecked", "A's columns are not compared with B's rows",
             {"matmul.cpp": [("TORCH_CHECK(A.size(1) == B.size(0), ", "TORCH_CHECK(true || A.size(1) == B.size(0), ")]},
@@ -72,8 +74,8 @@ VARIANTS += [
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
 ]
 
-ALL = {"naive", "shared_tiles", "register_blocked", "async_pipeline", "input_checks", "registration", "performance"}
-VERSIONS = {"naive", "shared_tiles", "register_blocked", "async_pipeline"}
+VERSIONS = {"naive", "shared_tiles", "register_blocked", "async_pipeline"} | TC_GROUPS
+ALL = VERSIONS | {"input_checks", "registration", "performance"}
 COPIES = "  const at::Tensor a = A.contiguous(), b = B.contiguous();"
 INCLUDE = "#include <ATen/ops/empty.h>\n"
 TF32 = "__uint_as_float(__float_as_uint({}) & 0xffffe000u)"  # rounded toward zero to TF32's 10-bit mantissa
@@ -132,7 +134,6 @@ VARIANTS += [
 
 # Kernel 5, tensor cores (issue 21). On a GPU below compute capability 8.0 the tensor-core groups are
 # not run (no points either way), so these variants are meant for an sm_80+ GPU.
-TC_GROUPS = {"tensor_cores_tf32", "tensor_cores_bf16"}
 K5_C_ROW = "        const int64_t row = row0 + 16 * i + 8 * h + g;\n"
 K5_TF32 = '  asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"(r) : "f"(x));\n'
 K5_STEPS = "  const int64_t steps = course::ceil_div<int64_t>(K, Tile5<T>::kBK);\n"
