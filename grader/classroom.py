@@ -168,10 +168,11 @@ def score(rows: list[dict]) -> str:
     return f"{sum(r['points'] for r in rows):g}/{sum(r['max_points'] for r in rows)}"
 
 
-def progress(done: int, total: int, label: str) -> None:
+def progress(done: int, total: int, label: str, elapsed: float) -> None:
+    """One student done; `elapsed` (seconds since grading began) lets a run cut short still tell its pace."""
     width = 30
     filled = int(width * done / max(1, total))
-    print(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}", flush=True)
+    print(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {elapsed:4.0f} s  {label}", flush=True)
 
 
 def worker_devices(workers: int | None) -> list[str | None]:
@@ -203,6 +204,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     and every copy graded on that GPU is scored against them. `strict`: a check a GPU cannot run for
     lack of memory costs its group (the gradebook lists such checks either way).
     """
+    began = time.perf_counter()
     every, subs, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force, strict=strict,
                                   students=students)
     yardsticks: dict = {}  # (device, exercise) -> the yardstick's numbers, shared by every copy
@@ -257,7 +259,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         with lock:
             results[student] = rows
             done += 1
-            progress(done, len(every), label)
+            progress(done, len(every), label, time.perf_counter() - began)
 
     def rows_of(student: str) -> list[dict]:
         sub = subs[student]

@@ -76,9 +76,23 @@ def reasons(row: dict, not_run_why: str | None = None) -> list[str]:
             out.append(f"{group} ({_fmt_points(g['points'])}/{g['max']}): {g['reason']}")
     for why, groups in not_graded(row, not_run_why).items():
         out.append(f"not graded here: {', '.join(groups)} ({why})")
-    for check in row.get("not_run", []):  # costs nothing (but in a strict grade, where its group says so)
-        out.append(f"not run on this GPU: {check}")
+    out += _not_run_lines(row.get("not_run", []))
     return out
+
+
+def _not_run_lines(checks: list[str], shown: int = 3) -> list[str]:
+    """Checks this GPU could not run (they cost nothing, but in a strict grade, where the group says
+    so): one line per reason, naming a few of its checks, not one line per check (a T4 leaves out a
+    whole tensor-core version's dozens)."""
+    by_why: dict[str, list[str]] = {}
+    for check in checks:
+        name, sep, why = check.partition(": ")
+        by_why.setdefault(why if sep else "", []).append(name if sep else check)
+    lines = []
+    for why, names in by_why.items():
+        listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+        lines.append(f"not run on this GPU: {listed}" + (f": {why}" if why else ""))
+    return lines
 
 
 def _not_graded_points(rows: list[dict], not_run_why: str | None = None) -> float:

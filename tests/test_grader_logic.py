@@ -156,6 +156,22 @@ def test_a_check_this_gpu_cannot_run_costs_nothing_unless_strict():
     assert other["groups"]["forward"]["points"] == 0
 
 
+def test_checks_a_gpu_cannot_run_are_reported_one_line_per_reason():
+    """A T4 leaves out a whole tensor-core version: dozens of checks, one reason. The report names the
+    reason once with a few of its checks, not one line per check, and loses no check's reason."""
+    from grader import report
+
+    why_cc = "version 5 needs compute capability 8.0; this GPU is 7.5"
+    checks = [f"tensor_cores_tf32[{i}x{i}x{i}]: {why_cc}" for i in range(1, 37)]
+    checks += ["forward[huge]: the check needs 8.6 GiB of free GPU memory", "a check without a reason"]
+    row = {"status": "graded", "groups": {}, "not_run": checks}
+    lines = report.reasons(row)
+    assert lines == [
+        f"not run on this GPU: tensor_cores_tf32[1x1x1], tensor_cores_tf32[2x2x2], tensor_cores_tf32[3x3x3] and 33 more: {why_cc}",
+        "not run on this GPU: forward[huge]: the check needs 8.6 GiB of free GPU memory",
+        "not run on this GPU: a check without a reason"]
+
+
 def test_skipped_groups_earn_nothing_and_say_why():
     row = score_exercise(LEAKY, _tests({"forward": "skipped", "backward": "skipped"}))
     assert row["points"] == 0 and row["groups"]["forward"]["state"] == "skipped"
