@@ -12,7 +12,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from grader import env
+from grader import env, model_shapes
 from grader.spec import by_exercise, import_exercise_module
 from grader.specs import ex09_conv_bn_relu_training as ex09
 from grader.specs.ex06_conv2d import randn
@@ -78,7 +78,7 @@ def conv2d_report() -> dict:
         call=lambda mod, inp, params: mod.conv2d(inp[0], inp[1], None, **params, version=2),
         baseline=lambda inp, params: F.conv2d(inp[0], inp[1], None, **params),
         work=work)
-    return {"strict fp32, version 2 beside cuDNN": rows}
+    return {"strict fp32, version 2 beside cuDNN": rows, "model layers": conv2d_layers()}
 
 
 def conv_transpose2d_report() -> dict:
@@ -90,7 +90,92 @@ def conv_transpose2d_report() -> dict:
         call=lambda mod, inp, params: mod.conv_transpose2d(inp[0], inp[1], None, **params),
         baseline=lambda inp, params: F.conv_transpose2d(inp[0], inp[1], None, **params),
         work=lambda xs, ws, params: 2 * xs[0] * xs[1] * xs[2] * xs[3] * ws[1] * ws[2] * ws[3])
-    return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows}
+    return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows, "model layers": conv_transpose2d_layers()}
+
+
+# ------------------------------------------------------------------- layers of real models
+GROUPS_LATER = "grouped (depthwise) convolution: this op takes no groups yet"
+
+
+def time_layers(kind, inputs_of, calls, skip=lambda layer: None) -> list[dict]:
+    """The distinct layers of grader.model_shapes of one kind, each timed (time_fn: median GPU time,
+    L2 flushed): `calls(layer)` gives (ours, PyTorch's, ours with TF32 allowed or None), each a
+    function of `inputs_of(layer, generator)`. Ours and PyTorch's in strict fp32 (cuDNN's autotuner
+    on), and PyTorch with TF32 allowed (its default for convolutions) beside ours in TF32 where there
+    is such a version, else beside our strict time. vs = PyTorch's time / ours: above 1, ours is faster."""
+    flush = L2Flusher()
+    rows = []
+    for layer, count in model_shapes.unique(model_shapes.all_layers()):
+        if not isinstance(layer, kind):
+            continue
+        row = {"model": layer.model, "layer": layer.name, "shape": layer.shape, "count": count}
+        why = skip(layer)
+        if why:
+            rows.append({**row, "skipped": why})
+            continue
+        ours, pytorch, ours_tf32 = calls(layer)
+        g = torch.Generator(device="cuda")
+        g.manual_seed(11)
+        inputs = [inputs_of(layer, g) for _ in range(2)]
+        with math_mode(cudnn_benchmark=True):
+            mine = time_fn(ours, inputs, flush=flush).median_s
+            strict = time_fn(pytorch, inputs, flush=flush).median_s
+        with math_mode(tf32=True, cudnn_benchmark=True):
+            tf32 = time_fn(pytorch, inputs, flush=flush).median_s
+            mine_tf32 = time_fn(ours_tf32, inputs, flush=flush).median_s if ours_tf32 else mine
+        rows.append({**row, "tflops": round(2 * layer.macs / mine / 1e12, 2), "ours_us": round(mine * 1e6, 1),
+                     "pytorch_strict_us": round(strict * 1e6, 1), "vs_strict": round(strict / mine, 3),
+                     "ours_tf32_us": round(mine_tf32 * 1e6, 1), "pytorch_tf32_us": round(tf32 * 1e6, 1),
+                     "vs_tf32": round(tf32 / mine_tf32, 3)})
+    return rows
+
+
+def conv_inputs(layer, g):
+    fan_in = layer.w_shape[1] * layer.k ** 2
+    return randn(g, layer.x_shape, torch.float32), randn(g, layer.w_shape, torch.float32, fan_in ** -0.5)
+
+
+def grouped(layer):
+    return GROUPS_LATER if layer.groups != 1 else None
+
+
+def conv2d_layers() -> list[dict]:
+    """06's fast version (2) on every convolution of the model list."""
+    m = _reference("06_conv2d")
+    return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
+        lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding, version=2),
+        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding), None), skip=grouped)
+
+
+def conv_transpose2d_layers() -> list[dict]:
+    """07's reference on every transposed convolution of the model list."""
+    m = _reference("07_conv_transpose2d")
+    return time_layers(model_shapes.ConvTranspose, conv_inputs, lambda layer: (
+        lambda inp: m.conv_transpose2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding,
+                                       output_padding=layer.output_padding),
+        lambda inp: F.conv_transpose2d(inp[0], inp[1], None, layer.stride, layer.padding, layer.output_padding), None))
+
+
+def cudnn_conv_layers() -> list[dict]:
+    """10's op on every convolution of the model list."""
+    m = _reference("10_cudnn_conv")
+    return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
+        lambda inp: m.conv2d(inp[0], inp[1], layer.stride, layer.padding),
+        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding), None), skip=grouped)
+
+
+def matmul_layers() -> list[dict]:
+    """05's kernel 4 (strict fp32) and, from compute capability 8.0, kernel 5 (TF32) on every matrix
+    product of the model list (GPT-2's decoding ones are matrix-vector products)."""
+    m = _reference("05_matmul")
+    tensor_cores = torch.cuda.get_device_capability() >= (8, 0)
+
+    def inputs_of(layer, g):
+        return randn(g, (layer.m, layer.k), torch.float32), randn(g, (layer.k, layer.n), torch.float32, layer.k ** -0.5)
+
+    return time_layers(model_shapes.Matmul, inputs_of, lambda layer: (
+        lambda inp: m.matmul(inp[0], inp[1], 4), lambda inp: torch.matmul(inp[0], inp[1]),
+        (lambda inp: m.matmul(inp[0], inp[1], 5)) if tensor_cores else None))
 
 
 # ------------------------------------------------------------ the fused training step's memory
@@ -210,6 +295,7 @@ def cudnn_report() -> dict:
                 row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
             report["cached_vs_uncached_us"][f"{'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = row
         report["cache_stats"] = m.cache_stats()
+    report["model layers"] = cudnn_conv_layers()
     return report
 
 
@@ -241,8 +327,12 @@ def tensor_cores_report(n: int = MATMUL_TC_N) -> dict:
     return {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(), "tensor_cores": rows}
 
 
+def matmul_report() -> dict:
+    return {**tensor_cores_report(), "model layers": matmul_layers()}
+
+
 EXTRAS = {
-    "05_matmul": tensor_cores_report,
+    "05_matmul": matmul_report,
     "06_conv2d": conv2d_report,
     "07_conv_transpose2d": conv_transpose2d_report,
     "09_conv_bn_relu_training": training_step_memory_report,

@@ -95,6 +95,37 @@ def fmt_rate(rate: float, unit: str) -> str:
     return f"{rate / 1e9:,.0f} GB/s" if unit == "B" else f"{rate / 1e12:,.2f} TFLOP/s"
 
 
+LAYERS = "model layers"  # an extra's layers of real models (grader.benchmark_extras.time_layers)
+
+
+def layers_summary(rows: list[dict]) -> str:
+    """One line: how the op did over the model layers, against PyTorch strict and with TF32."""
+    timed = [r for r in rows if "skipped" not in r]
+    if not timed:
+        return f"model layers: none timed ({len(rows)} skipped)"
+    strict = sorted(r["vs_strict"] for r in timed)
+    tf32 = sorted(r["vs_tf32"] for r in timed)
+    skipped = len(rows) - len(timed)
+    return (f"model layers: {len(timed)} timed, vs PyTorch strict fp32 {strict[0]:.2f}x-{strict[-1]:.2f}x "
+            f"(median {strict[len(strict) // 2]:.2f}x), vs TF32 allowed {tf32[0]:.2f}x-{tf32[-1]:.2f}x"
+            + (f"; {skipped} not supported yet" if skipped else ""))
+
+
+def layers_table(rows: list[dict]) -> list[str]:
+    """The layers as a Markdown table: time and rate, and PyTorch's time / ours in both math modes."""
+    out = ["Layers of real models (grader/model_shapes.py), each distinct shape once (count: how many layers "
+           "have it). vs = PyTorch's time / ours: above 1.00x ours is faster. TF32: PyTorch with TF32 allowed "
+           "(its default for convolutions) beside our TF32 version where there is one, else our strict time.", "",
+           "| model | layer | shape | count | ours | TFLOP/s | vs strict fp32 | vs TF32 |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if "skipped" in r:
+            out.append(f"| {r['model']} | {r['layer']} | {r['shape']} | {r['count']} | not run: {r['skipped']} | | | |")
+        else:
+            out.append(f"| {r['model']} | {r['layer']} | {r['shape']} | {r['count']} | {r['ours_us']:,.1f} us | "
+                       f"{r['tflops']:.2f} | {r['vs_strict']:.2f}x | {r['vs_tf32']:.2f}x |")
+    return out
+
+
 def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
     """The terminal table and the Markdown page."""
     lines = [f"{info['gpu']} · driver {info['driver']} · CUDA {info['cuda']} · cuDNN {info['cudnn']} · "
@@ -126,12 +157,21 @@ def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
             lines.append(f"{r['exercise']:28s} {x['version']:14s} {cells[0]:>10s} {cells[1]:>16s} {cells[2]:>10s} {cells[3]:>8s}")
             md.append(f"| {r['exercise']} | {r['label']} | {x['version']} | " + " | ".join(cells) + " |")
         if r.get("extra"):
-            lines.append(f"{'':28s} extra: {json.dumps(r['extra'])[:200]}")
+            rest = {k: v for k, v in r["extra"].items() if k != LAYERS}
+            if rest:
+                lines.append(f"{'':28s} extra: {json.dumps(rest)[:200]}")
+            if r["extra"].get(LAYERS):
+                lines.append(f"{'':28s} {layers_summary(r['extra'][LAYERS])}")
     extras = [r for r in results if r.get("extra")]
     if extras:
         md += ["", "## More measurements", ""]
         for r in extras:
-            md += [f"### {r['exercise']}", "", "```json", json.dumps(r["extra"], indent=1), "```", ""]
+            rest = {k: v for k, v in r["extra"].items() if k != LAYERS}
+            md += [f"### {r['exercise']}", ""]
+            if rest:
+                md += ["```json", json.dumps(rest, indent=1), "```", ""]
+            if r["extra"].get(LAYERS):
+                md += layers_table(r["extra"][LAYERS]) + [""]
     md += ["", "![throughput](throughput.png)", "", "![roofline](roofline.png)", ""]
     return "\n".join(lines), "\n".join(md)
 

@@ -1,0 +1,187 @@
+"""Layer shapes of real models, so that no kernel is tuned to one benchmark shape.
+
+`make bench` times each op of the course on the layers it can run (grader.benchmark_extras), beside
+PyTorch in strict float32 and in PyTorch's default math (TF32 for convolutions). The layers are
+generated from each model's own definition (stage widths, block counts, strides), not typed in one
+by one: ResNet-50 (torchvision's, stride on the 3x3 convolution), MobileNetV2 (its depthwise 3x3s
+included), the decoder of a UNet (2x2 transposed convolutions that double the size, then two 3x3
+convolutions), and GPT-2 small's projections (prompt: 8 sequences of 1024 tokens; decoding: one
+token, a matrix-vector product). `unique()` keeps one of each distinct shape, with its count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Conv:
+    model: str
+    name: str
+    n: int
+    cin: int
+    h: int
+    w: int
+    cout: int
+    k: int
+    stride: int = 1
+    padding: int = 0
+    groups: int = 1
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return tuple((s + 2 * self.padding - self.k) // self.stride + 1 for s in (self.h, self.w))
+
+    @property
+    def x_shape(self) -> tuple[int, ...]:
+        return (self.n, self.cin, self.h, self.w)
+
+    @property
+    def w_shape(self) -> tuple[int, ...]:
+        return (self.cout, self.cin // self.groups, self.k, self.k)
+
+    @property
+    def macs(self) -> int:
+        ho, wo = self.out_hw
+        return self.n * self.cout * ho * wo * (self.cin // self.groups) * self.k * self.k
+
+    @property
+    def shape(self) -> str:
+        extra = "".join([f", stride {self.stride}" if self.stride != 1 else "", f", pad {self.padding}" if self.padding else "",
+                         ", depthwise" if self.groups == self.cin == self.cout and self.groups > 1
+                         else (f", groups {self.groups}" if self.groups > 1 else "")])
+        return f"{self.n}x{self.cin}x{self.h}x{self.w}, {self.cin}->{self.cout}, {self.k}x{self.k}{extra}"
+
+
+@dataclass(frozen=True)
+class ConvTranspose:
+    model: str
+    name: str
+    n: int
+    cin: int
+    h: int
+    w: int
+    cout: int
+    k: int
+    stride: int = 1
+    padding: int = 0
+    output_padding: int = 0
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return tuple((s - 1) * self.stride - 2 * self.padding + self.k + self.output_padding for s in (self.h, self.w))
+
+    @property
+    def x_shape(self) -> tuple[int, ...]:
+        return (self.n, self.cin, self.h, self.w)
+
+    @property
+    def w_shape(self) -> tuple[int, ...]:
+        return (self.cin, self.cout, self.k, self.k)
+
+    @property
+    def macs(self) -> int:
+        return self.n * self.cin * self.h * self.w * self.cout * self.k * self.k
+
+    @property
+    def shape(self) -> str:
+        return (f"{self.n}x{self.cin}x{self.h}x{self.w}, {self.cin}->{self.cout}, {self.k}x{self.k}"
+                + (f", stride {self.stride}" if self.stride != 1 else "") + (f", pad {self.padding}" if self.padding else ""))
+
+
+@dataclass(frozen=True)
+class Matmul:
+    model: str
+    name: str
+    m: int
+    k: int
+    n: int
+
+    @property
+    def macs(self) -> int:
+        return self.m * self.k * self.n
+
+    @property
+    def shape(self) -> str:
+        return f"{self.m}x{self.k} @ {self.k}x{self.n}"
+
+
+Layer = Conv | ConvTranspose | Matmul
+
+
+def resnet50(n: int = 32, size: int = 224) -> list[Layer]:
+    """Every layer of torchvision's ResNet-50 in order (bottlenecks 3-4-6-3, stride on the 3x3)."""
+    out: list[Layer] = [Conv("ResNet-50", "conv1", n, 3, size, size, 64, 7, 2, 3)]
+    h, cin = size // 4, 64  # conv1's stride 2, then the 3x3 max pool's
+    for stage, (width, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)], 1):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            tag = f"layer{stage}.{b}"
+            out += [Conv("ResNet-50", f"{tag}.conv1", n, cin, h, h, width, 1),
+                    Conv("ResNet-50", f"{tag}.conv2", n, width, h, h, width, 3, s, 1),
+                    Conv("ResNet-50", f"{tag}.conv3", n, width, h // s, h // s, 4 * width, 1)]
+            if b == 0:
+                out.append(Conv("ResNet-50", f"{tag}.downsample", n, cin, h, h, 4 * width, 1, s))
+            h, cin = h // s, 4 * width
+    out.append(Matmul("ResNet-50", "fc", n, 2048, 1000))
+    return out
+
+
+def mobilenet_v2(n: int = 32, size: int = 224) -> list[Layer]:
+    """Every layer of MobileNetV2 in order: inverted residuals (1x1 expansion, depthwise 3x3, 1x1
+    projection) from its (expansion, channels, repeats, stride) table."""
+    out: list[Layer] = [Conv("MobileNetV2", "features.0", n, 3, size, size, 32, 3, 2, 1)]
+    h, cin, index = size // 2, 32, 1
+    for t, c, repeats, stride in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                                  (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for i in range(repeats):
+            s, hidden, tag = stride if i == 0 else 1, cin * t, f"features.{index}"
+            if t != 1:
+                out.append(Conv("MobileNetV2", f"{tag}.expand", n, cin, h, h, hidden, 1))
+            out.append(Conv("MobileNetV2", f"{tag}.depthwise", n, hidden, h, h, hidden, 3, s, 1, groups=hidden))
+            h = (h - 1) // s + 1
+            out.append(Conv("MobileNetV2", f"{tag}.project", n, hidden, h, h, c, 1))
+            cin, index = c, index + 1
+    out += [Conv("MobileNetV2", "features.18", n, cin, h, h, 1280, 1), Matmul("MobileNetV2", "classifier", n, 1280, 1000)]
+    return out
+
+
+def unet_decoder(n: int = 8, size: int = 256) -> list[Layer]:
+    """A UNet's decoder (widths 1024 -> 64, 'same' padding): per stage a 2x2 stride-2 transposed
+    convolution halving the channels, then on the concatenation with the skip two 3x3 convolutions."""
+    out: list[Layer] = []
+    h, cin = size // 16, 1024
+    for stage in range(1, 5):
+        half = cin // 2
+        out.append(ConvTranspose("UNet decoder", f"up{stage}.transpose", n, cin, h, h, half, 2, 2))
+        h *= 2
+        out += [Conv("UNet decoder", f"up{stage}.conv1", n, cin, h, h, half, 3, 1, 1),
+                Conv("UNet decoder", f"up{stage}.conv2", n, half, h, h, half, 3, 1, 1)]
+        cin = half
+    out.append(Conv("UNet decoder", "out", n, cin, h, h, 2, 1))
+    return out
+
+
+def gpt2_projections(batch: int = 8, tokens: int = 1024, d: int = 768) -> list[Layer]:
+    """GPT-2 small's matrix products per block: attention in and out, the MLP's up and down, over a
+    prompt (batch x tokens rows) and for one decoded token (a matrix-vector product)."""
+    out: list[Layer] = []
+    for rows, phase in ((batch * tokens, "prompt"), (1, "decode")):
+        out += [Matmul("GPT-2", f"{phase} attn.c_attn", rows, d, 3 * d), Matmul("GPT-2", f"{phase} attn.c_proj", rows, d, d),
+                Matmul("GPT-2", f"{phase} mlp.c_fc", rows, d, 4 * d), Matmul("GPT-2", f"{phase} mlp.c_proj", rows, 4 * d, d)]
+    return out
+
+
+def all_layers() -> list[Layer]:
+    return resnet50() + mobilenet_v2() + unet_decoder() + gpt2_projections()
+
+
+def unique(layers: list[Layer]) -> list[tuple[Layer, int]]:
+    """One layer per distinct shape (the first to have it), with how many layers share it."""
+    seen: dict[tuple, list] = {}
+    for layer in layers:
+        key = (layer.model, type(layer).__name__, layer.shape)
+        if key in seen:
+            seen[key][1] += 1
+        else:
+            seen[key] = [layer, 1]
+    return [(layer, count) for layer, count in seen.values()]

@@ -1,0 +1,59 @@
+"""The model layers `make bench` times every op on (grader/model_shapes.py), checked against what is
+published of those models, and the benchmark page's table of them (grader.benchmarks), without a GPU."""
+from __future__ import annotations
+
+import pytest
+
+from grader import benchmarks, model_shapes as ms
+
+
+@pytest.mark.parametrize("layers,macs", [(ms.resnet50, 4.089e9), (ms.mobilenet_v2, 300.77e6)])
+def test_each_model_costs_what_is_published(layers, macs):
+    """torchvision lists ResNet-50 at 4.09 GFLOPs and MobileNetV2 at 0.30 (multiply-adds per 224 x 224
+    image): a wrong stride, width or block count in a generator would move the total."""
+    total = sum(layer.macs for layer in layers(n=1))
+    assert abs(total - macs) / macs < 1e-3, total
+
+
+def test_every_layer_is_well_formed():
+    for layer in ms.all_layers():
+        assert layer.macs > 0, layer
+        if isinstance(layer, (ms.Conv, ms.ConvTranspose)):
+            assert min(layer.out_hw) > 0, layer
+        if isinstance(layer, ms.Conv):
+            assert layer.cin % layer.groups == 0 and layer.cout % layer.groups == 0, layer
+
+
+def test_the_models_the_bench_promises_are_there():
+    layers = ms.all_layers()
+    assert {layer.model for layer in layers} == {"ResNet-50", "MobileNetV2", "UNet decoder", "GPT-2"}
+    depthwise = [x for x in layers if isinstance(x, ms.Conv) and x.groups == x.cin == x.cout > 1]
+    assert len(depthwise) == 17  # one per MobileNetV2 inverted residual
+    ups = [x for x in layers if isinstance(x, ms.ConvTranspose)]
+    assert [x.out_hw[0] for x in ups] == [2 * x.h for x in ups] and len(ups) == 4
+    assert any(isinstance(x, ms.Matmul) and x.m == 1 for x in layers)  # a matrix-vector product
+
+
+def test_unique_keeps_one_layer_per_shape_and_counts_the_rest():
+    layers = ms.all_layers()
+    kept = ms.unique(layers)
+    assert sum(count for _, count in kept) == len(layers)
+    keys = [(x.model, type(x).__name__, x.shape) for x, _ in kept]
+    assert len(keys) == len(set(keys))
+    assert any(count > 1 for _, count in kept)
+
+
+def test_the_page_shows_the_layers_and_the_terminal_sums_them_up():
+    rows = [{"model": "ResNet-50", "layer": "conv1", "shape": "1x3x8x8, 3->4, 3x3", "count": 1, "tflops": 1.5,
+             "ours_us": 10.0, "pytorch_strict_us": 8.0, "vs_strict": 0.8, "ours_tf32_us": 10.0,
+             "pytorch_tf32_us": 5.0, "vs_tf32": 0.5},
+            {"model": "MobileNetV2", "layer": "features.1.depthwise", "shape": "x", "count": 1,
+             "skipped": "grouped (depthwise) convolution: this op takes no groups yet"}]
+    result = {"exercise": "06_conv2d", "label": "fp32", "unit": "FLOP", "rows": [
+        {"version": "kernel2", "time_s": 1e-3, "rate": 1e12}, {"version": "PyTorch", "time_s": 1e-3, "rate": 1e12}],
+        "extra": {"model layers": rows, "other": 1}}
+    info = {"gpu": "GPU", "driver": "1", "cuda": "13.0", "cudnn": "9", "torch": "2", "date": "today", "sms": 1}
+    text, md = benchmarks.render([result], {"copy_bandwidth": 1e12, "fp32_matmul": 1e13}, info)
+    assert "model layers: 1 timed, vs PyTorch strict fp32 0.80x-0.80x" in text and "1 not supported yet" in text
+    assert "| ResNet-50 | conv1 | 1x3x8x8, 3->4, 3x3 | 1 | 10.0 us | 1.50 | 0.80x | 0.50x |" in md
+    assert "not run: grouped (depthwise)" in md and '"other": 1' in md and '"vs_strict"' not in md
