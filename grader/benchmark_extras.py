@@ -116,13 +116,17 @@ def time_layers(kind, inputs_of, calls, skip=lambda layer: None) -> list[dict]:
         ours, pytorch, ours_tf32 = calls(layer)
         g = torch.Generator(device="cuda")
         g.manual_seed(11)
-        inputs = [inputs_of(layer, g) for _ in range(2)]
-        with math_mode(cudnn_benchmark=True):
-            mine = time_fn(ours, inputs, flush=flush).median_s
-            strict = time_fn(pytorch, inputs, flush=flush).median_s
-        with math_mode(tf32=True, cudnn_benchmark=True):
-            tf32 = time_fn(pytorch, inputs, flush=flush).median_s
-            mine_tf32 = time_fn(ours_tf32, inputs, flush=flush).median_s if ours_tf32 else mine
+        try:  # one layer's failure is that row's, not the report's
+            inputs = [inputs_of(layer, g) for _ in range(2)]
+            with math_mode(cudnn_benchmark=True):
+                mine = time_fn(ours, inputs, flush=flush).median_s
+                strict = time_fn(pytorch, inputs, flush=flush).median_s
+            with math_mode(tf32=True, cudnn_benchmark=True):
+                tf32 = time_fn(pytorch, inputs, flush=flush).median_s
+                mine_tf32 = time_fn(ours_tf32, inputs, flush=flush).median_s if ours_tf32 else mine
+        except Exception as e:  # noqa: BLE001
+            rows.append({**row, "skipped": f"failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"})
+            continue
         rows.append({**row, "tflops": round(2 * layer.macs / mine / 1e12, 2), "ours_us": round(mine * 1e6, 1),
                      "pytorch_strict_us": round(strict * 1e6, 1), "vs_strict": round(strict / mine, 3),
                      "ours_tf32_us": round(mine_tf32 * 1e6, 1), "pytorch_tf32_us": round(tf32 * 1e6, 1),
