@@ -325,9 +325,15 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     for student in todo:
         if not waiting.get(student):  # nothing left to grade: nothing submitted, or all of it failed before grading
             complete(student)
-    with ThreadPoolExecutor(max_workers=len(devices)) as pool:
+    pool = ThreadPoolExecutor(max_workers=len(devices))
+    try:
         for f in [pool.submit(grade_round, r) for r in schedule]:
             f.result()
+    except BaseException:  # Ctrl-C (or a fault): no round or build starts after it; what was graded is kept
+        pool.shutdown(wait=False, cancel_futures=True)
+        build_pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     if units:
         print(f"{len(units)} folder(s) built in {max(last_built) - start:.0f} s and graded in {time.perf_counter() - start:.0f} s "
               f"from the first build ({len(schedule)} round(s) on {len(devices)} worker(s))", flush=True)

@@ -5,7 +5,11 @@ import csv
 import importlib.util
 import json
 import shutil
+import signal
+import threading
+import time
 import warnings
+from concurrent.futures import Future
 
 import pytest
 
@@ -359,6 +363,35 @@ def test_what_a_grade_depends_on_changed_so_it_is_graded_again(small, tmp_path, 
         assert key["seed"] == change.get("seed", 7) and key["keyword"] == change.get("keyword")
     if "ex" in change:
         assert [r["status"] for r in results["ann_q7"]] == ["missing", "graded"]
+
+
+def test_an_interrupt_stops_the_class_before_its_next_round(small, tmp_path, monkeypatch):
+    """Ctrl-C while a round is graded: that round ends (its processes have the same signal), and no
+    other round starts. (Rounds queued on the pool used to run to the end before the interrupt
+    surfaced: a class interrupted on the H100 went on grading after `make` had exited.)"""
+    subs, out = copy_of(small, tmp_path)
+    graded, main = [], threading.main_thread().ident
+
+    def interrupted_in_the_first_round(target, specs, **kwargs):
+        graded.append(target)
+        if len(graded) == 1:
+            signal.pthread_kill(main, signal.SIGINT)
+            time.sleep(1)  # the main thread takes the interrupt while this round still runs
+        return []
+
+    def built(dirs, jobs, pool, log=print):
+        futures = {}
+        for d in dirs:
+            futures[d] = Future()
+            futures[d].set_result({"ok": True})
+        return futures
+
+    monkeypatch.setattr(classroom_module, "grade_target", interrupted_in_the_first_round)
+    monkeypatch.setattr(classroom_module, "start_builds", built)
+    with pytest.raises(KeyboardInterrupt):
+        grade_class(subs, select(["02"]), seed=1, out=out, timeout=600, jobs=1, force=True, devices=[None])
+    time.sleep(2)  # a round still queued would have started by now
+    assert len(graded) == 1, graded
 
 
 def test_a_folder_that_cannot_be_copied_costs_its_student_only(small, tmp_path, monkeypatch):
