@@ -164,7 +164,7 @@ def cudnn_conv_layers() -> list[dict]:
     """10's op on every convolution of the model list."""
     m = _reference("10_cudnn_conv")
     return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
-        lambda inp: m.conv2d(inp[0], inp[1], layer.stride, layer.padding),
+        lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding),
         lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding), None), skip=grouped)
 
 
