@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Conv:
+class _Window:
+    """A layer that slides a k x k window over an n x cin x h x w input, producing cout channels."""
     model: str
     name: str
     n: int
@@ -25,15 +26,19 @@ class Conv:
     k: int
     stride: int = 1
     padding: int = 0
+
+    @property
+    def x_shape(self) -> tuple[int, ...]:
+        return (self.n, self.cin, self.h, self.w)
+
+
+@dataclass(frozen=True)
+class Conv(_Window):
     groups: int = 1
 
     @property
     def out_hw(self) -> tuple[int, int]:
         return tuple((s + 2 * self.padding - self.k) // self.stride + 1 for s in (self.h, self.w))
-
-    @property
-    def x_shape(self) -> tuple[int, ...]:
-        return (self.n, self.cin, self.h, self.w)
 
     @property
     def w_shape(self) -> tuple[int, ...]:
@@ -53,26 +58,12 @@ class Conv:
 
 
 @dataclass(frozen=True)
-class ConvTranspose:
-    model: str
-    name: str
-    n: int
-    cin: int
-    h: int
-    w: int
-    cout: int
-    k: int
-    stride: int = 1
-    padding: int = 0
+class ConvTranspose(_Window):
     output_padding: int = 0
 
     @property
     def out_hw(self) -> tuple[int, int]:
         return tuple((s - 1) * self.stride - 2 * self.padding + self.k + self.output_padding for s in (self.h, self.w))
-
-    @property
-    def x_shape(self) -> tuple[int, ...]:
-        return (self.n, self.cin, self.h, self.w)
 
     @property
     def w_shape(self) -> tuple[int, ...]:
