@@ -28,10 +28,8 @@ python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' ||
 python3 -m venv .venv >&2
 start=$(date +%s)
 # pip's index warnings about local mirrors are noise here; real errors still fail the install
-# --no-compile: no byte-compiling of every installed module (torch's thousands) up front; Python
-# compiles the ones it imports, once, on first use
-.venv/bin/python -m pip install --quiet --no-compile --upgrade pip >&2
-.venv/bin/python -m pip install --quiet --no-compile -r requirements.txt 2>&1 | grep -v "is ignored: it is neither" >&2 || true
+.venv/bin/python -m pip install --quiet --upgrade pip >&2
+.venv/bin/python -m pip install --quiet -r requirements.txt 2>&1 | grep -v "is ignored: it is neither" >&2 || true
 if ! .venv/bin/python -c "$ready" >&2; then
   echo "bootstrap: installing requirements.txt into .venv failed" >&2
   exit 1
