@@ -332,6 +332,10 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     except BaseException:  # Ctrl-C (or a fault): no round or build starts after it; what was graded is kept
         pool.shutdown(wait=False, cancel_futures=True)
         build_pool.shutdown(wait=False, cancel_futures=True)
+        if write_book:  # the students finished so far only: an earlier gradebook's row could be for other code
+            with lock:
+                finished = dict(results)
+            write_gradebook(out, finished, seed)
         raise
     pool.shutdown()
     if units:

@@ -388,10 +388,14 @@ def test_an_interrupt_stops_the_class_before_its_next_round(small, tmp_path, mon
 
     monkeypatch.setattr(classroom_module, "grade_target", interrupted_in_the_first_round)
     monkeypatch.setattr(classroom_module, "start_builds", built)
+    (out / "gradebook.json").write_text(json.dumps({"seed": 1, "students": {s: [] for s in SMALL}}))  # a stale one
     with pytest.raises(KeyboardInterrupt):
         grade_class(subs, select(["02"]), seed=1, out=out, timeout=600, jobs=1, force=True, devices=[None])
     time.sleep(2)  # a round still queued would have started by now
     assert len(graded) == 1, graded
+    # the gradebook holds only the students finished before the interrupt (none: it came during the
+    # first round), not the stale rows of an earlier one
+    assert json.loads((out / "gradebook.json").read_text())["students"] == {}
 
 
 def test_a_folder_that_cannot_be_copied_costs_its_student_only(small, tmp_path, monkeypatch):
