@@ -78,7 +78,7 @@ def conv2d_report() -> dict:
         call=lambda mod, inp, params: mod.conv2d(inp[0], inp[1], None, **params, version=2),
         baseline=lambda inp, params: F.conv2d(inp[0], inp[1], None, **params),
         work=work)
-    return {"strict fp32, version 2 beside cuDNN": rows, "model layers": conv2d_layers()}
+    return {"strict fp32, version 2 beside cuDNN": rows, model_shapes.EXTRA_KEY: conv2d_layers()}
 
 
 def conv_transpose2d_report() -> dict:
@@ -90,7 +90,7 @@ def conv_transpose2d_report() -> dict:
         call=lambda mod, inp, params: mod.conv_transpose2d(inp[0], inp[1], None, **params),
         baseline=lambda inp, params: F.conv_transpose2d(inp[0], inp[1], None, **params),
         work=lambda xs, ws, params: 2 * xs[0] * xs[1] * xs[2] * xs[3] * ws[1] * ws[2] * ws[3])
-    return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows, "model layers": conv_transpose2d_layers()}
+    return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows, model_shapes.EXTRA_KEY: conv_transpose2d_layers()}
 
 
 # ------------------------------------------------------------------- layers of real models
@@ -299,7 +299,7 @@ def cudnn_report() -> dict:
                 row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
             report["cached_vs_uncached_us"][f"{'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = row
         report["cache_stats"] = m.cache_stats()
-    report["model layers"] = cudnn_conv_layers()
+    report[model_shapes.EXTRA_KEY] = cudnn_conv_layers()
     return report
 
 
@@ -332,7 +332,7 @@ def tensor_cores_report(n: int = MATMUL_TC_N) -> dict:
 
 
 def matmul_report() -> dict:
-    return {**tensor_cores_report(), "model layers": matmul_layers()}
+    return {**tensor_cores_report(), model_shapes.EXTRA_KEY: matmul_layers()}
 
 
 EXTRAS = {

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import env
+from grader import env, model_shapes
 
 # ---------------------------------------------------------------------------- one exercise (child)
 
@@ -95,9 +95,6 @@ def fmt_rate(rate: float, unit: str) -> str:
     return f"{rate / 1e9:,.0f} GB/s" if unit == "B" else f"{rate / 1e12:,.2f} TFLOP/s"
 
 
-LAYERS = "model layers"  # an extra's layers of real models (grader.benchmark_extras.time_layers)
-
-
 def layers_summary(rows: list[dict]) -> str:
     """One line: how the op did over the model layers, against PyTorch strict and with TF32."""
     timed = [r for r in rows if "skipped" not in r]
@@ -158,21 +155,21 @@ def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
             lines.append(f"{r['exercise']:28s} {x['version']:14s} {cells[0]:>10s} {cells[1]:>16s} {cells[2]:>10s} {cells[3]:>8s}")
             md.append(f"| {r['exercise']} | {r['label']} | {x['version']} | " + " | ".join(cells) + " |")
         if r.get("extra"):
-            rest = {k: v for k, v in r["extra"].items() if k != LAYERS}
+            rest = {k: v for k, v in r["extra"].items() if k != model_shapes.EXTRA_KEY}
             if rest:
                 lines.append(f"{'':28s} extra: {json.dumps(rest)[:200]}")
-            if r["extra"].get(LAYERS):
-                lines.append(f"{'':28s} {layers_summary(r['extra'][LAYERS])}")
+            if r["extra"].get(model_shapes.EXTRA_KEY):
+                lines.append(f"{'':28s} {layers_summary(r['extra'][model_shapes.EXTRA_KEY])}")
     extras = [r for r in results if r.get("extra")]
     if extras:
         md += ["", "## More measurements", ""]
         for r in extras:
-            rest = {k: v for k, v in r["extra"].items() if k != LAYERS}
+            rest = {k: v for k, v in r["extra"].items() if k != model_shapes.EXTRA_KEY}
             md += [f"### {r['exercise']}", ""]
             if rest:
                 md += ["```json", json.dumps(rest, indent=1), "```", ""]
-            if r["extra"].get(LAYERS):
-                md += layers_table(r["extra"][LAYERS]) + [""]
+            if r["extra"].get(model_shapes.EXTRA_KEY):
+                md += layers_table(r["extra"][model_shapes.EXTRA_KEY]) + [""]
     md += ["", "![throughput](throughput.png)", "", "![roofline](roofline.png)", ""]
     return "\n".join(lines), "\n".join(md)
 
