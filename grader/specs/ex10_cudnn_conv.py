@@ -974,9 +974,6 @@ class CudnnConvSpec(Spec):
         x = _rand(ctx, "after-x", (3, 6, 17, 10))
         w = _weight(ctx, "after-w", (5, 6, 3, 2))
         self._expect_forward(ctx, x, w, (2, 1), (1, 0), (1, 1), "strict", "input_checks[a valid call after the errors]")
-        wg, b = _weight(ctx, "after-wg", (4, 3, 3, 2)), _rand(ctx, "after-b", (4,))
-        self._expect_forward(ctx, x, wg, (2, 1), (1, 0), (1, 1), "strict",
-                             "input_checks[a valid call with 2 groups and a bias after the errors]", groups=2, bias=b)
 
     # --- descriptors (no GPU needed) -----------------------------------------------------------
     def _check_describe(self, ctx):
