@@ -161,11 +161,11 @@ def conv_transpose2d_layers() -> list[dict]:
 
 
 def cudnn_conv_layers() -> list[dict]:
-    """10's op on every convolution of the model list."""
+    """10's op on every convolution of the model list, grouped (depthwise) ones included."""
     m = _reference("10_cudnn_conv")
     return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
-        lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding),
-        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding), None), skip=grouped)
+        lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding, groups=layer.groups),
+        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups), None))
 
 
 def matmul_layers() -> list[dict]:
