@@ -161,11 +161,11 @@ def conv_transpose2d_layers() -> list[dict]:
 
 
 def cudnn_conv_layers() -> list[dict]:
-    """10's op on every convolution of the model list."""
+    """10's op on every convolution of the model list, grouped (depthwise) ones included."""
     m = _reference("10_cudnn_conv")
     return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
-        lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding),
-        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding), None), skip=grouped)
+        lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding, groups=layer.groups),
+        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups), None))
 
 
 def matmul_layers() -> list[dict]:
@@ -238,10 +238,10 @@ def host_calls(m, x, w) -> dict:
     buffers every call, so the launch cache replays a CUDA graph, and once with it off), ours
     uncached, and F.conv2d, each a 3x3 convolution with padding 1."""
     return {
-        "cached, benchmark": lambda: m.conv2d(x, w, 1, 1),
-        f"cached, benchmark, {GRAPHS_OFF}": lambda: m.conv2d(x, w, 1, 1),
-        "cached, heuristic": lambda: m.conv2d(x, w, 1, 1, mode="heuristic"),
-        "uncached": lambda: m.conv2d(x, w, 1, 1, mode="uncached"),
+        "cached, benchmark": lambda: m.conv2d(x, w, None, 1, 1),
+        f"cached, benchmark, {GRAPHS_OFF}": lambda: m.conv2d(x, w, None, 1, 1),
+        "cached, heuristic": lambda: m.conv2d(x, w, None, 1, 1, mode="heuristic"),
+        "uncached": lambda: m.conv2d(x, w, None, 1, 1, mode="uncached"),
         "F.conv2d": lambda: F.conv2d(x, w, None, 1, 1),
     }
 
@@ -269,7 +269,7 @@ def throughput(m, flush) -> dict:
         with math_mode(tf32=tf32, cudnn_benchmark=True):
             for x_shape, k in CUDNN_BENCH:
                 inputs = [host_inputs(x_shape, k) for _ in range(2)]
-                ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], 1, 1), inputs, flush=flush)
+                ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], None, 1, 1), inputs, flush=flush)
                 base = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1), inputs, flush=flush)
                 flops = conv_flops(x_shape, k)
                 rows[f"{'tf32' if tf32 else 'strict'} {'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = {
@@ -295,7 +295,7 @@ def cudnn_report() -> dict:
             xs = [host_inputs(x_shape, k) for _ in range(2)]
             row = {}
             for mode in ("benchmark", "uncached"):
-                t = time_fn(lambda inp, mode=mode: m.conv2d(inp[0], inp[1], 1, 1, mode=mode), xs, flush=flush)
+                t = time_fn(lambda inp, mode=mode: m.conv2d(inp[0], inp[1], None, 1, 1, mode=mode), xs, flush=flush)
                 row[mode] = {"gpu_us": t.median_s * 1e6, "wall_us": t.wall_median_s * 1e6}
             report["cached_vs_uncached_us"][f"{'x'.join(map(str, x_shape))} {x_shape[1]}->{k}"] = row
         report["cache_stats"] = m.cache_stats()

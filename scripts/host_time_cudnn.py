@@ -424,8 +424,8 @@ def main() -> int:
         x, w = extras.host_inputs()
         calls = extras.host_calls(m, x, w)
         mode = m.MODES["benchmark"]
-        calls["op without the Python wrapper"] = lambda: m._conv2d(x, w, 1, 1, 1, mode)
-        calls[f"op without the Python wrapper, {extras.GRAPHS_OFF}"] = lambda: m._conv2d(x, w, 1, 1, 1, mode)
+        calls["op without the Python wrapper"] = lambda: m._conv2d(x, w, None, 1, 1, 1, 1, mode)
+        calls[f"op without the Python wrapper, {extras.GRAPHS_OFF}"] = lambda: m._conv2d(x, w, None, 1, 1, 1, 1, mode)
         calls["torch.empty of the output"] = lambda: torch.empty((1, 16, 7, 7), device="cuda")
         print("\n2. Host time per call, 1x16x7x7 16->16 3x3 pad 1, strict fp32 (us, min and median of 10 loops "
               "of 200 calls)")

@@ -5,8 +5,8 @@
 // Host code: cuDNN's own kernels do the work (the one kernel here only checks a captured graph once).
 // It includes no ATen tensor headers, so an edit here rebuilds in seconds; tensors and registration
 // are in cudnn_conv.cpp.
-// Order: helpers -> descriptors -> cache -> algorithm choice -> the call -> the launch cache (CUDA
-// graphs) -> run().
+// Order: helpers -> descriptors -> cache -> algorithm choice -> the call (with its bias) -> the launch
+// cache (CUDA graphs) -> run() and the bias's gradient.
 #include <algorithm>
 #include <atomic>
 #include <list>
@@ -33,7 +33,7 @@ std::string last_cudnn_error() {
 
 size_t KeyHash::operator()(const Key& key) const {
   // FNV-1a over the key's 64-bit words (it is all int64_t, no padding, so equal keys hash equally):
-  // 20 steps per lookup instead of 160 for its bytes. The last line mixes the high bits down.
+  // 21 steps per lookup instead of 168 for its bytes. The last line mixes the high bits down.
   uint64_t words[sizeof(Key) / sizeof(uint64_t)];
   std::memcpy(words, &key, sizeof(Key));
   uint64_t h = 1469598103934665603ull;
@@ -128,9 +128,9 @@ Key make_key(const Args& a) {
   Key key;
   // BEGIN SOLUTION
   // TODO: fill every field of `key` from `a`: op, mode, device, dtype, layout (CUDNN_TENSOR_NCHW),
-  // TODO: allow_tf32, the x and w shapes, stride, padding and dilation. A field left out lets two
-  // TODO: calls that need different plans share one.
-  // TODO: (the reference solution takes about 11 lines)
+  // TODO: allow_tf32, groups, the x and w shapes, stride, padding and dilation. A field left out lets
+  // TODO: two calls that need different plans share one.
+  // TODO: (the reference solution takes about 12 lines)
   TORCH_CHECK(false, "make_key (cudnn_conv.cu) is not implemented yet");
   // END SOLUTION
   return key;
@@ -145,13 +145,19 @@ Plan describe(const Args& a) {
   plan.x = a.x;
   plan.w = a.w;
   // BEGIN SOLUTION
-  // TODO: set x_desc (4-d NCHW tensor of a.dtype), w_desc (a KCRS filter, NCHW format) and conv_desc
-  // TODO: (2-d cross-correlation with a.padding, a.stride, a.dilation, computing in a.dtype) and its
-  // TODO: math type (math_type_for(a)) into plan.math; then ask cuDNN for the output shape
+  // TODO: set x_desc (4-d NCHW tensor of a.dtype), w_desc (a KCRS filter, NCHW format: a.w is already
+  // TODO: (K, C / groups, R, S)) and conv_desc (2-d cross-correlation with a.padding, a.stride,
+  // TODO: a.dilation, computing in a.dtype), its group count (cudnnSetConvolutionGroupCount, a.groups)
+  // TODO: and its math type (math_type_for(a)) into plan.math; then ask cuDNN for the output shape
   // TODO: (cudnnGetConvolution2dForwardOutputDim) into plan.y and set y_desc to it. CUDNN_CHECK each call.
-  // TODO: (the reference solution takes about 14 lines)
+  // TODO: (the reference solution takes about 15 lines)
   TORCH_CHECK(false, "describe (cudnn_conv.cu) is not implemented yet");
   // END SOLUTION
+  // The bias's descriptor: one value per channel of the op's output (y; x for backward-data),
+  // broadcast over N, H and W by cudnnAddTensor.
+  const int64_t out_channels = a.op == Op::kBackwardData ? a.x[1] : plan.y[1];
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.bias_desc.get(), CUDNN_TENSOR_NCHW, a.dtype, 1, as_int(out_channels), 1,
+                                         1));
   return plan;
 }
 
@@ -402,6 +408,17 @@ void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t
 
 // -------------------------------------------------------------------------------------- the call
 
+// The bias, added to the output the call has just written (y for the forward, x for backward-data).
+void add_bias(const Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
+  // BEGIN SOLUTION
+  // TODO: one cudnnAddTensor: C = alpha * A + beta * C with A = b.bias described by plan.bias_desc
+  // TODO: ((1, C, 1, 1): cuDNN broadcasts a dimension of 1), C = the output with its own descriptor
+  // TODO: (plan.y_desc or plan.x_desc), alpha = one(a.dtype) and beta = one(a.dtype) (keep the convolution).
+  // TODO: (the reference solution takes about 3 lines)
+  TORCH_CHECK(false, "add_bias (cudnn_conv.cu) is not implemented yet");
+  // END SOLUTION
+}
+
 // `ws` is plan.workspace_bytes of scratch that run() took from allocate_workspace: run() needs its
 // address before the call (it is part of the launch cache's key, below).
 void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataPtr& ws, cudnnHandle_t h) {
@@ -412,6 +429,7 @@ void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataP
   // TODO: (the reference solution takes about 19 lines)
   TORCH_CHECK(false, "execute (cudnn_conv.cu) is not implemented yet");
   // END SOLUTION
+  if (b.bias != nullptr) add_bias(plan, a, b, h);  // queued after the convolution, on the same stream
 }
 
 // A plan found under this call's key must describe this call's tensors. If it does not, the key
@@ -433,15 +451,15 @@ void check_plan(const Plan& p, const Args& a) {
 // and every address the call reads or writes: it is only ever replayed for exactly those buffers, and
 // it reads their values when it runs.
 
-// The plan (kept alive by the entry, so its address names it), the four buffers and the device.
+// The plan (kept alive by the entry, so its address names it), the five buffers and the device.
 struct GraphKey {
-  uintptr_t plan = 0, x = 0, w = 0, y = 0, workspace = 0, device = 0;
+  uintptr_t plan = 0, x = 0, w = 0, y = 0, bias = 0, workspace = 0, device = 0;
   bool operator==(const GraphKey& other) const { return std::memcmp(this, &other, sizeof(GraphKey)) == 0; }
 };
 
 struct GraphKeyHash {
   size_t operator()(const GraphKey& key) const {
-    const uintptr_t words[] = {key.plan, key.x, key.w, key.y, key.workspace, key.device};
+    const uintptr_t words[] = {key.plan, key.x, key.w, key.y, key.bias, key.workspace, key.device};
     uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, as KeyHash
     for (uintptr_t w : words) {
       h ^= w;
@@ -457,6 +475,7 @@ GraphKey graph_key(const Plan* plan, const Args& a, const Buffers& b, const void
   k.x = reinterpret_cast<uintptr_t>(b.x);
   k.w = reinterpret_cast<uintptr_t>(b.w);
   k.y = reinterpret_cast<uintptr_t>(b.y);
+  k.bias = reinterpret_cast<uintptr_t>(b.bias);  // 0 without a bias: a graph with one is another graph
   k.workspace = reinterpret_cast<uintptr_t>(workspace);
   k.device = static_cast<uintptr_t>(a.device);
   return k;
@@ -718,6 +737,16 @@ void run(const Args& a, const Buffers& b) {
   if (run_as_graph(device, plan, a, b, ws)) return;
   BoundHandle h(device, a.stream);
   execute(*plan, a, b, ws, h.get());
+}
+
+void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& dy_shape,
+                   const void* dy, void* db) {
+  TensorDesc dy_desc, db_desc;  // two descriptors per call: cheap next to a convolution's plan
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(dy_desc.get(), CUDNN_TENSOR_NCHW, dtype, as_int(dy_shape[0]),
+                                         as_int(dy_shape[1]), as_int(dy_shape[2]), as_int(dy_shape[3])));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(db_desc.get(), CUDNN_TENSOR_NCHW, dtype, 1, as_int(dy_shape[1]), 1, 1));
+  BoundHandle h(handle_for(device), stream);
+  CUDNN_CHECK(cudnnConvolutionBackwardBias(h.get(), one(dtype), dy_desc.get(), dy, zero(dtype), db_desc.get(), db));
 }
 
 CacheStats cache_stats() {

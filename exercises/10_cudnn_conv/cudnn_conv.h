@@ -41,7 +41,9 @@ enum class Mode : int64_t {
   kBenchmark = 2,  // cached; algorithm from timing every candidate once (cudnnFind...AlgorithmEx)
 };
 
-// What the binding knows about one call. Shapes are NCHW (x, y) and KCRS (w).
+// What the binding knows about one call. Shapes are NCHW (x, y) and KCRS (w). With groups g, the
+// C channels of x and the K of y are split into g groups, and w is (K, C / g, R, S): output group i
+// (K / g channels) sees input group i only (PyTorch's conv2d(..., groups=g)).
 struct Args {
   Op op = Op::kForward;
   Mode mode = Mode::kBenchmark;
@@ -50,20 +52,24 @@ struct Args {
   bool allow_tf32 = false;  // TF32 Tensor Cores allowed for fp32 (torch.backends.cudnn.allow_tf32)
   std::array<int64_t, 4> x{}, w{}, y{};
   std::array<int64_t, 2> stride{}, padding{}, dilation{};
+  int64_t groups = 1;
   cudaStream_t stream = nullptr;
 };
 
 // The tensors of one call: forward writes y, backward-data writes x, backward-filter writes w.
+// bias (forward and backward-data only; null for none): one value per channel of the output, added
+// after the convolution.
 struct Buffers {
   void* x = nullptr;
   void* w = nullptr;
   void* y = nullptr;
+  const void* bias = nullptr;
 };
 
 // The cache key: every field that changes the descriptors or the chosen algorithm. All fields are
 // int64_t, so the struct has no padding and can be compared and hashed as bytes.
 struct Key {
-  int64_t op = 0, mode = 0, device = 0, dtype = 0, layout = 0, allow_tf32 = 0;
+  int64_t op = 0, mode = 0, device = 0, dtype = 0, layout = 0, allow_tf32 = 0, groups = 0;
   std::array<int64_t, 4> x{}, w{};
   std::array<int64_t, 2> stride{}, padding{}, dilation{};
 
@@ -105,6 +111,7 @@ using ConvDesc = Owned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescr
 // Everything needed to run one convolution again: descriptors, the algorithm and its workspace.
 struct Plan {
   TensorDesc x_desc, y_desc;
+  TensorDesc bias_desc;  // (1, C, 1, 1): C the channels of the op's output (y, or x for backward-data)
   FilterDesc w_desc;
   ConvDesc conv_desc;
   std::array<int64_t, 4> x{}, w{}, y{};  // the shapes the descriptors describe (y from cuDNN)
@@ -118,6 +125,11 @@ Plan describe(const Args& args);
 
 // Run one convolution through the plan cache (or uncached, by args.mode).
 void run(const Args& args, const Buffers& buffers);
+
+// The bias's gradient: db[c] = the sum of dy[n, c, h, w] over n, h and w (cudnnConvolutionBackwardBias),
+// on `stream` of `device`. dy is a dense NCHW tensor of shape dy_shape; db has dy_shape[1] values.
+void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& dy_shape,
+                   const void* dy, void* db);
 
 // The cache seen from Python: counts, size, bound; and the launch cache's (CUDA graphs) counts.
 struct CacheStats {

@@ -19,40 +19,59 @@ MODES = {"uncached": 0, "heuristic": 1, "benchmark": 2}
 _conv2d = lib.ops.conv2d.default
 _backward_input = lib.ops.conv2d_backward_input.default
 _backward_weight = lib.ops.conv2d_backward_weight.default
+_backward_bias = lib.ops.conv2d_backward_bias.default
+_transpose = lib.ops.conv_transpose2d.default
 
 
 def _pair(v):
     return [v, v] if isinstance(v, int) else list(v)
 
 
-def _mode(mode: str) -> int:
+def _mode(mode) -> int:
+    """A mode's name, or its number as the registered ops take it (0, 1, 2)."""
+    if isinstance(mode, int) and mode in MODES.values():
+        return mode
     try:
         return MODES[mode]
-    except KeyError:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}") from None
+    except (KeyError, TypeError):
+        raise ValueError(f"mode must be one of {', '.join(MODES)} (or 0, 1, 2), not {mode!r}") from None
 
 
-def conv2d(x, weight, stride=1, padding=0, dilation=1, mode="benchmark"):
-    """Like F.conv2d(x, weight, None, stride, padding, dilation) for NCHW float32/float64 tensors."""
-    if (x.requires_grad or weight.requires_grad) and torch.is_grad_enabled():
-        return _Conv2d.apply(x, weight, _pair(stride), _pair(padding), _pair(dilation), _mode(mode))
-    return _conv2d(x, weight, stride, padding, dilation, _mode(mode))
+def _needs_grad(x, weight, bias) -> bool:
+    # getattr: a bias that is not a tensor reaches the op, whose schema names it in the error
+    return torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or getattr(bias, "requires_grad", False))
 
 
-def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=0, dilation=1, mode="benchmark"):
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, mode="benchmark"):
+    """Like F.conv2d(x, weight, bias, stride, padding, dilation, groups) for NCHW float32/float64 tensors:
+    weight (C_out, C_in / groups, kH, kW), bias None or (C_out,)."""
+    # _needs_grad inlined: this is the path whose host time is measured (cheapest tests first)
+    if (x.requires_grad or weight.requires_grad or getattr(bias, "requires_grad", False)) and torch.is_grad_enabled():
+        return _Conv2d.apply(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups, _mode(mode))
+    return _conv2d(x, weight, bias, stride, padding, dilation, groups, _mode(mode))
+
+
+def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=0, dilation=1, groups=1,
+                          mode="benchmark"):
     """The gradient of conv2d with respect to its input of shape input_size (cuDNN's backward-data)."""
     return _backward_input(grad_output, weight, list(input_size), _pair(stride), _pair(padding), _pair(dilation),
-                           _mode(mode))
+                           groups, _mode(mode))
 
 
-def conv2d_backward_weight(grad_output, x, weight_size, stride=1, padding=0, dilation=1, mode="benchmark"):
+def conv2d_backward_weight(grad_output, x, weight_size, stride=1, padding=0, dilation=1, groups=1, mode="benchmark"):
     """The gradient of conv2d with respect to its weight of shape weight_size (cuDNN's backward-filter)."""
     return _backward_weight(grad_output, x, list(weight_size), _pair(stride), _pair(padding), _pair(dilation),
-                            _mode(mode))
+                            groups, _mode(mode))
 
 
-def _transposed_size(x, weight, stride, padding, output_padding, dilation):
-    size = [x.shape[0], weight.shape[1]]
+def conv2d_backward_bias(grad_output):
+    """The gradient of conv2d with respect to its bias: grad_output summed over N, H and W (cuDNN's
+    backward-bias)."""
+    return _backward_bias(grad_output)
+
+
+def _transposed_size(x, weight, stride, padding, output_padding, dilation, groups):
+    size = [x.shape[0], weight.shape[1] * groups]
     for i in range(2):
         if not 0 <= output_padding[i] < max(stride[i], dilation[i]):
             raise ValueError(f"output_padding must be smaller than stride or dilation, but is {output_padding}")
@@ -64,62 +83,63 @@ def _transposed_size(x, weight, stride, padding, output_padding, dilation):
     return size
 
 
-def conv_transpose2d(x, weight, stride=1, padding=0, output_padding=0, dilation=1, mode="benchmark"):
-    """Like F.conv_transpose2d(x, weight, None, stride, padding, output_padding, 1, dilation): the
-    backward-data of the convolution whose weight is `weight` (C_in, C_out, kH, kW)."""
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                     mode="benchmark"):
+    """Like F.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation): the
+    backward-data of the convolution whose weight is `weight` (C_in, C_out / groups, kH, kW), plus bias
+    (None or (C_out,))."""
     s, p, op, d = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
     if x.dim() != 4 or weight.dim() != 4:
         raise ValueError(f"x and weight must have 4 dimensions, but have shapes {tuple(x.shape)}, {tuple(weight.shape)}")
-    size = _transposed_size(x, weight, s, p, op, d)
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"groups must be an int of at least 1, but is {groups!r}")
+    size = _transposed_size(x, weight, s, p, op, d, groups)
     m = _mode(mode)
-    try:
-        if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
-            return _ConvTranspose2d.apply(x, weight, size, s, p, d, m)
-        return _backward_input(x, weight, size, s, p, d, m)
-    except RuntimeError as e:
-        # The op's checks call x "grad_output" (its name in backward-data): name it as the caller does.
-        message = str(e).split("\nException raised from")[0]
-        if "grad_output" not in message:
-            raise
-        raise RuntimeError(message.replace("grad_output", "x") + " (conv_transpose2d is backward-data with x as "
-                           "its grad_output)") from None
+    if _needs_grad(x, weight, bias):
+        return _ConvTranspose2d.apply(x, weight, bias, size, s, p, d, groups, m)
+    return _transpose(x, weight, bias, size, s, p, d, groups, m)
 
 
 class _Conv2d(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, stride, padding, dilation, mode):
+    def forward(ctx, x, weight, bias, stride, padding, dilation, groups, mode):
         ctx.save_for_backward(x, weight)
-        ctx.conf = (stride, padding, dilation, mode)
-        return _conv2d(x, weight, stride, padding, dilation, mode)
+        ctx.conf = (stride, padding, dilation, groups, mode)
+        return _conv2d(x, weight, bias, stride, padding, dilation, groups, mode)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        grad_x = grad_w = None
+        grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_x = _backward_input(grad, weight, list(x.shape), *ctx.conf)
         if ctx.needs_input_grad[1]:
             grad_w = _backward_weight(grad, x, list(weight.shape), *ctx.conf)
-        return grad_x, grad_w, None, None, None, None
+        if ctx.needs_input_grad[2]:
+            grad_b = _backward_bias(grad)
+        return grad_x, grad_w, grad_b, None, None, None, None, None
 
 
 class _ConvTranspose2d(torch.autograd.Function):
-    # y = conv2d's backward-data of x, so dL/dx = conv2d(dL/dy, w) and dL/dw = backward-filter(x, dL/dy).
+    # y = conv2d's backward-data of x, plus bias, so dL/dx = conv2d(dL/dy, w), dL/dw = backward-filter(x, dL/dy)
+    # and dL/dbias = dL/dy summed over N, H and W.
     @staticmethod
-    def forward(ctx, x, weight, size, stride, padding, dilation, mode):
+    def forward(ctx, x, weight, bias, size, stride, padding, dilation, groups, mode):
         ctx.save_for_backward(x, weight)
-        ctx.conf = (stride, padding, dilation, mode)
-        return _backward_input(x, weight, size, stride, padding, dilation, mode)
+        ctx.conf = (stride, padding, dilation, groups, mode)
+        return _transpose(x, weight, bias, size, stride, padding, dilation, groups, mode)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        grad_x = grad_w = None
+        grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_x = _conv2d(grad.contiguous(), weight, *ctx.conf)
+            grad_x = _conv2d(grad.contiguous(), weight, None, *ctx.conf)
         if ctx.needs_input_grad[1]:
             grad_w = _backward_weight(x, grad, list(weight.shape), *ctx.conf)
-        return grad_x, grad_w, None, None, None, None, None
+        if ctx.needs_input_grad[2]:
+            grad_b = _backward_bias(grad)
+        return grad_x, grad_w, grad_b, None, None, None, None, None, None
 
 
 # Shapes for tracing (torch.compile, fake tensors).
@@ -128,24 +148,34 @@ def _out(n, k, s, p, d):
 
 
 @torch.library.register_fake(lib.qualname("conv2d"))
-def _conv2d_fake(x, weight, stride, padding, dilation, mode):
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, mode):
     return x.new_empty((x.shape[0], weight.shape[0], _out(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0]),
                         _out(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])))
 
 
 @torch.library.register_fake(lib.qualname("conv2d_backward_input"))
-def _backward_input_fake(grad_output, weight, input_size, stride, padding, dilation, mode):
+def _backward_input_fake(grad_output, weight, input_size, stride, padding, dilation, groups, mode):
     return weight.new_empty(input_size)
 
 
 @torch.library.register_fake(lib.qualname("conv2d_backward_weight"))
-def _backward_weight_fake(grad_output, x, weight_size, stride, padding, dilation, mode):
+def _backward_weight_fake(grad_output, x, weight_size, stride, padding, dilation, groups, mode):
     return x.new_empty(weight_size)
 
 
-def describe(x_size, w_size, stride=1, padding=0, dilation=1, dtype=torch.float32):
+@torch.library.register_fake(lib.qualname("conv2d_backward_bias"))
+def _backward_bias_fake(grad_output):
+    return grad_output.new_empty((grad_output.shape[1],))
+
+
+@torch.library.register_fake(lib.qualname("conv_transpose2d"))
+def _transpose_fake(x, weight, bias, output_size, stride, padding, dilation, groups, mode):
+    return x.new_empty(output_size)
+
+
+def describe(x_size, w_size, stride=1, padding=0, dilation=1, groups=1, dtype=torch.float32):
     """The output shape cuDNN's descriptors give for this convolution (needs no GPU)."""
-    return tuple(lib.ops.describe(list(x_size), list(w_size), _pair(stride), _pair(padding), _pair(dilation),
+    return tuple(lib.ops.describe(list(x_size), list(w_size), _pair(stride), _pair(padding), _pair(dilation), groups,
                                   dtype == torch.float64))
 
 

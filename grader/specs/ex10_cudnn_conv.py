@@ -1,20 +1,23 @@
 """Grading for exercise 10: 2-d convolution through cuDNN with a plan cache.
 
-The wrapper module provides conv2d, conv2d_backward_input, conv2d_backward_weight, conv_transpose2d
-(each with mode="benchmark" | "heuristic" | "uncached"), describe, cache_stats, cache_clear and
-set_cache_capacity. cuDNN's kernels are allowed here (they are the point); what must not run is
-PyTorch's own convolution (aten::conv*, aten::cudnn_convolution, at::native kernels).
+The wrapper module provides conv2d, conv2d_backward_input, conv2d_backward_weight,
+conv2d_backward_bias, conv_transpose2d (each convolution with groups, and mode="benchmark" |
+"heuristic" | "uncached"; conv2d and conv_transpose2d with an optional bias), describe, cache_stats,
+cache_clear and set_cache_capacity. cuDNN's kernels are allowed here (they are the point); what must
+not run is PyTorch's own convolution (aten::conv*, aten::cudnn_convolution, at::native kernels).
 """
 from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from grader.timer import math_mode
 from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
+from grader.judge import names_one_of
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
@@ -27,6 +30,18 @@ TOL = {"strict": 1e-5, "tf32": 5e-3, "float64": 1e-12}
 CASES = SQUARE_GEOMETRIES
 CASE_X = (2, 8, 19, 23)  # N, C, H, W: odd sizes, not multiples of a tile
 CASE_K = 12  # output channels
+# Grouped convolutions, each on its own odd input: (label, x shape, output channels, groups, kernel
+# (kh, kw), stride, padding, dilation). Depthwise (groups == C_in == C_out), depthwise with a channel
+# multiplier (C_out / groups = 2), ResNeXt's grouped 3x3, a grouped 1x1 (ShuffleNet), and an
+# asymmetric one; each is checked after its groups=1 twin on the same x (a plan keyed without groups
+# and without the weight's channels would be found next), without and with a bias.
+GROUPED = (
+    ("depthwise", (2, 12, 17, 23), 12, 12, (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("depthwise x2", (2, 8, 19, 15), 16, 8, (3, 3), (2, 2), (1, 1), (1, 1)),
+    ("resnext 8x4", (2, 32, 13, 11), 32, 8, (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("1x1 groups 3", (3, 9, 10, 7), 6, 3, (1, 1), (1, 1), (0, 0), (1, 1)),
+    ("asymmetric groups 2", (2, 6, 21, 18), 10, 2, (3, 5), (2, 1), (1, 2), (1, 2)),
+)
 # Convolutions large enough that cuDNN's algorithms need a workspace: (x shape, K, kernel, padding).
 WORKSPACE_CASES = (((8, 64, 56, 56), 64, 3, 1), ((16, 256, 14, 14), 256, 3, 1), ((4, 32, 64, 64), 48, 5, 2))
 # The timed convolutions: (x shape, output channels), 3x3, stride 1, padding 1.
@@ -59,16 +74,21 @@ def _out(n, k, s, p, d):
     return (n + 2 * p - d * (k - 1) - 1) // s + 1
 
 
-def _reference(x, w, s, p, d):
-    return F.conv2d(x.double(), w.double(), None, s, p, d)
+def _double(t):
+    return None if t is None else t.detach().double()
 
 
-def _reference_grads(x, w, g, s, p, d):
-    """(grad_x, grad_w) of F.conv2d in float64, by autograd."""
+def _reference(x, w, s, p, d, groups=1, bias=None):
+    return F.conv2d(x.double(), w.double(), _double(bias), s, p, d, groups)
+
+
+def _reference_grads(x, w, g, s, p, d, groups=1):
+    """(grad_x, grad_w, grad_bias) of F.conv2d in float64, by autograd."""
     x64 = x.detach().double().requires_grad_()
     w64 = w.detach().double().requires_grad_()
-    y = F.conv2d(x64, w64, None, s, p, d)
-    return torch.autograd.grad(y, (x64, w64), g.double())
+    b64 = torch.zeros(w.shape[0], dtype=torch.float64, device=w.device, requires_grad=True)
+    y = F.conv2d(x64, w64, b64, s, p, d, groups)
+    return torch.autograd.grad(y, (x64, w64, b64), g.double())
 
 
 def assert_no_pytorch_conv(fn, what: str) -> None:
@@ -129,39 +149,101 @@ def repeat_on_same_buffers(fn, x: torch.Tensor, values) -> list[torch.Tensor]:
     return outs
 
 
-def _random_configs(seed: int, count: int):
-    """(x shape, w shape, stride, padding, dilation) of `count` random convolutions: exercise 06's
-    generator, smaller (each new shape builds cuDNN plans)."""
+class Config(NamedTuple):
+    """One convolution: x's and the weight's shapes (the weight (C_out, C_in / groups, kh, kw)), its
+    parameters, and whether it has a bias."""
+    x: tuple
+    w: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    groups: int
+    bias: bool
+
+    def __str__(self) -> str:
+        return (f"x {self.x}, weight {self.w}, stride {self.stride}, padding {self.padding}, dilation "
+                f"{self.dilation}, groups {self.groups}, {'bias' if self.bias else 'no bias'}")
+
+
+# the kinds of channel grouping a model meets: each gets its own fixed audit call and random draws
+KINDS = ("dense", "grouped", "depthwise")
+
+
+def _draw_config(g: torch.Generator, kind: str) -> Config:
+    """A random convolution of one kind: exercise 06's geometry generator (kernel up to 5x5, stride up
+    to 3, dilation up to 2, padding up to 2, never an empty output), smaller (each new shape builds
+    cuDNN plans), with channels drawn for the kind: dense (groups 1), grouped (2 to 4 groups of 1 to 3
+    channels in and out) or depthwise (groups = C_in, C_out = C_in or 2 C_in)."""
+    def r(lo, hi):
+        return int(torch.randint(lo, hi + 1, (1,), generator=g))
+
+    c = random_case(g, "", batch=3, cin=9, size=24, cout=9)
+    if kind == "dense":
+        groups, cin, cout = 1, c.cin, c.cout
+    elif kind == "grouped":
+        groups = r(2, 4)
+        cin, cout = groups * r(1, 3), groups * r(1, 3)
+    else:
+        groups = cin = r(2, 12)
+        cout = cin * r(1, 2)
+    return Config((c.n, cin, c.h, c.w), (cout, cin // groups, c.kh, c.kw), tuple(c.stride), tuple(c.padding),
+                  tuple(c.dilation), groups, bool(c.bias))
+
+
+def _random_configs(seed: int, count: int) -> list[Config]:
+    """`count` random convolutions, the kinds in turn (every list of three or more has each)."""
     g = torch.Generator().manual_seed(seed)
-    configs = []
-    for _ in range(count):
-        c = random_case(g, "", batch=3, cin=9, size=24, cout=9)
-        configs.append(((c.n, c.cin, c.h, c.w), (c.cout, c.cin, c.kh, c.kw), c.stride, c.padding, c.dilation))
-    return configs
+    return [_draw_config(g, KINDS[i % len(KINDS)]) for i in range(count)]
+
+
+def expect_size_error(fn, ctx, arg: str, what: str) -> None:
+    """A tensor or size cuDNN's int32 descriptors cannot hold: an error that says 2^31 and names the
+    argument (not a cuDNN status, which names neither)."""
+    msg = expect_error(fn, ctx, names=("2^31",), what=what)
+    if not names_one_of(msg, (arg,)):
+        raise CheckFailure(f"{what}: the error says 2^31 but does not name `{arg}`: {msg[:200]}")
 
 
 class CudnnConvSpec(Spec):
     # --- forward -------------------------------------------------------------------------------
-    def _expect_forward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark"):
-        with math_of(mode), unmodified(x=x, weight=w):
-            y = ctx.module.conv2d(x, w, s, p, d, mode=algo)
+    def _expect_forward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark", groups=1, bias=None):
+        tensors = dict(x=x, weight=w) if bias is None else dict(x=x, weight=w, bias=bias)
+        with math_of(mode), unmodified(**tensors):
+            y = ctx.module.conv2d(x, w, bias, s, p, d, groups, mode=algo)
             torch.cuda.synchronize()
         if not isinstance(y, torch.Tensor) or y.dtype != x.dtype:
             raise CheckFailure(f"{what}: expected a {x.dtype} tensor, got {getattr(y, 'dtype', type(y).__name__)}")
-        assert_rel_error(y, _reference(x, w, s, p, d), TOL[mode], what)
+        assert_rel_error(y, _reference(x, w, s, p, d, groups, bias), TOL[mode], what)
 
     def _check_case(self, ctx, k, s, p, mode, algo="benchmark"):
         dtype = torch.float64 if mode == "float64" else torch.float32
         x = _rand(ctx, "case-x", CASE_X, dtype)
         w = _weight(ctx, f"case-w{k}", (CASE_K, CASE_X[1], k, k), dtype)
+        b = _rand(ctx, f"case-b{k}", (CASE_K,), dtype)
         if s != 1:  # the stride-1 twin first: a plan keyed without the stride would be found next
             self._expect_forward(ctx, x, w, 1, p, 1, mode, f"forward[{mode}-{_name(k, 1, p)}]", algo)
         self._expect_forward(ctx, x, w, s, p, 1, mode, f"forward[{mode}-{_name(k, s, p)}]", algo)
+        self._expect_forward(ctx, x, w, s, p, 1, mode, f"forward[{mode}-{_name(k, s, p)}, with a bias]", algo, bias=b)
+
+    def _check_grouped(self, ctx, case, mode, algo="benchmark"):
+        """One grouped convolution after its groups=1 twin on the same x, K and kernel; then with a bias."""
+        label, xs, k, groups, (kh, kw), s, p, d = case
+        dtype = torch.float64 if mode == "float64" else torch.float32
+        x = _rand(ctx, f"grp-x-{label}", xs, dtype)
+        dense = _weight(ctx, f"grp-dense-{label}", (k, xs[1], kh, kw), dtype)
+        w = _weight(ctx, f"grp-w-{label}", (k, xs[1] // groups, kh, kw), dtype)
+        b = _rand(ctx, f"grp-b-{label}", (k,), dtype)
+        what = (f"forward[{mode}-groups {label}: x {xs}, weight {tuple(w.shape)}, groups {groups}, stride {s}, "
+                f"padding {p}, dilation {d}")
+        self._expect_forward(ctx, x, dense, s, p, d, mode, f"{what}: its groups=1 twin, weight {tuple(dense.shape)}]", algo)
+        self._expect_forward(ctx, x, w, s, p, d, mode, what + "]", algo, groups)
+        self._expect_forward(ctx, x, w, s, p, d, mode, what + ", with a bias]", algo, groups, b)
 
     def _check_random_forward(self, ctx, name, dtype=torch.float32, mode="strict"):
-        for i, (xs, ws, s, p, d) in enumerate(_random_configs(ctx.seed_for(name), 8)):
-            x, w = _rand(ctx, f"{name}-x{i}", xs, dtype), _weight(ctx, f"{name}-w{i}", ws, dtype)
-            self._expect_forward(ctx, x, w, s, p, d, mode, f"{name}: x {xs}, weight {ws}, stride {s}, padding {p}, dilation {d}")
+        for i, c in enumerate(_random_configs(ctx.seed_for(name), 9)):
+            x, w = _rand(ctx, f"{name}-x{i}", c.x, dtype), _weight(ctx, f"{name}-w{i}", c.w, dtype)
+            b = _rand(ctx, f"{name}-b{i}", c.w[:1], dtype) if c.bias else None
+            self._expect_forward(ctx, x, w, c.stride, c.padding, c.dilation, mode, f"{name}: {c}", groups=c.groups, bias=b)
 
     def _check_noncontiguous(self, ctx):
         x = _rand(ctx, "nc-x", (2, 6, 15, 26))
@@ -177,7 +259,7 @@ class CudnnConvSpec(Spec):
         x = _rand(ctx, "poison-x", (3, 7, 33, 31))
         w = _weight(ctx, "poison-w", (9, 7, 3, 3))
         with math_of("strict"):
-            first = ctx.module.conv2d(x, w, 1, 1)
+            first = ctx.module.conv2d(x, w, None, 1, 1)
             torch.cuda.synchronize()
         del first
         poison(torch.empty((1 << 22,), device="cuda"))
@@ -189,14 +271,28 @@ class CudnnConvSpec(Spec):
             w = _weight(ctx, f"{algo}-w{k}", (CASE_K, CASE_X[1], k, k))
             self._expect_forward(ctx, x, w, s, p, 1, "strict", f"forward[mode={algo}, {_name(k, s, p)}]", algo)
             self._expect_forward(ctx, x, w, s, p, 1, "tf32", f"forward[mode={algo}, tf32, {_name(k, s, p)}]", algo)
+        for case in (GROUPED[0], GROUPED[2]):  # depthwise and ResNeXt's, with a bias
+            label, xs, k, groups, (kh, kw), s, p, d = case
+            x = _rand(ctx, f"{algo}-x-{label}", xs)
+            w = _weight(ctx, f"{algo}-w-{label}", (k, xs[1] // groups, kh, kw))
+            b = _rand(ctx, f"{algo}-b-{label}", (k,))
+            for mode in ("strict", "tf32"):
+                self._expect_forward(ctx, x, w, s, p, d, mode, f"forward[mode={algo}, {mode}, groups {label}, with a bias]",
+                                     algo, groups, b)
 
     def _check_own_forward(self, ctx):
         x = _rand(ctx, "own-x", (4, 16, 28, 28))
         w = _weight(ctx, "own-w", (32, 16, 3, 3))
+        wd = _weight(ctx, "own-wd", (32, 1, 3, 3))  # depthwise x2: PyTorch has its own kernels for it
+        b = _rand(ctx, "own-b", (32,))
+        m = ctx.module
         with math_of("strict"):
-            ctx.module.conv2d(x, w, 1, 1)  # a plan exists; the profiled call uses it
-            assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 1, 1), "forward")
-            assert_no_pytorch_conv(lambda: ctx.module.conv2d(x, w, 2, 1, mode="uncached"), "forward, mode=uncached")
+            m.conv2d(x, w, None, 1, 1)  # a plan exists; the profiled call uses it
+            assert_no_pytorch_conv(lambda: m.conv2d(x, w, None, 1, 1), "forward")
+            assert_no_pytorch_conv(lambda: m.conv2d(x, w, None, 2, 1, mode="uncached"), "forward, mode=uncached")
+            m.conv2d(x, wd, b, 1, 1, 1, 16)
+            assert_no_pytorch_conv(lambda: m.conv2d(x, wd, b, 1, 1, 1, 16), "forward, depthwise with a bias")
+            assert_no_pytorch_conv(lambda: m.conv2d(x, w, b, 2, 1, mode="uncached"), "forward with a bias, mode=uncached")
 
     def _check_workspace(self, ctx, backward: bool):
         """Larger convolutions, where the chosen algorithms usually need a workspace (the seed crashed
@@ -213,18 +309,23 @@ class CudnnConvSpec(Spec):
                         self._expect_forward(ctx, x, w, 1, pad, 1, mode, what, algo)
 
     # --- backward ------------------------------------------------------------------------------
-    def _expect_backward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark"):
+    def _expect_backward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark", groups=1):
+        """conv2d_backward_input, conv2d_backward_weight and conv2d_backward_bias of one convolution."""
         y_shape = (x.shape[0], w.shape[0], _out(x.shape[2], w.shape[2], s[0], p[0], d[0]),
                    _out(x.shape[3], w.shape[3], s[1], p[1], d[1]))
         g = _rand(ctx, what + "-g", y_shape, x.dtype)
         m = ctx.module
         with math_of(mode), unmodified(grad_output=g, x=x, weight=w):
-            gx = m.conv2d_backward_input(g, w, tuple(x.shape), s, p, d, mode=algo)
-            gw = m.conv2d_backward_weight(g, x, tuple(w.shape), s, p, d, mode=algo)
+            gx = m.conv2d_backward_input(g, w, tuple(x.shape), s, p, d, groups, mode=algo)
+            gw = m.conv2d_backward_weight(g, x, tuple(w.shape), s, p, d, groups, mode=algo)
+            gb = m.conv2d_backward_bias(g)
             torch.cuda.synchronize()
-        ref_x, ref_w = _reference_grads(x, w, g, s, p, d)
+        ref_x, ref_w, ref_b = _reference_grads(x, w, g, s, p, d, groups)
         assert_rel_error(gx, ref_x, TOL[mode], f"{what}: conv2d_backward_input (grad of x)")
         assert_rel_error(gw, ref_w, TOL[mode], f"{what}: conv2d_backward_weight (grad of weight)")
+        # a sum of grad_output: exact to its dtype's rounding whatever the math mode
+        assert_rel_error(gb, ref_b, TOL["float64" if x.dtype == torch.float64 else "strict"],
+                         f"{what}: conv2d_backward_bias (grad of bias)")
 
     def _check_backward_case(self, ctx, k, s, p, mode):
         dtype = torch.float64 if mode == "float64" else torch.float32
@@ -234,69 +335,118 @@ class CudnnConvSpec(Spec):
             self._expect_backward(ctx, x, w, (1, 1), (p, p), (1, 1), mode, f"backward[{mode}-{_name(k, 1, p)}]")
         self._expect_backward(ctx, x, w, (s, s), (p, p), (1, 1), mode, f"backward[{mode}-{_name(k, s, p)}]")
 
+    def _check_backward_grouped(self, ctx, case, mode):
+        """The gradients of one grouped convolution, after those of its groups=1 twin on the same x."""
+        label, xs, k, groups, (kh, kw), s, p, d = case
+        dtype = torch.float64 if mode == "float64" else torch.float32
+        x = _rand(ctx, f"bgrp-x-{label}", xs, dtype)
+        dense = _weight(ctx, f"bgrp-dense-{label}", (k, xs[1], kh, kw), dtype)
+        w = _weight(ctx, f"bgrp-w-{label}", (k, xs[1] // groups, kh, kw), dtype)
+        what = (f"backward[{mode}-groups {label}: x {xs}, weight {tuple(w.shape)}, groups {groups}, stride {s}, "
+                f"padding {p}, dilation {d}")
+        self._expect_backward(ctx, x, dense, s, p, d, mode, f"{what}: its groups=1 twin, weight {tuple(dense.shape)}]")
+        self._expect_backward(ctx, x, w, s, p, d, mode, what + "]", groups=groups)
+
     def _check_random_backward(self, ctx, name):
-        for i, (xs, ws, s, p, d) in enumerate(_random_configs(ctx.seed_for(name), 6)):
-            x, w = _rand(ctx, f"{name}-x{i}", xs), _weight(ctx, f"{name}-w{i}", ws)
-            self._expect_backward(ctx, x, w, s, p, d, "strict",
-                                  f"{name}: x {xs}, weight {ws}, stride {s}, padding {p}, dilation {d}")
+        for i, c in enumerate(_random_configs(ctx.seed_for(name), 6)):
+            x, w = _rand(ctx, f"{name}-x{i}", c.x), _weight(ctx, f"{name}-w{i}", c.w)
+            self._expect_backward(ctx, x, w, c.stride, c.padding, c.dilation, "strict", f"{name}: {c}", groups=c.groups)
+
+    # (C_in, C_out, k, stride, padding, output_padding, dilation, groups, bias)
+    TRANSPOSED = ((6, 4, 3, 2, 1, 1, 1, 1, False), (5, 7, 1, 1, 0, 0, 1, 1, True), (4, 3, 4, 3, 2, 2, 1, 1, False),
+                  (3, 5, 3, 2, 1, 1, 2, 1, True), (8, 8, 7, 2, 3, 1, 1, 1, False),
+                  (6, 4, 3, 2, 1, 1, 1, 2, True),  # 2 groups: weight (6, 2, 3, 3)
+                  (8, 8, 3, 2, 1, 1, 1, 8, True),  # depthwise: weight (8, 1, 3, 3)
+                  (6, 9, 4, 3, 2, 2, 1, 3, False),  # 3 groups of 2 -> 3 channels
+                  (4, 8, 3, 1, 1, 0, 2, 4, True))  # depthwise x2, dilated
 
     def _check_transposed(self, ctx, mode):
-        # (C_in, C_out, k, stride, padding, output_padding, dilation)
-        for i, (ci, co, k, s, p, op, d) in enumerate(((6, 4, 3, 2, 1, 1, 1), (5, 7, 1, 1, 0, 0, 1), (4, 3, 4, 3, 2, 2, 1),
-                                                      (3, 5, 3, 2, 1, 1, 2), (8, 8, 7, 2, 3, 1, 1))):
+        for i, (ci, co, k, s, p, op, d, groups, bias) in enumerate(self.TRANSPOSED):
             x = _rand(ctx, f"t{mode}-x{i}", (2, ci, 9, 13))
-            w = _weight(ctx, f"t{mode}-w{i}", (ci, co, k, k))
-            what = f"conv_transpose2d[{mode}, weight {tuple(w.shape)}, stride {s}, padding {p}, output_padding {op}, dilation {d}]"
-            with math_of(mode), unmodified(x=x, weight=w):
-                y = ctx.module.conv_transpose2d(x, w, s, p, op, d)
+            w = _weight(ctx, f"t{mode}-w{i}", (ci, co // groups, k, k))
+            b = _rand(ctx, f"t{mode}-b{i}", (co,)) if bias else None
+            what = (f"conv_transpose2d[{mode}, weight {tuple(w.shape)}, stride {s}, padding {p}, output_padding {op}, "
+                    f"groups {groups}, dilation {d}, {'bias' if bias else 'no bias'}]")
+            tensors = dict(x=x, weight=w) if b is None else dict(x=x, weight=w, bias=b)
+            with math_of(mode), unmodified(**tensors):
+                y = ctx.module.conv_transpose2d(x, w, b, s, p, op, groups, d)
                 torch.cuda.synchronize()
-            expected = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d)
+            expected = F.conv_transpose2d(x.double(), w.double(), _double(b), s, p, op, groups, d)
             assert_rel_error(y, expected, TOL[mode], what)
 
     def _check_autograd(self, ctx):
-        x = _rand(ctx, "ag-x", (2, 5, 14, 11)).requires_grad_()
-        w = _weight(ctx, "ag-w", (7, 5, 3, 3)).requires_grad_()
-        with math_of("strict"):
-            y = ctx.module.conv2d(x, w, 2, 1)
-            g = _rand(ctx, "ag-g", tuple(y.shape))
-            gx, gw = torch.autograd.grad(y, (x, w), g)
-            torch.cuda.synchronize()
-        ref_x, ref_w = _reference_grads(x, w, g, (2, 2), (1, 1), (1, 1))
-        assert_rel_error(gx, ref_x, TOL["strict"], "autograd: grad of x through conv2d")
-        assert_rel_error(gw, ref_w, TOL["strict"], "autograd: grad of weight through conv2d")
-        xt = _rand(ctx, "agt-x", (2, 4, 6, 5)).requires_grad_()
-        wt = _weight(ctx, "agt-w", (4, 3, 3, 3)).requires_grad_()
-        with math_of("strict"):
-            yt = ctx.module.conv_transpose2d(xt, wt, 2, 1, 1)
-            gt = _rand(ctx, "agt-g", tuple(yt.shape))
-            gxt, gwt = torch.autograd.grad(yt, (xt, wt), gt)
-        x64, w64 = xt.detach().double().requires_grad_(), wt.detach().double().requires_grad_()
-        ref = torch.autograd.grad(F.conv_transpose2d(x64, w64, None, 2, 1, 1), (x64, w64), gt.double())
-        assert_rel_error(gxt, ref[0], TOL["strict"], "autograd: grad of x through conv_transpose2d")
-        assert_rel_error(gwt, ref[1], TOL["strict"], "autograd: grad of weight through conv_transpose2d")
+        m = ctx.module
+        # (x shape, weight shape, groups, bias): dense without a bias, grouped and depthwise with one
+        for i, (xs, ws, groups, bias) in enumerate((((2, 5, 14, 11), (7, 5, 3, 3), 1, False),
+                                                    ((2, 6, 14, 11), (4, 3, 3, 3), 2, True),
+                                                    ((2, 5, 13, 12), (10, 1, 3, 3), 5, True))):
+            x = _rand(ctx, f"ag-x{i}", xs).requires_grad_()
+            w = _weight(ctx, f"ag-w{i}", ws).requires_grad_()
+            b = _rand(ctx, f"ag-b{i}", ws[:1]).requires_grad_() if bias else None
+            inputs = (x, w) if b is None else (x, w, b)
+            with math_of("strict"):
+                y = m.conv2d(x, w, b, 2, 1, 1, groups)
+                g = _rand(ctx, f"ag-g{i}", tuple(y.shape))
+                grads = torch.autograd.grad(y, inputs, g)
+                torch.cuda.synchronize()
+            refs = _reference_grads(x, w, g, (2, 2), (1, 1), (1, 1), groups)
+            for name, got, ref in zip(("x", "weight", "bias"), grads, refs):
+                assert_rel_error(got, ref, TOL["strict"], f"autograd: grad of {name} through conv2d (x {xs}, weight "
+                                 f"{ws}, groups {groups}, {'bias' if bias else 'no bias'})")
+        # (x shape, weight shape (C_in, C_out / groups, k, k), groups, bias)
+        for i, (xs, ws, groups, bias) in enumerate((((2, 4, 6, 5), (4, 3, 3, 3), 1, False),
+                                                    ((2, 6, 6, 5), (6, 2, 3, 3), 3, True))):
+            xt = _rand(ctx, f"agt-x{i}", xs).requires_grad_()
+            wt = _weight(ctx, f"agt-w{i}", ws).requires_grad_()
+            bt = _rand(ctx, f"agt-b{i}", (ws[1] * groups,)).requires_grad_() if bias else None
+            inputs = (xt, wt) if bt is None else (xt, wt, bt)
+            with math_of("strict"):
+                yt = m.conv_transpose2d(xt, wt, bt, 2, 1, 1, groups)
+                gt = _rand(ctx, f"agt-g{i}", tuple(yt.shape))
+                grads = torch.autograd.grad(yt, inputs, gt)
+            doubles = [t.detach().double().requires_grad_() for t in inputs]
+            y64 = F.conv_transpose2d(doubles[0], doubles[1], doubles[2] if bt is not None else None, 2, 1, 1, groups)
+            refs = torch.autograd.grad(y64, doubles, gt.double())
+            for name, got, ref in zip(("x", "weight", "bias"), grads, refs):
+                assert_rel_error(got, ref, TOL["strict"], f"autograd: grad of {name} through conv_transpose2d (x {xs}, "
+                                 f"weight {ws}, groups {groups}, {'bias' if bias else 'no bias'})")
 
     def _check_gradcheck(self, ctx):
+        fn, tfn = ctx.module.conv2d, ctx.module.conv_transpose2d
         x = _rand(ctx, "gc-x", (2, 3, 7, 6), torch.float64).requires_grad_()
         w = _rand(ctx, "gc-w", (4, 3, 3, 2), torch.float64).requires_grad_()
-        fn = ctx.module.conv2d
-        try:
-            ok = torch.autograd.gradcheck(lambda a, b: fn(a, b, (2, 1), (1, 0), (1, 2)), (x, w), eps=1e-6, atol=1e-6)
-        except Exception as e:
-            raise CheckFailure(f"gradcheck of conv2d in float64: {str(e).splitlines()[0][:300]}") from None
-        if not ok:
-            raise CheckFailure("gradcheck of conv2d in float64 failed")
+        xg = _rand(ctx, "gc-xg", (2, 4, 7, 6), torch.float64).requires_grad_()
+        wg = _rand(ctx, "gc-wg", (6, 2, 3, 2), torch.float64).requires_grad_()
+        bg = _rand(ctx, "gc-bg", (6,), torch.float64).requires_grad_()
+        xt = _rand(ctx, "gc-xt", (2, 4, 5, 4), torch.float64).requires_grad_()
+        wt = _rand(ctx, "gc-wt", (4, 3, 3, 2), torch.float64).requires_grad_()
+        bt = _rand(ctx, "gc-bt", (6,), torch.float64).requires_grad_()
+        for what, f, inputs in (
+                ("conv2d", lambda a, b: fn(a, b, None, (2, 1), (1, 0), (1, 2)), (x, w)),
+                ("conv2d with 2 groups and a bias", lambda a, b, c: fn(a, b, c, (2, 1), (1, 0), (1, 2), 2), (xg, wg, bg)),
+                ("conv_transpose2d with 2 groups and a bias", lambda a, b, c: tfn(a, b, c, 2, 1, 1, 2), (xt, wt, bt))):
+            try:
+                ok = torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-6)
+            except Exception as e:
+                raise CheckFailure(f"gradcheck of {what} in float64: {str(e).splitlines()[0][:300]}") from None
+            if not ok:
+                raise CheckFailure(f"gradcheck of {what} in float64 failed")
 
     def _check_own_backward(self, ctx):
         x = _rand(ctx, "ownb-x", (4, 16, 28, 28))
         w = _weight(ctx, "ownb-w", (32, 16, 3, 3))
+        wd = _weight(ctx, "ownb-wd", (32, 1, 3, 3))
         g = _rand(ctx, "ownb-g", (4, 32, 28, 28))
         m = ctx.module
         with math_of("strict"):
-            def both():
+            def every():
                 m.conv2d_backward_input(g, w, tuple(x.shape), 1, 1)
                 m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1)
-            both()
-            assert_no_pytorch_conv(both, "backward")
+                m.conv2d_backward_input(g, wd, tuple(x.shape), 1, 1, 1, 16)  # depthwise x2
+                m.conv2d_backward_weight(g, x, tuple(wd.shape), 1, 1, 1, 16)
+                m.conv2d_backward_bias(g)
+            every()
+            assert_no_pytorch_conv(every, "backward")
 
     # --- cache ---------------------------------------------------------------------------------
     def _stats(self, ctx):
@@ -309,7 +459,7 @@ class CudnnConvSpec(Spec):
         w = _weight(ctx, "hit-w", (6, 5, 3, 3))
         m.cache_clear()
         with math_of("strict"):
-            m.conv2d(x, w, 1, 1)
+            m.conv2d(x, w, None, 1, 1)
             first = self._stats(ctx)
             if (first["misses"], first["hits"], first["size"]) != (1, 0, 1):
                 raise CheckFailure(f"cache: after cache_clear() and one call, expected 1 miss, 0 hits and 1 plan, got {first}")
@@ -320,13 +470,14 @@ class CudnnConvSpec(Spec):
 
     def _check_key_fields(self, ctx):
         """Each field that changes the plan, changed alone (each dimension of a pair alone too), must
-        miss and give the right answer; repeated, it must hit. The answers are checked, not only the
-        counts the module reports about itself."""
+        miss and give the right answer; repeated, it must hit. A property of every operation: the same
+        fields are changed in the forward, in backward-data and in backward-filter, and the operation
+        changed alone too. Groups change the weight's channels with them (C_in / groups); the answers
+        are checked, not only the counts the module reports about itself."""
         m = ctx.module
-        x = _rand(ctx, "key-x", (2, 5, 16, 15))
-        w = _weight(ctx, "key-w", (6, 5, 3, 3))
-        g = _rand(ctx, "key-g", (2, 6, 16, 15))
-        base = dict(x=x, w=w, s=(1, 1), p=(1, 1), d=(1, 1), mode="strict", algo="benchmark", op="forward")
+        x = _rand(ctx, "key-x", (2, 6, 16, 15))
+        w = _weight(ctx, "key-w", (6, 6, 3, 3))
+        base = dict(x=x, w=w, s=(1, 1), p=(1, 1), d=(1, 1), groups=1, mode="strict", algo="benchmark")
         variations = {
             "stride": dict(s=(2, 2)), "stride (height only)": dict(s=(2, 1)), "stride (width only)": dict(s=(1, 2)),
             "padding": dict(p=(0, 0)), "padding (height only)": dict(p=(0, 1)), "padding (width only)": dict(p=(1, 0)),
@@ -335,46 +486,75 @@ class CudnnConvSpec(Spec):
             "math mode (TF32 allowed)": dict(mode="tf32"),
             "batch size": dict(x=x[:1]), "input channels": dict(x=x[:, :4], w=w[:, :4]),
             "input height": dict(x=x[:, :, :13]), "input width": dict(x=x[:, :, :, :12]),
-            "output channels": dict(w=w[:4]), "kernel size": dict(w=_weight(ctx, "key-w5", (6, 5, 5, 5))),
-            "kernel height": dict(w=_weight(ctx, "key-w53", (6, 5, 5, 3))),
-            "kernel width": dict(w=_weight(ctx, "key-w35", (6, 5, 3, 5))),
-            "operation (backward-data)": dict(op="backward_input"), "algorithm mode (heuristic)": dict(algo="heuristic"),
+            "output channels": dict(w=w[:4]), "kernel size": dict(w=_weight(ctx, "key-w5", (6, 6, 5, 5))),
+            "kernel height": dict(w=_weight(ctx, "key-w53", (6, 6, 5, 3))),
+            "kernel width": dict(w=_weight(ctx, "key-w35", (6, 6, 3, 5))),
+            "groups (2)": dict(w=w[:, :3], groups=2), "groups (3)": dict(w=w[:, :2], groups=3),
+            "groups (6, depthwise)": dict(w=w[:, :1], groups=6),
+            "algorithm mode (heuristic)": dict(algo="heuristic"),
         }
+        grads = {}
 
-        def call(c, what):
+        def grad_output(c):
+            """A gradient of the call's output shape (one per shape and dtype, drawn once)."""
+            xs, ws, s, p, d = c["x"].shape, c["w"].shape, c["s"], c["p"], c["d"]
+            shape = (xs[0], ws[0], _out(xs[2], ws[2], s[0], p[0], d[0]), _out(xs[3], ws[3], s[1], p[1], d[1]))
+            key = (shape, c["x"].dtype)
+            if key not in grads:
+                grads[key] = _rand(ctx, f"key-g{shape}", shape, c["x"].dtype)
+            return grads[key]
+
+        def call(op, c, what):
             xc, wc = c["x"].contiguous(), c["w"].contiguous()
+            conv = (c["s"], c["p"], c["d"], c["groups"])
             with math_of(c["mode"]):
-                if c["op"] == "forward":
-                    out = m.conv2d(xc, wc, c["s"], c["p"], c["d"], mode=c["algo"])
-                    expected = _reference(xc, wc, c["s"], c["p"], c["d"])
+                if op == "forward":
+                    out = m.conv2d(xc, wc, None, *conv, mode=c["algo"])
+                    expected = _reference(xc, wc, *conv)
+                elif op == "backward-data":
+                    g = grad_output(c)
+                    out = m.conv2d_backward_input(g, wc, tuple(xc.shape), *conv, mode=c["algo"])
+                    expected = torch.nn.grad.conv2d_input(tuple(xc.shape), wc.double(), g.double(), *conv)
                 else:
-                    out = m.conv2d_backward_input(g, wc, tuple(xc.shape), c["s"], c["p"], c["d"], mode=c["algo"])
-                    expected = torch.nn.grad.conv2d_input(tuple(xc.shape), wc.double(), g.double(), c["s"], c["p"], c["d"])
+                    g = grad_output(c)
+                    out = m.conv2d_backward_weight(g, xc, tuple(wc.shape), *conv, mode=c["algo"])
+                    expected = torch.nn.grad.conv2d_weight(xc.double(), tuple(wc.shape), g.double(), *conv)
             torch.cuda.synchronize()
-            assert_rel_error(out, expected, TOL[c["mode"]], f"cache[{what}]")
+            assert_rel_error(out, expected, TOL[c["mode"]], f"cache[{op}: {what}]")
 
-        m.cache_clear()
-        call(base, "the first call")
-        for field, change in variations.items():
-            c = {**base, **change}
+        def new_key(op, c, what):
+            """A call whose key no earlier call had: a miss and the right answer; again: a hit."""
             before = self._stats(ctx)
-            call(c, f"a call that differs only in {field}")
+            call(op, c, what)
             after = self._stats(ctx)
             if after["misses"] != before["misses"] + 1 or after["hits"] != before["hits"]:
-                raise CheckFailure(f"cache: a call that differs only in {field} was a hit; the key must include it "
-                                   f"(counts before {before}, after {after})")
-            call(c, f"the call that differs only in {field}, repeated")
+                raise CheckFailure(f"cache: {op}, {what}, was a hit; the key must tell them apart (counts before "
+                                   f"{before}, after {after})")
+            call(op, c, f"{what}, repeated")
             again = self._stats(ctx)
             if again["hits"] != after["hits"] + 1:
-                raise CheckFailure(f"cache: repeating the call that differs in {field} was not a hit ({after} -> {again})")
+                raise CheckFailure(f"cache: {op}, repeating {what} was not a hit ({after} -> {again})")
+
+        m.cache_clear()
+        call("forward", base, "the first call")
+        for op in ("forward", "backward-data", "backward-filter"):
+            if op != "forward":  # the operation changed alone
+                new_key(op, base, f"a call that differs from the first only in the operation ({op})")
+            for field, change in variations.items():
+                new_key(op, {**base, **change}, f"a call that differs only in {field}")
+        # a bias is no key field (the same plan, then cudnnAddTensor): whatever the counts, the answer
+        b = _rand(ctx, "key-b", (6,))
+        with math_of("strict"):
+            y = m.conv2d(x, w, b, 1, 1)
+        assert_rel_error(y, _reference(x, w, 1, 1, 1, 1, b), TOL["strict"], "cache[forward: the first call with a bias]")
 
     def _check_clear(self, ctx):
         m = ctx.module
         x = _rand(ctx, "clear-x", (1, 3, 9, 9))
         w = _weight(ctx, "clear-w", (4, 3, 3, 3))
         with math_of("strict"):
-            m.conv2d(x, w, 1, 1)
-            m.conv2d(x, w, 2, 1)
+            m.conv2d(x, w, None, 1, 1)
+            m.conv2d(x, w, None, 2, 1)
             if self._stats(ctx)["size"] < 1:
                 raise CheckFailure(f"cache: no plan is held after two calls: {self._stats(ctx)}")
             m.cache_clear()
@@ -396,13 +576,13 @@ class CudnnConvSpec(Spec):
             m.set_cache_capacity(3)
             with math_of("strict"):
                 for h in (20, 21, 22, 23, 24):  # five keys: plans for 20 and 21 are evicted
-                    m.conv2d(x[:, :, :h], w, 1, 1)
+                    m.conv2d(x[:, :, :h], w, None, 1, 1)
                 s = self._stats(ctx)
                 if s["size"] != 3 or s["evictions"] != 2:
                     raise CheckFailure(f"cache: with capacity 3, five different calls must leave 3 plans and 2 evictions, got {s}")
-                m.conv2d(x[:, :, :22], w, 1, 1)  # the oldest kept plan: a hit, and now the newest
-                m.conv2d(x[:, :, :20], w, 1, 1)  # evicted: a miss, which evicts 23 (least recently used)
-                m.conv2d(x[:, :, :22], w, 1, 1)
+                m.conv2d(x[:, :, :22], w, None, 1, 1)  # the oldest kept plan: a hit, and now the newest
+                m.conv2d(x[:, :, :20], w, None, 1, 1)  # evicted: a miss, which evicts 23 (least recently used)
+                m.conv2d(x[:, :, :22], w, None, 1, 1)
                 s2 = self._stats(ctx)
                 if (s2["hits"] - s["hits"], s2["misses"] - s["misses"]) != (2, 1):
                     raise CheckFailure(f"cache: least-recently-used eviction expected (2 hits, 1 miss), got {s} -> {s2}")
@@ -423,7 +603,7 @@ class CudnnConvSpec(Spec):
         with math_of("strict"):
             gx = m.conv2d_backward_input(g, w, CASE_X, 2, 1, mode="uncached")
             gw = m.conv2d_backward_weight(g, x, tuple(w.shape), 2, 1, mode="uncached")
-        ref_x, ref_w = _reference_grads(x, w, g, 2, 1, 1)
+        ref_x, ref_w, _ = _reference_grads(x, w, g, 2, 1, 1)
         assert_rel_error(gx, ref_x, TOL["strict"], "conv2d_backward_input, mode=uncached")
         assert_rel_error(gw, ref_w, TOL["strict"], "conv2d_backward_weight, mode=uncached")
         after = self._stats(ctx)
@@ -445,7 +625,7 @@ class CudnnConvSpec(Spec):
         refs = [_reference(v, w, 1, 1, 1) for v in values]
         m.cache_clear()
         with math_of("strict"), launch_cache(m, True):
-            outs = repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1), x, values)
+            outs = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values)
             counts = graph_counts(m)
             for i, (y, ref) in enumerate(zip(outs, refs)):
                 assert_rel_error(y, ref, TOL["strict"], f"graphs: call {i + 1} of conv2d on the same buffers refilled "
@@ -459,7 +639,7 @@ class CudnnConvSpec(Spec):
             grads = [_reference_grads(x, w, gi, 1, 1, 1) for gi in gs]
             gxs = repeat_on_same_buffers(lambda: m.conv2d_backward_input(g, w, GRAPH_X, 1, 1), g, gs)
             gws = repeat_on_same_buffers(lambda: m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1), g, gs)
-        for i, ((ref_x, ref_w), gx, gw) in enumerate(zip(grads, gxs, gws)):
+        for i, ((ref_x, ref_w, _), gx, gw) in enumerate(zip(grads, gxs, gws)):
             same = f"call {i + 1} on the same buffers"
             assert_rel_error(gx, ref_x, TOL["strict"], f"graphs: conv2d_backward_input {same}")
             assert_rel_error(gw, ref_w, TOL["strict"], f"graphs: conv2d_backward_weight {same}")
@@ -471,17 +651,52 @@ class CudnnConvSpec(Spec):
         x, w, values = self._graph_inputs(ctx, "graph-out", 7)
         m.cache_clear()
         with math_of("strict"), launch_cache(m, True):
-            repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1), x, values[:3])  # a graph for these buffers
+            repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values[:3])  # a graph for these buffers
             kept = []
             for v in values[3:]:  # same x, w and workspace; every output kept alive, so each is a new buffer
                 x.copy_(v)
                 poison_next_allocation(GRAPH_X[0] * GRAPH_K * GRAPH_X[2] * GRAPH_X[3])
-                kept.append(m.conv2d(x, w, 1, 1))
+                kept.append(m.conv2d(x, w, None, 1, 1))
             torch.cuda.synchronize()
         for i, (y, v) in enumerate(zip(kept, values[3:])):
             assert_rel_error(y, _reference(v, w, 1, 1, 1), TOL["strict"],
                              f"graphs: conv2d call {i + 1} into its own output buffer, after a graph was captured "
                              "for another output buffer (a graph is only for the exact addresses it was captured with)")
+
+    def _check_graph_bias(self, ctx):
+        """The bias is one of the addresses a graph holds: on the same buffers, a bias refilled in place
+        is read anew by every replay, and a call with another bias tensor (same x, w and output
+        buffers) must not replay the graph captured with the first (it would add the first's values)."""
+        m = ctx.module
+        x, w, values = self._graph_inputs(ctx, "graph-bias", 6)
+        bias = torch.zeros(GRAPH_K, device="cuda")
+        biases = [_rand(ctx, f"graph-bias-b{i}", (GRAPH_K,)) for i in range(len(values))]
+        other = _rand(ctx, "graph-bias-other", (GRAPH_K,))
+        m.cache_clear()
+        with math_of("strict"), launch_cache(m, True):
+            outs = []
+            for v, b in zip(values[:4], biases):  # x and the bias refilled in place: captured, then replayed
+                x.copy_(v)
+                bias.copy_(b)
+                y = m.conv2d(x, w, bias, 1, 1)
+                outs.append(y.clone())
+                del y
+            counts = graph_counts(m)
+            for v in values[4:]:  # the same x, w and output buffer, another bias tensor
+                x.copy_(v)
+                y = m.conv2d(x, w, other, 1, 1)
+                outs.append(y.clone())
+                del y
+            torch.cuda.synchronize()
+        for i, (y, v) in enumerate(zip(outs, values)):
+            b = biases[i] if i < 4 else other
+            what = (f"call {i + 1} on the same buffers with the bias refilled in place" if i < 4 else
+                    f"call {i + 1}: the same buffers but another bias tensor (a graph is only for the exact "
+                    "addresses it was captured with, the bias's included)")
+            assert_rel_error(y, _reference(v, w, 1, 1, 1, 1, b), TOL["strict"], f"graphs: conv2d with a bias, {what}")
+        if counts["graph_captures"] < 1 or counts["graph_hits"] < 1:
+            raise CheckFailure(f"graphs: 4 calls of conv2d with a bias on the same buffers replayed no graph (counts "
+                               f"{counts}); the second call should capture one, the later ones replay it")
 
     def _check_graphs_off(self, ctx):
         """set_graphs(False) and mode="uncached": the same results, and no graph captured or replayed."""
@@ -493,9 +708,9 @@ class CudnnConvSpec(Spec):
             with launch_cache(m, False):
                 if m.cache_stats().get("graphs_enabled") is not False:
                     raise CheckFailure(f"graphs: after set_graphs(False), cache_stats() says {m.cache_stats()}")
-                off = repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1), x, values)
+                off = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values)
                 off_counts = graph_counts(m)
-            uncached = repeat_on_same_buffers(lambda: m.conv2d(x, w, 1, 1, mode="uncached"), x, values)
+            uncached = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1, mode="uncached"), x, values)
             uncached_counts = graph_counts(m)
         for i, ref in enumerate(refs):
             assert_rel_error(off[i], ref, TOL["strict"], f"graphs off: call {i + 1} on the same buffers")
@@ -519,7 +734,7 @@ class CudnnConvSpec(Spec):
         with math_of("strict"), launch_cache(m, True):
             with torch.cuda.stream(side):
                 for _ in range(3):  # on this stream's own buffers: the second call captures, the third replays
-                    m.conv2d(late, w, 1, 1)
+                    m.conv2d(late, w, None, 1, 1)
             side.synchronize()
             for attempt in range(2):
                 late.zero_()
@@ -527,7 +742,7 @@ class CudnnConvSpec(Spec):
                 with torch.cuda.stream(side):
                     torch.cuda._sleep(100_000_000)  # tens of milliseconds of work queued first
                     late.copy_(x)
-                    y = m.conv2d(late, w, 1, 1)
+                    y = m.conv2d(late, w, None, 1, 1)
                 torch.cuda.synchronize()
                 assert_rel_error(y, expected, TOL["strict"],
                                  f"streams: a repeated conv2d on a side stream (attempt {attempt + 1}) read its input "
@@ -546,13 +761,13 @@ class CudnnConvSpec(Spec):
             warm.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(warm):  # plans made (and the op's own graph) before the capture, as torch asks
                 for _ in range(3):
-                    m.conv2d(x, w, 1, 1)
+                    m.conv2d(x, w, None, 1, 1)
             torch.cuda.current_stream().wait_stream(warm)
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
             try:
                 with torch.cuda.graph(graph):
-                    y = m.conv2d(x, w, 1, 1)
+                    y = m.conv2d(x, w, None, 1, 1)
             except Exception as e:
                 raise CheckFailure(f"streams: conv2d inside torch.cuda.graph capture failed: {type(e).__name__}: "
                                    f"{str(e).splitlines()[0][:300]}") from None
@@ -576,7 +791,7 @@ class CudnnConvSpec(Spec):
             w = _weight(ctx, f"thr-w{t}", (4 + t, 3 + t, 3, 3))
             y_ref = _reference(x, w, 1, 1, 1)
             g = _rand(ctx, f"thr-g{t}", tuple(y_ref.shape))
-            gx_ref, _ = _reference_grads(x, w, g, 1, 1, 1)
+            gx_ref, _, _ = _reference_grads(x, w, g, 1, 1, 1)
             jobs.append((x, w, g, y_ref, gx_ref))
         torch.cuda.synchronize()
         results: list = [None] * threads
@@ -590,7 +805,7 @@ class CudnnConvSpec(Spec):
                 stream.wait_stream(torch.cuda.default_stream())
                 start.wait()
                 with torch.cuda.stream(stream):
-                    ys = [m.conv2d(x, w, 1, 1) for _ in range(fwd_calls)]
+                    ys = [m.conv2d(x, w, None, 1, 1) for _ in range(fwd_calls)]
                     gxs = [m.conv2d_backward_input(g, w, tuple(x.shape), 1, 1) for _ in range(bwd_calls)]
                 stream.synchronize()
                 results[t] = (ys, gxs)
@@ -626,7 +841,7 @@ class CudnnConvSpec(Spec):
         w = _weight(ctx, "stream-w", (8, 8, 3, 3))
         expected = _reference(x, w, 1, 1, 1)
         with math_of("strict"):
-            m.conv2d(torch.zeros_like(x), w, 1, 1)  # the plan (and the handle) exist, made on the default stream
+            m.conv2d(torch.zeros_like(x), w, None, 1, 1)  # the plan (and the handle) exist, made on the default stream
             torch.cuda.synchronize()
             for attempt in range(2):
                 side = torch.cuda.Stream()
@@ -635,7 +850,7 @@ class CudnnConvSpec(Spec):
                 with torch.cuda.stream(side):
                     torch.cuda._sleep(100_000_000)  # tens of milliseconds of work queued first
                     late.copy_(x)
-                    y = m.conv2d(late, w, 1, 1)
+                    y = m.conv2d(late, w, None, 1, 1)
                 torch.cuda.synchronize()
                 assert_rel_error(y, expected, TOL["strict"],
                                  f"streams: conv2d called on a side stream (attempt {attempt + 1}) read its input "
@@ -644,14 +859,26 @@ class CudnnConvSpec(Spec):
 
     # --- input checks --------------------------------------------------------------------------
     def _input_checks(self) -> list[tuple[str, object, tuple[str, ...], bool]]:
+        """(what, fn(ctx), names: the error must name one of them, needs a GPU). A name "size:ARG" asks
+        for a size error: it must say 2^31 and name ARG (expect_size_error)."""
         def x(shape=(1, 3, 8, 8), **kw):
             return torch.randn(shape, device="cuda", **kw)
 
         def w(shape=(4, 3, 3, 3), **kw):
             return torch.randn(shape, device="cuda", **kw)
 
+        def b(shape=(4,), **kw):
+            return torch.randn(shape, device="cuda", **kw)
+
+        def huge(*shape):
+            """A tensor of `shape` that takes one element of memory (every stride 0)."""
+            return torch.zeros(1, device="cuda").expand(*shape)
+
         def conv(*a, **kw):
             return lambda ctx: ctx.module.conv2d(*[t() if callable(t) else t for t in a], **kw)
+
+        def transpose(*a, **kw):
+            return lambda ctx: ctx.module.conv_transpose2d(*[t() if callable(t) else t for t in a], **kw)
 
         return [
             ("a CPU tensor x", lambda ctx: ctx.module.conv2d(torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)), ("x",), False),
@@ -660,21 +887,81 @@ class CudnnConvSpec(Spec):
             ("a 3-d x", conv(lambda: x((3, 8, 8)), w), ("x",), True),
             ("weight of another dtype", conv(x, lambda: w(dtype=torch.float64)), ("weight",), True),
             ("weight with other input channels", conv(x, lambda: w((4, 5, 3, 3))), ("weight",), True),
-            ("stride 0", conv(x, w, 0), ("stride",), True),
-            ("padding -1", conv(x, w, 1, -1), ("padding",), True),
-            ("dilation 0", conv(x, w, 1, 0, 0), ("dilation",), True),
-            ("stride with 3 values", conv(x, w, (1, 1, 1)), ("stride",), True),
+            ("stride 0", conv(x, w, None, 0), ("stride",), True),
+            ("padding -1", conv(x, w, None, 1, -1), ("padding",), True),
+            ("dilation 0", conv(x, w, None, 1, 0, 0), ("dilation",), True),
+            ("stride with 3 values", conv(x, w, None, (1, 1, 1)), ("stride",), True),
             ("a kernel larger than the padded input", conv(lambda: x((1, 3, 4, 4)), lambda: w((4, 3, 7, 7))),
              ("kernel", "larger"), True),
-            # x of 2^28 elements (1 GiB, never read) and a 1x1 kernel to 8 channels: exactly 2^31 outputs,
-            # refused before cuDNN is asked (whose status names no limit)
+            # groups
+            ("groups 0", conv(lambda: x((1, 4, 8, 8)), lambda: w((4, 4, 3, 3)), None, 1, 0, 1, 0), ("groups",), True),
+            ("groups -2", conv(lambda: x((1, 4, 8, 8)), lambda: w((4, 4, 3, 3)), None, 1, 0, 1, -2), ("groups",), True),
+            ("groups that do not divide x's channels", conv(lambda: x((1, 3, 8, 8)), lambda: w((4, 1, 3, 3)), None, 1, 0,
+                                                             1, 2), ("groups",), True),
+            ("groups that do not divide the output channels", conv(lambda: x((1, 4, 8, 8)), lambda: w((3, 2, 3, 3)), None,
+                                                                    1, 0, 1, 2), ("groups",), True),
+            ("groups larger than x's channels", conv(lambda: x((1, 2, 8, 8)), lambda: w((4, 1, 3, 3)), None, 1, 0, 1, 4),
+             ("groups",), True),
+            ("a dense weight with groups 2", conv(lambda: x((1, 4, 8, 8)), lambda: w((4, 4, 3, 3)), None, 1, 0, 1, 2),
+             ("weight",), True),
+            ("a grouped weight with groups 1", conv(lambda: x((1, 4, 8, 8)), lambda: w((4, 2, 3, 3))), ("weight",), True),
+            ("a weight for groups 4 with groups 2", conv(lambda: x((1, 4, 8, 8)), lambda: w((4, 1, 3, 3)), None, 1, 0,
+                                                          1, 2), ("weight",), True),
+            ("conv2d_backward_input: a weight that does not match groups", lambda ctx: ctx.module.conv2d_backward_input(
+                torch.randn(1, 4, 6, 6, device="cuda"), w((4, 4, 3, 3)), (1, 4, 8, 8), 1, 0, 1, 2), ("weight",), True),
+            ("conv2d_backward_weight: a weight_size that does not match groups",
+             lambda ctx: ctx.module.conv2d_backward_weight(torch.randn(1, 4, 6, 6, device="cuda"), x((1, 4, 8, 8)),
+                                                           (4, 4, 3, 3), 1, 0, 1, 2), ("weight_size",), True),
+            ("conv_transpose2d: groups 0", transpose(lambda: x((1, 4, 5, 5)), lambda: w((4, 2, 3, 3)), None, 1, 0, 0, 0),
+             ("groups",), True),
+            ("conv_transpose2d: groups that do not divide x's channels", transpose(
+                lambda: x((1, 3, 5, 5)), lambda: w((3, 2, 3, 3)), None, 1, 0, 0, 2), ("groups",), True),
+            ("conv_transpose2d: weight with other input channels", transpose(
+                lambda: x((1, 4, 5, 5)), lambda: w((6, 2, 3, 3)), None, 1, 0, 0, 2), ("weight",), True),
+            # bias
+            ("a CPU bias", conv(x, w, lambda: torch.randn(4)), ("bias",), True),
+            ("a bias of another dtype", conv(x, w, lambda: b(dtype=torch.float64)), ("bias",), True),
+            ("an int32 bias", conv(x, w, lambda: torch.ones(4, dtype=torch.int32, device="cuda")), ("bias",), True),
+            ("a bias of the wrong size", conv(x, w, lambda: b((5,))), ("bias",), True),
+            ("a 2-d bias", conv(x, w, lambda: b((4, 1))), ("bias",), True),
+            ("a bias that is not a tensor", conv(x, w, 1.0), ("bias",), True),
+            ("conv_transpose2d: a bias of the wrong size", transpose(lambda: x((1, 4, 5, 5)), lambda: w((4, 3, 3, 3)),
+                                                                     lambda: b((4,))), ("bias",), True),
+            ("conv_transpose2d: a bias of another dtype", transpose(lambda: x((1, 4, 5, 5)), lambda: w((4, 3, 3, 3)),
+                                                                    lambda: b((3,), dtype=torch.float64)), ("bias",), True),
+            # sizes cuDNN's int32 descriptors cannot hold, each exactly 2^31 elements: refused before cuDNN
+            # is asked (whose status names no limit). The huge tensors are stride-0 views of one element:
+            # no memory (an op that copies one before refusing it allocates 8 GiB).
+            # x of 2^28 elements (1 GiB, never read) and a 1x1 kernel to 8 channels: exactly 2^31 outputs
             ("an output of 2^31 elements", conv(lambda: torch.empty(1, 1, 16384, 16384, device="cuda"),
-                                                lambda: w((8, 1, 1, 1))), ("2^31",), True),
+                                                lambda: w((8, 1, 1, 1))), ("size:output",), True),
+            ("an x of 2^31 elements", conv(lambda: huge(1, 2, 32768, 32768), lambda: w((1, 2, 1, 1)), None, 256),
+             ("size:x",), True),
+            ("a weight of 2^31 elements", conv(lambda: x((1, 2, 128, 128)), lambda: huge(65536, 2, 128, 128)),
+             ("size:weight",), True),
+            ("conv2d_backward_input: an input_size of 2^31 elements", lambda ctx: ctx.module.conv2d_backward_input(
+                torch.randn(1, 1, 128, 128, device="cuda"), w((1, 2, 1, 1)), (1, 2, 32768, 32768), 256),
+             ("size:input_size",), True),
+            ("conv2d_backward_input: a grad_output of 2^31 elements", lambda ctx: ctx.module.conv2d_backward_input(
+                huge(1, 8, 16384, 16384), w((8, 1, 1, 1)), (1, 1, 16384, 16384)), ("size:grad_output",), True),
+            ("conv2d_backward_weight: a weight_size of 2^31 elements", lambda ctx: ctx.module.conv2d_backward_weight(
+                torch.randn(1, 65536, 1, 1, device="cuda"), x((1, 2, 128, 128)), (65536, 2, 128, 128)),
+             ("size:weight_size",), True),
+            ("conv2d_backward_bias: a grad_output of 2^31 elements", lambda ctx: ctx.module.conv2d_backward_bias(
+                huge(1, 8, 16384, 16384)), ("size:grad_output",), True),
+            ("conv_transpose2d: an output of 2^31 elements", transpose(lambda: huge(1, 1, 8192, 8192),
+                                                                       lambda: w((1, 8, 1, 1)), None, 2, 0, 1),
+             ("size:output",), True),
+            ("conv_transpose2d: an x of 2^31 elements", transpose(lambda: huge(1, 2, 32768, 32768),
+                                                                  lambda: w((2, 1, 1, 1))), ("size:x",), True),
+            # gradients
             ("grad_output of the wrong shape", lambda ctx: ctx.module.conv2d_backward_input(
                 torch.randn(1, 4, 5, 5, device="cuda"), w(), (1, 3, 8, 8), 1, 0), ("grad_output",), True),
             ("grad_output of another dtype", lambda ctx: ctx.module.conv2d_backward_weight(
                 torch.randn(1, 4, 6, 6, device="cuda", dtype=torch.float64), x(), (4, 3, 3, 3), 1, 0),
              ("grad_output",), True),
+            ("conv2d_backward_bias: a 3-d grad_output", lambda ctx: ctx.module.conv2d_backward_bias(
+                torch.randn(4, 6, 6, device="cuda")), ("grad_output",), True),
         ]
 
     def _check_usable_after_errors(self, ctx):
@@ -690,21 +977,29 @@ class CudnnConvSpec(Spec):
 
     # --- descriptors (no GPU needed) -----------------------------------------------------------
     def _check_describe(self, ctx):
-        configs = [((2, 8, 19, 23), (12, 8, k, k), (s, s), (p, p), (1, 1)) for k, s, p in CASES]
-        configs += _random_configs(ctx.seed_for("describe"), 20)
-        for xs, ws, s, p, d in configs:
+        configs = [Config((2, 8, 19, 23), (12, 8, k, k), (s, s), (p, p), (1, 1), 1, False) for k, s, p in CASES]
+        configs += [Config(xs, (k, xs[1] // g, kh, kw), s, p, d, g, False) for _, xs, k, g, (kh, kw), s, p, d in GROUPED]
+        configs += _random_configs(ctx.seed_for("describe"), 21)
+        for c in configs:
+            (n, _, h, wd), (k, _, kh, kw), s, p, d = c.x, c.w, c.stride, c.padding, c.dilation
+            want = (n, k, _out(h, kh, s[0], p[0], d[0]), _out(wd, kw, s[1], p[1], d[1]))
             for dtype in (torch.float32, torch.float64):
-                got = tuple(ctx.module.describe(xs, ws, s, p, d, dtype))
-                want = (xs[0], ws[0], _out(xs[2], ws[2], s[0], p[0], d[0]), _out(xs[3], ws[3], s[1], p[1], d[1]))
+                got = tuple(ctx.module.describe(c.x, c.w, s, p, d, c.groups, dtype))
                 if got != want:
-                    raise CheckFailure(f"describe: x {xs}, weight {ws}, stride {s}, padding {p}, dilation {d}, {dtype}: "
-                                       f"output shape {got}, expected {want}")
+                    raise CheckFailure(f"describe: {c}, {dtype}: output shape {got}, expected {want}")
 
     def _check_status_errors(self, ctx):
-        """Parameters cuDNN itself rejects: its status must become a Python error that names it."""
+        """Parameters cuDNN itself rejects: its status must become a Python error that names it. With
+        groups, the weight holds C_in / groups channels: a dense weight with groups 2, or a grouped one
+        with groups 1, is a mismatch cuDNN finds only once the group count is set."""
         d = ctx.module.describe
-        for what, args in (("stride 0", (0, 1, 1)), ("padding -1", (1, -1, 1)), ("dilation 0", (1, 1, 0))):
-            expect_error(d, (2, 3, 9, 9), (4, 3, 3, 3), *args, names=("CUDNN_STATUS_BAD_PARAM",),
+        for what, x_size, w_size, args in (("stride 0", (2, 3, 9, 9), (4, 3, 3, 3), (0, 1, 1)),
+                                           ("padding -1", (2, 3, 9, 9), (4, 3, 3, 3), (1, -1, 1)),
+                                           ("dilation 0", (2, 3, 9, 9), (4, 3, 3, 3), (1, 1, 0)),
+                                           ("groups 0", (2, 4, 9, 9), (4, 4, 3, 3), (1, 1, 1, 0)),
+                                           ("a dense weight with groups 2", (2, 4, 9, 9), (4, 4, 3, 3), (1, 1, 1, 2)),
+                                           ("a grouped weight with groups 1", (2, 4, 9, 9), (4, 2, 3, 3), (1, 1, 1, 1))):
+            expect_error(d, x_size, w_size, *args, names=("CUDNN_STATUS_BAD_PARAM",),
                          what=f"describe with {what} (cuDNN rejects it)")
 
     # --- the list ------------------------------------------------------------------------------
@@ -717,6 +1012,11 @@ class CudnnConvSpec(Spec):
                 checks.add(f"forward[{mode}-{_name(k, s, p)}]",
                            lambda ctx, k=k, s=s, p=p, mode=mode: self._check_case(ctx, k, s, p, mode))
         checks.add("forward[float64-k3s2p1]", lambda ctx: self._check_case(ctx, 3, 2, 1, "float64"))
+        for mode in ("strict", "tf32"):
+            for case in GROUPED:
+                checks.add(f"forward[{mode}-groups {case[0]}]",
+                           lambda ctx, case=case, mode=mode: self._check_grouped(ctx, case, mode))
+        checks.add("forward[float64-groups depthwise x2]", lambda ctx: self._check_grouped(ctx, GROUPED[1], "float64"))
         checks.add("forward[random shapes]", lambda ctx: self._check_random_forward(ctx, "forward[random shapes]"))
         checks.add("forward[random shapes, tf32]",
                    lambda ctx: self._check_random_forward(ctx, "forward[random shapes, tf32]", mode="tf32"))
@@ -734,6 +1034,12 @@ class CudnnConvSpec(Spec):
                 checks.add(f"backward[{mode}-{_name(k, s, p)}]",
                            lambda ctx, k=k, s=s, p=p, mode=mode: self._check_backward_case(ctx, k, s, p, mode))
         checks.add("backward[float64-k3s2p1]", lambda ctx: self._check_backward_case(ctx, 3, 2, 1, "float64"))
+        for mode in ("strict", "tf32"):
+            for case in GROUPED:
+                checks.add(f"backward[{mode}-groups {case[0]}]",
+                           lambda ctx, case=case, mode=mode: self._check_backward_grouped(ctx, case, mode))
+        checks.add("backward[float64-groups depthwise x2]",
+                   lambda ctx: self._check_backward_grouped(ctx, GROUPED[1], "float64"))
         checks.add("backward[random shapes]", lambda ctx: self._check_random_backward(ctx, "backward[random shapes]"))
         checks.add("backward[conv_transpose2d strict]", lambda ctx: self._check_transposed(ctx, "strict"))
         checks.add("backward[conv_transpose2d tf32]", lambda ctx: self._check_transposed(ctx, "tf32"))
@@ -748,37 +1054,44 @@ class CudnnConvSpec(Spec):
         checks.add("cache[mode=uncached bypasses it]", self._check_uncached)
         checks.add("cache[graphs: repeated calls replay, reading new values]", self._check_graph_replay)
         checks.add("cache[graphs: a new output buffer never replays an old graph]", self._check_graph_new_output)
+        checks.add("cache[graphs: the bias is read at every replay, and another bias is another graph]",
+                   self._check_graph_bias)
         checks.add("cache[graphs off and mode=uncached: no graph]", self._check_graphs_off)
         checks.add("threads[6 threads, own streams and shapes]", self._check_threads)
         checks.add("streams[runs on the current stream]", self._check_stream)
         checks.add("streams[a replayed graph runs on the current stream]", self._check_graph_side_stream)
         checks.add("streams[called inside torch.cuda.graph capture]", self._check_inside_user_capture)
         for what, fn, names, needs_gpu in self._input_checks():
-            checks.add(f"input_checks[{what}]",
-                       lambda ctx, fn=fn, names=names, what=what: expect_error(fn, ctx, names=names, what=what),
-                       needs_gpu=needs_gpu)
+            if names[0].startswith("size:"):
+                run = lambda ctx, fn=fn, arg=names[0][5:], what=what: expect_size_error(fn, ctx, arg, what)  # noqa: E731
+            else:
+                run = lambda ctx, fn=fn, names=names, what=what: expect_error(fn, ctx, names=names, what=what)  # noqa: E731
+            checks.add(f"input_checks[{what}]", run, needs_gpu=needs_gpu)
         checks.add("input_checks[a valid call after the errors]", self._check_usable_after_errors)
         return checks
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def audit_calls(self, device, dtype) -> list[AuditCall]:
-        """The four tensor ops (conv2d in every mode), float64, on one convolution and its transpose.
-        cuDNN's descriptors take no empty dim, so an empty tensor must be rejected."""
+        """Every tensor op (conv2d in every mode) on one convolution of each kind and its transpose:
+        dense, grouped and depthwise, with a bias. cuDNN's descriptors take no empty dim, so an empty
+        tensor must be rejected."""
         def r(*shape, seed, scale=1.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
 
-        x, w = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3)
-        return _calls(x, w, ((2, 1), (1, 1), (1, 2)), r)  # x (2, 3, 7, 6) -> (2, 4, 4, 6)
+        return [call for c, kind in ((AUDIT_DENSE, "dense"), (AUDIT_GROUPED, "grouped"), (AUDIT_DEPTHWISE, "depthwise"))
+                for call in _calls(c, kind, r)]
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
-        """Every op on a convolution of random geometry (no dimension empty)."""
+        """Every op on a convolution of random geometry of each kind (no dimension empty)."""
         seed = int(torch.randint(0, 2**31, (1,), generator=g))
-        (xs, ws, *conv), = _random_configs(seed, 1)
+        draws = torch.Generator().manual_seed(seed)
+        calls = []
+        for i, kind in enumerate(KINDS):
+            def r(*shape, seed: int, scale=1.0, base=seed + 16 * i):
+                return audit_randn(*shape, device=device, dtype=dtype, seed=base + seed, scale=scale)
 
-        def r(*shape, seed: int, scale=1.0, base=seed):
-            return audit_randn(*shape, device=device, dtype=dtype, seed=base + seed, scale=scale)
-
-        return _calls(r(*xs, seed=1), r(*ws, seed=2, scale=(ws[1] * ws[2] * ws[3]) ** -0.5), tuple(conv), r)
+            calls += _calls(_draw_config(draws, kind), kind, r)
+        return calls
 
     def kernel_rule(self):
         # cuDNN's kernels are the point; PyTorch's convolution (which would call cuDNN) may not run
@@ -798,7 +1111,7 @@ class CudnnConvSpec(Spec):
         return Benchmark(
             label="strict fp32, 3x3 pad 1: 32x512x7x7 512->512 + 32x64x56x56 64->64",
             make_inputs=make_inputs,
-            call=lambda mod, inp: [mod.conv2d(inp[0], inp[1], 1, 1), mod.conv2d(inp[2], inp[3], 1, 1)],
+            call=lambda mod, inp: [mod.conv2d(inp[0], inp[1], None, 1, 1), mod.conv2d(inp[2], inp[3], None, 1, 1)],
             baseline=lambda inp: [F.conv2d(inp[0], inp[1], None, 1, 1), F.conv2d(inp[2], inp[3], None, 1, 1)],
             work=float(sum(conv_flops(x, k) for x, k in BENCH)),
             unit="FLOP",
@@ -810,34 +1123,62 @@ class CudnnConvSpec(Spec):
         )
 
 
-def _calls(x, w, conv, r) -> list[AuditCall]:
-    """Every tensor op on the convolution of x and w (stride, padding, dilation `conv`), and its
-    transpose; `r(*shape, seed=)` draws the output gradient."""
-    stride, padding, dilation = conv
-    n, _, h, wd = x.shape
-    g = r(n, w.shape[0], _out(h, w.shape[2], stride[0], padding[0], dilation[0]),
-          _out(wd, w.shape[3], stride[1], padding[1], dilation[1]), seed=3)
-    params = ("stride", "padding", "dilation", "mode")
-    calls = [AuditCall("conv2d", (x, w, *conv, mode), ("x", "weight", *params),
-                       lambda x, w, s, p, d, m: _reference(x, w, s, p, d), label=f"conv2d(mode={mode})")
-             for mode in ("benchmark", "heuristic", "uncached")]
+# The audit's fixed convolutions, one of each kind (KINDS), each with a bias:
+AUDIT_DENSE = Config((2, 3, 7, 6), (4, 3, 3, 2), (2, 1), (1, 1), (1, 2), 1, True)  # -> (2, 4, 4, 6)
+AUDIT_GROUPED = Config((2, 6, 7, 6), (4, 3, 3, 2), (1, 2), (1, 0), (2, 1), 2, True)  # -> (2, 4, 5, 3)
+AUDIT_DEPTHWISE = Config((2, 4, 9, 7), (8, 1, 3, 3), (2, 2), (1, 1), (1, 1), 4, True)  # -> (2, 8, 5, 4)
+# the ops' `mode` as the registered ops take it (the Python functions take either)
+MODE = {"uncached": 0, "heuristic": 1, "benchmark": 2}
+CONV_NAMES = ("stride", "padding", "dilation", "groups", "mode")
+
+
+def _conv2d_reference(x, w, b, s, p, d, groups, mode):
+    return _reference(x, w, s, p, d, groups, b)
+
+
+def _calls(c: Config, kind: str, r) -> list[AuditCall]:
+    """Every tensor op on the convolution `c` (of kind `kind`) and its transpose; `r(*shape, seed=,
+    scale=)` draws the tensors. The dense kind has every op, in every mode, and the bias's gradient;
+    the others (labelled by kind) the forward, both gradients and the transpose."""
+    x = r(*c.x, seed=1)
+    w = r(*c.w, seed=2, scale=(c.w[1] * c.w[2] * c.w[3]) ** -0.5)
+    b = r(c.w[0], seed=4) if c.bias else None
+    (n, _, h, wd), (k, _, kh, kw) = c.x, c.w
+    s, p, d = c.stride, c.padding, c.dilation
+    g = r(n, k, _out(h, kh, s[0], p[0], d[0]), _out(wd, kw, s[1], p[1], d[1]), seed=3)
+    conv = (s, p, d, c.groups)
+    suffix = "" if kind == "dense" else f"({kind})"
+    forward = ("benchmark", "heuristic", "uncached") if kind == "dense" else ("benchmark",)
+    calls = [AuditCall("conv2d", (x, w, None if mode == "heuristic" else b, *conv, MODE[mode]),
+                       ("x", "weight", "bias", *CONV_NAMES), _conv2d_reference,
+                       label=f"conv2d(mode={mode})" if kind == "dense" else f"conv2d{suffix}",
+                       registered="lib.ops.conv2d")
+             for mode in forward]
     calls.append(AuditCall(
-        "conv2d_backward_input", (g, w, list(x.shape), *conv, "heuristic"),
-        ("grad_output", "weight", "input_size", *params),
-        lambda g, w, size, s, p, d, m: torch.nn.grad.conv2d_input(size, w.double(), g.double(), s, p, d)))
+        "conv2d_backward_input", (g, w, list(c.x), *conv, MODE["heuristic"]),
+        ("grad_output", "weight", "input_size", *CONV_NAMES),
+        lambda g, w, size, s, p, d, groups, m: torch.nn.grad.conv2d_input(size, w.double(), g.double(), s, p, d, groups),
+        label=f"conv2d_backward_input{suffix}", registered="lib.ops.conv2d_backward_input"))
     calls.append(AuditCall(
-        "conv2d_backward_weight", (g, x, list(w.shape), *conv, "uncached"),
-        ("grad_output", "x", "weight_size", *params),
-        lambda g, x, size, s, p, d, m: torch.nn.grad.conv2d_weight(x.double(), size, g.double(), s, p, d)))
+        "conv2d_backward_weight", (g, x, list(c.w), *conv, MODE["uncached"]),
+        ("grad_output", "x", "weight_size", *CONV_NAMES),
+        lambda g, x, size, s, p, d, groups, m: torch.nn.grad.conv2d_weight(x.double(), size, g.double(), s, p, d, groups),
+        label=f"conv2d_backward_weight{suffix}", registered="lib.ops.conv2d_backward_weight"))
+    if kind == "dense":
+        calls.append(AuditCall("conv2d_backward_bias", (g,), ("grad_output",), lambda g: g.double().sum((0, 2, 3)),
+                               registered="lib.ops.conv2d_backward_bias"))
     # the transpose of the same convolution: g -> the shape of x (output_padding makes up what the
-    # stride dropped)
-    out_pad = tuple(int(size - ((o - 1) * s - 2 * p + d * (k - 1) + 1))
-                    for size, o, s, p, d, k in zip(x.shape[2:], g.shape[2:], stride, padding, dilation, w.shape[2:]))
+    # stride dropped), with a bias of x's channels. (No grad_args: they vouch for an "autograd" group,
+    # which this exercise grades inside "backward", by hand: backward[autograd], backward[gradcheck].)
+    out_pad = tuple(int(size - ((o - 1) * st - 2 * pd + dl * (kk - 1) + 1))
+                    for size, o, st, pd, dl, kk in zip(c.x[2:], g.shape[2:], s, p, d, c.w[2:]))
+    bt = r(c.x[1], seed=5) if c.bias else None
     calls.append(AuditCall(
-        "conv_transpose2d", (g, w, stride, padding, out_pad, dilation, "benchmark"),
-        ("x", "weight", "stride", "padding", "output_padding", "dilation", "mode"),
-        lambda x, w, s, p, op, d, m: F.conv_transpose2d(x.double(), w.double(), None, s, p, op, 1, d),
-        group="backward"))  # graded with the backward checks: it is the same cuDNN backward-data call
+        "conv_transpose2d", (g, w, bt, s, p, out_pad, c.groups, d, MODE["benchmark"]),
+        ("x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation", "mode"),
+        lambda x, w, b, s, p, op, groups, d, m: F.conv_transpose2d(x.double(), w.double(), _double(b), s, p, op, groups, d),
+        # graded with the backward checks: it is the same cuDNN backward-data call
+        label=f"conv_transpose2d{suffix}", group="backward"))
     return calls
 
 

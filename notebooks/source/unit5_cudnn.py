@@ -29,14 +29,15 @@
 #    convolution, so a plan is built once per configuration and kept, in a thread-safe, bounded cache
 #    whose key must hold every field that changes the plan.
 #
-# The op: `conv2d(x, weight, stride, padding, dilation, mode)` like `F.conv2d` without bias or groups,
-# its two gradients (cuDNN's backward-data, which is also the transposed convolution, and
-# backward-filter), and `mode="benchmark" | "heuristic" | "uncached"`.
+# The op: `conv2d(x, weight, bias, stride, padding, dilation, groups, mode)` like `F.conv2d`, grouped and
+# depthwise convolutions and an optional bias included, its gradients (cuDNN's backward-data, which is
+# also the transposed convolution, backward-filter and backward-bias), and
+# `mode="benchmark" | "heuristic" | "uncached"`.
 #
-# **What you write.** A small warm-up in Python (the cache's logic, on a CPU), then seven regions of
+# **What you write.** A small warm-up in Python (the cache's logic, on a CPU), then eight regions of
 # `cudnn_conv.cu`: the descriptors, binding the handle to the stream, the algorithm choice, the call with
-# its workspace, the key, and the cache's lookup and insertion. The binding, the Python wrapper with its
-# autograd, and the plumbing between them are given.
+# its workspace, the bias, the key, and the cache's lookup and insertion. The binding, the Python wrapper
+# with its autograd, and the plumbing between them are given.
 #
 # **How it is graded.** The graded cells run the same checks as `make grade EX=10`
 # (`grader/specs/ex10_cudnn_conv.py`): here you see a few cases of each group; grading runs all of them.
@@ -46,7 +47,7 @@
 # | warm-up: a least-recently-used plan cache (runs on a CPU) | 1 |
 # | descriptors (output shapes, cuDNN's errors) | 1 |
 # | forward | 3 |
-# | backward (data, filter, transposed convolution, autograd) | 3 |
+# | backward (data, filter, bias, transposed convolution, autograd) | 3 |
 # | cache (hits, misses, every key field, eviction, uncached mode, the launch cache's graphs) | 2 |
 # | threads | 1 |
 # | streams (the handle, a replayed graph, inside your own graph capture) | 1 |
@@ -108,9 +109,17 @@ def show(file, start, stop):
 # - a **filter descriptor** for `w`: data type, layout and `K, C, R, S` (`cudnnSetFilter4dDescriptor`:
 #   note its argument order, data type before layout);
 # - a **convolution descriptor**: padding, stride and dilation per dimension, the mode and the type the
-#   arithmetic is done in (`cudnnSetConvolution2dDescriptor`), and the math type
-#   (`cudnnSetConvolutionMathType`). The mode is `CUDNN_CROSS_CORRELATION`: what deep learning calls a
-#   convolution does not flip the filter, and `CUDNN_CONVOLUTION` would.
+#   arithmetic is done in (`cudnnSetConvolution2dDescriptor`), the group count
+#   (`cudnnSetConvolutionGroupCount`) and the math type (`cudnnSetConvolutionMathType`). The mode is
+#   `CUDNN_CROSS_CORRELATION`: what deep learning calls a convolution does not flip the filter, and
+#   `CUDNN_CONVOLUTION` would.
+#
+# **Groups.** With `groups = g`, x's `C` channels and the output's `K` are split into `g` groups, and output
+# group `i` sees input group `i` only: the filter is `K x (C / g) x R x S`, `g` times less arithmetic.
+# `g = C` with `K = C` (or a multiple) is the **depthwise** convolution of MobileNet and ConvNeXt; ResNeXt
+# uses 32 groups. cuDNN takes the filter as it is (`C / g` channels) and the group count on the
+# convolution descriptor; without the count it sees a filter of `C / g` channels for an input of `C`, and
+# refuses.
 #
 # From the three input descriptions cuDNN computes the output's shape
 # (`cudnnGetConvolution2dForwardOutputDim`), from which `y`'s descriptor is set. cuDNN also validates
@@ -125,16 +134,18 @@ def show(file, start, stop):
 #
 # **Ownership.** A descriptor is created and must be destroyed exactly once. `Owned<...>` (in
 # `cudnn_conv.h`) does that: created in its constructor, destroyed in its destructor, movable and never
-# copied (a copy would destroy the same descriptor twice). A `Plan` holds four of them, so creating a
-# `Plan` creates the descriptors, and they die with it:
+# copied (a copy would destroy the same descriptor twice). A `Plan` holds five of them (the fifth
+# describes the bias, section 5), so creating a `Plan` creates the descriptors, and they die with it:
 
 # %% nbgrader={"grade": false, "grade_id": "show-owned", "locked": true, "schema_version": 3, "solution": false} editable=false deletable=false
 show("cudnn_conv.h", "// RAII ownership of one cuDNN object", "// Descriptors only")
 
 # %% [markdown] id="describe-intro"
 # Your first region sets the four descriptors of a plan from the call's `Args` (shapes `a.x` and `a.w`,
-# `a.stride`, `a.padding`, `a.dilation`, `a.dtype`; the helper `as_int` narrows a size, which the
-# binding has checked fits). It needs no GPU and no handle, so `describe` can be tested anywhere.
+# `a.stride`, `a.padding`, `a.dilation`, `a.groups`, `a.dtype`; the helper `as_int` narrows a size, which
+# the binding has checked fits: cuDNN's descriptors hold int32 sizes, so the binding refuses any tensor
+# of 2^31 elements or more, naming it). The bias's descriptor is set after your region (given). It needs
+# no GPU and no handle, so `describe` can be tested anywhere.
 #
 # @@context 10_cudnn_conv/cudnn_conv.cu describe@@
 
@@ -223,13 +234,31 @@ show("cudnn_conv.h", "// RAII ownership of one cuDNN object", "// Descriptors on
 # %% nbgrader={"grade": false, "grade_id": "execute", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 10_cudnn_conv/cudnn_conv.cu execute
 
+# %% [markdown] id="bias-intro"
+# **The bias.** `conv2d(x, weight, bias)` adds `bias[k]` to every element of output channel `k`
+# (`conv_transpose2d` the same, to its output). cuDNN's `cudnnAddTensor` computes `C = alpha · A + beta · C`
+# where `A` may have a dimension of 1 wherever `C` has any size: described as `(1, K, 1, 1)` (the plan's
+# `bias_desc`, given), the bias is broadcast over the batch and the pixels. With `beta = 1` it keeps the
+# convolution the output already holds. `execute` (given, after your region above) calls your region when
+# the call has a bias, on the same stream, so a captured graph holds both. (The fused alternative,
+# `cudnnConvolutionBiasActivationForward`, needs an activation and a particular algorithm; the graph API
+# of section 1 fuses them properly.) The bias's gradient is `grad_output` summed over the batch and the
+# pixels: `cudnnConvolutionBackwardBias` (given, `backward_bias`).
+#
+# @@context 10_cudnn_conv/cudnn_conv.cu add_bias@@
+
+# %% nbgrader={"grade": false, "grade_id": "add-bias", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 10_cudnn_conv/cudnn_conv.cu add_bias
+
 # %% [markdown] id="key"
 # ## 6. The plan cache
 #
 # **The key** is everything that changes the plan: the operation, the algorithm mode, the device, the
-# data type, the layout, whether TF32 is allowed, the shapes of `x` and `w`, the stride, the padding and the
-# dilation. (The output shape follows from those.) A field left out means two calls that need different
-# plans share one. `Key` is a struct of `int64_t` fields only, so it has no padding bytes and can be
+# data type, the layout, whether TF32 is allowed, the groups, the shapes of `x` and `w`, the stride, the
+# padding and the dilation. (The output shape follows from those. So do the groups, strictly: `w` holds
+# `C / groups` channels; but a key that trusted that and kept `w` without its channels would give a
+# grouped call its dense twin's plan, so the groups go in too.) A field left out means two calls that
+# need different plans share one. The bias is not a field: it changes no descriptor of the convolution. `Key` is a struct of `int64_t` fields only, so it has no padding bytes and can be
 # compared and hashed as raw bytes:
 
 # %% nbgrader={"grade": false, "grade_id": "show-key", "locked": true, "schema_version": 3, "solution": false} editable=false deletable=false
@@ -399,7 +428,7 @@ assert counts(one) == (10, 10, 9, 1)
 # `execute`:
 
 # %% nbgrader={"grade": false, "grade_id": "show-run", "locked": true, "schema_version": 3, "solution": false} editable=false deletable=false
-show("cudnn_conv.cu", "void run(const Args& a, const Buffers& b) {", "CacheStats cache_stats()")
+show("cudnn_conv.cu", "void run(const Args& a, const Buffers& b) {", "void backward_bias(")
 
 # %% [markdown] id="launch-cache"
 # **The launch cache (given).** With the plan cached, a call's host time is mostly cuDNN's own: in
@@ -416,15 +445,15 @@ show("cudnn_conv.cu", "void run(const Args& a, const Buffers& b) {", "CacheStats
 
 # %% [markdown] id="build-intro"
 # The gradients are the same machinery with another operation in the key: `conv2d_backward_input` is
-# cuDNN's backward-data (which is also the transposed convolution: `conv_transpose2d` is built on it) and
-# `conv2d_backward_weight` is backward-filter. `cudnn_conv.py` (given) wires them into autograd with a
+# cuDNN's backward-data (which is also the transposed convolution: `conv_transpose2d` is built on it, with
+# its own bias) and `conv2d_backward_weight` is backward-filter; `conv2d_backward_bias` needs no plan. `cudnn_conv.py` (given) wires them into autograd with a
 # `torch.autograd.Function`, as in unit 4.
 #
 # ### Build and try
 #
 # This compiles your cells inside the rest of exercise 10, then compares `describe` and `conv2d` with
 # PyTorch, and shows the cache's counters: the first call of a configuration misses, the next ones hit,
-# and a call that changes only the stride misses again.
+# and a call that changes only the stride misses again. Last, a depthwise convolution with a bias.
 
 # %% nbgrader={"grade": false, "grade_id": "build", "locked": true, "schema_version": 3, "solution": false} editable=false deletable=false
 reason = nb.heavy_skip_reason()
@@ -441,12 +470,16 @@ else:
     with math_mode():  # strict fp32, for both
         ex10.cache_clear()
         for stride in (1, 1, 1, 2):
-            y = ex10.conv2d(x, w, stride, 1)
+            y = ex10.conv2d(x, w, None, stride, 1)
             err = ((y - F.conv2d(x, w, None, stride, 1)).norm() / y.norm()).item()
             stats = ex10.cache_stats()
             print(f"stride {stride}: relative difference from F.conv2d {err:.1e}; "
                   f"hits {stats['hits']}, misses {stats['misses']}, plans {stats['size']}, "
                   f"largest workspace {stats['max_workspace_bytes'] / 2**20:.1f} MiB")
+        wd, b = torch.randn(32, 1, 3, 3, device="cuda") / 3, torch.randn(32, device="cuda")  # depthwise, a bias
+        y = ex10.conv2d(x, wd, b, 1, 1, 1, 32)
+        err = ((y - F.conv2d(x, wd, b, 1, 1, 1, 32)).norm() / y.norm()).item()
+        print(f"depthwise (groups 32) with a bias: relative difference from F.conv2d {err:.1e}")
 
 # %% [markdown] id="graded-intro"
 # ## 8. Graded checks
@@ -461,10 +494,14 @@ else:
 # - **descriptors**: `describe` against `F.conv2d`'s output shapes, and cuDNN's own rejections (stride 0,
 #   padding -1, dilation 0) surfacing as errors that name `CUDNN_STATUS_BAD_PARAM`. (`make grade EX=10`
 #   runs this group without a GPU too.)
-# - **cache**: a repeated call hits; a call that differs in any one key field misses; `cache_clear()`
+# - **forward** and **backward** include grouped and depthwise convolutions (each after its dense twin on
+#   the same `x`) and calls with a bias.
+# - **cache**: a repeated call hits; a call that differs in any one key field (groups included, in each
+#   of the three operations) misses; `cache_clear()`
 #   empties and resets; a capacity of 3 evicts the least recently used; `mode="uncached"` leaves the
 #   counters alone. The launch cache: calls repeated on the same buffers refilled with new values
-#   replay a graph and get the new results; a new output buffer never replays an old graph; with
+#   replay a graph and get the new results; a new output buffer, or another bias, never replays an old
+#   graph; with
 #   `set_graphs(False)` or `mode="uncached"` no graph is made.
 # - **threads**: six Python threads, each on its own stream and shapes: every result right, and the hits
 #   and misses add up exactly. **streams**: a call on a side stream must wait for that stream's earlier
@@ -486,6 +523,7 @@ course.check("descriptors", "10_cudnn_conv")
 course.check("forward", "10_cudnn_conv", only=[
     "forward[strict-k3s2p1]",
     "forward[tf32-k7s2p3]",
+    "forward[strict-groups depthwise]",
     "forward[float64-k3s2p1]",
     "forward[non-contiguous]",
     "forward[mode=uncached]",
@@ -500,6 +538,7 @@ course.check("forward", "10_cudnn_conv")
 # 10_cudnn_conv backward: the grader's own checks. Shown here: a few cases; at grading, every backward check.
 course.check("backward", "10_cudnn_conv", only=[
     "backward[strict-k3s2p1]",
+    "backward[strict-groups resnext 8x4]",
     "backward[conv_transpose2d strict]",
     "backward[autograd]",
     "backward[gradcheck float64]",
@@ -545,6 +584,7 @@ course.check("streams", "10_cudnn_conv")
 course.check("input_checks", "10_cudnn_conv", only=[
     "input_checks[a CPU tensor x]",
     "input_checks[stride 0]",
+    "input_checks[a dense weight with groups 2]",
     "input_checks[grad_output of the wrong shape]",
     "input_checks[a valid call after the errors]",
 ])
@@ -597,8 +637,8 @@ else:
         for n in batches:
             inputs = [(torch.randn(n, 64, 56, 56, device="cuda"),
                        torch.randn(64, 64, 3, 3, device="cuda") / 24) for _ in range(2)]
-            for name, fn in (("cached", lambda inp: ex10.conv2d(inp[0], inp[1], 1, 1)),
-                             ("uncached", lambda inp: ex10.conv2d(inp[0], inp[1], 1, 1, mode="uncached")),
+            for name, fn in (("cached", lambda inp: ex10.conv2d(inp[0], inp[1], None, 1, 1)),
+                             ("uncached", lambda inp: ex10.conv2d(inp[0], inp[1], None, 1, 1, mode="uncached")),
                              ("F.conv2d", lambda inp: F.conv2d(inp[0], inp[1], None, 1, 1))):
                 wall_us[name].append(time_fn(fn, inputs, flush=flush, max_seconds=0.5,
                                              max_samples=50).wall_median_s * 1e6)

@@ -1,6 +1,7 @@
 // Exercise 10: the ops' C++ front end. Input checks, output shapes, the math mode, the stream, and
 // registration. The cuDNN work (plans, cache, calls) is in cudnn_conv.cu.
 #include <limits>
+#include <optional>
 #include <string>
 
 #include <ATen/Context.h>
@@ -26,15 +27,20 @@ std::array<int64_t, 2> pair_arg(IntArrayRef v, const char* name, int64_t min) {
   return {v[0], v[1]};
 }
 
-// A 4-d shape cuDNN's int-based descriptors can hold (cuDNN also limits a tensor to < 2^31 elements).
+// cuDNN's 4-d descriptors take int32 sizes and strides: a tensor of 2^31 or more elements (or any
+// dimension that large) cannot be described. Refused here, naming the argument, instead of with a
+// cuDNN status that names no limit.
+constexpr int64_t kMaxElements = std::numeric_limits<int32_t>::max();  // 2^31 - 1
+
+// A 4-d shape cuDNN's int-based descriptors can hold.
 std::array<int64_t, 4> shape4(IntArrayRef s, const char* name) {
   TORCH_CHECK(s.size() == 4, name, " must have 4 dimensions (N, C, H, W), but has shape ", str(s));
   int64_t numel = 1;
   for (int64_t d : s) {
     TORCH_CHECK(d > 0, name, " must have no empty or negative dimension, but has shape ", str(s));
-    numel *= d;
-    TORCH_CHECK(numel <= std::numeric_limits<int32_t>::max(), name, " has shape ", str(s),
-                ": more than 2^31 - 1 elements, which cuDNN's 4-d descriptors cannot describe");
+    numel *= d;  // each factor is below 2^31 here, so the product cannot overflow int64
+    TORCH_CHECK(numel <= kMaxElements, name, " has shape ", str(s),
+                ": 2^31 or more elements, which cuDNN's 4-d descriptors (int32 sizes) cannot describe");
   }
   return {s[0], s[1], s[2], s[3]};
 }
@@ -67,30 +73,69 @@ at::Tensor dense(const at::Tensor& t) {
   return c;
 }
 
-// Everything but the buffers: shapes, parameters, math mode, device and stream.
+// What each op calls the convolution's three tensors in its messages: the names of its own arguments.
+struct Names {
+  const char* x;  // the convolution's input: "x", or "input_size" (backward-data), "the output" (transposed)
+  const char* w;  // its filter: "weight", or "weight_size" (backward-filter)
+  const char* y;  // its output: "the output", or "grad_output" (the gradients), "x" (transposed)
+};
+
+// Everything but the buffers: shapes, parameters, groups, math mode, device and stream.
 conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntArrayRef stride,
-                     IntArrayRef padding, IntArrayRef dilation, at::ScalarType dtype, int64_t mode) {
+                     IntArrayRef padding, IntArrayRef dilation, int64_t groups, at::ScalarType dtype, int64_t mode,
+                     const Names& names) {
   TORCH_CHECK(mode >= 0 && mode <= 2, "mode must be 0 (uncached), 1 (heuristic) or 2 (benchmark), but is ", str(mode));
+  TORCH_CHECK(groups >= 1, "groups must be at least 1, but is ", str(groups));
   conv::Args a;
   a.op = op;
   a.mode = static_cast<conv::Mode>(mode);
   a.dtype = dtype == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   // Read per call, so that torch.backends.cudnn.allow_tf32 takes effect at once (it is in the key).
   a.allow_tf32 = dtype == at::kFloat && at::globalContext().allowTF32CuDNN();
-  a.x = shape4(x_shape, "x");
-  a.w = shape4(w_shape, "weight");
+  a.x = shape4(x_shape, names.x);
+  a.w = shape4(w_shape, names.w);
   a.stride = pair_arg(stride, "stride", 1);
   a.padding = pair_arg(padding, "padding", 0);
   a.dilation = pair_arg(dilation, "dilation", 1);
-  TORCH_CHECK(a.w[1] == a.x[1], "weight must have x's ", str(a.x[1]), " input channels in dimension 1, but has shape ",
-              str(w_shape), " (x has shape ", str(x_shape), ")");
+  a.groups = groups;  // below 2^31 from here on: it divides a dimension that is
+  // groups split x's channels and w's output channels alike; w holds one group's input channels
+  TORCH_CHECK(a.x[1] % groups == 0, names.x, " has ", str(a.x[1]), " channels (dimension 1), which groups (",
+              str(groups), ") does not divide: each group must have as many channels");
+  TORCH_CHECK(a.w[0] % groups == 0, names.w, " has ", str(a.w[0]), " filters (dimension 0), which groups (",
+              str(groups), ") does not divide: each group must have as many filters");
+  TORCH_CHECK(a.w[1] * groups == a.x[1], names.w, " must have ", names.x, "'s ", str(a.x[1]), " channels / groups ",
+              str(groups), " = ", str(a.x[1] / groups), " in dimension 1, but has shape ", str(w_shape), " (",
+              names.x, " has shape ", str(x_shape), ")");
   a.y = {a.x[0], a.w[0], out_size(a.x[2], a.w[2], a.stride[0], a.padding[0], a.dilation[0], "height"),
          out_size(a.x[3], a.w[3], a.stride[1], a.padding[1], a.dilation[1], "width")};
   // the output's descriptor has cuDNN's limit too: refused here, not with a cuDNN status at run time
-  TORCH_CHECK(a.y[0] * a.y[1] * a.y[2] * a.y[3] <= std::numeric_limits<int32_t>::max(), "x ", str(x_shape),
-              " and weight ", str(w_shape), " give an output of shape ", str(at::IntArrayRef(a.y)),
-              ": 2^31 or more elements, which cuDNN's 4-d descriptors cannot describe");
+  TORCH_CHECK(a.y[0] * a.y[1] * a.y[2] * a.y[3] <= kMaxElements, names.y, " has shape ", str(at::IntArrayRef(a.y)),
+              " (the convolution of ", names.x, " ", str(x_shape), " with ", names.w, " ", str(w_shape),
+              "): 2^31 or more elements, which cuDNN's 4-d descriptors (int32 sizes) cannot describe");
   return a;
+}
+
+// The optional bias: null for none, else its (dense) data, checked to be one value per output channel
+// on `like`'s device and of its dtype. `keep` holds the dense copy alive for the call.
+const void* bias_of(const std::optional<at::Tensor>& bias, int64_t channels, const at::Tensor& like,
+                    const char* like_name, at::Tensor* keep) {
+  if (!bias.has_value()) return nullptr;
+  const at::Tensor& b = *bias;
+  course::check_cuda(b, "bias");
+  course::check_dtype(b, {at::kFloat, at::kDouble}, "bias");
+  check_like(b, "bias", like, like_name);
+  TORCH_CHECK(b.dim() == 1 && b.size(0) == channels, "bias must have shape [", str(channels),
+              "] (one value per output channel), but has shape ", str(b.sizes()));
+  *keep = dense(b);
+  return keep->const_data_ptr();
+}
+
+// A tensor the op was given in the role of the convolution's output (grad_output, or the transposed
+// convolution's x) must have the shape the convolution gives.
+void check_output_shape(const at::Tensor& t, const conv::Args& a, const Names& names, IntArrayRef x_shape) {
+  TORCH_CHECK(t.sizes() == IntArrayRef(a.y), names.y, " must have shape ", str(IntArrayRef(a.y)), " (what the "
+              "convolution of ", names.x, " of shape ", str(x_shape), " with ", names.w, " gives), but has shape ",
+              str(t.sizes()));
 }
 
 void run_on(const at::Tensor& any, conv::Args& a, const conv::Buffers& b) {
@@ -99,33 +144,36 @@ void run_on(const at::Tensor& any, conv::Args& a, const conv::Buffers& b) {
   conv::run(a, b);
 }
 
-// y = conv2d(x, weight): cudnnConvolutionForward.
-at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, IntArrayRef stride, IntArrayRef padding,
-                  IntArrayRef dilation, int64_t mode) {
+// y = conv2d(x, weight) + bias: cudnnConvolutionForward, then cudnnAddTensor.
+at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t mode) {
   check_tensor(x, "x");
   check_tensor(weight, "weight");
   check_like(weight, "weight", x, "x");
-  conv::Args a = make_args(conv::Op::kForward, x.sizes(), weight.sizes(), stride, padding, dilation,
-                           x.scalar_type(), mode);
+  const Names names{"x", "weight", "the output"};
+  conv::Args a = make_args(conv::Op::kForward, x.sizes(), weight.sizes(), stride, padding, dilation, groups,
+                           x.scalar_type(), mode, names);
+  at::Tensor bc;
+  const void* b = bias_of(bias, a.y[1], x, "x", &bc);
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor xc = dense(x), wc = dense(weight);
   at::Tensor y = at::empty(a.y, x.options());
-  run_on(x, a, {const_cast<void*>(xc.const_data_ptr()), const_cast<void*>(wc.const_data_ptr()), y.mutable_data_ptr()});
+  run_on(x, a, {const_cast<void*>(xc.const_data_ptr()), const_cast<void*>(wc.const_data_ptr()), y.mutable_data_ptr(), b});
   return y;
 }
 
 // grad_x of y = conv2d(x, weight) for x of shape input_size (the transposed convolution):
 // cudnnConvolutionBackwardData.
 at::Tensor conv2d_backward_input(const at::Tensor& grad_output, const at::Tensor& weight, IntArrayRef input_size,
-                                 IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t mode) {
+                                 IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups,
+                                 int64_t mode) {
   check_tensor(grad_output, "grad_output");
   check_tensor(weight, "weight");
   check_like(weight, "weight", grad_output, "grad_output");
-  conv::Args a = make_args(conv::Op::kBackwardData, input_size, weight.sizes(), stride, padding, dilation,
-                           weight.scalar_type(), mode);
-  TORCH_CHECK(grad_output.sizes() == IntArrayRef(a.y), "grad_output must have shape ", str(a.y),
-              " (the output of a convolution of an input of shape ", str(input_size), "), but has shape ",
-              str(grad_output.sizes()));
+  const Names names{"input_size", "weight", "grad_output"};
+  conv::Args a = make_args(conv::Op::kBackwardData, input_size, weight.sizes(), stride, padding, dilation, groups,
+                           weight.scalar_type(), mode, names);
+  check_output_shape(grad_output, a, names, input_size);
   const c10::cuda::CUDAGuard guard(weight.device());
   const at::Tensor gc = dense(grad_output), wc = dense(weight);
   at::Tensor grad_x = at::empty(a.x, weight.options());
@@ -136,14 +184,15 @@ at::Tensor conv2d_backward_input(const at::Tensor& grad_output, const at::Tensor
 
 // grad_weight of y = conv2d(x, weight) for weight of shape weight_size: cudnnConvolutionBackwardFilter.
 at::Tensor conv2d_backward_weight(const at::Tensor& grad_output, const at::Tensor& x, IntArrayRef weight_size,
-                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t mode) {
+                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups,
+                                  int64_t mode) {
   check_tensor(grad_output, "grad_output");
   check_tensor(x, "x");
   check_like(grad_output, "grad_output", x, "x");
-  conv::Args a = make_args(conv::Op::kBackwardFilter, x.sizes(), weight_size, stride, padding, dilation,
-                           x.scalar_type(), mode);
-  TORCH_CHECK(grad_output.sizes() == IntArrayRef(a.y), "grad_output must have shape ", str(a.y),
-              " (the output of this convolution of x), but has shape ", str(grad_output.sizes()));
+  const Names names{"x", "weight_size", "grad_output"};
+  conv::Args a = make_args(conv::Op::kBackwardFilter, x.sizes(), weight_size, stride, padding, dilation, groups,
+                           x.scalar_type(), mode, names);
+  check_output_shape(grad_output, a, names, x.sizes());
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor gc = dense(grad_output), xc = dense(x);
   at::Tensor grad_w = at::empty(a.w, x.options());
@@ -152,13 +201,55 @@ at::Tensor conv2d_backward_weight(const at::Tensor& grad_output, const at::Tenso
   return grad_w;
 }
 
+// grad_bias of y = conv2d(x, weight) + bias: grad_output summed over N, H and W
+// (cudnnConvolutionBackwardBias).
+at::Tensor conv2d_backward_bias(const at::Tensor& grad_output) {
+  check_tensor(grad_output, "grad_output");
+  const std::array<int64_t, 4> shape = shape4(grad_output.sizes(), "grad_output");
+  const c10::cuda::CUDAGuard guard(grad_output.device());
+  const at::Tensor gc = dense(grad_output);
+  at::Tensor grad_b = at::empty({shape[1]}, grad_output.options());
+  const int device = grad_output.get_device();
+  conv::backward_bias(device, c10::cuda::getCurrentCUDAStream(device).stream(),
+                      grad_output.scalar_type() == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT, shape,
+                      gc.const_data_ptr(), grad_b.mutable_data_ptr());
+  return grad_b;
+}
+
+// y = conv_transpose2d(x, weight) + bias for y of shape output_size: the backward-data of the
+// convolution of y with weight (C_in, C_out / groups, kH, kW), x in the role of its grad_output,
+// then cudnnAddTensor.
+at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                            IntArrayRef output_size, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                            int64_t groups, int64_t mode) {
+  check_tensor(x, "x");
+  check_tensor(weight, "weight");
+  check_like(weight, "weight", x, "x");
+  TORCH_CHECK(weight.size(0) == x.size(1), "weight must have x's ", str(x.size(1)), " input channels in dimension 0 "
+              "(a transposed convolution's weight is (C_in, C_out / groups, kH, kW)), but has shape ",
+              str(weight.sizes()), " (x has shape ", str(x.sizes()), ")");
+  const Names names{"the output", "weight", "x"};
+  conv::Args a = make_args(conv::Op::kBackwardData, output_size, weight.sizes(), stride, padding, dilation, groups,
+                           x.scalar_type(), mode, names);
+  check_output_shape(x, a, names, output_size);
+  at::Tensor bc;
+  const void* b = bias_of(bias, a.x[1], x, "x", &bc);
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor xc = dense(x), wc = dense(weight);
+  at::Tensor y = at::empty(a.x, x.options());
+  run_on(x, a, {y.mutable_data_ptr(), const_cast<void*>(wc.const_data_ptr()), const_cast<void*>(xc.const_data_ptr()), b});
+  return y;
+}
+
 // The output shape cuDNN's descriptors give (no GPU needed): descriptor set-up, testable anywhere.
-// Only the ranks are checked here, so cuDNN's own checks (and error messages) are the ones seen.
+// Only the ranks (and that groups fits an int) are checked here, so cuDNN's own checks (and error
+// messages) are the ones seen.
 std::vector<int64_t> describe(IntArrayRef x_size, IntArrayRef w_size, IntArrayRef stride, IntArrayRef padding,
-                              IntArrayRef dilation, bool float64) {
+                              IntArrayRef dilation, int64_t groups, bool float64) {
   TORCH_CHECK(x_size.size() == 4 && w_size.size() == 4, "x_size and w_size must have 4 values");
   TORCH_CHECK(stride.size() == 2 && padding.size() == 2 && dilation.size() == 2,
               "stride, padding and dilation must have 2 values");
+  TORCH_CHECK(groups <= std::numeric_limits<int>::max(), "groups is too large for cuDNN: ", str(groups));
   conv::Args a;
   a.dtype = float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   std::copy(x_size.begin(), x_size.end(), a.x.begin());
@@ -166,6 +257,7 @@ std::vector<int64_t> describe(IntArrayRef x_size, IntArrayRef w_size, IntArrayRe
   std::copy(stride.begin(), stride.end(), a.stride.begin());
   std::copy(padding.begin(), padding.end(), a.padding.begin());
   std::copy(dilation.begin(), dilation.end(), a.dilation.begin());
+  a.groups = groups;
   const conv::Plan plan = conv::describe(a);
   return {plan.y.begin(), plan.y.end()};
 }
@@ -190,14 +282,18 @@ void cache_set_capacity(int64_t capacity) {
 }  // namespace
 
 COURSE_LIBRARY(m) {
-  m.def("conv2d(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int mode) -> Tensor");
+  m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, "
+        "int mode) -> Tensor");
   m.def("conv2d_backward_input(Tensor grad_output, Tensor weight, int[4] input_size, int[2] stride, "
-        "int[2] padding, int[2] dilation, int mode) -> Tensor");
+        "int[2] padding, int[2] dilation, int groups, int mode) -> Tensor");
   m.def("conv2d_backward_weight(Tensor grad_output, Tensor x, int[4] weight_size, int[2] stride, "
-        "int[2] padding, int[2] dilation, int mode) -> Tensor");
+        "int[2] padding, int[2] dilation, int groups, int mode) -> Tensor");
+  m.def("conv2d_backward_bias(Tensor grad_output) -> Tensor");
+  m.def("conv_transpose2d(Tensor x, Tensor weight, Tensor? bias, int[4] output_size, int[2] stride, int[2] padding, "
+        "int[2] dilation, int groups, int mode) -> Tensor");
   // No tensor arguments: these get a catch-all kernel.
-  m.def("describe(int[] x_size, int[] w_size, int[] stride, int[] padding, int[] dilation, bool float64) -> int[]",
-        &describe);
+  m.def("describe(int[] x_size, int[] w_size, int[] stride, int[] padding, int[] dilation, int groups, "
+        "bool float64) -> int[]", &describe);
   m.def("cache_stats() -> int[]", &cache_stats);
   m.def("cache_clear() -> ()", &cache_clear);
   m.def("cache_set_capacity(int capacity) -> ()", &cache_set_capacity);
@@ -211,4 +307,6 @@ COURSE_LIBRARY_IMPL(CompositeExplicitAutograd, m) {
   m.impl("conv2d", &conv2d);
   m.impl("conv2d_backward_input", &conv2d_backward_input);
   m.impl("conv2d_backward_weight", &conv2d_backward_weight);
+  m.impl("conv2d_backward_bias", &conv2d_backward_bias);
+  m.impl("conv_transpose2d", &conv_transpose2d);
 }

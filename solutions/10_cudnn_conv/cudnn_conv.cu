@@ -4,8 +4,8 @@
 // Host code: cuDNN's own kernels do the work (the one kernel here only checks a captured graph once).
 // It includes no ATen tensor headers, so an edit here rebuilds in seconds; tensors and registration
 // are in cudnn_conv.cpp.
-// Order: helpers -> descriptors -> cache -> algorithm choice -> the call -> the launch cache (CUDA
-// graphs) -> run().
+// Order: helpers -> descriptors -> cache -> algorithm choice -> the call (with its bias) -> the launch
+// cache (CUDA graphs) -> run() and the bias's gradient.
 #include <algorithm>
 #include <atomic>
 #include <list>
@@ -32,7 +32,7 @@ std::string last_cudnn_error() {
 
 size_t KeyHash::operator()(const Key& key) const {
   // FNV-1a over the key's 64-bit words (it is all int64_t, no padding, so equal keys hash equally):
-  // 20 steps per lookup instead of 160 for its bytes. The last line mixes the high bits down.
+  // 21 steps per lookup instead of 168 for its bytes. The last line mixes the high bits down.
   uint64_t words[sizeof(Key) / sizeof(uint64_t)];
   std::memcpy(words, &key, sizeof(Key));
   uint64_t h = 1469598103934665603ull;
@@ -132,8 +132,8 @@ Key make_key(const Args& a) {
   // BEGIN SOLUTION
   // GOAL: a key that tells apart any two calls that need different plans.
   // TODO: fill every field of `key` from `a`: op, mode, device, dtype, layout (CUDNN_TENSOR_NCHW),
-  // TODO: allow_tf32, the x and w shapes, stride, padding and dilation. A field left out lets two
-  // TODO: calls that need different plans share one.
+  // TODO: allow_tf32, groups, the x and w shapes, stride, padding and dilation. A field left out lets
+  // TODO: two calls that need different plans share one.
   // STUB: TORCH_CHECK(false, "make_key (cudnn_conv.cu) is not implemented yet");
   key.op = static_cast<int64_t>(a.op);
   key.mode = static_cast<int64_t>(a.mode);
@@ -141,6 +141,7 @@ Key make_key(const Args& a) {
   key.dtype = a.dtype;
   key.layout = CUDNN_TENSOR_NCHW;
   key.allow_tf32 = a.allow_tf32;
+  key.groups = a.groups;
   key.x = a.x;
   key.w = a.w;
   key.stride = a.stride;
@@ -160,9 +161,10 @@ Plan describe(const Args& a) {
   plan.w = a.w;
   // BEGIN SOLUTION
   // GOAL: the plan's x, w and convolution descriptors from `a`, and its output shape and y descriptor.
-  // TODO: set x_desc (4-d NCHW tensor of a.dtype), w_desc (a KCRS filter, NCHW format) and conv_desc
-  // TODO: (2-d cross-correlation with a.padding, a.stride, a.dilation, computing in a.dtype) and its
-  // TODO: math type (math_type_for(a)) into plan.math; then ask cuDNN for the output shape
+  // TODO: set x_desc (4-d NCHW tensor of a.dtype), w_desc (a KCRS filter, NCHW format: a.w is already
+  // TODO: (K, C / groups, R, S)) and conv_desc (2-d cross-correlation with a.padding, a.stride,
+  // TODO: a.dilation, computing in a.dtype), its group count (cudnnSetConvolutionGroupCount, a.groups)
+  // TODO: and its math type (math_type_for(a)) into plan.math; then ask cuDNN for the output shape
   // TODO: (cudnnGetConvolution2dForwardOutputDim) into plan.y and set y_desc to it. CUDNN_CHECK each call.
   // STUB: TORCH_CHECK(false, "describe (cudnn_conv.cu) is not implemented yet");
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.x_desc.get(), CUDNN_TENSOR_NCHW, a.dtype, as_int(a.x[0]),
@@ -172,6 +174,7 @@ Plan describe(const Args& a) {
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan.conv_desc.get(), as_int(a.padding[0]), as_int(a.padding[1]),
                                               as_int(a.stride[0]), as_int(a.stride[1]), as_int(a.dilation[0]),
                                               as_int(a.dilation[1]), CUDNN_CROSS_CORRELATION, a.dtype));
+  CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan.conv_desc.get(), as_int(a.groups)));
   plan.math = math_type_for(a);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv_desc.get(), plan.math));
   int n = 0, c = 0, h = 0, w = 0;
@@ -180,6 +183,11 @@ Plan describe(const Args& a) {
   plan.y = {n, c, h, w};
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.y_desc.get(), CUDNN_TENSOR_NCHW, a.dtype, n, c, h, w));
   // END SOLUTION
+  // The bias's descriptor: one value per channel of the op's output (y; x for backward-data),
+  // broadcast over N, H and W by cudnnAddTensor.
+  const int64_t out_channels = a.op == Op::kBackwardData ? a.x[1] : plan.y[1];
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.bias_desc.get(), CUDNN_TENSOR_NCHW, a.dtype, 1, as_int(out_channels), 1,
+                                         1));
   return plan;
 }
 
@@ -463,7 +471,7 @@ void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t
     break;
   }
   TORCH_CHECK(plan.algo >= 0, "cuDNN offers no usable algorithm for this convolution: x ", ref(a.x), ", w ",
-              ref(a.w), ", y ", ref(a.y));
+              ref(a.w), ", y ", ref(a.y), ", groups ", std::to_string(a.groups));
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv_desc.get(), plan.math));
   TORCH_CHECK(workspace_size(h, plan, a.op, plan.algo, &plan.workspace_bytes),
               "cuDNN cannot size the workspace of the algorithm it chose (", std::to_string(plan.algo), ")");
@@ -471,6 +479,21 @@ void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t
 }
 
 // -------------------------------------------------------------------------------------- the call
+
+// The bias, added to the output the call has just written (y for the forward, x for backward-data).
+void add_bias(const Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
+  // BEGIN SOLUTION
+  // GOAL: every element of the call's output (b.y for the forward, b.x for backward-data) in channel c
+  // GOAL: gains b.bias[c], on the handle's stream.
+  // TODO: one cudnnAddTensor: C = alpha * A + beta * C with A = b.bias described by plan.bias_desc
+  // TODO: ((1, C, 1, 1): cuDNN broadcasts a dimension of 1), C = the output with its own descriptor
+  // TODO: (plan.y_desc or plan.x_desc), alpha = one(a.dtype) and beta = one(a.dtype) (keep the convolution).
+  // STUB: TORCH_CHECK(false, "add_bias (cudnn_conv.cu) is not implemented yet");
+  const bool forward = a.op == Op::kForward;
+  CUDNN_CHECK(cudnnAddTensor(h, one(a.dtype), plan.bias_desc.get(), b.bias, one(a.dtype),
+                             forward ? plan.y_desc.get() : plan.x_desc.get(), forward ? b.y : b.x));
+  // END SOLUTION
+}
 
 // `ws` is plan.workspace_bytes of scratch that run() took from allocate_workspace: run() needs its
 // address before the call (it is part of the launch cache's key, below).
@@ -501,6 +524,7 @@ void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataP
       break;
   }
   // END SOLUTION
+  if (b.bias != nullptr) add_bias(plan, a, b, h);  // queued after the convolution, on the same stream
 }
 
 // A plan found under this call's key must describe this call's tensors. If it does not, the key
@@ -522,15 +546,15 @@ void check_plan(const Plan& p, const Args& a) {
 // and every address the call reads or writes: it is only ever replayed for exactly those buffers, and
 // it reads their values when it runs.
 
-// The plan (kept alive by the entry, so its address names it), the four buffers and the device.
+// The plan (kept alive by the entry, so its address names it), the five buffers and the device.
 struct GraphKey {
-  uintptr_t plan = 0, x = 0, w = 0, y = 0, workspace = 0, device = 0;
+  uintptr_t plan = 0, x = 0, w = 0, y = 0, bias = 0, workspace = 0, device = 0;
   bool operator==(const GraphKey& other) const { return std::memcmp(this, &other, sizeof(GraphKey)) == 0; }
 };
 
 struct GraphKeyHash {
   size_t operator()(const GraphKey& key) const {
-    const uintptr_t words[] = {key.plan, key.x, key.w, key.y, key.workspace, key.device};
+    const uintptr_t words[] = {key.plan, key.x, key.w, key.y, key.bias, key.workspace, key.device};
     uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, as KeyHash
     for (uintptr_t w : words) {
       h ^= w;
@@ -546,6 +570,7 @@ GraphKey graph_key(const Plan* plan, const Args& a, const Buffers& b, const void
   k.x = reinterpret_cast<uintptr_t>(b.x);
   k.w = reinterpret_cast<uintptr_t>(b.w);
   k.y = reinterpret_cast<uintptr_t>(b.y);
+  k.bias = reinterpret_cast<uintptr_t>(b.bias);  // 0 without a bias: a graph with one is another graph
   k.workspace = reinterpret_cast<uintptr_t>(workspace);
   k.device = static_cast<uintptr_t>(a.device);
   return k;
@@ -807,6 +832,16 @@ void run(const Args& a, const Buffers& b) {
   if (run_as_graph(device, plan, a, b, ws)) return;
   BoundHandle h(device, a.stream);
   execute(*plan, a, b, ws, h.get());
+}
+
+void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& dy_shape,
+                   const void* dy, void* db) {
+  TensorDesc dy_desc, db_desc;  // two descriptors per call: cheap next to a convolution's plan
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(dy_desc.get(), CUDNN_TENSOR_NCHW, dtype, as_int(dy_shape[0]),
+                                         as_int(dy_shape[1]), as_int(dy_shape[2]), as_int(dy_shape[3])));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(db_desc.get(), CUDNN_TENSOR_NCHW, dtype, 1, as_int(dy_shape[1]), 1, 1));
+  BoundHandle h(handle_for(device), stream);
+  CUDNN_CHECK(cudnnConvolutionBackwardBias(h.get(), one(dtype), dy_desc.get(), dy, zero(dtype), db_desc.get(), db));
 }
 
 CacheStats cache_stats() {
