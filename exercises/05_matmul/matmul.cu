@@ -893,7 +893,7 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
     TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");
     // END SOLUTION
   }
-  if (plan.splits > 1) {  // C = the sum of the splits, in split order
+  if (plan.splits > 1) {  // C = the sum of the splits, in a fixed order
     const int64_t total = batch * M * N;
     const int64_t blocks = std::min(course::ceil_div<int64_t>(total, kGemvThreads), 8 * sm_count());
     int64_t group = 1;  // about sqrt(splits): the reduction's chains of additions
