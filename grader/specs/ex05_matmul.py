@@ -215,9 +215,9 @@ class MatmulSpec(Spec):
                 add(f"{group}[batch views]", lambda ctx, v=version, g=group: self._check_batch_views(ctx, v, g))
                 add(f"{group}[batch of {MANY}]", lambda ctx, v=version, g=group: self._check_many(ctx, v, g))
             if version == 4:
-                add(f"{group}[large K: error within {LARGE_K_FACTOR:g}x cuBLAS's]",
+                add(f"{group}[large K error within {LARGE_K_FACTOR:g}x of cuBLAS]",
                     lambda ctx, v=version, g=group: self._check_large_k(ctx, v, g))
-                add(f"{group}[split K: the same bits every run]",
+                add(f"{group}[split K gives the same bits every run]",
                     lambda ctx, v=version, g=group: self._check_deterministic(ctx, v, g))
             add(f"{group}[K = 0 gives zeros]", lambda ctx, v=version, g=group, d=dtype: self._expect(
                 ctx, v, torch.empty(37, 0, device="cuda", dtype=d), torch.empty(0, 45, device="cuda", dtype=d),

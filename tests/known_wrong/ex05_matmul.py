@@ -185,4 +185,8 @@ VARIANTS += [
             "multiplies batch element 0's A and B",
             {"matmul.cu": [("  A += batch * M * K + k0;", "  A += k0;"), ("  B += (batch * K + k0) * N;", "  B += k0 * N;")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "batch_stride_ignored_in_kernel5", "kernel 5 offsets only C by the batch element: every element of "
+            "a batch multiplies batch element 0's A and B",
+            {"matmul.cu": [("  A += batch * M * K;\n  B += batch * K * N;\n", "")]},
+            loses=TC_GROUPS, reason="outside"),
 ]
