@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import torch
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison_next_allocation,
-                           require_capability, require_plain_tensor, unmodified)
+                           relative_error, require_capability, require_plain_tensor, unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.timer import math_mode
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
 # near 1e-7; TF32 (10-bit mantissa) gives about 3e-4 and fp16 about 5e-4: both fail.
@@ -52,10 +53,10 @@ def tensor_core_bound(a: torch.Tensor, b: torch.Tensor, precision: Precision) ->
     u_out of it. Non-finite inputs count as 0 here (where they make C non-finite, so must C be)."""
     a64 = torch.nan_to_num(a.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
     b64 = torch.nan_to_num(b.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
-    ref = a64 @ b64
+    ref = a64 @ b64  # (batches too: the bound is per element either way)
     spread = ((a64 * a64) @ (b64 * b64)).sqrt()
     magnitude = a64.abs() @ b64.abs()
-    k = a.shape[1]
+    k = a.shape[-1]
     sums = OPERAND_SIGMAS * precision.operand_u * spread + SUM_SIGMAS * math.sqrt(max(k, 1)) * SUM_U * magnitude
     return ref, sums * (1 + precision.output_u) + precision.output_u * ref.abs()
 
@@ -72,8 +73,9 @@ def normwise_tolerance(a: torch.Tensor, b: torch.Tensor, precision: Precision) -
 def assert_tensor_core_result(c, a: torch.Tensor, b: torch.Tensor, precision: Precision, what: str) -> None:
     """Every element of c within tensor_core_bound of the float64 product of the same inputs."""
     require_plain_tensor(c, what)
-    if tuple(c.shape) != (a.shape[0], b.shape[1]):
-        raise CheckFailure(f"{what}: shape {tuple(c.shape)}, expected {(a.shape[0], b.shape[1])}")
+    expected = (*a.shape[:-1], b.shape[-1])
+    if tuple(c.shape) != expected:
+        raise CheckFailure(f"{what}: shape {tuple(c.shape)}, expected {expected}")
     if c.dtype != precision.dtype:
         raise CheckFailure(f"{what}: output dtype {c.dtype}, expected {precision.dtype} (the inputs' dtype)")
     ref, bound = tensor_core_bound(a, b, precision)
@@ -82,8 +84,8 @@ def assert_tensor_core_result(c, a: torch.Tensor, b: torch.Tensor, precision: Pr
     count = int(bad.sum())
     if count:
         first = bad.nonzero()[:3].tolist()
-        shown = "; ".join(f"at {[i, j]}: got {got[i, j].item():.8g}, expected {ref[i, j].item():.8g} "
-                          f"+- {bound[i, j].item():.3g}" for i, j in first)
+        shown = "; ".join(f"at {at}: got {got[tuple(at)].item():.8g}, expected {ref[tuple(at)].item():.8g} "
+                          f"+- {bound[tuple(at)].item():.3g}" for at in first)
         raise CheckFailure(f"{what}: {count} of {c.numel()} elements outside {precision.name}'s error bound "
                            f"(the README's How it is graded); first: {shown}")
 
@@ -95,6 +97,29 @@ SHAPES = (
     (33, 31, 65), (97, 101, 103), (127, 129, 131), (128, 128, 128), (129, 257, 1000), (200, 1032, 257),
     (256, 384, 64), (513, 1031, 257), (1000, 1000, 1), (2000, 3, 2000), (1031, 1000, 4099),
 )
+
+
+# Version 4's other paths (the README's "Shape classes"), graded in async_pipeline beside SHAPES, which
+# already holds small vectors. (The splits below are an H100's, 132 SMs; other GPUs split differently,
+# and every shape still runs its path.) N == 1, a warp per row: K % 4 == 0 with a tail after the last
+# 128-float step (517x1x1000), split in 4 ranges with tails (3x1x4100), a long dot product split in
+# ranges of odd length (1x1x100003). M == 1, a thread per column: split in 77 ranges, the last shorter
+# (1x777x5003). Split K: 16 splits, the last shorter, N % 4 != 0 (129x257x4099); 190 splits over a
+# single tile (100x70x50000); 256 splits of 256 (64x64x65536).
+VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003), (1, 3, 2000),
+                   (129, 257, 4099), (100, 70, 50000), (64, 64, 65536))
+# batches (versions 4 and 5): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
+BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
+# more batch elements than gridDim.z holds (65535): the launcher must take several launches
+MANY = 65535 + 7
+# the large-K accuracy check: a product with one 64 x 64 tile and K = 2^18 (128 MiB of A and B); its
+# error against float64 must be within 10 times cuBLAS's (strict float32) on the same inputs
+LARGE_K = (64, 64, 1 << 18)
+LARGE_K_FACTOR = 10.0
+
+
+def _kernels(kernel) -> tuple[str, ...]:
+    return (kernel,) if isinstance(kernel, str) else tuple(kernel)
 
 
 def _names(arg: str) -> tuple[str, ...]:
@@ -124,9 +149,12 @@ TENSOR_CORE_CAPABILITY = (8, 0)
 @dataclass
 class MatmulSpec(Spec):
     # (group, version, kernel name): every numbered version, each group graded on its own
-    versions_graded: tuple[tuple[str, int, str], ...] = (
+    # (version 4 has given kernels for the shapes its tiles do not fit: matrix-vector products, and the
+    # split-K reduction)
+    versions_graded: tuple[tuple[str, int, str | tuple[str, ...]], ...] = (
         ("naive", 1, "matmul_kernel1"), ("shared_tiles", 2, "matmul_kernel2"), ("register_blocked", 3, "matmul_kernel3"),
-        ("async_pipeline", 4, "matmul_kernel4"), *((g, v, k) for g, v, k, _ in TENSOR_CORES))
+        ("async_pipeline", 4, ("matmul_kernel4", "matmul_gemv_rows", "matmul_gemv_cols", "matmul_splitk_reduce")),
+        *((g, v, k) for g, v, k, _ in TENSOR_CORES))
 
     @staticmethod
     def precision(group: str) -> Precision | None:
@@ -145,13 +173,13 @@ class MatmulSpec(Spec):
         if precision is None:
             if isinstance(c, torch.Tensor) and c.dtype != torch.float32:
                 raise CheckFailure(f"{what}: output dtype {c.dtype}, expected torch.float32")
-            assert_rel_error(c, a.double() @ b.double(), REL_TOL, what)
+            assert_rel_error(c, a.double() @ b.double(), REL_TOL, what)  # (batched: one norm over all)
         else:
             assert_tensor_core_result(c, a, b, precision, what)
 
     def _expect(self, ctx: Context, version: int, a: torch.Tensor, b: torch.Tensor, what: str, group: str = "") -> None:
         with unmodified(A=a, B=b):
-            poison_next_allocation(a.shape[0] * b.shape[1], self._dtype(group))
+            poison_next_allocation(math.prod(a.shape[:-1]) * b.shape[-1], self._dtype(group))
             c = ctx.module.matmul(a, b, version)
             torch.cuda.synchronize()
         if not isinstance(c, torch.Tensor):
@@ -178,8 +206,19 @@ class MatmulSpec(Spec):
                 checks.add(name, run if precision is None else _on_tensor_cores(run, precision), slow=slow)
 
             dtype = self._dtype(group)
-            for m, n, k in SHAPES:
+            for m, n, k in SHAPES + (VERSION4_SHAPES if version == 4 else ()):
                 add(f"{group}[{m}x{n}x{k}]", lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
+            if version >= 4:
+                for shape in BATCHES:
+                    add(f"{group}[batch {'x'.join(map(str, shape))}]",
+                        lambda ctx, v=version, g=group, s=shape: self._batch(ctx, v, g, *s))
+                add(f"{group}[batch views]", lambda ctx, v=version, g=group: self._check_batch_views(ctx, v, g))
+                add(f"{group}[batch of {MANY}]", lambda ctx, v=version, g=group: self._check_many(ctx, v, g))
+            if version == 4:
+                add(f"{group}[large K error within {LARGE_K_FACTOR:g}x of cuBLAS]",
+                    lambda ctx, v=version, g=group: self._check_large_k(ctx, v, g))
+                add(f"{group}[split K gives the same bits every run]",
+                    lambda ctx, v=version, g=group: self._check_deterministic(ctx, v, g))
             add(f"{group}[K = 0 gives zeros]", lambda ctx, v=version, g=group, d=dtype: self._expect(
                 ctx, v, torch.empty(37, 0, device="cuda", dtype=d), torch.empty(0, 45, device="cuda", dtype=d),
                 f"{g}[K = 0]", g))
@@ -198,6 +237,79 @@ class MatmulSpec(Spec):
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
 
+    def _batch(self, ctx: Context, version: int, group: str, batch: int, m: int, n: int, k: int) -> None:
+        name = f"{group}[batch {batch}x{m}x{n}x{k}]"
+        self._expect(ctx, version, self._rand(ctx, group, name + "A", (batch, m, k)),
+                     self._rand(ctx, group, name + "B", (batch, k, n)), f"{group}[batch of {batch}, M={m}, N={n}, K={k}]",
+                     group)
+
+    def _check_batch_views(self, ctx: Context, version: int, group: str) -> None:
+        """Batches as views: every other matrix of a larger batch, transposed matrices, a batch dim that is
+        not the outermost; and an empty batch."""
+        a = self._rand(ctx, group, "bvA", (6, 37, 53))
+        b = self._rand(ctx, group, "bvB", (6, 29, 53))
+        self._expect(ctx, version, a[::2], b[1::2].transpose(1, 2), f"{group}[A[::2] @ B[1::2].transpose(1, 2)]", group)
+        p = self._rand(ctx, group, "bvP", (41, 3, 53))  # (M, batch, K)
+        self._expect(ctx, version, p.permute(1, 0, 2), b[:3].transpose(1, 2),
+                     f"{group}[A a (M, batch, K) tensor permuted to (batch, M, K)]", group)
+        d = self._dtype(group)
+        c = ctx.module.matmul(torch.empty(0, 3, 4, device="cuda", dtype=d), torch.empty(0, 4, 5, device="cuda", dtype=d),
+                              version)
+        torch.cuda.synchronize()
+        if tuple(c.shape) != (0, 3, 5):
+            raise CheckFailure(f"{group}[an empty batch (0, 3, 4) @ (0, 4, 5)]: shape {tuple(c.shape)}, expected (0, 3, 5)")
+
+    def _check_many(self, ctx: Context, version: int, group: str) -> None:
+        """More batch elements than gridDim.z holds: all computed (several launches), or an error naming A;
+        never some left unwritten."""
+        for m, n, k in ((2, 3, 5), (3, 1, 6)):
+            a = self._rand(ctx, group, f"manyA{n}", (MANY, m, k))
+            b = self._rand(ctx, group, f"manyB{n}", (MANY, k, n))
+            with unmodified(A=a, B=b):
+                poison_next_allocation(MANY * m * n, self._dtype(group))
+                try:
+                    c = ctx.module.matmul(a, b, version)
+                    torch.cuda.synchronize()
+                except RuntimeError as e:
+                    if not any(x in str(e) for x in _names("A")):
+                        raise CheckFailure(f"{group}[batch of {MANY}]: an error that does not name A: {str(e)[:200]}") from None
+                    continue
+            self._assert_result(c, a, b, group, f"{group}[batch of {MANY} ({m} x {k}) @ ({k} x {n}), more than gridDim.z's 65535]")
+
+    def _check_large_k(self, ctx: Context, version: int, group: str) -> None:
+        """A long K over few output tiles (version 4 splits it): the error against float64 within
+        LARGE_K_FACTOR times cuBLAS's (strict float32, TF32 off) on the same inputs, and REL_TOL."""
+        m, n, k = LARGE_K
+        a, b = self._rand(ctx, group, "largeKA", (m, k)), self._rand(ctx, group, "largeKB", (k, n))
+        ref = a.double() @ b.double()
+        with unmodified(A=a, B=b):
+            poison_next_allocation(m * n)
+            c = ctx.module.matmul(a, b, version)
+            torch.cuda.synchronize()
+        what = f"{group}[large K: {m} x {n} x {k}]"
+        assert_rel_error(c, ref, REL_TOL, what)
+        with math_mode(tf32=False):
+            cublas = relative_error(torch.matmul(a, b), ref)
+        ours = relative_error(c, ref)
+        if not ours <= LARGE_K_FACTOR * cublas:
+            raise CheckFailure(f"{what}: relative error {ours:.3g} against float64, more than {LARGE_K_FACTOR:g} times "
+                               f"cuBLAS's {cublas:.3g} on the same inputs (a {k}-long chain of float32 additions per "
+                               "output; split K: the README's Shape classes)")
+
+    def _check_deterministic(self, ctx: Context, version: int, group: str) -> None:
+        """Split K and the split matrix-vector products sum their partial products in a fixed order: the
+        same inputs give the same bits every run (no atomics)."""
+        for m, n, k in ((100, 70, 50000), (1, 1, 100003), (1, 777, 5003)):
+            a, b = self._rand(ctx, group, f"detA{m}", (m, k)), self._rand(ctx, group, f"detB{m}", (k, n))
+            first = ctx.module.matmul(a, b, version)
+            for _ in range(2):
+                again = ctx.module.matmul(a, b, version)
+                torch.cuda.synchronize()
+                if not torch.equal(first.view(torch.int32), again.view(torch.int32)):
+                    raise CheckFailure(f"{group}[{m} x {n} x {k} twice]: the results differ in "
+                                       f"{int((first.view(torch.int32) != again.view(torch.int32)).sum())} elements: "
+                                       "the sums must be taken in the same order every run")
+
     def _check_stream(self, ctx: Context, version: int, group: str) -> None:
         a, b = self._rand(ctx, group, f"{group}streamA", (333, 257)), self._rand(ctx, group, f"{group}streamB", (257, 190))
         c = on_a_busy_stream(lambda x, y: ctx.module.matmul(x, y, version), a, b)
@@ -206,7 +318,7 @@ class MatmulSpec(Spec):
     def _check_own(self, ctx: Context, version: int, group: str, kernel: str) -> None:
         # made outside the profiled call
         a, b = self._rand(ctx, group, "ownA", (300, 200)), self._rand(ctx, group, "ownB", (200, 260))
-        assert_own_kernels(lambda: ctx.module.matmul(a, b, version), (kernel,), group)
+        assert_own_kernels(lambda: ctx.module.matmul(a, b, version), _kernels(kernel), group)
 
     def _input_checks(self, checks: CheckList) -> None:
         fn = lambda ctx: ctx.module.matmul  # noqa: E731
@@ -217,7 +329,12 @@ class MatmulSpec(Spec):
             ("float64 A", lambda: (m(4, 5).double(), m(5, 3)), ("A",), "a float64 A"),
             ("float16 B", lambda: (m(4, 5), m(5, 3).half()), ("B",), "a float16 B"),
             ("1-D A", lambda: (m(5), m(5, 3)), ("A",), "a 1-D A"),
-            ("3-D B", lambda: (m(4, 5), m(2, 5, 3)), ("B",), "a 3-D B"),
+            ("4-D B", lambda: (m(4, 5), m(1, 2, 5, 3)), ("B",), "a 4-D B"),
+            ("3-D B beside a 2-D A", lambda: (m(4, 5), m(2, 5, 3)), ("B",), "a 3-D B beside a 2-D A (no broadcasting)"),
+            ("batch sizes differ", lambda: (m(2, 4, 5), m(3, 5, 3)), ("A", "B"), "A (2, 4, 5) with B (3, 5, 3)"),
+            ("batched inner sizes differ", lambda: (m(2, 4, 5), m(2, 6, 3)), ("A", "B"), "A (2, 4, 5) with B (2, 6, 3)"),
+            ("3-D with version 3", lambda: (m(2, 4, 5), m(2, 5, 3), 3), ("A",),
+             "a batch with version=3 (only versions 4 and 5 take batches)"),
             ("inner sizes differ", lambda: (m(4, 5), m(6, 3)), ("A", "B"), "A (4, 5) with B (6, 3)"),
             ("bfloat16 B with a float32 A", lambda: (m(4, 5), m(5, 3).bfloat16(), 5), ("B",),
              "a bfloat16 B beside a float32 A"),
@@ -279,6 +396,8 @@ class MatmulSpec(Spec):
     def _check_opcheck(self, ctx: Context) -> None:
         try:
             torch.library.opcheck(ctx.module.lib.ops.matmul, (_rand(ctx, "opA", (5, 7)), _rand(ctx, "opB", (7, 3)), 3))
+            # a batch (versions 4 and 5): the registered fake must give its 3-D shape
+            torch.library.opcheck(ctx.module.lib.ops.matmul, (_rand(ctx, "opbA", (2, 5, 7)), _rand(ctx, "opbB", (2, 7, 3)), 4))
         except Exception as e:
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
 
@@ -294,10 +413,11 @@ class MatmulSpec(Spec):
         return calls
 
     def _call(self, a, b, group, version, kernel) -> AuditCall:
+        kernel = _kernels(kernel)
         precision = self.precision(group)
         label = f"matmul(version={version})" if precision is None else f"matmul(version={version}, {precision.name})"
         return AuditCall("matmul", (a, b, version), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
-                         label=label, group=group, kernels=KernelRule((kernel,)),
+                         label=label, group=group, kernels=KernelRule(kernel),
                          registered="lib.ops.matmul", nonfinite=(0, 1),
                          tolerance=None if precision is None else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
                          needs_capability=None if precision is None else TENSOR_CORE_CAPABILITY)
@@ -316,7 +436,7 @@ class MatmulSpec(Spec):
         return calls
 
     def kernel_rule(self):
-        return KernelRule(tuple(dict.fromkeys(kernel for _, _, kernel in self.versions_graded)))
+        return KernelRule(tuple(dict.fromkeys(k for _, _, kernel in self.versions_graded for k in _kernels(kernel))))
 
     def benchmark(self) -> Benchmark:
         n = 4096

@@ -14,37 +14,49 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // BEGIN SOLUTION
   // GOAL: reject, naming the argument, every A, B and version that the README's Interface lists as an error.
   // TODO: reject, with TORCH_CHECK messages naming the argument: A or B not on a CUDA device, not
-  // TODO: float32 or bfloat16, or not 2-D; B on another device than A, or of another dtype; A's columns
-  // TODO: != B's rows (name both); a version other than 1 to 5; a bfloat16 A with a version other than 5.
+  // TODO: float32 or bfloat16, or neither 2-D nor 3-D; B on another device than A, or of another dtype;
+  // TODO: A 3-D and B not, or the other way round; batch sizes (size(0)) that differ; A's columns !=
+  // TODO: B's rows (name both); a version other than 1 to 5; 3-D operands with a version other than 4
+  // TODO: or 5; a bfloat16 A with a version other than 5.
   course::check_cuda(A, "A");
   course::check_cuda(B, "B");
   course::check_dtype(A, {at::kFloat, at::kBFloat16}, "A");
   course::check_dtype(B, {at::kFloat, at::kBFloat16}, "B");
   // (shapes formatted by course::shape_of, numbers by std::to_string: streaming integers into a
   // message crashed on torch 2.11)
-  TORCH_CHECK(A.dim() == 2, "A must be a 2-D matrix, but has shape ", course::shape_of(A));
-  TORCH_CHECK(B.dim() == 2, "B must be a 2-D matrix, but has shape ", course::shape_of(B));
+  TORCH_CHECK(A.dim() == 2 || A.dim() == 3, "A must be a 2-D matrix or a 3-D batch of them, but has shape ",
+              course::shape_of(A));
+  TORCH_CHECK(B.dim() == 2 || B.dim() == 3, "B must be a 2-D matrix or a 3-D batch of them, but has shape ",
+              course::shape_of(B));
   TORCH_CHECK(B.device() == A.device(), "B must be on the same device as A (", course::device_str(A),
               "), but is on ", course::device_str(B));
-  TORCH_CHECK(A.size(1) == B.size(0), "A's columns must match B's rows: A is ", course::shape_of(A), " and B is ",
+  TORCH_CHECK(B.dim() == A.dim(), "B must have as many dims as A (both 2-D, or both 3-D batches; no broadcasting): "
+              "A is ", course::shape_of(A), " and B is ", course::shape_of(B));
+  TORCH_CHECK(A.dim() == 2 || A.size(0) == B.size(0), "A's batch size must match B's: A is ", course::shape_of(A),
+              " and B is ", course::shape_of(B));
+  TORCH_CHECK(A.size(-1) == B.size(-2), "A's columns must match B's rows: A is ", course::shape_of(A), " and B is ",
               course::shape_of(B));
   TORCH_CHECK(B.scalar_type() == A.scalar_type(), "B must have A's dtype (", course::dtype_str(A), "), but has ",
               course::dtype_str(B));
   TORCH_CHECK(version >= 1 && version <= 5, "version must be 1, 2, 3, 4 or 5, but is " + std::to_string(version));
+  TORCH_CHECK(A.dim() == 2 || version >= 4, "A is a 3-D batch ", course::shape_of(A), ", which only versions 4 and 5 "
+              "take; version " + std::to_string(version) + " takes 2-D matrices");
   TORCH_CHECK(A.scalar_type() == at::kFloat || version == 5, "A is ", course::dtype_str(A),
               ", which only version 5 (tensor cores) takes; versions 1 to 4 take float32");
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(A.device());
   // The kernels read row-major matrices; a transposed or sliced view is copied once.
   const at::Tensor a = A.contiguous(), b = B.contiguous();
-  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-  at::Tensor c = at::empty({M, N}, a.options());  // A's dtype: float32, or bfloat16 (version 5)
-  if (M == 0 || N == 0) return c;  // nothing to write; K == 0 is handled by the kernels (zeros)
+  const bool batched = a.dim() == 3;  // (batch, M, K) @ (batch, K, N): versions 4 and 5 (checked above)
+  const int64_t batch = batched ? a.size(0) : 1, M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  // A's dtype: float32, or bfloat16 (version 5)
+  at::Tensor c = batched ? at::empty({batch, M, N}, a.options()) : at::empty({M, N}, a.options());
+  if (batch == 0 || M == 0 || N == 0) return c;  // nothing to write; K == 0 is handled by the kernels (zeros)
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (a.scalar_type() == at::kBFloat16) {  // version 5 (checked above); c10::BFloat16 has __nv_bfloat16's bits
     matmul_cuda5(reinterpret_cast<const __nv_bfloat16*>(a.const_data_ptr<at::BFloat16>()),
                  reinterpret_cast<const __nv_bfloat16*>(b.const_data_ptr<at::BFloat16>()),
-                 reinterpret_cast<__nv_bfloat16*>(c.mutable_data_ptr<at::BFloat16>()), M, N, K, stream);
+                 reinterpret_cast<__nv_bfloat16*>(c.mutable_data_ptr<at::BFloat16>()), batch, M, N, K, stream);
     return c;
   }
   const float* pa = a.const_data_ptr<float>();
@@ -54,8 +66,15 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
     case 1: matmul_cuda1(pa, pb, pc, M, N, K, stream); break;
     case 2: matmul_cuda2(pa, pb, pc, M, N, K, stream); break;
     case 3: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;
-    case 4: matmul_cuda4(pa, pb, pc, M, N, K, stream); break;
-    default: matmul_cuda5(pa, pb, pc, M, N, K, stream); break;
+    case 4: {
+      // split-K's partial products: float32, from the caching allocator on this stream (freed after
+      // the launches are queued, reused only by later work on the same stream)
+      const int64_t floats = matmul_workspace4(batch, M, N, K);
+      const at::Tensor workspace = floats > 0 ? at::empty({floats}, a.options()) : at::Tensor();
+      matmul_cuda4(pa, pb, pc, batch, M, N, K, floats > 0 ? workspace.mutable_data_ptr<float>() : nullptr, stream);
+      break;
+    }
+    default: matmul_cuda5(pa, pb, pc, batch, M, N, K, stream); break;
   }
   return c;
 }
@@ -63,7 +82,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
 }  // namespace
 
 COURSE_LIBRARY(m) {
-  m.def("matmul(Tensor A, Tensor B, int version=4) -> Tensor");
+  m.def("matmul(Tensor A, Tensor B, int version=4) -> Tensor");  // A, B: 2-D, or 3-D batches (4, 5)
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.

@@ -5,12 +5,16 @@
 //                   double-buffered shared memory
 //   matmul_kernel4  kernel 3's tiling with 128 threads of 16 x 8 outputs, fed by cp.async copies
 //                   into a 3-stage shared-memory ring (sm_80+; plain copies on older GPUs)
+//   (version 4 also has given paths for the shapes its tiles do not fit: matmul_gemv_rows (N == 1) and
+//   matmul_gemv_cols (M == 1), matrix-vector products; split-K, kernel 4 over K ranges into a workspace
+//   summed by matmul_splitk_reduce, when there are too few output tiles to fill the GPU and K is large)
 //   matmul_kernel5  tensor cores: warp-wide mma.sync products of 16 x 8 tiles (TF32 for float32
 //                   inputs, BF16 for bfloat16 ones, float32 sums), fed by kernel 4's cp.async ring
 //                   through XOR-swizzled shared tiles (sm_80+ only)
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, the version switch and op registration live in matmul.cpp.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +27,7 @@
 namespace {
 
 constexpr int64_t kMaxGridY = 65535;  // CUDA's limit on gridDim.y (row tiles go there)
+constexpr int64_t kMaxGridZ = 65535;  // and on gridDim.z (batch elements, and K splits, go there)
 
 // ---------------------------------------------------------------------------------- kernel 1
 constexpr int kBlock1X = 32, kBlock1Y = 8;
@@ -279,9 +284,10 @@ struct Loader4 {
   bool b_col_ok;                       // its B column (group) is inside B
   int ra, ca, rb, cb;
 
-  __device__ __forceinline__ Loader4(const float* A_, const float* B_, int64_t M, int64_t N, int64_t K, int64_t m0,
-                                     int64_t n0)
-      : A(A_), B(B_), k_left(K) {
+  // K: A's row length (its row stride); k_len: how many k's to copy (K, or a split's share of it)
+  __device__ __forceinline__ Loader4(const float* A_, const float* B_, int64_t M, int64_t N, int64_t K, int64_t k_len,
+                                     int64_t m0, int64_t n0)
+      : A(A_), B(B_), k_left(k_len) {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     ra = warp * 4 + lane / 8;
     ca = lane % 8;
@@ -321,12 +327,21 @@ struct Loader4 {
   }
 };
 
-// Grid (ceil(N / 128), ceil(M / 128)), 128 threads (2 x 2 warps, each 64 x 64 of C), 16 x 8 outputs per thread, 3-stage cp.async ring.
+// Grid (ceil(N / 128), ceil(M / 128), batch x splits), 128 threads (2 x 2 warps, each 64 x 64 of C), 16 x 8
+// outputs per thread, 3-stage cp.async ring. blockIdx.z = batch element * splits + split: the block
+// multiplies that batch element's A[:, k0:k0 + k_split] by B[k0:k0 + k_split, :] (k0 = split * k_split)
+// into the (M, N) matrix z of C: the output itself when splits == 1 (k_split = K), else the split-K
+// workspace [batch, splits, M, N] that matmul_splitk_reduce sums.
 template <bool kVecB>
 __global__ void __launch_bounds__(kThreads4, 2)
     matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
-                   int64_t N, int64_t K) {
+                   int64_t N, int64_t K, int64_t k_split, int64_t splits) {
   __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.1 KiB
+  const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
+  const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
+  A += batch * M * K + k0;  // this batch element's A, from column k0 (rows keep their stride K)
+  B += (batch * K + k0) * N;  // its B, from row k0
+  C += z * M * N;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / kWarpsN4, wn = warp % kWarpsN4;
   // A warp's lanes form a 4 x 8 patch: lane owns rows arow + 16 g + (0..3), g < 4, and columns
@@ -334,9 +349,9 @@ __global__ void __launch_bounds__(kThreads4, 2)
   const int arow = wm * 64 + 4 * (lane / 8);
   const int bcol = wn * 64 + 4 * (lane % 8);
   const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;
-  const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
+  const int64_t steps = course::ceil_div<int64_t>(k_len, kBK4);
   float acc[kTM4][kTN4] = {};
-  Loader4<kVecB> loader(A, B, M, N, K, m0, n0);
+  Loader4<kVecB> loader(A, B, M, N, K, k_len, m0, n0);
 
   // Prologue: the first kStages4 - 1 k steps in flight. A group is committed even when empty, so the
   // count of pending groups stays in step with the loop's wait.
@@ -405,6 +420,96 @@ __global__ void __launch_bounds__(kThreads4, 2)
         }
       }
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------- version 4's other shapes
+// Given code. Kernel 4 launches one block per 128 x 128 tile of C, each running down all of K. That
+// fits most shapes; three do not fill the GPU that way (the README's "Shape classes"):
+//   N == 1 or M == 1: a matrix-vector product. One tile row or column is 1/128 used, and each value of
+//     the matrix is used once: the product is bound by reading the matrix, so read it once, coalesced.
+//   few tiles and a long K: a 64 x 64 x 2^20 product is one block for one SM, and every output is one
+//     2^20-long chain of float32 additions (an error near sqrt(K) u). Split K: each split multiplies a
+//     K range into its own matrix of a float32 workspace, and matmul_splitk_reduce sums the splits.
+// Both are deterministic: every sum is taken in a fixed order (no atomics), the same bits every run.
+constexpr int kGemvThreads = 256;
+constexpr int kGemvRowsPerBlock = kGemvThreads / 32;  // matmul_gemv_rows: a warp per row of A
+constexpr int kGemvVec = 4 * 32;                      // floats a warp reads per float4 step of a row
+
+// Grid (ceil(M / 8), splits, batch), 256 threads: warp w of block x computes row r = 8 x + w of
+// C = A x (N == 1) over split y's k range [k0, k1) (k0 = y k_split) of batch element z, writing it to
+// out[z][y][r] (out: C itself when splits == 1). Lane l sums A[r][k] x[k] for the float4 groups
+// k0 + 4 l + 128 i (kVec: K % 4 == 0, k_split % 4 == 0, A and x 16-byte aligned) while whole 128-float
+// steps fit, then the tail's floats k l + 32 i; a shuffle tree adds the 32 lanes' sums, in the same
+// order every run.
+template <bool kVec>
+__global__ void __launch_bounds__(kGemvThreads)
+    matmul_gemv_rows(const float* __restrict__ A, const float* __restrict__ x, float* __restrict__ out, int64_t M,
+                     int64_t K, int64_t k_split) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp;
+  if (row >= M) return;  // the whole warp
+  const int64_t batch = blockIdx.z, split = blockIdx.y;
+  const int64_t k0 = split * k_split, k1 = K - k0 < k_split ? K : k0 + k_split;
+  const float* a = A + (batch * M + row) * K;
+  const float* v = x + batch * K;
+  float acc = 0.0f;
+  int64_t k = k0;
+  if (kVec) {
+    const int64_t full = k0 + (k1 - k0) / kGemvVec * kGemvVec;  // end of the whole 128-float steps
+#pragma unroll 4
+    for (int64_t i = k0 + 4 * lane; i < full; i += kGemvVec) {
+      const float4 p = *reinterpret_cast<const float4*>(a + i), q = *reinterpret_cast<const float4*>(v + i);
+      acc = fmaf(p.x, q.x, acc);
+      acc = fmaf(p.y, q.y, acc);
+      acc = fmaf(p.z, q.z, acc);
+      acc = fmaf(p.w, q.w, acc);
+    }
+    k = full;
+  }
+  for (int64_t i = k + lane; i < k1; i += 32) acc = fmaf(a[i], v[i], acc);  // the tail (all of it without kVec)
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+  if (lane == 0) out[(batch * gridDim.y + split) * M + row] = acc;
+}
+
+// Grid (ceil(N / 256), splits, batch), 256 threads: thread t of block x computes column c = 256 x + t of
+// C = a B (M == 1) over split y's k range of batch element z, in k order, into out[z][y][c]. A warp
+// reads 32 consecutive floats of a row of B per k (coalesced), and B is read once in all.
+__global__ void __launch_bounds__(kGemvThreads)
+    matmul_gemv_cols(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ out, int64_t N,
+                     int64_t K, int64_t k_split) {
+  const int64_t col = int64_t(blockIdx.x) * kGemvThreads + threadIdx.x;
+  if (col >= N) return;
+  const int64_t batch = blockIdx.z, split = blockIdx.y;
+  const int64_t k0 = split * k_split, k1 = K - k0 < k_split ? K : k0 + k_split;
+  const float* a = A + batch * K;
+  const float* b = B + batch * K * N + col;
+  float acc = 0.0f;
+#pragma unroll 4
+  for (int64_t k = k0; k < k1; ++k) acc = fmaf(a[k], b[k * N], acc);
+  out[(batch * gridDim.y + split) * N + col] = acc;
+}
+
+// Grid-stride loop over the batch x MN outputs, 256 threads: output e of batch element b is the sum of
+// ws[b][s][e] over the splits s, in a fixed order (the same bits every run): the splits in groups of
+// `group` (about sqrt(splits)), each group summed in order, then the groups' sums in order, so no
+// chain of additions is longer than about sqrt(splits). Consecutive threads read consecutive floats.
+__global__ void __launch_bounds__(kGemvThreads)
+    matmul_splitk_reduce(const float* __restrict__ ws, float* __restrict__ C, int64_t MN, int64_t total,
+                         int64_t splits, int64_t group) {
+  for (int64_t i = int64_t(blockIdx.x) * kGemvThreads + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * kGemvThreads) {
+    const int64_t b = i / MN, e = i - b * MN;
+    const float* p = ws + b * splits * MN + e;
+    float sum = 0.0f;
+    for (int64_t s0 = 0; s0 < splits; s0 += group) {
+      const int64_t s1 = s0 + group < splits ? s0 + group : splits;
+      float part = 0.0f;
+      for (int64_t s = s0; s < s1; ++s) part += p[s * MN];
+      sum += part;
+    }
+    C[i] = sum;
   }
 }
 
@@ -690,7 +795,7 @@ __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[k
   // END SOLUTION
 }
 
-// Grid (ceil(N / 128), ceil(M / 128)), 256 threads (2 x 4 warps, each a 64 x 32 tile of C as 4 x 4 mma
+// Grid (ceil(N / 128), ceil(M / 128), batch), 256 threads (2 x 4 warps, each a 64 x 32 tile of C as 4 x 4 mma
 // tiles of 16 x 8), kernel 4's 3-stage cp.async ring of A (128 x kBK) and B (kBK x 128) tiles.
 // Its tensor-core instructions exist from sm_80 on: compiled for an older GPU, the helpers above leave
 // zeros (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses to run it there.
@@ -699,6 +804,10 @@ __global__ void __launch_bounds__(kThreads5, 2)
     matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int64_t M, int64_t N,
                    int64_t K) {
   __shared__ __align__(128) Stage5<T> ring[kStages5];  // 3 x 16 KiB
+  const int64_t batch = blockIdx.z;  // batch element: its A, B and C
+  A += batch * M * K;
+  B += batch * K * N;
+  C += batch * M * N;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wrow = (warp / kWarpsN5) * kWM5, wcol = (warp % kWarpsN5) * kWN5;
   const int64_t m0 = int64_t(blockIdx.y) * kBM5, n0 = int64_t(blockIdx.x) * kBN5;
@@ -751,12 +860,69 @@ void check_tensor_cores() {
                                          ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
 }
 
+// Version 4's plan for a product (given): which kernel runs, and how K is split (the README's "Shape
+// classes"). Tiles: kernel 4; GemvRows (N == 1) and GemvCols (M == 1): the matrix-vector kernels.
+enum class Path4 { kTiles, kGemvRows, kGemvCols };
+struct Plan4 {
+  Path4 path;
+  int64_t splits;   // K ranges, summed by matmul_splitk_reduce when there are several
+  int64_t k_split;  // k per range (K when splits == 1)
+};
+
+constexpr int64_t kSplitMinK4 = 256;  // the least k a split of kernel 4 runs down (32 of its 8-deep steps)
+constexpr int64_t kGemvRowsMinK = 1024;  // the least k per split of a row (8 float4 steps of a warp)
+constexpr int64_t kGemvColsMinK = 64;    // the least k per split of a column
+constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
+
+int64_t sm_count() {
+  int device = 0, sms = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+// `want` splits of K, but at most `most` and at least 1, with k per split a multiple of `align`.
+Plan4 split_k(Path4 path, int64_t K, int64_t want, int64_t most, int64_t align) {
+  const int64_t s = std::max<int64_t>(1, std::min(want, most));
+  if (s == 1) return {path, 1, K};
+  const int64_t k_split = course::ceil_div<int64_t>(course::ceil_div<int64_t>(K, s), align) * align;
+  return {path, course::ceil_div<int64_t>(K, k_split), k_split};
+}
+
+// The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a thread per column of B. Both
+// split K when their blocks would not fill the GPU 4 times over (a memory-bound kernel needs many
+// loads in flight). M, N > 1: kernel 4's tiles; K is split when the tiles are fewer than the SMs and K
+// dominates (K >= 4 max(M, N), K >= 512). Then into splits of 256 k (kSplitMinK4: 32 steps, and
+// chains of 256 additions, for the error) as far as the workspace (splits x M N floats) stays within
+// a quarter of A and B ((M + N) K floats), and at least enough splits for 2 blocks per SM.
+Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  const int64_t sms = sm_count();
+  if (N == 1) {
+    const int64_t blocks = course::ceil_div<int64_t>(M, kGemvRowsPerBlock) * batch;
+    return split_k(Path4::kGemvRows, K, course::ceil_div<int64_t>(4 * sms, blocks),
+                   std::min(K / kGemvRowsMinK, kMaxSplits), 4);
+  }
+  if (M == 1) {
+    const int64_t blocks = course::ceil_div<int64_t>(N, kGemvThreads) * batch;
+    return split_k(Path4::kGemvCols, K, course::ceil_div<int64_t>(4 * sms, blocks),
+                   std::min(K / kGemvColsMinK, kMaxSplits), 1);
+  }
+  const int64_t tiles = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4) * batch;
+  if (tiles < sms && K >= 4 * std::max(M, N) && K >= 2 * kSplitMinK4) {
+    const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
+    const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
+                                  std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
+    return split_k(Path4::kTiles, K, want, std::min(K / kSplitMinK4, kMaxSplits), kBK4);
+  }
+  return {Path4::kTiles, 1, K};
+}
+
 template <typename T>
-void launch5(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+void launch5(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, int64_t batch, cudaStream_t stream) {
   check_grid_rows(M, kBM5, "version 5");
   check_tensor_cores<T>();
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN5)),
-                  static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)));
+                  static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)), static_cast<unsigned>(batch));
   // 16-byte copies need rows that start on 16-byte boundaries: K (for A), N (for B) a multiple of a
   // chunk's 4 floats or 8 bfloat16s, and aligned bases.
   const bool vec_a = K % Tile5<T>::kElems == 0 && course::is_aligned16(A);
@@ -839,31 +1005,90 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
   // END SOLUTION
 }
 
-void matmul_cuda4(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  const Plan4 plan = plan4(batch, M, N, K);
+  return plan.splits > 1 ? batch * plan.splits * M * N : 0;
+}
+
+void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
+                  float* workspace, cudaStream_t stream) {
   check_grid_rows(M, kBM4, "version 4");
-  const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN4)),
-                  static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM4)));
-  // 16-byte copies of B need N % 4 == 0 and 16-byte aligned B and C (A is copied 4 bytes at a time).
-  const bool vec_b = N % 4 == 0 && course::is_aligned16(B, C);
-  // BEGIN SOLUTION
-  // GOAL: run the matmul_kernel4 that vec_b allows on `stream`; report a failed launch.
-  // TODO: launch matmul_kernel4<vec_b> (two instantiations: pick with if/else) on `stream` with
-  // TODO: kThreads4 threads per block and `grid`; check the launch.
-  // STUB: TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");
-  if (vec_b) {
-    matmul_kernel4<true><<<grid, kThreads4, 0, stream>>>(A, B, C, M, N, K);
-  } else {
-    matmul_kernel4<false><<<grid, kThreads4, 0, stream>>>(A, B, C, M, N, K);
+  const Plan4 plan = plan4(batch, M, N, K);
+  TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda4: this product splits K and needs a workspace "
+              "of matmul_workspace4(...) floats");
+  float* out = plan.splits > 1 ? workspace : C;  // [batch, splits, M, N] partial products, or C itself
+  // gridDim.z holds batch elements x splits, at most 65535: a larger batch takes several launches
+  const int64_t per_launch = kMaxGridZ / plan.splits;
+  for (int64_t b0 = 0; b0 < batch; b0 += per_launch) {
+    const int64_t nb = std::min(per_launch, batch - b0);
+    const float* a = A + b0 * M * K;
+    const float* b = B + b0 * K * N;
+    float* o = out + b0 * plan.splits * M * N;
+    const unsigned splits = static_cast<unsigned>(plan.splits), z = static_cast<unsigned>(nb);
+    if (plan.path == Path4::kGemvRows) {
+      const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(M, kGemvRowsPerBlock)), splits, z);
+      if (K % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B)) {
+        matmul_gemv_rows<true><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
+      } else {
+        matmul_gemv_rows<false><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
+      }
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      continue;
+    }
+    if (plan.path == Path4::kGemvCols) {
+      const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvThreads)), splits, z);
+      matmul_gemv_cols<<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      continue;
+    }
+    // grid z: this launch's batch elements x the splits (blockIdx.z = element * splits + split)
+    const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN4)),
+                    static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM4)), z * splits);
+    // 16-byte copies of B need N % 4 == 0 and 16-byte aligned B and C (A is copied 4 bytes at a time).
+    const bool vec_b = N % 4 == 0 && course::is_aligned16(B, out);
+    // BEGIN SOLUTION
+    // GOAL: run the matmul_kernel4 that vec_b allows on `stream`; report a failed launch.
+    // TODO: launch matmul_kernel4<vec_b> (two instantiations: pick with if/else) on `stream` with
+    // TODO: kThreads4 threads per block and `grid`, on this launch's a, b and o, with M, N, K and the
+    // TODO: plan's k_split and splits; check the launch.
+    // STUB: TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");
+    if (vec_b) {
+      matmul_kernel4<true><<<grid, kThreads4, 0, stream>>>(a, b, o, M, N, K, plan.k_split, plan.splits);
+    } else {
+      matmul_kernel4<false><<<grid, kThreads4, 0, stream>>>(a, b, o, M, N, K, plan.k_split, plan.splits);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    // END SOLUTION
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  // END SOLUTION
+  if (plan.splits > 1) {  // C = the sum of the splits, in a fixed order
+    const int64_t total = batch * M * N;
+    const int64_t blocks = std::min(course::ceil_div<int64_t>(total, kGemvThreads), 8 * sm_count());
+    int64_t group = 1;  // about sqrt(splits): the reduction's chains of additions
+    while (group * group < plan.splits) ++group;
+    matmul_splitk_reduce<<<static_cast<unsigned>(blocks), kGemvThreads, 0, stream>>>(workspace, C, M * N, total,
+                                                                                     plan.splits, group);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
 }
 
-void matmul_cuda5(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
-  launch5(A, B, C, M, N, K, stream);
+namespace {
+
+// Version 5 takes batches through gridDim.z, at most 65535 batch elements a launch.
+template <typename T>
+void batched5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridZ) {
+    launch5(A + b0 * M * K, B + b0 * K * N, C + b0 * M * N, M, N, K, std::min(kMaxGridZ, batch - b0), stream);
+  }
 }
 
-void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t M, int64_t N, int64_t K,
+}  // namespace
+
+void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   cudaStream_t stream) {
-  launch5(A, B, C, M, N, K, stream);
+  batched5(A, B, C, batch, M, N, K, stream);
+}
+
+void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch, int64_t M,
+                  int64_t N, int64_t K, cudaStream_t stream) {
+  batched5(A, B, C, batch, M, N, K, stream);
 }

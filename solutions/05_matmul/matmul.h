@@ -9,10 +9,17 @@
 // C (M x N) = A (M x K) @ B (K x N), row-major and contiguous, launched on `stream`: float32 for every
 // version, bfloat16 too for version 5 (C then bfloat16). One launcher per numbered kernel, from naive
 // to fast. Each checks that its grid fits; version 5 also that the GPU has TF32/BF16 tensor cores.
+// Versions 4 and 5 take `batch` products at once: A (batch, M, K), B (batch, K, N), C (batch, M, N),
+// each contiguous.
 void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
-void matmul_cuda4(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
-void matmul_cuda5(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
-void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t M, int64_t N, int64_t K,
+// Version 4 splits K for some shapes (the README's "Shape classes"): the caller passes a float32 workspace
+// of matmul_workspace4(batch, M, N, K) elements (none needed when it is 0; then nullptr will do).
+int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K);
+void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
+                  float* workspace, cudaStream_t stream);
+void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   cudaStream_t stream);
+void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch, int64_t M,
+                  int64_t N, int64_t K, cudaStream_t stream);

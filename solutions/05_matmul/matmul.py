@@ -16,12 +16,14 @@ VERSIONS = {1: "matmul_kernel1", 2: "matmul_kernel2", 3: "matmul_kernel3", 4: "m
 def matmul(A: torch.Tensor, B: torch.Tensor, version: int = 4) -> torch.Tensor:
     """A (M, K) @ B (K, N) -> C (M, N) on the GPU, computed by matmul_kernel<version>: float32 in strict
     float32 (versions 1-4) or on TF32 tensor cores (5); bfloat16 on BF16 tensor cores (5 only), C in
-    bfloat16 as torch.matmul returns it."""
+    bfloat16 as torch.matmul returns it. Versions 4 and 5 also take batches: A (b, M, K) @ B (b, K, N)
+    -> C (b, M, N)."""
     return lib.ops.matmul(A, B, int(version))
 
 
 @torch.library.register_fake(lib.qualname("matmul"))
 def _matmul_fake(A, B, version=4):
-    torch._check(A.dim() == 2 and B.dim() == 2, lambda: "A and B must be 2-D")
-    torch._check(A.shape[1] == B.shape[0], lambda: f"A's columns must match B's rows: {A.shape} and {B.shape}")
-    return A.new_empty((A.shape[0], B.shape[1]))
+    torch._check(A.dim() in (2, 3) and B.dim() == A.dim(), lambda: "A and B must both be 2-D or both 3-D")
+    torch._check(A.dim() == 2 or A.shape[0] == B.shape[0], lambda: f"A's batch size must match B's: {A.shape} and {B.shape}")
+    torch._check(A.shape[-1] == B.shape[-2], lambda: f"A's columns must match B's rows: {A.shape} and {B.shape}")
+    return A.new_empty((*A.shape[:-1], B.shape[-1]))

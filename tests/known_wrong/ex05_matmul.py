@@ -35,7 +35,7 @@ VARIANTS = [
             loses={"naive", "shared_tiles", "register_blocked", "async_pipeline", "performance", "input_checks"} | TC_GROUPS,
             reason="other than this exercise's own"),
     Variant(EX, "inner_sizes_unchecked", "A's columns are not compared with B's rows",
-            {"matmul.cpp": [("TORCH_CHECK(A.size(1) == B.size(0), ", "TORCH_CHECK(true || A.size(1) == B.size(0), ")]},
+            {"matmul.cpp": [("TORCH_CHECK(A.size(-1) == B.size(-2), ", "TORCH_CHECK(true || A.size(-1) == B.size(-2), ")]},
             loses={"input_checks"}, reason="B (6, 3)"),
     Variant(EX, "grid_rows_unchecked", "version 1 launches without check_grid_rows: an M of 524281 rows needs "
             "65536 row blocks, one more than gridDim.y holds, and the launch fails without naming A",
@@ -163,4 +163,30 @@ VARIANTS += [
                            ("    return c ^ ((k & 3) << 1);", "    return c + 0 * k;"),
                            ("    return c ^ (k & 7);", "    return c + 0 * k;")]},
             loses=set()),
+]
+
+# Version 4's other shapes (issue 20): the matrix-vector kernels, split K and batches. Given code, so
+# these stand for mistakes in the course's own fast paths that the grader must still catch.
+REDUCE_END = "      const int64_t s1 = s0 + group < splits ? s0 + group : splits;\n"
+VARIANTS += [
+    Variant(EX, "split_k_drops_last_split", "the split-K reduction sums splits 0 .. splits - 2: the last K range "
+            "(of a split tile product or of a split matrix-vector product) is left out",
+            {"matmul.cu": [(REDUCE_END, REDUCE_END.replace(": splits;", ": splits - 1;"))]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "split_k_first_split_twice", "the split-K reduction starts its sum from split 0's partial product "
+            "and then adds every split: split 0 counts twice",
+            {"matmul.cu": [("    float sum = 0.0f;\n", "    float sum = p[0];\n")]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "gemv_tail_ignored", "the N == 1 kernel's float4 path skips what follows its last whole 128-float "
+            "step of a row (a K range that is not a multiple of 128 loses its tail)",
+            {"matmul.cu": [("    k = full;\n", "    k = k1;\n")]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "batch_stride_ignored", "kernel 4 offsets only C by the batch element: every element of a batch "
+            "multiplies batch element 0's A and B",
+            {"matmul.cu": [("  A += batch * M * K + k0;", "  A += k0;"), ("  B += (batch * K + k0) * N;", "  B += k0 * N;")]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "batch_stride_ignored_in_kernel5", "kernel 5 offsets only C by the batch element: every element of "
+            "a batch multiplies batch element 0's A and B",
+            {"matmul.cu": [("  A += batch * M * K;\n  B += batch * K * N;\n", "")]},
+            loses=TC_GROUPS, reason="outside"),
 ]

@@ -1,0 +1,86 @@
+"""Exercise 05's version 4 on each shape class beside cuBLAS strict fp32 (needs a CUDA GPU):
+
+    python3 scripts/time_matmul_shapes.py            # every class
+    python3 scripts/time_matmul_shapes.py --quick    # one shape per class
+
+Builds solutions/05_matmul (cached, as the grader does), checks each product against float64 first
+(normwise), then times it with grader.timer.time_fn (L2 flushed, warm-up, median) beside torch.matmul
+with TF32 off, on two rotated input sets, and prints the median time, TFLOP/s, GB/s of distinct data
+(A, B and C once), the ratio to cuBLAS (cuBLAS time / ours: above 1 is faster), and both errors against
+float64. Issue 20's goal: at least 0.8x on each class, the large-K error within 10x of cuBLAS's.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from grader.checks import relative_error  # noqa: E402
+from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
+
+# (class, batch, M, N, K); batch 0: 2-D operands
+SHAPES = [
+    ("tiles", 0, 4096, 4096, 4096),
+    ("tiles", 0, 1031, 1000, 4099),
+    ("gemv N == 1", 0, 16384, 1, 16384),
+    ("gemv N == 1", 0, 4096, 1, 1000),
+    ("gemv M == 1", 0, 1, 16384, 16384),
+    ("gemv M == 1", 0, 1, 2304, 768),  # GPT-2 small, one-token decoding
+    ("dot", 0, 1, 1, 1 << 24),
+    ("split K", 0, 64, 64, 1 << 20),
+    ("split K", 0, 256, 256, 1 << 18),
+    ("split K", 0, 1024, 1024, 1 << 16),
+    ("batched", 64, 256, 256, 256),
+    ("batched", 8, 1024, 1024, 1024),
+    ("batched gemv", 128, 1, 4096, 4096),
+]
+QUICK = {0, 2, 4, 7, 10}
+
+
+def load_solution():
+    spec = importlib.util.spec_from_file_location("matmul05", ROOT / "solutions" / "05_matmul" / "matmul.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    mod = load_solution()
+    flush = L2Flusher()
+    print(f"{torch.cuda.get_device_name()}; version 4 beside torch.matmul (TF32 off)")
+    print(f"{'class':14} {'shape':>26} {'ours us':>9} {'cuBLAS us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'ratio':>6} "
+          f"{'err':>8} {'cuBLAS err':>10}")
+    for i, (label, batch, m, n, k) in enumerate(SHAPES):
+        if args.quick and i not in QUICK:
+            continue
+        lead = (batch,) if batch else ()
+        g = torch.Generator(device="cuda").manual_seed(i)
+        inputs = [(torch.randn(*lead, m, k, generator=g, device="cuda"), torch.randn(*lead, k, n, generator=g, device="cuda"))
+                  for _ in range(2)]
+        a, b = inputs[0]
+        ref = a.double() @ b.double()
+        ours_err = relative_error(mod.matmul(a, b, 4), ref)
+        with math_mode(tf32=False):
+            theirs_err = relative_error(torch.matmul(a, b), ref)
+            del ref
+            ours = time_fn(lambda inp: mod.matmul(inp[0], inp[1], 4), inputs, flush=flush)
+            theirs = time_fn(lambda inp: torch.matmul(inp[0], inp[1]), inputs, flush=flush)
+        count = max(batch, 1)
+        flops = 2 * count * m * n * k
+        nbytes = 4 * count * (m * k + k * n + m * n)
+        shape = (f"{batch} x " if batch else "") + f"{m} x {n} x {k}"
+        print(f"{label:14} {shape:>26} {ours.median_s * 1e6:9.1f} {theirs.median_s * 1e6:9.1f} "
+              f"{flops / ours.median_s / 1e12:8.2f} {nbytes / ours.median_s / 1e9:7.0f} "
+              f"{theirs.median_s / ours.median_s:6.2f} {ours_err:8.2e} {theirs_err:10.2e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""Exercise 05's version 4 beyond its tiles, without a GPU: the plan (which path, how K is split), the
+split-K and batch index arithmetic of matmul_kernel4 and its launcher, the matrix-vector kernels
+(matmul_gemv_rows, matmul_gemv_cols) and matmul_splitk_reduce, transliterated into Python over flat
+arrays, as the kernels address them. On small integer matrices every sum is exact, so the model must
+reassemble A @ B exactly, with every k of every output covered once, for shapes off every split, with
+and without the float4 path, and batches that take several launches (gridDim.z's limit made small).
+
+If the kernels' arithmetic changes, change the transliteration with it (this test is only as good as that).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from grader.env import REPO
+
+SOURCE = (REPO / "solutions" / "05_matmul" / "matmul.cu").read_text()
+
+
+def const(name: str) -> int:
+    m = re.search(rf"constexpr int(?:64_t)? {name} = ([^;]+);", SOURCE)
+    assert m, name
+    return m.group(1)
+
+
+kBM4, kBN4, kBK4 = (int(x) for x in re.search(r"kBM4 = (\d+), kBN4 = (\d+), kBK4 = (\d+);", SOURCE).groups())
+kSplitMinK4 = int(const("kSplitMinK4"))
+kGemvRowsMinK, kGemvColsMinK = int(const("kGemvRowsMinK")), int(const("kGemvColsMinK"))
+kMaxSplits = int(const("kMaxSplits"))
+kGemvThreads = int(const("kGemvThreads"))
+kGemvRowsPerBlock = kGemvThreads // 32
+kGemvVec = 4 * 32
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+# ------------------------------------------------------------------------------ plan4 and split_k
+def split_k(path, K, want, most, align):
+    s = max(1, min(want, most))
+    if s == 1:
+        return path, 1, K
+    k_split = ceil_div(ceil_div(K, s), align) * align
+    return path, ceil_div(K, k_split), k_split
+
+
+def plan4(batch, M, N, K, sms):
+    if N == 1:
+        blocks = ceil_div(M, kGemvRowsPerBlock) * batch
+        return split_k("rows", K, ceil_div(4 * sms, blocks), min(K // kGemvRowsMinK, kMaxSplits), 4)
+    if M == 1:
+        blocks = ceil_div(N, kGemvThreads) * batch
+        return split_k("cols", K, ceil_div(4 * sms, blocks), min(K // kGemvColsMinK, kMaxSplits), 1)
+    tiles = ceil_div(M, kBM4) * ceil_div(N, kBN4) * batch
+    if tiles < sms and K >= 4 * max(M, N) and K >= 2 * kSplitMinK4:
+        budget = (M + N) * K // (4 * M * N)
+        want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, kSplitMinK4), budget))
+        return split_k("tiles", K, want, min(K // kSplitMinK4, kMaxSplits), kBK4)
+    return "tiles", 1, K
+
+
+# ------------------------------------------------------------------------------ the kernels
+class Flat:
+    """A flat float array with a base offset (a pointer), and a count of the reads of each element."""
+
+    def __init__(self, data, offset=0):
+        self.data, self.offset = data, offset
+
+    def __add__(self, n):
+        return Flat(self.data, self.offset + n)
+
+    def __getitem__(self, i):
+        return self.data[self.offset + i]
+
+    def __setitem__(self, i, v):
+        self.data[self.offset + i] = v
+
+
+def kernel4(A, B, C, M, N, K, k_split, splits, grid_z, covered):
+    """matmul_kernel4's blocks of one launch: offsets by blockIdx.z, then the tile product over k_len
+    (the tile loop is kernel 4's job, tested elsewhere; here every (row, col) of C over k < k_len)."""
+    for z in range(grid_z):
+        batch = z // splits
+        k0 = (z - batch * splits) * k_split
+        k_len = k_split if k_split < K - k0 else K - k0
+        a = A + (batch * M * K + k0)
+        b = B + ((batch * K + k0) * N)
+        c = C + z * M * N
+        for row in range(M):
+            for col in range(N):
+                acc = 0.0
+                for k in range(k_len):
+                    acc += a[row * K + k] * b[k * N + col]
+                    covered.append((a.offset + row * K + k, b.offset + k * N + col))
+                c[row * N + col] = acc
+
+
+def gemv_rows(A, x, out, M, K, k_split, grid, vec, covered):
+    gx, gy, gz = grid
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                for warp in range(kGemvRowsPerBlock):
+                    row = bx * kGemvRowsPerBlock + warp
+                    if row >= M:
+                        continue
+                    batch, split = bz, by
+                    k0 = split * k_split
+                    k1 = K if K - k0 < k_split else k0 + k_split
+                    a = A + (batch * M + row) * K
+                    v = x + batch * K
+                    lanes = []
+                    for lane in range(32):
+                        acc, k = 0.0, k0
+                        if vec:
+                            full = k0 + (k1 - k0) // kGemvVec * kGemvVec
+                            for i in range(k0 + 4 * lane, full, kGemvVec):
+                                assert i % 4 == 0 and (a.offset + i) % 4 == 0 and (v.offset + i) % 4 == 0  # float4 aligned
+                                for e in range(4):
+                                    acc += a[i + e] * v[i + e]
+                                    covered.append((a.offset + i + e, v.offset + i + e))
+                            k = full
+                        for i in range(k + lane, k1, 32):
+                            acc += a[i] * v[i]
+                            covered.append((a.offset + i, v.offset + i))
+                        lanes.append(acc)
+                    offset = 16  # the shuffle tree: lane l adds lane l ^ offset
+                    while offset:
+                        lanes = [lanes[l] + lanes[l ^ offset] for l in range(32)]
+                        offset //= 2
+                    out[(batch * gy + split) * M + row] = lanes[0]
+
+
+def gemv_cols(A, B, out, N, K, k_split, grid, covered):
+    gx, gy, gz = grid
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                for t in range(kGemvThreads):
+                    col = bx * kGemvThreads + t
+                    if col >= N:
+                        continue
+                    batch, split = bz, by
+                    k0 = split * k_split
+                    k1 = K if K - k0 < k_split else k0 + k_split
+                    a = A + batch * K
+                    b = B + (batch * K * N + col)
+                    acc = 0.0
+                    for k in range(k0, k1):
+                        acc += a[k] * b[k * N]
+                        covered.append((a.offset + k, b.offset + k * N))
+                    out[(batch * gy + split) * N + col] = acc
+
+
+def splitk_reduce(ws, C, MN, total, splits, group, blocks, used):
+    for start in range(0, blocks * kGemvThreads):
+        for i in range(start, total, blocks * kGemvThreads):
+            b = i // MN
+            e = i - b * MN
+            p = ws + (b * splits * MN + e)
+            total_sum = 0.0
+            for s0 in range(0, splits, group):
+                s1 = s0 + group if s0 + group < splits else splits
+                part = 0.0
+                for s in range(s0, s1):
+                    part += p[s * MN]
+                    used.append(p.offset + s * MN)
+                total_sum += part
+            C[i] = total_sum
+
+
+def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True):
+    """The launcher: the plan, the batch chunks (gridDim.z), the launches, the reduction. Returns the
+    plan and every (A index, B index) product taken."""
+    path, splits, k_split = plan4(batch, M, N, K, sms)
+    workspace = Flat([float("nan")] * (batch * splits * M * N)) if splits > 1 else None
+    out = workspace if splits > 1 else C
+    per_launch = max_grid_z // splits
+    covered = []
+    for b0 in range(0, batch, per_launch):
+        nb = min(per_launch, batch - b0)
+        a, b, o = A + b0 * M * K, B + b0 * K * N, out + b0 * splits * M * N
+        if path == "rows":
+            vec = K % 4 == 0 and k_split % 4 == 0 and aligned
+            gemv_rows(a, b, o, M, K, k_split, (ceil_div(M, kGemvRowsPerBlock), splits, nb), vec, covered)
+        elif path == "cols":
+            gemv_cols(a, b, o, N, K, k_split, (ceil_div(N, kGemvThreads), splits, nb), covered)
+        else:
+            assert nb * splits <= max_grid_z
+            kernel4(a, b, o, M, N, K, k_split, splits, nb * splits, covered)
+    if splits > 1:
+        total = batch * M * N
+        group = 1
+        while group * group < splits:
+            group += 1
+        used = []
+        splitk_reduce(workspace, C, M * N, total, splits, group, min(ceil_div(total, kGemvThreads), 3), used)
+        assert sorted(used) == list(range(len(workspace.data)))  # every partial product summed once
+    return (path, splits, k_split), covered
+
+
+CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, batch chunks
+    (1, 5, 1, 1000, 4, 65535),     # rows, K % 128 != 0: the float4 steps and a tail
+    (1, 3, 1, 4100, 132, 65535),   # rows, split in 4 with tails
+    (1, 1, 1, 3001, 132, 65535),   # a dot product, split, scalar (K odd)
+    (2, 9, 1, 2052, 8, 3),         # rows, batched, split, batch chunks of 1
+    (1, 1, 37, 1003, 132, 65535),  # cols, split, the last range shorter
+    (3, 1, 5, 300, 16, 4),         # cols, batched, split, chunks
+    (1, 7, 5, 600, 16, 65535),     # tiles, split K (K >= 4 max(M, N), K >= 512)
+    (2, 6, 9, 1100, 64, 65535),    # tiles, batched, split
+    (3, 4, 6, 530, 132, 7),        # tiles, batched, split, several launches
+    (5, 4, 3, 7, 132, 2),          # tiles, no split, batch chunks of 2
+    (1, 3, 2, 0, 132, 65535),      # K = 0: zeros
+]
+
+
+@pytest.mark.parametrize("batch, M, N, K, sms, max_grid_z", CASES)
+def test_version4_paths_reassemble_the_product(batch, M, N, K, sms, max_grid_z):
+    g = torch.Generator().manual_seed(batch * 1000003 + M * 1009 + N * 101 + K)
+    a = torch.randint(-3, 4, (batch, M, K), generator=g, dtype=torch.float64)
+    b = torch.randint(-3, 4, (batch, K, N), generator=g, dtype=torch.float64)
+    C = Flat([float("nan")] * (batch * M * N))
+    plan, covered = matmul_cuda4(Flat(a.flatten().tolist()), Flat(b.flatten().tolist()), C, batch, M, N, K, sms,
+                                 max_grid_z)
+    got = torch.tensor(C.data, dtype=torch.float64).view(batch, M, N)
+    assert torch.equal(got, a @ b), plan
+    # every product A[bt, i, k] B[bt, k, j] taken exactly once
+    assert len(covered) == len(set(covered)) == batch * M * N * K, plan
+
+
+def test_the_cases_take_the_paths_they_are_meant_to():
+    """The plan's rule, as the README states it (and the spec's shapes rely on, on an H100: 132 SMs)."""
+    plans = [plan4(b, m, n, k, s)[:2] for b, m, n, k, s, _ in CASES]
+    assert [p for p, _ in plans] == ["rows"] * 4 + ["cols"] * 2 + ["tiles"] * 5
+    assert [s > 1 for _, s in plans] == [False, True, True, True, True, True, True, True, True, False, False]
+    # the spec's shapes on an H100
+    assert plan4(1, 100, 70, 50000, 132) == ("tiles", 190, 264)
+    assert plan4(1, 129, 257, 4099, 132) == ("tiles", 16, 264)
+    assert plan4(1, 64, 64, 1 << 18, 132) == ("tiles", 1024, 256)
+    assert plan4(1, 64, 64, 1 << 16, 132) == ("tiles", 256, 256)
+    # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
+    assert plan4(1, 1400, 1400, 1 << 20, 132)[1] <= (2800 << 20) // (4 * 1400 * 1400) + 1
+    assert plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
+    assert plan4(1, 1, 777, 5003, 132) == ("cols", 77, 65)
+    assert plan4(2, 64, 48, 20000, 132)[1] > 1
+    # not split: the 4096^3 benchmark, a product whose K does not dominate, K below 512
+    assert plan4(1, 4096, 4096, 4096, 132) == ("tiles", 1, 4096)
+    assert plan4(1, 300, 200, 260, 132) == ("tiles", 1, 260)
+    assert plan4(1, 2, 2, 511, 132) == ("tiles", 1, 511)
