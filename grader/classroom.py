@@ -249,6 +249,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     waiting = {name: {subs[name].content[sp.exercise] for sp in specs if (name, sp.exercise) not in not_copied} - {None}
                for name in todo if not subs[name].error}
     done = 0
+    busy: list[float] = []  # seconds each round held its worker: the grading alone, builds apart
     lock = threading.Lock()
     free: queue.Queue = queue.Queue()
     for d in devices:
@@ -290,6 +291,7 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         for d in digests:  # before taking a GPU: a failed build is graded (and reported) as one
             builds[units[d][1]].result()
         device = free.get()
+        took = time.perf_counter()
         try:
             with tempfile.TemporaryDirectory(prefix="course-round-") as tmp:
                 target = Path(tmp)
@@ -304,6 +306,8 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         except Exception as e:  # a grader fault on one round must not lose the others
             error = repr(e)
         finally:
+            with lock:
+                busy.append(time.perf_counter() - took)
             free.put(device)
         ready = []
         with lock:
@@ -339,11 +343,24 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
         raise
     pool.shutdown()
     if units:
-        print(f"{len(units)} folder(s) built in {max(last_built) - start:.0f} s and graded in {time.perf_counter() - start:.0f} s "
+        wall = time.perf_counter() - start
+        print(f"{len(units)} folder(s) built in {max(last_built) - start:.0f} s and graded in {wall:.0f} s "
               f"from the first build ({len(schedule)} round(s) on {len(devices)} worker(s))", flush=True)
+        print(throughput_line(handed_in, wall, sum(busy), len(devices)), flush=True)
     if write_book:
         write_gradebook(out, results, seed)
     return dict(sorted(results.items()))
+
+
+def throughput_line(handed_in: int, wall_s: float, busy_s: float, workers: int) -> str:
+    """Student-exercises per worker-hour (a worker is a GPU when there is one), two ways: over the
+    wall time from the first build (builds included, every worker counted for all of it), and over
+    the time the workers spent grading (builds apart)."""
+    def per_hour(seconds: float) -> str:
+        return f"{handed_in * 3600 / seconds:.0f}" if seconds > 0 else "-"
+    return (f"{handed_in} student-exercise(s): {per_hour(wall_s * workers)} per worker-hour with the builds "
+            f"({wall_s:.0f} s x {workers}), {per_hour(busy_s)} per worker-hour of grading alone "
+            f"({busy_s:.0f} s of the workers' time)")
 
 
 def grade_slice(students: list[str], root: str, exercises: list[str], seed: int, out: str, timeout: float,

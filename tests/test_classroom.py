@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import re
 import shutil
 import signal
 import threading
@@ -337,6 +338,9 @@ def test_a_changed_submission_is_graded_again_alone(small, tmp_path, capsys):
     assert len(calls) == 1
     shown = capsys.readouterr().out.splitlines()
     assert "(graded again: the submission changed (02_elu))" in next(l for l in shown if "cleo_q7: " in l)
+    # the pace, builds included and apart: one student-exercise graded (cleo's other one is unchanged)
+    assert re.search(r"^1 student-exercise\(s\): \d+ per worker-hour with the builds .* per worker-hour of grading alone",
+                     "\n".join(shown), re.M), shown
     assert {s: (out / s / "report.json").read_bytes() == reports[s] for s in SMALL} == {
         "ann_q7": True, "ben_q7": True, "cleo_q7": False}
     assert outcomes({"x": results["cleo_q7"]}) == outcomes({"x": results["ann_q7"]})
