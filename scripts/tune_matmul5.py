@@ -33,6 +33,8 @@ CONFIGS = {
     "F": (128, 256, 2, 4, 4, 1),
     "G": (256, 128, 4, 2, 3, 1),
     "H": (256, 128, 4, 2, 4, 1),
+    "I": (128, 128, 2, 2, 3, 3),  # C with three blocks per SM (3 x 48 KiB of ring)
+    "J": (128, 128, 2, 2, 4, 3),
 }
 LINES = {  # the constant lines of matmul.cu, as the solution writes them, and their templates
     r"constexpr int kBM5 = \d+, kBN5 = \d+;": "constexpr int kBM5 = {0}, kBN5 = {1};",
@@ -73,8 +75,9 @@ def measure(folders: dict[str, Path], n: int) -> list[dict]:
     g = torch.Generator(device="cuda").manual_seed(5)
     # odd sizes (element-wise copies) and sizes of whole chunks (16-byte copies), both off the tiles
     checks = []
-    for m, k, n in ((1001, 777, 1203), (1000, 768, 1040)):
-        a, b = torch.randn(m, k, generator=g, device="cuda", dtype=torch.float64), torch.randn(k, n, generator=g, device="cuda", dtype=torch.float64)
+    for rows_a, inner, cols_b in ((1001, 777, 1203), (1000, 768, 1040)):
+        a = torch.randn(rows_a, inner, generator=g, device="cuda", dtype=torch.float64)
+        b = torch.randn(inner, cols_b, generator=g, device="cuda", dtype=torch.float64)
         checks.append((a, b, a @ b))
     rows = []
     base = {}
