@@ -414,10 +414,10 @@ __global__ void __launch_bounds__(kThreads4, 2)
 // the 32 lanes' registers ("fragments", laid out as the README's pictures show). Inputs are rounded to
 // TF32 (10-bit mantissa) or come as bfloat16; the products are summed in float32.
 constexpr int kBM5 = 128, kBN5 = 128;      // block tile of C
-constexpr int kWarpsM5 = 2, kWarpsN5 = 4;  // 8 warps (256 threads), each a 64 x 32 tile of C
+constexpr int kWarpsM5 = 2, kWarpsN5 = 2;  // 4 warps (128 threads), each a 64 x 64 tile of C
 constexpr int kThreads5 = 32 * kWarpsM5 * kWarpsN5;
-constexpr int kWM5 = kBM5 / kWarpsM5, kWN5 = kBN5 / kWarpsN5;  // 64 x 32
-constexpr int kMTiles5 = kWM5 / 16, kNTiles5 = kWN5 / 8;       // a warp's 4 x 4 mma tiles of 16 x 8
+constexpr int kWM5 = kBM5 / kWarpsM5, kWN5 = kBN5 / kWarpsN5;  // 64 x 64
+constexpr int kMTiles5 = kWM5 / 16, kNTiles5 = kWN5 / 8;       // a warp's 4 x 8 mma tiles of 16 x 8
 constexpr int kStages5 = 3;                                   // shared-memory ring, as kernel 4's
 constexpr int kMinBlocks5 = 2;  // blocks per SM the registers are budgeted for (__launch_bounds__)
 constexpr int kAChunks5 = 4;  // 16-byte chunks of k per A row per stage: 16 floats or 32 bfloat16s
@@ -596,7 +596,7 @@ struct Loader5 {
   }
 };
 
-// The warp's 4 x 4 tiles of 16 x 8 in acc gain one stage: kBK / kMmaK = 2 mma k steps. Fragments, with
+// The warp's 4 x 8 tiles of 16 x 8 in acc gain one stage: kBK / kMmaK = 2 mma k steps. Fragments, with
 // g = lane / 4 and t = lane % 4 (the README draws them):
 //   A, m16 x k8 TF32:   a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
 //   A, m16 x k16 BF16:  a0 (g, 2t..2t+1), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..)
@@ -672,13 +672,13 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y) {
 __device__ __forceinline__ void store1(float* p, float x) { *p = x; }
 __device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
-// Write the warp's 4 x 4 tiles of 16 x 8 (acc) to C at rows row0 + 16 i, columns col0 + 8 j, with the
+// Write the warp's 4 x 8 tiles of 16 x 8 (acc) to C at rows row0 + 16 i, columns col0 + 8 j, with the
 // C fragment's layout (c0 c1 at row g, columns 2t and 2t + 1; c2 c3 at row g + 8), inside C only.
 template <typename T>
 __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[kMTiles5][kNTiles5][4], int64_t M,
                                          int64_t N, int64_t row0, int64_t col0, int lane) {
   // BEGIN SOLUTION
-  // GOAL: every element of the warp's 64 x 32 tile of C that lies inside C (row < M, column < N) holds
+  // GOAL: every element of the warp's 64 x 64 tile of C that lies inside C (row < M, column < N) holds
   // GOAL: its sum from acc, in C's type; nothing outside C is written.
   // TODO: with g = lane / 4, t = lane % 4: for each tile i, j and half h < 2, acc[i][j][2 h] and
   // TODO: acc[i][j][2 h + 1] belong at row row0 + 16 i + 8 h + g, columns col0 + 8 j + 2 t and the next.
@@ -708,7 +708,7 @@ __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[k
   // END SOLUTION
 }
 
-// Grid (ceil(N / 128), ceil(M / 128)), 256 threads (2 x 4 warps, each a 64 x 32 tile of C as 4 x 4 mma
+// Grid (ceil(N / 128), ceil(M / 128)), 128 threads (2 x 2 warps, each a 64 x 64 tile of C as 4 x 8 mma
 // tiles of 16 x 8), kernel 4's 3-stage cp.async ring of A (128 x kBK) and B (kBK x 128) tiles.
 // Its tensor-core instructions exist from sm_80 on: compiled for an older GPU, the helpers above leave
 // zeros (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses to run it there.
