@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
-#                                              classroom classtime ballast ptx fp64 oldgrader
+#                                              classroom classtime ballast ptx fp64 oldgrader tune5
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -183,6 +183,12 @@ if want fp64; then
   # references on the CPU, as on a T4 (grader.fp64.reference_device): what the estimate is for
   COURSE_REFERENCE_DEVICE=cpu COURSE_COUNT_FP64="$fp64/{exercise}.json" run grade_fp64_count "$(left)" make grade TARGET=solutions EX="$EXS" SEED=5
   python3 scripts/fp64_estimate.py "$fp64" | tee "$L/fp64_estimate.txt"
+fi
+if want tune5; then
+  # 05's kernel 5 in several tile shapes, each beside cuBLAS at its precision (scripts/tune_matmul5.py)
+  run tune5 "$(left)" python3 scripts/tune_matmul5.py --out /tmp/tune5
+  cp /tmp/tune5/results.json "$L/tune5.json" 2>/dev/null
+  tail -12 "$L/tune5.log"
 fi
 if want oldgrader; then
   # the trust rework's known-wrong variants, graded by the grader before it (carried in old-grader/)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -59,9 +61,9 @@ class Shared:
     """A stage: A[m][chunk] and B[k][chunk] of 16-byte chunks, each a list of elements (4 floats or 8
     bfloat16s, as Python floats)."""
 
-    def __init__(self, elems, bk, b_chunks):
+    def __init__(self, elems, bk, b_chunks, bm):
         self.elems = elems
-        self.A = [[[0.0] * elems for _ in range(4)] for _ in range(128)]
+        self.A = [[[0.0] * elems for _ in range(4)] for _ in range(bm)]
         self.B = [[[0.0] * elems for _ in range(b_chunks)] for _ in range(bk)]
 
 
@@ -110,37 +112,54 @@ def swizzle_b(bf16, k, c):
 
 # ------------------------------------------------------------------------ the kernel, transliterated
 
-def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None):
-    """Kernel 5 on lists of Python floats (row-major A: M x K, B: K x N) -> C (M x N)."""
+SOURCE = Path(__file__).resolve().parents[1] / "solutions" / "05_matmul" / "matmul.cu"
+
+
+def solution_tiles() -> tuple[int, int, int, int]:
+    """Kernel 5's (kBM5, kBN5, kWarpsM5, kWarpsN5), read from the solution: the model runs what it runs."""
+    text = SOURCE.read_text()
+    bm, bn = map(int, re.search(r"constexpr int kBM5 = (\d+), kBN5 = (\d+);", text).groups())
+    wm, wn = map(int, re.search(r"constexpr int kWarpsM5 = (\d+), kWarpsN5 = (\d+);", text).groups())
+    return bm, bn, wm, wn
+
+
+def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None):
+    """Kernel 5 on lists of Python floats (row-major A: M x K, B: K x N) -> C (M x N), with the
+    solution's tile constants or `tiles` = (block rows, block columns, warps down, warps across)."""
+    bm, bn, warps_m, warps_n = tiles or solution_tiles()
+    threads, warps = 32 * warps_m * warps_n, warps_m * warps_n
+    wm, wn = bm // warps_m, bn // warps_n  # a warp's tile of C
+    mt, nt = wm // 16, wn // 8  # its mma tiles
     M, K = len(A), len(A[0]) if A else 0
     N = len(B[0]) if B else 0
     elems = 8 if bf16 else 4
-    bk, mma_k, b_chunks = 4 * elems, 16 if bf16 else 8, 128 // elems
+    bk, mma_k, b_chunks = 4 * elems, 16 if bf16 else 8, bn // elems
+    a_step, b_step = threads // 4, threads // b_chunks  # rows per copy pass (Loader5's kARowStep, kBRowStep)
     C = [[None] * N for _ in range(M)]
     flat_a = [x for row in A for x in row]
     flat_b = [x for row in B for x in row]
-    for by, bx in itertools.product(range(-(-M // 128)), range(-(-N // 128))):
-        m0, n0 = 128 * by, 128 * bx
+    for by, bx in itertools.product(range(-(-M // bm)), range(-(-N // bn))):
+        m0, n0 = bm * by, bn * bx
         steps = -(-K // bk)
-        acc = {(w, lane): [[[0.0] * 4 for _ in range(4)] for _ in range(4)] for w in range(8) for lane in range(WARP)}
+        acc = {(w, lane): [[[0.0] * 4 for _ in range(nt)] for _ in range(mt)] for w in range(warps) for lane in range(WARP)}
         for step in range(steps):
-            s = Shared(elems, bk, b_chunks)
+            s = Shared(elems, bk, b_chunks, bm)
             k0 = step * bk
-            for tid in range(256):  # Loader5::load
+            for tid in range(threads):  # Loader5::load
                 ra, ca, rb, cb = tid // 4, tid % 4, tid // b_chunks, tid % b_chunks
-                for i in range(2):
-                    r = ra + i * 64
+                for i in range(bm // a_step):
+                    r = ra + i * a_step
                     row, col = m0 + r, k0 + ca * elems
                     s.A[r][swizzle_a(r, ca)] = chunk(flat_a, vec_a, row < M, row * K + col, K - col, elems)
-                for i in range(2):
-                    r = rb + i * (256 // b_chunks)
+                for i in range(bk // b_step):
+                    r = rb + i * b_step
                     row, col = k0 + r, n0 + cb * elems
                     s.B[r][swizzle_b(bf16, r, cb)] = chunk(flat_b, vec_b, row < K, row * N + col, N - col, elems)
-            for warp in range(8):  # mma_stage
-                wrow, wcol = (warp // 4) * 64, (warp % 4) * 32
+            for warp in range(warps):  # mma_stage
+                wrow, wcol = (warp // warps_n) * wm, (warp % warps_n) * wn
                 for ks in range(bk // mma_k):
                     a = {}
-                    for i in range(4):
+                    for i in range(mt):
                         rows, addrs = [], []
                         for lane in range(WARP):
                             q, r8 = lane // 8, lane % 8
@@ -152,7 +171,7 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None):
                         a[i] = ldmatrix_x4(rows, elems)
                     b = {}
                     if not bf16:
-                        for j in range(4):
+                        for j in range(nt):
                             b[j] = [[None, None] for _ in range(WARP)]
                             addrs = []
                             for lane in range(WARP):
@@ -162,29 +181,29 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None):
                                     k = 8 * ks + t + 4 * h
                                     b[j][lane][h] = s.B[k][swizzle_b(False, k, n // 4)][n % 4]
                                     if h == 0:
-                                        addrs.append(512 * k + 16 * swizzle_b(False, k, n // 4) + 4 * (n % 4))
+                                        addrs.append(16 * b_chunks * k + 16 * swizzle_b(False, k, n // 4) + 4 * (n % 4))
                             if check_banks is not None:
                                 check_banks("TF32 B", addrs, words=True)
                     else:
-                        for j in range(0, 4, 2):
+                        for j in range(0, nt, 2):
                             rows, addrs = [], []
                             for lane in range(WARP):
                                 q, r8 = lane // 8, lane % 8
                                 k, c = 16 * ks + 8 * (q % 2) + r8, (wcol + 8 * j) // 8 + q // 2
                                 rows.append(s.B[k][swizzle_b(True, k, c)])
-                                addrs.append(256 * k + 16 * swizzle_b(True, k, c))
+                                addrs.append(16 * b_chunks * k + 16 * swizzle_b(True, k, c))
                             if check_banks is not None:
                                 check_banks("ldmatrix B", addrs)
                             r = ldmatrix_x4(rows, elems, trans=True)
                             b[j] = [[r[lane][0], r[lane][1]] for lane in range(WARP)]
                             b[j + 1] = [[r[lane][2], r[lane][3]] for lane in range(WARP)]
-                    for i, j in itertools.product(range(4), range(4)):
+                    for i, j in itertools.product(range(mt), range(nt)):
                         d = [acc[warp, lane][i][j] for lane in range(WARP)]
                         mma(d, [a[i][lane] for lane in range(WARP)], b[j], bf16)
-        for warp, lane in itertools.product(range(8), range(WARP)):  # store_c5
-            row0, col0 = m0 + (warp // 4) * 64, n0 + (warp % 4) * 32
+        for warp, lane in itertools.product(range(warps), range(WARP)):  # store_c5
+            row0, col0 = m0 + (warp // warps_n) * wm, n0 + (warp % warps_n) * wn
             g, t = lane // 4, lane % 4
-            for i, j, h in itertools.product(range(4), range(4), range(2)):
+            for i, j, h in itertools.product(range(mt), range(nt), range(2)):
                 row, col = row0 + 16 * i + 8 * h + g, col0 + 8 * j + 2 * t
                 if row >= M or col >= N:
                     continue
@@ -230,6 +249,44 @@ def test_kernel5_reassembles_the_product(bf16, m, n, k, vec_a, vec_b):
     assert not problems, problems[:5]
     got = torch.tensor(C, dtype=torch.float64)
     assert torch.equal(got, A @ B), (got - A @ B).abs().max()
+
+
+def _tuner_configs():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "tune_matmul5.py"
+    module_spec = importlib.util.spec_from_file_location("tune_matmul5", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def _tile_shapes():
+    """One tuner configuration per tile shape (the ring's depth and blocks per SM leave the model alone)."""
+    shapes = {}
+    for name, config in sorted(_tuner_configs().CONFIGS.items()):
+        shapes.setdefault(config[:4], name)
+    return sorted(shapes.values())
+
+
+@pytest.mark.parametrize("name", _tile_shapes())
+def test_every_tuning_configuration_reassembles_the_product_without_bank_conflicts(name, tmp_path):
+    """scripts/tune_matmul5.py times tile shapes on a GPU; whichever wins, the model has checked its
+    index arithmetic and swizzles here, and the script's rewrite of the solution's constants applies."""
+    tuner = _tuner_configs()
+    bm, bn, warps_m, warps_n, stages, min_blocks = tuner.CONFIGS[name]
+    text = (tuner.write_copy(name, tuner.CONFIGS[name], tmp_path) / "matmul.cu").read_text()
+    assert f"kBM5 = {bm}, kBN5 = {bn};" in text and f"kStages5 = {stages};" in text
+    assert f"kWarpsM5 = {warps_m}, kWarpsN5 = {warps_n};" in text and f"kMinBlocks5 = {min_blocks};" in text
+    g = torch.Generator().manual_seed(bm + bn)
+    for bf16 in (False, True):
+        m, n, k = bm + 3, bn + 5, 4 * (8 if bf16 else 4) + 3  # a partial block each way, a partial k step
+        A = torch.randint(-8, 9, (m, k), generator=g).double()
+        B = torch.randint(-8, 9, (k, n), generator=g).double()
+        problems = []
+        C = run_kernel5(A.tolist(), B.tolist(), bf16, False, False, _bank_checker(problems), tiles=(bm, bn, warps_m, warps_n))
+        assert not problems, problems[:5]
+        assert torch.equal(torch.tensor(C, dtype=torch.float64), A @ B)
 
 
 def test_a_swapped_c_fragment_is_caught_by_the_model():

@@ -519,11 +519,12 @@ __global__ void __launch_bounds__(kGemvThreads)
 // the 32 lanes' registers ("fragments", laid out as the README's pictures show). Inputs are rounded to
 // TF32 (10-bit mantissa) or come as bfloat16; the products are summed in float32.
 constexpr int kBM5 = 128, kBN5 = 128;      // block tile of C
-constexpr int kWarpsM5 = 2, kWarpsN5 = 4;  // 8 warps (256 threads), each a 64 x 32 tile of C
+constexpr int kWarpsM5 = 2, kWarpsN5 = 2;  // 4 warps (128 threads), each a 64 x 64 tile of C
 constexpr int kThreads5 = 32 * kWarpsM5 * kWarpsN5;
-constexpr int kWM5 = kBM5 / kWarpsM5, kWN5 = kBN5 / kWarpsN5;  // 64 x 32
-constexpr int kMTiles5 = kWM5 / 16, kNTiles5 = kWN5 / 8;       // a warp's 4 x 4 mma tiles of 16 x 8
+constexpr int kWM5 = kBM5 / kWarpsM5, kWN5 = kBN5 / kWarpsN5;  // 64 x 64
+constexpr int kMTiles5 = kWM5 / 16, kNTiles5 = kWN5 / 8;       // a warp's 4 x 8 mma tiles of 16 x 8
 constexpr int kStages5 = 3;                                   // shared-memory ring, as kernel 4's
+constexpr int kMinBlocks5 = 2;  // blocks per SM the registers are budgeted for (__launch_bounds__)
 constexpr int kAChunks5 = 4;  // 16-byte chunks of k per A row per stage: 16 floats or 32 bfloat16s
 
 // The sizes that depend on the input type T (float: TF32 products; __nv_bfloat16: BF16 products).
@@ -544,13 +545,30 @@ struct Stage5 {
   uint4 B[Tile5<T>::kBK][Tile5<T>::kBChunks];
 };
 
+// The ring is dynamic shared memory, sized at launch: a deeper ring or a larger tile than 48 KiB (the
+// static limit) only needs the constants above changed (scripts/tune_matmul5.py tries several). A
+// stage is 64 (kBM5 + kBN5) bytes for either type: 4 chunks per A row, 64 bytes of B per column.
+constexpr int kSmem5 = kStages5 * 64 * (kBM5 + kBN5);
+static_assert(size_t(kSmem5) == kStages5 * sizeof(Stage5<float>) &&
+                  size_t(kSmem5) == kStages5 * sizeof(Stage5<__nv_bfloat16>),
+              "kSmem5 is the ring's size");
+
+// What the copy and fragment code below assume of the tile constants.
+static_assert(kWM5 % 16 == 0 && kWN5 % 16 == 0, "a warp's tile: whole 16 x 16 pairs of mma tiles");
+static_assert(kBM5 % (kThreads5 / kAChunks5) == 0, "A: every thread copies the same number of chunks");
+static_assert(kThreads5 % Tile5<float>::kBChunks == 0 && kThreads5 % Tile5<__nv_bfloat16>::kBChunks == 0 &&
+                  Tile5<float>::kBK % (kThreads5 / Tile5<float>::kBChunks) == 0 &&
+                  Tile5<__nv_bfloat16>::kBK % (kThreads5 / Tile5<__nv_bfloat16>::kBChunks) == 0,
+              "B: whole rows per pass, whole passes per stage");
+static_assert(Tile5<__nv_bfloat16>::kBChunks >= 8, "B's swizzle spreads 8 rows over 8 of a row's chunks");
+
 // XOR swizzles: which 16-byte slot of its row chunk c of row r lives in. Shared memory serves 128 bytes
 // (8 chunks, 32 banks) per cycle; a read of 8 chunks that fall in the same slot of 128 bytes takes 8.
 // A rows are 64 bytes: rows r and r + 2 share their slots, so ldmatrix's 8 rows of one chunk column
 // would hit 2 slots (4-way conflicts); XOR-ing the chunk with (r / 2) % 4 spreads them over all 8.
 __device__ __forceinline__ int swizzle_a(int r, int c) { return c ^ ((r >> 1) & 3); }
 
-// B rows are 512 (float) or 256 bytes (bfloat16): every row starts at slot 0, so reads down a column
+// B rows are 4 kBN5 (float) or 2 kBN5 bytes (bfloat16), whole multiples of 128: every row starts at slot 0, so reads down a column
 // of B all hit one bank (float) or one slot (bfloat16). float: lanes read B[k0 + t][n0 + g], 4 rows x
 // 8 columns; XOR-ing chunk bits 1-2 with k % 4 moves row t by 8 t words: 32 distinct banks. bfloat16:
 // ldmatrix reads 8 consecutive rows of one chunk column; XOR-ing with k % 8 puts them in 8 slots.
@@ -683,7 +701,7 @@ struct Loader5 {
   }
 };
 
-// The warp's 4 x 4 tiles of 16 x 8 in acc gain one stage: kBK / kMmaK = 2 mma k steps. Fragments, with
+// The warp's 4 x 8 tiles of 16 x 8 in acc gain one stage: kBK / kMmaK = 2 mma k steps. Fragments, with
 // g = lane / 4 and t = lane % 4 (the README draws them):
 //   A, m16 x k8 TF32:   a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
 //   A, m16 x k16 BF16:  a0 (g, 2t..2t+1), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..)
@@ -759,13 +777,13 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y) {
 __device__ __forceinline__ void store1(float* p, float x) { *p = x; }
 __device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
-// Write the warp's 4 x 4 tiles of 16 x 8 (acc) to C at rows row0 + 16 i, columns col0 + 8 j, with the
+// Write the warp's 4 x 8 tiles of 16 x 8 (acc) to C at rows row0 + 16 i, columns col0 + 8 j, with the
 // C fragment's layout (c0 c1 at row g, columns 2t and 2t + 1; c2 c3 at row g + 8), inside C only.
 template <typename T>
 __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[kMTiles5][kNTiles5][4], int64_t M,
                                          int64_t N, int64_t row0, int64_t col0, int lane) {
   // BEGIN SOLUTION
-  // GOAL: every element of the warp's 64 x 32 tile of C that lies inside C (row < M, column < N) holds
+  // GOAL: every element of the warp's 64 x 64 tile of C that lies inside C (row < M, column < N) holds
   // GOAL: its sum from acc, in C's type; nothing outside C is written.
   // TODO: with g = lane / 4, t = lane % 4: for each tile i, j and half h < 2, acc[i][j][2 h] and
   // TODO: acc[i][j][2 h + 1] belong at row row0 + 16 i + 8 h + g, columns col0 + 8 j + 2 t and the next.
@@ -795,15 +813,16 @@ __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[k
   // END SOLUTION
 }
 
-// Grid (ceil(N / 128), ceil(M / 128), batch), 256 threads (2 x 4 warps, each a 64 x 32 tile of C as 4 x 4 mma
+// Grid (ceil(N / 128), ceil(M / 128), batch), 128 threads (2 x 2 warps, each a 64 x 64 tile of C as 4 x 8 mma
 // tiles of 16 x 8), kernel 4's 3-stage cp.async ring of A (128 x kBK) and B (kBK x 128) tiles.
 // Its tensor-core instructions exist from sm_80 on: compiled for an older GPU, the helpers above leave
 // zeros (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses to run it there.
 template <typename T, bool kVecA, bool kVecB>
-__global__ void __launch_bounds__(kThreads5, 2)
+__global__ void __launch_bounds__(kThreads5, kMinBlocks5)
     matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int64_t M, int64_t N,
                    int64_t K) {
-  __shared__ __align__(128) Stage5<T> ring[kStages5];  // 3 x 16 KiB
+  extern __shared__ __align__(128) unsigned char smem5[];  // kSmem5 bytes: 3 x 16 KiB
+  Stage5<T>* ring = reinterpret_cast<Stage5<T>*>(smem5);
   const int64_t batch = blockIdx.z;  // batch element: its A, B and C
   A += batch * M * K;
   B += batch * K * N;
@@ -917,6 +936,18 @@ Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   return {Path4::kTiles, 1, K};
 }
 
+// Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
+// instantiation; repeating it costs a microsecond).
+template <typename T>
+void allow_smem5() {
+  using Kernel = void (*)(const T*, const T*, T*, int64_t, int64_t, int64_t);
+  const Kernel kernels[] = {matmul_kernel5<T, true, true>, matmul_kernel5<T, true, false>,
+                            matmul_kernel5<T, false, true>, matmul_kernel5<T, false, false>};
+  for (Kernel kernel : kernels) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem5));
+  }
+}
+
 template <typename T>
 void launch5(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, int64_t batch, cudaStream_t stream) {
   check_grid_rows(M, kBM5, "version 5");
@@ -927,19 +958,21 @@ void launch5(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, int6
   // chunk's 4 floats or 8 bfloat16s, and aligned bases.
   const bool vec_a = K % Tile5<T>::kElems == 0 && course::is_aligned16(A);
   const bool vec_b = N % Tile5<T>::kElems == 0 && course::is_aligned16(B);
+  allow_smem5<T>();
   // BEGIN SOLUTION
   // GOAL: run the matmul_kernel5<T, vec_a, vec_b> that vec_a and vec_b allow on `stream`; report a failed launch.
   // TODO: launch matmul_kernel5<T, vec_a, vec_b> (four instantiations: pick with if/else) on `stream`
-  // TODO: with kThreads5 threads per block and `grid`; check the launch.
+  // TODO: with kThreads5 threads per block, `grid`, and kSmem5 bytes of dynamic shared memory
+  // TODO: (the ring); check the launch.
   // STUB: TORCH_CHECK(false, "launch5 (matmul.cu) is not implemented yet");
   if (vec_a && vec_b) {
-    matmul_kernel5<T, true, true><<<grid, kThreads5, 0, stream>>>(A, B, C, M, N, K);
+    matmul_kernel5<T, true, true><<<grid, kThreads5, kSmem5, stream>>>(A, B, C, M, N, K);
   } else if (vec_a) {
-    matmul_kernel5<T, true, false><<<grid, kThreads5, 0, stream>>>(A, B, C, M, N, K);
+    matmul_kernel5<T, true, false><<<grid, kThreads5, kSmem5, stream>>>(A, B, C, M, N, K);
   } else if (vec_b) {
-    matmul_kernel5<T, false, true><<<grid, kThreads5, 0, stream>>>(A, B, C, M, N, K);
+    matmul_kernel5<T, false, true><<<grid, kThreads5, kSmem5, stream>>>(A, B, C, M, N, K);
   } else {
-    matmul_kernel5<T, false, false><<<grid, kThreads5, 0, stream>>>(A, B, C, M, N, K);
+    matmul_kernel5<T, false, false><<<grid, kThreads5, kSmem5, stream>>>(A, B, C, M, N, K);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
