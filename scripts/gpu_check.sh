@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
-#                                              classroom classtime ballast ptx fp64 oldgrader tune5
+#                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -157,6 +157,34 @@ if want classtime; then
   seed=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seed'])" "$cls.gradebook/gradebook.json")
   run class_serial "$(left)" make grade SUBMISSIONS="$serial" EX="$cex" PARALLEL=1 SEED="$seed"
   python3 scripts/same_outcomes.py "$cls.gradebook/gradebook.json" "$serial.gradebook/gradebook.json" | tee -a "$T"
+fi
+if want multigpu; then
+  # a class on every visible GPU (one worker each) against one GPU, the builds cached for both timings:
+  # the speed-up, and the same outcomes. MULTI_PART="1": cold on all GPUs, then again (cached) into a
+  # second gradebook; "2": on GPU 0 alone (cached) into a third, and the three compared. A held machine
+  # keeps /tmp between calls, so the parts may be two calls.
+  cls=/tmp/class; cex=${CLASS_EX:-01 03 05 08}; part=" ${MULTI_PART:-1 2} "
+  if [[ "$part" == *" 1 "* ]]; then
+    rm -rf "$cls" "$cls.gradebook" /tmp/class_all.gradebook /tmp/class_one.gradebook
+    python3 -m tests.known_wrong.make_class "$cls" --students "${CLASS_STUDENTS:-24}" --ex $cex
+    run class_all_gpus_cold "$(left)" make grade SUBMISSIONS="$cls" EX="$cex"
+    grep -E "built in|per worker-hour|grading with" "$L/class_all_gpus_cold.log" | tee -a "$T"
+    seed=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seed'])" "$cls.gradebook/gradebook.json")
+    run class_all_gpus_cached "$(left)" make grade SUBMISSIONS="$cls" EX="$cex" GRADEBOOK=/tmp/class_all.gradebook SEED="$seed"
+    grep -E "built in|per worker-hour|grading with" "$L/class_all_gpus_cached.log" | tee -a "$T"
+  fi
+  if [[ "$part" == *" 2 "* ]]; then
+    seed=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seed'])" "$cls.gradebook/gradebook.json")
+    CUDA_VISIBLE_DEVICES=0 run class_one_gpu_cached "$(left)" make grade SUBMISSIONS="$cls" EX="$cex" \
+      GRADEBOOK=/tmp/class_one.gradebook SEED="$seed"
+    grep -E "built in|per worker-hour|grading with" "$L/class_one_gpu_cached.log" | tee -a "$T"
+    for b in /tmp/class_all.gradebook /tmp/class_one.gradebook; do
+      [ -f "$b/gradebook.json" ] && python3 scripts/same_outcomes.py "$cls.gradebook/gradebook.json" "$b/gradebook.json" | tee -a "$T"
+    done
+  fi
+  for b in "$cls.gradebook" /tmp/class_all.gradebook /tmp/class_one.gradebook; do
+    [ -f "$b/gradebook.json" ] && cp "$b/gradebook.json" "$L/$(basename "$b").json"
+  done
 fi
 if want ballast; then
   # a smaller card, simulated: a second process holds all but N GiB while the reference is graded
