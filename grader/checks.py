@@ -95,13 +95,17 @@ def cuda_context_lost(message: str) -> bool:
     return any(s in message for s in _CONTEXT_LOST)
 
 
-def poison_next_allocation(numel: int, dtype: torch.dtype = torch.float32) -> None:
-    """Fill two blocks of `numel` elements with NaN and free them: the caching allocator hands that
-    memory to the next allocations of that size (the op's output, or a temporary and then the
-    output), so an element the op never writes stays NaN. Call it right before the op, after any
-    copy the check itself makes (`unmodified` snapshots its inputs): a copy would take the block."""
+def poison_next_allocation(numel: int, dtype: torch.dtype = torch.float32, blocks: int | None = 2) -> None:
+    """Fill `blocks` blocks of `numel` elements with NaN and free them: the caching allocator hands that
+    memory to the next allocations of that size on the current stream (the op's output, or a temporary
+    and then the output), so an element the op never writes stays NaN. Call it right before the op,
+    after any copy the check itself makes (`unmodified` snapshots its inputs): a copy would take the block.
+    blocks=None: 16 for a tensor of up to 1 MiB, which shares the allocator's small-block pool with every
+    scalar and temporary a call makes (so all its free blocks, as a rule, are poisoned), else 4."""
+    if blocks is None:
+        blocks = 16 if numel * torch.empty((), dtype=dtype).element_size() <= 1 << 20 else 4
     if numel:
-        held = [poison(torch.empty(numel, dtype=dtype, device="cuda")) for _ in range(2)]  # two distinct blocks
+        held = [poison(torch.empty(numel, dtype=dtype, device="cuda")) for _ in range(blocks)]  # distinct blocks
         held.clear()
 
 
@@ -264,13 +268,19 @@ def expect_error(fn, *args, names: tuple[str, ...] = (), what: str = "") -> str:
     raise CheckFailure(f"{what}: was accepted, but should raise an error naming {' or '.join(names) or 'the problem'}")
 
 
-def late_copies(args) -> list:
+def late_copies(args, later_sizes=()) -> list:
     """Called inside a side stream's context: copies of the tensor arguments that the current stream
     fills only after a GPU sleep of some milliseconds (NaN until then), so an op that reads them on
-    any other stream reads them too early. Other arguments pass through."""
+    any other stream reads them too early. Other arguments pass through. `later_sizes`: element
+    counts of tensors the caller will make on this stream after the sleep (an output, a cotangent,
+    gradients): blocks of those sizes are filled with NaN and freed first, so that an op on another
+    stream that reads them early reads NaN, every run, not what an earlier tensor left there."""
     late = [torch.full_like(a, float("nan")) if isinstance(a, torch.Tensor) and a.is_floating_point()
             else (torch.zeros_like(a) if isinstance(a, torch.Tensor) else a) for a in args]
     if torch.cuda.is_available():
+        dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), torch.float32)
+        for numel in sorted(set(later_sizes)):
+            poison_next_allocation(numel, dtype, blocks=None)
         torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
     for copy, a in zip(late, args):
         if isinstance(a, torch.Tensor):
@@ -300,19 +310,36 @@ def assert_backward_matches_forward(fn, x: torch.Tensor, what: str, *, generator
     """gradcheck's fast mode, without torch.autograd.grad (whose first call in a process imports
     sympy: seconds, too slow for the quick edit-grade loop). For random directions u and cotangents
     v, in float64, the backward's <J^T v, u> must match the forward's central difference
-    <v, (f(x + eps u) - f(x - eps u)) / (2 eps)>. `fn` must be smooth within eps of x."""
+    <v, (f(x + eps u) - f(x - eps u)) / (2 eps)>. `fn` must be smooth within eps of x.
+
+    The same every run for an op that is wrong in a racy way: the three inputs reach the current stream
+    only after a GPU sleep (an op on a stream of its own reads NaN), and every output and gradient is
+    made in memory filled with NaN first (an op that leaves it unwritten never returns the values an
+    earlier, right result left in the block). Nothing waits for the GPU before the last step."""
+    def poisoned(numel: int, dtype: torch.dtype) -> None:
+        if x.is_cuda:
+            poison_next_allocation(numel, dtype)
+
     for trial in range(trials):
         u = torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
-        leaf = x.detach().clone().requires_grad_()
+        start, above, below = late_copies([x, x + eps * u, x - eps * u]) if x.is_cuda else (x, x + eps * u, x - eps * u)
+        leaf = start.detach().clone().requires_grad_()
+        poisoned(x.numel(), x.dtype)
         y = fn(leaf)
         v = torch.randn(y.shape, dtype=y.dtype, device=y.device, generator=generator)
         if y.requires_grad:
-            (y * v).sum().backward()  # a scalar's backward: no explicit gradient, no sympy
+            weighted = (y * v).sum()
+            poisoned(x.numel(), x.dtype)
+            weighted.backward()  # a scalar's backward: no explicit gradient, no sympy
         if leaf.grad is None:
             raise CheckFailure(f"{what}: no gradient reached the input (is the backward registered?)")
-        analytic = float((leaf.grad * u).sum())
         with torch.no_grad():
-            numeric = float(((fn(x + eps * u) - fn(x - eps * u)) * v).sum()) / (2 * eps)
+            poisoned(y.numel(), y.dtype)
+            f_above = fn(above)
+            poisoned(y.numel(), y.dtype)
+            f_below = fn(below)
+            analytic = float((leaf.grad * u).sum())
+            numeric = float(((f_above - f_below) * v).sum()) / (2 * eps)
         if not abs(analytic - numeric) <= tol * max(1.0, abs(numeric)):
             raise CheckFailure(f"{what}: the backward gives {analytic:.10g} along a random direction, the forward's "
                                f"finite difference {numeric:.10g} (trial {trial + 1})")

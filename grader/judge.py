@@ -244,10 +244,16 @@ def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, d
         traceback.print_exc()
 
 
-def gradients(fn, call: AuditCall, args: list, cotangent_seed: int) -> list:
+def cotangent(shape, seed: int) -> torch.Tensor:
+    """The random v of gradients(): float64, on the CPU, the same in every process for one seed."""
+    return torch.randn(tuple(shape), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Tensor | None = None) -> list:
     """The gradients of <fn(*args), v> for the call's grad_args, through autograd, for a random v
-    drawn from `cotangent_seed`; one scalar backward (torch.autograd.grad with explicit gradients
-    would import sympy: seconds). Also grader.properties's."""
+    drawn from `cotangent_seed` (or `v`, cotangent(...) already where the result will be: no copy
+    between the forward and the backward); one scalar backward (torch.autograd.grad with explicit
+    gradients would import sympy: seconds). Also grader.properties's."""
     args = list(args)
     for i in call.grad_args:
         args[i] = args[i].detach().requires_grad_()
@@ -256,8 +262,8 @@ def gradients(fn, call: AuditCall, args: list, cotangent_seed: int) -> list:
         raise TypeError(f"returned a {type(y).__name__}, not a tensor")
     if not y.requires_grad:
         raise RuntimeError("the result does not require grad: no backward is registered")
-    g = torch.Generator().manual_seed(cotangent_seed)
-    v = torch.randn(tuple(y.shape), generator=g, dtype=torch.float64)
+    if v is None:
+        v = cotangent(y.shape, cotangent_seed)
     (y * v.to(y)).sum().backward()
     return [args[i].grad for i in call.grad_args]
 

@@ -32,12 +32,13 @@ host thread left running. Each property belongs to the group of its op's calls (
 from __future__ import annotations
 
 import contextlib
+import math
 
 import torch
 
 from grader.checks import LAYOUTS, CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
 from grader.fp64 import reference_device
-from grader.judge import clean, gradients, names_one_of, resolve
+from grader.judge import clean, cotangent, gradients, names_one_of, resolve
 from grader.observe import native_threads, observe
 from grader.spec import AuditCall, Check, Context, Spec, audit_seed
 
@@ -63,13 +64,17 @@ class Device:
         """The context in which `stream` is the current stream."""
         return torch.cuda.stream(stream) if self.cuda and stream is not None else contextlib.nullcontext()
 
-    def late_copies(self, args: list) -> list:
+    def late_copies(self, args: list, later_sizes=()) -> list:
         """grader.checks.late_copies (on the CPU: plain copies, nothing to be late for)."""
-        return late_copies(args) if self.cuda else [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        return late_copies(args, later_sizes) if self.cuda else [a.clone() if isinstance(a, torch.Tensor) else a
+                                                                 for a in args]
 
-    def poison(self, numel: int, dtype: torch.dtype) -> None:
+    def to_device(self, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return t.to(self.name if self.cuda else "cpu", dtype)
+
+    def poison(self, numel: int, dtype: torch.dtype, blocks: int | None = 2) -> None:
         if self.cuda:
-            poison_next_allocation(numel, dtype)
+            poison_next_allocation(numel, dtype, blocks)
 
 
 DEVICE = Device("cuda")
@@ -216,13 +221,27 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     stream whose inputs arrive late, when `stream` is given)."""
     seed = ctx.seed_for(what)
     expected = gradients(call.reference, call, _double(args), seed)
+    with torch.no_grad():
+        out = call.reference(*_double(args))
+    shape = out.shape if isinstance(out, torch.Tensor) else ()
+    sizes = sorted({a.numel() for a in args if isinstance(a, torch.Tensor)} | {math.prod(shape)}
+                   | {e.numel() for e in expected if isinstance(e, torch.Tensor)})
     fn = resolve(ctx.module, call.op)
     DEVICE.sync()
     try:
         with DEVICE.on(stream):
+            # The same every run for an op that is wrong in a racy way. Its output and every gradient are
+            # made in memory filled with NaN first (one left unwritten never holds an earlier result's
+            # values). On a side stream the inputs, the output and the gradient flowing back are made
+            # after a sleep, and the cotangent before it (a copy from the CPU would wait out the sleep and
+            # let the race go either way): an op or a backward on another stream reads NaN.
+            v = DEVICE.to_device(cotangent(shape, seed), dtype_of(call))
             if stream is not None:
-                args = DEVICE.late_copies(args)
-            actual = gradients(fn, call, args, seed)
+                args = DEVICE.late_copies(args, sizes)
+            else:
+                for numel in sizes:
+                    DEVICE.poison(numel, dtype_of(call), blocks=None)
+            actual = gradients(fn, call, args, seed, v)
     except (TypeError, RuntimeError) as e:
         raise CheckFailure(f"{what}: {clean(e)[:300]}") from None
     DEVICE.sync()

@@ -57,8 +57,9 @@ VARIANTS = [
     Variant(EX, "side_stream", "the forward runs on a stream of its own, outside the timed one",
             {"leaky_relu.cpp": [("negative_slope, c10::cuda::getCurrentCUDAStream());\n  });\n  return y;",
                                  "negative_slope, c10::cuda::getStreamFromPool());\n  });\n  return y;")]},
-            # no reason asserted: the kernel races with the producer of x, so which check fails first varies
-            loses={"forward", "performance"}, keeps={"backward", "input_checks"}),
+            # no reason asserted: the kernel races with the producer of x, so which check fails first varies;
+            # the finite differences' inputs arrive late on the caller's stream, so autograd fails every run
+            loses={"forward", "performance", "autograd"}, keeps={"backward", "input_checks"}),
     Variant(EX, "replays_output", "the Python wrapper keeps its first output per shape and returns it again",
             {"leaky_relu.py": [("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
                                 "    key = (tuple(x.shape), x.dtype, float(negative_slope))\n"
