@@ -158,9 +158,14 @@ class Comparison:
 OUT_TOL, GRAD_TOL, RATIO = 1e-4, 5e-2, 8
 
 
+def margin(e: Errors, tol: float) -> float:
+    """How close to its tolerance: at most 1 when within `tol` of PyTorch's float32 model, or no further
+    from float64 than RATIO times it is."""
+    return min(e.vs_torch / tol, e.course_vs_fp64 / max(RATIO * e.torch_vs_fp64, 1e-300))
+
+
 def within(e: Errors, tol: float) -> bool:
-    """Within `tol` of PyTorch's float32 model, or no further from float64 than RATIO times it is."""
-    return e.vs_torch <= tol or e.course_vs_fp64 <= RATIO * e.torch_vs_fp64
+    return margin(e, tol) <= 1
 
 
 def describe(what: str, e: Errors) -> str:
