@@ -49,7 +49,7 @@ class CourseLayers:
             spec = by_exercise(exercise)
             return import_exercise_module(self.root / spec.exercise, spec)
 
-        self.cudnn, self.training, self.inference = load("10"), load("09"), load("08")
+        self.ex10, self.ex09, self.ex08 = load("10"), load("09"), load("08")
 
     def conv_bn(self, cin, cout, kernel_size, stride=1, padding=0, groups=1, act=None) -> "CourseConvBN":
         return CourseConvBN(self, cin, cout, kernel_size, stride, padding, groups, act)
@@ -66,14 +66,16 @@ class CourseConvBN(ConvBN):
 
     def __init__(self, course: CourseLayers, cin, cout, kernel_size, stride=1, padding=0, groups=1, act=None):
         super().__init__(cin, cout, kernel_size, stride, padding, groups, act)
-        self._conv2d = course.cudnn.conv2d
+        self._conv2d = course.ex10.conv2d
+        # 09 and 08 compute relu(bn(conv(x))) with dense convolutions only (groups=1; any stride, padding
+        # and dilation): a grouped or depthwise layer, ReLU6 or no activation goes through 10 instead
         self.route = FUSED if act == "relu" and groups == 1 else CONV
         if self.route == FUSED:
             # 09's module, its conv and bn replaced by ours (built on meta: nothing allocated twice)
-            fused = course.training.FusedConvBNReLU(cin, cout, kernel_size, stride, padding, bias=False, device="meta")
+            fused = course.ex09.FusedConvBNReLU(cin, cout, kernel_size, stride, padding, bias=False, device="meta")
             fused.conv, fused.bn = self.conv, self.bn
             self.__dict__["_fused"] = fused
-            self.__dict__["_inference"] = course.inference.ConvBNReLUInference.from_modules(self.conv, self.bn)
+            self.__dict__["_inference"] = course.ex08.ConvBNReLUInference.from_modules(self.conv, self.bn)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.route == FUSED:
@@ -273,7 +275,7 @@ def check_course_kernels(model_name: str, root: str | Path | None = None, batch:
     x, grad_out = inputs(batch, size, seed)
     blocks = [m for m in course.modules() if isinstance(m, CourseConvBN)]
     fused = sum(m.route == FUSED for m in blocks)
-    lib10 = CourseLayers(root).cudnn.lib  # 10's library: its ops' names carry the build's namespace
+    lib10 = CourseLayers(root).ex10.lib  # 10's library: its ops' names carry the build's namespace
     ops10 = {op: lib10.qualname(op) for op in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight")}
     counts: dict[str, int] = {}
 
