@@ -2,9 +2,10 @@
 
 `make bench` times each op of the course on the layers it can run (grader.benchmark_extras), beside
 PyTorch in strict float32 and in PyTorch's default math (TF32 for convolutions). The layers are
-generated from each model's own definition (stage widths, block counts, strides), not typed in one
-by one: ResNet-50 (torchvision's, stride on the 3x3 convolution), MobileNetV2 (its depthwise 3x3s
-included), the decoder of a UNet (2x2 transposed convolutions that double the size, then two 3x3
+generated from each model's own definition, not typed in one by one: ResNet-50 (torchvision's, stride
+on the 3x3 convolution) and MobileNetV2 (its depthwise 3x3s included) traced from their modules in
+grader.models on the meta device (`layers_of`; the same definitions the course's kernels run whole,
+grader.course_models), and from stage widths, block counts and strides the decoder of a UNet (2x2 transposed convolutions that double the size, then two 3x3
 convolutions), and GPT-2 small's projections (prompt: 8 sequences of 1024 tokens; decoding: one
 token, a matrix-vector product). `unique()` keeps one of each distinct shape, with its count.
 """
@@ -103,41 +104,46 @@ class Matmul:
 Layer = Conv | ConvTranspose | Matmul
 
 
-def resnet50(n: int = 32, size: int = 224) -> list[Layer]:
-    """Every layer of torchvision's ResNet-50 in order (bottlenecks 3-4-6-3, stride on the 3x3)."""
-    out: list[Layer] = [Conv("ResNet-50", "conv1", n, 3, size, size, 64, 7, 2, 3)]
-    h, cin = size // 4, 64  # conv1's stride 2, then the 3x3 max pool's
-    for stage, (width, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)], 1):
-        for b in range(blocks):
-            s = stride if b == 0 else 1
-            tag = f"layer{stage}.{b}"
-            out += [Conv("ResNet-50", f"{tag}.conv1", n, cin, h, h, width, 1),
-                    Conv("ResNet-50", f"{tag}.conv2", n, width, h, h, width, 3, s, 1),
-                    Conv("ResNet-50", f"{tag}.conv3", n, width, h // s, h // s, 4 * width, 1)]
-            if b == 0:
-                out.append(Conv("ResNet-50", f"{tag}.downsample", n, cin, h, h, 4 * width, 1, s))
-            h, cin = h // s, 4 * width
-    out.append(Matmul("ResNet-50", "fc", n, 2048, 1000))
+def layers_of(model, model_name: str, n: int, size: int) -> list[Layer]:
+    """The layers of a grader.models model (any factory's) in the order its forward runs them, for an
+    n x 3 x size x size input: each ConvBN block as a Conv, each nn.Linear as a Matmul."""
+    import torch
+
+    from grader.models import trace
+
+    out: list[Layer] = []
+    for name, module, x_shape in trace(model, (n, 3, size, size)):
+        if isinstance(module, torch.nn.Linear):
+            out.append(Matmul(model_name, name, x_shape[0], module.in_features, module.out_features))
+            continue
+        c = module.conv
+        if len({*c.kernel_size}) > 1 or len({*c.stride}) > 1 or len({*c.padding}) > 1 or c.dilation != (1, 1):
+            raise ValueError(f"{name}: only square kernels, strides and paddings without dilation are listed")
+        out.append(Conv(model_name, name, *x_shape, c.out_channels, c.kernel_size[0], c.stride[0], c.padding[0],
+                        groups=c.groups))
     return out
+
+
+def _from_model(model_name: str, n: int, size: int) -> list[Layer]:
+    import torch
+
+    from grader import models
+
+    with torch.device("meta"):  # shapes only: nothing is allocated or computed
+        model = models.MODELS[model_name]()
+    return layers_of(model, model_name, n, size)
+
+
+def resnet50(n: int = 32, size: int = 224) -> list[Layer]:
+    """Every layer of torchvision's ResNet-50 in order (bottlenecks 3-4-6-3, stride on the 3x3), from
+    its definition in grader.models."""
+    return _from_model("ResNet-50", n, size)
 
 
 def mobilenet_v2(n: int = 32, size: int = 224) -> list[Layer]:
     """Every layer of MobileNetV2 in order: inverted residuals (1x1 expansion, depthwise 3x3, 1x1
-    projection) from its (expansion, channels, repeats, stride) table."""
-    out: list[Layer] = [Conv("MobileNetV2", "features.0", n, 3, size, size, 32, 3, 2, 1)]
-    h, cin, index = size // 2, 32, 1
-    for t, c, repeats, stride in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-                                  (6, 160, 3, 2), (6, 320, 1, 1)]:
-        for i in range(repeats):
-            s, hidden, tag = stride if i == 0 else 1, cin * t, f"features.{index}"
-            if t != 1:
-                out.append(Conv("MobileNetV2", f"{tag}.expand", n, cin, h, h, hidden, 1))
-            out.append(Conv("MobileNetV2", f"{tag}.depthwise", n, hidden, h, h, hidden, 3, s, 1, groups=hidden))
-            h = (h - 1) // s + 1
-            out.append(Conv("MobileNetV2", f"{tag}.project", n, hidden, h, h, c, 1))
-            cin, index = c, index + 1
-    out += [Conv("MobileNetV2", "features.18", n, cin, h, h, 1280, 1), Matmul("MobileNetV2", "classifier", n, 1280, 1000)]
-    return out
+    projection), from its definition in grader.models."""
+    return _from_model("MobileNetV2", n, size)
 
 
 def unet_decoder(n: int = 8, size: int = 256) -> list[Layer]:

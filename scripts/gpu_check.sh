@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
-#                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5
+#                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 models
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -19,7 +19,9 @@
 # will build (tests/test_notebooks.py -m gpu); classroom, a class graded end to end
 # (tests/test_classroom.py). They need nbgrader and Jupyter, which a bare GPU machine lacks: carry their
 # wheels in .whl/ (scripts/notebook_wheels.sh downloads them); they are installed into /tmp/site. The
-# feedback pages the tests produce are kept under the logs, in artifacts/.
+# feedback pages the tests produce are kept under the logs, in artifacts/. models: ResNet-50 and MobileNetV2
+# built from the course's modules (08, 09, 10) against PyTorch's, errors and training-step times
+# (scripts/course_models.py; tests/test_course_models.py, which the test stage runs, checks the same).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-logs}; mkdir -p "$OUT"; L=${LOGS:-$OUT/logs}; mkdir -p "$L"  # LOGS=/tmp/x: only the .tgz in $OUT
@@ -222,6 +224,10 @@ if want oldgrader; then
   # the trust rework's known-wrong variants, graded by the grader before it (carried in old-grader/)
   run oldgrader "$(left)" python3 scripts/old_grader_on_variants.py old-grader --out /tmp/oldgrader ${OLD_ROUNDS:+--rounds "$OLD_ROUNDS"}
   cat "$L/oldgrader.log" | tail -40
+fi
+if want models; then
+  run models "$(left)" python3 scripts/course_models.py
+  grep -E "^[A-Z]|output|worst|PASS|FAIL|kernels|ms " "$L/models.log" | head -40
 fi
 if want bench; then
   run bench "$(left)" make bench EX="$EXS"

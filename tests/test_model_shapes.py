@@ -7,6 +7,52 @@ import pytest
 from grader import benchmarks, model_shapes as ms
 
 
+def _resnet50_from_tables(n: int = 32, size: int = 224) -> list:
+    """Every layer of torchvision's ResNet-50 in order (bottlenecks 3-4-6-3, stride on the 3x3)."""
+    out: list = [ms.Conv("ResNet-50", "conv1", n, 3, size, size, 64, 7, 2, 3)]
+    h, cin = size // 4, 64  # conv1's stride 2, then the 3x3 max pool's
+    for stage, (width, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)], 1):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            tag = f"layer{stage}.{b}"
+            out += [ms.Conv("ResNet-50", f"{tag}.conv1", n, cin, h, h, width, 1),
+                    ms.Conv("ResNet-50", f"{tag}.conv2", n, width, h, h, width, 3, s, 1),
+                    ms.Conv("ResNet-50", f"{tag}.conv3", n, width, h // s, h // s, 4 * width, 1)]
+            if b == 0:
+                out.append(ms.Conv("ResNet-50", f"{tag}.downsample", n, cin, h, h, 4 * width, 1, s))
+            h, cin = h // s, 4 * width
+    out.append(ms.Matmul("ResNet-50", "fc", n, 2048, 1000))
+    return out
+
+
+def _mobilenet_v2_from_tables(n: int = 32, size: int = 224) -> list:
+    """Every layer of MobileNetV2 in order: inverted residuals (1x1 expansion, depthwise 3x3, 1x1
+    projection) from its (expansion, channels, repeats, stride) table."""
+    out: list = [ms.Conv("MobileNetV2", "features.0", n, 3, size, size, 32, 3, 2, 1)]
+    h, cin, index = size // 2, 32, 1
+    for t, c, repeats, stride in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                                  (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for i in range(repeats):
+            s, hidden, tag = stride if i == 0 else 1, cin * t, f"features.{index}"
+            if t != 1:
+                out.append(ms.Conv("MobileNetV2", f"{tag}.expand", n, cin, h, h, hidden, 1))
+            out.append(ms.Conv("MobileNetV2", f"{tag}.depthwise", n, hidden, h, h, hidden, 3, s, 1, groups=hidden))
+            h = (h - 1) // s + 1
+            out.append(ms.Conv("MobileNetV2", f"{tag}.project", n, hidden, h, h, c, 1))
+            cin, index = c, index + 1
+    out += [ms.Conv("MobileNetV2", "features.18", n, cin, h, h, 1280, 1), ms.Matmul("MobileNetV2", "classifier", n, 1280, 1000)]
+    return out
+
+
+@pytest.mark.parametrize("derived,tables", [(ms.resnet50, _resnet50_from_tables),
+                                            (ms.mobilenet_v2, _mobilenet_v2_from_tables)])
+@pytest.mark.parametrize("n,size", [(32, 224), (1, 224), (2, 128)])
+def test_the_layers_traced_from_the_modules_equal_those_of_the_stage_tables(derived, tables, n, size):
+    """model_shapes traces ResNet-50 and MobileNetV2 from their modules (grader.models); the layers
+    it generated before from each model's stage table, kept here, must be the same, names included."""
+    assert derived(n, size) == tables(n, size)
+
+
 @pytest.mark.parametrize("layers,macs", [(ms.resnet50, 4.089e9), (ms.mobilenet_v2, 300.77e6)])
 def test_each_model_costs_what_is_published(layers, macs):
     """torchvision lists ResNet-50 at 4.09 GFLOPs and MobileNetV2 at 0.30 (multiply-adds per 224 x 224

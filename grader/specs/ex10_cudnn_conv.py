@@ -8,6 +8,7 @@ not run is PyTorch's own convolution (aten::conv*, aten::cudnn_convolution, at::
 """
 from __future__ import annotations
 
+import re
 import threading
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -91,9 +92,21 @@ def _reference_grads(x, w, g, s, p, d, groups=1):
     return torch.autograd.grad(y, (x64, w64, b64), g.double())
 
 
-def assert_no_pytorch_conv(fn, what: str) -> None:
+# PyTorch's convolution among other PyTorch ops: its operators (aten::conv2d, aten::convolution,
+# aten::convolution_backward, aten::cudnn_convolution, aten::_conv_depthwise2d, aten::slow_conv2d_*, ...)
+# and its own GPU kernels (the depthwise and slow convolutions, im2col / col2im); "convert" is not one
+_PYTORCH_CONV = re.compile(r"conv(?!ert)|im2col|col2im")
+
+
+def assert_no_pytorch_conv(fn, what: str, *, other_ops: bool = False) -> list[tuple[str, str]]:
     """cuDNN's kernels may run, PyTorch's convolution may not: no aten::conv* / aten::cudnn_* op on
-    the CPU side, no at::native kernel on the GPU, and at least one kernel must have run."""
+    the CPU side, no at::native kernel on the GPU, and at least one kernel must have run.
+
+    `other_ops`: for a whole model, whose BatchNorm, pooling, activations and classifier are PyTorch's:
+    PyTorch's other ops and kernels may run (aten::cudnn_batch_norm included); only its convolution's
+    ops and kernels may not. Returns what ran, as (kind, name) pairs in the profiler's order: kind "op"
+    for an operator dispatched on the host (aten's and the course's, e.g. "ns::conv2d"), "kernel" for a
+    GPU kernel."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -102,17 +115,23 @@ def assert_no_pytorch_conv(fn, what: str) -> None:
         fn()
         torch.cuda.synchronize()
     events = prof.events()
-    ops = sorted({e.name for e in events if e.device_type == DeviceType.CPU and e.name.startswith("aten::")
-                  and ("conv" in e.name or "cudnn" in e.name)})
+    ran = [("kernel" if e.device_type == DeviceType.CUDA else "op", e.name) for e in events
+           if e.device_type == DeviceType.CUDA or "::" in e.name]
+    if other_ops:
+        ops = sorted({name for kind, name in ran if kind == "op" and name.startswith("aten::") and _PYTORCH_CONV.search(name)})
+    else:
+        ops = sorted({e.name for e in events if e.device_type == DeviceType.CPU and e.name.startswith("aten::")
+                      and ("conv" in e.name or "cudnn" in e.name)})
     if ops:
         raise CheckFailure(f"{what}: PyTorch's convolution ran ({', '.join(ops[:3])}); the op must call cuDNN itself")
-    kernels = [e.name for e in events if e.device_type == DeviceType.CUDA]
-    native = sorted({k for k in kernels if "at::native" in k})
+    kernels = [name for kind, name in ran if kind == "kernel"]
+    native = sorted({k for k in kernels if "at::native" in k and (not other_ops or _PYTORCH_CONV.search(k))})
     if native:
-        raise CheckFailure(f"{what}: PyTorch's own kernels ran ({'; '.join(n[:80] for n in native[:2])}); "
-                           "the op must call cuDNN itself")
+        raise CheckFailure(f"{what}: PyTorch's own {'convolution ' if other_ops else ''}kernels ran "
+                           f"({'; '.join(n[:80] for n in native[:2])}); the op must call cuDNN itself")
     if not kernels:
         raise CheckFailure(f"{what}: no GPU kernel ran")
+    return ran
 
 
 def graph_counts(m) -> dict:
