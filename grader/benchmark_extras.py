@@ -78,7 +78,8 @@ def conv2d_report() -> dict:
         call=lambda mod, inp, params: mod.conv2d(inp[0], inp[1], None, **params, version=2),
         baseline=lambda inp, params: F.conv2d(inp[0], inp[1], None, **params),
         work=work)
-    return {"strict fp32, version 2 beside cuDNN": rows, model_shapes.EXTRA_KEY: conv2d_layers()}
+    return {"strict fp32, version 2 beside cuDNN": rows, DEPTHWISE_KEY: depthwise_layers(),
+            model_shapes.EXTRA_KEY: conv2d_layers()}
 
 
 def conv_transpose2d_report() -> dict:
@@ -94,8 +95,6 @@ def conv_transpose2d_report() -> dict:
 
 
 # ------------------------------------------------------------------- layers of real models
-GROUPS_LATER = "grouped (depthwise) convolution: this op takes no groups yet"
-
 
 def time_layers(kind, inputs_of, calls, skip=lambda layer: None) -> list[dict]:
     """The distinct layers of grader.model_shapes of one kind, each timed (time_fn: median GPU time,
@@ -139,25 +138,55 @@ def conv_inputs(layer, g):
     return randn(g, layer.x_shape, torch.float32), randn(g, layer.w_shape, torch.float32, fan_in ** -0.5)
 
 
-def grouped(layer):
-    return GROUPS_LATER if layer.groups != 1 else None
-
-
 def conv2d_layers() -> list[dict]:
-    """06's fast version (2) on every convolution of the model list."""
+    """06's fast version (2) on every convolution of the model list, grouped (depthwise) ones included
+    (version 2 takes its depthwise kernel for those)."""
     m = _reference("06_conv2d")
     return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
-        lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding, version=2),
-        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding), None), skip=grouped)
+        lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding, groups=layer.groups,
+                             version=2),
+        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups), None))
+
+
+DEPTHWISE_KEY = "depthwise layers (MobileNetV2), bytes moved beside cuDNN"
+
+
+def depthwise_layers() -> list[dict]:
+    """06's depthwise path on MobileNetV2's depthwise layers beside cuDNN (strict fp32, autotuner on):
+    median GPU time, and the rate at which each moves the bytes a depthwise convolution must (its
+    input and its output once, the weights): the kernel is bound by memory, so GB/s is its measure."""
+    m = _reference("06_conv2d")
+    flush = L2Flusher()
+    rows = []
+    for layer, count in model_shapes.unique(model_shapes.mobilenet_v2()):
+        if not (isinstance(layer, model_shapes.Conv) and layer.groups == layer.cin == layer.cout > 1):
+            continue
+        g = torch.Generator(device="cuda")
+        g.manual_seed(13)
+        inputs = [conv_inputs(layer, g) for _ in range(2)]
+        ho, wo = layer.out_hw
+        moved = 4 * (layer.n * layer.cin * layer.h * layer.w + layer.n * layer.cout * ho * wo
+                     + layer.cout * layer.k * layer.k)
+        args = (layer.stride, layer.padding, 1, layer.groups)
+        with math_mode(cudnn_benchmark=True):
+            mine = time_fn(lambda inp: m.conv2d(inp[0], inp[1], None, *args, version=2), inputs, flush=flush).median_s
+            cudnn = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, *args), inputs, flush=flush).median_s
+        rows.append({"layer": layer.name, "shape": layer.shape, "count": count, "MB": round(moved / 1e6, 1),
+                     "ours_us": round(mine * 1e6, 1), "ours_GBps": round(moved / mine / 1e9),
+                     "cudnn_us": round(cudnn * 1e6, 1), "cudnn_GBps": round(moved / cudnn / 1e9),
+                     "cudnn_time_over_ours": round(cudnn / mine, 2)})
+        del inputs
+    return rows
 
 
 def conv_transpose2d_layers() -> list[dict]:
-    """07's reference on every transposed convolution of the model list."""
+    """07's reference on every transposed convolution of the model list (grouped ones too)."""
     m = _reference("07_conv_transpose2d")
     return time_layers(model_shapes.ConvTranspose, conv_inputs, lambda layer: (
         lambda inp: m.conv_transpose2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding,
-                                       output_padding=layer.output_padding),
-        lambda inp: F.conv_transpose2d(inp[0], inp[1], None, layer.stride, layer.padding, layer.output_padding), None))
+                                       output_padding=layer.output_padding, groups=layer.groups),
+        lambda inp: F.conv_transpose2d(inp[0], inp[1], None, layer.stride, layer.padding, layer.output_padding,
+                                       layer.groups), None))
 
 
 def cudnn_conv_layers() -> list[dict]:

@@ -65,6 +65,7 @@ class Conv(_Window):
 @dataclass(frozen=True)
 class ConvTranspose(_Window):
     output_padding: int = 0
+    groups: int = 1
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -72,16 +73,17 @@ class ConvTranspose(_Window):
 
     @property
     def w_shape(self) -> tuple[int, ...]:
-        return (self.cin, self.cout, self.k, self.k)
+        return (self.cin, self.cout // self.groups, self.k, self.k)
 
     @property
     def macs(self) -> int:
-        return self.n * self.cin * self.h * self.w * self.cout * self.k * self.k
+        return self.n * self.cin * self.h * self.w * (self.cout // self.groups) * self.k * self.k
 
     @property
     def shape(self) -> str:
         return (f"{self.n}x{self.cin}x{self.h}x{self.w}, {self.cin}->{self.cout}, {self.k}x{self.k}"
-                + (f", stride {self.stride}" if self.stride != 1 else "") + (f", pad {self.padding}" if self.padding else ""))
+                + (f", stride {self.stride}" if self.stride != 1 else "") + (f", pad {self.padding}" if self.padding else "")
+                + (f", groups {self.groups}" if self.groups > 1 else ""))
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,16 @@ Pair pair_arg(at::IntArrayRef v, const char* name) {
 
 // Reject every argument the kernels cannot handle, with a message naming the argument.
 void check_conv_args(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                     const Pair& stride, const Pair& padding, const Pair& dilation) {
+                     const Pair& stride, const Pair& padding, const Pair& dilation, int64_t groups) {
   // BEGIN SOLUTION
   // TODO: x: a CUDA tensor of float32 or float64 with 4 dimensions (N, C, H, W) (see course/ops.h).
-  // TODO: weight: 4 dimensions (cout, cin, kh, kw), on x's device, of x's dtype, with cin == x.size(1).
+  // TODO: groups >= 1 and dividing x.size(1) (name groups and x).
+  // TODO: weight: 4 dimensions (cout, cin / groups, kh, kw), on x's device, of x's dtype, with cout
+  // TODO: divisible by groups (name groups and weight) and weight.size(1) * groups == x.size(1).
   // TODO: bias (when given): 1 dimension of size cout, on x's device, of x's dtype.
   // TODO: stride and dilation > 0, padding >= 0, and the dilated kernel dilation * (k - 1) + 1 no
   // TODO: larger than the padded input H + 2 * padding (and likewise for W): name the argument.
-  // TODO: (the reference solution takes about 30 lines)
+  // TODO: (the reference solution takes about 36 lines)
   // END SOLUTION
 }
 
@@ -54,10 +56,11 @@ int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int
 }
 
 at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t version) {
+                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                  int64_t version) {
   TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM), but is ", str(version));
   const Pair st = pair_arg(stride, "stride"), pd = pair_arg(padding, "padding"), dl = pair_arg(dilation, "dilation");
-  check_conv_args(x, weight, bias, st, pd, dl);
+  check_conv_args(x, weight, bias, st, pd, dl, groups);
   const int64_t ho = conv_output_size(x.size(2), weight.size(2), st[0], pd[0], dl[0]);
   const int64_t wo = conv_output_size(x.size(3), weight.size(3), st[1], pd[1], dl[1]);
   // The kernels index within one image with int (the batch index is 64-bit).
@@ -87,6 +90,7 @@ at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::opti
   s.pad_w = static_cast<int>(pd[1]);
   s.dil_h = static_cast<int>(dl[0]);
   s.dil_w = static_cast<int>(dl[1]);
+  s.groups = static_cast<int>(groups);
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "conv2d", [&] {
     conv2d_cuda<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
                           bc.defined() ? bc.const_data_ptr<scalar_t>() : nullptr, y.mutable_data_ptr<scalar_t>(), s,
@@ -98,7 +102,8 @@ at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::opti
 }  // namespace
 
 COURSE_LIBRARY(m) {
-  m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int version) -> Tensor");
+  m.def("conv2d(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups, "
+        "int version) -> Tensor");
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check

@@ -6,8 +6,9 @@
 
 #include <cuda_runtime.h>
 
-// The sizes and parameters of one NCHW convolution (groups = 1). Per-image offsets fit in an int
-// (the binding checks it); the batch index is 64-bit.
+// The sizes and parameters of one NCHW convolution. Per-image offsets fit in an int (the binding
+// checks it); the batch index is 64-bit. With groups g, output channels g * cout/groups ..
+// (g+1) * cout/groups - 1 read only input channels g * cin/groups .. (g+1) * cin/groups - 1.
 struct Conv2dShape {
   int64_t n;            // batch size
   int cin, h, w;        // input channels and height x width
@@ -16,11 +17,13 @@ struct Conv2dShape {
   int stride_h, stride_w;
   int pad_h, pad_w;
   int dil_h, dil_w;
+  int groups;           // divides cin and cout; the weight is (cout, cin / groups, kh, kw)
 };
 
-// y = conv2d(x, weight) + bias, with x (n, cin, h, w), weight (cout, cin, kh, kw), bias (cout) or
-// nullptr, y (n, cout, ho, wo), all contiguous. version 1: the direct kernel; version 2: the tiled
-// implicit GEMM. Launched on `stream`.
+// y = conv2d(x, weight, groups) + bias, with x (n, cin, h, w), weight (cout, cin / groups, kh, kw),
+// bias (cout) or nullptr, y (n, cout, ho, wo), all contiguous. version 1: the direct kernel; version
+// 2: the tiled implicit GEMM, or the depthwise kernel where groups == cin (each output channel reads
+// one input channel). Launched on `stream`.
 template <typename scalar_t>
 void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
                  int version, cudaStream_t stream);

@@ -1,5 +1,5 @@
 # GENERATED from solutions/06_conv2d/conv2d.py by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
-"""Exercise 06: 2-D convolution (NCHW, groups = 1) as a PyTorch op, and as an nn.Module.
+"""Exercise 06: 2-D convolution (NCHW, with groups) as a PyTorch op, and as an nn.Module.
 
 The kernels are in conv2d.cu, the C++ op in conv2d.cpp; this file builds them (cached), registers
 the shape function and exposes the Python API. Forward only: the op has no autograd formula.
@@ -21,10 +21,11 @@ def _pair(v) -> list[int]:
 
 
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
-           dilation=1, version: int = 2) -> torch.Tensor:
-    """Like torch.nn.functional.conv2d with groups=1: x (N, Cin, H, W), weight (Cout, Cin, kh, kw),
-    bias (Cout,) or None. version 1 runs the direct kernel, version 2 the implicit GEMM."""
-    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))
+           dilation=1, groups: int = 1, version: int = 2) -> torch.Tensor:
+    """Like torch.nn.functional.conv2d (same argument order): x (N, Cin, H, W), weight
+    (Cout, Cin / groups, kh, kw), bias (Cout,) or None. version 1 runs the direct kernel, version 2
+    the implicit GEMM (the depthwise kernel where groups == Cin)."""
+    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), int(version))
 
 
 def output_size(size: int, k: int, stride: int, pad: int, dil: int) -> int:
@@ -33,31 +34,36 @@ def output_size(size: int, k: int, stride: int, pad: int, dil: int) -> int:
 
 # Shapes for tracing (torch.compile, opcheck): a new contiguous (N, Cout, Ho, Wo) tensor.
 @torch.library.register_fake(lib.qualname("conv2d"))
-def _conv2d_fake(x, weight, bias, stride, padding, dilation, version):
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, version):
     ho = output_size(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0])
     wo = output_size(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])
     return x.new_empty((x.shape[0], weight.shape[0], ho, wo))
 
 
 class Conv2d(torch.nn.Module):
-    """Forward-only drop-in for torch.nn.Conv2d with groups=1 and zero padding."""
+    """Forward-only drop-in for torch.nn.Conv2d (zero padding): weight (out_channels,
+    in_channels / groups, kh, kw)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 bias: bool = True, device=None, dtype=None):
+                 groups: int = 1, bias: bool = True, device=None, dtype=None):
         super().__init__()
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"groups ({groups}) must divide in_channels ({in_channels}) and out_channels ({out_channels})")
         kh, kw = _pair(kernel_size)
         self.stride, self.padding, self.dilation = _pair(stride), _pair(padding), _pair(dilation)
+        self.groups = groups
         factory = {"device": device, "dtype": dtype}
-        self.weight = torch.nn.Parameter(torch.empty(out_channels, in_channels, kh, kw, **factory))
+        self.weight = torch.nn.Parameter(torch.empty(out_channels, in_channels // groups, kh, kw, **factory))
         self.bias = torch.nn.Parameter(torch.empty(out_channels, **factory)) if bias else None
-        bound = 1 / math.sqrt(in_channels * kh * kw)  # torch.nn.Conv2d's default initialisation
+        bound = 1 / math.sqrt(in_channels // groups * kh * kw)  # torch.nn.Conv2d's default initialisation
         torch.nn.init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
             torch.nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation)
+        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
-        return (f"{self.weight.shape[1]}, {self.weight.shape[0]}, kernel_size={tuple(self.weight.shape[2:])}, "
-                f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, bias={self.bias is not None}")
+        return (f"{self.weight.shape[1] * self.groups}, {self.weight.shape[0]}, kernel_size={tuple(self.weight.shape[2:])}, "
+                f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, groups={self.groups}, "
+                f"bias={self.bias is not None}")

@@ -1,5 +1,5 @@
 // GENERATED from solutions/07_conv_transpose2d/conv_transpose2d.cu by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
-// Exercise 07: transposed 2-D convolution (NCHW, groups = 1), two versions, and their launcher.
+// Exercise 07: transposed 2-D convolution (NCHW, with groups), two versions, and their launcher.
 //   kernel 1: a gather, one thread per output element;
 //   kernel 2: an implicit GEMM, the transposed convolution computed as the data gradient of the
 //             convolution it transposes (unit 4's conv_dgrad_kernel, without BatchNorm's scale).
@@ -26,7 +26,7 @@ __device__ __forceinline__ int source_index(int o, int k_off, int pad, int strid
 
 // Gather: 1D grid-stride loop, one thread per output element y[n][co][oh][ow] (ow fastest, so a
 // warp reads neighbouring input pixels and all its threads read the same weight); each thread
-// loops over the kernel taps that reach it and, for each, over the input channels.
+// loops over the kernel taps that reach it and, for each, over the input channels of co's group.
 template <typename scalar_t>
 __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                         const scalar_t* __restrict__ bias, scalar_t* __restrict__ y,
@@ -36,8 +36,9 @@ __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const s
     // BEGIN SOLUTION
     // TODO: split i into (n, co, oh, ow), ow fastest, and set y[i] = bias[co] (0 when bias is nullptr)
     // TODO: + the sum over the taps (kh, kw) that reach (oh, ow) (source_index gives their input
-    // TODO: pixel (ih, iw), or -1) and over ci of x[n][ci][ih][iw] * weight[ci][co][kh][kw].
-    // TODO: (the reference solution takes about 22 lines)
+    // TODO: pixel (ih, iw), or -1) and over the cin / groups input channels of co's group
+    // TODO: g = co / (cout / groups): x[n][g * cin_g + c][ih][iw] * weight[g * cin_g + c][co - g * cout_g][kh][kw].
+    // TODO: (the reference solution takes about 25 lines)
     // END SOLUTION
   }
 }
@@ -45,11 +46,13 @@ __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const s
 constexpr int kThreads = 256;  // kernel 1
 
 // ---------------------------------------------------------------- kernel 2: implicit GEMM
-// y as one GEMM, C[M x Ncol] = A[M x Kred] * B[Kred x Ncol], its operands gathered by "loaders"
-// and never materialised: M = cout, Ncol = N*Ho*Wo output pixels, Kred = cin*kh*kw taps.
-//   A[co][(ci, r, s)]         = weight[ci][co][r][s]
-//   B[(ci, r, s)][(n, oh, ow)] = x[n][ci][ih][iw] where oh = ih*stride_h - pad_h + r*dil_h (and
-//                                likewise ow, iw), 0 where no whole ih, iw in range exists
+// y as one GEMM per group g, C[M x Ncol] = A[M x Kred] * B[Kred x Ncol], its operands gathered by
+// "loaders" and never materialised: M = cout / groups, Ncol = N*Ho*Wo output pixels, Kred =
+// (cin / groups)*kh*kw taps; with cin_g = cin / groups, cout_g = cout / groups:
+//   A[co][(ci, r, s)]         = weight[g*cin_g + ci][co][r][s]
+//   B[(ci, r, s)][(n, oh, ow)] = x[n][g*cin_g + ci][ih][iw] where oh = ih*stride_h - pad_h + r*dil_h
+//                                (and likewise ow, iw), 0 where no whole ih, iw in range exists
+//   C[co][(n, oh, ow)]        -> y[n][g*cout_g + co][oh][ow]
 // A block of 128 threads computes a 64 x 128 tile of C; thread (ty, tx) = (tid / 16, tid % 16)
 // owns 8 x 8 outputs: rows ty*4 + {0..3} and 32 + ty*4 + {0..3}, columns tx*4 + {0..3} and
 // 64 + tx*4 + {0..3} (two groups of 4, so the float4 shared-memory reads are conflict-free).
@@ -146,16 +149,16 @@ template <typename T, bool kUnitStride>
 struct GatherB {
   static constexpr int kRegs = BK;
   static_assert(BN == kGemmThreads, "one column per thread");
-  const T* base;  // x + n*cin*h*w for this thread's output pixel; nullptr past the last pixel
+  const T* base;  // x + (n*cin + g*cin_g)*h*w for this thread's output pixel; nullptr past the last pixel
   int hh, ww;     // oh + pad_h, ow + pad_w
   int H, W, R, S, RS, dh, dw, sh, sw;
-  __device__ GatherB(const T* x, const ConvTranspose2dShape& s, int col, int ncols) {
+  __device__ GatherB(const T* x, const ConvTranspose2dShape& s, int group, int col, int ncols) {
     H = s.h; W = s.w; R = s.kh; S = s.kw; RS = R * S; dh = s.dil_h; dw = s.dil_w; sh = s.stride_h; sw = s.stride_w;
     base = nullptr;
     hh = ww = 0;
     if (col < ncols) {
       const int HWo = s.ho * s.wo, n = col / HWo, pix = col - n * HWo, oh = pix / s.wo, ow = pix - oh * s.wo;
-      base = x + int64_t(n) * s.cin * H * W;
+      base = x + (int64_t(n) * s.cin + int64_t(group) * (s.cin / s.groups)) * H * W;
       hh = oh + s.pad_h;
       ww = ow + s.pad_w;
     }
@@ -176,19 +179,22 @@ struct GatherB {
   }
 };
 
-// Grid (ceil(N*Ho*Wo / 128), ceil(cout / 64)), 128 threads: a 64-channel x 128-pixel tile of y,
-// bias added in the epilogue; 4 consecutive pixels of one row in one 16-byte store where aligned.
+// Grid (ceil(N*Ho*Wo / 128), ceil(cout_g / 64), groups), 128 threads: a 64-channel x 128-pixel tile
+// of group blockIdx.z's outputs (channels blockIdx.z * cout_g ..), bias added in the epilogue; 4
+// consecutive pixels of one row in one 16-byte store where aligned.
 template <typename T, bool kUnitStride>
 __global__ void __launch_bounds__(kGemmThreads, 4)  // 4 blocks per SM: <= 128 registers
     conv_transpose2d_kernel2(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                              T* __restrict__ y, ConvTranspose2dShape s) {
   __shared__ Smem<T> sm;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, group = blockIdx.z;
   const int HWo = s.ho * s.wo, ncols = static_cast<int>(s.n) * HWo, RS = s.kh * s.kw;
+  const int cin_g = s.cin / s.groups, cout_g = s.cout / s.groups;
   T acc[8][8];
-  const WeightA<T> la{weight, s.cout, RS, m0};
-  const GatherB<T, kUnitStride> lb(x, s, n0 + threadIdx.x, ncols);
-  gemm_tile(la, lb, 0, s.cin * RS, sm, acc);
+  // this group's weights: weight[group * cin_g .. (group + 1) * cin_g - 1], each (cout_g, kh, kw)
+  const WeightA<T> la{weight + int64_t(group) * cin_g * cout_g * RS, cout_g, RS, m0};
+  const GatherB<T, kUnitStride> lb(x, s, group, n0 + threadIdx.x, ncols);
+  gemm_tile(la, lb, 0, cin_g * RS, sm, acc);
   int64_t colbase[8];  // y's offset of column j's pixel in channel 0
   bool valid[8];
 #pragma unroll
@@ -201,8 +207,8 @@ __global__ void __launch_bounds__(kGemmThreads, 4)  // 4 blocks per SM: <= 128 r
   const bool vec_ok = HWo % 4 == 0 && course::is_aligned16(y);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const int co = m0 + row_of(i);
-    if (co >= s.cout) continue;
+    if (m0 + row_of(i) >= cout_g) continue;
+    const int co = group * cout_g + m0 + row_of(i);
     const T b = bias ? bias[co] : T(0);
 #pragma unroll
     for (int g = 0; g < 2; ++g) {
@@ -239,9 +245,9 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
   }
   // BEGIN SOLUTION
   // TODO: launch conv_transpose2d_kernel2<scalar_t, unit> on `stream` with kGemmThreads threads and a
-  // TODO: grid of (ceil(N*Ho*Wo / BN), ceil(cout / BM)) blocks, unit = both strides are 1 (no
-  // TODO: division in the gather); check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
-  // TODO: (the reference solution takes about 7 lines)
+  // TODO: grid of (ceil(N*Ho*Wo / BN), ceil(cout / groups / BM), groups) blocks, unit = both strides
+  // TODO: are 1 (no division in the gather); check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
+  // TODO: (the reference solution takes about 8 lines)
   TORCH_CHECK(false, "conv_transpose2d_cuda, version 2 (conv_transpose2d.cu) is not implemented yet");
   // END SOLUTION
 }

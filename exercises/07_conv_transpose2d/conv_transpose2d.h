@@ -6,8 +6,9 @@
 
 #include <cuda_runtime.h>
 
-// The sizes and parameters of one NCHW transposed convolution (groups = 1). Per-image offsets fit
-// in an int (the binding checks it); the batch index is 64-bit.
+// The sizes and parameters of one NCHW transposed convolution. Per-image offsets fit in an int (the
+// binding checks it); the batch index is 64-bit. With groups g, input channels g * cin/groups ..
+// (g+1) * cin/groups - 1 feed only output channels g * cout/groups .. (g+1) * cout/groups - 1.
 struct ConvTranspose2dShape {
   int64_t n;            // batch size
   int cin, h, w;        // input channels and height x width
@@ -16,11 +17,12 @@ struct ConvTranspose2dShape {
   int stride_h, stride_w;
   int pad_h, pad_w;
   int dil_h, dil_w;     // (output_padding only changes ho and wo)
+  int groups;           // divides cin and cout; the weight is (cin, cout / groups, kh, kw)
 };
 
-// y = conv_transpose2d(x, weight) + bias, with x (n, cin, h, w), weight (cin, cout, kh, kw), bias
-// (cout) or nullptr, y (n, cout, ho, wo), all contiguous. version 1: the gather kernel; 2: the
-// implicit GEMM (n * ho * wo below 2^31). Launched on `stream`.
+// y = conv_transpose2d(x, weight, groups) + bias, with x (n, cin, h, w), weight (cin, cout / groups,
+// kh, kw), bias (cout) or nullptr, y (n, cout, ho, wo), all contiguous. version 1: the gather kernel;
+// 2: the implicit GEMM (n * ho * wo below 2^31, groups up to 65535). Launched on `stream`.
 template <typename scalar_t>
 void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                            const ConvTranspose2dShape& s, int version, cudaStream_t stream);

@@ -1,11 +1,12 @@
-"""Grading for exercise 06, 2-D convolution (NCHW, groups = 1), both numbered versions.
+"""Grading for exercise 06, 2-D convolution (NCHW, with groups), both numbered versions and the
+depthwise path of version 2.
 
 Exercise 07 (transposed convolution) reuses the helpers here: the case list, the argument checks
 and the strict-fp32 benchmark setup.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -38,6 +39,7 @@ class Case:
     dilation: tuple[int, int] = (1, 1)
     bias: bool = True
     output_padding: tuple[int, int] = (0, 0)  # transposed convolution only
+    groups: int = 1  # divides cin and cout
 
 
 def _sq(n, cin, hw, cout, k, s, p, bias=True, name=""):
@@ -69,15 +71,60 @@ CASES = [
     # enough output pixels that version 2 takes its 128-pixel tiles (the benchmark's path)
     Case("2x8x190x190, 8 -> 72 (large tiles)", 2, 8, 190, 190, 72, 3, 3, (1, 1), (1, 1)),
 ]
-FP64_CASES = [c for c in CASES if c.name.startswith("k")] + [CASES[9], CASES[12], CASES[17]]
-RANDOM_CASES = 8
+# Grouped convolutions, graded in every version's group: depthwise (groups == cin == cout: version 2
+# takes its depthwise kernel), a channel multiplier of 2, ResNeXt's 32 groups of 4 channels, a grouped
+# 1x1 (ShuffleNet), and odd sizes, stride 2, dilation and a kernel of another shape with groups. Each
+# group's channels are few and unlike its neighbours' offsets, so a wrong group offset shows.
+GROUPED_CASES = [
+    Case("depthwise 3x3", 2, 12, 17, 23, 12, 3, 3, (1, 1), (1, 1), groups=12),
+    Case("depthwise 3x3 stride 2", 2, 16, 33, 28, 16, 3, 3, (2, 2), (1, 1), groups=16),
+    Case("depthwise 3x3, 64x64 planes (2 row tiles)", 1, 4, 64, 64, 4, 3, 3, (1, 1), (1, 1), groups=4),
+    Case("depthwise x2 multiplier", 2, 8, 19, 15, 16, 3, 3, (2, 2), (1, 1), groups=8),
+    Case("resnext 32 groups of 4", 2, 128, 14, 13, 128, 3, 3, (1, 1), (1, 1), groups=32),
+    Case("grouped 1x1, 3 groups", 3, 9, 10, 7, 6, 1, 1, groups=3),
+    Case("groups 2, odd sizes, stride (2, 1)", 2, 6, 21, 18, 10, 3, 5, (2, 1), (1, 2), (1, 2), groups=2),
+    Case("groups 4, dilation 2, no padding", 1, 12, 16, 15, 8, 3, 3, (1, 1), (0, 0), (2, 2), False, groups=4),
+    Case("groups 2, 70 channels a group (two channel tiles)", 2, 10, 9, 11, 140, 3, 3, (1, 1), (1, 1), groups=2),
+]
+CASES += GROUPED_CASES
+FP64_CASES = [c for c in CASES if c.name.startswith("k")] + [CASES[9], CASES[12], CASES[17]] + [
+    c for c in GROUPED_CASES if c.name in ("depthwise 3x3", "depthwise x2 multiplier", "resnext 32 groups of 4",
+                                           "groups 2, odd sizes, stride (2, 1)")]
+RANDOM_CASES = 9  # the kinds in turn: dense, grouped, depthwise
+KINDS = ("dense", "grouped", "depthwise")
+KIND_LABELS = {"dense": "", "grouped": "groups 2", "depthwise": "depthwise"}  # the fixed audit call of each kind
+DEPTHWISE_PATH = "depthwise path"  # a depthwise group's audit calls
+
+# The depthwise group's cases (groups == cin == cout, or a channel multiplier), version 2: MobileNet's
+# 3x3 at stride 1 and 2, planes large enough for several row tiles (the halo between tiles), wider than
+# 128 (column tiles), no padding (the halo is the image's), tiny planes packed several to a block, the
+# kernel sizes read at run time (5x5, 1x7, dilation), a channel multiplier, and 1 channel.
+DEPTHWISE_CASES = [
+    Case("3x3 pad 1, 24 channels", 2, 24, 29, 31, 24, 3, 3, (1, 1), (1, 1), groups=24),
+    Case("3x3 stride 2 pad 1", 2, 16, 37, 30, 16, 3, 3, (2, 2), (1, 1), groups=16),
+    Case("3x3, 70x70 planes (row tiles)", 2, 5, 70, 70, 5, 3, 3, (1, 1), (1, 1), groups=5),
+    Case("3x3 stride 2, 113x113 planes, no padding", 1, 3, 113, 113, 3, 3, 3, (2, 2), (0, 0), groups=3),
+    Case("3x3, 9x150 planes (column tiles)", 2, 3, 9, 150, 3, 3, 3, (1, 1), (1, 1), groups=3),
+    Case("3x3, 7x7 planes, 96 channels (many planes a block)", 3, 96, 7, 7, 96, 3, 3, (1, 1), (1, 1), groups=96),
+    Case("3x3, 1x1 planes", 5, 7, 1, 1, 7, 3, 3, (1, 1), (1, 1), groups=7),
+    Case("5x5 pad 2", 2, 6, 19, 17, 6, 5, 5, (1, 1), (2, 2), groups=6),
+    Case("1x7, stride (1, 2)", 2, 4, 11, 26, 4, 1, 7, (1, 2), (0, 3), groups=4),
+    Case("3x3 dilation (2, 3)", 2, 5, 21, 22, 5, 3, 3, (1, 1), (2, 3), (2, 3), groups=5),
+    Case("3x3, channel multiplier 3", 2, 4, 15, 14, 12, 3, 3, (1, 1), (1, 1), groups=4),
+    Case("3x3, 1 channel", 2, 1, 13, 17, 1, 3, 3, (1, 1), (1, 1)),
+    Case("no bias, stride 2, odd", 3, 11, 23, 19, 11, 3, 3, (2, 2), (1, 1), bias=False, groups=11),
+    Case("batch 64, 32 channels, 28x28", 64, 32, 28, 28, 32, 3, 3, (1, 1), (1, 1), groups=32),
+]
+DEPTHWISE_FP64_CASES = [DEPTHWISE_CASES[i] for i in (0, 1, 2, 7, 10)]
 
 
 def random_case(g: torch.Generator, name: str, batch: int = 4, cin: int = 40, size: int = 40,
-                cout: int = 70) -> Case:
+                cout: int = 70, kind: str = "dense") -> Case:
     """A random convolution whose output is never empty, shapes drawn from `g` (CPU): up to 5x5
     kernels, strides up to 3, dilations up to 2, padding up to 2, at most `batch` images of
-    `size` x `size` pixels and `cin` -> `cout` channels."""
+    `size` x `size` pixels and `cin` -> `cout` channels (kind "dense"); or grouped (kind "grouped":
+    2 to 8 groups of 1 to 9 channels in and out) or depthwise (kind "depthwise": groups = cin up to
+    `cin`, cout = cin or, one time in four, 2 cin)."""
     def r(lo, hi):
         return int(torch.randint(lo, hi + 1, (1,), generator=g))
 
@@ -85,15 +132,36 @@ def random_case(g: torch.Generator, name: str, batch: int = 4, cin: int = 40, si
     stride, dilation, padding = (r(1, 3), r(1, 3)), (r(1, 2), r(1, 2)), (r(0, 2), r(0, 2))
     min_h = max(1, dilation[0] * (kh - 1) + 1 - 2 * padding[0])
     min_w = max(1, dilation[1] * (kw - 1) + 1 - 2 * padding[1])
-    return Case(name, r(1, batch), r(1, cin), r(min_h, size), r(min_w, size), r(1, cout), kh, kw, stride, padding,
-                dilation, bool(r(0, 1)))
+    c = Case(name, r(1, batch), r(1, cin), r(min_h, size), r(min_w, size), r(1, cout), kh, kw, stride, padding,
+             dilation, bool(r(0, 1)))
+    return with_channels(g, c, kind, cin)
+
+
+def with_channels(g: torch.Generator, c: Case, kind: str, cin: int = 40) -> Case:
+    """Case c with channels drawn for `kind` (dense: c's own)."""
+    def r(lo, hi):
+        return int(torch.randint(lo, hi + 1, (1,), generator=g))
+
+    if kind == "grouped":
+        groups = r(2, 8)
+        return replace(c, cin=groups * r(1, 9), cout=groups * r(1, 9), groups=groups)
+    if kind == "depthwise":
+        groups = r(1, cin)
+        return replace(c, cin=groups, cout=groups * (2 if r(0, 3) == 0 else 1), groups=groups)
+    return c
+
+
+def weight_shape(c: Case, transposed: bool = False) -> tuple[int, int, int, int]:
+    """(cin, cout / groups, kh, kw) transposed, else (cout, cin / groups, kh, kw)."""
+    return (c.cin, c.cout // c.groups, c.kh, c.kw) if transposed else (c.cout, c.cin // c.groups, c.kh, c.kw)
 
 
 def describe(c: Case, transposed: bool = False) -> str:
-    weight = f"{c.cin}x{c.cout}x{c.kh}x{c.kw}" if transposed else f"{c.cout}x{c.cin}x{c.kh}x{c.kw}"
+    weight = "x".join(map(str, weight_shape(c, transposed)))
     extra = f"output_padding {c.output_padding}, " if transposed else ""
+    groups = f"groups {c.groups}, " if c.groups != 1 else ""
     return (f"x {c.n}x{c.cin}x{c.h}x{c.w}, weight {weight}, stride {c.stride}, padding {c.padding}, {extra}"
-            f"dilation {c.dilation}, {'bias' if c.bias else 'no bias'}")
+            f"{groups}dilation {c.dilation}, {'bias' if c.bias else 'no bias'}")
 
 
 def whole_reference(compute):
@@ -118,32 +186,47 @@ def randn(g: torch.Generator, shape, dtype, scale: float = 1.0) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------- spec
 
 
+def kernel_names(kernel: str | tuple[str, ...]) -> tuple[str, ...]:
+    return kernel if isinstance(kernel, tuple) else (kernel,)
+
+
 @dataclass
 class ConvSpec(Spec):
-    """Checks of a convolution op `op(x, weight, bias, stride=, padding=, dilation=, ...)`, forward
-    or transposed, for each graded (group, version, kernel name)."""
+    """Checks of a convolution op `op(x, weight, bias, stride=, padding=, dilation=, groups=, ...)`,
+    forward or transposed, for each graded (group, version, kernel names)."""
 
     op: str = "conv2d"
     transposed: bool = False
-    versions_graded: tuple[tuple[str, int | None, str], ...] = ()  # version None: the op has no version argument
+    # (group, version, the kernels it may run: a name or a tuple); version None: no version argument
+    versions_graded: tuple[tuple[str, int | None, str | tuple[str, ...]], ...] = ()
     cases: tuple[Case, ...] = ()
     fp64_cases: tuple[Case, ...] = ()
-    random_case: Callable[[torch.Generator, str], Case] | None = None
+    random_case: Callable[..., Case] | None = None  # (generator, name, kind=one of KINDS)
+    # groups graded on depthwise convolutions only (a path of a version, not a version): their cases,
+    # and their fixed checks (empty batch, layouts, poison, stream, own kernel) made depthwise
+    depthwise_groups: tuple[str, ...] = ()
+    depthwise_cases: tuple[Case, ...] = ()
+    depthwise_fp64_cases: tuple[Case, ...] = ()
 
     # --- helpers -------------------------------------------------------------------------------
     def call(self, ctx: Context, x, w, b, c: Case, version: int | None):
-        kwargs = {"stride": c.stride, "padding": c.padding, "dilation": c.dilation}
+        kwargs = {"stride": c.stride, "padding": c.padding, "dilation": c.dilation, "groups": c.groups}
         if self.transposed:
             kwargs["output_padding"] = c.output_padding
         if version is not None:
             kwargs["version"] = version
         return getattr(ctx.module, self.op)(x, w, b, **kwargs)
 
+    def _fixed(self, group: str, c: Case) -> Case:
+        """A fixed check's case for `group`: depthwise (as many output channels as input channels,
+        groups = cin) in a depthwise group, else as given."""
+        return replace(c, cout=c.cin, groups=c.cin) if group in self.depthwise_groups else c
+
     def _inputs(self, ctx: Context, name: str, c: Case, dtype: torch.dtype):
         g = ctx.generator(name)
         x = randn(g, (c.n, c.cin, c.h, c.w), dtype)
-        fan_in = (c.cout if self.transposed else c.cin) * c.kh * c.kw
-        shape = (c.cin, c.cout, c.kh, c.kw) if self.transposed else (c.cout, c.cin, c.kh, c.kw)
+        shape = weight_shape(c, self.transposed)
+        fan_in = shape[1] * c.kh * c.kw
         w = randn(g, shape, dtype, fan_in ** -0.5)
         b = randn(g, (c.cout,), dtype) if c.bias else None
         return x, w, b
@@ -151,8 +234,9 @@ class ConvSpec(Spec):
     def _reference(self, x, w, b, c: Case) -> torch.Tensor:
         b = None if b is None else b.double()
         if self.transposed:
-            return F.conv_transpose2d(x.double(), w.double(), b, c.stride, c.padding, c.output_padding, 1, c.dilation)
-        return F.conv2d(x.double(), w.double(), b, c.stride, c.padding, c.dilation)
+            return F.conv_transpose2d(x.double(), w.double(), b, c.stride, c.padding, c.output_padding, c.groups,
+                                      c.dilation)
+        return F.conv2d(x.double(), w.double(), b, c.stride, c.padding, c.dilation, c.groups)
 
     def _expect(self, ctx: Context, version, c: Case, dtype: torch.dtype, what: str, x=None, w=None, b=None):
         if x is None:
@@ -172,21 +256,23 @@ class ConvSpec(Spec):
     def checks(self) -> list[Check]:
         checks = CheckList()
         for group, version, kernel in self.versions_graded:
+            depthwise = group in self.depthwise_groups
             # first: a fallback to PyTorch's op is named as such, not as the precision it happens to miss
             # (in the full grade: the quick loop skips it, as the profiler's start-up costs seconds)
             checks.add(f"{group}[own kernel ran]",
                        lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g), slow=True)
-            for c in self.cases:
+            for c in (self.depthwise_cases if depthwise else self.cases):
                 name = f"{group}[float32, {c.name}]"
                 checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
-            for c in self.fp64_cases:
+            for c in (self.depthwise_fp64_cases if depthwise else self.fp64_cases):
                 name = f"{group}[float64, {c.name}]"
                 checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
             for i in range(RANDOM_CASES):
                 name = f"{group}[random shape {i}]"
-                checks.add(name, lambda ctx, v=version, n=name: self._expect(
-                    ctx, v, self.random_case(ctx.generator(n, device="cpu"), n), torch.float32, n))
-            checks.add(f"{group}[empty batch]", lambda ctx, v=version: self._check_empty(ctx, v))
+                kind = "depthwise" if depthwise else KINDS[i % len(KINDS)]
+                checks.add(name, lambda ctx, v=version, n=name, k=kind: self._expect(
+                    ctx, v, self.random_case(ctx.generator(n, device="cpu"), n, kind=k), torch.float32, n))
+            checks.add(f"{group}[empty batch]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
             checks.add(f"{group}[non-contiguous inputs]",
                        lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
             checks.add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
@@ -195,16 +281,16 @@ class ConvSpec(Spec):
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
 
-    def _check_empty(self, ctx: Context, version) -> None:
-        c = Case("empty batch", 0, 3, 8, 8, 4, 3, 3, (1, 1), (1, 1), bias=False)
+    def _check_empty(self, ctx: Context, version, group: str = "") -> None:
+        c = self._fixed(group, Case("empty batch", 0, 3, 8, 8, 4, 3, 3, (1, 1), (1, 1), bias=False))
         x, w, _ = self._inputs(ctx, "empty", c, torch.float32)
         y = self.call(ctx, x, w, None, c, version)
         torch.cuda.synchronize()
-        if tuple(y.shape) != (0, 4, 8, 8):
-            raise CheckFailure(f"empty batch: shape {tuple(y.shape)}, expected (0, 4, 8, 8)")
+        if tuple(y.shape) != (0, c.cout, 8, 8):
+            raise CheckFailure(f"empty batch: shape {tuple(y.shape)}, expected (0, {c.cout}, 8, 8)")
 
     def _check_noncontiguous(self, ctx: Context, version, group: str) -> None:
-        c = Case("non-contiguous", 2, 6, 15, 13, 5, 3, 3, (1, 2), (1, 1))
+        c = self._fixed(group, Case("non-contiguous", 2, 6, 15, 13, 5, 3, 3, (1, 2), (1, 1)))
         x, w, b = self._inputs(ctx, f"{group}-noncontig", c, torch.float32)
         self._expect(ctx, version, c, torch.float32, f"{group}[channels_last x]",
                      x.to(memory_format=torch.channels_last), w, b)
@@ -215,7 +301,7 @@ class ConvSpec(Spec):
     def _check_poisoned(self, ctx: Context, version, group: str) -> None:
         """Run, free the output, fill the freed memory with NaN, run on other inputs: an output
         element left unwritten shows up as NaN (or as the first run's value)."""
-        c = Case("poisoned", 3, 7, 23, 17, 67, 3, 3, (1, 1), (1, 1))
+        c = self._fixed(group, Case("poisoned", 3, 7, 23, 17, 67, 3, 3, (1, 1), (1, 1)))
         x, w, b = self._inputs(ctx, f"{group}-poison", c, torch.float32)
         first = self.call(ctx, x, w, b, c, version)
         numel = first.numel()
@@ -224,17 +310,22 @@ class ConvSpec(Spec):
         self._expect(ctx, version, c, torch.float32, f"{group}[output poisoned with NaN]", -x, w, b)
 
     def _check_stream(self, ctx: Context, version, group: str) -> None:
-        c = Case("current stream", 2, 8, 19, 21, 16, 3, 3, (1, 1), (1, 1))
+        c = self._fixed(group, Case("current stream", 2, 8, 19, 21, 16, 3, 3, (1, 1), (1, 1)))
         x, w, b = self._inputs(ctx, f"{group}-stream", c, torch.float32)
         y = on_a_busy_stream(lambda x_, w_, b_: self.call(ctx, x_, w_, b_, c, version), x, w, b)
         assert_rel_error(y, self._reference(x, w, b, c), REL_TOL[torch.float32],
                          f"{group} inside `with torch.cuda.stream(s)` (launch on the current stream)")
 
-    def _check_own(self, ctx: Context, version, kernel: str, group: str) -> None:
-        c = Case("own", 2, 16, 20, 20, 32, 3, 3, (1, 1), (1, 1))
-        x, w, b = self._inputs(ctx, f"{group}-own", c, torch.float32)
+    def _check_own(self, ctx: Context, version, kernel, group: str) -> None:
+        """The group's kernels did the work, on a dense convolution and on a grouped one (for a
+        depthwise group: on two depthwise ones, 3x3 and 5x5)."""
+        cases = [self._fixed(group, Case("own", 2, 16, 20, 20, 32, 3, 3, (1, 1), (1, 1))),
+                 self._fixed(group, Case("own, grouped", 2, 16, 20, 20, 32, 5, 5, (1, 1), (2, 2), groups=4))]
         label = f"{group}" + (f" (version={version})" if version is not None else "")
-        assert_own_kernels(lambda: self.call(ctx, x, w, b, c, version), (kernel,), label)
+        for c in cases:
+            x, w, b = self._inputs(ctx, f"{group}-{c.name}", c, torch.float32)
+            assert_own_kernels(lambda: self.call(ctx, x, w, b, c, version), kernel_names(kernel),
+                               f"{label}, {describe(c, self.transposed)}")
 
     def _input_checks(self, checks: CheckList) -> None:
         op = self.op
@@ -267,6 +358,32 @@ class ConvSpec(Spec):
         bad("stride with 3 values", ("stride",), lambda: ((x(), w()), {"stride": (1, 1, 1)}))
         bad("dilation 0", ("dilation",), lambda: ((x(), w()), {"dilation": (0, 1)}))
         bad("negative padding", ("padding",), lambda: ((x(), w()), {"padding": (0, -1)}))
+        # groups (PyTorch's rules): a weight must match the groups given, as must the bias
+        bad("groups 0", ("groups",), lambda: ((cuda(2, 4, 8, 8), cuda(4, 4, 3, 3)), {"groups": 0}))
+        bad("negative groups", ("groups",), lambda: ((cuda(2, 4, 8, 8), cuda(4, 4, 3, 3)), {"groups": -2}))
+        if self.transposed:  # weight (cin, cout / groups, kh, kw): dimension 0 is x's channels whatever the groups
+            # the issue's case: a weight that groups=1 accepts, but whose x has channels that groups 3 does not divide
+            bad("groups that do not divide the channels of x", ("groups",),
+                lambda: ((cuda(2, 4, 5, 5), cuda(4, 2, 3, 3)), {"groups": 3}))
+            bad("groups that do not divide the channels of x, a grouped weight", ("groups",),
+                lambda: ((cuda(2, 6, 5, 5), cuda(6, 2, 3, 3)), {"groups": 4}))
+            # and the other way: a weight laid out as conv2d's, x's channels / groups in dimension 0
+            bad("a weight with the channels of x over groups in dimension 0", ("weight",),
+                lambda: ((cuda(2, 4, 5, 5), cuda(2, 3, 3, 3)), {"groups": 2}))
+            bad("a bias of cout over groups values", ("bias",),
+                lambda: ((cuda(2, 4, 5, 5), cuda(4, 3, 3, 3), cuda(3)), {"groups": 2}))
+        else:  # weight (cout, cin / groups, kh, kw)
+            bad("groups that do not divide the channels of x", ("groups",),
+                lambda: ((cuda(2, 3, 8, 8), cuda(4, 1, 3, 3)), {"groups": 2}))
+            bad("groups that do not divide the output channels", ("groups",),
+                lambda: ((cuda(2, 4, 8, 8), cuda(3, 2, 3, 3)), {"groups": 2}))
+            bad("a dense weight with groups 2", ("weight",), lambda: ((cuda(2, 4, 8, 8), cuda(4, 4, 3, 3)), {"groups": 2}))
+            bad("a grouped weight with groups 1", ("weight",), lambda: ((cuda(2, 4, 8, 8), cuda(4, 2, 3, 3)), {}))
+            bad("a depthwise weight with groups 1", ("weight",), lambda: ((cuda(2, 4, 8, 8), cuda(4, 1, 3, 3)), {}))
+            bad("a weight for groups 4 with groups 2", ("weight",),
+                lambda: ((cuda(2, 4, 8, 8), cuda(4, 1, 3, 3)), {"groups": 2}))
+            bad("a bias of one group of channels", ("bias",),
+                lambda: ((cuda(2, 4, 8, 8), cuda(6, 2, 3, 3), cuda(3)), {"groups": 2}))
         if self.transposed:
             bad("output_padding >= stride and >= dilation", ("output_padding",),
                 lambda: ((x(), w()), {"stride": 2, "output_padding": (0, 2)}))
@@ -282,30 +399,56 @@ class ConvSpec(Spec):
             bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3}))
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
+    def _params(self, stride, padding, dilation, groups, output_padding=(0, 0)) -> tuple:
+        """The op's scalar arguments in its order: (stride, padding, output_padding, groups, dilation)
+        transposed (as F.conv_transpose2d), else (stride, padding, dilation, groups)."""
+        if self.transposed:
+            return (stride, padding, output_padding, groups, dilation)
+        return (stride, padding, dilation, groups)
+
     def audit_calls(self, device, dtype) -> list[AuditCall]:
         """Each graded version, with and without bias, on a geometry where an empty height or width
-        of x leaves no output (which the op must reject, as PyTorch does)."""
+        of x leaves no output (which the op must reject, as PyTorch does); a pointwise and a grouped
+        one and a depthwise one. A depthwise group: depthwise convolutions only (3x2 with stride and dilation, with and
+        without bias; 3x3 stride 2 with a channel multiplier of 2)."""
         def r(*shape, seed, scale=1.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
 
-        if self.transposed:  # x (n, cin, h, w), weight (cin, cout, kh, kw); stride, padding, output_padding, dilation
-            x, w = r(2, 3, 5, 4, seed=1), r(3, 4, 3, 2, seed=2, scale=0.3)
-            params = ((2, 1), (1, 1), (1, 0), (1, 2))
-        else:  # weight (cout, cin, kh, kw); stride, padding, dilation
-            x, w = r(2, 3, 7, 6, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3)
-            params = ((2, 1), (1, 1), (1, 2))
-        b = r(4, seed=3, scale=0.2)
+        def weight(cin, cout, kh, kw, groups, seed, scale):
+            return r(*((cin, cout // groups) if self.transposed else (cout, cin // groups)), kh, kw, seed=seed, scale=scale)
+
+        if self.transposed:  # stride, padding, output_padding, groups, dilation
+            x = r(2, 3, 5, 4, seed=1)
+            params = self._params((2, 1), (1, 1), (1, 2), 1, (1, 0))
+        else:  # stride, padding, dilation, groups
+            x = r(2, 3, 7, 6, seed=1)
+            params = self._params((2, 1), (1, 1), (1, 2), 1)
+        w, b = weight(3, 4, 3, 2, 1, 2, 0.3), r(4, seed=3, scale=0.2)
         # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
-        # generated checks (which kernels ran among them) meet it in every run
-        x1, w1 = r(2, 3, 5, 4, seed=4), r(*((3, 4) if self.transposed else (4, 3)), 1, 1, seed=5, scale=0.5)
-        pointwise = ((1, 1), (0, 0), (0, 0), (1, 1)) if self.transposed else ((1, 1), (0, 0), (1, 1))
-        geometries = (((x, w), params, (b, None), ""), ((x1, w1), pointwise, (b,), "pointwise"))
+        # generated checks (which kernels ran among them) meet it in every run; and a grouped one (2 groups
+        # of 2 -> 3 channels), and the depthwise ones
+        x1, w1 = r(2, 3, 5, 4, seed=4), weight(3, 4, 1, 1, 1, 5, 0.5)
+        pointwise = self._params((1, 1), (0, 0), (1, 1), 1)
+        xg, wg, bg = r(2, 4, 7, 6, seed=6), weight(4, 6, 3, 3, 2, 7, 0.3), r(6, seed=8, scale=0.2)
+        grouped = self._params((1, 2), (1, 1), (1, 1), 2, (0, 1))
+        xd, wd, bd = r(2, 5, 9, 8, seed=9), weight(5, 5, 3, 2, 5, 10, 0.5), r(5, seed=11, scale=0.2)
+        depthwise = self._params((2, 1), (1, 1), (1, 2), 5, (1, 0))
+        x2, w2, b2 = r(2, 3, 9, 7, seed=12), weight(3, 6, 3, 3, 3, 13, 0.5), r(6, seed=14, scale=0.2)
+        multiplier = self._params((2, 2), (1, 1), (1, 1), 3, (1, 1))
+        geometries = (((x, w), params, (b, None), ""), ((x1, w1), pointwise, (b,), "pointwise"),
+                      ((xg, wg), grouped, (bg,), KIND_LABELS["grouped"]), ((xd, wd), depthwise, (bd,), "depthwise"))
+        # (labels apart from the version groups' depthwise call, also version=2)
+        depthwise_geometries = (((xd, wd), depthwise, (bd, None), DEPTHWISE_PATH),
+                                ((x2, w2), multiplier, (b2,), f"{DEPTHWISE_PATH}, channel multiplier 2"))
         return [self._call(*tensors, bias, conv, group, version, kernel, kind)
                 for group, version, kernel in self.versions_graded
-                for tensors, conv, biases, kind in geometries for bias in biases]
+                for tensors, conv, biases, kind in (depthwise_geometries if group in self.depthwise_groups
+                                                    else geometries)
+                for bias in biases]
 
     def _call(self, x, w, bias, params, group, version, kernel, kind: str = "") -> AuditCall:
-        names = ("stride", "padding", "output_padding", "dilation") if self.transposed else ("stride", "padding", "dilation")
+        names = (("stride", "padding", "output_padding", "groups", "dilation") if self.transposed
+                 else ("stride", "padding", "dilation", "groups"))
         extra = () if version is None else (version,)
         what = [f"version={version}"] if version is not None else []
         what.append("bias" if bias is not None else "no bias")
@@ -315,40 +458,43 @@ class ConvSpec(Spec):
         return AuditCall(self.op, (x, w, bias, *params, *extra),
                          ("x", "weight", "bias", *names, *(("version",) if extra else ())),
                          self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
-                         kernels=KernelRule((kernel,)), registered=f"lib.ops.{self.op}", nonfinite=(0,))
+                         kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
-        """Per graded version, one convolution of random geometry (self.random_case), with bias or not."""
+        """Per graded version, one convolution of random geometry (self.random_case) and kind (dense,
+        grouped or depthwise; a depthwise group's: depthwise), with bias or not."""
         calls = []
         for group, version, kernel in self.versions_graded:
-            c = self.random_case(g, f"random {group}")
+            kind = ("depthwise" if group in self.depthwise_groups
+                    else KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))])
+            c = self.random_case(g, f"random {group}", kind=kind)
             seed = int(torch.randint(0, 2**31, (1,), generator=g))
             x = audit_randn(c.n, c.cin, c.h, c.w, device=device, dtype=dtype, seed=seed)
-            fan_in = (c.cout if self.transposed else c.cin) * c.kh * c.kw
-            shape = (c.cin, c.cout, c.kh, c.kw) if self.transposed else (c.cout, c.cin, c.kh, c.kw)
-            w = audit_randn(*shape, device=device, dtype=dtype, seed=seed + 1, scale=fan_in ** -0.5)
+            shape = weight_shape(c, self.transposed)
+            w = audit_randn(*shape, device=device, dtype=dtype, seed=seed + 1, scale=(shape[1] * c.kh * c.kw) ** -0.5)
             b = audit_randn(c.cout, device=device, dtype=dtype, seed=seed + 2) if c.bias else None
-            params = ((c.stride, c.padding, c.output_padding, c.dilation) if self.transposed
-                      else (c.stride, c.padding, c.dilation))
-            calls.append(self._call(x, w, b, params, group, version, kernel))
+            params = self._params(c.stride, c.padding, c.dilation, c.groups, c.output_padding)
+            label = DEPTHWISE_PATH if group in self.depthwise_groups else KIND_LABELS[kind]
+            calls.append(self._call(x, w, b, params, group, version, kernel, label))
         return calls
 
     def kernel_rule(self):
-        return KernelRule(tuple(kernel for _, _, kernel in self.versions_graded))
+        return KernelRule(tuple(dict.fromkeys(k for _, _, kernel in self.versions_graded for k in kernel_names(kernel))))
 
     def _audit_reference(self, x, w, b, *params):
         """PyTorch's op in float64; a weight without output channels (which PyTorch refuses) gives an
         empty output of the shape the definition gives."""
         x, w, b = x.double(), w.double(), (None if b is None else b.double())
         if self.transposed:
-            stride, padding, output_padding, dilation = params[:4]
-            run = lambda w: F.conv_transpose2d(x, w, b, stride, padding, output_padding, 1, dilation)  # noqa: E731
+            stride, padding, output_padding, groups, dilation = params[:5]
+            run = lambda w: F.conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)  # noqa: E731
         else:
-            stride, padding, dilation = params[:3]
-            run = lambda w: F.conv2d(x, w, b, stride, padding, dilation)  # noqa: E731
+            stride, padding, dilation, groups = params[:4]
+            run = lambda w: F.conv2d(x, w, b, stride, padding, dilation, groups)  # noqa: E731
         cout = 1 if self.transposed else 0
         if w.dim() == 4 and w.shape[cout] == 0 and b is None:
-            one = w.new_zeros([1 if i == cout else n for i, n in enumerate(w.shape)])
+            # one output channel per group (a transposed weight's dimension 1 is per group already)
+            one = w.new_zeros([(1 if self.transposed else groups) if i == cout else n for i, n in enumerate(w.shape)])
             return run(one)[:, :0]
         return run(w)
 
@@ -359,10 +505,18 @@ class ConvSpec(Spec):
         x = randn(g, (2, 3, 11, 9), torch.float32)
         w = randn(g, (3, 5, 3, 2) if self.transposed else (5, 3, 3, 2), torch.float32)
         b = randn(g, (5,), torch.float32)
-        if self.transposed:  # (x, weight, bias, stride, padding, output_padding, dilation, version)
-            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 0], [1, 2], 2), (x, w, None, [1, 1], [0, 0], [0, 0], [1, 1], 1))
-        else:  # (x, weight, bias, stride, padding, dilation, version)
-            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 2], 2), (x, w, None, [1, 1], [0, 0], [1, 1], 1))
+        # grouped: 2 groups of 2 -> 3 channels, and depthwise (4 groups)
+        xg = randn(g, (2, 4, 10, 7), torch.float32)
+        wg = randn(g, (4, 3, 3, 3) if self.transposed else (6, 2, 3, 3), torch.float32)
+        wd = randn(g, (4, 1, 3, 3), torch.float32)
+        bg, bd = randn(g, (6,), torch.float32), randn(g, (4,), torch.float32)
+        if self.transposed:  # (x, weight, bias, stride, padding, output_padding, groups, dilation, version)
+            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 0], 1, [1, 2], 2), (x, w, None, [1, 1], [0, 0], [0, 0], 1, [1, 1], 1),
+                        (xg, wg, bg, [2, 1], [1, 1], [1, 0], 2, [1, 1], 2), (xg, wd, bd, [1, 1], [1, 1], [0, 0], 4, [1, 1], 1))
+        else:  # (x, weight, bias, stride, padding, dilation, groups, version)
+            arg_sets = ((x, w, b, [2, 1], [1, 0], [1, 2], 1, 2), (x, w, None, [1, 1], [0, 0], [1, 1], 1, 1),
+                        (xg, wg, bg, [2, 1], [1, 1], [1, 1], 2, 2), (xg, wd, bd, [1, 2], [1, 1], [1, 1], 4, 2),
+                        (xg, wd, None, [1, 1], [1, 1], [1, 1], 4, 1))
         for args in arg_sets:
             try:
                 torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor"))
@@ -403,11 +557,18 @@ SPEC = Conv2dSpec(
     exercise="06_conv2d",
     title="2-D convolution: direct and implicit GEMM",
     module="conv2d.py",
-    points={"direct": 2, "implicit_gemm": 3, "input_checks": 1, "registration": 1, "performance": 3},
+    points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "input_checks": 1, "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),
     solution_vs_baseline=0.8,  # H100, 2026-11-23 grading run: 24.4 vs cuDNN 30.6 TFLOP/s (strict fp32)
-    versions_graded=(("direct", 1, "conv2d_kernel1"), ("implicit_gemm", 2, "conv2d_kernel2")),
+    # version 2 takes its depthwise kernel where groups == cin: its group's cases may run either kernel;
+    # the depthwise group grades that path alone, on depthwise convolutions
+    versions_graded=(("direct", 1, "conv2d_kernel1"),
+                     ("implicit_gemm", 2, ("conv2d_kernel2", "conv2d_depthwise_kernel")),
+                     ("depthwise", 2, "conv2d_depthwise_kernel")),
     cases=tuple(CASES),
     fp64_cases=tuple(FP64_CASES),
     random_case=random_case,
+    depthwise_groups=("depthwise",),
+    depthwise_cases=tuple(DEPTHWISE_CASES),
+    depthwise_fp64_cases=tuple(DEPTHWISE_FP64_CASES),
 )

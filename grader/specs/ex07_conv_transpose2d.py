@@ -1,7 +1,7 @@
-"""Grading for exercise 07, transposed 2-D convolution (NCHW, groups = 1).
+"""Grading for exercise 07, transposed 2-D convolution (NCHW, with groups).
 
 The checks are exercise 06's (grader/specs/ex06_conv2d.py), with the weight laid out
-(cin, cout, kh, kw), F.conv_transpose2d as the float64 reference, and output_padding.
+(cin, cout / groups, kh, kw), F.conv_transpose2d as the float64 reference, and output_padding.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from grader.observe import KernelRule
 from grader.spec import Benchmark
-from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference
+from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference, with_channels
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
 # a stride > 1 several input sizes of a conv2d give one output size, and output_padding picks one.
@@ -21,10 +21,17 @@ T_CASES = CASES + [
     Case("stride 2, 64 -> 32, 4x4 kernel (upsampling)", 2, 64, 12, 10, 32, 4, 4, (2, 2), (1, 1)),
 ]
 T_FP64_CASES = FP64_CASES + T_CASES[-4:-1]
+# and with groups and output_padding together (exercise 06's grouped cases are among CASES)
+T_CASES += [
+    Case("groups 3, stride 2, output_padding 1", 2, 6, 9, 11, 9, 3, 3, (2, 2), (1, 1), (1, 1), True, (1, 1), groups=3),
+    Case("depthwise 4x4 stride 2 (upsampling)", 2, 16, 12, 10, 16, 4, 4, (2, 2), (1, 1), groups=16),
+]
+T_FP64_CASES += T_CASES[-2:]
 
 
-def random_transposed_case(g: torch.Generator, name: str) -> Case:
-    """A random transposed convolution, shapes drawn from `g` (CPU)."""
+def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -> Case:
+    """A random transposed convolution, shapes drawn from `g` (CPU), with channels of `kind` (dense,
+    grouped or depthwise: ex06_conv2d.with_channels)."""
     def r(lo, hi):
         return int(torch.randint(lo, hi + 1, (1,), generator=g))
 
@@ -36,8 +43,8 @@ def random_transposed_case(g: torch.Generator, name: str) -> Case:
     for size, k, s, d, op in ((h, kh, stride[0], dilation[0], out_pad[0]), (w, kw, stride[1], dilation[1], out_pad[1])):
         full = (size - 1) * s + d * (k - 1) + op + 1  # output length before cropping the padding
         padding.append(min(r(0, 2), (full - 1) // 2))  # keep at least one output position
-    return Case(name, r(1, 4), r(1, 40), h, w, r(1, 70), kh, kw, stride, tuple(padding), dilation, bool(r(0, 1)),
-                out_pad)
+    return with_channels(g, Case(name, r(1, 4), r(1, 40), h, w, r(1, 70), kh, kw, stride, tuple(padding), dilation,
+                                 bool(r(0, 1)), out_pad), kind)
 
 
 class ConvTranspose2dSpec(ConvSpec):

@@ -36,7 +36,7 @@
 # | part | points |
 # |---|---:|
 # | warm-up: output sizes and im2col (runs on a CPU) | 2 |
-# | 06 conv2d: direct 2, implicit GEMM 3, input checks 1, registration 1, performance 3 | 10 |
+# | 06 conv2d: direct 2, implicit GEMM 3, depthwise 2, input checks 1, registration 1, performance 3 | 12 |
 # | 07 conv_transpose2d: gather 2, implicit GEMM 3, input checks 1, registration 1, performance 3 | 10 |
 #
 # **Where it runs.** Builds and checks need a CUDA GPU; the first build of each exercise takes about a
@@ -336,6 +336,51 @@ course.check("implicit_gemm", "06_conv2d", only=[
 ])
 ### BEGIN HIDDEN TESTS
 course.check("implicit_gemm", "06_conv2d")
+### END HIDDEN TESTS
+
+# %% [markdown] id="depthwise-intro"
+# ### Groups, and the depthwise path
+#
+# With `groups` $g$, the channels split into $g$ independent convolutions: output channels
+# $j \cdot C_{out}/g ..$ read only input channels $j \cdot C_{in}/g ..$, through a weight of shape
+# $(C_{out}, C_{in}/g, K_h, K_w)$. Both versions take them: the direct kernel sums over its output
+# channel's group only, and the implicit GEMM runs one GEMM per group (`blockIdx.z`).
+#
+# **Depthwise** ($g = C_{in}$, MobileNet's 3x3 layers) is the extreme: each output channel reads one
+# input channel through 9 weights. As a GEMM that is $C_{in}$ products with K = 9: nothing to reuse, the
+# tiles mostly empty. Each output costs 9 FMAs and each input pixel is read by 9 outputs, so the kernel
+# is bound by memory: read the input once, write the output once. Version 2 takes its own kernel for it
+# (`conv2d_depthwise_kernel`): a block copies its input tile, **halo included** (the rows and columns
+# around the tile that its edge outputs read), into shared memory with coalesced loads, then each thread
+# computes 4 outputs down one column from there. Small planes (7 x 7) go several to a block.
+#
+# The first cell fills the tile:
+#
+# @@context 06_conv2d/conv2d.cu conv2d_depthwise_kernel@@
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-depthwise-load", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.cu conv2d_depthwise_kernel
+
+# %% [markdown] id="depthwise-math"
+# The second computes a thread's column of outputs from the tile:
+#
+# @@context 06_conv2d/conv2d.cu conv2d_depthwise_kernel#2@@
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-depthwise-math", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.cu conv2d_depthwise_kernel#2
+
+# %% nbgrader={"grade": true, "grade_id": "conv-depthwise", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 06_conv2d depthwise: the grader's own checks. Shown here: a few cases; at grading, every depthwise check.
+course.check("depthwise", "06_conv2d", only=[
+    "depthwise[float32, 3x3 pad 1, 24 channels]",
+    "depthwise[float32, 3x3 stride 2 pad 1]",
+    "depthwise[float32, 3x3, 70x70 planes (row tiles)]",
+    "depthwise[float32, 3x3, 7x7 planes, 96 channels (many planes a block)]",
+    "depthwise[float32, 5x5 pad 2]",
+    "depthwise[empty batch]",
+])
+### BEGIN HIDDEN TESTS
+course.check("depthwise", "06_conv2d")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="conv-checks-intro"

@@ -1,8 +1,13 @@
-// Exercise 06: forward 2-D convolution (NCHW, groups = 1), from a direct kernel (version 1) to a
-// tiled implicit GEMM (version 2), and their launchers.
+// Exercise 06: forward 2-D convolution (NCHW, with groups), from a direct kernel (version 1) to a
+// tiled implicit GEMM (version 2), a depthwise kernel (version 2's path where groups == cin), and
+// their launchers.
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, checks, output sizes and op registration live in conv2d.cpp.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
 #include <course/cuda.cuh>
 
 #include "conv2d.h"
@@ -16,7 +21,8 @@ __device__ __forceinline__ scalar_t load_padded(const scalar_t* __restrict__ pla
 }
 
 // Version 1, direct: 1D grid-stride loop, one thread per output element y[n][co][oh][ow] (ow fastest,
-// so a warp reads neighbouring input pixels and all its threads read the same weight).
+// so a warp reads neighbouring input pixels and all its threads read the same weight); the sum runs
+// over the cin / groups input channels of co's group.
 template <typename scalar_t>
 __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s) {
@@ -25,7 +31,8 @@ __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* _
     // BEGIN SOLUTION
     // GOAL: y[i] for output element i: the convolution with stride, padding and dilation, plus bias.
     // TODO: split i into (n, co, oh, ow), ow fastest, and set y[i] = bias[co] (0 when bias is nullptr)
-    // TODO: + the sum over ci, kh, kw of x[n][ci][ih][iw] * weight[co][ci][kh][kw], where
+    // TODO: + the sum over c < cin_g = cin / groups, kh, kw of x[n][g * cin_g + c][ih][iw] *
+    // TODO: weight[co][c][kh][kw], where g = co / (cout / groups) is co's group and
     // TODO: ih = oh * stride_h - pad_h + kh * dil_h (iw likewise); taps in the padding read 0 (load_padded).
     const int ow = static_cast<int>(i % s.wo);
     int64_t t = i / s.wo;
@@ -33,10 +40,12 @@ __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* _
     t /= s.ho;
     const int co = static_cast<int>(t % s.cout);
     const int64_t n = t / s.cout;
-    const scalar_t* xn = x + n * s.cin * s.h * s.w;
-    const scalar_t* wc = weight + int64_t(co) * s.cin * s.kh * s.kw;
+    const int cin_g = s.cin / s.groups, cout_g = s.cout / s.groups;
+    const int g = co / cout_g;                                             // co's group
+    const scalar_t* xn = x + (n * s.cin + g * cin_g) * s.h * s.w;          // x[n][g * cin_g]
+    const scalar_t* wc = weight + int64_t(co) * cin_g * s.kh * s.kw;       // weight[co]
     scalar_t acc = bias ? bias[co] : scalar_t(0);
-    for (int ci = 0; ci < s.cin; ++ci) {
+    for (int ci = 0; ci < cin_g; ++ci) {
       const scalar_t* plane = xn + ci * s.h * s.w;
       for (int kh = 0; kh < s.kh; ++kh) {
         const int ih = oh * s.stride_h - s.pad_h + kh * s.dil_h;
@@ -59,10 +68,12 @@ constexpr int BK = 8;
 constexpr int TM = 8;  // output pixels per thread: 4 in the tile's first half, 4 in its second
 constexpr int TN = 8;  // output channels per thread, split the same way
 
-// Version 2, implicit GEMM: grid (ceil(M / BM), ceil(cout / BN)), BM threads. Thread t gathers
-// im2col row m0 + t into shared memory (coalesced: neighbouring threads, neighbouring pixels) and
-// computes rows {4 tm .. 4 tm + 3, BM/2 + 4 tm ..} x channels {4 tn .., BN/2 + 4 tn ..} of the tile.
-// Two shared buffers: the next K step's global loads are in flight while this one's math runs.
+// Version 2, implicit GEMM: grid (ceil(M / BM), ceil(cout_g / BN), groups), BM threads; block z is
+// the GEMM of group z (its cin_g = cin / groups input channels, cout_g = cout / groups output
+// channels, K = cin_g * kh * kw). Thread t gathers im2col row m0 + t into shared memory (coalesced:
+// neighbouring threads, neighbouring pixels) and computes rows {4 tm .. 4 tm + 3, BM/2 + 4 tm ..} x
+// channels {4 tn .., BN/2 + 4 tn ..} of the tile. Two shared buffers: the next K step's global loads
+// are in flight while this one's math runs.
 template <typename scalar_t, int BM>
 __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                                      const scalar_t* __restrict__ bias, scalar_t* __restrict__ y,
@@ -79,9 +90,11 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
   const int hw_out = s.ho * s.wo;
   const int hw_in = s.h * s.w;
   const int64_t M = s.n * hw_out;
-  const int K = s.cin * s.kh * s.kw;
+  const int group = blockIdx.z;
+  const int cin_g = s.cin / s.groups, cout_g = s.cout / s.groups;
+  const int K = cin_g * s.kh * s.kw;
   const int64_t m0 = int64_t(blockIdx.x) * BM;
-  const int co0 = blockIdx.y * BN;
+  const int co0 = blockIdx.y * BN;  // within the group
 
   // This thread's im2col row: output pixel m_load = (n, oh, ow), decoded once.
   const int64_t m_load = m0 + tid;
@@ -92,17 +105,17 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
     const int64_t n = m_load / hw_out;
     const int p = static_cast<int>(m_load - n * hw_out);
     const int oh = p / s.wo, ow = p - oh * s.wo;
-    xn = x + n * s.cin * hw_in;
+    xn = x + (n * s.cin + group * cin_g) * hw_in;  // x[n][group * cin_g]
     ih0 = oh * s.stride_h - s.pad_h;
     iw0 = ow * s.stride_w - s.pad_w;
   }
   // Every thread walks k = 0, 1, ..., K-1 in order, so (ci, kh, kw) advance by increments: no division.
   int c_off = 0, kh = 0, kw = 0;  // c_off = ci * h * w
-  // This thread's weights: kBPerThread consecutive k of output channel co0 + b_co.
+  // This thread's weights: kBPerThread consecutive k of the group's output channel co0 + b_co.
   const int b_co = tid / (BK / kBPerThread);
   const int b_k = (tid % (BK / kBPerThread)) * kBPerThread;
-  const bool co_ok = co0 + b_co < s.cout;
-  const scalar_t* w_row = weight + int64_t(co0 + b_co) * K;
+  const bool co_ok = co0 + b_co < cout_g;
+  const scalar_t* w_row = weight + (int64_t(group) * cout_g + co0 + b_co) * K;
 
   scalar_t a_reg[BK];
   scalar_t b_reg[kBPerThread];
@@ -180,8 +193,8 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
     __syncthreads();
   }
 
-  // Epilogue: Y[m][co] + bias[co] -> y[n][co][oh][ow]. When ho * wo % 4 == 0, each group of 4 rows
-  // lies in one image and is 16-byte aligned, so it is stored as one vector.
+  // Epilogue: Y[m][co] + bias -> y[n][group * cout_g + co][oh][ow]. When ho * wo % 4 == 0, each
+  // group of 4 rows lies in one image and is 16-byte aligned, so it is stored as one vector.
   const bool vec_store = hw_out % 4 == 0;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -189,8 +202,9 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
     if (m >= M) continue;
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
-      const int co = co0 + (j < 4 ? tn * 4 + j : BN / 2 + tn * 4 + j - 4);
-      if (co >= s.cout) continue;
+      const int co_in_group = co0 + (j < 4 ? tn * 4 + j : BN / 2 + tn * 4 + j - 4);
+      if (co_in_group >= cout_g) continue;
+      const int co = group * cout_g + co_in_group;
       const scalar_t b = bias ? bias[co] : scalar_t(0);
       if (vec_store) {
         const int64_t n = m / hw_out;
@@ -209,6 +223,171 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
       }
     }
   }
+}
+
+// ---------------------------------------------------------------- the depthwise path (version 2)
+// groups == cin: output channel co reads input channel co / mult alone (mult = cout / cin output
+// channels per input channel, 1 in MobileNet's layers) through its own kh x kw filter. Each output
+// is kh * kw FMAs and each input pixel is read by about kh * kw / (stride_h * stride_w) outputs: a
+// few FMAs per byte, so the kernel is bound by memory. As a GEMM it would be cin products of
+// 1-channel matrices (K = kh * kw = 9): no reuse for the tiles to exploit. Instead: each block copies
+// its input tile once, halo included, into shared memory, and computes every output from there.
+constexpr int kDwThreads = 256;
+constexpr int kDwRows = 4;                    // outputs per thread: kDwRows rows of one column
+constexpr int kDwSmemBytes = 24576;           // the input tile, halo included (8 blocks of 256 per SM fit)
+constexpr int64_t kDwOutputsPerBlock = 2048;  // 2 passes of kDwThreads * kDwRows
+
+// A depthwise block's tile: `planes` consecutive output planes (n, co) (several only when each is a
+// whole tile), of each `rows` output rows and `cols` columns; in_rows x in_cols: the input pixels
+// those outputs read, the halo included. row_tiles = ceil(ho / rows).
+struct DepthwiseTile {
+  int planes, rows, cols, in_rows, in_cols, row_tiles;
+};
+
+// Depthwise: grid (ceil(n * cout / planes) * row_tiles, ceil(wo / cols)), 256 threads; block (x, y)
+// has planes (x / row_tiles) * planes .., rows (x % row_tiles) * rows .. and columns y * cols .. (a
+// plane's row tiles are neighbours in the launch order, so the halo rows they share meet in L2). The
+// block copies its tile's input into shared memory, row-major (thread t: elements t, t + 256, ..:
+// coalesced), then thread t computes the columns of kDwRows outputs of units t, t + 256, .. (unit =
+// (plane, group of kDwRows rows, column), column fastest: a warp reads neighbouring shared words and
+// stores neighbouring outputs). K > 0: a K x K kernel, its loops unrolled; K = 0: s.kh x s.kw, known
+// at run time only.
+template <typename scalar_t, int K>
+__global__ void __launch_bounds__(kDwThreads)
+    conv2d_depthwise_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
+                            const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s,
+                            DepthwiseTile t) {
+  __shared__ __align__(16) scalar_t tile[kDwSmemBytes / sizeof(scalar_t)];  // [planes][in_rows][in_cols]
+  const int kh_n = K > 0 ? K : s.kh, kw_n = K > 0 ? K : s.kw;
+  const int64_t planes = s.n * s.cout;
+  const int64_t plane_tile = blockIdx.x / t.row_tiles;
+  const int64_t plane0 = plane_tile * t.planes;  // this block's first output plane (n0, co0)
+  const int64_t n0 = plane0 / s.cout;
+  const int co0 = static_cast<int>(plane0 - n0 * s.cout);
+  const int oh0 = static_cast<int>(blockIdx.x - plane_tile * t.row_tiles) * t.rows, ow0 = blockIdx.y * t.cols;
+  const int ih0 = oh0 * s.stride_h - s.pad_h, iw0 = ow0 * s.stride_w - s.pad_w;  // the tile's input origin
+  const int mult = s.cout / s.groups;
+  const int hw = s.h * s.w;
+  const int tile_hw = t.in_rows * t.in_cols;
+
+  // BEGIN SOLUTION
+  // GOAL: tile[(p * in_rows + r) * in_cols + c] for every p < t.planes, r < t.in_rows, c < t.in_cols
+  // GOAL: = the input pixel (ih0 + r, iw0 + c) of output plane plane0 + p's input channel; 0 where that
+  // GOAL: pixel is in the padding or the plane is past the last one.
+  // TODO: thread threadIdx.x loads the elements e = threadIdx.x, + kDwThreads, .. < t.planes * tile_hw
+  // TODO: (neighbouring threads, neighbouring pixels: coalesced). Split the first e into (p, r, c) with
+  // TODO: divisions, then step (c, r, p) by kDwThreads's own split with carries (no division in the loop).
+  // TODO: Output plane (n, co) = plane0 + p (co = (co0 + p) % cout, n = n0 + (co0 + p) / cout) reads
+  // TODO: input plane n * cin + co / mult (just plane0 + p when mult == 1: skip the divisions).
+  // TODO: The halo (rows and columns past the tile's own outputs' stride positions) is loaded too.
+  {  // (p, r, c): this thread's element of the tile
+    int p = threadIdx.x / tile_hw, rem = threadIdx.x - p * tile_hw;
+    int r = rem / t.in_cols, c = rem - r * t.in_cols;
+    const int step_p = kDwThreads / tile_hw, step_rem = kDwThreads - step_p * tile_hw;
+    const int step_r = step_rem / t.in_cols, step_c = step_rem - step_r * t.in_cols;
+    for (int e = threadIdx.x; e < t.planes * tile_hw; e += kDwThreads) {
+      const int ih = ih0 + r, iw = iw0 + c;
+      scalar_t v = scalar_t(0);
+      if (plane0 + p < planes && ih >= 0 && ih < s.h && iw >= 0 && iw < s.w) {
+        int64_t in_plane = plane0 + p;
+        if (mult != 1) {
+          const int q = co0 + p;
+          in_plane = (n0 + q / s.cout) * s.cin + (q % s.cout) / mult;
+        }
+        v = x[in_plane * hw + ih * s.w + iw];
+      }
+      tile[e] = v;
+      c += step_c;
+      r += step_r;
+      p += step_p;
+      if (c >= t.in_cols) {
+        c -= t.in_cols;
+        ++r;
+      }
+      if (r >= t.in_rows) {
+        r -= t.in_rows;
+        ++p;
+      }
+    }
+  }
+  // END SOLUTION
+  __syncthreads();
+
+  const int row_groups = (t.rows + kDwRows - 1) / kDwRows;
+  const int units = t.planes * row_groups * t.cols;
+  for (int u = threadIdx.x; u < units; u += kDwThreads) {
+    const int col = u % t.cols, pg = u / t.cols;
+    const int p = pg / row_groups, r0 = (pg - p * row_groups) * kDwRows;
+    const int ow = ow0 + col;
+    if (plane0 + p >= planes || ow >= s.wo) continue;
+    const int co = (co0 + p) % s.cout;
+    const int nrows = min(kDwRows, t.rows - r0);  // rows past t.rows are outside the tile
+    // BEGIN SOLUTION
+    // GOAL: y[plane0 + p][oh0 + r0 + j][ow] for each j < nrows with oh0 + r0 + j < ho: bias[co] (0 when
+    // GOAL: bias is nullptr) + the sum over the kh_n x kw_n taps of the tile's input times weight[co][0][kh][kw].
+    // TODO: acc[j] = bias for j < kDwRows; for each tap (kh, kw): w = weight[co * kh_n * kw_n + kh * kw_n + kw],
+    // TODO: and for j < nrows: acc[j] += tile[p][(r0 + j) * stride_h + kh * dil_h][col * stride_w + kw * dil_w] * w
+    // TODO: (#pragma unroll on the j and tap loops: with K known they unroll fully, acc stays in registers).
+    // TODO: Store acc[j] for the rows inside the output (oh < ho).
+    const scalar_t b = bias ? bias[co] : scalar_t(0);
+    scalar_t acc[kDwRows];
+#pragma unroll
+    for (int j = 0; j < kDwRows; ++j) acc[j] = b;
+    const scalar_t* wp = weight + int64_t(co) * kh_n * kw_n;
+    const scalar_t* tp = tile + p * tile_hw + r0 * s.stride_h * t.in_cols + col * s.stride_w;
+    const int row_step = s.stride_h * t.in_cols;
+#pragma unroll
+    for (int kh = 0; kh < kh_n; ++kh) {
+#pragma unroll
+      for (int kw = 0; kw < kw_n; ++kw) {
+        const scalar_t wv = wp[kh * kw_n + kw];
+        const scalar_t* tk = tp + kh * s.dil_h * t.in_cols + kw * s.dil_w;
+#pragma unroll
+        for (int j = 0; j < kDwRows; ++j)
+          if (j < nrows) acc[j] += tk[j * row_step] * wv;
+      }
+    }
+    scalar_t* yp = y + (plane0 + p) * s.ho * s.wo + ow;
+#pragma unroll
+    for (int j = 0; j < kDwRows; ++j) {
+      const int oh = oh0 + r0 + j;
+      if (j < nrows && oh < s.ho) yp[int64_t(oh) * s.wo] = acc[j];
+    }
+    // END SOLUTION
+  }
+}
+
+// The depthwise tile for s (elements of elem_bytes) and its grid: whole planes, several a block, when
+// a plane has few outputs; else a tile of rows (and of 64 columns past 128). False when even one
+// output's input does not fit in shared memory, or the grid would be too large: the GEMM runs then.
+bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, dim3& grid) {
+  const int64_t cap = kDwSmemBytes / elem_bytes;
+  const int64_t planes = s.n * s.cout;
+  auto in_rows = [&](int64_t rows) { return (rows - 1) * s.stride_h + int64_t(s.dil_h) * (s.kh - 1) + 1; };
+  auto in_cols = [&](int64_t cols) { return (cols - 1) * s.stride_w + int64_t(s.dil_w) * (s.kw - 1) + 1; };
+  int64_t cols = s.wo <= 128 ? s.wo : 64;
+  int64_t rows = std::min<int64_t>(s.ho, std::max<int64_t>(1, kDwOutputsPerBlock / cols));
+  for (;;) {  // as many rows as fit (at least one), else half the columns
+    const int64_t fit = cap / in_cols(cols), one = in_rows(1);  // input rows that fit; one output row's
+    if (fit >= one) {
+      rows = std::min(rows, (fit - one) / s.stride_h + 1);
+      break;
+    }
+    if (cols == 1) return false;
+    cols = (cols + 1) / 2;
+  }
+  int64_t per_block = 1;
+  if (rows == s.ho && cols == s.wo) {  // whole planes: as many as make kDwOutputsPerBlock and fit
+    per_block = std::max<int64_t>(1, kDwOutputsPerBlock / (rows * cols));
+    per_block = std::min({per_block, cap / (in_rows(rows) * in_cols(cols)), planes});
+  }
+  const int64_t row_tiles = course::ceil_div<int64_t>(s.ho, rows);
+  const int64_t gx = course::ceil_div<int64_t>(planes, per_block) * row_tiles, gy = course::ceil_div<int64_t>(s.wo, cols);
+  if (gx >= INT32_MAX || gy > 65535) return false;
+  t = {static_cast<int>(per_block), static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(in_rows(rows)),
+       static_cast<int>(in_cols(cols)), static_cast<int>(row_tiles)};
+  grid = dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+  return true;
 }
 
 constexpr int kDirectThreads = 256;
@@ -233,13 +412,14 @@ template <typename scalar_t, int BM>
 void launch_implicit_gemm_tiles(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                                 const Conv2dShape& s, cudaStream_t stream) {
   // BEGIN SOLUTION
-  // GOAL: run conv2d_kernel2<scalar_t, BM> over the whole output on `stream`; report a failed launch.
-  // TODO: launch conv2d_kernel2<scalar_t, BM> on `stream`: a grid of ceil(M / BM) x ceil(cout / BN)
-  // TODO: blocks (M = n * ho * wo) of BM threads; check the launch.
+  // GOAL: run conv2d_kernel2<scalar_t, BM> over the whole output, every group, on `stream`; report a
+  // GOAL: failed launch.
+  // TODO: launch conv2d_kernel2<scalar_t, BM> on `stream`: a grid of ceil(M / BM) x ceil(cout_g / BN)
+  // TODO: x groups blocks (M = n * ho * wo, cout_g = cout / groups) of BM threads; check the launch.
   // STUB: TORCH_CHECK(false, "launch_implicit_gemm_tiles (conv2d.cu) is not implemented yet");
   const int64_t M = s.n * s.ho * s.wo;
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(M, BM)),
-                  static_cast<unsigned>(course::ceil_div(s.cout, BN)));
+                  static_cast<unsigned>(course::ceil_div(s.cout / s.groups, BN)), static_cast<unsigned>(s.groups));
   conv2d_kernel2<scalar_t, BM><<<grid, BM, 0, stream>>>(x, weight, bias, y, s);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
@@ -250,17 +430,36 @@ void launch_implicit_gemm(const scalar_t* x, const scalar_t* weight, const scala
                           const Conv2dShape& s, cudaStream_t stream) {
   const int64_t M = s.n * s.ho * s.wo;
   if (M == 0 || s.cout == 0) return;
+  TORCH_CHECK(s.groups <= 65535, "groups: version 2's implicit GEMM takes at most 65535 groups (one grid layer "
+              "each), but groups is ", std::to_string(s.groups), "; version 1 takes more");
   // 128-pixel tiles reuse each weight more; 64-pixel tiles make twice the blocks, for problems too
   // small to fill the GPU (e.g. 32 x 512 x 7 x 7) with the larger tile.
   int device = 0, sms = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t blocks128 = course::ceil_div<int64_t>(M, 128) * course::ceil_div(s.cout, BN);
+  const int64_t blocks128 = course::ceil_div<int64_t>(M, 128) * course::ceil_div(s.cout / s.groups, BN) * s.groups;
   if (blocks128 >= 4 * int64_t(sms)) {
     launch_implicit_gemm_tiles<scalar_t, 128>(x, weight, bias, y, s, stream);
   } else {
     launch_implicit_gemm_tiles<scalar_t, 64>(x, weight, bias, y, s, stream);
   }
+}
+
+// The depthwise kernel over the whole output, when its tile fits in shared memory (else false).
+template <typename scalar_t>
+bool launch_depthwise(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
+                      const Conv2dShape& s, cudaStream_t stream) {
+  if (s.n * s.cout * s.ho * s.wo == 0) return true;
+  DepthwiseTile t;
+  dim3 grid;
+  if (!depthwise_tile(s, sizeof(scalar_t), t, grid)) return false;
+  if (s.kh == 3 && s.kw == 3) {  // MobileNet's: the taps unrolled, the filter in registers
+    conv2d_depthwise_kernel<scalar_t, 3><<<grid, kDwThreads, 0, stream>>>(x, weight, bias, y, s, t);
+  } else {
+    conv2d_depthwise_kernel<scalar_t, 0><<<grid, kDwThreads, 0, stream>>>(x, weight, bias, y, s, t);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
 }
 
 }  // namespace
@@ -271,6 +470,8 @@ void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias
   TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM)");
   if (version == 1) {
     launch_direct(x, weight, bias, y, s, stream);
+  } else if (s.groups == s.cin && launch_depthwise(x, weight, bias, y, s, stream)) {
+    // depthwise (one input channel per group): done, unless its tile did not fit (then the GEMM)
   } else {
     launch_implicit_gemm(x, weight, bias, y, s, stream);
   }

@@ -45,26 +45,31 @@ int64_t conv_transpose_output_size(int64_t in, int64_t k, int64_t stride, int64_
 
 // Reject every argument the kernel cannot handle, with a message naming the argument.
 void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                               const Pair& stride, const Pair& padding, const Pair& output_padding,
+                               const Pair& stride, const Pair& padding, const Pair& output_padding, int64_t groups,
                                const Pair& dilation) {
   // BEGIN SOLUTION
-  // GOAL: reject, naming the argument, every x, weight, bias, stride, padding, output_padding and
-  // GOAL: dilation that the README's Interface lists as an error.
+  // GOAL: reject, naming the argument, every x, weight, bias, stride, padding, output_padding, groups
+  // GOAL: and dilation that the README's Interface lists as an error.
   // TODO: x: a CUDA tensor of float32 or float64 with 4 dimensions (N, C, H, W) (see course/ops.h).
-  // TODO: weight: 4 dimensions (cin, cout, kh, kw), on x's device, of x's dtype, with cin == x.size(1).
-  // TODO: bias (when given): 1 dimension of size cout, on x's device, of x's dtype.
+  // TODO: groups >= 1 and dividing x.size(1) (name groups and x).
+  // TODO: weight: 4 dimensions (cin, cout / groups, kh, kw), on x's device, of x's dtype, with
+  // TODO: weight.size(0) == x.size(1) whatever the groups (not x.size(1) / groups, as conv2d's would be).
+  // TODO: bias (when given): 1 dimension of size cout = weight.size(1) * groups, on x's device, of x's dtype.
   // TODO: stride and dilation > 0, padding >= 0, 0 <= output_padding < max(stride, dilation) (as
   // TODO: PyTorch), and an output of at least one row and column: name the argument.
   course::check_cuda(x, "x");
   course::check_dtype(x, {at::kFloat, at::kDouble}, "x");
   TORCH_CHECK(x.dim() == 4, "x must have 4 dimensions (N, C, H, W), but has shape ", str(x.sizes()));
+  TORCH_CHECK(groups >= 1 && groups < (1 << 24), "groups must be at least 1 (and below 2^24), but is ", str(groups));
+  TORCH_CHECK(x.size(1) % groups == 0, "groups (", str(groups), ") must divide x's ", str(x.size(1)),
+              " channels (x has shape ", str(x.sizes()), "): each group must have as many input channels");
   TORCH_CHECK(weight.dim() == 4, "weight must have 4 dimensions, but has shape ", str(weight.sizes()));
   TORCH_CHECK(weight.device() == x.device(), "weight must be on x's device (", course::device_str(x), "), but is on ",
               course::device_str(weight));
   TORCH_CHECK(weight.scalar_type() == x.scalar_type(), "weight must have x's dtype (", course::dtype_str(x),
               "), but has ", course::dtype_str(weight));
-  TORCH_CHECK(weight.size(0) == x.size(1), "weight must have shape (cin, cout, kh, kw) with cin = x.size(1) = ",
-              str(x.size(1)), ", but has shape ", str(weight.sizes()), " (groups are not supported)");
+  TORCH_CHECK(weight.size(0) == x.size(1), "weight must have shape (cin, cout / groups, kh, kw) with cin = x.size(1) = ",
+              str(x.size(1)), " whatever the groups (", str(groups), "), but has shape ", str(weight.sizes()));
   TORCH_CHECK(weight.size(2) > 0 && weight.size(3) > 0, "weight must have a kernel of at least 1 x 1, but has shape ",
               str(weight.sizes()));
   if (bias.has_value()) {
@@ -73,8 +78,9 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
                 course::device_str(b));
     TORCH_CHECK(b.scalar_type() == x.scalar_type(), "bias must have x's dtype (", course::dtype_str(x), "), but has ",
                 course::dtype_str(b));
-    TORCH_CHECK(b.dim() == 1 && b.size(0) == weight.size(1), "bias must have shape (", str(weight.size(1)),
-                ",) (one value per output channel), but has shape ", str(b.sizes()));
+    TORCH_CHECK(b.dim() == 1 && b.size(0) == weight.size(1) * groups, "bias must have shape (",
+                str(weight.size(1) * groups), ",) (one value per output channel: weight.size(1) * groups), but has shape ",
+                str(b.sizes()));
   }
   for (int d = 0; d < 2; ++d) {
     TORCH_CHECK(stride[d] > 0, "stride must be positive, but is ", pair_of(stride));
@@ -93,33 +99,37 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
 
 at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                             at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding,
-                            at::IntArrayRef dilation, int64_t version) {
+                            int64_t groups, at::IntArrayRef dilation, int64_t version) {
   TORCH_CHECK(version == 1 || version == 2, "version must be 1 (gather) or 2 (implicit GEMM), but is ", str(version));
   const Pair st = pair_arg(stride, "stride"), pd = pair_arg(padding, "padding");
   const Pair op = pair_arg(output_padding, "output_padding"), dl = pair_arg(dilation, "dilation");
-  check_conv_transpose_args(x, weight, bias, st, pd, op, dl);
+  check_conv_transpose_args(x, weight, bias, st, pd, op, groups, dl);
   const int64_t ho = conv_transpose_output_size(x.size(2), weight.size(2), st[0], pd[0], op[0], dl[0]);
   const int64_t wo = conv_transpose_output_size(x.size(3), weight.size(3), st[1], pd[1], op[1], dl[1]);
   // The kernel indexes within one image with int (the batch index is 64-bit).
   TORCH_CHECK(x.size(1) * x.size(2) * x.size(3) < INT_MAX, "x: one image of ", str(x.sizes()), " has 2^31 or more elements");
   TORCH_CHECK(weight.numel() < INT_MAX, "weight has 2^31 or more elements");
-  TORCH_CHECK(weight.size(1) * ho * wo < INT_MAX, "the output of one image has 2^31 or more elements");
+  const int64_t cout = weight.size(1) * groups;
+  TORCH_CHECK(cout < INT_MAX && cout * ho * wo < INT_MAX, "the output of one image has 2^31 or more elements");
   // version 2's GEMM numbers its columns, the output pixels of the whole batch, with int
   TORCH_CHECK(version == 1 || x.size(0) * ho * wo < INT_MAX, "x: version 2 takes at most 2^31 - 1 output pixels (",
               str(x.size(0)), " images of ", str(ho), " x ", str(wo), "); version 1 takes more");
+  // version 2 runs one grid layer per group (gridDim.z)
+  TORCH_CHECK(version == 1 || groups <= 65535, "groups: version 2 takes at most 65535 groups, but groups is ",
+              str(groups), "; version 1 takes more");
 
   const c10::cuda::CUDAGuard device_guard(x.device());
   const at::Tensor xc = x.contiguous();
   const at::Tensor wc = weight.contiguous();
   const at::Tensor bc = bias.has_value() ? bias->contiguous() : at::Tensor();
-  at::Tensor y = at::empty({x.size(0), weight.size(1), ho, wo}, xc.options());
+  at::Tensor y = at::empty({x.size(0), cout, ho, wo}, xc.options());
 
   ConvTranspose2dShape s;
   s.n = x.size(0);
   s.cin = static_cast<int>(x.size(1));
   s.h = static_cast<int>(x.size(2));
   s.w = static_cast<int>(x.size(3));
-  s.cout = static_cast<int>(weight.size(1));
+  s.cout = static_cast<int>(cout);
   s.kh = static_cast<int>(weight.size(2));
   s.kw = static_cast<int>(weight.size(3));
   s.ho = static_cast<int>(ho);
@@ -130,6 +140,7 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   s.pad_w = static_cast<int>(pd[1]);
   s.dil_h = static_cast<int>(dl[0]);
   s.dil_w = static_cast<int>(dl[1]);
+  s.groups = static_cast<int>(groups);
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "conv_transpose2d", [&] {
     conv_transpose2d_cuda<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
                                     bc.defined() ? bc.const_data_ptr<scalar_t>() : nullptr,
@@ -144,7 +155,7 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
 COURSE_LIBRARY(m) {
   m.def(
       "conv_transpose2d(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, "
-      "int[] dilation, int version) -> Tensor");
+      "int groups, int[] dilation, int version) -> Tensor");
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check

@@ -6,7 +6,7 @@ STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<i
 OUT_SIZE = "out = (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;"
 K_TILES = "const int k_tiles = (K + BK - 1) / BK;"
 A_LOAD = "? load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)"
-EVERYTHING = {"direct", "implicit_gemm", "input_checks", "registration", "performance"}
+EVERYTHING = {"direct", "implicit_gemm", "depthwise", "input_checks", "registration", "performance"}
 
 VARIANTS = [
     Variant(EX, "padding_ignored_at_border", "taps in the padding read the nearest border pixel instead of 0",
@@ -26,42 +26,46 @@ VARIANTS = [
                                     "load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)))))")]},
             loses={"implicit_gemm", "performance"}, reason="relative error"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv2d (cuDNN)",
-            {"conv2d.py": [("return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))",
-                            "return torch.nn.functional.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation))")]},
-            loses={"direct", "implicit_gemm", "input_checks", "performance"}, reason="other than this exercise's own"),
+            {"conv2d.py": [("return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), "
+                            "int(version))",
+                            "return torch.nn.functional.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), "
+                            "groups)")]},
+            loses={"direct", "implicit_gemm", "depthwise", "input_checks", "performance"},
+            reason="other than this exercise's own"),
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
             {"conv2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(0)", "b.dim() == 1 && b.size(0) >= weight.size(0)")]},
             loses={"input_checks"}, reason="bias"),
     Variant(EX, "gemm_on_default_stream", "the implicit-GEMM kernel is launched on the legacy default stream",
             {"conv2d.cu": [("conv2d_kernel2<scalar_t, BM><<<grid, BM, 0, stream>>>(", "conv2d_kernel2<scalar_t, BM><<<grid, BM>>>(")]},
-            loses={"implicit_gemm", "performance"}, keeps={"direct", "input_checks"}, reason="torch.cuda.stream"),
+            loses={"implicit_gemm", "performance"}, keeps={"direct", "depthwise", "input_checks"}, reason="torch.cuda.stream"),
 ]
 
-CALL = "    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))\n"
+CALL = ("    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), "
+        "int(version))\n")
 
 # The trust rework's classes (issue: grader trust), each written against the grader before it.
 VARIANTS += [
     Variant(EX, "cudnn_for_large_batches", "calls torch.nn.functional.conv2d (cuDNN) for batches of 32 or more: the "
             "benchmark's, larger than any checked one",
             {"conv2d.py": [takes_over(CALL, "x.shape[0] >= 32",
-                                      "torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation)")]},
+                                      "torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, groups)")]},
             loses={"implicit_gemm", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "memo_by_pointer", "for batches of 32 or more, keeps each result by its inputs' addresses and "
             "returns a copy of it when called on the same tensors again",
             {"conv2d.py": memo_by_pointer(
                 CALL, "x.shape[0] >= 32", "(x.data_ptr(), weight.data_ptr(), tuple(x.shape), tuple(weight.shape), version)",
-                "lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))")},
+                "lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), int(version))")},
             loses={"implicit_gemm", "performance"}, reason="timed",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "output_layout_follows_the_input", "returns its (right) output in the input's memory format "
             "(channels_last in, channels_last out), while its registered fake says contiguous",
             {"conv2d.cpp": [("  return y;\n", "  return y.contiguous(x.suggest_memory_format());\n")]},
-            loses={"direct", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"},
+            loses={"direct", "implicit_gemm", "depthwise", "performance"}, keeps={"input_checks", "registration"},
             reason="registered fake", extra={"kind": "coverage", "old": "full marks"}),
 ]
 
-EPILOGUE_START = "  const int co0 = blockIdx.y * BN;\n"
+EPILOGUE_START = "  const int co0 = blockIdx.y * BN;  // within the group\n"
 INCLUDES = "#include <ATen/ops/empty.h>\n"
 GUARD = "  const c10::cuda::CUDAGuard device_guard(x.device());\n  const at::Tensor xc = x.contiguous();"
 # float32 only: the implicit GEMM rounds its input operand to fp16's 10-bit mantissa
@@ -127,8 +131,8 @@ VARIANTS += [
             "tensors: the kernels only ever run float32",
             {"conv2d.cpp": [(INCLUDES, INCLUDES + "#include <ATen/ops/conv2d.h>\n"),
                             (GUARD, "  if (x.scalar_type() == at::kDouble) return at::conv2d(x, weight, bias, stride, "
-                                    "padding, dilation);\n" + GUARD)]},
-            loses={"direct", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"},
+                                    "padding, dilation, groups);\n" + GUARD)]},
+            loses={"direct", "implicit_gemm", "depthwise", "performance"}, keeps={"input_checks", "registration"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
     # A hole (mostly) in the grader at 0e7850d, closed since: no fixed check profiles a 1x1 kernel (the 1x1 cases compare values
     # only); the own-kernels property sees it only when this run's random call of a version draws a
@@ -136,10 +140,38 @@ VARIANTS += [
     Variant(EX, "cublas_for_1x1_kernels", "a 1x1 kernel without padding goes to torch.einsum (cuBLAS), as a "
             "matrix product over the channels, in the Python wrapper",
             {"conv2d.py": [after_lib(POINTWISE),
-                           takes_over(CALL, "tuple(weight.shape[2:]) == (1, 1) and _pair(padding) == [0, 0]",
+                           takes_over(CALL, "tuple(weight.shape[2:]) == (1, 1) and _pair(padding) == [0, 0] and groups == 1",
                                       "_pointwise(x, weight, bias, stride)")]},
             # the judge's wrong-device calls of the pointwise audit call reach torch.einsum, whose errors do not
             # name the argument
             loses={"direct", "implicit_gemm", "input_checks", "performance"}, keeps={"registration"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
+]
+
+# Groups (issue 20): the wrapper that drops them, a GEMM that gives every group group 0's filters, and
+# the depthwise kernel without its halo.
+DW_LOAD = "      if (plane0 + p < planes && ih >= 0 && ih < s.h && iw >= 0 && iw < s.w) {\n"
+VARIANTS += [
+    Variant(EX, "groups_ignored", "the Python wrapper passes groups=1 to the op whatever it was given: every weight is "
+            "taken as a dense one",
+            {"conv2d.py": [(CALL, CALL.replace("int(groups)", "1"))]},
+            # grouped weights are refused as dense ones (the grouped cases of both versions, every depthwise
+            # case), and a dense weight with groups 2 is accepted; opcheck calls the registered op itself
+            loses={"direct", "implicit_gemm", "depthwise", "input_checks", "performance"}, keeps={"registration"},
+            reason="groups"),
+    Variant(EX, "gemm_group_filters_of_group_0", "the implicit GEMM reads group 0's filters for every group (the "
+            "weight row without the group's offset)",
+            {"conv2d.cu": [("const scalar_t* w_row = weight + (int64_t(group) * cout_g + co0 + b_co) * K;",
+                            "const scalar_t* w_row = weight + int64_t(co0 + b_co) * K;")]},
+            # depthwise convolutions take the depthwise kernel: the depthwise group keeps its points
+            loses={"implicit_gemm", "performance"}, keeps={"direct", "depthwise", "input_checks", "registration"},
+            reason="relative error"),
+    Variant(EX, "depthwise_halo_dropped", "the depthwise kernel loads only the input pixels under its own outputs' "
+            "stride positions, zeros for the halo around them: outputs at a tile's edges miss their neighbours",
+            {"conv2d.cu": [(DW_LOAD, DW_LOAD.replace(
+                "iw < s.w) {", "iw < s.w && r >= s.pad_h && r < s.pad_h + t.rows * s.stride_h &&\n"
+                               "          c >= s.pad_w && c < s.pad_w + t.cols * s.stride_w) {"))]},
+            # version 2 takes the depthwise kernel for its depthwise cases too (several row tiles, no padding)
+            loses={"implicit_gemm", "depthwise", "performance"}, keeps={"direct", "input_checks", "registration"},
+            reason="relative error"),
 ]

@@ -22,11 +22,12 @@ VARIANTS = [
                                      ("source_index(ow, kw * s.dil_w,", "source_index(ow, kw,")]},
             loses={"gather"}, reason="dilation"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv_transpose2d (cuDNN)",
-            {"conv_transpose2d.py": [("return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),\n                                    _pair(dilation), int(version))",
-                                      "return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, padding, output_padding, 1, dilation)")]},
+            {"conv_transpose2d.py": [("return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),\n                                    int(groups), _pair(dilation), int(version))",
+                                      "return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation)")]},
             loses={"gather", "implicit_gemm", "input_checks", "performance"}, reason="other than this exercise's own"),
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
-            {"conv_transpose2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(1)", "b.dim() == 1 && b.size(0) >= weight.size(1)")]},
+            {"conv_transpose2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(1) * groups",
+                                       "b.dim() == 1 && b.size(0) >= weight.size(1) * groups")]},
             loses={"input_checks"}, reason="bias"),
 ]
 
@@ -36,7 +37,7 @@ CALL = "    return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pai
 VARIANTS += [
     Variant(EX, "cudnn_when_timed", "calls torch.nn.functional.conv_transpose2d when its call stack shows the timer",
             {"conv_transpose2d.py": [takes_over(CALL, IN_TIMING, "torch.nn.functional.conv_transpose2d(x, weight, bias, "
-                                                                 "stride, padding, output_padding, 1, dilation)")]},
+                                                                 "stride, padding, output_padding, groups, dilation)")]},
             loses={"implicit_gemm", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
 ]
@@ -45,23 +46,23 @@ BIAS = "  const at::Tensor bc = bias.has_value() ? bias->contiguous() : at::Tens
 # the taps along the height are taken as adjacent whatever the dilation: wrong wherever dilation[0] > 1,
 # which neither the judge's audit call (dilation (1, 2)) nor the benchmark (1) has
 HEIGHT_DILATION_IGNORED = [("source_index(oh, kh * s.dil_h,", "source_index(oh, kh,")]
-FULL_CALL = CALL + "                                    _pair(dilation), int(version))\n"
+FULL_CALL = CALL + "                                    int(groups), _pair(dilation), int(version))\n"
 # float32 only, and no NaN or infinity moves: the bias is left out (the judge's audit calls are
 # float64, the benchmark has no bias)
 BIAS_DROPPED_IN_FP32 = [("scalar_t acc = bias ? bias[co] : scalar_t(0);",
                          "scalar_t acc = bias && sizeof(scalar_t) == 8 ? bias[co] : scalar_t(0);")]
 OWN_CALL = ("lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding), "
-            "_pair(dilation), int(version))")
+            "int(groups), _pair(dilation), int(version))")
 LARGE = "x.shape[0] >= 32"
-OUT_SHAPE = ("[x.shape[0], weight.shape[1]] + [output_size(x.shape[2 + i], weight.shape[2 + i], _pair(stride)[i], "
+OUT_SHAPE = ("[x.shape[0], weight.shape[1] * groups] + [output_size(x.shape[2 + i], weight.shape[2 + i], _pair(stride)[i], "
              "_pair(padding)[i], _pair(output_padding)[i], _pair(dilation)[i]) for i in range(2)]")
 # cuDNN's transposed convolution in strict float32 (its default for convolutions, TF32, would miss the
 # checks' tolerance)
 STRICT_CUDNN = """
 
-def _strict_cudnn(x, weight, bias, stride, padding, output_padding, dilation):
+def _strict_cudnn(x, weight, bias, stride, padding, output_padding, groups, dilation):
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
-        return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, padding, output_padding, 1, dilation)
+        return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation)
 """
 # float64 references computed by the exercise's own op (so they share its faults)
 OWN_REFERENCE = """
@@ -69,7 +70,7 @@ OWN_REFERENCE = """
 import torch.nn.functional as _F
 
 _F.conv_transpose2d = lambda x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1: (
-    lib.ops.conv_transpose2d(x, w, b, _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation), 2))
+    lib.ops.conv_transpose2d(x, w, b, _pair(stride), _pair(padding), _pair(output_padding), groups, _pair(dilation), 2))
 """
 # a kernel for aten::linalg_vector_norm under the BackendSelect dispatch key, which every call passes
 # through (the default included key set): every vector norm is 0, so every normwise relative error
@@ -96,7 +97,7 @@ VARIANTS += [
     Variant(EX, "cudnn_when_not_profiled", "for batches of 32 or more (the benchmark's), calls cuDNN in strict "
             "float32 whenever no profiler is on: its own kernel runs only while the grader profiles it",
             {"conv_transpose2d.py": [after_lib(STRICT_CUDNN), takes_over(CALL, f"{LARGE} and {UNOBSERVED}",
-                                     "_strict_cudnn(x, weight, bias, stride, padding, output_padding, dilation)")]},
+                                     "_strict_cudnn(x, weight, bias, stride, padding, output_padding, groups, dilation)")]},
             # right results, and the exercise's own kernels whenever profiled (the own-kernel checks, the
             # watched timed calls); the timed median (cuDNN's) falls far below what its own kernels took
             # under the profiler (not run on a GPU yet)
@@ -134,7 +135,7 @@ VARIANTS += [
             extra={"kind": "integrity", "old": "full marks"}),
     Variant(EX, "cudnn_for_dilation", "calls torch.nn.functional.conv_transpose2d (cuDNN) when the dilation is above 1",
             {"conv_transpose2d.py": [takes_over(CALL, "max(_pair(dilation)) > 1", "torch.nn.functional.conv_transpose2d("
-                                                "x, weight, bias, stride, padding, output_padding, 1, dilation)")]},
+                                                "x, weight, bias, stride, padding, output_padding, groups, dilation)")]},
             # the own-kernels property profiles the audit call, dilation (1, 2); the judge's wrong-device calls
             # (that same call, x on the CPU) get PyTorch's "Input type ... and weight type ..." error, which
             # does not name x
@@ -164,4 +165,26 @@ VARIANTS += [
     Variant(EX, "gemm_bias_dropped", "the implicit GEMM's epilogue leaves the bias out",
             {"conv_transpose2d.cu": [("    const T b = bias ? bias[co] : T(0);", "    const T b = T(0);")]},
             loses={"implicit_gemm", "performance"}, reason="relative error"),
+]
+
+# Groups (issue 20): the check that let a grouped call through with the wrong channels, and each
+# version's group offsets.
+VARIANTS += [
+    Variant(EX, "weight_check_ignores_groups", "the argument checks never test that groups divides x's channels: a "
+            "weight that groups=1 accepts goes through with groups that do not fit x, and the op returns "
+            "weight.size(1) * groups channels computed from the wrong input channels instead of an error",
+            {"conv_transpose2d.cpp": [("TORCH_CHECK(x.size(1) % groups == 0,", "TORCH_CHECK(true || x.size(1) % groups == 0,")]},
+            loses={"input_checks"}, reason="groups"),
+    Variant(EX, "gather_weight_offset_by_output_group", "the gather offsets the weight by the group's output channels "
+            "(g * cout/groups, as a conv2d weight's rows would be) instead of its input channels (g * cin/groups)",
+            {"conv_transpose2d.cu": [("const scalar_t* wg = weight + (int64_t(g) * cin_g * cout_g + cg) * taps;",
+                                      "const scalar_t* wg = weight + (int64_t(g) * cout_g + cg) * taps;")]},
+            # the same as the right offset where each group has one input channel (depthwise); ResNeXt's differ
+            loses={"gather"}, keeps={"implicit_gemm", "input_checks", "registration", "performance"},
+            reason="relative error"),
+    Variant(EX, "gemm_gathers_group_0", "the implicit GEMM's gather reads group 0's input channels for every group",
+            {"conv_transpose2d.cu": [("base = x + (int64_t(n) * s.cin + int64_t(group) * (s.cin / s.groups)) * H * W;",
+                                      "base = x + int64_t(n) * s.cin * H * W;")]},
+            loses={"implicit_gemm", "performance"}, keeps={"gather", "input_checks", "registration"},
+            reason="relative error"),
 ]
