@@ -1,4 +1,6 @@
-"""Grading for exercise 06, 2-D convolution (NCHW, groups = 1), both numbered versions.
+"""Grading for exercise 06, 2-D convolution (NCHW, groups = 1), every numbered version: the direct
+kernel and the implicit GEMM in strict fp32, and the implicit GEMM on TF32 tensor cores (version 3,
+graded with a tolerance derived from TF32's precision, on GPUs of compute capability 8.0 and newer).
 
 Exercise 07 (transposed convolution) reuses the helpers here: the case list, the argument checks
 and the strict-fp32 benchmark setup.
@@ -12,13 +14,59 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
-                           unmodified)
+                           require_capability, unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
 REL_TOL = {torch.float32: 1e-5, torch.float64: 1e-11}
+
+# --- version 3, TF32 tensor cores: a tolerance derived from the precision (as 05's kernel 5) -------
+# Each operand rounded to TF32 (unit roundoff 2^-11) changes each product x w by at most 2 u, randomly
+# signed: over the K = cin kh kw products of an output their errors add up to about u sqrt(sum (x w)^2)
+# (u sqrt(K) times a typical product); the float32 sums add at most sqrt(K) 2^-24 of the terms'
+# magnitude (probabilistically), the bias and the result one float32 rounding. Per output:
+#
+#     bound = 5 u sqrt(conv(x^2, w^2)) + 4 sqrt(K) 2^-24 (conv(|x|, |w|) + |b|) + 2^-24 |y|
+#
+# compared normwise, ||y - ref|| / ||ref|| <= ||bound|| / ||ref||: about 5 u (2.4e-3) on random data,
+# where TF32 lands near 4e-4 and a dropped K step or a wrong fragment near 1e-1 and above. FP16 has TF32's
+# 10-bit mantissa, so ordinary values cannot tell them apart; its 5 exponent bits can: the group also
+# convolves inputs near 1e5 (FP16 overflows at 65504) and near 1e-6 (below FP16's smallest normal), which
+# TF32 (float32's 8 exponent bits) holds. The strict groups' 1e-5 fails TF32 (about 4e-4).
+TF32_U = 2.0**-11
+FP32_U = 2.0**-24
+OPERAND_SIGMAS = 5.0
+SUM_SIGMAS = 4.0
+RANGE_SCALES = (1e5, 1e-6)
+TENSOR_CORE_CAPABILITY = (8, 0)
+
+
+def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None) -> float:
+    """The normwise relative error TF32 tensor cores may make on this convolution (the bound above; a
+    transposed one where output_padding is given), from the inputs themselves (float64, on their
+    device; non-finite inputs count as 0)."""
+    def clean(t):
+        return None if t is None else torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
+
+    x64, w64, b64 = clean(x), clean(w), clean(b)
+    transposed = output_padding is not None
+    conv = F.conv_transpose2d if transposed else F.conv2d
+    extra = {"output_padding": output_padding} if transposed else {}
+
+    def run(a, k, bias=None):
+        return conv(a, k, bias, stride=stride, padding=padding, dilation=dilation, **extra)
+
+    ref = run(x64, w64, b64)
+    spread = run(x64 * x64, w64 * w64).clamp_min(0).sqrt()
+    magnitude = run(x64.abs(), w64.abs(), None if b64 is None else b64.abs())
+    k = w64.shape[0 if transposed else 1] * w64.shape[2] * w64.shape[3]
+    bound = (OPERAND_SIGMAS * TF32_U * spread + SUM_SIGMAS * k ** 0.5 * FP32_U * magnitude) * (1 + FP32_U) \
+        + FP32_U * ref.abs()
+    norm = torch.linalg.vector_norm(ref).item()
+    allowed = torch.linalg.vector_norm(bound).item()
+    return allowed / norm if norm > 0 else allowed
 
 
 @dataclass(frozen=True)
@@ -129,6 +177,12 @@ class ConvSpec(Spec):
     cases: tuple[Case, ...] = ()
     fp64_cases: tuple[Case, ...] = ()
     random_case: Callable[[torch.Generator, str], Case] | None = None
+    # versions that run on TF32 tensor cores: float32 only, graded with tf32_tolerance, and only on GPUs of
+    # compute capability TENSOR_CORE_CAPABILITY (below it, their checks are not run and cost nothing)
+    tf32_versions: tuple[int, ...] = ()
+    # the version the op runs without a `version` argument under grading's math state (TF32 off): its
+    # group also checks that call (a default that ignores torch.backends.cudnn.allow_tf32 fails it)
+    default_version: int | None = None
 
     # --- helpers -------------------------------------------------------------------------------
     def call(self, ctx: Context, x, w, b, c: Case, version: int | None):
@@ -154,6 +208,12 @@ class ConvSpec(Spec):
             return F.conv_transpose2d(x.double(), w.double(), b, c.stride, c.padding, c.output_padding, 1, c.dilation)
         return F.conv2d(x.double(), w.double(), b, c.stride, c.padding, c.dilation)
 
+    def tolerance(self, version, x, w, b, c: Case) -> float:
+        """The normwise relative error allowed: TF32's bound for a tensor-core version, else REL_TOL."""
+        if version in self.tf32_versions:
+            return tf32_tolerance(x, w, b, c.stride, c.padding, c.dilation, c.output_padding if self.transposed else None)
+        return REL_TOL[x.dtype]
+
     def _expect(self, ctx: Context, version, c: Case, dtype: torch.dtype, what: str, x=None, w=None, b=None):
         if x is None:
             x, w, b = self._inputs(ctx, what, c, dtype)
@@ -166,34 +226,60 @@ class ConvSpec(Spec):
         expected = self._reference(x, w, b, c)
         if y.dtype != dtype:
             raise CheckFailure(f"{what}: output dtype {y.dtype}, expected {dtype}")
-        assert_rel_error(y, expected, REL_TOL[dtype], f"{what} ({describe(c, self.transposed)})")
+        precision = " (TF32 tensor cores: the README's How it is graded)" if version in self.tf32_versions else ""
+        assert_rel_error(y, expected, self.tolerance(version, x, w, b, c), f"{what} ({describe(c, self.transposed)}){precision}")
 
     # --- the checks ----------------------------------------------------------------------------
     def checks(self) -> list[Check]:
         checks = CheckList()
         for group, version, kernel in self.versions_graded:
+            tf32 = version in self.tf32_versions
+
+            def add(name, run, slow=False, tf32=tf32, version=version):
+                if tf32:  # below compute capability 8.0 (a T4): not run, costs the group nothing
+                    def run_here(ctx, run=run):
+                        require_capability(*TENSOR_CORE_CAPABILITY, f"version {version} (TF32 tensor cores)")
+                        return run(ctx)
+                    checks.add(name, run_here, slow=slow)
+                else:
+                    checks.add(name, run, slow=slow)
+
             # first: a fallback to PyTorch's op is named as such, not as the precision it happens to miss
             # (in the full grade: the quick loop skips it, as the profiler's start-up costs seconds)
-            checks.add(f"{group}[own kernel ran]",
-                       lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g), slow=True)
+            add(f"{group}[own kernel ran]", lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g),
+                slow=True)
             for c in self.cases:
                 name = f"{group}[float32, {c.name}]"
-                checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
-            for c in self.fp64_cases:
+                add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
+            for c in () if tf32 else self.fp64_cases:  # a TF32 version takes float32 only (input_checks)
                 name = f"{group}[float64, {c.name}]"
-                checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
+                add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
             for i in range(RANDOM_CASES):
                 name = f"{group}[random shape {i}]"
-                checks.add(name, lambda ctx, v=version, n=name: self._expect(
+                add(name, lambda ctx, v=version, n=name: self._expect(
                     ctx, v, self.random_case(ctx.generator(n, device="cpu"), n), torch.float32, n))
-            checks.add(f"{group}[empty batch]", lambda ctx, v=version: self._check_empty(ctx, v))
-            checks.add(f"{group}[non-contiguous inputs]",
-                       lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
-            checks.add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
-            checks.add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
+            if tf32:
+                for scale in RANGE_SCALES:
+                    add(f"{group}[values near {scale:g}]",
+                        lambda ctx, v=version, g=group, sc=scale: self._check_range(ctx, v, g, sc))
+            if version is not None and version == self.default_version:
+                c = next(c for c in CASES if c.name == "odd channels 67 -> 65")  # K = 603, off every tile
+                name = f"{group}[version=None with allow_tf32 off: strict fp32]"
+                add(name, lambda ctx, c=c, n=name: self._expect(ctx, None, c, torch.float32, n))
+            add(f"{group}[empty batch]", lambda ctx, v=version: self._check_empty(ctx, v))
+            add(f"{group}[non-contiguous inputs]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
         self._input_checks(checks)
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
+
+    def _check_range(self, ctx: Context, version, group: str, scale: float) -> None:
+        """Inputs near `scale` (1e5, 1e-6): TF32 holds them (float32's exponent), FP16 cannot."""
+        c = Case("range", 2, 24, 13, 11, 40, 3, 3, (1, 1), (1, 1))
+        x, w, b = self._inputs(ctx, f"{group}-range{scale:g}", c, torch.float32)
+        self._expect(ctx, version, c, torch.float32, f"{group}[x near {scale:g}, which float16 cannot hold (TF32 can)]",
+                     x * scale, w, b * scale)
 
     def _check_empty(self, ctx: Context, version) -> None:
         c = Case("empty batch", 0, 3, 8, 8, 4, 3, 3, (1, 1), (1, 1), bias=False)
@@ -227,7 +313,7 @@ class ConvSpec(Spec):
         c = Case("current stream", 2, 8, 19, 21, 16, 3, 3, (1, 1), (1, 1))
         x, w, b = self._inputs(ctx, f"{group}-stream", c, torch.float32)
         y = on_a_busy_stream(lambda x_, w_, b_: self.call(ctx, x_, w_, b_, c, version), x, w, b)
-        assert_rel_error(y, self._reference(x, w, b, c), REL_TOL[torch.float32],
+        assert_rel_error(y, self._reference(x, w, b, c), self.tolerance(version, x, w, b, c),
                          f"{group} inside `with torch.cuda.stream(s)` (launch on the current stream)")
 
     def _check_own(self, ctx: Context, version, kernel: str, group: str) -> None:
@@ -278,13 +364,26 @@ class ConvSpec(Spec):
                 lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)}))
             bad("a dilated kernel larger than the input", ("weight", "kernel"),
                 lambda: ((x(), w()), {"dilation": (1, 4)}))
-        if any(version is not None for _, version, _ in self.versions_graded):
-            bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3}))
+        versions = [version for _, version, _ in self.versions_graded if version is not None]
+        if versions:
+            past = max(versions) + 1
+            bad(f"version {past}", ("version",), lambda: ((x(), w()), {"version": past}))
+        for version in self.tf32_versions:
+            bad(f"a float64 x with version {version}", ("x",),
+                lambda v=version: ((cuda(2, 3, 8, 8, dtype=torch.float64), w().double()), {"version": v}))
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def audit_calls(self, device, dtype) -> list[AuditCall]:
         """Each graded version, with and without bias, on a geometry where an empty height or width
         of x leaves no output (which the op must reject, as PyTorch does)."""
+        return [call for group, version, kernel in self.versions_graded
+                for call in self._audit_calls_of(device, self._dtype(version, dtype), group, version, kernel)]
+
+    def _dtype(self, version, dtype):
+        """The dtype a version's audit calls take: float32 for a TF32 version, else the audit's."""
+        return torch.float32 if version in self.tf32_versions else dtype
+
+    def _audit_calls_of(self, device, dtype, group, version, kernel) -> list[AuditCall]:
         def r(*shape, seed, scale=1.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
 
@@ -301,7 +400,6 @@ class ConvSpec(Spec):
         pointwise = ((1, 1), (0, 0), (0, 0), (1, 1)) if self.transposed else ((1, 1), (0, 0), (1, 1))
         geometries = (((x, w), params, (b, None), ""), ((x1, w1), pointwise, (b,), "pointwise"))
         return [self._call(*tensors, bias, conv, group, version, kernel, kind)
-                for group, version, kernel in self.versions_graded
                 for tensors, conv, biases, kind in geometries for bias in biases]
 
     def _call(self, x, w, bias, params, group, version, kernel, kind: str = "") -> AuditCall:
@@ -310,12 +408,24 @@ class ConvSpec(Spec):
         what = [f"version={version}"] if version is not None else []
         what.append("bias" if bias is not None else "no bias")
         what += [kind] if kind else []
+        tf32 = version in self.tf32_versions
+        what += ["TF32"] if tf32 else []
         # NaN and infinities in x propagate to every output that reads them; in the weight they would
         # meet the zero padding, where whether 0 * inf is computed is the kernel's choice
         return AuditCall(self.op, (x, w, bias, *params, *extra),
                          ("x", "weight", "bias", *names, *(("version",) if extra else ())),
                          self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
-                         kernels=KernelRule((kernel,)), registered=f"lib.ops.{self.op}", nonfinite=(0,))
+                         kernels=KernelRule((kernel,)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
+                         tolerance=self._audit_tolerance if tf32 else None,
+                         needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
+
+    def _audit_tolerance(self, x, w, b, *params) -> float:
+        """tf32_tolerance of an audit call's arguments (stride, padding[, output_padding], dilation, version)."""
+        if self.transposed:
+            stride, padding, output_padding, dilation = params[:4]
+            return tf32_tolerance(x, w, b, stride, padding, dilation, output_padding)
+        stride, padding, dilation = params[:3]
+        return tf32_tolerance(x, w, b, stride, padding, dilation)
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """Per graded version, one convolution of random geometry (self.random_case), with bias or not."""
@@ -323,11 +433,12 @@ class ConvSpec(Spec):
         for group, version, kernel in self.versions_graded:
             c = self.random_case(g, f"random {group}")
             seed = int(torch.randint(0, 2**31, (1,), generator=g))
-            x = audit_randn(c.n, c.cin, c.h, c.w, device=device, dtype=dtype, seed=seed)
+            d = self._dtype(version, dtype)
+            x = audit_randn(c.n, c.cin, c.h, c.w, device=device, dtype=d, seed=seed)
             fan_in = (c.cout if self.transposed else c.cin) * c.kh * c.kw
             shape = (c.cin, c.cout, c.kh, c.kw) if self.transposed else (c.cout, c.cin, c.kh, c.kw)
-            w = audit_randn(*shape, device=device, dtype=dtype, seed=seed + 1, scale=fan_in ** -0.5)
-            b = audit_randn(c.cout, device=device, dtype=dtype, seed=seed + 2) if c.bias else None
+            w = audit_randn(*shape, device=device, dtype=d, seed=seed + 1, scale=fan_in ** -0.5)
+            b = audit_randn(c.cout, device=device, dtype=d, seed=seed + 2) if c.bias else None
             params = ((c.stride, c.padding, c.output_padding, c.dilation) if self.transposed
                       else (c.stride, c.padding, c.dilation))
             calls.append(self._call(x, w, b, params, group, version, kernel))
@@ -395,18 +506,24 @@ class Conv2dSpec(ConvSpec):
         )
 
     def versions(self):
+        """The strict-fp32 versions, timed beside strict-fp32 cuDNN; version 3 (TF32) is timed beside
+        cuDNN with TF32 allowed by grader.benchmark_extras."""
         return {"kernel1 direct": lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=1),
                 "kernel2 implicit GEMM": lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=2)}
 
 
 SPEC = Conv2dSpec(
     exercise="06_conv2d",
-    title="2-D convolution: direct and implicit GEMM",
+    title="2-D convolution: direct, implicit GEMM, and implicit GEMM on TF32 tensor cores",
     module="conv2d.py",
-    points={"direct": 2, "implicit_gemm": 3, "input_checks": 1, "registration": 1, "performance": 3},
+    points={"direct": 2, "implicit_gemm": 3, "tensor_cores_tf32": 2, "input_checks": 1, "registration": 1,
+            "performance": 3},
     perf_requires=("implicit_gemm",),
     solution_vs_baseline=0.8,  # H100, 2026-11-23 grading run: 24.4 vs cuDNN 30.6 TFLOP/s (strict fp32)
-    versions_graded=(("direct", 1, "conv2d_kernel1"), ("implicit_gemm", 2, "conv2d_kernel2")),
+    versions_graded=(("direct", 1, "conv2d_kernel1"), ("implicit_gemm", 2, "conv2d_kernel2"),
+                     ("tensor_cores_tf32", 3, "conv2d_kernel3")),
+    tf32_versions=(3,),
+    default_version=2,
     cases=tuple(CASES),
     fp64_cases=tuple(FP64_CASES),
     random_case=random_case,
