@@ -20,7 +20,8 @@ struct Conv2dShape {
 
 // y = conv2d(x, weight) + bias, with x (n, cin, h, w), weight (cout, cin, kh, kw), bias (cout) or
 // nullptr, y (n, cout, ho, wo), all contiguous. version 1: the direct kernel; version 2: the tiled
-// implicit GEMM. Launched on `stream`.
+// implicit GEMM; version 3: the implicit GEMM on TF32 tensor cores (float only, compute capability 8.0
+// and newer). Launched on `stream`.
 template <typename scalar_t>
 void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
                  int version, cudaStream_t stream);

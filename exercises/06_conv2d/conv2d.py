@@ -20,10 +20,24 @@ def _pair(v) -> list[int]:
     return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
+def default_version(x: torch.Tensor) -> int:
+    """The version `conv2d` runs when none is named: 3 (TF32 tensor cores) where PyTorch itself would
+    let cuDNN use TF32 (torch.backends.cudnn.allow_tf32, its default True) for a float32 x on a GPU of
+    compute capability 8.0 or newer; else 2 (strict fp32)."""
+    if (torch.backends.cudnn.allow_tf32 and x.dtype == torch.float32 and x.is_cuda
+            and torch.cuda.get_device_capability(x.device) >= (8, 0)):
+        return 3
+    return 2
+
+
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
-           dilation=1, version: int = 2) -> torch.Tensor:
+           dilation=1, version: int | None = None) -> torch.Tensor:
     """Like torch.nn.functional.conv2d with groups=1: x (N, Cin, H, W), weight (Cout, Cin, kh, kw),
-    bias (Cout,) or None. version 1 runs the direct kernel, version 2 the implicit GEMM."""
+    bias (Cout,) or None. version 1 runs the direct kernel, version 2 the implicit GEMM (strict fp32),
+    version 3 the implicit GEMM on TF32 tensor cores (float32, compute capability 8.0+); None: as
+    PyTorch's flag torch.backends.cudnn.allow_tf32 says (default_version)."""
+    if version is None:
+        version = default_version(x)
     return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(version))
 
 
@@ -40,7 +54,8 @@ def _conv2d_fake(x, weight, bias, stride, padding, dilation, version):
 
 
 class Conv2d(torch.nn.Module):
-    """Forward-only drop-in for torch.nn.Conv2d with groups=1 and zero padding."""
+    """Forward-only drop-in for torch.nn.Conv2d with groups=1 and zero padding; runs conv2d's default
+    version (TF32 tensor cores where torch.backends.cudnn.allow_tf32 allows them, as torch.nn.Conv2d)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  bias: bool = True, device=None, dtype=None):
