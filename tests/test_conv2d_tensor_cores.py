@@ -62,7 +62,7 @@ SOURCE_LINES = [
     "const int r = b_row + pass * kBRows;",
     "cp_async16(&st.B[r][4 * b_c], ok ? src : weight, ok);",
     "cp_async4(&st.B[r][4 * b_c + e], ok ? src + e : weight, ok);",
-    "const int wm0 = (warp / (BN / kWN3)) * kWM3, wn0 = (warp % (BN / kWN3)) * kWN3;",
+    "const int wm0 = (warp / (BN3 / kWN3)) * kWM3, wn0 = (warp % (BN3 / kWN3)) * kWN3;",
     "store_y3(y, bias, acc, s, m0 + wm0, co0 + wn0, lane);",
     "const int steps = (K + kBK3 - 1) / kBK3;",
 ]

@@ -224,8 +224,8 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 #endif
 }
 
-// The tiles. A block computes a 128 x BN tile of Y (128 output pixels x BN = 64 or 128 channels) with
-// 2 x (BN / 32) warps, each a 64 x 32 tile as 4 x 4 mma tiles of 16 x 8; K goes 16 at a time (two
+// The tiles. A block computes a 128 x BN3 tile of Y (128 output pixels x BN3 = 64 or 128 channels) with
+// 2 x (BN3 / 32) warps, each a 64 x 32 tile as 4 x 4 mma tiles of 16 x 8; K goes 16 at a time (two
 // m16n8k8 steps) through a 3-stage cp.async ring, as 05's kernels 4 and 5.
 constexpr int kBM3 = 128;
 constexpr int kBK3 = 16;
@@ -234,12 +234,12 @@ constexpr int kMTiles3 = kWM3 / 16, kNTiles3 = kWN3 / 8;  // 4 x 4 mma tiles
 constexpr int kStages3 = 3;
 
 // One stage: the im2col tile A[k][m] (16 k x 128 pixels, as version 2's As) and the weight tile B[co][k]
-// (BN channels x 16 k, as `weight` holds them). 16 KiB (BN = 128) or 12 KiB: 3 stages fit the 48 KiB
+// (BN3 channels x 16 k, as `weight` holds them). 16 KiB (BN3 = 128) or 12 KiB: 3 stages fit the 48 KiB
 // of static shared memory.
-template <int BN>
+template <int BN3>
 struct Stage3 {
   float A[kBK3][kBM3];
-  float B[BN][kBK3];
+  float B[BN3][kBK3];
 };
 
 // Where pixel m of row k of A lives: its 16-byte chunk (m / 4) XOR-ed with (k / 4) % 4 in bits 1-2.
@@ -260,8 +260,8 @@ __device__ __forceinline__ int swizzle3(int k, int m) { return m ^ (((k >> 2) & 
 //   4 t + 2 step + 1. So a lane's k over both steps are 4 t .. 4 t + 3: one float4 of a channel's B row.
 // - pixels: row g (g + 8) of mma tile i is pixel 32 (i / 2) + 4 g + 2 (i % 2) (+ 1) of the warp's 64.
 //   So a lane's 8 pixels are 4 g .. 4 g + 3 and 32 + 4 g .. 32 + 4 g + 3: two float4 of an A row.
-template <int BN>
-__device__ __forceinline__ void mma_stage3(const Stage3<BN>& st, float (&acc)[kMTiles3][kNTiles3][4], int wm0, int wn0,
+template <int BN3>
+__device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[kMTiles3][kNTiles3][4], int wm0, int wn0,
                                            int lane) {
   const int g = lane / 4, t = lane % 4;
   uint32_t b[kNTiles3][4];  // b[j][e]: channel wn0 + 8 j + g at the stage's k = 4 t + e, as TF32
@@ -302,20 +302,20 @@ __device__ __forceinline__ void store_y3(float* __restrict__ y, const float* __r
   // END SOLUTION
 }
 
-// Version 3, implicit GEMM on tensor cores: grid (ceil(M / 128), ceil(cout / BN)), 2 BN threads = 2 x (BN / 32)
-// warps, warp w computing pixels 64 (w / (BN / 32)) .. + 63 x channels 32 (w % (BN / 32)) .. + 31 of the
+// Version 3, implicit GEMM on tensor cores: grid (ceil(M / 128), ceil(cout / BN3)), 2 BN3 threads = 2 x (BN3 / 32)
+// warps, warp w computing pixels 64 (w / (BN3 / 32)) .. + 63 x channels 32 (w % (BN3 / 32)) .. + 31 of the
 // block's tile. Each K step, thread `tid` gathers kAPer consecutive k of im2col row tid % 128 (pixel
 // m0 + tid % 128: neighbouring threads, neighbouring pixels) and copies 2 chunks of 4 k of the weights
 // (4 threads per channel row, kVecB: 16 bytes at a time), all with cp.async into the ring's next stage.
 // kVecB: K % 4 == 0 and weight 16-byte aligned, so every chunk of 4 k starts on 16 bytes.
-template <int BN, bool kVecB>
-__global__ void __launch_bounds__(2 * BN, 256 / BN)
+template <int BN3, bool kVecB>
+__global__ void __launch_bounds__(2 * BN3, 256 / BN3)
     conv2d_kernel3(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
                    float* __restrict__ y, Conv2dShape s) {
-  constexpr int kThreads = 2 * BN;
+  constexpr int kThreads = 2 * BN3;
   constexpr int kAPer = kBM3 * kBK3 / kThreads;  // k of one im2col row a thread gathers per step: 8 or 16
   constexpr int kBRows = kThreads / 4;           // channel rows of B copied per pass (2 passes)
-  __shared__ __align__(128) Stage3<BN> ring[kStages3];
+  __shared__ __align__(128) Stage3<BN3> ring[kStages3];
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int hw_out = s.ho * s.wo;
@@ -324,8 +324,8 @@ __global__ void __launch_bounds__(2 * BN, 256 / BN)
   const int64_t M = s.n * hw_out;
   const int K = s.cin * khw;
   const int64_t m0 = int64_t(blockIdx.x) * kBM3;
-  const int co0 = blockIdx.y * BN;
-  const int wm0 = (warp / (BN / kWN3)) * kWM3, wn0 = (warp % (BN / kWN3)) * kWN3;
+  const int co0 = blockIdx.y * BN3;
+  const int wm0 = (warp / (BN3 / kWN3)) * kWM3, wn0 = (warp % (BN3 / kWN3)) * kWN3;
 
   // This thread's im2col row (pixel m0 + a_row = (n, oh, ow), decoded once) and its k within a step.
   const int a_row = tid % kBM3, a_k = (tid / kBM3) * kAPer;
@@ -344,7 +344,7 @@ __global__ void __launch_bounds__(2 * BN, 256 / BN)
   const int b_row = tid / 4, b_c = tid % 4;
 
   // Issue the copies of the step at k0 into stage st (zeros outside x, the padding, M, K and cout).
-  auto load_stage = [&](Stage3<BN>& st, int k0) {
+  auto load_stage = [&](Stage3<BN3>& st, int k0) {
     // im2col: k = k0 + a_k + e -> (ci, kh, kw), decoded once per step, then walked (kw fastest)
     int k = k0 + a_k;
     const int ci = k / khw;
@@ -396,7 +396,7 @@ __global__ void __launch_bounds__(2 * BN, 256 / BN)
     __syncthreads();                // everyone's have, and everyone is done reading stage `write`
     if (step + kStages3 - 1 < steps) load_stage(ring[write], (step + kStages3 - 1) * kBK3);
     cp_async_commit();
-    mma_stage3<BN>(ring[read], acc, wm0, wn0, lane);
+    mma_stage3<BN3>(ring[read], acc, wm0, wn0, lane);
     read = read + 1 == kStages3 ? 0 : read + 1;
     write = write + 1 == kStages3 ? 0 : write + 1;
   }
@@ -465,12 +465,12 @@ void check_tensor_cores() {
                   ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
 }
 
-template <int BN, bool kVecB>
+template <int BN3, bool kVecB>
 void launch_tensor_core_tiles(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
                               cudaStream_t stream) {
-  constexpr int threads = 2 * BN;
+  constexpr int threads = 2 * BN3;
   // BEGIN SOLUTION
-  // TODO: launch conv2d_kernel3<BN, kVecB> on `stream`: a grid of ceil(M / kBM3) x ceil(cout / BN)
+  // TODO: launch conv2d_kernel3<BN3, kVecB> on `stream`: a grid of ceil(M / kBM3) x ceil(cout / BN3)
   // TODO: blocks (M = n * ho * wo) of `threads` threads; check the launch.
   // TODO: (the reference solution takes about 5 lines)
   TORCH_CHECK(false, "launch_tensor_core_tiles (conv2d.cu) is not implemented yet");
