@@ -63,8 +63,38 @@ def time_shapes(module, shapes, call, baseline, work) -> list[dict]:
     return rows
 
 
+def conv2d_tf32_report(shapes) -> list[dict] | dict:
+    """06's version 3 (TF32 tensor cores) beside cuDNN with TF32 allowed (PyTorch's default for
+    convolutions, the tensor cores' rate: this version's limit), cuDNN's autotuner on, on 06's
+    benchmark shape and on `shapes`; median GPU time (grader.timer.time_fn, L2 flushed), TFLOP/s, ratio."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        return {"skipped": f"version 3 needs compute capability 8.0; {torch.cuda.get_device_name()} is "
+                           + ".".join(map(str, torch.cuda.get_device_capability()))}
+    m = _reference("06_conv2d")
+    flush = L2Flusher()
+    rows = []
+    with math_mode(tf32=True, cudnn_benchmark=True):
+        for label, xs, ws, params in shapes:
+            g = torch.Generator(device="cuda")
+            g.manual_seed(7)
+            inputs = [(randn(g, xs, torch.float32), randn(g, ws, torch.float32, (ws[1] * ws[2] * ws[3]) ** -0.5))
+                      for _ in range(2)]
+            ours = time_fn(lambda inp: m.conv2d(inp[0], inp[1], None, **params, version=3), inputs, flush=flush)
+            base = time_fn(lambda inp: F.conv2d(inp[0], inp[1], None, **params), inputs, flush=flush)
+            s, p = params["stride"], params["padding"]
+            ho, wo = (xs[2] + 2 * p - ws[2]) // s + 1, (xs[3] + 2 * p - ws[3]) // s + 1
+            flops = 2 * xs[0] * ws[0] * ho * wo * xs[1] * ws[2] * ws[3]
+            rows.append({"shape": label, "time_us": round(ours.median_s * 1e6, 1),
+                         "tflops": round(flops / ours.median_s / 1e12, 2),
+                         "cudnn_tf32_time_us": round(base.median_s * 1e6, 1),
+                         "cudnn_tf32_tflops": round(flops / base.median_s / 1e12, 2),
+                         "vs_cudnn_tf32": round(base.median_s / ours.median_s, 3)})
+    return rows
+
+
 def conv2d_report() -> dict:
-    """06's fast version beside cuDNN on CONV2D_SHAPES."""
+    """06's fast strict version (2) beside strict cuDNN on CONV2D_SHAPES, and version 3 (TF32) beside
+    cuDNN with TF32 allowed on the benchmark's shape and CONV2D_SHAPES."""
     def work(xs, ws, params):
         s, p = params["stride"], params["padding"]
         ho = (xs[2] + 2 * p - ws[2]) // s + 1
@@ -78,7 +108,11 @@ def conv2d_report() -> dict:
         call=lambda mod, inp, params: mod.conv2d(inp[0], inp[1], None, **params, version=2),
         baseline=lambda inp, params: F.conv2d(inp[0], inp[1], None, **params),
         work=work)
-    return {"strict fp32, version 2 beside cuDNN": rows, DEPTHWISE_KEY: depthwise_layers(),
+    bench = ("32x64x56x56, 64->64, 3x3, pad 1 (the benchmark's)", (32, 64, 56, 56), (64, 64, 3, 3),
+             {"stride": 1, "padding": 1})
+    return {"strict fp32, version 2 beside cuDNN": rows,
+            "TF32, version 3 beside cuDNN with TF32 allowed": conv2d_tf32_report([bench, *shapes]),
+            DEPTHWISE_KEY: depthwise_layers(),
             model_shapes.EXTRA_KEY: conv2d_layers()}
 
 
@@ -139,13 +173,17 @@ def conv_inputs(layer, g):
 
 
 def conv2d_layers() -> list[dict]:
-    """06's fast version (2) on every convolution of the model list, grouped (depthwise) ones included
-    (version 2 takes its depthwise kernel for those)."""
+    """06's fast strict version (2) on every convolution of the model list, grouped (depthwise) ones
+    included (version 2 takes its depthwise kernel for those), and from compute capability 8.0 version 3
+    (TF32, groups 1) beside PyTorch with TF32 allowed."""
     m = _reference("06_conv2d")
+    tensor_cores = torch.cuda.get_device_capability() >= (8, 0)
     return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
         lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding, groups=layer.groups,
                              version=2),
-        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups), None))
+        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups),
+        (lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding, version=3))
+        if tensor_cores and layer.groups == 1 else None))
 
 
 DEPTHWISE_KEY = "depthwise layers (MobileNetV2), bytes moved beside cuDNN"

@@ -95,6 +95,18 @@ def fmt_rate(rate: float, unit: str) -> str:
     return f"{rate / 1e9:,.0f} GB/s" if unit == "B" else f"{rate / 1e12:,.2f} TFLOP/s"
 
 
+def tf32_lines(extra: dict) -> list[str]:
+    """One terminal line per row of an extra table of a TF32 version beside cuDNN with TF32 allowed
+    (rows with "vs_cudnn_tf32", e.g. 06's version 3)."""
+    out = []
+    for table in extra.values():
+        for row in table if isinstance(table, list) else ():
+            if isinstance(row, dict) and "vs_cudnn_tf32" in row:
+                out.append(f"{'':28s} TF32 {row['shape'][:40]}: {row['tflops']:.1f} TFLOP/s, cuDNN TF32 "
+                           f"{row['cudnn_tf32_tflops']:.1f}: {row['vs_cudnn_tf32']:.2f}x")
+    return out
+
+
 def layers_summary(rows: list[dict]) -> str:
     """One line: how the op did over the model layers, against PyTorch strict and with TF32."""
     timed = [r for r in rows if "skipped" not in r]
@@ -158,6 +170,7 @@ def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
             rest = {k: v for k, v in r["extra"].items() if k != model_shapes.EXTRA_KEY}
             if rest:
                 lines.append(f"{'':28s} extra: {json.dumps(rest)[:200]}")
+            lines += tf32_lines(rest)
             if r["extra"].get(model_shapes.EXTRA_KEY):
                 lines.append(f"{'':28s} {layers_summary(r['extra'][model_shapes.EXTRA_KEY])}")
     extras = [r for r in results if r.get("extra")]

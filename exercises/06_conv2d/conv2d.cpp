@@ -58,9 +58,17 @@ int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int
 at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                   at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
                   int64_t version) {
-  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM), but is ", str(version));
+  TORCH_CHECK(version >= 1 && version <= 3,
+              "version must be 1 (direct), 2 (implicit GEMM) or 3 (implicit GEMM on TF32 tensor cores), but is ",
+              str(version));
   const Pair st = pair_arg(stride, "stride"), pd = pair_arg(padding, "padding"), dl = pair_arg(dilation, "dilation");
   check_conv_args(x, weight, bias, st, pd, dl, groups);
+  // version 3 rounds its operands to TF32, a float32 format: it takes float32 only (never float64 silently)
+  TORCH_CHECK(version != 3 || x.scalar_type() == at::kFloat,
+              "x must be float32 for version 3 (TF32 tensor cores), but is ", course::dtype_str(x));
+  // version 3 is one dense GEMM: grouped convolutions take version 2 (its grouped GEMM or depthwise kernel)
+  TORCH_CHECK(version != 3 || groups == 1, "groups must be 1 for version 3 (TF32 tensor cores), but is ",
+              str(groups), "; version 2 takes groups");
   const int64_t ho = conv_output_size(x.size(2), weight.size(2), st[0], pd[0], dl[0]);
   const int64_t wo = conv_output_size(x.size(3), weight.size(3), st[1], pd[1], dl[1]);
   // The kernels index within one image with int (the batch index is 64-bit).

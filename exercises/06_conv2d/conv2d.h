@@ -23,7 +23,8 @@ struct Conv2dShape {
 // y = conv2d(x, weight, groups) + bias, with x (n, cin, h, w), weight (cout, cin / groups, kh, kw),
 // bias (cout) or nullptr, y (n, cout, ho, wo), all contiguous. version 1: the direct kernel; version
 // 2: the tiled implicit GEMM, or the depthwise kernel where groups == cin (each output channel reads
-// one input channel). Launched on `stream`.
+// one input channel); version 3: the implicit GEMM on TF32 tensor cores (float only, groups == 1,
+// compute capability 8.0 and newer). Launched on `stream`.
 template <typename scalar_t>
 void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
                  int version, cudaStream_t stream);

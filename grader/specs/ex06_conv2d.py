@@ -1,5 +1,7 @@
-"""Grading for exercise 06, 2-D convolution (NCHW, with groups), both numbered versions and the
-depthwise path of version 2.
+"""Grading for exercise 06, 2-D convolution (NCHW, with groups), every numbered version: the direct
+kernel and the implicit GEMM in strict fp32 (and version 2's depthwise path), and the implicit GEMM on
+TF32 tensor cores (version 3, groups 1, graded with a tolerance derived from TF32's precision, on GPUs
+of compute capability 8.0 and newer).
 
 Exercise 07 (transposed convolution) reuses the helpers here: the case list, the argument checks
 and the strict-fp32 benchmark setup.
@@ -13,13 +15,59 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
-                           unmodified)
+                           require_capability, unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
 REL_TOL = {torch.float32: 1e-5, torch.float64: 1e-11}
+
+# --- version 3, TF32 tensor cores: a tolerance derived from the precision (as 05's kernel 5) -------
+# Each operand rounded to TF32 (unit roundoff 2^-11) changes each product x w by at most 2 u, randomly
+# signed: over the K = cin kh kw products of an output their errors add up to about u sqrt(sum (x w)^2)
+# (u sqrt(K) times a typical product); the float32 sums add at most sqrt(K) 2^-24 of the terms'
+# magnitude (probabilistically), the bias and the result one float32 rounding. Per output:
+#
+#     bound = 5 u sqrt(conv(x^2, w^2)) + 4 sqrt(K) 2^-24 (conv(|x|, |w|) + |b|) + 2^-24 |y|
+#
+# compared normwise, ||y - ref|| / ||ref|| <= ||bound|| / ||ref||: about 5 u (2.4e-3) on random data,
+# where TF32 lands near 4e-4 and a dropped K step or a wrong fragment near 1e-1 and above. FP16 has TF32's
+# 10-bit mantissa, so ordinary values cannot tell them apart; its 5 exponent bits can: the group also
+# convolves inputs near 1e5 (FP16 overflows at 65504) and near 1e-6 (below FP16's smallest normal), which
+# TF32 (float32's 8 exponent bits) holds. The strict groups' 1e-5 fails TF32 (about 4e-4).
+TF32_U = 2.0**-11
+FP32_U = 2.0**-24
+OPERAND_SIGMAS = 5.0
+SUM_SIGMAS = 4.0
+RANGE_SCALES = (1e5, 1e-6)
+TENSOR_CORE_CAPABILITY = (8, 0)
+
+
+def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, groups=1) -> float:
+    """The normwise relative error TF32 tensor cores may make on this convolution (the bound above; a
+    transposed one where output_padding is given), from the inputs themselves (float64, on their
+    device; non-finite inputs count as 0)."""
+    def clean(t):
+        return None if t is None else torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
+
+    x64, w64, b64 = clean(x), clean(w), clean(b)
+    transposed = output_padding is not None
+    conv = F.conv_transpose2d if transposed else F.conv2d
+    extra = ({"output_padding": output_padding} if transposed else {}) | {"groups": groups}
+
+    def run(a, k, bias=None):
+        return conv(a, k, bias, stride=stride, padding=padding, dilation=dilation, **extra)
+
+    ref = run(x64, w64, b64)
+    spread = run(x64 * x64, w64 * w64).clamp_min(0).sqrt()
+    magnitude = run(x64.abs(), w64.abs(), None if b64 is None else b64.abs())
+    k = (w64.shape[0] // groups if transposed else w64.shape[1]) * w64.shape[2] * w64.shape[3]
+    bound = (OPERAND_SIGMAS * TF32_U * spread + SUM_SIGMAS * k ** 0.5 * FP32_U * magnitude) * (1 + FP32_U) \
+        + FP32_U * ref.abs()
+    norm = torch.linalg.vector_norm(ref).item()
+    allowed = torch.linalg.vector_norm(bound).item()
+    return allowed / norm if norm > 0 else allowed
 
 
 @dataclass(frozen=True)
@@ -207,6 +255,12 @@ class ConvSpec(Spec):
     depthwise_groups: tuple[str, ...] = ()
     depthwise_cases: tuple[Case, ...] = ()
     depthwise_fp64_cases: tuple[Case, ...] = ()
+    # versions that run on TF32 tensor cores: float32 only, dense (groups 1), graded with tf32_tolerance,
+    # and only on GPUs of compute capability TENSOR_CORE_CAPABILITY (below it, not run and cost nothing)
+    tf32_versions: tuple[int, ...] = ()
+    # the version the op runs without a `version` argument under grading's math state (TF32 off): its
+    # group also checks that call (a default that ignores torch.backends.cudnn.allow_tf32 fails it)
+    default_version: int | None = None
 
     # --- helpers -------------------------------------------------------------------------------
     def call(self, ctx: Context, x, w, b, c: Case, version: int | None):
@@ -231,6 +285,13 @@ class ConvSpec(Spec):
         b = randn(g, (c.cout,), dtype) if c.bias else None
         return x, w, b
 
+    def tolerance(self, version, x, w, b, c: Case) -> float:
+        """The normwise relative error allowed: TF32's bound for a tensor-core version, else REL_TOL."""
+        if version in self.tf32_versions:
+            return tf32_tolerance(x, w, b, c.stride, c.padding, c.dilation,
+                                  c.output_padding if self.transposed else None, c.groups)
+        return REL_TOL[x.dtype]
+
     def _reference(self, x, w, b, c: Case) -> torch.Tensor:
         b = None if b is None else b.double()
         if self.transposed:
@@ -250,36 +311,66 @@ class ConvSpec(Spec):
         expected = self._reference(x, w, b, c)
         if y.dtype != dtype:
             raise CheckFailure(f"{what}: output dtype {y.dtype}, expected {dtype}")
-        assert_rel_error(y, expected, REL_TOL[dtype], f"{what} ({describe(c, self.transposed)})")
+        precision = " (TF32 tensor cores: the README's How it is graded)" if version in self.tf32_versions else ""
+        assert_rel_error(y, expected, self.tolerance(version, x, w, b, c),
+                         f"{what} ({describe(c, self.transposed)}){precision}")
 
     # --- the checks ----------------------------------------------------------------------------
     def checks(self) -> list[Check]:
         checks = CheckList()
         for group, version, kernel in self.versions_graded:
             depthwise = group in self.depthwise_groups
+            tf32 = version in self.tf32_versions
+
+            def add(name, run, slow=False, tf32=tf32, version=version):
+                if tf32:  # below compute capability 8.0 (a T4): not run, costs the group nothing
+                    def run_here(ctx, run=run):
+                        require_capability(*TENSOR_CORE_CAPABILITY, f"version {version} (TF32 tensor cores)")
+                        return run(ctx)
+                    checks.add(name, run_here, slow=slow)
+                else:
+                    checks.add(name, run, slow=slow)
+
+            # a TF32 version is one dense GEMM (groups 1; grouped calls are refused, input_checks): dense cases
+            cases = self.depthwise_cases if depthwise else [c for c in self.cases if not tf32 or c.groups == 1]
             # first: a fallback to PyTorch's op is named as such, not as the precision it happens to miss
             # (in the full grade: the quick loop skips it, as the profiler's start-up costs seconds)
-            checks.add(f"{group}[own kernel ran]",
-                       lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g), slow=True)
-            for c in (self.depthwise_cases if depthwise else self.cases):
+            add(f"{group}[own kernel ran]", lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g),
+                slow=True)
+            for c in cases:
                 name = f"{group}[float32, {c.name}]"
-                checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
-            for c in (self.depthwise_fp64_cases if depthwise else self.fp64_cases):
+                add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
+            # a TF32 version takes float32 only (input_checks)
+            for c in () if tf32 else (self.depthwise_fp64_cases if depthwise else self.fp64_cases):
                 name = f"{group}[float64, {c.name}]"
-                checks.add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
+                add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
             for i in range(RANDOM_CASES):
                 name = f"{group}[random shape {i}]"
-                kind = "depthwise" if depthwise else KINDS[i % len(KINDS)]
-                checks.add(name, lambda ctx, v=version, n=name, k=kind: self._expect(
+                kind = "depthwise" if depthwise else "dense" if tf32 else KINDS[i % len(KINDS)]
+                add(name, lambda ctx, v=version, n=name, k=kind: self._expect(
                     ctx, v, self.random_case(ctx.generator(n, device="cpu"), n, kind=k), torch.float32, n))
-            checks.add(f"{group}[empty batch]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
-            checks.add(f"{group}[non-contiguous inputs]",
-                       lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
-            checks.add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
-            checks.add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
+            if tf32:
+                for scale in RANGE_SCALES:
+                    add(f"{group}[values near {scale:g}]",
+                        lambda ctx, v=version, g=group, sc=scale: self._check_range(ctx, v, g, sc))
+            if version is not None and version == self.default_version and not depthwise:
+                c = next(c for c in CASES if c.name == "odd channels 67 -> 65")  # K = 603, off every tile
+                name = f"{group}[version=None with allow_tf32 off: strict fp32]"
+                add(name, lambda ctx, c=c, n=name: self._expect(ctx, None, c, torch.float32, n))
+            add(f"{group}[empty batch]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
+            add(f"{group}[non-contiguous inputs]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
+            add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
         self._input_checks(checks)
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
+
+    def _check_range(self, ctx: Context, version, group: str, scale: float) -> None:
+        """Inputs near `scale` (1e5, 1e-6): TF32 holds them (float32's exponent), FP16 cannot."""
+        c = Case("range", 2, 24, 13, 11, 40, 3, 3, (1, 1), (1, 1))
+        x, w, b = self._inputs(ctx, f"{group}-range{scale:g}", c, torch.float32)
+        self._expect(ctx, version, c, torch.float32, f"{group}[x near {scale:g}, which float16 cannot hold (TF32 can)]",
+                     x * scale, w, b * scale)
 
     def _check_empty(self, ctx: Context, version, group: str = "") -> None:
         c = self._fixed(group, Case("empty batch", 0, 3, 8, 8, 4, 3, 3, (1, 1), (1, 1), bias=False))
@@ -313,7 +404,7 @@ class ConvSpec(Spec):
         c = self._fixed(group, Case("current stream", 2, 8, 19, 21, 16, 3, 3, (1, 1), (1, 1)))
         x, w, b = self._inputs(ctx, f"{group}-stream", c, torch.float32)
         y = on_a_busy_stream(lambda x_, w_, b_: self.call(ctx, x_, w_, b_, c, version), x, w, b)
-        assert_rel_error(y, self._reference(x, w, b, c), REL_TOL[torch.float32],
+        assert_rel_error(y, self._reference(x, w, b, c), self.tolerance(version, x, w, b, c),
                          f"{group} inside `with torch.cuda.stream(s)` (launch on the current stream)")
 
     def _check_own(self, ctx: Context, version, kernel, group: str) -> None:
@@ -321,6 +412,8 @@ class ConvSpec(Spec):
         depthwise group: on two depthwise ones, 3x3 and 5x5)."""
         cases = [self._fixed(group, Case("own", 2, 16, 20, 20, 32, 3, 3, (1, 1), (1, 1))),
                  self._fixed(group, Case("own, grouped", 2, 16, 20, 20, 32, 5, 5, (1, 1), (2, 2), groups=4))]
+        if version in self.tf32_versions:  # one dense GEMM: grouped calls are refused (input_checks)
+            cases = cases[:1]
         label = f"{group}" + (f" (version={version})" if version is not None else "")
         for c in cases:
             x, w, b = self._inputs(ctx, f"{group}-{c.name}", c, torch.float32)
@@ -395,8 +488,15 @@ class ConvSpec(Spec):
                 lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)}))
             bad("a dilated kernel larger than the input", ("weight", "kernel"),
                 lambda: ((x(), w()), {"dilation": (1, 4)}))
-        if any(version is not None for _, version, _ in self.versions_graded):
-            bad("version 3", ("version",), lambda: ((x(), w()), {"version": 3}))
+        versions = [version for _, version, _ in self.versions_graded if version is not None]
+        if versions:
+            past = max(versions) + 1
+            bad(f"version {past}", ("version",), lambda: ((x(), w()), {"version": past}))
+        for version in self.tf32_versions:
+            bad(f"a float64 x with version {version}", ("x",),
+                lambda v=version: ((cuda(2, 3, 8, 8, dtype=torch.float64), w().double()), {"version": v}))
+            bad(f"groups 2 with version {version}", ("groups",),
+                lambda v=version: ((cuda(2, 4, 8, 8), cuda(6, 2, 3, 3)), {"groups": 2, "version": v}))
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def _params(self, stride, padding, dilation, groups, output_padding=(0, 0)) -> tuple:
@@ -411,6 +511,14 @@ class ConvSpec(Spec):
         of x leaves no output (which the op must reject, as PyTorch does); a pointwise and a grouped
         one and a depthwise one. A depthwise group: depthwise convolutions only (3x2 with stride and dilation, with and
         without bias; 3x3 stride 2 with a channel multiplier of 2)."""
+        return [call for group, version, kernel in self.versions_graded
+                for call in self._audit_calls_of(device, self._dtype(version, dtype), group, version, kernel)]
+
+    def _dtype(self, version, dtype):
+        """The dtype a version's audit calls take: float32 for a TF32 version, else the audit's."""
+        return torch.float32 if version in self.tf32_versions else dtype
+
+    def _audit_calls_of(self, device, dtype, group, version, kernel) -> list[AuditCall]:
         def r(*shape, seed, scale=1.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
 
@@ -440,8 +548,9 @@ class ConvSpec(Spec):
         # (labels apart from the version groups' depthwise call, also version=2)
         depthwise_geometries = (((xd, wd), depthwise, (bd, None), DEPTHWISE_PATH),
                                 ((x2, w2), multiplier, (b2,), f"{DEPTHWISE_PATH}, channel multiplier 2"))
+        if version in self.tf32_versions:  # one dense GEMM: the dense geometries
+            geometries = tuple(g for g in geometries if g[3] in ("", "pointwise"))
         return [self._call(*tensors, bias, conv, group, version, kernel, kind)
-                for group, version, kernel in self.versions_graded
                 for tensors, conv, biases, kind in (depthwise_geometries if group in self.depthwise_groups
                                                     else geometries)
                 for bias in biases]
@@ -453,26 +562,39 @@ class ConvSpec(Spec):
         what = [f"version={version}"] if version is not None else []
         what.append("bias" if bias is not None else "no bias")
         what += [kind] if kind else []
+        tf32 = version in self.tf32_versions
+        what += ["TF32"] if tf32 else []
         # NaN and infinities in x propagate to every output that reads them; in the weight they would
         # meet the zero padding, where whether 0 * inf is computed is the kernel's choice
         return AuditCall(self.op, (x, w, bias, *params, *extra),
                          ("x", "weight", "bias", *names, *(("version",) if extra else ())),
                          self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
-                         kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,))
+                         kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
+                         tolerance=self._audit_tolerance if tf32 else None,
+                         needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
+
+    def _audit_tolerance(self, x, w, b, *params) -> float:
+        """tf32_tolerance of an audit call's arguments (the op's scalars in its order, then the version)."""
+        if self.transposed:
+            stride, padding, output_padding, groups, dilation = params[:5]
+            return tf32_tolerance(x, w, b, stride, padding, dilation, output_padding, groups)
+        stride, padding, dilation, groups = params[:4]
+        return tf32_tolerance(x, w, b, stride, padding, dilation, groups=groups)
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """Per graded version, one convolution of random geometry (self.random_case) and kind (dense,
         grouped or depthwise; a depthwise group's: depthwise), with bias or not."""
         calls = []
         for group, version, kernel in self.versions_graded:
-            kind = ("depthwise" if group in self.depthwise_groups
-                    else KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))])
+            drawn = KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))]
+            kind = "depthwise" if group in self.depthwise_groups else "dense" if version in self.tf32_versions else drawn
             c = self.random_case(g, f"random {group}", kind=kind)
             seed = int(torch.randint(0, 2**31, (1,), generator=g))
-            x = audit_randn(c.n, c.cin, c.h, c.w, device=device, dtype=dtype, seed=seed)
+            d = self._dtype(version, dtype)
+            x = audit_randn(c.n, c.cin, c.h, c.w, device=device, dtype=d, seed=seed)
             shape = weight_shape(c, self.transposed)
-            w = audit_randn(*shape, device=device, dtype=dtype, seed=seed + 1, scale=(shape[1] * c.kh * c.kw) ** -0.5)
-            b = audit_randn(c.cout, device=device, dtype=dtype, seed=seed + 2) if c.bias else None
+            w = audit_randn(*shape, device=device, dtype=d, seed=seed + 1, scale=(shape[1] * c.kh * c.kw) ** -0.5)
+            b = audit_randn(c.cout, device=device, dtype=d, seed=seed + 2) if c.bias else None
             params = self._params(c.stride, c.padding, c.dilation, c.groups, c.output_padding)
             label = DEPTHWISE_PATH if group in self.depthwise_groups else KIND_LABELS[kind]
             calls.append(self._call(x, w, b, params, group, version, kernel, label))
@@ -557,14 +679,18 @@ SPEC = Conv2dSpec(
     exercise="06_conv2d",
     title="2-D convolution: direct and implicit GEMM",
     module="conv2d.py",
-    points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "input_checks": 1, "registration": 1, "performance": 3},
+    points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "tensor_cores_tf32": 2, "input_checks": 1,
+            "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),
     solution_vs_baseline=0.8,  # H100, 2026-11-23 grading run: 24.4 vs cuDNN 30.6 TFLOP/s (strict fp32)
     # version 2 takes its depthwise kernel where groups == cin: its group's cases may run either kernel;
     # the depthwise group grades that path alone, on depthwise convolutions
     versions_graded=(("direct", 1, "conv2d_kernel1"),
                      ("implicit_gemm", 2, ("conv2d_kernel2", "conv2d_depthwise_kernel")),
-                     ("depthwise", 2, "conv2d_depthwise_kernel")),
+                     ("depthwise", 2, "conv2d_depthwise_kernel"),
+                     ("tensor_cores_tf32", 3, "conv2d_kernel3")),
+    tf32_versions=(3,),
+    default_version=2,
     cases=tuple(CASES),
     fp64_cases=tuple(FP64_CASES),
     random_case=random_case,

@@ -88,7 +88,7 @@
 # Kh Kw = 9 times over and send it through DRAM twice; the fast kernel of this unit never builds it.
 #
 # **Warm-up (2 points, runs on a CPU).** Write the two output-size formulas (for `conv_transpose2d`, see
-# section 5: its output is the input size of the convolution it inverts, plus `output_padding`) and
+# section 6: its output is the input size of the convolution it inverts, plus `output_padding`) and
 # `im2col` in PyTorch. Slicing works well: for each tap `(kh, kw)`, the padded input sliced with the
 # stride gives that tap's value for every output pixel at once. The next cell checks your `im2col` against
 # `F.unfold` and the matrix product against `F.conv2d`.
@@ -383,10 +383,66 @@ course.check("depthwise", "06_conv2d", only=[
 course.check("depthwise", "06_conv2d")
 ### END HIDDEN TESTS
 
+# %% [markdown] id="tc-intro"
+# ## 5. Exercise 06, version 3: the implicit GEMM on TF32 tensor cores
+#
+# From compute capability 8.0 on, one `mma.sync.aligned.m16n8k8` instruction makes a warp multiply a
+# 16 x 8 tile of the im2col matrix (pixels x k) by an 8 x 8 tile of the weights (k x channels), operands
+# rounded to TF32 (10-bit mantissa), sums in float32: the arithmetic PyTorch's own convolutions use by
+# default (`torch.backends.cudnn.allow_tf32`), and what `conv2d` without a `version` runs while that
+# flag is on. With `g = lane / 4`, `t = lane % 4`, A's fragment is A(g, t), A(g + 8, t), A(g, t + 4),
+# A(g + 8, t + 4), B's is B(t, g), B(t + 4, g) and Y's is Y(g, 2t), Y(g, 2t + 1), Y(g + 8, 2t),
+# Y(g + 8, 2t + 1). The given code gathers the im2col tile with `cp.async` into `A[k][m]` (XOR-swizzled,
+# so the fragment reads are conflict-free) and copies the weights into `B[co][k]`; the kernel renumbers
+# k and the pixels so that every fragment read is one float4 (the README explains both). Your cells:
+# the B fragments, the A fragments of one mma step, the mma loop, the store of Y, and the launch. On a
+# GPU below 8.0 (a T4) version 3 refuses to run and its checks are not graded.
+#
+# @@context 06_conv2d/conv2d.cu mma_stage3@@
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-tc-b-fragments", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.cu mma_stage3
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-tc-a-fragments", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.cu mma_stage3#2
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-tc-mma", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.cu mma_stage3#3
+
+# %% [markdown] id="tc-store"
+# Y's fragments go back to `y` (NCHW) with the bias, inside y only: for one channel a lane holds 4
+# neighbouring pixels, one 16-byte store where they lie in one image.
+#
+# @@context 06_conv2d/conv2d.cu store_y3@@
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-tc-store", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.cu store_y3
+
+# %% [markdown] id="tc-launch"
+# The launcher of one tile width: pixels along x, channel tiles along y, `2 BN` threads. The given
+# `launch_tensor_cores` checks the GPU and picks BN = 64 or 128 and the weight-copy path.
+#
+# @@context 06_conv2d/conv2d.cu launch_tensor_core_tiles@@
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-tc-launch", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.cu launch_tensor_core_tiles
+
+# %% nbgrader={"grade": true, "grade_id": "conv-tensor-cores-tf32", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 06_conv2d tensor_cores_tf32: the grader's own checks. Shown here: a few cases; at grading, every tensor_cores_tf32 check.
+course.check("tensor_cores_tf32", "06_conv2d", only=[
+    "tensor_cores_tf32[float32, k3s1p1]",
+    "tensor_cores_tf32[float32, odd channels 67 -> 65]",
+    "tensor_cores_tf32[values near 100000]",
+    "tensor_cores_tf32[empty batch]",
+])
+### BEGIN HIDDEN TESTS
+course.check("tensor_cores_tf32", "06_conv2d")
+### END HIDDEN TESTS
+
 # %% [markdown] id="conv-checks-intro"
 # ### The input checks and the registration
 #
-# These run once both versions are written: `opcheck` calls the op with `version=1` and `version=2`.
+# These run once versions 1 and 2 are written: `opcheck` calls the op with `version=1` and `version=2`.
 
 # %% nbgrader={"grade": true, "grade_id": "conv-input-checks", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false
 # 06_conv2d input_checks: the grader's own checks. Shown here: a few cases; at grading, every input_checks check.
@@ -472,7 +528,7 @@ else:
     plt.show()
 
 # %% [markdown] id="transpose-is-gradient"
-# ## 5. The transposed convolution is the gradient of conv2d
+# ## 6. The transposed convolution is the gradient of conv2d
 #
 # Take one axis of a convolution from C to D channels, weight W of shape (D, C, K):
 # $z[d][o] = \sum_{c, k} a[c][\,o s - p + k\,\text{dil}\,] \, W[d][c][k]$. Input position `i` of channel

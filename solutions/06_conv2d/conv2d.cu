@@ -1,12 +1,13 @@
 // Exercise 06: forward 2-D convolution (NCHW, with groups), from a direct kernel (version 1) to a
-// tiled implicit GEMM (version 2), a depthwise kernel (version 2's path where groups == cin), and
-// their launchers.
+// tiled implicit GEMM (version 2), a depthwise kernel (version 2's path where groups == cin), the
+// implicit GEMM on TF32 tensor cores (version 3, groups == 1), and their launchers.
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, checks, output sizes and op registration live in conv2d.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include <course/cuda.cuh>
 
@@ -390,6 +391,304 @@ bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, 
   return true;
 }
 
+// ---------------------------------------------------------------------------------- version 3
+// Tensor cores (compute capability 8.0 and newer). The implicit GEMM of version 2, with each warp's
+// products done by `mma.sync.aligned.m16n8k8` in TF32: the warp multiplies a 16 x 8 (m x k) tile of
+// the im2col matrix A by an 8 x 8 (k x n) tile of the weights B into a 16 x 8 tile of Y; operands and
+// sums live in the 32 lanes' registers ("fragments", the README draws them). Operands are rounded to
+// TF32 (10-bit mantissa, `cvt.rna.tf32.f32`), the products summed in float32. The PTX wrappers below
+// are this file's only inline assembly; compiled for an older GPU they do nothing (`#if __CUDA_ARCH__
+// >= 800`) and the launcher refuses to run version 3 there.
+
+// 4 (or 16) bytes global -> shared without a register, in flight until cp_async_wait; `valid` false
+// copies nothing and fills the destination with zeros (the zero padding, the tiles' edges).
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {  // both 16-byte aligned
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+#endif
+}
+
+// Close the group of copies issued since the last commit (one group per K step).
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Wait until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// float -> TF32 (rounded to nearest, ties away from zero: 10 bits of mantissa), in a 32-bit register.
+__device__ __forceinline__ uint32_t to_tf32(float v) {
+  uint32_t r = __float_as_uint(v);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+#endif
+  return r;
+}
+
+// d += a b for one 16 x 8 tile: m16n8k8, TF32 a (4 registers) and b (2), float32 sums in d (4 floats).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+               "{%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// The tiles. A block computes a 128 x BN3 tile of Y (128 output pixels x BN3 = 64 or 128 channels) with
+// 2 x (BN3 / 32) warps, each a 64 x 32 tile as 4 x 4 mma tiles of 16 x 8; K goes 16 at a time (two
+// m16n8k8 steps) through a 3-stage cp.async ring, as 05's kernels 4 and 5.
+constexpr int kBM3 = 128;
+constexpr int kBK3 = 16;
+constexpr int kWM3 = 64, kWN3 = 32;  // a warp's tile
+constexpr int kMTiles3 = kWM3 / 16, kNTiles3 = kWN3 / 8;  // 4 x 4 mma tiles
+constexpr int kStages3 = 3;
+
+// One stage: the im2col tile A[k][m] (16 k x 128 pixels, as version 2's As) and the weight tile B[co][k]
+// (BN3 channels x 16 k, as `weight` holds them). 16 KiB (BN3 = 128) or 12 KiB: 3 stages fit the 48 KiB
+// of static shared memory.
+template <int BN3>
+struct Stage3 {
+  float A[kBK3][kBM3];
+  float B[BN3][kBK3];
+};
+
+// Where pixel m of row k of A lives: its 16-byte chunk (m / 4) XOR-ed with (k / 4) % 4 in bits 1-2.
+// A row is 512 bytes, so every row starts in bank 0: the fragment reads (below: lane (g, t) reads 4
+// pixels at 4 g of row 4 t + e) would put the 4 t's of a quarter-warp on the same banks (4-way
+// conflicts); the XOR gives its 8 lanes 8 different chunks of 128 bytes. The gather's writes (32
+// neighbouring pixels of one row) stay in one 128-byte line: conflict-free too.
+__device__ __forceinline__ int swizzle3(int k, int m) { return m ^ (((k >> 2) & 3) << 3); }
+
+// The warp's 4 x 4 tiles of 16 x 8 in acc gain one stage (16 k: two m16n8k8 steps). The m16n8k8
+// fragments, with g = lane / 4, t = lane % 4 (row, column of the tile; the README draws them):
+//   A, 16 x 8 (pixels x k):    a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+//   B, 8 x 8 (k x channels):   b0 (t, g), b1 (t + 4, g)
+//   Y, 16 x 8 (pixels x ch.):  c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)
+// Two renumberings make every shared-memory read 16 bytes (the mma cannot tell: a sum over k is the
+// same in any order, and Y's rows are ours to place):
+// - k: in step `step` (0, 1) of a stage, the mma's k t is the stage's k 4 t + 2 step and its k t + 4 is
+//   4 t + 2 step + 1. So a lane's k over both steps are 4 t .. 4 t + 3: one float4 of a channel's B row.
+// - pixels: row g (g + 8) of mma tile i is pixel 32 (i / 2) + 4 g + 2 (i % 2) (+ 1) of the warp's 64.
+//   So a lane's 8 pixels are 4 g .. 4 g + 3 and 32 + 4 g .. 32 + 4 g + 3: two float4 of an A row.
+template <int BN3>
+__device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[kMTiles3][kNTiles3][4], int wm0, int wn0,
+                                           int lane) {
+  const int g = lane / 4, t = lane % 4;
+  uint32_t b[kNTiles3][4];  // b[j][e]: channel wn0 + 8 j + g at the stage's k = 4 t + e, as TF32
+  // BEGIN SOLUTION
+  // GOAL: b[j][e] = the weight of channel wn0 + 8 j + g at the stage's k = 4 t + e, rounded to TF32.
+  // TODO: for each j < kNTiles3: one float4 from &st.B[wn0 + 8 j + g][4 t]; b[j][e] = to_tf32 of its e-th float.
+#pragma unroll
+  for (int j = 0; j < kNTiles3; ++j) {
+    const float4 v = *reinterpret_cast<const float4*>(&st.B[wn0 + 8 * j + g][4 * t]);
+    b[j][0] = to_tf32(v.x), b[j][1] = to_tf32(v.y), b[j][2] = to_tf32(v.z), b[j][3] = to_tf32(v.w);
+  }
+  // END SOLUTION
+#pragma unroll
+  for (int step = 0; step < 2; ++step) {
+    uint32_t a[kMTiles3][4];  // a[i]: tile i's A fragment (a0 .. a3) for this step, as TF32
+    // BEGIN SOLUTION
+    // GOAL: a[i] = mma tile i's A fragment for this step (a0 .. a3 as drawn above, with the renumbered
+    // GOAL: k and pixels), rounded to TF32.
+    // TODO: for h < 2 (a0, a1 at k = 4 t + 2 step; a2, a3 at k + 1) and q < 2 (tiles 2 q and 2 q + 1):
+    // TODO: one float4 from &st.A[k][swizzle3(k, wm0 + 32 q + 4 g)], pixels 4 g .. 4 g + 3 of the q-th 32:
+    // TODO: a[2q][2h] = to_tf32(.x), a[2q][2h + 1] = .y, a[2q + 1][2h] = .z, a[2q + 1][2h + 1] = .w.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = 4 * t + 2 * step + h;
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const float4 v = *reinterpret_cast<const float4*>(&st.A[k][swizzle3(k, wm0 + 32 * q + 4 * g)]);
+        a[2 * q][2 * h] = to_tf32(v.x), a[2 * q][2 * h + 1] = to_tf32(v.y);
+        a[2 * q + 1][2 * h] = to_tf32(v.z), a[2 * q + 1][2 * h + 1] = to_tf32(v.w);
+      }
+    }
+    // END SOLUTION
+    // BEGIN SOLUTION
+    // GOAL: every tile acc[i][j] gains a[i] times this step's B fragment of channel tile j.
+    // TODO: for every i, j: mma_tf32(acc[i][j], a[i], b0, b1) with b0 = b[j][2 step], b1 = b[j][2 step + 1].
+#pragma unroll
+    for (int i = 0; i < kMTiles3; ++i) {
+#pragma unroll
+      for (int j = 0; j < kNTiles3; ++j) mma_tf32(acc[i][j], a[i], b[j][2 * step], b[j][2 * step + 1]);
+    }
+    // END SOLUTION
+  }
+}
+
+// Y's tile in acc -> y: the warp's 64 x 32 outputs (pixels m0 + [0, 64), channels co0 + [0, 32)) + bias,
+// where they lie inside y. With the renumbered pixels, lane (g, t) holds for channel co0 + 8 j + 2 t + c
+// the 4 neighbouring pixels m0 + 32 q + 4 g + {0, 1, 2, 3} = acc[2 q][j][c], acc[2 q][j][2 + c],
+// acc[2 q + 1][j][c], acc[2 q + 1][j][2 + c]: one 16-byte store where they lie in one image (Ho Wo % 4
+// == 0), else one by one.
+__device__ __forceinline__ void store_y3(float* __restrict__ y, const float* __restrict__ bias,
+                                         const float (&acc)[kMTiles3][kNTiles3][4], const Conv2dShape& s, int64_t m0,
+                                         int co0, int lane) {
+  // BEGIN SOLUTION
+  // GOAL: y[n][co][oh][ow] = Y[m][co] + bias[co] (0 without bias) for each of the warp's pixels m < M and
+  // GOAL: channels co < cout, from acc as the comment above lays it out; nothing outside y is written.
+  // TODO: g = lane / 4, t = lane % 4. For j < kNTiles3, c < 2: co = co0 + 8 j + 2 t + c (skip co >= cout);
+  // TODO: for q < 2: the 4 values above at pixels m = m0 + 32 q + 4 g + r (r < 4), each at
+  // TODO: y[(n * cout + co) * Ho Wo + m - n Ho Wo] with n = m / (Ho Wo): a Vec<float, 4> store when
+  // TODO: Ho Wo % 4 == 0 and m < M, else each r with m + r < M.
+  const int g = lane / 4, t = lane % 4;
+  const int hw_out = s.ho * s.wo;
+  const int64_t M = s.n * hw_out;
+  const bool vec_store = hw_out % 4 == 0;
+#pragma unroll
+  for (int j = 0; j < kNTiles3; ++j) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int co = co0 + 8 * j + 2 * t + c;
+      if (co >= s.cout) continue;
+      const float b = bias ? bias[co] : 0.0f;
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int64_t m = m0 + 32 * q + 4 * g;
+        if (m >= M) continue;
+        const float v[4] = {acc[2 * q][j][c] + b, acc[2 * q][j][2 + c] + b, acc[2 * q + 1][j][c] + b,
+                            acc[2 * q + 1][j][2 + c] + b};
+        if (vec_store) {
+          const int64_t n = m / hw_out;
+          course::Vec<float, 4> out;
+#pragma unroll
+          for (int r = 0; r < 4; ++r) out.v[r] = v[r];
+          *reinterpret_cast<course::Vec<float, 4>*>(y + (n * s.cout + co) * hw_out + (m - n * hw_out)) = out;
+        } else {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const int64_t mr = m + r;
+            if (mr >= M) break;
+            const int64_t n = mr / hw_out;
+            y[(n * s.cout + co) * hw_out + (mr - n * hw_out)] = v[r];
+          }
+        }
+      }
+    }
+  }
+  // END SOLUTION
+}
+
+// Version 3, implicit GEMM on tensor cores: grid (ceil(M / 128), ceil(cout / BN3)), 2 BN3 threads = 2 x (BN3 / 32)
+// warps, warp w computing pixels 64 (w / (BN3 / 32)) .. + 63 x channels 32 (w % (BN3 / 32)) .. + 31 of the
+// block's tile. Each K step, thread `tid` gathers kAPer consecutive k of im2col row tid % 128 (pixel
+// m0 + tid % 128: neighbouring threads, neighbouring pixels) and copies 2 chunks of 4 k of the weights
+// (4 threads per channel row, kVecB: 16 bytes at a time), all with cp.async into the ring's next stage.
+// kVecB: K % 4 == 0 and weight 16-byte aligned, so every chunk of 4 k starts on 16 bytes.
+template <int BN3, bool kVecB>
+__global__ void __launch_bounds__(2 * BN3, 256 / BN3)
+    conv2d_kernel3(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
+                   float* __restrict__ y, Conv2dShape s) {
+  constexpr int kThreads = 2 * BN3;
+  constexpr int kAPer = kBM3 * kBK3 / kThreads;  // k of one im2col row a thread gathers per step: 8 or 16
+  constexpr int kBRows = kThreads / 4;           // channel rows of B copied per pass (2 passes)
+  __shared__ __align__(128) Stage3<BN3> ring[kStages3];
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int hw_out = s.ho * s.wo;
+  const int hw_in = s.h * s.w;
+  const int khw = s.kh * s.kw;
+  const int64_t M = s.n * hw_out;
+  const int K = s.cin * khw;
+  const int64_t m0 = int64_t(blockIdx.x) * kBM3;
+  const int co0 = blockIdx.y * BN3;
+  const int wm0 = (warp / (BN3 / kWN3)) * kWM3, wn0 = (warp % (BN3 / kWN3)) * kWN3;
+
+  // This thread's im2col row (pixel m0 + a_row = (n, oh, ow), decoded once) and its k within a step.
+  const int a_row = tid % kBM3, a_k = (tid / kBM3) * kAPer;
+  const int64_t m_load = m0 + a_row;
+  const float* xn = x;
+  int ih0 = -(1 << 30), iw0 = 0;  // a row past M reads only "padding": zeros (and saves a register)
+  if (m_load < M) {
+    const int64_t n = m_load / hw_out;
+    const int p = static_cast<int>(m_load - n * hw_out);
+    const int oh = p / s.wo, ow = p - oh * s.wo;
+    xn = x + n * s.cin * hw_in;
+    ih0 = oh * s.stride_h - s.pad_h;
+    iw0 = ow * s.stride_w - s.pad_w;
+  }
+  // This thread's weights: chunk b_c (k 4 b_c .. 4 b_c + 3 of the step) of channel rows b_row, b_row + kBRows.
+  const int b_row = tid / 4, b_c = tid % 4;
+
+  // Issue the copies of the step at k0 into stage st (zeros outside x, the padding, M, K and cout).
+  auto load_stage = [&](Stage3<BN3>& st, int k0) {
+    // im2col: k = k0 + a_k + e -> (ci, kh, kw), decoded once per step, then walked (kw fastest)
+    int k = k0 + a_k;
+    const int ci = k / khw;
+    int kh = (k - ci * khw) / s.kw;
+    int kw = k - ci * khw - kh * s.kw;
+    int c_off = ci * hw_in;
+#pragma unroll
+    for (int e = 0; e < kAPer; ++e, ++k) {
+      const int ih = ih0 + kh * s.dil_h, iw = iw0 + kw * s.dil_w;
+      const bool ok = k < K && ih >= 0 && ih < s.h && iw >= 0 && iw < s.w;
+      cp_async4(&st.A[a_k + e][swizzle3(a_k + e, a_row)], ok ? xn + c_off + ih * s.w + iw : x, ok);
+      if (++kw == s.kw) {
+        kw = 0;
+        if (++kh == s.kh) {
+          kh = 0;
+          c_off += hw_in;
+        }
+      }
+    }
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int r = b_row + pass * kBRows;
+      const int co = co0 + r, kb = k0 + 4 * b_c;
+      const float* src = weight + int64_t(co) * K + kb;
+      if (kVecB) {
+        const bool ok = co < s.cout && kb < K;
+        cp_async16(&st.B[r][4 * b_c], ok ? src : weight, ok);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const bool ok = co < s.cout && kb + e < K;
+          cp_async4(&st.B[r][4 * b_c + e], ok ? src + e : weight, ok);
+        }
+      }
+    }
+  };
+
+  float acc[kMTiles3][kNTiles3][4] = {};
+  const int steps = (K + kBK3 - 1) / kBK3;
+  // 05's pipeline: kStages3 - 1 steps in flight, one (possibly empty) group committed per step
+#pragma unroll
+  for (int p = 0; p < kStages3 - 1; ++p) {
+    if (p < steps) load_stage(ring[p], p * kBK3);
+    cp_async_commit();
+  }
+  int read = 0, write = kStages3 - 1;
+  for (int step = 0; step < steps; ++step) {
+    cp_async_wait<kStages3 - 2>();  // this thread's copies of `step` have landed
+    __syncthreads();                // everyone's have, and everyone is done reading stage `write`
+    if (step + kStages3 - 1 < steps) load_stage(ring[write], (step + kStages3 - 1) * kBK3);
+    cp_async_commit();
+    mma_stage3<BN3>(ring[read], acc, wm0, wn0, lane);
+    read = read + 1 == kStages3 ? 0 : read + 1;
+    write = write + 1 == kStages3 ? 0 : write + 1;
+  }
+  cp_async_wait<0>();
+  store_y3(y, bias, acc, s, m0 + wm0, co0 + wn0, lane);
+}
+
 constexpr int kDirectThreads = 256;
 
 template <typename scalar_t>
@@ -462,18 +761,81 @@ bool launch_depthwise(const scalar_t* x, const scalar_t* weight, const scalar_t*
   return true;
 }
 
+// Version 3 runs only where tensor cores take TF32 (compute capability 8.0 and newer) and only from
+// code compiled for such a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path).
+void check_tensor_cores() {
+  int device = 0, major = 0, minor = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  TORCH_CHECK(major >= 8, "version 3 needs compute capability 8.0 (tensor cores with TF32); this GPU is " +
+                              std::to_string(major) + "." + std::to_string(minor));
+  cudaFuncAttributes attr;
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, conv2d_kernel3<64, false>));
+  // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
+  TORCH_CHECK(attr.ptxVersion == 0 || attr.ptxVersion >= 80,
+              "version 3: this build's code for this GPU was compiled for compute capability " +
+                  std::to_string(attr.ptxVersion / 10) + "." + std::to_string(attr.ptxVersion % 10) +
+                  ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
+}
+
+template <int BN3, bool kVecB>
+void launch_tensor_core_tiles(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
+                              cudaStream_t stream) {
+  constexpr int threads = 2 * BN3;
+  // BEGIN SOLUTION
+  // GOAL: run conv2d_kernel3<BN3, kVecB> over the whole output on `stream`; report a failed launch.
+  // TODO: launch conv2d_kernel3<BN3, kVecB> on `stream`: a grid of ceil(M / kBM3) x ceil(cout / BN3)
+  // TODO: blocks (M = n * ho * wo) of `threads` threads; check the launch.
+  // STUB: TORCH_CHECK(false, "launch_tensor_core_tiles (conv2d.cu) is not implemented yet");
+  const int64_t M = s.n * s.ho * s.wo;
+  const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM3)),
+                  static_cast<unsigned>(course::ceil_div(s.cout, BN3)));
+  conv2d_kernel3<BN3, kVecB><<<grid, threads, 0, stream>>>(x, weight, bias, y, s);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // END SOLUTION
+}
+
+void launch_tensor_cores(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
+                         cudaStream_t stream) {
+  check_tensor_cores();
+  const int64_t M = s.n * s.ho * s.wo;
+  if (M == 0 || s.cout == 0) return;
+  // 128-channel tiles where there are more than 64 channels and enough tiles to fill the GPU; else 64
+  // (the benchmark's 64 channels, and problems too small for the larger tile)
+  int device = 0, sms = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const bool wide = s.cout > 64 && course::ceil_div<int64_t>(M, kBM3) * course::ceil_div(s.cout, 128) >= sms;
+  // 16-byte weight copies: every row of K = cin kh kw floats starts on 16 bytes
+  const bool vec_b = (s.cin * s.kh * s.kw) % 4 == 0 && course::is_aligned16(weight);
+  if (wide) {
+    vec_b ? launch_tensor_core_tiles<128, true>(x, weight, bias, y, s, stream)
+          : launch_tensor_core_tiles<128, false>(x, weight, bias, y, s, stream);
+  } else {
+    vec_b ? launch_tensor_core_tiles<64, true>(x, weight, bias, y, s, stream)
+          : launch_tensor_core_tiles<64, false>(x, weight, bias, y, s, stream);
+  }
+}
+
 }  // namespace
 
 template <typename scalar_t>
 void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
                  int version, cudaStream_t stream) {
-  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (direct) or 2 (implicit GEMM)");
+  TORCH_CHECK(version >= 1 && version <= 3,
+              "version must be 1 (direct), 2 (implicit GEMM) or 3 (implicit GEMM on TF32 tensor cores)");
+  TORCH_CHECK(version != 3 || s.groups == 1, "groups must be 1 for version 3 (TF32 tensor cores)");
   if (version == 1) {
     launch_direct(x, weight, bias, y, s, stream);
-  } else if (s.groups == s.cin && launch_depthwise(x, weight, bias, y, s, stream)) {
+  } else if (version == 2 && s.groups == s.cin && launch_depthwise(x, weight, bias, y, s, stream)) {
     // depthwise (one input channel per group): done, unless its tile did not fit (then the GEMM)
-  } else {
+  } else if (version == 2) {
     launch_implicit_gemm(x, weight, bias, y, s, stream);
+  } else if constexpr (std::is_same_v<scalar_t, float>) {
+    launch_tensor_cores(x, weight, bias, y, s, stream);
+  } else {
+    TORCH_CHECK(false, "x must be float32 for version 3 (TF32 tensor cores), but is float64");
   }
 }
 

@@ -19,11 +19,25 @@ def _pair(v) -> list[int]:
     return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
+def default_version(x: torch.Tensor, groups: int = 1) -> int:
+    """The version `conv2d` runs when none is named: 3 (TF32 tensor cores) where PyTorch itself would
+    let cuDNN use TF32 (torch.backends.cudnn.allow_tf32, its default True) for a float32 x on a GPU of
+    compute capability 8.0 or newer, without groups; else 2 (strict fp32, and the depthwise kernel)."""
+    if (torch.backends.cudnn.allow_tf32 and groups == 1 and x.dtype == torch.float32 and x.is_cuda
+            and torch.cuda.get_device_capability(x.device) >= (8, 0)):
+        return 3
+    return 2
+
+
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
-           dilation=1, groups: int = 1, version: int = 2) -> torch.Tensor:
+           dilation=1, groups: int = 1, version: int | None = None) -> torch.Tensor:
     """Like torch.nn.functional.conv2d (same argument order): x (N, Cin, H, W), weight
     (Cout, Cin / groups, kh, kw), bias (Cout,) or None. version 1 runs the direct kernel, version 2
-    the implicit GEMM (the depthwise kernel where groups == Cin)."""
+    the implicit GEMM (strict fp32; the depthwise kernel where groups == Cin), version 3 the implicit
+    GEMM on TF32 tensor cores (float32, groups 1, compute capability 8.0+); None: as PyTorch's flag
+    torch.backends.cudnn.allow_tf32 says (default_version)."""
+    if version is None:
+        version = default_version(x, groups)
     return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), int(version))
 
 
@@ -41,7 +55,8 @@ def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, version):
 
 class Conv2d(torch.nn.Module):
     """Forward-only drop-in for torch.nn.Conv2d (zero padding): weight (out_channels,
-    in_channels / groups, kh, kw)."""
+    in_channels / groups, kh, kw); runs conv2d's default version (TF32 tensor cores where
+    torch.backends.cudnn.allow_tf32 allows them, as torch.nn.Conv2d)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, device=None, dtype=None):

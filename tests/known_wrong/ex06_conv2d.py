@@ -6,7 +6,8 @@ STRIDES = "  s.stride_h = static_cast<int>(st[0]);\n  s.stride_w = static_cast<i
 OUT_SIZE = "out = (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;"
 K_TILES = "const int k_tiles = (K + BK - 1) / BK;"
 A_LOAD = "? load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)"
-EVERYTHING = {"direct", "implicit_gemm", "depthwise", "input_checks", "registration", "performance"}
+TF32 = "tensor_cores_tf32"  # version 3: graded on GPUs of compute capability 8.0 and newer only
+EVERYTHING = {"direct", "implicit_gemm", "depthwise", TF32, "input_checks", "registration", "performance"}
 
 VARIANTS = [
     Variant(EX, "padding_ignored_at_border", "taps in the padding read the nearest border pixel instead of 0",
@@ -14,10 +15,10 @@ VARIANTS = [
             loses={"direct", "implicit_gemm", "performance"}, reason="relative error"),
     Variant(EX, "stride_wrong_axis", "the row stride is used for columns and the column stride for rows",
             {"conv2d.cpp": [(STRIDES, "  s.stride_h = static_cast<int>(st[1]);\n  s.stride_w = static_cast<int>(st[0]);\n")]},
-            loses={"direct", "implicit_gemm", "performance"}, reason="stride (2, 1)"),
+            loses={"direct", "implicit_gemm", TF32, "performance"}, reason="stride (2, 1)"),
     Variant(EX, "output_size_off_by_one", "the output size misses the final kernel placement",
             {"conv2d.cpp": [(OUT_SIZE, "out = (in + 2 * pad - dil * (k - 1) - 1) / stride;")]},
-            loses={"direct", "implicit_gemm", "registration", "performance"}, reason="shape"),
+            loses={"direct", "implicit_gemm", TF32, "registration", "performance"}, reason="shape"),
     Variant(EX, "k_tail_dropped", "the implicit GEMM skips the last K step when cin * kh * kw is not a multiple of 8",
             {"conv2d.cu": [(K_TILES, "const int k_tiles = K / BK;")]},
             loses={"implicit_gemm", "performance"}, reason="relative error"),
@@ -30,7 +31,7 @@ VARIANTS = [
                             "int(version))",
                             "return torch.nn.functional.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), "
                             "groups)")]},
-            loses={"direct", "implicit_gemm", "depthwise", "input_checks", "performance"},
+            loses={"direct", "implicit_gemm", "depthwise", TF32, "input_checks", "performance"},
             reason="other than this exercise's own"),
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
             {"conv2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(0)", "b.dim() == 1 && b.size(0) >= weight.size(0)")]},
@@ -61,7 +62,7 @@ VARIANTS += [
     Variant(EX, "output_layout_follows_the_input", "returns its (right) output in the input's memory format "
             "(channels_last in, channels_last out), while its registered fake says contiguous",
             {"conv2d.cpp": [("  return y;\n", "  return y.contiguous(x.suggest_memory_format());\n")]},
-            loses={"direct", "implicit_gemm", "depthwise", "performance"}, keeps={"input_checks", "registration"},
+            loses={"direct", "implicit_gemm", "depthwise", TF32, "performance"}, keeps={"input_checks", "registration"},
             reason="registered fake", extra={"kind": "coverage", "old": "full marks"}),
 ]
 
@@ -144,7 +145,7 @@ VARIANTS += [
                                       "_pointwise(x, weight, bias, stride)")]},
             # the judge's wrong-device calls of the pointwise audit call reach torch.einsum, whose errors do not
             # name the argument
-            loses={"direct", "implicit_gemm", "input_checks", "performance"}, keeps={"registration"},
+            loses={"direct", "implicit_gemm", TF32, "input_checks", "performance"}, keeps={"registration"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
 ]
 
@@ -174,4 +175,71 @@ VARIANTS += [
             # version 2 takes the depthwise kernel for its depthwise cases too (several row tiles, no padding)
             loses={"implicit_gemm", "depthwise", "performance"}, keeps={"direct", "input_checks", "registration"},
             reason="relative error"),
+]
+
+# Version 3, TF32 tensor cores (issue 21). On a GPU below compute capability 8.0 its group is not run
+# (no points either way), so these variants are meant for an sm_80+ GPU.
+K3_MMA = """  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+               "{%8, %9}, {%0, %1, %2, %3};\\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+"""
+# the same products on FP16 tensor cores: m16n8k8 f16 takes A row g (g + 8) at k 2t, 2t + 1 in one register
+# and B column g at k 2t, 2t + 1 in another; the TF32 fragment's k t and t + 4 become k 2t and 2t + 1
+# (the same pairs of A and B elements meet), so only the operands' precision and range change
+K3_MMA_F16 = """  auto h2 = [](uint32_t lo, uint32_t hi) {
+    const __half2 v = __floats2half2_rn(__uint_as_float(lo), __uint_as_float(hi));
+    return *reinterpret_cast<const uint32_t*>(&v);
+  };
+  const uint32_t a01 = h2(a[0], a[2]), a23 = h2(a[1], a[3]), bb = h2(b0, b1);
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+               "{%0, %1, %2, %3};\\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a01), "r"(a23), "r"(bb));
+"""
+K3_VALUES = ("        const float v[4] = {acc[2 * q][j][c] + b, acc[2 * q][j][2 + c] + b, acc[2 * q + 1][j][c] + b,\n"
+             "                            acc[2 * q + 1][j][2 + c] + b};\n")
+K3_STEPS = "  const int steps = (K + kBK3 - 1) / kBK3;\n"
+K3_DEFAULT = "    if (torch.backends.cudnn.allow_tf32 and groups == 1 and x.dtype == torch.float32 and x.is_cuda\n"
+K2_MATH = "        for (int j = 0; j < TN; ++j) acc[i][j] += a * (j < 4 ? b_lo.v[j] : b_hi.v[j - 4]);\n"
+ROUND_TF32 = """// float -> TF32 and back (float64 unchanged)
+__device__ __forceinline__ float round_tf32(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"(r) : "f"(v));
+  return __uint_as_float(r);
+#else
+  return v;
+#endif
+}
+__device__ __forceinline__ double round_tf32(double v) { return v; }
+
+// Version 1, direct"""
+VARIANTS += [
+    Variant(EX, "fp16_mma_instead_of_tf32", "version 3 multiplies on FP16 tensor cores (mma m16n8k8 .f16): the same "
+            "10-bit mantissa as TF32, but 5 exponent bits (1e5 overflows, 1e-6 is subnormal)",
+            {"conv2d.cu": [("#include <course/cuda.cuh>\n", "#include <cuda_fp16.h>\n\n#include <course/cuda.cuh>\n"),
+                           (K3_MMA, K3_MMA_F16)]},
+            # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
+            loses={TF32}, reason="near"),
+    Variant(EX, "c_fragment_rows_swapped", "version 3 stores the C fragment's c0, c1 as row g + 8 and c2, c3 as row g "
+            "(the PTX ISA has them the other way round)",
+            {"conv2d.cu": [(K3_VALUES, "        const float v[4] = {acc[2 * q][j][2 + c] + b, acc[2 * q][j][c] + b, "
+                                       "acc[2 * q + 1][j][2 + c] + b,\n"
+                                       "                            acc[2 * q + 1][j][c] + b};\n")]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "k_tail_dropped_in_version_3", "version 3 runs K / 16 steps: a K = cin kh kw that is not a multiple "
+            "of 16 loses its last k (all of them when K < 16)",
+            {"conv2d.cu": [(K3_STEPS, "  const int steps = K / kBK3;\n")]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "default_ignores_allow_tf32", "conv2d without a version runs version 3 (TF32) on every float32 CUDA "
+            "input of an sm_80+ GPU, even with torch.backends.cudnn.allow_tf32 off",
+            {"conv2d.py": [(K3_DEFAULT, "    if (groups == 1 and x.dtype == torch.float32 and x.is_cuda\n")]},
+            loses={"implicit_gemm", "performance"}, reason="allow_tf32 off"),
+    Variant(EX, "tf32_in_version_2", "version 2 rounds its float32 operands to TF32 (cvt.rna.tf32.f32) before each "
+            "multiply: the strict-fp32 group must see it",
+            {"conv2d.cu": [("// Version 1, direct", ROUND_TF32),
+                           (K2_MATH, "        for (int j = 0; j < TN; ++j) acc[i][j] += round_tf32(a) * "
+                                     "round_tf32(j < 4 ? b_lo.v[j] : b_hi.v[j - 4]);\n")]},
+            loses={"implicit_gemm", "performance"}, reason="relative error"),
 ]
