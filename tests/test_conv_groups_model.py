@@ -570,7 +570,7 @@ def test_the_models_follow_the_sources():
                  "const int co = group * cout_g + co_in_group;",
                  "in_plane = (n0 + q / s.cout) * s.cin + (q % s.cout) / mult;",
                  "const scalar_t* tk = tp + kh * s.dil_h * t.in_cols + kw * s.dil_w;",
-                 "} else if (s.groups == s.cin && launch_depthwise(x, weight, bias, y, s, stream)) {"):
+                 "} else if (version == 2 && s.groups == s.cin && launch_depthwise(x, weight, bias, y, s, stream)) {"):
         assert line in CONV, line
     for line in ("const scalar_t* wg = weight + (int64_t(g) * cin_g * cout_g + cg) * taps;",
                  "const WeightA<T> la{weight + int64_t(group) * cin_g * cout_g * RS, cout_g, RS, m0};",
