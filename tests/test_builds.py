@@ -80,15 +80,14 @@ def test_stubs_earn_nothing_without_a_gpu(builds):
 
 
 def test_compile_error_shows_file_and_line(tmp_path):
+    """A first build that fails (torch's build path); the grade's "build failed" row with the same
+    message: tests/test_containment.py's failed-build test."""
     variant = next(v for v in all_variants() if v.name == "compile_error")
     folder = variant.materialize(tmp_path)
     result = build.build(folder, load=False)
     assert not result.ok
     first = result.error.splitlines()[0]
     assert "leaky_relu.cu" in first and "error" in first, result.error
-    rows = grade(tmp_path, [variant.exercise], timeout=300)
-    row = rows[variant.exercise]
-    assert row["status"] == "build failed" and row["points"] == 0 and "leaky_relu.cu" in row["error"]
 
 
 def test_stale_torch_lock_does_not_block_a_build(tmp_path):
