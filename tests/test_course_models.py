@@ -69,11 +69,12 @@ def test_the_course_model_has_pytorchs_state_dict(name, layers):
         assert fused._fused.conv is fused.conv and fused._fused.bn is fused.bn and fused._inference.conv is fused.conv
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ["MobileNetV2"])
 def test_a_second_float32_implementation_passes_the_comparison(name, monkeypatch):
     """compare() on the CPU, with PyTorch's channels_last path (another summation order) in place of the
     course's model: every parameter, running statistic and output compared, within the tolerances, and
-    not all equal (so the stand-in does differ)."""
+    not all equal (so the stand-in does differ). compare() does not depend on the model; MobileNetV2
+    alone (ResNet-50 adds 6-30 s to CI, which is at its limit; the GPU test compares both)."""
     monkeypatch.setattr(cm, "course_model", lambda model_name, root=None, **kwargs:
                         MODELS[model_name](**kwargs).to(memory_format=torch.channels_last))
     r = cm.compare(name, batch=BATCH, size=SIZE, seed=SEED, device="cpu")
