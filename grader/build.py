@@ -392,7 +392,9 @@ def _rebuild(exercise_dir: Path, namespace: str, out_dir: Path, config: str, ver
     ninja, build_file = _ninja(), out_dir / "build.ninja"
     if (ninja and build_file.is_file() and stamp.is_file() and stamp.read_text() == config
             # torch renames a library it rebuilds in one process with other sources (name_v1)
-            and f"default {namespace}.so" in build_file.read_text().splitlines()):
+            and f"default {namespace}.so" in build_file.read_text().splitlines()
+            # build.ninja's `-include` names it: the full way writes it again
+            and pch_header().is_file()):
         try:
             output = _run_ninja(out_dir, namespace, ninja)
             save_step_logs(out_dir, output)
