@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
-#                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 models
+#                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 tune3 models
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -219,6 +219,12 @@ if want tune5; then
   run tune5 "$(left)" python3 scripts/tune_matmul5.py --out /tmp/tune5
   cp /tmp/tune5/results.json "$L/tune5.json" 2>/dev/null
   tail -12 "$L/tune5.log"
+fi
+if want tune3; then
+  # 06's version 3 with several register budgets and ring depths, beside cuDNN TF32 (scripts/tune_conv3.py)
+  run tune3 "$(left)" python3 scripts/tune_conv3.py --out /tmp/tune3 ${TUNE_CONFIGS:+--configs $TUNE_CONFIGS}
+  cp /tmp/tune3/results.json "$L/tune3.json" 2>/dev/null
+  tail -40 "$L/tune3.log"
 fi
 if want oldgrader; then
   # the trust rework's known-wrong variants, graded by the grader before it (carried in old-grader/)

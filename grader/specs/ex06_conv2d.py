@@ -688,7 +688,7 @@ SPEC = Conv2dSpec(
     versions_graded=(("direct", 1, "conv2d_kernel1"),
                      ("implicit_gemm", 2, ("conv2d_kernel2", "conv2d_depthwise_kernel")),
                      ("depthwise", 2, "conv2d_depthwise_kernel"),
-                     ("tensor_cores_tf32", 3, "conv2d_kernel3")),
+                     ("tensor_cores_tf32", 3, ("conv2d_kernel3", "conv2d_weight_kernel3"))),
     tf32_versions=(3,),
     default_version=2,
     cases=tuple(CASES),
