@@ -13,6 +13,7 @@
 #                                              trust rework's)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 #   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
+#   TUNE_CONFIGS=A,C ...                       the tune5 / tune3 stages try only these configurations
 #
 # Opt-in stages (the test stage runs their tests too): notebooks, nbgrader autograde of every unit's
 # solution notebook (full marks) and release (zero), after building in parallel everything the notebooks
@@ -216,7 +217,7 @@ if want fp64; then
 fi
 if want tune5; then
   # 05's kernel 5 in several tile shapes, each beside cuBLAS at its precision (scripts/tune_matmul5.py)
-  run tune5 "$(left)" python3 scripts/tune_matmul5.py --out /tmp/tune5
+  run tune5 "$(left)" python3 scripts/tune_matmul5.py --out /tmp/tune5 ${TUNE_CONFIGS:+--configs $TUNE_CONFIGS}
   cp /tmp/tune5/results.json "$L/tune5.json" 2>/dev/null
   tail -12 "$L/tune5.log"
 fi
