@@ -377,6 +377,14 @@ bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, 
     if (cols == 1) return false;
     cols = (cols + 1) / 2;
   }
+  // equal row tiles, each a whole number of kDwRows-row groups where that adds no tile: a last tile of
+  // a few rows would load (and zero-fill) a whole tile's input rows for them
+  const int64_t tiles_down = course::ceil_div<int64_t>(s.ho, rows);
+  rows = course::ceil_div<int64_t>(s.ho, tiles_down);
+  const int64_t whole_groups = course::ceil_div<int64_t>(rows, kDwRows) * kDwRows;
+  if (course::ceil_div<int64_t>(s.ho, whole_groups) == tiles_down && in_rows(whole_groups) * in_cols(cols) <= cap) {
+    rows = std::min<int64_t>(whole_groups, s.ho);
+  }
   int64_t per_block = 1;
   if (rows == s.ho && cols == s.wo) {  // whole planes: as many as make kDwOutputsPerBlock and fit
     per_block = std::max<int64_t>(1, kDwOutputsPerBlock / (rows * cols));
