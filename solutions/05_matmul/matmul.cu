@@ -897,7 +897,7 @@ struct Plan4 {
   int64_t k_split;  // k per range (K when splits == 1)
 };
 
-constexpr int64_t kSplitMinK4 = 256;  // the least k a split of kernel 4 runs down (32 of its 8-deep steps)
+constexpr int64_t kSplitMinK4 = 64;  // the least k a split of kernel 4 runs down (8 of its 8-deep steps)
 constexpr int64_t kGemvRowsMinK = 1024;  // the least k per split of a row (8 float4 steps of a warp)
 constexpr int64_t kGemvColsMinK = 64;    // the least k per split of a column
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
@@ -919,10 +919,13 @@ Plan4 split_k(Path4 path, int64_t K, int64_t want, int64_t most, int64_t align) 
 
 // The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a thread per column of B. Both
 // split K when their blocks would not fill the GPU 4 times over (a memory-bound kernel needs many
-// loads in flight). M, N > 1: kernel 4's tiles; K is split when the tiles are fewer than the SMs and K
-// dominates (K >= 4 max(M, N), K >= 512). Then into splits of 256 k (kSplitMinK4: 32 steps, and
-// chains of 256 additions, for the error) as far as the workspace (splits x M N floats) stays within
-// a quarter of A and B ((M + N) K floats), and at least enough splits for 2 blocks per SM.
+// loads in flight). M, N > 1: kernel 4's tiles; K is split when the tiles are fewer than the SMs and
+// K >= 128 (two splits of kSplitMinK4). Where K dominates (K >= 4 max(M, N)), into splits of 64 k or
+// more as far as the workspace (splits x M N floats) stays within a quarter of A and B ((M + N) K
+// floats), and at least enough splits for 2 blocks per SM. Where it does not (a layer's small batch
+// times its weights: 32 x 2048 by 2048 x 1000), only when the tiles fill at most half the SMs, into as
+// many splits as one wave of 2 blocks per SM holds: more would make a second, mostly idle wave and
+// more workspace to sum (1024^3: 4 splits of its 64 tiles ran at 0.86x of cuBLAS, 5 at 0.62x).
 Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   const int64_t sms = sm_count();
   if (N == 1) {
@@ -936,11 +939,15 @@ Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
                    std::min(K / kGemvColsMinK, kMaxSplits), 1);
   }
   const int64_t tiles = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4) * batch;
-  if (tiles < sms && K >= 4 * std::max(M, N) && K >= 2 * kSplitMinK4) {
-    const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
-    const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
-                                  std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
-    return split_k(Path4::kTiles, K, want, std::min(K / kSplitMinK4, kMaxSplits), kBK4);
+  if (tiles < sms && K >= 2 * kSplitMinK4) {
+    const int64_t most = std::min(K / kSplitMinK4, kMaxSplits);
+    if (K >= 4 * std::max(M, N)) {
+      const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
+      const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
+                                    std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
+      return split_k(Path4::kTiles, K, want, most, kBK4);
+    }
+    if (2 * tiles <= sms) return split_k(Path4::kTiles, K, 2 * sms / tiles, most, kBK4);
   }
   return {Path4::kTiles, 1, K};
 }
