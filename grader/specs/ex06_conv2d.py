@@ -44,10 +44,11 @@ RANGE_SCALES = (1e5, 1e-6)
 TENSOR_CORE_CAPABILITY = (8, 0)
 
 
-def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, groups=1) -> float:
-    """The normwise relative error TF32 tensor cores may make on this convolution (the bound above; a
-    transposed one where output_padding is given), from the inputs themselves (float64, on their
-    device; non-finite inputs count as 0)."""
+def tf32_bound(x, w, b, stride, padding, dilation, output_padding=None, groups=1):
+    """(reference, bound): the convolution in float64 and, per output, the error TF32 tensor cores may
+    make on it (the bound above; a transposed convolution where output_padding is given), from the
+    inputs themselves (float64, on their device; non-finite inputs count as 0). Exercises 08 and 09
+    derive their fused layers' tolerances from it."""
     def clean(t):
         return None if t is None else torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
 
@@ -65,6 +66,13 @@ def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, grou
     k = (w64.shape[0] // groups if transposed else w64.shape[1]) * w64.shape[2] * w64.shape[3]
     bound = (OPERAND_SIGMAS * TF32_U * spread + SUM_SIGMAS * k ** 0.5 * FP32_U * magnitude) * (1 + FP32_U) \
         + FP32_U * ref.abs()
+    return ref, bound
+
+
+def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, groups=1) -> float:
+    """The normwise relative error TF32 tensor cores may make on this convolution: ||bound|| / ||ref||
+    of tf32_bound."""
+    ref, bound = tf32_bound(x, w, b, stride, padding, dilation, output_padding, groups)
     norm = torch.linalg.vector_norm(ref).item()
     allowed = torch.linalg.vector_norm(bound).item()
     return allowed / norm if norm > 0 else allowed

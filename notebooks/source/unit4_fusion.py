@@ -190,14 +190,14 @@ for seed in range(3, 8):
 
 # %% [markdown] id="ex08-fold-intro"
 # **The fold, in the kernel.** Before the main loop, the first 64 threads each compute the scale and
-# shift of one channel of the block's tile (section 2), and store them in shared memory; `gemm_tile`'s
-# first barrier makes them visible to every thread. Use `sqrt` (it is overloaded for `float` and
-# `double`; the kernel is instantiated for both).
+# shift of one channel of the block's tile (section 2) with `fold_bn`, and store them in shared memory;
+# `gemm_tile`'s first barrier makes them visible to every thread. Use `sqrt` (it is overloaded for
+# `float` and `double`; the kernel is instantiated for both). Both versions of the kernel call `fold_bn`.
 #
-# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel from "// Grid (ceil(N*P*Q / 128)"@@
+# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu fold_bn@@
 
 # %% nbgrader={"grade": false, "grade_id": "ex08-fold", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel
+# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu fold_bn
 
 # %% [markdown] id="ex08-epilogue-intro"
 # **The epilogue.** After the last slice each thread holds 64 finished accumulators. Row `i` of the
@@ -205,10 +205,10 @@ for seed in range(3, 8):
 # ReLU to the 8 values of the row. `store4` (given) writes them, as 16-byte stores where the row's
 # columns are one aligned run.
 #
-# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel#2 from "  // epilogue: output offsets"@@
+# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel from "  // epilogue: output offsets"@@
 
 # %% nbgrader={"grade": false, "grade_id": "ex08-epilogue", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel#2
+# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel
 
 # %% [markdown] id="ex08-launch-intro"
 # **The launch.** One block per tile: `ceil(N·P·Q / BN)` tiles along the pixels (`gridDim.x`, which may
