@@ -332,6 +332,23 @@ def training_step_memory_report() -> dict:
             "shape": "32x64x56x56, 64->64, 3x3, pad 1, fp32"}
 
 
+def conv_bn_relu_training_report() -> dict:
+    """09's training step: its peak memory (training_step_memory_report), and version 2 (the three
+    convolutions on TF32 tensor cores) beside eager PyTorch with TF32 allowed, on the benchmark's shape."""
+    report = training_step_memory_report()
+    key = "TF32, version 2's training step beside eager PyTorch (cuDNN) with TF32 allowed"
+    skipped = no_tensor_cores("version 2")
+    if skipped:
+        return report | {key: skipped}
+    mod = _reference("09_conv_bn_relu_training")
+    inputs = [ex09.SPEC.benchmark().make_inputs(seed) for seed in (7, 8)]
+    n, c, h, w, k = ex09.BENCH
+    row = tf32_row("32x64x56x56, 64->64, 3x3, pad 1 (the benchmark's), forward + backward",
+                   lambda inp: ex09.fused_step(mod, inp, version=ex09.TF32), ex09.eager_step, inputs,
+                   3 * 2.0 * n * k * h * w * c * 9, L2Flusher())
+    return report | {key: [row]}
+
+
 # ----------------------------------------------------------- the cuDNN wrapper beside F.conv2d
 HOST_CASE = ((1, 16, 7, 7), 16)  # host time per call: 3x3, padding 1; the GPU's work is a few us
 
@@ -463,6 +480,6 @@ EXTRAS = {
     "06_conv2d": conv2d_report,
     "07_conv_transpose2d": conv_transpose2d_report,
     "08_conv_bn_relu_inference": conv_bn_relu_inference_report,
-    "09_conv_bn_relu_training": training_step_memory_report,
+    "09_conv_bn_relu_training": conv_bn_relu_training_report,
     "10_cudnn_conv": cudnn_report,
 }

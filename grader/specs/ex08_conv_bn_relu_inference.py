@@ -66,7 +66,8 @@ def reference(t: dict, sh: Shape, eps: float) -> torch.Tensor:
 # conv(x, weight * scale) + shift as it stands, the float32 multiply-add by its last term. The ReLU adds
 # no error (|relu(a) - relu(b)| <= |a - b|), so ||y - ref|| <= ||bound||, compared with ||ref|| of the
 # ReLU's output (about 1 / sqrt(2) of the pre-activation's: the tolerance is about 5 u sqrt(2), 3.4e-3
-# on random data, where TF32 lands near 5e-4 and a dropped K step or a wrong fragment near 1e-1).
+# on random data, where TF32 lands near 3e-4 and a dropped K step or a wrong fragment near 1e-1 and above;
+# tests/test_fused_tensor_cores.py emulates them).
 def folded(t: dict, eps: float):
     """BatchNorm (eval) and the conv's bias folded into the convolution, in float64: (weight * scale, shift)."""
     d = {k: (v.detach().double() if v is not None else None) for k, v in t.items()}
