@@ -391,7 +391,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                        grad_args=() if tf32 else (0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), infinities=False,
                        # momentum None: the cumulative average, a path of its own
                        scalars={9: (None, 0.3), 10: (1e-3,)},
-                       tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14], True, outputs=("y",))) if tf32 else None,
+                       tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14], outputs=("y",))) if tf32 else None,
                        **per_version)]
     for training in (True, False):
         mode = "training" if training else "eval"
