@@ -242,7 +242,9 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
 // The same layer with the convolution's products on tensor cores (compute capability 8.0 and newer).
 // Exercise 06's version 3 explains the instruction (`mma.sync.aligned.m16n8k8` in TF32), its
 // fragments, the cp.async ring and the swizzle (its README draws them); this GEMM engine takes its
-// tiles as they are. The epilogue is this exercise's: BatchNorm and the ReLU on the accumulator
+// tiles as they are, with K in the weight's own order (06's generic order: its channels-innermost
+// order reads a reordered copy of the weight, a second kernel, which this one-kernel layer does
+// without). The epilogue is this exercise's: BatchNorm and the ReLU on the accumulator
 // fragments, in registers, then y's one write. The GEMM is version 1's transposed: rows are output
 // pixels, columns output channels (Y[m][co]), so that a lane's accumulators hold 4 neighbouring pixels
 // of a channel (one 16-byte store). The PTX wrappers are course/cuda.cuh's.

@@ -685,7 +685,8 @@ __global__ void conv_wgrad_reduce_kernel(const T* __restrict__ partial, int spli
 // the instruction (`mma.sync.aligned.m16n8k8` in TF32), its fragments, the cp.async ring and the
 // swizzle (its README draws them). The forward takes that engine as 08's version 2 does (the GEMM
 // transposed: rows are output pixels, columns output channels, so that a lane's accumulators hold 4
-// neighbouring pixels of a channel); its epilogue is this exercise's: z and the tile's statistics, or
+// neighbouring pixels of a channel; K in the weight's own order, 06's generic one); its epilogue is
+// this exercise's: z and the tile's statistics, or
 // BatchNorm and the ReLU in eval. The backward's two GEMMs keep version 1's loaders and tiles, with the
 // mma in place of the FMAs (gemm_tile_tf32). The PTX wrappers are course/cuda.cuh's.
 using course::cp_async16;
