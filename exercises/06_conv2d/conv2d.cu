@@ -294,61 +294,16 @@ bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, 
 // products done by `mma.sync.aligned.m16n8k8` in TF32: the warp multiplies a 16 x 8 (m x k) tile of
 // the im2col matrix A by an 8 x 8 (k x n) tile of the weights B into a 16 x 8 tile of Y; operands and
 // sums live in the 32 lanes' registers ("fragments", the README draws them). Operands are rounded to
-// TF32 (10-bit mantissa, `cvt.rna.tf32.f32`), the products summed in float32. The PTX wrappers below
-// are this file's only inline assembly; compiled for an older GPU they do nothing (`#if __CUDA_ARCH__
-// >= 800`) and the launcher refuses to run version 3 there.
-
-// 4 (or 16) bytes global -> shared without a register, in flight until cp_async_wait; `valid` false
-// copies nothing and fills the destination with zeros (the zero padding, the tiles' edges).
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 4 : 0)
-               : "memory");
-#endif
-}
-
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {  // both 16-byte aligned
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-#endif
-}
-
-// Close the group of copies issued since the last commit (one group per K step).
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-// Wait until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
-
-// float -> TF32 (rounded to nearest, ties away from zero: 10 bits of mantissa), in a 32-bit register.
-__device__ __forceinline__ uint32_t to_tf32(float v) {
-  uint32_t r = __float_as_uint(v);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-#endif
-  return r;
-}
-
-// d += a b for one 16 x 8 tile: m16n8k8, TF32 a (4 registers) and b (2), float32 sums in d (4 floats).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-               "{%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
+// TF32 (10-bit mantissa, `cvt.rna.tf32.f32`), the products summed in float32. The PTX wrappers (the
+// cp.async copies, the TF32 rounding and the mma) are course/cuda.cuh's, shared with exercises 08 and
+// 09; compiled for an older GPU they do nothing (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses
+// to run version 3 there.
+using course::cp_async16;
+using course::cp_async4;
+using course::cp_async_commit;
+using course::cp_async_wait;
+using course::mma_tf32;
+using course::to_tf32;
 
 // The tiles. A block computes a 128 x BN3 tile of Y (128 output pixels x BN3 = 64 or 128 channels) with
 // 2 x (BN3 / 32) warps, each a 64 x 32 tile as 4 x 4 mma tiles of 16 x 8; K goes 16 at a time (two

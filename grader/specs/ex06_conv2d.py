@@ -44,27 +44,44 @@ RANGE_SCALES = (1e5, 1e-6)
 TENSOR_CORE_CAPABILITY = (8, 0)
 
 
-def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, groups=1) -> float:
-    """The normwise relative error TF32 tensor cores may make on this convolution (the bound above; a
-    transposed one where output_padding is given), from the inputs themselves (float64, on their
-    device; non-finite inputs count as 0)."""
-    def clean(t):
-        return None if t is None else torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
+def clean64(t):
+    """t in float64, non-finite values as 0 (None stays None)."""
+    return None if t is None else torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
 
-    x64, w64, b64 = clean(x), clean(w), clean(b)
+
+def tf32_products_bound(op, a, b, k: int, bias=None):
+    """(reference, bound) of a bilinear op(a, b) whose outputs each sum k products of an element of a
+    and one of b, computed on TF32 tensor cores: op in float64 on the inputs (non-finite values as 0),
+    and per output the bound above. Convolutions (tf32_bound) and the weight gradient (exercise 09)."""
+    a64, b64, c64 = clean64(a), clean64(b), clean64(bias)
+    ref = op(a64, b64)
+    spread = op(a64 * a64, b64 * b64).clamp_min(0).sqrt()
+    magnitude = op(a64.abs(), b64.abs())
+    if c64 is not None:
+        shape = [1, -1] + [1] * (ref.dim() - 2)
+        ref, magnitude = ref + c64.view(shape), magnitude + c64.abs().view(shape)
+    bound = (OPERAND_SIGMAS * TF32_U * spread + SUM_SIGMAS * k ** 0.5 * FP32_U * magnitude) * (1 + FP32_U) \
+        + FP32_U * ref.abs()
+    return ref, bound
+
+
+def tf32_bound(x, w, b, stride, padding, dilation, output_padding=None, groups=1):
+    """(reference, bound): the convolution in float64 and, per output, the error TF32 tensor cores may
+    make on it (the bound above; a transposed convolution where output_padding is given), from the
+    inputs themselves (float64, on their device; non-finite inputs count as 0). Exercises 08 and 09
+    derive their fused layers' tolerances from it."""
     transposed = output_padding is not None
     conv = F.conv_transpose2d if transposed else F.conv2d
     extra = ({"output_padding": output_padding} if transposed else {}) | {"groups": groups}
+    k = (w.shape[0] // groups if transposed else w.shape[1]) * w.shape[2] * w.shape[3]
+    return tf32_products_bound(lambda a, kernel: conv(a, kernel, None, stride=stride, padding=padding,
+                                                      dilation=dilation, **extra), x, w, k, b)
 
-    def run(a, k, bias=None):
-        return conv(a, k, bias, stride=stride, padding=padding, dilation=dilation, **extra)
 
-    ref = run(x64, w64, b64)
-    spread = run(x64 * x64, w64 * w64).clamp_min(0).sqrt()
-    magnitude = run(x64.abs(), w64.abs(), None if b64 is None else b64.abs())
-    k = (w64.shape[0] // groups if transposed else w64.shape[1]) * w64.shape[2] * w64.shape[3]
-    bound = (OPERAND_SIGMAS * TF32_U * spread + SUM_SIGMAS * k ** 0.5 * FP32_U * magnitude) * (1 + FP32_U) \
-        + FP32_U * ref.abs()
+def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, groups=1) -> float:
+    """The normwise relative error TF32 tensor cores may make on this convolution: ||bound|| / ||ref||
+    of tf32_bound."""
+    ref, bound = tf32_bound(x, w, b, stride, padding, dilation, output_padding, groups)
     norm = torch.linalg.vector_norm(ref).item()
     allowed = torch.linalg.vector_norm(bound).item()
     return allowed / norm if norm > 0 else allowed

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, after_lib, memo_by_pointer, takes_over
+from tests.known_wrong import FP16_MMA, Variant, after_lib, memo_by_pointer, takes_over
 
 EX = "06_conv2d"
 PADDED_LOAD = "return (ih >= 0 && ih < h && iw >= 0 && iw < w) ? plane[ih * w + iw] : scalar_t(0);"
@@ -179,24 +179,6 @@ VARIANTS += [
 
 # Version 3, TF32 tensor cores (issue 21). On a GPU below compute capability 8.0 its group is not run
 # (no points either way), so these variants are meant for an sm_80+ GPU.
-K3_MMA = """  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-               "{%8, %9}, {%0, %1, %2, %3};\\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-"""
-# the same products on FP16 tensor cores: m16n8k8 f16 takes A row g (g + 8) at k 2t, 2t + 1 in one register
-# and B column g at k 2t, 2t + 1 in another; the TF32 fragment's k t and t + 4 become k 2t and 2t + 1
-# (the same pairs of A and B elements meet), so only the operands' precision and range change
-K3_MMA_F16 = """  auto h2 = [](uint32_t lo, uint32_t hi) {
-    const __half2 v = __floats2half2_rn(__uint_as_float(lo), __uint_as_float(hi));
-    return *reinterpret_cast<const uint32_t*>(&v);
-  };
-  const uint32_t a01 = h2(a[0], a[2]), a23 = h2(a[1], a[3]), bb = h2(b0, b1);
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
-               "{%0, %1, %2, %3};\\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a01), "r"(a23), "r"(bb));
-"""
 K3_VALUES = ("        const float v[4] = {acc[2 * q][j][c] + b, acc[2 * q][j][2 + c] + b, acc[2 * q + 1][j][c] + b,\n"
              "                            acc[2 * q + 1][j][2 + c] + b};\n")
 K3_STEPS = "  const int steps = (K + kBK3 - 1) / kBK3;\n"
@@ -218,8 +200,7 @@ __device__ __forceinline__ double round_tf32(double v) { return v; }
 VARIANTS += [
     Variant(EX, "fp16_mma_instead_of_tf32", "version 3 multiplies on FP16 tensor cores (mma m16n8k8 .f16): the same "
             "10-bit mantissa as TF32, but 5 exponent bits (1e5 overflows, 1e-6 is subnormal)",
-            {"conv2d.cu": [("#include <course/cuda.cuh>\n", "#include <cuda_fp16.h>\n\n#include <course/cuda.cuh>\n"),
-                           (K3_MMA, K3_MMA_F16)]},
+            {"conv2d.cu": FP16_MMA},
             # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
             loses={TF32}, reason="near"),
     Variant(EX, "c_fragment_rows_swapped", "version 3 stores the C fragment's c0, c1 as row g + 8 and c2, c3 as row g "
