@@ -81,7 +81,6 @@ def conv2d_input_grad(conv, grad_y: torch.Tensor, weight: torch.Tensor, x_shape,
     """dL/dx, of x's shape x_shape, for dL/dy = grad_y: one stride-1 call of `conv`."""
     n, cin, h, w = x_shape
     cout, cin_g, kh, kw = weight.shape
-    g = groups
     # BEGIN SOLUTION
     # GOAL: return dL/dx of shape (n, cin, h, w): conv(dy', W', [1, 1], padding', dilation, g), with dy'
     # GOAL: grad_y spread out to stride 1 and W' the flipped kernel (the identity above), or cropped
@@ -92,6 +91,7 @@ def conv2d_input_grad(conv, grad_y: torch.Tensor, weight: torch.Tensor, x_shape,
     # TODO: not grad_y's size, a zero tensor of it with grad_y at every s-th row and column ([::s]).
     # TODO: The padding q = d (k - 1) - p per axis; where q < 0, crop -q rows (columns) off both ends
     # TODO: of dy' instead (a slice) and pad by 0. Return conv(dy', W', [1, 1], [max(q, 0) per axis], dilation, g).
+    g = groups
     flipped = weight.reshape(g, cout // g, cin_g, kh, kw).transpose(1, 2).flip(3, 4).reshape(cin, cout // g, kh, kw)
     full = [size + 2 * p - d * (k - 1) for size, p, d, k in zip((h, w), padding, dilation, (kh, kw))]
     if list(grad_y.shape[2:]) != full:  # a stride: s - 1 zeros between the rows (columns), and those floor dropped
@@ -112,7 +112,6 @@ def conv2d_weight_grad(conv, x: torch.Tensor, grad_y: torch.Tensor, weight_shape
     n, cin, h, w = x.shape
     cout, cin_g, kh, kw = weight_shape
     ho, wo = grad_y.shape[2:]
-    g, c = groups, chunks
     # BEGIN SOLUTION
     # GOAL: return dL/dW of shape (cout, cin / g, kh, kw): one call conv(x', dy', dilation, padding,
     # GOAL: stride, g * c), the channels of x as images and the images (c chunks of them) as channels.
@@ -122,6 +121,7 @@ def conv2d_weight_grad(conv, x: torch.Tensor, grad_y: torch.Tensor, weight_shape
     # TODO: chunk) pair is a group of the call. It gives (cin / g, g c cout / g, kh', kw') with kh' >= kh
     # TODO: (stride = the forward's dilation, dilation = its stride): keep [:kh, :kw], sum over the
     # TODO: chunks, order the result (g, cout / g, cin / g, kh, kw) and reshape it to (cout, cin / g, kh, kw).
+    g, c = groups, chunks
     xs = x.reshape(c, n // c, g, cin_g, h, w).permute(3, 2, 0, 1, 4, 5).reshape(cin_g, g * n, h, w)
     ks = grad_y.reshape(c, n // c, g, cout // g, ho, wo).permute(2, 0, 3, 1, 4, 5).reshape(c * cout, n // c, ho, wo)
     out = conv(xs, ks, list(dilation), list(padding), list(stride), g * c)[:, :, :kh, :kw]

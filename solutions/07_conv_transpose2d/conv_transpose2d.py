@@ -87,7 +87,6 @@ def conv_transpose2d_input_grad(convt, grad_y: torch.Tensor, weight: torch.Tenso
     """dL/dx, of x's shape x_shape, for dL/dy = grad_y: one stride-1 call of `convt`, then every s-th pixel."""
     n, cin, h, w = x_shape
     _, cout_g, kh, kw = weight.shape
-    g = groups
     # BEGIN SOLUTION
     # GOAL: return dL/dx of shape (n, cin, h, w): the stride-1 transposed convolution of grad_y with
     # GOAL: the flipped kernel (the identity above), sampled every s-th row and column.
@@ -95,6 +94,7 @@ def conv_transpose2d_input_grad(convt, grad_y: torch.Tensor, weight: torch.Tenso
     # TODO: swapped, dims 3 and 4 flipped. q = d (k - 1) - p per axis. full = convt(grad_y, W', [1, 1],
     # TODO: [max(q, 0) per axis], [0, 0], g, dilation); dL/dx[i] = full[i s + min(q, 0)], 0 where that
     # TODO: is outside full: sample(full, [min(q, 0) per axis], stride, (h, w)).
+    g = groups
     flipped = weight.reshape(g, cin // g, cout_g, kh, kw).transpose(1, 2).flip(3, 4)
     flipped = flipped.reshape(g * cout_g, cin // g, kh, kw)
     pad = [d * (k - 1) - p for p, d, k in zip(padding, dilation, (kh, kw))]
@@ -110,8 +110,6 @@ def conv_transpose2d_weight_grad(convt, x: torch.Tensor, grad_y: torch.Tensor, w
     n, cin, h, w = x.shape
     _, cout_g, kh, kw = weight_shape
     ho, wo = grad_y.shape[2:]
-    g, c = groups, chunks
-    cin_g = cin // g
     # BEGIN SOLUTION
     # GOAL: return dL/dW of shape (cin, cout / g, kh, kw): one stride-1 call of convt with dy's channels
     # GOAL: as images, its images (c chunks of them) as channels, and x flipped as the kernel.
@@ -122,6 +120,8 @@ def conv_transpose2d_weight_grad(convt, x: torch.Tensor, grad_y: torch.Tensor, w
     # TODO: is (cout / g, g c cin / g, A, B); sample(full, [min(q, 0)], dilation, (kh, kw)), viewed
     # TODO: (cout / g, g, c, cin / g, kh, kw), summed over the chunks, ordered (g, cin / g, cout / g, kh,
     # TODO: kw), is dL/dW reshaped to (cin, cout / g, kh, kw).
+    g, c = groups, chunks
+    cin_g = cin // g
     z = grad_y.reshape(c, n // c, g, cout_g, ho, wo).permute(3, 2, 0, 1, 4, 5).reshape(cout_g, g * n, ho, wo)
     kernel = x.reshape(c, n // c, g, cin_g, h, w).permute(2, 0, 1, 3, 4, 5).reshape(g * n, cin_g, h, w).flip(2, 3)
     pad = [s * (size - 1) - p for s, size, p in zip(stride, (h, w), padding)]
