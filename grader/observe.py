@@ -71,6 +71,11 @@ _HOUSEKEEPING_FUNCTORS = re.compile(r"direct_copy_kernel|copy_kernel_cuda|FillFu
 SLEEP_KERNEL = "spin_kernel"
 
 
+# PyTorch's own kernels that do a convolution's or a matrix product's work (at::native's depthwise
+# convolution, the im2col of its slow convolutions), never allowed as `elementwise`
+NOT_ELEMENTWISE = re.compile(r"conv|im2col|col2im|vol2col|gemm|gemv|matmul|winograd|depthwise", re.IGNORECASE)
+
+
 def is_housekeeping(name: str) -> bool:
     return name.startswith(HOUSEKEEPING) or bool(_HOUSEKEEPING_FUNCTORS.search(name))
 
@@ -82,11 +87,15 @@ class KernelRule:
     `names`: the exercise's own kernels (exact function names, fixed by the given code); copies and
     fills may run beside them. `library`: any library's kernel may run (an exercise that wraps
     cuDNN), but no PyTorch kernel (at::native) and none of `forbidden_ops` (e.g. PyTorch's own
-    convolution, which would call cuDNN for the op)."""
+    convolution, which would call cuDNN for the op). `elementwise`: PyTorch's own elementwise,
+    indexing and reduction kernels may run too (a backward's zero-filled, flipped and summed
+    tensors around the exercise's op), but none of its convolution or matrix kernels (NOT_ELEMENTWISE)
+    and no library's (cuDNN, cuBLAS)."""
 
     names: tuple[str, ...] = ()
     library: bool = False
     forbidden_ops: tuple[str, ...] = ()
+    elementwise: bool = False
 
     @property
     def needs_cpu_ops(self) -> bool:
@@ -95,7 +104,9 @@ class KernelRule:
     def own(self, k: Kernel) -> bool:
         if self.library:
             return "at::native" not in k.name or is_housekeeping(k.name)
-        return kernel_function(k.name) in self.names or is_housekeeping(k.name)
+        if kernel_function(k.name) in self.names or is_housekeeping(k.name):
+            return True
+        return self.elementwise and "at::native" in k.name and not NOT_ELEMENTWISE.search(kernel_function(k.name))
 
     def problem(self, seen: Observation, what: str, expect_work: bool = True) -> str | None:
         """Why the observed call broke the rule, or None."""
