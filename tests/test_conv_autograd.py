@@ -652,3 +652,21 @@ def test_the_known_wrong_backwards_fail_the_autograd_group(grade_on_the_cpu, tmp
     (reason,) = failed.values()
     expected = {"gradcheck": "relative error"}.get(variant.reason, variant.reason)  # gradcheck's, on a GPU
     assert expected in reason, reason
+
+
+def test_each_versions_backward_may_run_every_kernel_of_its_version():
+    """The profiler's rule for a version's backward follows the spec's versions_graded (a kernel added to
+    a version, such as a weight reorder, is allowed in its backward too), and version 3's includes
+    version 2's, which its chunked weight gradient runs."""
+    from grader import spec
+    from grader.specs.ex06_conv2d import kernel_names
+
+    for s in spec.select(["06", "07"]):
+        assert set(s.backward_versions) == {v for _, v, _ in s.versions_graded if v is not None}
+        for v in s.backward_versions:
+            names = set(s.backward_kernel_names(v))
+            for _, graded, kernel in s.versions_graded:
+                if graded == v or (v in s.tf32_versions and graded == s.autograd_version):
+                    assert set(kernel_names(kernel)) <= names, (s.exercise, v, kernel)
+    six = spec.by_exercise("06")
+    assert {"conv2d_kernel3", "conv2d_kernel2", "conv2d_depthwise_kernel"} <= set(six.backward_kernel_names(3))

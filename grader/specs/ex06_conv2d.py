@@ -310,12 +310,13 @@ class ConvSpec(Spec):
     default_version: int | None = None
     # the "autograd" group (where scored): the version whose backward its gradient values are checked
     # through (its audit calls carry grad_args: the generated gradient property and the judge check
-    # them too), the cases of gradcheck and of the float32 gradients, and per version the kernels its
-    # backward may run (beside PyTorch's elementwise ones; a TF32 version only on 8.0+ GPUs)
+    # them too), the cases of gradcheck and of the float32 gradients, and the versions whose backward
+    # the profiler watches (each may run its own kernels, backward_kernel_names, beside PyTorch's
+    # elementwise ones; a TF32 version only on 8.0+ GPUs)
     autograd_version: int | None = None
     gradcheck_cases: tuple[Case, ...] = ()
     gradient_cases: tuple[Case, ...] = ()
-    backward_kernels: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    backward_versions: tuple[int, ...] = ()
 
     # --- helpers -------------------------------------------------------------------------------
     def call(self, ctx: Context, x, w, b, c: Case, version: int | None):
@@ -563,8 +564,8 @@ class ConvSpec(Spec):
         stream too), and opcheck's autograd registration. The version's audit calls add the generated
         gradient property (every call, and on a side stream whose inputs arrive late) and the judge's."""
         version = self.autograd_version
-        for v, names in self.backward_kernels:
-            def own(ctx, v=v, names=names):
+        for v in self.backward_versions:
+            def own(ctx, v=v, names=self.backward_kernel_names(v)):
                 if v in self.tf32_versions:
                     require_capability(*TENSOR_CORE_CAPABILITY, f"version {v} (TF32 tensor cores)")
                 self._check_backward_kernels(ctx, v, names)
@@ -581,6 +582,15 @@ class ConvSpec(Spec):
             checks.add(name, lambda ctx, n=name, k=KINDS[i % len(KINDS)]: self._check_gradients(
                 ctx, self.random_case(ctx.generator(n, device="cpu"), n, kind=k), version, n))
         checks.add(f"{AUTOGRAD}[opcheck]", self._check_autograd_opcheck, slow=True)
+
+    def backward_kernel_names(self, version) -> tuple[str, ...]:
+        """The kernels the backward of `version` may run: the version's own (every kernel versions_graded
+        lists for it), and for a TF32 version the autograd version's too (its weight gradient in chunks
+        runs there: version 3 takes no groups)."""
+        def of(v):
+            return [k for _, graded, kernel in self.versions_graded if graded == v for k in kernel_names(kernel)]
+        extra = of(self.autograd_version) if version in self.tf32_versions else []
+        return tuple(dict.fromkeys(of(version) + extra))
 
     def _grad_inputs(self, ctx: Context, name: str, c: Case, dtype: torch.dtype):
         """x, weight and bias (or None) of case c, each requiring its gradient."""
@@ -890,6 +900,5 @@ SPEC = Conv2dSpec(
     autograd_version=2,
     gradcheck_cases=tuple(GRADCHECK_CASES),
     gradient_cases=tuple(GRADIENT_CASES),
-    backward_kernels=((1, ("conv2d_kernel1",)), (2, ("conv2d_kernel2", "conv2d_depthwise_kernel")),
-                      (3, ("conv2d_kernel3", "conv2d_kernel2", "conv2d_depthwise_kernel"))),
+    backward_versions=(1, 2, 3),
 )
