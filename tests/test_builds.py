@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -90,15 +91,37 @@ def test_compile_error_shows_file_and_line(tmp_path):
     assert "leaky_relu.cu" in first and "error" in first, result.error
 
 
-def test_stale_torch_lock_does_not_block_a_build(tmp_path):
-    """A build killed mid-way leaves torch's lock file behind; the next build must not wait on it."""
-    folder = tmp_path / "01_leaky_relu"
-    shutil.copytree(SOLUTIONS / "01_leaky_relu", folder)
+def test_stale_torch_lock_does_not_block_a_build(first_build):
+    """A build killed mid-way leaves torch's lock file behind; the next build must not wait on it (the
+    first build of the edit tests' copy, below, is made over such a lock: one build for both)."""
+    _, result = first_build
+    assert result.ok and not result.extra["ninja_only"], result.error  # torch's way, the one that took the lock
+
+
+def test_the_binding_files_compile_with_the_precompiled_header(builds):
+    """The torch headers every .cpp includes come precompiled (grader.build.ensure_pch), made with the
+    flags torch gives a real build but the build's own (its macro, namespace and include folders), so
+    GCC takes the .gch (`-H` marks it `!`) instead of reading the headers as text."""
+    folder = SOLUTIONS / "01_leaky_relu"
+    assert builds[folder]["ok"], builds[folder].get("error")
     out = build.build_dir_for(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "lock").write_text("")
-    result = build.build(folder, load=False)
-    assert result.ok, result.error
+    ninja = (out / "build.ninja").read_text()
+    cflags = shlex.split(next(l for l in ninja.splitlines() if l.startswith("cflags = ")).removeprefix("cflags = "))
+    pch = build.pch_header()
+    per_build = [f"-DTORCH_EXTENSION_NAME={build.namespace_for(folder)}", f"-DCOURSE_NS={build.namespace_for(folder)}",
+                 f"-I{env.INCLUDE_DIR}", f"-I{folder.resolve()}", "-include", str(pch)]
+    assert all(f in cflags for f in per_build), cflags
+    assert [f for f in cflags if f not in per_build] == [*build.torch_cxx_flags(), *build.CXX_FLAGS]
+    gch = pch.with_name(pch.name + ".gch")
+    assert gch.is_file(), list(pch.parent.iterdir())
+    command = subprocess.run([build._ninja(), "-t", "commands", "leaky_relu.o"], cwd=out, capture_output=True,
+                             text=True, check=True).stdout.splitlines()[-1]
+    words = shlex.split(command)
+    words = words[:words.index("-c")] + ["-fsyntax-only", "-H", words[words.index("-c") + 1]]
+    del words[words.index("-MMD"):words.index("-MMD") + 3]  # -MMD -MF <depfile>: ninja's, not ours
+    proc = subprocess.run(words, cwd=out, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"! {gch}" in proc.stderr.splitlines(), [l for l in proc.stderr.splitlines() if "course_pch" in l]
 
 
 # --- rebuilding after an edit: ninja alone, without torch -------------------------------------------
@@ -155,11 +178,21 @@ def _compiled(log: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def edited(tmp_path_factory):
-    """A copy of solution 01, built once; each test edits it and puts the sources back."""
+def first_build(tmp_path_factory):
+    """A copy of solution 01 and its first build (the full way, through torch.utils.cpp_extension), made
+    where a build killed mid-way left torch's lock file behind."""
     folder = tmp_path_factory.mktemp("edit") / "01_leaky_relu"
     shutil.copytree(SOLUTIONS / "01_leaky_relu", folder)
-    result = build.build(folder, load=False)
+    out = build.build_dir_for(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "lock").write_text("")
+    return folder, build.build(folder, load=False)
+
+
+@pytest.fixture(scope="module")
+def edited(first_build):
+    """The copy of solution 01, built once; each test edits it and puts the sources back."""
+    folder, result = first_build
     assert result.ok and not result.extra["ninja_only"], result.error
     originals = {p: p.read_text() for p in folder.iterdir() if p.suffix in (".cu", ".cpp", ".h")}
     yield folder
