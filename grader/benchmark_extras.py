@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from grader import env, model_shapes
 from grader.spec import by_exercise, import_exercise_module
+from grader.specs import ex08_conv_bn_relu_inference as ex08
 from grader.specs import ex09_conv_bn_relu_training as ex09
 from grader.specs.ex06_conv2d import randn
 from grader.specs.ex10_cudnn_conv import BENCH as CUDNN_BENCH
@@ -126,6 +127,61 @@ def conv_transpose2d_report() -> dict:
         baseline=lambda inp, params: F.conv_transpose2d(inp[0], inp[1], None, **params),
         work=lambda xs, ws, params: 2 * xs[0] * xs[1] * xs[2] * xs[3] * ws[1] * ws[2] * ws[3])
     return {"strict fp32, beside cuDNN's F.conv_transpose2d": rows, model_shapes.EXTRA_KEY: conv_transpose2d_layers()}
+
+
+# ------------------------------------------------------------- the fused layers' TF32 versions
+def tf32_row(label: str, ours, pytorch, inputs, flops: float, flush) -> dict:
+    """One row of a TF32 version beside PyTorch with TF32 allowed (its default for convolutions; cuDNN's
+    autotuner on): median GPU time (grader.timer.time_fn, L2 flushed), TFLOP/s and PyTorch's time / ours,
+    in the keys conv2d_tf32_report's rows have (grader.benchmarks prints them)."""
+    with math_mode(tf32=True, cudnn_benchmark=True):
+        mine = time_fn(ours, inputs, flush=flush).median_s
+        base = time_fn(pytorch, inputs, flush=flush).median_s
+    return {"shape": label, "time_us": round(mine * 1e6, 1), "tflops": round(flops / mine / 1e12, 2),
+            "cudnn_tf32_time_us": round(base * 1e6, 1), "cudnn_tf32_tflops": round(flops / base / 1e12, 2),
+            "vs_cudnn_tf32": round(base / mine, 3)}
+
+
+def no_tensor_cores(what: str) -> dict | None:
+    """A report's "skipped" entry below compute capability 8.0, else None."""
+    if torch.cuda.get_device_capability() >= (8, 0):
+        return None
+    return {"skipped": f"{what} needs compute capability 8.0; {torch.cuda.get_device_name()} is "
+                       + ".".join(map(str, torch.cuda.get_device_capability()))}
+
+
+# 08's layers beside eager PyTorch: the benchmark's, and 06's CONV2D_SHAPES (3x3, padding 1, bias)
+FUSED_SHAPES = [("32x64x56x56, 64->64, 3x3, pad 1 (the benchmark's)", ex08.Shape("bench", 32, 64, 56, 56, 64, 3, 3,
+                                                                                 padding=(1, 1))),
+                ("32x512x7x7, 512->512, 3x3, pad 1", ex08.Shape("deep", 32, 512, 7, 7, 512, 3, 3, padding=(1, 1))),
+                ("32x128x28x28, 128->256, 3x3, stride 2, pad 1",
+                 ex08.Shape("down", 32, 128, 28, 28, 256, 3, 3, stride=(2, 2), padding=(1, 1)))]
+
+
+def conv_bn_relu_inference_report() -> dict:
+    """08's version 2 (TF32 tensor cores) beside eager PyTorch's conv2d + batch_norm + relu with TF32
+    allowed, on FUSED_SHAPES."""
+    skipped = no_tensor_cores("version 2")
+    if skipped:
+        return skipped
+    m = _reference("08_conv_bn_relu_inference")
+    flush = L2Flusher()
+    rows = []
+    for label, sh in FUSED_SHAPES:
+        g = torch.Generator(device="cuda")
+        g.manual_seed(7)
+        inputs = [ex08.make_case(g, sh) for _ in range(2)]
+        p, q = [(size + 2 * pad - (k - 1) - 1) // st + 1
+                for size, pad, k, st in ((sh.h, sh.padding[0], sh.r, sh.stride[0]), (sh.w, sh.padding[1], sh.s, sh.stride[1]))]
+
+        def pytorch(t, sh=sh):
+            z = F.conv2d(t["x"], t["weight"], t["bias"], sh.stride, sh.padding, sh.dilation)
+            return F.relu(F.batch_norm(z, t["running_mean"], t["running_var"], t["bn_weight"], t["bn_bias"], False,
+                                       0.0, 1e-5))
+
+        rows.append(tf32_row(label, lambda t, sh=sh: ex08.call(m, t, sh, version=ex08.TF32), pytorch, inputs,
+                             2.0 * sh.n * sh.k * p * q * sh.c * sh.r * sh.s, flush))
+    return {"TF32, version 2 beside eager PyTorch (cuDNN) with TF32 allowed": rows}
 
 
 # ------------------------------------------------------------------- layers of real models
@@ -276,6 +332,23 @@ def training_step_memory_report() -> dict:
             "shape": "32x64x56x56, 64->64, 3x3, pad 1, fp32"}
 
 
+def conv_bn_relu_training_report() -> dict:
+    """09's training step: its peak memory (training_step_memory_report), and version 2 (the three
+    convolutions on TF32 tensor cores) beside eager PyTorch with TF32 allowed, on the benchmark's shape."""
+    report = training_step_memory_report()
+    key = "TF32, version 2's training step beside eager PyTorch (cuDNN) with TF32 allowed"
+    skipped = no_tensor_cores("version 2")
+    if skipped:
+        return report | {key: skipped}
+    mod = _reference("09_conv_bn_relu_training")
+    inputs = [ex09.SPEC.benchmark().make_inputs(seed) for seed in (7, 8)]
+    n, c, h, w, k = ex09.BENCH
+    row = tf32_row("32x64x56x56, 64->64, 3x3, pad 1 (the benchmark's), forward + backward",
+                   lambda inp: ex09.fused_step(mod, inp, version=ex09.TF32), ex09.eager_step, inputs,
+                   3 * 2.0 * n * k * h * w * c * 9, L2Flusher())
+    return report | {key: [row]}
+
+
 # ----------------------------------------------------------- the cuDNN wrapper beside F.conv2d
 HOST_CASE = ((1, 16, 7, 7), 16)  # host time per call: 3x3, padding 1; the GPU's work is a few us
 
@@ -406,6 +479,7 @@ EXTRAS = {
     "05_matmul": matmul_report,
     "06_conv2d": conv2d_report,
     "07_conv_transpose2d": conv_transpose2d_report,
-    "09_conv_bn_relu_training": training_step_memory_report,
+    "08_conv_bn_relu_inference": conv_bn_relu_inference_report,
+    "09_conv_bn_relu_training": conv_bn_relu_training_report,
     "10_cudnn_conv": cudnn_report,
 }

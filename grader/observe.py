@@ -71,6 +71,12 @@ _HOUSEKEEPING_FUNCTORS = re.compile(r"direct_copy_kernel|copy_kernel_cuda|FillFu
 SLEEP_KERNEL = "spin_kernel"
 
 
+# The PyTorch kernels an `elementwise` rule allows beside copies and fills: flips and sums (a
+# backward's flipped kernels and summed chunks; names seen on the H100, torch 2.11). Nothing else of
+# PyTorch's: a multiply and a sum over a strided view would compute a convolution.
+ELEMENTWISE_ALLOWED = re.compile(r"flip_kernel|sum_functor")
+
+
 def is_housekeeping(name: str) -> bool:
     return name.startswith(HOUSEKEEPING) or bool(_HOUSEKEEPING_FUNCTORS.search(name))
 
@@ -82,11 +88,14 @@ class KernelRule:
     `names`: the exercise's own kernels (exact function names, fixed by the given code); copies and
     fills may run beside them. `library`: any library's kernel may run (an exercise that wraps
     cuDNN), but no PyTorch kernel (at::native) and none of `forbidden_ops` (e.g. PyTorch's own
-    convolution, which would call cuDNN for the op)."""
+    convolution, which would call cuDNN for the op). `elementwise`: PyTorch's flips and sums may
+    run too (ELEMENTWISE_ALLOWED: a backward's flipped kernels and summed chunks around the
+    exercise's op), and nothing else of PyTorch's or of a library (cuDNN, cuBLAS)."""
 
     names: tuple[str, ...] = ()
     library: bool = False
     forbidden_ops: tuple[str, ...] = ()
+    elementwise: bool = False
 
     @property
     def needs_cpu_ops(self) -> bool:
@@ -95,7 +104,9 @@ class KernelRule:
     def own(self, k: Kernel) -> bool:
         if self.library:
             return "at::native" not in k.name or is_housekeeping(k.name)
-        return kernel_function(k.name) in self.names or is_housekeeping(k.name)
+        if kernel_function(k.name) in self.names or is_housekeeping(k.name):
+            return True
+        return self.elementwise and "at::native" in k.name and bool(ELEMENTWISE_ALLOWED.search(k.name))
 
     def problem(self, seen: Observation, what: str, expect_work: bool = True) -> str | None:
         """Why the observed call broke the rule, or None."""

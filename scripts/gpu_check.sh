@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
-#                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 models
+#                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 tune3 models
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -13,6 +13,7 @@
 #                                              trust rework's)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 #   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
+#   TUNE_CONFIGS=A,C ...                       the tune5 / tune3 stages try only these configurations
 #
 # Opt-in stages (the test stage runs their tests too): notebooks, nbgrader autograde of every unit's
 # solution notebook (full marks) and release (zero), after building in parallel everything the notebooks
@@ -216,9 +217,15 @@ if want fp64; then
 fi
 if want tune5; then
   # 05's kernel 5 in several tile shapes, each beside cuBLAS at its precision (scripts/tune_matmul5.py)
-  run tune5 "$(left)" python3 scripts/tune_matmul5.py --out /tmp/tune5
+  run tune5 "$(left)" python3 scripts/tune_matmul5.py --out /tmp/tune5 ${TUNE_CONFIGS:+--configs $TUNE_CONFIGS}
   cp /tmp/tune5/results.json "$L/tune5.json" 2>/dev/null
   tail -12 "$L/tune5.log"
+fi
+if want tune3; then
+  # 06's version 3 with several register budgets and ring depths, beside cuDNN TF32 (scripts/tune_conv3.py)
+  run tune3 "$(left)" python3 scripts/tune_conv3.py --out /tmp/tune3 ${TUNE_CONFIGS:+--configs $TUNE_CONFIGS}
+  cp /tmp/tune3/results.json "$L/tune3.json" 2>/dev/null
+  tail -40 "$L/tune3.log"
 fi
 if want oldgrader; then
   # the trust rework's known-wrong variants, graded by the grader before it (carried in old-grader/)

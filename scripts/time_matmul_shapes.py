@@ -38,12 +38,15 @@ SHAPES = [
     ("batched", 64, 256, 256, 256),
     ("batched", 8, 1024, 1024, 1024),
     ("batched gemv", 128, 1, 4096, 4096),
+    ("small M", 0, 32, 1000, 2048),  # ResNet-50's fully connected layer at batch 32
+    ("small M", 0, 64, 3072, 768),  # GPT-2 small's MLP up-projection, 64 tokens
+    ("mid tiles", 0, 1024, 1024, 1024),
 ]
-QUICK = {0, 2, 4, 7, 10}
+QUICK = {0, 2, 4, 7, 10, 13}
 
 
-def load_solution():
-    spec = importlib.util.spec_from_file_location("matmul05", ROOT / "solutions" / "05_matmul" / "matmul.py")
+def load_solution(folder: Path):
+    spec = importlib.util.spec_from_file_location("matmul05", folder / "matmul.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -52,14 +55,17 @@ def load_solution():
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--solution", type=Path, default=ROOT / "solutions" / "05_matmul",
+                        help="the exercise folder to time (default: the reference)")
+    parser.add_argument("--only", default="", help="only the classes whose name contains this")
     args = parser.parse_args()
-    mod = load_solution()
+    mod = load_solution(args.solution)
     flush = L2Flusher()
     print(f"{torch.cuda.get_device_name()}; version 4 beside torch.matmul (TF32 off)")
     print(f"{'class':14} {'shape':>26} {'ours us':>9} {'cuBLAS us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'ratio':>6} "
           f"{'err':>8} {'cuBLAS err':>10}")
     for i, (label, batch, m, n, k) in enumerate(SHAPES):
-        if args.quick and i not in QUICK:
+        if (args.quick and i not in QUICK) or args.only not in label:
             continue
         lead = (batch,) if batch else ()
         g = torch.Generator(device="cuda").manual_seed(i)

@@ -23,24 +23,30 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-# name: (block rows, block columns, warps down, warps across, ring stages, blocks per SM)
+# name: (block rows, block columns, warps down, warps across, ring stages, blocks per SM, 16-byte chunks of k
+# per A row per stage)
 CONFIGS = {
-    "A": (128, 128, 2, 4, 3, 2),  # the solution's: 8 warps of 64 x 32
-    "B": (128, 128, 2, 4, 4, 2),
-    "C": (128, 128, 2, 2, 3, 2),  # 4 warps of 64 x 64: half the fragment loads per mma
-    "D": (128, 128, 2, 2, 4, 2),
-    "E": (128, 256, 2, 4, 3, 1),  # 8 warps of 64 x 64
-    "F": (128, 256, 2, 4, 4, 1),
-    "G": (256, 128, 4, 2, 3, 1),
-    "H": (256, 128, 4, 2, 4, 1),
-    "I": (128, 128, 2, 2, 3, 3),  # C with three blocks per SM (3 x 48 KiB of ring)
-    "J": (128, 128, 2, 2, 4, 3),
+    "A": (128, 128, 2, 4, 3, 2, 4),  # 8 warps of 64 x 32
+    "B": (128, 128, 2, 4, 4, 2, 4),
+    "C": (128, 128, 2, 2, 3, 2, 4),  # 4 warps of 64 x 64: half the fragment loads per mma
+    "D": (128, 128, 2, 2, 4, 2, 4),
+    "E": (128, 256, 2, 4, 3, 1, 4),  # 8 warps of 64 x 64
+    "F": (128, 256, 2, 4, 4, 1, 4),
+    "G": (256, 128, 4, 2, 3, 1, 4),
+    "H": (256, 128, 4, 2, 4, 1, 4),
+    "I": (128, 128, 2, 2, 3, 3, 4),  # C with three blocks per SM (3 x 48 KiB of ring)
+    "J": (128, 128, 2, 2, 4, 3, 4),
+    "K": (128, 128, 2, 2, 3, 2, 8),  # C with 128 bytes of k per A row per stage, half the barriers (the solution's)
+    "L": (128, 128, 2, 2, 4, 1, 8),
+    "M": (128, 128, 2, 2, 2, 2, 8),
+    "N": (128, 256, 2, 4, 3, 1, 8),
 }
 LINES = {  # the constant lines of matmul.cu, as the solution writes them, and their templates
     r"constexpr int kBM5 = \d+, kBN5 = \d+;": "constexpr int kBM5 = {0}, kBN5 = {1};",
     r"constexpr int kWarpsM5 = \d+, kWarpsN5 = \d+;": "constexpr int kWarpsM5 = {2}, kWarpsN5 = {3};",
     r"constexpr int kStages5 = \d+;": "constexpr int kStages5 = {4};",
     r"constexpr int kMinBlocks5 = \d+;": "constexpr int kMinBlocks5 = {5};",
+    r"constexpr int kAChunks5 = \d+;": "constexpr int kAChunks5 = {6};",
 }
 
 
@@ -84,7 +90,8 @@ def measure(folders: dict[str, Path], n: int) -> list[dict]:
     for name, folder in folders.items():
         module = import_exercise_module(folder, spec)
         row = {"config": name, "tile": "x".join(map(str, CONFIGS[name][:2])),
-               "warps": "x".join(map(str, CONFIGS[name][2:4])), "stages": CONFIGS[name][4], "min_blocks": CONFIGS[name][5]}
+               "warps": "x".join(map(str, CONFIGS[name][2:4])), "stages": CONFIGS[name][4], "min_blocks": CONFIGS[name][5],
+               "a_chunks": CONFIGS[name][6]}
         for dtype, label, tol in ((torch.float32, "tf32", 2e-3), (torch.bfloat16, "bf16", 2e-2)):
             err = max(((module.matmul(a.to(dtype), b.to(dtype), 5).double() - exact).norm() / exact.norm()).item()
                       for a, b, exact in checks)
@@ -116,11 +123,11 @@ def main() -> int:
         if not ok:
             print(f"config {name} {CONFIGS[name]}: build failed\n{log}")
     rows = measure({k: v for k, v in folders.items() if built[k][0]}, args.n)
-    print(f"{'config':6s} {'tile':>8s} {'warps':>6s} {'stages':>6s} {'min':>4s}   "
+    print(f"{'config':6s} {'tile':>8s} {'warps':>6s} {'stages':>6s} {'min':>4s} {'kch':>4s}  "
           f"{'TF32 TFLOP/s':>12s} {'vs cuBLAS':>9s} {'error':>8s}   {'BF16 TFLOP/s':>12s} {'vs cuBLAS':>9s} {'error':>8s}")
     for r in rows:
         t, b = r["tf32"], r["bf16"]
-        print(f"{r['config']:6s} {r['tile']:>8s} {r['warps']:>6s} {r['stages']:>6d} {r['min_blocks']:>4d}   "
+        print(f"{r['config']:6s} {r['tile']:>8s} {r['warps']:>6s} {r['stages']:>6d} {r['min_blocks']:>4d} {r['a_chunks']:>4d}  "
               f"{t['tflops']:12.1f} {t['vs_cublas']:9.3f} {t['error']:8.1e}{'' if t['ok'] else '!'}   "
               f"{b['tflops']:12.1f} {b['vs_cublas']:9.3f} {b['error']:8.1e}{'' if b['ok'] else '!'}")
     (args.out / "results.json").write_text(json.dumps(rows, indent=1))

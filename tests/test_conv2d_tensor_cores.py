@@ -65,13 +65,26 @@ SOURCE_LINES = [
     "const int wm0 = (warp / (BN3 / kWN3)) * kWM3, wn0 = (warp % (BN3 / kWN3)) * kWN3;",
     "store_y3(y, bias, acc, s, m0 + wm0, co0 + wn0, lane);",
     "const int steps = (K + kBK3 - 1) / kBK3;",
+    # the tap-major order (cin % 16 == 0) and its weight copy
+    "const int step = k0 / kBK3, chunk = step / khw, tap = step - chunk * khw, ci0 = chunk * kBK3;",
+    "const int kh = tap / s.kw, kw = tap - kh * s.kw;",
+    "const bool ok = ih >= 0 && ih < s.h && iw >= 0 && iw < s.w;",
+    "const float* src = xn + (ci0 + a_k) * hw_in + ih * s.w + iw;",
+    "cp_async4(&st.A[a_k + e][swizzle3(a_k + e, a_row)], ok ? src + e * hw_in : x, ok);",
+    "const float* w = weight + (int64_t(co) * khw + tap) * s.cin + ci0 + 4 * b_c; // weight_t[co][tap][ci]",
+    "cp_async16(&st.B[r][4 * b_c], co < s.cout ? w : weight, co < s.cout);",
+    "weight_t[i] = weight[(row - tap) * cin + int64_t(ci) * khw + tap];",
 ]
+HEADER = (REPO / "solutions" / "06_conv2d" / "conv2d.h").read_text()
+HEADER_LINES = ["return version == 3 && s.cin % 16 == 0;"]
 
 
 def test_transliterated_lines_are_the_kernels():
     text = " ".join(SOURCE.split())
     missing = [line for line in SOURCE_LINES if " ".join(line.split()) not in text]
     assert not missing, f"conv2d.cu changed; update the model in this test: {missing}"
+    header = " ".join(HEADER.split())
+    assert all(" ".join(line.split()) in header for line in HEADER_LINES), "conv2d.h's conv2d_weight_scratch changed"
     assert (BM, BK, WM, WN) == (128, 16, 64, 32)
 
 
@@ -117,6 +130,67 @@ class Conflicts:
             banks.setdefault(off % 32, set()).add(off)
         if any(len(words) > 1 for words in banks.values()):
             self.bad.append((what, sorted(offsets)))
+
+
+def weight_tap_major(p: Problem) -> list:
+    """conv2d_weight_kernel3: weight (cout, cin, kh, kw) -> weight_t (cout, kh, kw, cin), flat."""
+    khw = p.kh * p.kw
+    out = [None] * len(p.wf)
+    for i in range(len(out)):
+        ci, row = i % p.cin, i // p.cin
+        tap = row % khw
+        out[i] = p.wf[(row - tap) * p.cin + ci * khw + tap]
+    return out
+
+
+def load_stage_tap_major(p: Problem, bn: int, m0: int, co0: int, k0: int, conflicts: Conflicts, weight_t: list):
+    """load_stage with kTapMajor: one tap and 16 channels per step; B from weight_t."""
+    threads = 2 * bn
+    a_per = BM * BK // threads
+    b_rows = threads // 4
+    hw_out, hw_in, khw = p.ho * p.wo, p.h * p.w, p.kh * p.kw
+    M = p.n * hw_out
+    A = [[None] * BM for _ in range(BK)]
+    B = [[None] * BK for _ in range(bn)]
+    a_writes, b_writes = {}, {}
+    step = k0 // BK
+    chunk, tap = step // khw, step % khw
+    ci0 = chunk * BK
+    kh, kw = tap // p.kw, tap % p.kw
+    for tid in range(threads):
+        a_row, a_k = tid % BM, (tid // BM) * a_per
+        m_load = m0 + a_row
+        xn, ih0, iw0 = 0, -(1 << 30), 0
+        if m_load < M:
+            n = m_load // hw_out
+            pp = m_load - n * hw_out
+            oh, ow = pp // p.wo, pp % p.wo
+            xn = n * p.cin * hw_in
+            ih0 = oh * p.stride[0] - p.pad[0]
+            iw0 = ow * p.stride[1] - p.pad[1]
+        ih, iw = ih0 + kh * p.dil[0], iw0 + kw * p.dil[1]
+        ok = 0 <= ih < p.h and 0 <= iw < p.w
+        src = xn + (ci0 + a_k) * hw_in + ih * p.w + iw
+        for e in range(a_per):
+            col = swizzle3(a_k + e, a_row)
+            assert A[a_k + e][col] is None, "two copies to one element of A"
+            A[a_k + e][col] = p.xf[src + e * hw_in] if ok else 0.0
+            a_writes.setdefault((tid // WARP, e), []).append((a_k + e) * BM + col)
+        b_row, b_c = tid // 4, tid % 4
+        for pas in range(2):
+            r = b_row + pas * b_rows
+            co = co0 + r
+            w = (co * khw + tap) * p.cin + ci0 + 4 * b_c
+            for e in range(4):
+                assert B[r][4 * b_c + e] is None, "two copies to one element of B"
+                B[r][4 * b_c + e] = weight_t[w + e] if co < p.cout else 0.0
+            b_writes.setdefault((tid // WARP, pas), []).append(r * BK + 4 * b_c)
+    assert all(v is not None for row in A for v in row) and all(v is not None for row in B for v in row)
+    for key, offs in a_writes.items():
+        conflicts.warp_4(f"gather write {key}", offs)
+    for key, offs in b_writes.items():
+        conflicts.quarter_warps_16(f"weight write {key}", offs)
+    return A, B
 
 
 def load_stage(p: Problem, bn: int, vec_b: bool, m0: int, co0: int, k0: int, conflicts: Conflicts):
@@ -254,7 +328,7 @@ def store_y3(p: Problem, y, written, acc, m0, co0):
                     y[idx] = v[r]
 
 
-def run_kernel3(p: Problem, bn: int, vec_b: bool):
+def run_kernel3(p: Problem, bn: int, vec_b: bool, tap_major: bool = False):
     hw_out = p.ho * p.wo
     M, K = p.n * hw_out, p.cin * p.kh * p.kw
     y = [float("nan")] * (p.n * p.cout * hw_out)
@@ -262,12 +336,14 @@ def run_kernel3(p: Problem, bn: int, vec_b: bool):
     conflicts = Conflicts()
     steps = (K + BK - 1) // BK
     warps = 2 * bn // WARP
+    weight_t = weight_tap_major(p) if tap_major else None
     for bx, by in itertools.product(range(-(-M // BM)), range(-(-p.cout // bn))):
         m0, co0 = bx * BM, by * bn
         acc = {w: [[[[0.0] * 4 for _ in range(N_TILES)] for _ in range(M_TILES)] for _ in range(WARP)]
                for w in range(warps)}
         for step in range(steps):
-            A, B = load_stage(p, bn, vec_b, m0, co0, step * BK, conflicts)
+            A, B = (load_stage_tap_major(p, bn, m0, co0, step * BK, conflicts, weight_t) if tap_major
+                    else load_stage(p, bn, vec_b, m0, co0, step * BK, conflicts))
             for warp in range(warps):
                 wm0, wn0 = (warp // (bn // WN)) * WM, (warp % (bn // WN)) * WN
                 mma_stage3(A, B, acc[warp], wm0, wn0, conflicts)
@@ -279,11 +355,13 @@ def run_kernel3(p: Problem, bn: int, vec_b: bool):
 
 # (n, cin, h, w, cout, kh, kw, stride, padding, dilation): K = cin kh kw = 27 (a tail of 11), 64 (no tail,
 # vector weight copies), 5 (one short step); M off 128 and Ho Wo % 4 != 0; cout off 64 and 128; strides,
-# padding and dilation that differ by axis
+# padding and dilation that differ by axis; cin 16 and 32 (whole steps of channels: the tap-major order)
 PROBLEMS = [
     (2, 3, 9, 7, 70, 3, 3, (1, 2), (1, 0), (1, 1)),
     (1, 4, 13, 12, 33, 4, 4, (2, 1), (2, 1), (1, 2)),
     (3, 5, 5, 6, 5, 1, 1, (1, 1), (0, 0), (1, 1)),
+    (1, 16, 7, 9, 70, 3, 2, (1, 2), (1, 1), (2, 1)),
+    (2, 32, 5, 4, 9, 1, 1, (1, 1), (0, 0), (1, 1)),
 ]
 
 
@@ -293,8 +371,10 @@ def test_kernel3_model_is_exact_and_conflict_free(problem, bn):
     n, cin, h, w, cout, kh, kw, stride, pad, dil = problem
     p = Problem(n, cin, h, w, cout, kh, kw, stride, pad, dil, seed=sum(problem[:7]))
     K = cin * kh * kw
-    for vec_b in ([False, True] if K % 4 == 0 else [False]):
-        y, written, conflicts = run_kernel3(p, bn, vec_b)
+    # the launcher's choice (conv2d_weight_scratch) where cin % 16 == 0, and the generic order always
+    paths = [(False, False)] + ([(True, False)] if K % 4 == 0 else []) + ([(True, True)] if cin % BK == 0 else [])
+    for vec_b, tap_major in paths:
+        y, written, conflicts = run_kernel3(p, bn, vec_b, tap_major)
         assert set(written) == {1}, "every output written exactly once"
         assert torch.equal(y, p.reference()), (y - p.reference()).abs().max()
         assert not conflicts.bad, conflicts.bad[:3]

@@ -483,6 +483,30 @@ def test_a_library_rule_allows_cudnn_but_not_pytorchs_convolution():
     assert "other than this exercise's own" in rule.problem(_seen(native), "f")
 
 
+def test_an_elementwise_rule_allows_pytorchs_flips_and_sums_but_no_other_kernel():
+    """06/07's backward: their own op beside PyTorch's fills, copies, flips and sums, never PyTorch's
+    convolution (its at::native kernels or cuDNN's), its multiplies, a library's GEMM or a forbidden op."""
+    from grader.observe import KernelRule
+
+    rule = KernelRule(("conv2d_kernel2",), elementwise=True, forbidden_ops=("conv", "mm"))
+    mine = "void (anonymous namespace)::conv2d_kernel2<float, 64>(float const*, float const*, float const*, float*)"
+    total = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+             "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+             "unsigned int, float, 4, 4> >(at::native::ReduceOp<float, ...>)")
+    flip = ("void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<at::native::flip_kernel_impl"
+            "<float>(at::TensorIterator&)::{lambda(int)#1}>(at::TensorIteratorBase&)::{lambda(int)#1}>(long, ...)")
+    assert rule.problem(_seen(flip, mine, total, ops=["aten::flip", "aten::sum"]), "backward") is None
+    mul = ("void at::native::vectorized_elementwise_kernel<4, at::native::binary_internal::MulFunctor<float>, "
+           "std::array<char*, 3ul> >(int, ...)")  # a multiply and a sum over a strided view: a convolution
+    for foreign in ("void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<0, float, int>(...)",
+                    mul, "void at::native::im2col_kernel<float>(long, float const*)",
+                    "sm90_xmma_dgrad_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize64x64x8",
+                    "ampere_sgemm_128x64_nn"):
+        assert "other than this exercise's own" in rule.problem(_seen(mine, foreign), "backward"), foreign
+    assert "aten::convolution_backward" in rule.problem(_seen(mine, ops=["aten::convolution_backward"]), "backward")
+    assert "other than this exercise's own" in KernelRule(("conv2d_kernel2",)).problem(_seen(mine, total), "f")
+
+
 def test_faults_that_end_the_cuda_context_are_recognised():
     assert checks.cuda_context_lost("AcceleratorError: CUDA error: an illegal memory access was encountered")
     assert checks.cuda_context_lost("RuntimeError: CUDA error: misaligned address")

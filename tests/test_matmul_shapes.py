@@ -55,10 +55,14 @@ def plan4(batch, M, N, K, sms):
         blocks = ceil_div(N, kGemvThreads) * batch
         return split_k("cols", K, ceil_div(4 * sms, blocks), min(K // kGemvColsMinK, kMaxSplits), 1)
     tiles = ceil_div(M, kBM4) * ceil_div(N, kBN4) * batch
-    if tiles < sms and K >= 4 * max(M, N) and K >= 2 * kSplitMinK4:
-        budget = (M + N) * K // (4 * M * N)
-        want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, kSplitMinK4), budget))
-        return split_k("tiles", K, want, min(K // kSplitMinK4, kMaxSplits), kBK4)
+    if tiles < sms and K >= 2 * kSplitMinK4:
+        most = min(K // kSplitMinK4, kMaxSplits)
+        if K >= 4 * max(M, N):
+            budget = (M + N) * K // (4 * M * N)
+            want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, kSplitMinK4), budget))
+            return split_k("tiles", K, want, most, kBK4)
+        if 2 * tiles <= sms:
+            return split_k("tiles", K, 2 * sms // tiles, most, kBK4)
     return "tiles", 1, K
 
 
@@ -209,9 +213,9 @@ CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, 
     (2, 9, 1, 2052, 8, 3),         # rows, batched, split, batch chunks of 1
     (1, 1, 37, 1003, 132, 65535),  # cols, split, the last range shorter
     (3, 1, 5, 300, 16, 4),         # cols, batched, split, chunks
-    (1, 7, 5, 600, 16, 65535),     # tiles, split K (K >= 4 max(M, N), K >= 512)
+    (1, 7, 5, 600, 16, 65535),     # tiles, split K (K >= 4 max(M, N), K >= 128)
     (2, 6, 9, 1100, 64, 65535),    # tiles, batched, split
-    (3, 4, 6, 530, 132, 7),        # tiles, batched, split, several launches
+    (3, 4, 6, 530, 132, 16),       # tiles, batched, split (8), several launches (2 batch elements each)
     (5, 4, 3, 7, 132, 2),          # tiles, no split, batch chunks of 2
     (1, 3, 2, 0, 132, 65535),      # K = 0: zeros
 ]
@@ -237,16 +241,23 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert [p for p, _ in plans] == ["rows"] * 4 + ["cols"] * 2 + ["tiles"] * 5
     assert [s > 1 for _, s in plans] == [False, True, True, True, True, True, True, True, True, False, False]
     # the spec's shapes on an H100
-    assert plan4(1, 100, 70, 50000, 132) == ("tiles", 190, 264)
-    assert plan4(1, 129, 257, 4099, 132) == ("tiles", 16, 264)
-    assert plan4(1, 64, 64, 1 << 18, 132) == ("tiles", 1024, 256)
-    assert plan4(1, 64, 64, 1 << 16, 132) == ("tiles", 256, 256)
+    assert plan4(1, 100, 70, 50000, 132) == ("tiles", 298, 168)
+    assert plan4(1, 129, 257, 4099, 132) == ("tiles", 43, 96)
+    assert plan4(1, 64, 64, 1 << 18, 132) == ("tiles", 2048, 128)
+    assert plan4(1, 64, 64, 1 << 16, 132) == ("tiles", 512, 128)
     # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
     assert plan4(1, 1400, 1400, 1 << 20, 132)[1] <= (2800 << 20) // (4 * 1400 * 1400) + 1
     assert plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
     assert plan4(1, 1, 777, 5003, 132) == ("cols", 77, 65)
     assert plan4(2, 64, 48, 20000, 132)[1] > 1
-    # not split: the 4096^3 benchmark, a product whose K does not dominate, K below 512
+    # K does not dominate but the tiles fill at most half the SMs: one wave of 2 blocks per SM (the
+    # model list's classifier, GPT-2's MLP at 64 tokens, 1024^3), no more than K / 64 splits
+    assert plan4(1, 32, 1000, 2048, 132) == ("tiles", 32, 64)
+    assert plan4(1, 64, 3072, 768, 132) == ("tiles", 11, 72)
+    assert plan4(1, 1024, 1024, 1024, 132) == ("tiles", 4, 256)
+    assert plan4(1, 300, 200, 260, 132) == ("tiles", 4, 72)
+    assert plan4(1, 2, 2, 511, 132) == ("tiles", 7, 80)
+    # not split: the 4096^3 benchmark, tiles that fill more than half the SMs, K below 128
     assert plan4(1, 4096, 4096, 4096, 132) == ("tiles", 1, 4096)
-    assert plan4(1, 300, 200, 260, 132) == ("tiles", 1, 260)
-    assert plan4(1, 2, 2, 511, 132) == ("tiles", 1, 511)
+    assert plan4(1, 2048, 1024, 1024, 132) == ("tiles", 1, 1024)
+    assert plan4(1, 2, 2, 127, 132) == ("tiles", 1, 127)

@@ -61,9 +61,9 @@ class Shared:
     """A stage: A[m][chunk] and B[k][chunk] of 16-byte chunks, each a list of elements (4 floats or 8
     bfloat16s, as Python floats)."""
 
-    def __init__(self, elems, bk, b_chunks, bm):
+    def __init__(self, elems, bk, b_chunks, bm, a_chunks):
         self.elems = elems
-        self.A = [[[0.0] * elems for _ in range(4)] for _ in range(bm)]
+        self.A = [[[0.0] * elems for _ in range(a_chunks)] for _ in range(bm)]
         self.B = [[[0.0] * elems for _ in range(b_chunks)] for _ in range(bk)]
 
 
@@ -102,8 +102,8 @@ def mma(d, a, b, bf16):
         d[lane][v] += sum(Am[m][k] * Bm[k][n] for k in range(kk))
 
 
-def swizzle_a(r, c):
-    return c ^ ((r >> 1) & 3)
+def swizzle_a(r, c, a_chunks):
+    return c ^ (r & 7) if a_chunks == 8 else c ^ ((r >> 1) & 3)
 
 
 def swizzle_b(bf16, k, c):
@@ -115,6 +115,11 @@ def swizzle_b(bf16, k, c):
 SOURCE = Path(__file__).resolve().parents[1] / "solutions" / "05_matmul" / "matmul.cu"
 
 
+def solution_a_chunks() -> int:
+    """Kernel 5's kAChunks5 (16-byte chunks of k per A row per stage), read from the solution."""
+    return int(re.search(r"constexpr int kAChunks5 = (\d+);", SOURCE.read_text()).group(1))
+
+
 def solution_tiles() -> tuple[int, int, int, int]:
     """Kernel 5's (kBM5, kBN5, kWarpsM5, kWarpsN5), read from the solution: the model runs what it runs."""
     text = SOURCE.read_text()
@@ -123,9 +128,10 @@ def solution_tiles() -> tuple[int, int, int, int]:
     return bm, bn, wm, wn
 
 
-def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None):
+def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks=None):
     """Kernel 5 on lists of Python floats (row-major A: M x K, B: K x N) -> C (M x N), with the
-    solution's tile constants or `tiles` = (block rows, block columns, warps down, warps across)."""
+    solution's tile constants or `tiles` = (block rows, block columns, warps down, warps across) and
+    `a_chunks` (kAChunks5)."""
     bm, bn, warps_m, warps_n = tiles or solution_tiles()
     threads, warps = 32 * warps_m * warps_n, warps_m * warps_n
     wm, wn = bm // warps_m, bn // warps_n  # a warp's tile of C
@@ -133,8 +139,9 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None):
     M, K = len(A), len(A[0]) if A else 0
     N = len(B[0]) if B else 0
     elems = 8 if bf16 else 4
-    bk, mma_k, b_chunks = 4 * elems, 16 if bf16 else 8, bn // elems
-    a_step, b_step = threads // 4, threads // b_chunks  # rows per copy pass (Loader5's kARowStep, kBRowStep)
+    a_chunks = a_chunks or solution_a_chunks()
+    bk, mma_k, b_chunks = a_chunks * elems, 16 if bf16 else 8, bn // elems
+    a_step, b_step = threads // a_chunks, threads // b_chunks  # rows per copy pass (Loader5's kARowStep, kBRowStep)
     C = [[None] * N for _ in range(M)]
     flat_a = [x for row in A for x in row]
     flat_b = [x for row in B for x in row]
@@ -143,14 +150,14 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None):
         steps = -(-K // bk)
         acc = {(w, lane): [[[0.0] * 4 for _ in range(nt)] for _ in range(mt)] for w in range(warps) for lane in range(WARP)}
         for step in range(steps):
-            s = Shared(elems, bk, b_chunks, bm)
+            s = Shared(elems, bk, b_chunks, bm, a_chunks)
             k0 = step * bk
             for tid in range(threads):  # Loader5::load
-                ra, ca, rb, cb = tid // 4, tid % 4, tid // b_chunks, tid % b_chunks
+                ra, ca, rb, cb = tid // a_chunks, tid % a_chunks, tid // b_chunks, tid % b_chunks
                 for i in range(bm // a_step):
                     r = ra + i * a_step
                     row, col = m0 + r, k0 + ca * elems
-                    s.A[r][swizzle_a(r, ca)] = chunk(flat_a, vec_a, row < M, row * K + col, K - col, elems)
+                    s.A[r][swizzle_a(r, ca, a_chunks)] = chunk(flat_a, vec_a, row < M, row * K + col, K - col, elems)
                 for i in range(bk // b_step):
                     r = rb + i * b_step
                     row, col = k0 + r, n0 + cb * elems
@@ -164,8 +171,8 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None):
                         for lane in range(WARP):
                             q, r8 = lane // 8, lane % 8
                             r, c = wrow + 16 * i + 8 * (q % 2) + r8, 2 * ks + q // 2
-                            rows.append(s.A[r][swizzle_a(r, c)])
-                            addrs.append(64 * r + 16 * swizzle_a(r, c))
+                            rows.append(s.A[r][swizzle_a(r, c, a_chunks)])
+                            addrs.append(16 * a_chunks * r + 16 * swizzle_a(r, c, a_chunks))
                         if check_banks is not None:
                             check_banks("ldmatrix A", addrs)
                         a[i] = ldmatrix_x4(rows, elems)
@@ -262,10 +269,11 @@ def _tuner_configs():
 
 
 def _tile_shapes():
-    """One tuner configuration per tile shape (the ring's depth and blocks per SM leave the model alone)."""
+    """One tuner configuration per tile shape and A row width (the ring's depth and blocks per SM leave
+    the model alone)."""
     shapes = {}
     for name, config in sorted(_tuner_configs().CONFIGS.items()):
-        shapes.setdefault(config[:4], name)
+        shapes.setdefault((*config[:4], config[6]), name)
     return sorted(shapes.values())
 
 
@@ -274,17 +282,19 @@ def test_every_tuning_configuration_reassembles_the_product_without_bank_conflic
     """scripts/tune_matmul5.py times tile shapes on a GPU; whichever wins, the model has checked its
     index arithmetic and swizzles here, and the script's rewrite of the solution's constants applies."""
     tuner = _tuner_configs()
-    bm, bn, warps_m, warps_n, stages, min_blocks = tuner.CONFIGS[name]
+    bm, bn, warps_m, warps_n, stages, min_blocks, a_chunks = tuner.CONFIGS[name]
     text = (tuner.write_copy(name, tuner.CONFIGS[name], tmp_path) / "matmul.cu").read_text()
     assert f"kBM5 = {bm}, kBN5 = {bn};" in text and f"kStages5 = {stages};" in text
+    assert f"kAChunks5 = {a_chunks};" in text
     assert f"kWarpsM5 = {warps_m}, kWarpsN5 = {warps_n};" in text and f"kMinBlocks5 = {min_blocks};" in text
     g = torch.Generator().manual_seed(bm + bn)
     for bf16 in (False, True):
-        m, n, k = bm + 3, bn + 5, 4 * (8 if bf16 else 4) + 3  # a partial block each way, a partial k step
+        m, n, k = bm + 3, bn + 5, a_chunks * (8 if bf16 else 4) + 3  # a partial block each way, a partial k step
         A = torch.randint(-8, 9, (m, k), generator=g).double()
         B = torch.randint(-8, 9, (k, n), generator=g).double()
         problems = []
-        C = run_kernel5(A.tolist(), B.tolist(), bf16, False, False, _bank_checker(problems), tiles=(bm, bn, warps_m, warps_n))
+        C = run_kernel5(A.tolist(), B.tolist(), bf16, False, False, _bank_checker(problems), tiles=(bm, bn, warps_m, warps_n),
+                        a_chunks=a_chunks)
         assert not problems, problems[:5]
         assert torch.equal(torch.tensor(C, dtype=torch.float64), A @ B)
 

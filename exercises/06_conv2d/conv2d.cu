@@ -267,6 +267,14 @@ bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, 
     if (cols == 1) return false;
     cols = (cols + 1) / 2;
   }
+  // equal row tiles, each a whole number of kDwRows-row groups where that adds no tile: a last tile of
+  // a few rows would load (and zero-fill) a whole tile's input rows for them
+  const int64_t tiles_down = course::ceil_div<int64_t>(s.ho, rows);
+  rows = course::ceil_div<int64_t>(s.ho, tiles_down);
+  const int64_t whole_groups = course::ceil_div<int64_t>(rows, kDwRows) * kDwRows;
+  if (course::ceil_div<int64_t>(s.ho, whole_groups) == tiles_down && in_rows(whole_groups) * in_cols(cols) <= cap) {
+    rows = std::min<int64_t>(whole_groups, s.ho);
+  }
   int64_t per_block = 1;
   if (rows == s.ho && cols == s.wo) {  // whole planes: as many as make kDwOutputsPerBlock and fit
     per_block = std::max<int64_t>(1, kDwOutputsPerBlock / (rows * cols));
@@ -286,61 +294,16 @@ bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, 
 // products done by `mma.sync.aligned.m16n8k8` in TF32: the warp multiplies a 16 x 8 (m x k) tile of
 // the im2col matrix A by an 8 x 8 (k x n) tile of the weights B into a 16 x 8 tile of Y; operands and
 // sums live in the 32 lanes' registers ("fragments", the README draws them). Operands are rounded to
-// TF32 (10-bit mantissa, `cvt.rna.tf32.f32`), the products summed in float32. The PTX wrappers below
-// are this file's only inline assembly; compiled for an older GPU they do nothing (`#if __CUDA_ARCH__
-// >= 800`) and the launcher refuses to run version 3 there.
-
-// 4 (or 16) bytes global -> shared without a register, in flight until cp_async_wait; `valid` false
-// copies nothing and fills the destination with zeros (the zero padding, the tiles' edges).
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 4 : 0)
-               : "memory");
-#endif
-}
-
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {  // both 16-byte aligned
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-#endif
-}
-
-// Close the group of copies issued since the last commit (one group per K step).
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-// Wait until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
-
-// float -> TF32 (rounded to nearest, ties away from zero: 10 bits of mantissa), in a 32-bit register.
-__device__ __forceinline__ uint32_t to_tf32(float v) {
-  uint32_t r = __float_as_uint(v);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-#endif
-  return r;
-}
-
-// d += a b for one 16 x 8 tile: m16n8k8, TF32 a (4 registers) and b (2), float32 sums in d (4 floats).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-               "{%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
+// TF32 (10-bit mantissa, `cvt.rna.tf32.f32`), the products summed in float32. The PTX wrappers (the
+// cp.async copies, the TF32 rounding and the mma) are course/cuda.cuh's, shared with exercises 08 and
+// 09; compiled for an older GPU they do nothing (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses
+// to run version 3 there.
+using course::cp_async16;
+using course::cp_async4;
+using course::cp_async_commit;
+using course::cp_async_wait;
+using course::mma_tf32;
+using course::to_tf32;
 
 // The tiles. A block computes a 128 x BN3 tile of Y (128 output pixels x BN3 = 64 or 128 channels) with
 // 2 x (BN3 / 32) warps, each a 64 x 32 tile as 4 x 4 mma tiles of 16 x 8; K goes 16 at a time (two
@@ -350,9 +313,16 @@ constexpr int kBK3 = 16;
 constexpr int kWM3 = 64, kWN3 = 32;  // a warp's tile
 constexpr int kMTiles3 = kWM3 / 16, kNTiles3 = kWN3 / 8;  // 4 x 4 mma tiles
 constexpr int kStages3 = 3;
+static_assert(kBK3 == 16, "conv2d_weight_scratch (conv2d.h) counts whole steps of 16 channels");
+// Blocks per SM the register budget must allow (64K registers / (2 BN3 threads x blocks)): 3 of 128
+// threads (BN3 = 64: 168 registers a thread) or 2 of 256 (BN3 = 128: 128). scripts/tune_conv3.py on
+// the H100 (2026-11-26): 4 blocks of 128 threads (128 registers, spilling) were as fast on the
+// benchmark's shape and 5% slower on 7 x 7 planes; 1 block of 256 threads, 25% slower at 28 x 28.
+template <int BN3>
+constexpr int kMinBlocks3 = BN3 == 64 ? 3 : 2;
 
 // One stage: the im2col tile A[k][m] (16 k x 128 pixels, as version 2's As) and the weight tile B[co][k]
-// (BN3 channels x 16 k, as `weight` holds them). 16 KiB (BN3 = 128) or 12 KiB: 3 stages fit the 48 KiB
+// (BN3 channels x 16 k). 16 KiB (BN3 = 128) or 12 KiB: 3 stages fit the 48 KiB
 // of static shared memory.
 template <int BN3>
 struct Stage3 {
@@ -424,10 +394,22 @@ __device__ __forceinline__ void store_y3(float* __restrict__ y, const float* __r
 // warps, warp w computing pixels 64 (w / (BN3 / 32)) .. + 63 x channels 32 (w % (BN3 / 32)) .. + 31 of the
 // block's tile. Each K step, thread `tid` gathers kAPer consecutive k of im2col row tid % 128 (pixel
 // m0 + tid % 128: neighbouring threads, neighbouring pixels) and copies 2 chunks of 4 k of the weights
-// (4 threads per channel row, kVecB: 16 bytes at a time), all with cp.async into the ring's next stage.
-// kVecB: K % 4 == 0 and weight 16-byte aligned, so every chunk of 4 k starts on 16 bytes.
-template <int BN3, bool kVecB>
-__global__ void __launch_bounds__(2 * BN3, 256 / BN3)
+// (4 threads per channel row), all with cp.async into the ring's next stage.
+//
+// The order of K is ours to choose (a sum is the same in any order, if A and B agree). kTapMajor
+// (cin % 16 == 0, every layer of ResNet-50 but the stem): K goes through the channels 16 at a time,
+// and for each 16 through the kernel's taps, so a step is 16 channels under one tap (kh, kw): one
+// bounds check and one address per step, then addresses hw_in apart. (The taps of 16 channels come
+// one after the other so that the rows they read are still in L1: taps outermost, all channels per
+// tap, read every input 9 times from L2 and ran at two thirds of the speed.) The weight is then read
+// from its copy in that order, `weight_t` (cout, kh, kw, cin), written by conv2d_weight_kernel3, 16
+// bytes at a time (read in place, 4 channels of one tap are kh kw floats apart: 4-byte copies that cost
+// more than the gather saved). The generic order (k = ci kh kw + (kh, kw), as `weight` is laid out)
+// decodes and bounds-checks a tap per element; its weights are copied 16 bytes at a time where K % 4 ==
+// 0 and the weight is 16-byte aligned (kVecB).
+// (kTapMajor: `weight` is weight_t.)
+template <int BN3, bool kTapMajor, bool kVecB>
+__global__ void __launch_bounds__(2 * BN3, kMinBlocks3<BN3>)
     conv2d_kernel3(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
                    float* __restrict__ y, Conv2dShape s) {
   constexpr int kThreads = 2 * BN3;
@@ -463,6 +445,26 @@ __global__ void __launch_bounds__(2 * BN3, 256 / BN3)
 
   // Issue the copies of the step at k0 into stage st (zeros outside x, the padding, M, K and cout).
   auto load_stage = [&](Stage3<BN3>& st, int k0) {
+    if constexpr (kTapMajor) {
+      // one tap (kh, kw) for the whole step, channels ci0 .. ci0 + 15 (K is whole steps: no k >= K)
+      const int step = k0 / kBK3, chunk = step / khw, tap = step - chunk * khw, ci0 = chunk * kBK3;
+      const int kh = tap / s.kw, kw = tap - kh * s.kw;
+      const int ih = ih0 + kh * s.dil_h, iw = iw0 + kw * s.dil_w;
+      const bool ok = ih >= 0 && ih < s.h && iw >= 0 && iw < s.w;
+      const float* src = xn + (ci0 + a_k) * hw_in + ih * s.w + iw;
+#pragma unroll
+      for (int e = 0; e < kAPer; ++e) {
+        cp_async4(&st.A[a_k + e][swizzle3(a_k + e, a_row)], ok ? src + e * hw_in : x, ok);
+      }
+#pragma unroll
+      for (int pass = 0; pass < 2; ++pass) {
+        const int r = b_row + pass * kBRows;
+        const int co = co0 + r;
+        const float* w = weight + (int64_t(co) * khw + tap) * s.cin + ci0 + 4 * b_c;  // weight_t[co][tap][ci]
+        cp_async16(&st.B[r][4 * b_c], co < s.cout ? w : weight, co < s.cout);
+      }
+      return;
+    }
     // im2col: k = k0 + a_k + e -> (ci, kh, kw), decoded once per step, then walked (kw fastest)
     int k = k0 + a_k;
     const int ci = k / khw;
@@ -520,6 +522,18 @@ __global__ void __launch_bounds__(2 * BN3, 256 / BN3)
   }
   cp_async_wait<0>();
   store_y3(y, bias, acc, s, m0 + wm0, co0 + wn0, lane);
+}
+
+// weight (cout, cin, kh, kw) -> weight_t (cout, kh, kw, cin), the tap-major order of version 3's K:
+// a grid-stride loop over weight_t's elements (neighbouring threads write neighbouring channels).
+__global__ void conv2d_weight_kernel3(const float* __restrict__ weight, float* __restrict__ weight_t, int64_t total,
+                                      int cin, int khw) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int ci = static_cast<int>(i % cin);
+    const int64_t row = i / cin;  // co khw + tap
+    const int tap = static_cast<int>(row % khw);
+    weight_t[i] = weight[(row - tap) * cin + int64_t(ci) * khw + tap];
+  }
 }
 
 constexpr int kDirectThreads = 256;
@@ -594,7 +608,7 @@ void check_tensor_cores() {
   TORCH_CHECK(major >= 8, "version 3 needs compute capability 8.0 (tensor cores with TF32); this GPU is " +
                               std::to_string(major) + "." + std::to_string(minor));
   cudaFuncAttributes attr;
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, conv2d_kernel3<64, false>));
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, conv2d_kernel3<64, false, false>));
   // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
   TORCH_CHECK(attr.ptxVersion == 0 || attr.ptxVersion >= 80,
               "version 3: this build's code for this GPU was compiled for compute capability " +
@@ -602,12 +616,12 @@ void check_tensor_cores() {
                   ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
 }
 
-template <int BN3, bool kVecB>
+template <int BN3, bool kTapMajor, bool kVecB>
 void launch_tensor_core_tiles(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
                               cudaStream_t stream) {
   constexpr int threads = 2 * BN3;
   // BEGIN SOLUTION
-  // TODO: launch conv2d_kernel3<BN3, kVecB> on `stream`: a grid of ceil(M / kBM3) x ceil(cout / BN3)
+  // TODO: launch conv2d_kernel3<BN3, kTapMajor, kVecB> on `stream`: a grid of ceil(M / kBM3) x ceil(cout / BN3)
   // TODO: blocks (M = n * ho * wo) of `threads` threads; check the launch.
   // TODO: (the reference solution takes about 5 lines)
   TORCH_CHECK(false, "launch_tensor_core_tiles (conv2d.cu) is not implemented yet");
@@ -615,7 +629,7 @@ void launch_tensor_core_tiles(const float* x, const float* weight, const float* 
 }
 
 void launch_tensor_cores(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
-                         cudaStream_t stream) {
+                         float* weight_t, cudaStream_t stream) {
   check_tensor_cores();
   const int64_t M = s.n * s.ho * s.wo;
   if (M == 0 || s.cout == 0) return;
@@ -625,14 +639,22 @@ void launch_tensor_cores(const float* x, const float* weight, const float* bias,
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const bool wide = s.cout > 64 && course::ceil_div<int64_t>(M, kBM3) * course::ceil_div(s.cout, 128) >= sms;
-  // 16-byte weight copies: every row of K = cin kh kw floats starts on 16 bytes
+  // channels innermost in K where a step of 16 k is one tap's channels; else the weight's order, with
+  // 16-byte weight copies where every row of K = cin kh kw floats starts on 16 bytes
   const bool vec_b = (s.cin * s.kh * s.kw) % 4 == 0 && course::is_aligned16(weight);
-  if (wide) {
-    vec_b ? launch_tensor_core_tiles<128, true>(x, weight, bias, y, s, stream)
-          : launch_tensor_core_tiles<128, false>(x, weight, bias, y, s, stream);
+  if (conv2d_weight_scratch(s, 3)) {  // cin % 16 == 0 (kBK3)
+    TORCH_CHECK(weight_t != nullptr && course::is_aligned16(weight_t), "version 3: no 16-byte aligned weight scratch");
+    const int64_t total = int64_t(s.cout) * s.cin * s.kh * s.kw;
+    conv2d_weight_kernel3<<<course::grid_for(total, 256), 256, 0, stream>>>(weight, weight_t, total, s.cin, s.kh * s.kw);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    wide ? launch_tensor_core_tiles<128, true, true>(x, weight_t, bias, y, s, stream)
+         : launch_tensor_core_tiles<64, true, true>(x, weight_t, bias, y, s, stream);
+  } else if (wide) {
+    vec_b ? launch_tensor_core_tiles<128, false, true>(x, weight, bias, y, s, stream)
+          : launch_tensor_core_tiles<128, false, false>(x, weight, bias, y, s, stream);
   } else {
-    vec_b ? launch_tensor_core_tiles<64, true>(x, weight, bias, y, s, stream)
-          : launch_tensor_core_tiles<64, false>(x, weight, bias, y, s, stream);
+    vec_b ? launch_tensor_core_tiles<64, false, true>(x, weight, bias, y, s, stream)
+          : launch_tensor_core_tiles<64, false, false>(x, weight, bias, y, s, stream);
   }
 }
 
@@ -640,7 +662,7 @@ void launch_tensor_cores(const float* x, const float* weight, const float* bias,
 
 template <typename scalar_t>
 void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
-                 int version, cudaStream_t stream) {
+                 int version, scalar_t* weight_scratch, cudaStream_t stream) {
   TORCH_CHECK(version >= 1 && version <= 3,
               "version must be 1 (direct), 2 (implicit GEMM) or 3 (implicit GEMM on TF32 tensor cores)");
   TORCH_CHECK(version != 3 || s.groups == 1, "groups must be 1 for version 3 (TF32 tensor cores)");
@@ -651,7 +673,7 @@ void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias
   } else if (version == 2) {
     launch_implicit_gemm(x, weight, bias, y, s, stream);
   } else if constexpr (std::is_same_v<scalar_t, float>) {
-    launch_tensor_cores(x, weight, bias, y, s, stream);
+    launch_tensor_cores(x, weight, bias, y, s, weight_scratch, stream);
   } else {
     TORCH_CHECK(false, "x must be float32 for version 3 (TF32 tensor cores), but is float64");
   }
@@ -659,6 +681,6 @@ void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias
 
 // The binding file dispatches on dtype; these are the types it may ask for.
 #define INSTANTIATE(T) \
-  template void conv2d_cuda<T>(const T*, const T*, const T*, T*, const Conv2dShape&, int, cudaStream_t);
+  template void conv2d_cuda<T>(const T*, const T*, const T*, T*, const Conv2dShape&, int, T*, cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(double)

@@ -24,7 +24,13 @@ struct Conv2dShape {
 // bias (cout) or nullptr, y (n, cout, ho, wo), all contiguous. version 1: the direct kernel; version
 // 2: the tiled implicit GEMM, or the depthwise kernel where groups == cin (each output channel reads
 // one input channel); version 3: the implicit GEMM on TF32 tensor cores (float only, groups == 1,
-// compute capability 8.0 and newer). Launched on `stream`.
+// compute capability 8.0 and newer). Launched on `stream`. Where conv2d_weight_scratch says so,
+// version 3 first writes the weight with its channels innermost, (cout, kh, kw, cin), into
+// `weight_scratch` (that many elements, 16-byte aligned, allocated by the caller); else it is unused.
 template <typename scalar_t>
 void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
-                 int version, cudaStream_t stream);
+                 int version, scalar_t* weight_scratch, cudaStream_t stream);
+
+// Whether conv2d_cuda needs `weight_scratch`: version 3 with whole steps of 16 channels (the
+// channels-innermost order of its K; conv2d.cu says why).
+inline bool conv2d_weight_scratch(const Conv2dShape& s, int version) { return version == 3 && s.cin % 16 == 0; }

@@ -16,8 +16,9 @@ struct ConvShape {
 };
 
 // y = relu(gamma * (conv(x) + bias - running_mean) / sqrt(running_var + eps) + beta), in one kernel
-// launched on `stream`; bias may be null.
+// launched on `stream`; bias may be null. version 1: strict fp32 (or float64); version 2: the
+// convolution's products on TF32 tensor cores (float only, compute capability 8.0 and newer).
 template <typename scalar_t>
 void conv_bn_relu_inference_cuda(const scalar_t* x, const scalar_t* w, const scalar_t* bias, const scalar_t* gamma,
                                  const scalar_t* beta, const scalar_t* running_mean, const scalar_t* running_var,
-                                 double eps, const ConvShape& s, scalar_t* y, cudaStream_t stream);
+                                 double eps, const ConvShape& s, int version, scalar_t* y, cudaStream_t stream);

@@ -104,10 +104,11 @@ SHAPES = (
 # and every shape still runs its path.) N == 1, a warp per row: K % 4 == 0 with a tail after the last
 # 128-float step (517x1x1000), split in 4 ranges with tails (3x1x4100), a long dot product split in
 # ranges of odd length (1x1x100003). M == 1, a thread per column: split in 77 ranges, the last shorter
-# (1x777x5003). Split K: 16 splits, the last shorter, N % 4 != 0 (129x257x4099); 190 splits over a
-# single tile (100x70x50000); 256 splits of 256 (64x64x65536).
+# (1x777x5003). Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
+# single tile (100x70x50000); 512 splits of 128 (64x64x65536); and where K does not dominate but 6 tiles
+# fill few SMs, 4 splits of 72, the last 44 (300x200x260).
 VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003), (1, 3, 2000),
-                   (129, 257, 4099), (100, 70, 50000), (64, 64, 65536))
+                   (129, 257, 4099), (100, 70, 50000), (64, 64, 65536), (300, 200, 260))
 # batches (versions 4 and 5): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches

@@ -1,10 +1,11 @@
 """Grading for exercise 06, 2-D convolution (NCHW, with groups), every numbered version: the direct
 kernel and the implicit GEMM in strict fp32 (and version 2's depthwise path), and the implicit GEMM on
 TF32 tensor cores (version 3, groups 1, graded with a tolerance derived from TF32's precision, on GPUs
-of compute capability 8.0 and newer).
+of compute capability 8.0 and newer); and its backward (group "autograd"), which computes both
+gradients with the forward op itself.
 
-Exercise 07 (transposed convolution) reuses the helpers here: the case list, the argument checks
-and the strict-fp32 benchmark setup.
+Exercise 07 (transposed convolution) reuses the helpers here: the case list, the argument checks,
+the autograd group and the strict-fp32 benchmark setup.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
                            require_capability, unmodified)
-from grader.observe import KernelRule
+from grader.observe import KernelRule, kernel_function, observe
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
@@ -44,30 +45,55 @@ RANGE_SCALES = (1e5, 1e-6)
 TENSOR_CORE_CAPABILITY = (8, 0)
 
 
-def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, groups=1) -> float:
-    """The normwise relative error TF32 tensor cores may make on this convolution (the bound above; a
-    transposed one where output_padding is given), from the inputs themselves (float64, on their
-    device; non-finite inputs count as 0)."""
-    def clean(t):
-        return None if t is None else torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
+def clean64(t):
+    """t in float64, non-finite values as 0 (None stays None)."""
+    return None if t is None else torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
 
-    x64, w64, b64 = clean(x), clean(w), clean(b)
+
+def tf32_products_bound(op, a, b, k: int, bias=None):
+    """(reference, bound) of a bilinear op(a, b) whose outputs each sum k products of an element of a
+    and one of b, computed on TF32 tensor cores: op in float64 on the inputs (non-finite values as 0),
+    and per output the bound above. Convolutions (tf32_bound) and the weight gradient (exercise 09)."""
+    a64, b64, c64 = clean64(a), clean64(b), clean64(bias)
+    ref = op(a64, b64)
+    spread = op(a64 * a64, b64 * b64).clamp_min(0).sqrt()
+    magnitude = op(a64.abs(), b64.abs())
+    if c64 is not None:
+        shape = [1, -1] + [1] * (ref.dim() - 2)
+        ref, magnitude = ref + c64.view(shape), magnitude + c64.abs().view(shape)
+    bound = (OPERAND_SIGMAS * TF32_U * spread + SUM_SIGMAS * k ** 0.5 * FP32_U * magnitude) * (1 + FP32_U) \
+        + FP32_U * ref.abs()
+    return ref, bound
+
+
+def tf32_bound(x, w, b, stride, padding, dilation, output_padding=None, groups=1):
+    """(reference, bound): the convolution in float64 and, per output, the error TF32 tensor cores may
+    make on it (the bound above; a transposed convolution where output_padding is given), from the
+    inputs themselves (float64, on their device; non-finite inputs count as 0). Exercises 08 and 09
+    derive their fused layers' tolerances from it."""
     transposed = output_padding is not None
     conv = F.conv_transpose2d if transposed else F.conv2d
     extra = ({"output_padding": output_padding} if transposed else {}) | {"groups": groups}
+    k = (w.shape[0] // groups if transposed else w.shape[1]) * w.shape[2] * w.shape[3]
+    return tf32_products_bound(lambda a, kernel: conv(a, kernel, None, stride=stride, padding=padding,
+                                                      dilation=dilation, **extra), x, w, k, b)
 
-    def run(a, k, bias=None):
-        return conv(a, k, bias, stride=stride, padding=padding, dilation=dilation, **extra)
 
-    ref = run(x64, w64, b64)
-    spread = run(x64 * x64, w64 * w64).clamp_min(0).sqrt()
-    magnitude = run(x64.abs(), w64.abs(), None if b64 is None else b64.abs())
-    k = (w64.shape[0] // groups if transposed else w64.shape[1]) * w64.shape[2] * w64.shape[3]
-    bound = (OPERAND_SIGMAS * TF32_U * spread + SUM_SIGMAS * k ** 0.5 * FP32_U * magnitude) * (1 + FP32_U) \
-        + FP32_U * ref.abs()
+def tf32_tolerance(x, w, b, stride, padding, dilation, output_padding=None, groups=1) -> float:
+    """The normwise relative error TF32 tensor cores may make on this convolution: ||bound|| / ||ref||
+    of tf32_bound."""
+    ref, bound = tf32_bound(x, w, b, stride, padding, dilation, output_padding, groups)
     norm = torch.linalg.vector_norm(ref).item()
     allowed = torch.linalg.vector_norm(bound).item()
     return allowed / norm if norm > 0 else allowed
+
+
+# --- the backward (group "autograd") ----------------------------------------------------------------
+AUTOGRAD = "autograd"
+# PyTorch operators the backward must not call (substrings of aten:: names): its convolutions and
+# matrix products; its elementwise ops (zeros, strided copies, flips, sums) may run beside the op
+NOT_IN_BACKWARD = ("conv", "cudnn", "mm", "matmul", "einsum", "linear", "tensordot")
+RANDOM_GRADIENT_CASES = 6  # the kinds in turn: dense, grouped, depthwise
 
 
 @dataclass(frozen=True)
@@ -165,6 +191,27 @@ DEPTHWISE_CASES = [
 ]
 DEPTHWISE_FP64_CASES = [DEPTHWISE_CASES[i] for i in (0, 1, 2, 7, 10)]
 
+# The autograd group's cases, version 2. gradcheck (float64, fast mode): a stride per axis with a
+# padding beyond the dilated kernel's reach d (k - 1) (the data gradient crops its input there),
+# dilation, groups, depthwise (the depthwise kernel), a channel multiplier, a batch split into chunks.
+# The float32 gradients (and which kernels the backward ran, in every version): a stride per axis with
+# dilation, a 1x1, groups, depthwise, and a batch large enough to be split into chunks (on a side stream too).
+GRADCHECK_CASES = [
+    Case("stride (2, 1), padding (3, 1) beyond the kernel, dilation (1, 2)", 2, 3, 9, 8, 4, 3, 2, (2, 1), (3, 1),
+         (1, 2)),
+    Case("groups 2, stride (1, 3), dilation (2, 1)", 2, 4, 7, 11, 6, 3, 3, (1, 3), (1, 0), (2, 1), groups=2),
+    Case("depthwise 3x3 stride 2", 2, 3, 9, 7, 3, 3, 3, (2, 2), (1, 1), groups=3),
+    Case("channel multiplier 2, dilation 2", 1, 2, 8, 8, 4, 3, 3, (1, 1), (2, 2), (2, 2), groups=2),
+    Case("4 images in 2 chunks", 4, 2, 24, 24, 3, 3, 3, (1, 1), (1, 1)),
+]
+GRADIENT_CASES = [
+    Case("stride (2, 1), dilation (1, 2)", 2, 6, 12, 11, 8, 3, 2, (2, 1), (1, 1), (1, 2)),
+    Case("1x1", 2, 6, 9, 9, 8, 1, 1),
+    Case("groups 4", 2, 8, 10, 10, 12, 3, 3, (1, 1), (1, 1), groups=4),
+    Case("depthwise 3x3", 2, 8, 14, 14, 8, 3, 3, (1, 1), (1, 1), groups=8),
+    Case("8 images in chunks, on a side stream", 8, 4, 32, 32, 6, 3, 3, (1, 1), (1, 1)),
+]
+
 
 def random_case(g: torch.Generator, name: str, batch: int = 4, cin: int = 40, size: int = 40,
                 cout: int = 70, kind: str = "dense") -> Case:
@@ -261,6 +308,15 @@ class ConvSpec(Spec):
     # the version the op runs without a `version` argument under grading's math state (TF32 off): its
     # group also checks that call (a default that ignores torch.backends.cudnn.allow_tf32 fails it)
     default_version: int | None = None
+    # the "autograd" group (where scored): the version whose backward its gradient values are checked
+    # through (its audit calls carry grad_args: the generated gradient property and the judge check
+    # them too), the cases of gradcheck and of the float32 gradients, and the versions whose backward
+    # the profiler watches (each may run its own kernels, backward_kernel_names, beside PyTorch's
+    # elementwise ones; a TF32 version only on 8.0+ GPUs)
+    autograd_version: int | None = None
+    gradcheck_cases: tuple[Case, ...] = ()
+    gradient_cases: tuple[Case, ...] = ()
+    backward_versions: tuple[int, ...] = ()
 
     # --- helpers -------------------------------------------------------------------------------
     def call(self, ctx: Context, x, w, b, c: Case, version: int | None):
@@ -361,6 +417,8 @@ class ConvSpec(Spec):
             add(f"{group}[non-contiguous inputs]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
             add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
             add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
+        if AUTOGRAD in self.points:
+            self._autograd_checks(checks)
         self._input_checks(checks)
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
@@ -498,6 +556,143 @@ class ConvSpec(Spec):
             bad(f"groups 2 with version {version}", ("groups",),
                 lambda v=version: ((cuda(2, 4, 8, 8), cuda(6, 2, 3, 3)), {"groups": 2, "version": v}))
 
+    # --- the backward (group "autograd") ----------------------------------------------------------
+    def _autograd_checks(self, checks: CheckList) -> None:
+        """The backward, which computes both gradients with the forward op: its own kernels (and no
+        PyTorch convolution) ran in every version, gradcheck in float64, float32 gradients against
+        float64 autograd of PyTorch's op (fixed and random shapes, a batch split into chunks, on a side
+        stream too), and opcheck's autograd registration. The version's audit calls add the generated
+        gradient property (every call, and on a side stream whose inputs arrive late) and the judge's."""
+        version = self.autograd_version
+        for v in self.backward_versions:
+            def own(ctx, v=v, names=self.backward_kernel_names(v)):
+                if v in self.tf32_versions:
+                    require_capability(*TENSOR_CORE_CAPABILITY, f"version {v} (TF32 tensor cores)")
+                self._check_backward_kernels(ctx, v, names)
+            checks.add(f"{AUTOGRAD}[backward's own kernels, version {v}]", own, slow=True)
+        # gradcheck's first torch.autograd.grad imports sympy (seconds): in the full grade only
+        for c in self.gradcheck_cases:
+            checks.add(f"{AUTOGRAD}[gradcheck float64, {c.name}]",
+                       lambda ctx, c=c: self._check_gradcheck(ctx, c, version), slow=True)
+        for c in self.gradient_cases:
+            name = f"{AUTOGRAD}[float32, {c.name}]"
+            checks.add(name, lambda ctx, c=c, n=name: self._check_gradients(ctx, c, version, n))
+        for i in range(RANDOM_GRADIENT_CASES):
+            name = f"{AUTOGRAD}[float32, random shape {i}]"
+            checks.add(name, lambda ctx, n=name, k=KINDS[i % len(KINDS)]: self._check_gradients(
+                ctx, self.random_case(ctx.generator(n, device="cpu"), n, kind=k), version, n))
+        checks.add(f"{AUTOGRAD}[opcheck]", self._check_autograd_opcheck, slow=True)
+
+    def backward_kernel_names(self, version) -> tuple[str, ...]:
+        """The kernels the backward of `version` may run: the version's own (every kernel versions_graded
+        lists for it), and for a TF32 version the autograd version's too (its weight gradient in chunks
+        runs there: version 3 takes no groups)."""
+        def of(v):
+            return [k for _, graded, kernel in self.versions_graded if graded == v for k in kernel_names(kernel)]
+        extra = of(self.autograd_version) if version in self.tf32_versions else []
+        return tuple(dict.fromkeys(of(version) + extra))
+
+    def _grad_inputs(self, ctx: Context, name: str, c: Case, dtype: torch.dtype):
+        """x, weight and bias (or None) of case c, each requiring its gradient."""
+        return tuple(t.requires_grad_() if t is not None else None for t in self._inputs(ctx, name, c, dtype))
+
+    def _out_hw(self, c: Case) -> tuple[int, int]:
+        if self.transposed:
+            return tuple((size - 1) * s - 2 * p + d * (k - 1) + op + 1 for size, k, s, p, op, d in
+                         zip((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.output_padding, c.dilation))
+        return tuple((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in
+                     zip((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.dilation))
+
+    def gradient_tolerance(self, c: Case) -> float:
+        """The normwise relative error float32 gradients may have: REL_TOL, or, for a long sum (the
+        weight's gradient sums over every image and pixel), the float32 rounding of sums that long
+        (SUM_SIGMAS sqrt(K) 2^-24, as tf32_tolerance's second term)."""
+        ho, wo = self._out_hw(c)
+        pixels = c.h * c.w if self.transposed else ho * wo  # what the weight's gradient sums over, per image
+        longest = max(c.n * pixels, (max(c.cin, c.cout) // c.groups) * c.kh * c.kw, 1)
+        return max(REL_TOL[torch.float32], SUM_SIGMAS * longest ** 0.5 * FP32_U)
+
+    def _gradient_call(self, x, w, b, c: Case, version) -> AuditCall:
+        """An AuditCall of case c whose gradients grader.properties.check_gradients checks."""
+        params = self._params(c.stride, c.padding, c.dilation, c.groups, c.output_padding)
+        call = self._call(x, w, b, params, AUTOGRAD, version, ())
+        return replace(call, grad_args=(0, 1, 2) if b is not None else (0, 1), tolerance=self.gradient_tolerance(c))
+
+    def _check_gradients(self, ctx: Context, c: Case, version, what: str) -> None:
+        """float32 gradients of x, weight and bias through autograd against PyTorch's op differentiated in
+        float64 (grader.properties.check_gradients: outputs and gradients made in memory poisoned with
+        NaN); a case named "side stream" also inside `torch.cuda.stream(s)` with its inputs late there."""
+        from grader import properties
+
+        x, w, b = self._inputs(ctx, what, c, torch.float32)
+        call = self._gradient_call(x, w, b, c, version)
+        properties.check_gradients(ctx, call, list(call.args), f"{what} ({describe(c, self.transposed)})")
+        if "side stream" in c.name:
+            properties.check_gradients(ctx, call, list(call.args), f"{what} ({describe(c, self.transposed)}) inside "
+                                       "`with torch.cuda.stream(s)` (the backward too runs on the current stream)",
+                                       stream=properties.DEVICE.side_stream())
+
+    def _check_gradcheck(self, ctx: Context, c: Case, version) -> None:
+        """torch.autograd.gradcheck in float64 (fast mode: random directions) through the op, x, weight
+        and bias (where the case has one) all differentiated: the backward agrees with the forward."""
+        tensors = [t for t in self._grad_inputs(ctx, f"gradcheck {c.name}", c, torch.float64) if t is not None]
+
+        def fn(x, w, b=None):
+            return self.call(ctx, x, w, b, c, version)
+
+        try:
+            ok = torch.autograd.gradcheck(fn, tuple(tensors), fast_mode=True)
+        except Exception as e:  # noqa: BLE001: gradcheck's own error, or the op's
+            lines = [line for line in str(e).splitlines() if line.strip()]
+            raise CheckFailure(f"gradcheck ({describe(c, self.transposed)}): {type(e).__name__}: "
+                               f"{' '.join(lines[:3])[:400]}") from None
+        if not ok:
+            raise CheckFailure(f"gradcheck ({describe(c, self.transposed)}) failed")
+
+    def _check_backward_kernels(self, ctx: Context, version, names: tuple[str, ...]) -> None:
+        """Only the version's own kernels (one of them at least), PyTorch's copies, fills, flips and sums
+        ran in the backward, in every dtype the version takes: no PyTorch convolution or matrix product
+        (a wrapper falling back to PyTorch's op shows here, whose gradients are right)."""
+        import os
+
+        import pytest
+
+        if os.environ.get("COURSE_SANITIZE"):
+            pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
+        rule = KernelRule(names, elementwise=True, forbidden_ops=NOT_IN_BACKWARD)
+        tf32 = version in self.tf32_versions
+        cases = [c for c in self.gradient_cases if not tf32 or c.groups == 1]
+        for dtype in (torch.float32,) if tf32 else (torch.float32, torch.float64):
+            for c in cases:
+                what = f"the backward of version {version} ({describe(c, self.transposed)}, {dtype_name(dtype)})"
+                x, w, b = self._grad_inputs(ctx, f"backward kernels {c.name}", c, dtype)
+                y = self.call(ctx, x, w, b, c, version)
+                v = torch.randn_like(y)
+                try:
+                    _, seen = observe(lambda: y.backward(v), cpu_ops=True)
+                except Exception as e:  # noqa: BLE001
+                    raise CheckFailure(f"{what}: {type(e).__name__}: {str(e).splitlines()[0][:300]}") from None
+                problem = rule.problem(seen, what)
+                if problem:
+                    raise CheckFailure(problem)
+                if not any(kernel_function(k.name) in names for k in seen.kernels):
+                    raise CheckFailure(f"{what}: none of {', '.join(names)} ran; the backward must compute the "
+                                       "gradients with this exercise's op")
+
+    def _check_autograd_opcheck(self, ctx: Context) -> None:
+        """torch.library.opcheck with the inputs requiring gradients: the autograd registration too."""
+        op = getattr(ctx.module.lib.ops, self.op)
+        for c in self.gradcheck_cases:
+            x, w, b = self._grad_inputs(ctx, f"opcheck {c.name}", c, torch.float32)
+            params = [list(p) if isinstance(p, tuple) else p
+                      for p in self._params(c.stride, c.padding, c.dilation, c.groups, c.output_padding)]
+            try:
+                torch.library.opcheck(op, (x, w, b, *params, self.autograd_version),
+                                      test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
+            except Exception as e:  # noqa: BLE001: opcheck's own error types
+                raise CheckFailure(f"torch.library.opcheck ({describe(c, self.transposed)}): "
+                                   f"{str(e).splitlines()[0][:300]}") from None
+
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def _params(self, stride, padding, dilation, groups, output_padding=(0, 0)) -> tuple:
         """The op's scalar arguments in its order: (stride, padding, output_padding, groups, dilation)
@@ -566,9 +761,12 @@ class ConvSpec(Spec):
         what += ["TF32"] if tf32 else []
         # NaN and infinities in x propagate to every output that reads them; in the weight they would
         # meet the zero padding, where whether 0 * inf is computed is the kernel's choice
+        # the autograd version's calls: their gradients too (the generated property, the judge)
+        grads = (0, 1, 2) if bias is not None else (0, 1)
         return AuditCall(self.op, (x, w, bias, *params, *extra),
                          ("x", "weight", "bias", *names, *(("version",) if extra else ())),
                          self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
+                         grad_args=grads if AUTOGRAD in self.points and version == self.autograd_version else (),
                          kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
                          tolerance=self._audit_tolerance if tf32 else None,
                          needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
@@ -679,7 +877,7 @@ SPEC = Conv2dSpec(
     exercise="06_conv2d",
     title="2-D convolution: direct and implicit GEMM",
     module="conv2d.py",
-    points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "tensor_cores_tf32": 2, "input_checks": 1,
+    points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "tensor_cores_tf32": 2, "autograd": 2, "input_checks": 1,
             "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),
     solution_vs_baseline=0.8,  # H100, 2026-11-23 grading run: 24.4 vs cuDNN 30.6 TFLOP/s (strict fp32)
@@ -688,7 +886,7 @@ SPEC = Conv2dSpec(
     versions_graded=(("direct", 1, "conv2d_kernel1"),
                      ("implicit_gemm", 2, ("conv2d_kernel2", "conv2d_depthwise_kernel")),
                      ("depthwise", 2, "conv2d_depthwise_kernel"),
-                     ("tensor_cores_tf32", 3, "conv2d_kernel3")),
+                     ("tensor_cores_tf32", 3, ("conv2d_kernel3", "conv2d_weight_kernel3"))),
     tf32_versions=(3,),
     default_version=2,
     cases=tuple(CASES),
@@ -697,4 +895,10 @@ SPEC = Conv2dSpec(
     depthwise_groups=("depthwise",),
     depthwise_cases=tuple(DEPTHWISE_CASES),
     depthwise_fp64_cases=tuple(DEPTHWISE_FP64_CASES),
+    # the backward: gradient values through version 2; each version's backward runs its own kernels
+    # (version 3's weight gradient in chunks goes through version 2: version 3 takes no groups)
+    autograd_version=2,
+    gradcheck_cases=tuple(GRADCHECK_CASES),
+    gradient_cases=tuple(GRADIENT_CASES),
+    backward_versions=(1, 2, 3),
 )

@@ -1,7 +1,8 @@
-"""Grading for exercise 07, transposed 2-D convolution (NCHW, with groups).
+"""Grading for exercise 07, transposed 2-D convolution (NCHW, with groups), and its backward.
 
 The checks are exercise 06's (grader/specs/ex06_conv2d.py), with the weight laid out
-(cin, cout / groups, kh, kw), F.conv_transpose2d as the float64 reference, and output_padding.
+(cin, cout / groups, kh, kw), F.conv_transpose2d as the float64 reference, and output_padding; the
+autograd group's too, on cases of its own.
 """
 from __future__ import annotations
 
@@ -27,6 +28,28 @@ T_CASES += [
     Case("depthwise 4x4 stride 2 (upsampling)", 2, 16, 12, 10, 16, 4, 4, (2, 2), (1, 1), groups=16),
 ]
 T_FP64_CASES += T_CASES[-2:]
+
+# The autograd group's cases (see ex06_conv2d.GRADCHECK_CASES), with output_padding: beyond the
+# stride where the dilation allows it, and a padding beyond d (k - 1) (the data gradient's stride-1
+# transposed convolution would need a negative padding: its result is padded instead).
+T_GRADCHECK_CASES = [
+    Case("stride (2, 1), output_padding (1, 0), dilation (1, 2)", 2, 3, 5, 4, 4, 3, 2, (2, 1), (1, 1), (1, 2), True,
+         (1, 0)),
+    Case("groups 2, stride (1, 3), output_padding (0, 2), padding (2, 0) beyond the kernel", 2, 4, 4, 3, 6, 2, 3,
+         (1, 3), (2, 0), (1, 1), True, (0, 2), groups=2),
+    Case("depthwise 4x4 stride 2 (upsampling)", 2, 3, 4, 5, 3, 4, 4, (2, 2), (1, 1), groups=3),
+    Case("dilation 3, output_padding 2, groups 2", 1, 2, 3, 3, 4, 2, 2, (1, 1), (0, 0), (3, 3), True, (2, 2),
+         groups=2),
+    Case("4 images in 2 chunks", 4, 2, 24, 24, 3, 3, 3, (1, 1), (1, 1)),
+]
+T_GRADIENT_CASES = [
+    Case("stride (2, 1), output_padding (1, 0), dilation (1, 2)", 2, 6, 6, 5, 8, 3, 2, (2, 1), (1, 1), (1, 2), True,
+         (1, 0)),
+    Case("1x1", 2, 6, 9, 9, 8, 1, 1),
+    Case("groups 4, stride 2", 2, 8, 6, 7, 12, 3, 3, (2, 2), (1, 1), groups=4),
+    Case("depthwise 4x4 stride 2", 2, 8, 7, 7, 8, 4, 4, (2, 2), (1, 1), groups=8),
+    Case("8 images in chunks, on a side stream", 8, 4, 32, 32, 6, 3, 3, (1, 1), (1, 1)),
+]
 
 
 def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -> Case:
@@ -80,7 +103,7 @@ SPEC = ConvTranspose2dSpec(
     exercise="07_conv_transpose2d",
     title="transposed 2-D convolution",
     module="conv_transpose2d.py",
-    points={"gather": 2, "implicit_gemm": 3, "input_checks": 1, "registration": 1, "performance": 3},
+    points={"gather": 2, "implicit_gemm": 3, "autograd": 2, "input_checks": 1, "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),
     # make bench EX=07 on the H100 (2026-11-26): implicit GEMM 259.1 us, PyTorch (cuDNN, strict fp32)
     # 140.3 us; the gather kernel 1,964 us
@@ -91,4 +114,9 @@ SPEC = ConvTranspose2dSpec(
     cases=tuple(T_CASES),
     fp64_cases=tuple(T_FP64_CASES),
     random_case=random_transposed_case,
+    # the backward: gradient values through version 2; each version's backward runs its own kernel
+    autograd_version=2,
+    gradcheck_cases=tuple(T_GRADCHECK_CASES),
+    gradient_cases=tuple(T_GRADIENT_CASES),
+    backward_versions=(1, 2),
 )

@@ -1,23 +1,30 @@
 """Grading of exercise 08: Conv2d + BatchNorm2d (eval) + ReLU in one kernel.
 
 The reference is eager PyTorch (F.conv2d, F.batch_norm in eval mode, F.relu) in float64 on the same
-inputs. Comparisons are normwise (‖actual - expected‖ / ‖expected‖): 1e-5 for float32 (the exercise
-runs in strict fp32; the order of the C*R*S-long sums is the kernel's choice), 1e-12 for float64.
+inputs. Comparisons are normwise (‖actual - expected‖ / ‖expected‖): version 1 (strict fp32) 1e-5 for
+float32 (the order of the C*R*S-long sums is the kernel's choice), 1e-12 for float64; version 2 (TF32
+tensor cores, on GPUs of compute capability 8.0 and newer) a tolerance derived from TF32's precision
+(tf32_tolerance below), with inputs near 1e5 and 1e-6 that FP16 cannot hold.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison, unmodified
+from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison,
+                           require_capability, unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
-from grader.specs.ex06_conv2d import random_case, whole_reference
+from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
 from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
 from grader.specs.ex09_conv_bn_relu_training import Shape
 
-KERNEL = "conv_bn_relu_kernel"
+KERNEL = "conv_bn_relu_kernel"  # version 1, strict fp32
+TF32_KERNEL = "conv_bn_relu_tf32_kernel"  # version 2, TF32 tensor cores
+STRICT, TF32 = 1, 2  # the versions
+TF32_GROUP = "tensor_cores_tf32"
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
+RANDOM_TF32_CASES = 6
 
 SHAPES = TRAIN_SHAPES + (
     Shape("n1-k1", 1, 5, 9, 7, 1, 3, 3, padding=(1, 1), bias=True),
@@ -50,37 +57,74 @@ def reference(t: dict, sh: Shape, eps: float) -> torch.Tensor:
     return F.relu(F.batch_norm(z, d["running_mean"], d["running_var"], d["bn_weight"], d["bn_bias"], False, 0.0, eps))
 
 
-def call(mod, t: dict, sh: Shape, eps: float = 1e-5):
+# --- version 2, TF32 tensor cores: a tolerance derived from the precision (as 06's version 3) ------
+# Version 2 computes acc = conv(x, weight) on TF32 tensor cores and y = relu(scale * acc + shift) in
+# float32, with BatchNorm (and the conv's bias) folded into scale = gamma / sqrt(running_var + eps) and
+# shift = beta + (bias - running_mean) * scale. The error of scale * acc is scale times the error of acc,
+# which is the error TF32 makes on the convolution with the folded weight, weight * scale (each product
+# x w scale is rounded as x w is, times scale): exercise 06's per-output bound (tf32_bound) applies to
+# conv(x, weight * scale) + shift as it stands, the float32 multiply-add by its last term. The ReLU adds
+# no error (|relu(a) - relu(b)| <= |a - b|), so ||y - ref|| <= ||bound||, compared with ||ref|| of the
+# ReLU's output (about 1 / sqrt(2) of the pre-activation's: the tolerance is about 5 u sqrt(2), 3.4e-3
+# on random data, where TF32 lands near 3e-4 and a dropped K step or a wrong fragment near 1e-1 and above;
+# tests/test_fused_tensor_cores.py emulates them).
+def folded(t: dict, eps: float):
+    """BatchNorm (eval) and the conv's bias folded into the convolution, in float64: (weight * scale, shift)."""
+    d = {k: (v.detach().double() if v is not None else None) for k, v in t.items()}
+    scale = d["bn_weight"] / torch.sqrt(d["running_var"] + eps)
+    bias = d["bias"] if d["bias"] is not None else torch.zeros_like(scale)
+    return d["weight"] * scale[:, None, None, None], d["bn_bias"] + (bias - d["running_mean"]) * scale
+
+
+def tf32_tolerance(t: dict, stride, padding, dilation, eps: float) -> float:
+    """The normwise relative error version 2 (TF32 tensor cores) may make on this layer (the bound above)."""
+    weight, shift = folded(t, eps)
+    pre, bound = tf32_bound(t["x"], weight, shift, stride, padding, dilation)
+    norm = torch.linalg.vector_norm(F.relu(pre)).item()
+    allowed = torch.linalg.vector_norm(bound).item()
+    return allowed / norm if norm > 0 else allowed
+
+
+def call(mod, t: dict, sh: Shape, eps: float = 1e-5, version: int | None = STRICT):
     return mod.conv_bn_relu_inference(t["x"], t["weight"], t["bias"], t["bn_weight"], t["bn_bias"], t["running_mean"],
-                                      t["running_var"], eps, sh.stride, sh.padding, sh.dilation)
+                                      t["running_var"], eps, sh.stride, sh.padding, sh.dilation, version=version)
 
 
-def check_case(ctx: Context, sh: Shape, dtype, what: str, eps: float = 1e-5, transform=None) -> None:
+def check_case(ctx: Context, sh: Shape, dtype, what: str, eps: float = 1e-5, transform=None,
+               version: int | None = STRICT, scale: float = 1.0) -> None:
     t = make_case(ctx.generator(what), sh, dtype)
     if transform is not None:
         t["x"] = transform(t["x"])
+    if scale != 1.0:  # x and the BatchNorm's affine map scaled alike: y scales with them
+        t = t | {"x": t["x"] * scale, "bn_bias": t["bn_bias"] * scale, "running_mean": t["running_mean"] * scale,
+                 "bias": None if t["bias"] is None else t["bias"] * scale}
     expected = reference(t, sh, eps)
     poison(torch.empty(expected.numel() * 2, device="cuda", dtype=dtype))  # the allocator hands this out next
     with unmodified(**{k: v for k, v in t.items() if v is not None}):
-        y = call(ctx.module, t, sh, eps)
+        y = call(ctx.module, t, sh, eps, version)
     torch.cuda.synchronize()
     if y.dtype != dtype:
         raise CheckFailure(f"{what}: output dtype {y.dtype}, expected {dtype}")
-    assert_rel_error(y, expected, TOL[dtype], what)
+    if version == TF32:
+        assert_rel_error(y, expected, tf32_tolerance(t, sh.stride, sh.padding, sh.dilation, eps),
+                         f"{what} (TF32 tensor cores: the README's How it is graded)")
+    else:
+        assert_rel_error(y, expected, TOL[dtype], what)
 
 
-def check_one_kernel(ctx: Context) -> None:
-    """Fusion: one kernel launch, and no memory beyond the output (no intermediate tensor)."""
+def check_one_kernel(ctx: Context, version: int = STRICT) -> None:
+    """Fusion: one kernel launch, the version's own, and no memory beyond the output (no intermediate tensor)."""
     sh = SHAPES[0]
     t = make_case(ctx.generator("fused"), sh)
-    assert_own_kernels(lambda: call(ctx.module, t, sh), (KERNEL,), "forward")
-    names = kernels_launched(lambda: call(ctx.module, t, sh))
+    kernel = TF32_KERNEL if version == TF32 else KERNEL
+    assert_own_kernels(lambda: call(ctx.module, t, sh, version=version), (kernel,), f"version {version}")
+    names = kernels_launched(lambda: call(ctx.module, t, sh, version=version))
     if len(names) != 1:
         raise CheckFailure(f"fusion: {len(names)} kernels ran ({', '.join(n[:40] for n in names)}); expected one")
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
-    y = call(ctx.module, t, sh)
+    y = call(ctx.module, t, sh, version=version)
     torch.cuda.synchronize()
     extra = torch.cuda.max_memory_allocated() - base - y.numel() * y.element_size()
     if extra > (1 << 20):
@@ -105,13 +149,47 @@ class ConvBNReLUInferenceSpec(Spec):
         # the profiler (seconds to start): in the full grade only, not in the quick loop
         checks.add("forward[one kernel, no intermediate]", check_one_kernel, slow=True)
         checks.add("forward[module]", self._check_module)
+        # under grading's math state (TF32 off): a default that ignores torch.backends.cudnn.allow_tf32 fails
+        checks.add("forward[version=None with allow_tf32 off: strict fp32]", lambda ctx: check_case(
+            ctx, SHAPES[7], torch.float32, "forward[version=None with allow_tf32 off: strict fp32]", version=None))
+        self._tf32_checks(checks)
         self._input_checks(checks)
         return checks
 
-    def _check_empty(self, ctx: Context) -> None:
+    def _tf32_checks(self, checks: CheckList) -> None:
+        """Version 2 (TF32 tensor cores), float32 only: every shape, random ones, eps, a channels_last x, an
+        empty batch, inputs near 1e5 and 1e-6 (FP16 cannot hold them, TF32 can), one kernel and no
+        intermediate. Below compute capability 8.0 (a T4) not run, at no cost."""
+        def add(name, run, slow=False):
+            def run_here(ctx):
+                require_capability(*TENSOR_CORE_CAPABILITY, f"version {TF32} (TF32 tensor cores)")
+                return run(ctx)
+            checks.add(f"{TF32_GROUP}[{name}]", run_here, slow=slow)
+
+        add("one kernel, no intermediate", lambda ctx: check_one_kernel(ctx, TF32), slow=True)
+        for sh in SHAPES:
+            name = f"{TF32_GROUP}[float32-{sh.name}]"
+            add(f"float32-{sh.name}", lambda ctx, sh=sh, n=name: check_case(ctx, sh, torch.float32, n, version=TF32))
+        for i in range(RANDOM_TF32_CASES):
+            name = f"{TF32_GROUP}[random shape {i}]"
+            add(f"random shape {i}", lambda ctx, n=name: check_case(
+                ctx, _shape_of(random_case(ctx.generator(n, device="cpu"), n)), torch.float32, n, version=TF32))
+        add("eps=0.1", lambda ctx: check_case(ctx, SHAPES[5], torch.float32, f"{TF32_GROUP}[eps=0.1]", 0.1,
+                                              version=TF32))
+        add("channels_last x", lambda ctx: check_case(
+            ctx, SHAPES[3], torch.float32, f"{TF32_GROUP}[channels_last x]", version=TF32,
+            transform=lambda x: x.contiguous(memory_format=torch.channels_last)))
+        add("empty batch", lambda ctx: self._check_empty(ctx, TF32))
+        range_shape = Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)
+        for scale in RANGE_SCALES:
+            name = f"{TF32_GROUP}[x near {scale:g}, which float16 cannot hold (TF32 can)]"
+            add(f"values near {scale:g}", lambda ctx, sc=scale, n=name: check_case(
+                ctx, range_shape, torch.float32, n, version=TF32, scale=sc))
+
+    def _check_empty(self, ctx: Context, version: int = STRICT) -> None:
         sh = Shape("empty", 0, 4, 8, 8, 6, 3, 3, padding=(1, 1))
         t = make_case(ctx.generator("empty"), sh)
-        y = call(ctx.module, t, sh)
+        y = call(ctx.module, t, sh, version=version)
         torch.cuda.synchronize()
         if tuple(y.shape) != (0, 6, 8, 8):
             raise CheckFailure(f"forward[empty batch]: shape {tuple(y.shape)}, expected (0, 6, 8, 8)")
@@ -143,11 +221,11 @@ class ConvBNReLUInferenceSpec(Spec):
                                  f"forward[module from Conv2d and BatchNorm2d, {label}, against Sequential in eval]")
 
     def _input_checks(self, checks: CheckList) -> None:
-        def run(mod, x, w, bn_w=None, stride=1, padding=1):
+        def run(mod, x, w, bn_w=None, stride=1, padding=1, version=STRICT):
             k = w.shape[0]
             ones = torch.ones(k, device=w.device, dtype=w.dtype)
             return mod.conv_bn_relu_inference(x, w, None, ones if bn_w is None else bn_w, ones * 0, ones * 0, ones,
-                                              1e-5, stride, padding, 1)
+                                              1e-5, stride, padding, 1, version=version)
 
         def w(c=4, k=6, dtype=torch.float32, device="cuda"):
             return torch.randn(k, c, 3, 3, device=device, dtype=dtype)
@@ -164,6 +242,10 @@ class ConvBNReLUInferenceSpec(Spec):
             ("bn_weight size", lambda m: run(m, x(), w(), bn_w=torch.ones(5, device="cuda")), ("bn_weight",)),
             ("stride 0", lambda m: run(m, x(), w(), stride=0), ("stride",)),
             ("x smaller than the kernel", lambda m: run(m, x()[:, :, :2, :2], w(), padding=0), ("x",)),
+            ("version 3", lambda m: run(m, x(), w(), version=3), ("version",)),
+            # version 2 rounds to TF32, a float32 format: a float64 x is refused, never rounded silently
+            ("a float64 x with version 2", lambda m: run(m, x(dtype=torch.float64), w(dtype=torch.float64),
+                                                         version=TF32), ("x",)),
         ]
         for label, fn, names in cases:
             checks.add(f"input_checks[{label}]",
@@ -182,25 +264,36 @@ class ConvBNReLUInferenceSpec(Spec):
         # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
         # generated checks (which kernels ran among them) meet it in every run
         x1, w1 = r(2, 3, 5, 4, seed=8), r(4, 3, 1, 1, seed=9, scale=0.5)
-        return ([_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1))) for bias in (b, None)]
-                + [_call(x1, w1, b, bn, ((1, 1), (0, 0), (1, 1)), "pointwise")])
+        calls = ([_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1))) for bias in (b, None)]
+                 + [_call(x1, w1, b, bn, ((1, 1), (0, 0), (1, 1)), "pointwise")])
+        # version 2 (float32 only), the same geometries
+        x, w, b, x1, w1 = (t.float() for t in (x, w, b, x1, w1))
+        bn = tuple(t.float() for t in bn)
+        return calls + ([_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1)), version=TF32) for bias in (b, None)]
+                        + [_call(x1, w1, b, bn, ((1, 1), (0, 0), (1, 1)), "pointwise", version=TF32)])
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
-        """A convolution of random geometry (exercise 06's generator), with bias or not."""
-        c = random_case(g, "random")
-        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+        """Per version, a convolution of random geometry (exercise 06's generator), with bias or not
+        (version 2 in float32)."""
+        calls = []
+        for version in (STRICT, TF32):
+            c = random_case(g, f"random {version}")
+            seed = int(torch.randint(0, 2**31, (1,), generator=g))
+            d = torch.float32 if version == TF32 else dtype
 
-        def r(*shape, k, scale=1.0, offset=0.0):
-            return audit_randn(*shape, device=device, dtype=dtype, seed=seed + k, scale=scale, offset=offset)
+            def r(*shape, k, scale=1.0, offset=0.0):
+                return audit_randn(*shape, device=device, dtype=d, seed=seed + k, scale=scale, offset=offset)
 
-        x = r(c.n, c.cin, c.h, c.w, k=0)
-        w = r(c.cout, c.cin, c.kh, c.kw, k=1, scale=(c.cin * c.kh * c.kw) ** -0.5)
-        bn = (r(c.cout, k=3, scale=0.2, offset=1.0), r(c.cout, k=4, scale=0.3), r(c.cout, k=5, scale=0.2),
-              r(c.cout, k=6, scale=0.1, offset=1.0))
-        return [_call(x, w, r(c.cout, k=2, scale=0.2) if c.bias else None, bn, (c.stride, c.padding, c.dilation))]
+            x = r(c.n, c.cin, c.h, c.w, k=0)
+            w = r(c.cout, c.cin, c.kh, c.kw, k=1, scale=(c.cin * c.kh * c.kw) ** -0.5)
+            bn = (r(c.cout, k=3, scale=0.2, offset=1.0), r(c.cout, k=4, scale=0.3), r(c.cout, k=5, scale=0.2),
+                  r(c.cout, k=6, scale=0.1, offset=1.0))
+            calls.append(_call(x, w, r(c.cout, k=2, scale=0.2) if c.bias else None, bn,
+                               (c.stride, c.padding, c.dilation), version=version))
+        return calls
 
     def kernel_rule(self):
-        return KernelRule((KERNEL,))
+        return KernelRule((KERNEL, TF32_KERNEL))
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
@@ -227,29 +320,47 @@ class ConvBNReLUInferenceSpec(Spec):
             unit="FLOP",
             reference=whole_reference(lambda inp: reference(inp[0], sh, 1e-5)),
             tolerance=lambda inp: [TOL[torch.float32]],
+            kernels=KernelRule((KERNEL,)),
             min_bytes=4.0 * (n * c * h * w + n * k * h * w + k * c * 9),
         )
 
 
-def _audit_reference(x, w, b, gamma, beta, mean, var, eps, stride, padding, dilation):
+def _audit_reference(x, w, b, gamma, beta, mean, var, eps, stride, padding, dilation, version=STRICT):
     z = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride, padding, dilation)
     return F.relu(F.batch_norm(z, mean.double(), var.double(), gamma.double(), beta.double(), False, 0.0, eps))
 
 
-def _call(x, w, bias, bn, conv, kind: str = "") -> AuditCall:
+def _audit_tf32_tolerance(x, w, b, gamma, beta, mean, var, eps, stride, padding, dilation, *version) -> float:
+    """tf32_tolerance of an audit call's arguments."""
+    t = {"x": x, "weight": w, "bias": b, "bn_weight": gamma, "bn_bias": beta, "running_mean": mean, "running_var": var}
+    return tf32_tolerance(t, stride, padding, dilation, eps)
+
+
+def _shape_of(c) -> Shape:
+    """An exercise 06 Case (groups 1) as this exercise's Shape."""
+    return Shape(c.name, c.n, c.cin, c.h, c.w, c.cout, c.kh, c.kw, c.stride, c.padding, c.dilation, c.bias)
+
+
+def _call(x, w, bias, bn, conv, kind: str = "", version: int = STRICT) -> AuditCall:
     names = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running_var", "eps", "stride",
-             "padding", "dilation")
+             "padding", "dilation", "version")
+    what = [f"version={version}", "bias" if bias is not None else "no bias"] + ([kind] if kind else [])
+    tf32 = version == TF32
+    what += ["TF32"] if tf32 else []
     # NaN and infinities in x propagate through the convolution, BatchNorm and ReLU (torch.relu keeps NaN)
-    return AuditCall("conv_bn_relu_inference", (x, w, bias, *bn, 1e-5, *conv), names, _audit_reference,
-                     label=f"conv_bn_relu_inference({'bias' if bias is not None else 'no bias'}{', ' + kind if kind else ''})",
-                     registered="lib.ops.conv_bn_relu_inference", nonfinite=(0,), scalars={7: (0.1, 1e-3)})
+    return AuditCall("conv_bn_relu_inference", (x, w, bias, *bn, 1e-5, *conv, version), names, _audit_reference,
+                     label=f"conv_bn_relu_inference({', '.join(what)})", group=TF32_GROUP if tf32 else "",
+                     kernels=KernelRule((TF32_KERNEL if tf32 else KERNEL,)),
+                     registered="lib.ops.conv_bn_relu_inference", nonfinite=(0,), scalars={7: (0.1, 1e-3)},
+                     tolerance=_audit_tf32_tolerance if tf32 else None,
+                     needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
 
 
 SPEC = ConvBNReLUInferenceSpec(
     exercise="08_conv_bn_relu_inference",
     title="Conv2d + BatchNorm2d (eval) + ReLU in one kernel",
     module="conv_bn_relu_inference.py",
-    points={"forward": 5, "input_checks": 1, "performance": 4},
+    points={"forward": 5, TF32_GROUP: 2, "input_checks": 1, "performance": 4},
     perf_tiers=((0.5, 0.5), (0.85, 1.0)),
     perf_requires=("forward",),
     solution_vs_baseline=1.0,

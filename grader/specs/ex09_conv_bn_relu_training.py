@@ -2,12 +2,14 @@
 statistics, full backward, autograd, drop-in module).
 
 References are eager PyTorch (nn.Conv2d + nn.BatchNorm2d + nn.ReLU) run in float64 on the same
-inputs; the exercise runs in strict fp32 (TF32 off). Comparisons are normwise
+inputs. Version 1 runs in strict fp32 (TF32 off); comparisons are normwise
 (‖actual - expected‖ / ‖expected‖), as the order of the long sums is the kernel's choice:
   output and running statistics 2e-5, the five gradients 1e-4 (the weight gradient sums N*P*Q
   products), gradcheck in float64 with its default tolerances (atol 1e-5, rtol 1e-3).
 The ReLU's kink makes the gradient jump: where the float64 pre-activation is within 1e-3 of 0, the
 incoming gradient is set to 0, so that rounding on either side of the kink cannot decide a check.
+Version 2 (the three convolutions on TF32 tensor cores, GPUs of compute capability 8.0 and newer) is
+graded in its own group against bounds derived from TF32's precision (the section "version 2" below).
 """
 from __future__ import annotations
 
@@ -16,14 +18,24 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from grader.checks import CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison, unmodified
+from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison,
+                           require_capability, unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
-from grader.specs.ex06_conv2d import random_case, whole_reference
+from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
+                                      tf32_products_bound, whole_reference)
 
+# version 1 (strict fp32): the convolutions' kernels, then BatchNorm's and the split-K reduction's
+CONV_KERNELS = ("conv_bn_relu_forward_kernel", "conv_dgrad_kernel", "conv_wgrad_kernel")
+BN_KERNELS = ("bn_stats_finalize_kernel", "bn_relu_apply_kernel", "bn_relu_backward_reduce_kernel",
+              "bn_relu_backward_kernel", "conv_wgrad_reduce_kernel")
 KERNELS = ("conv_bn_relu_forward_kernel", "bn_stats_finalize_kernel", "bn_relu_apply_kernel",
            "bn_relu_backward_reduce_kernel", "bn_relu_backward_kernel", "conv_dgrad_kernel", "conv_wgrad_kernel",
            "conv_wgrad_reduce_kernel")
+# version 2 (TF32 tensor cores): its own convolutions' kernels, the same BatchNorm kernels
+TF32_KERNELS = ("conv_bn_relu_forward_tf32_kernel", "conv_dgrad_tf32_kernel", "conv_wgrad_tf32_kernel") + BN_KERNELS
+STRICT, TF32 = 1, 2  # the versions
+TF32_GROUP = "tensor_cores_tf32"
 Y_TOL, GRAD_TOL, STATS_TOL = 2e-5, 1e-4, 2e-5
 KINK = 1e-3  # |pre-activation| below this: the incoming gradient is zeroed (see the module docstring)
 
@@ -54,6 +66,7 @@ SHAPES = (
     Shape("odd-dilated-bias", 3, 17, 13, 11, 19, 3, 3, stride=(1, 2), padding=(2, 1), dilation=(2, 1), bias=True),
 )
 EVAL_SHAPES = (SHAPES[0], SHAPES[2], SHAPES[5])
+RANDOM_TF32_CASES = 4
 
 
 class Layer:
@@ -104,11 +117,12 @@ class Layer:
         sh = self.shape
         return torch.randn((sh.n, sh.c, sh.h, sh.w), generator=g, device="cuda", dtype=torch.float64)
 
-    def call(self, mod, x: torch.Tensor, training: bool) -> torch.Tensor:
+    def call(self, mod, x: torch.Tensor, training: bool, version: int | None = STRICT) -> torch.Tensor:
         p, b, sh = self.params, self.buffers, self.shape
         return mod.conv_bn_relu(x, p["weight"], p["bias"], p["bn_weight"], p["bn_bias"], b["running_mean"],
                                 b["running_var"], b["num_batches_tracked"], training=training, momentum=self.momentum,
-                                eps=self.eps, stride=sh.stride, padding=sh.padding, dilation=sh.dilation)
+                                eps=self.eps, stride=sh.stride, padding=sh.padding, dilation=sh.dilation,
+                                version=version)
 
     def pre_activation(self, x64: torch.Tensor, training: bool) -> torch.Tensor:
         """BatchNorm's output in float64, without touching the reference's running statistics."""
@@ -129,7 +143,8 @@ def _grads(tensors) -> list:
     return [t.grad if t is not None else None for t in tensors]
 
 
-def check_step(ctx: Context, layer: Layer, training: bool, what: str, backward: bool, forward: bool = True) -> None:
+def check_step(ctx: Context, layer: Layer, training: bool, what: str, backward: bool, forward: bool = True,
+               version: int | None = STRICT) -> None:
     """One forward (and backward) of the exercise against the float64 reference."""
     g = ctx.generator(what)
     x64 = layer.input(g)
@@ -140,7 +155,7 @@ def check_step(ctx: Context, layer: Layer, training: bool, what: str, backward: 
     yr = layer.ref(xr)
     poison(torch.empty(yr.numel() * 3, device="cuda", dtype=layer.dtype))  # the allocator hands this out next
     with unmodified(x=x):
-        y = layer.call(ctx.module, x, training)
+        y = layer.call(ctx.module, x, training, version)
     if forward:
         assert_rel_error(y, yr, Y_TOL if layer.dtype == torch.float32 else 1e-12, f"{what}: output")
     if not backward:
@@ -217,7 +232,7 @@ def check_gradcheck(ctx: Context, shape: Shape, training: bool, what: str) -> No
         return ctx.module.conv_bn_relu(kw["x"], kw["weight"], kw.get("bias"), kw["bn_weight"], kw["bn_bias"],
                                        b["running_mean"], b["running_var"], b["num_batches_tracked"],
                                        training=training, momentum=0.1, eps=1e-5, stride=sh.stride,
-                                       padding=sh.padding, dilation=sh.dilation)
+                                       padding=sh.padding, dilation=sh.dilation, version=STRICT)
 
     try:
         ok = torch.autograd.gradcheck(fn, tuple(inputs), eps=1e-6, atol=1e-5, rtol=1e-3)
@@ -316,7 +331,7 @@ def _per_channel(t: torch.Tensor) -> torch.Tensor:
 
 
 def _audit_forward(x, weight, bias, gamma, beta, running_mean, running_var, num_batches_tracked, training, momentum,
-                   eps, stride, padding, dilation, keep_z=False):
+                   eps, stride, padding, dilation, keep_z=False, version=STRICT):
     """What conv_bn_relu_forward returns, in float64: (y, z, save_mean, save_invstd); z is conv + bias
     (empty when neither training nor keep_z), the statistics are the batch's or the running ones."""
     z = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), stride, padding, dilation)
@@ -328,15 +343,22 @@ def _audit_forward(x, weight, bias, gamma, beta, running_mean, running_var, num_
     return y, (z if training or keep_z else z.new_empty(0)), mean, invstd
 
 
-def _audit_backward(grad_y, x, weight, z, y, gamma, mean, invstd, training, stride, padding, dilation):
-    """What conv_bn_relu_backward returns, in float64: (grad_x, grad_weight, grad_bias, grad_bn_weight,
-    grad_bn_bias) from the saved tensors. In training the bias's gradient is 0 (the batch mean cancels it)."""
-    grad_y, x, weight, z, y, gamma, mean, invstd = (t.double() for t in (grad_y, x, weight, z, y, gamma, mean, invstd))
+def _dz(grad_y, z, y, gamma, mean, invstd, training):
+    """(dz, dgamma, dbeta) in float64 from the backward's saved tensors: the gradient reaching the
+    convolution's output, and BatchNorm's parameter gradients."""
+    grad_y, z, y, gamma, mean, invstd = (t.double() for t in (grad_y, z, y, gamma, mean, invstd))
     g = torch.where(y > 0, grad_y, torch.zeros_like(grad_y))
     xhat = (z - _per_channel(mean)) * _per_channel(invstd)
     dbeta, dgamma = g.sum((0, 2, 3)), (g * xhat).sum((0, 2, 3))
     u = g - (_per_channel(dbeta) + xhat * _per_channel(dgamma)) / (g.numel() // g.shape[1]) if training else g
-    dz = _per_channel(gamma * invstd) * u
+    return _per_channel(gamma * invstd) * u, dgamma, dbeta
+
+
+def _audit_backward(grad_y, x, weight, z, y, gamma, mean, invstd, training, stride, padding, dilation, version=STRICT):
+    """What conv_bn_relu_backward returns, in float64: (grad_x, grad_weight, grad_bias, grad_bn_weight,
+    grad_bn_bias) from the saved tensors. In training the bias's gradient is 0 (the batch mean cancels it)."""
+    x, weight = x.double(), weight.double()
+    dz, dgamma, dbeta = _dz(grad_y, z, y, gamma, mean, invstd, training)
     grad_x = torch.nn.grad.conv2d_input(x.shape, weight, dz, stride, padding, dilation)
     grad_w = torch.nn.grad.conv2d_weight(x, weight.shape, dz, stride, padding, dilation)
     grad_bias = torch.zeros_like(dbeta) if training else dz.sum((0, 2, 3))
@@ -346,35 +368,205 @@ def _audit_backward(grad_y, x, weight, z, y, gamma, mean, invstd, training, stri
 NAMES = ("x", "weight", "bias", "bn_weight", "bn_bias", "running_mean", "running_var", "num_batches_tracked",
          "training", "momentum", "eps", "stride", "padding", "dilation")
 RUNNING = (5, 6, 7)  # running_mean, running_var, num_batches_tracked: updated in place in training
+BACKWARD_NAMES = ("grad_y", "x", "weight", "z", "y", "bn_weight", "save_mean", "save_invstd", "training", "stride",
+                  "padding", "dilation")
 
 
-def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "") -> list[AuditCall]:
-    """The calls of every op on one convolution: `r(*shape, seed=, scale=, offset=)` draws a tensor."""
+def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = STRICT) -> list[AuditCall]:
+    """The calls of every op on one convolution: `r(*shape, seed=, scale=, offset=)` draws a tensor.
+    Version 2's calls (float32) are graded in its group, against its TF32 bounds; their gradients are
+    not asked of the Python function (the fixed checks take the backward op on given saved tensors:
+    TF32's forward moves values across the ReLU's kink, where the gradient jumps)."""
     gamma, beta = r(k, seed=seed, scale=0.2, offset=1.0), r(k, seed=seed + 1, scale=0.3)
     mean, var = r(k, seed=seed + 2, scale=0.2), r(k, seed=seed + 3, scale=0.1, offset=1.0)
     count = torch.zeros((), dtype=torch.long, device=x.device)
-    calls = [AuditCall("conv_bn_relu", (x, w, b, gamma, beta, mean, var, count, True, 0.1, 1e-5, *conv), NAMES,
-                       lambda *a: _audit_forward(*a, True)[0], label=f"conv_bn_relu(training{', ' + kind if kind else ''})",
+    tf32 = version == TF32
+    tag = "".join(f", {t}" for t in (kind, "TF32" if tf32 else "") if t)
+    per_version = {"group": TF32_GROUP if tf32 else "", "kernels": KernelRule(TF32_KERNELS if tf32 else KERNELS),
+                   "needs_capability": TENSOR_CORE_CAPABILITY if tf32 else None}
+    calls = [AuditCall("conv_bn_relu", (x, w, b, gamma, beta, mean, var, count, True, 0.1, 1e-5, *conv, version),
+                       NAMES + ("version",), lambda *a: _audit_forward(*a[:14], True)[0],
+                       label=f"conv_bn_relu(training{tag})",
                        # not the bias: in training its gradient is 0, which a relative error cannot judge
-                       grad_args=(0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), infinities=False,
+                       grad_args=() if tf32 else (0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), infinities=False,
                        # momentum None: the cumulative average, a path of its own
-                       scalars={9: (None, 0.3), 10: (1e-3,)})]
+                       scalars={9: (None, 0.3), 10: (1e-3,)},
+                       tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14], outputs=("y",))) if tf32 else None,
+                       **per_version)]
     for training in (True, False):
         mode = "training" if training else "eval"
-        args = (x, w, b, gamma, beta, mean, var, count, training, 0.1, 1e-5, *conv, True)  # keep_z
-        calls.append(AuditCall("lib.ops.conv_bn_relu_forward", args, NAMES + ("keep_z",), _audit_forward,
-                               label=f"conv_bn_relu_forward({mode}{', ' + kind if kind else ''})", registered="lib.ops.conv_bn_relu_forward",
+        args = (x, w, b, gamma, beta, mean, var, count, training, 0.1, 1e-5, *conv, True, version)  # keep_z
+        calls.append(AuditCall("lib.ops.conv_bn_relu_forward", args, NAMES + ("keep_z", "version"), _audit_forward,
+                               label=f"conv_bn_relu_forward({mode}{tag})", registered="lib.ops.conv_bn_relu_forward",
                                mutates=RUNNING if training else (), nonfinite=(0,),
                                # the batch's statistics of infinities: inf - inf in Welford's or Chan's updates
-                               infinities=not training, scalars={10: (0.1,)}))
+                               infinities=not training, scalars={10: (0.1,)},
+                               tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14])) if tf32 else None, **per_version))
         y, z, m, invstd = (t.to(x.dtype) for t in _audit_forward(*args))
         grad_y = r(*y.shape, seed=seed + 4)
         calls.append(AuditCall(
-            "lib.ops.conv_bn_relu_backward", (grad_y, x, w, z, y, gamma, m, invstd, training, *conv),
-            ("grad_y", "x", "weight", "z", "y", "bn_weight", "save_mean", "save_invstd", "training", "stride",
-             "padding", "dilation"), _audit_backward, label=f"conv_bn_relu_backward({mode}{', ' + kind if kind else ''})",
-            registered="lib.ops.conv_bn_relu_backward"))
+            "lib.ops.conv_bn_relu_backward", (grad_y, x, w, z, y, gamma, m, invstd, training, *conv, version),
+            BACKWARD_NAMES + ("version",), _audit_backward, label=f"conv_bn_relu_backward({mode}{tag})",
+            registered="lib.ops.conv_bn_relu_backward",
+            tolerance=(lambda *a: tf32_backward_tolerance(*a[:12])) if tf32 else None, **per_version))
     return calls
+
+
+# ------------------------------------------------------------------ version 2: TF32 tensor cores
+# Version 2 computes the three convolutions on TF32 tensor cores, the rest (BatchNorm's statistics,
+# its normalisation, its backward) as version 1 does in float32. Each bound below starts from exercise
+# 06's per-output bound B of a TF32 product sum (tf32_bound, tf32_products_bound: 5 u sqrt(sum of the
+# squared products) + the float32 sums' rounding, u = 2^-11), and follows it through what comes after:
+#
+#   z = conv(x, w) + bias: |dz| <= B elementwise (06's bound as it stands).
+#   The batch statistics of channel c over its n values: |d mean| <= mean(B) (the mean of the errors),
+#   and, as var = mean((z - mean)^2), |d var| <= 2 sqrt(var) rms(B) + rms(B)^2 (Cauchy-Schwarz; removing
+#   the mean only shrinks rms(dz)); invstd = (var + eps)^-1/2 moves by |d invstd| <= invstd^3 |d var| / 2.
+#   y = relu(gamma (z - mean) invstd + beta): the ReLU adds no error (|relu(a) - relu(b)| <= |a - b|), so
+#   |dy| <= |gamma| (invstd (B + mean(B)) + |z - mean| |d invstd|): the normalisation divides by the
+#   channel's spread, so what carries through is B relative to that spread, whatever the scale of x
+#   (the three terms: mean(B) is not divided by sqrt(n), as the rounding of a weight errs alike in
+#   every output of its channel).
+#   In eval y = relu(scale conv(x, w) + shift), with scale and shift the running statistics folded:
+#   |dy| <= |scale| B (exercise 08's bound).
+#   The running statistics move by momentum times the batch's: |d running_mean| <= m mean(B) and
+#   |d running_var| <= m n / (n - 1) |d var|.
+#   The backward: grad_x is the transposed convolution of dz = gamma invstd u with w and grad_w the
+#   correlation of x with dz over N*P*Q, both on TF32 tensor cores: 06's bound of those products. The
+#   rest (u, grad_gamma, grad_beta, grad_bias) is float32, as in version 1.
+#
+# Each is compared normwise, ||actual - ref|| <= ||bound|| + (version 1's tolerance) ||ref||: on random
+# data about 1e-2 for y in training (3e-3 in eval) and 2.3e-3 for z, where TF32 lands near 3e-4 and a
+# dropped K step or a wrong fragment at 1e-1 and above (tests/test_fused_tensor_cores.py emulates them).
+# FP16 operands have TF32's mantissa: inputs near 1e5 (FP16 overflows) and 1e-6 (below its smallest
+# normal) tell them apart, in z (y is normalised).
+def tf32_forward_bounds(x, w, b, gamma, beta, running_mean, running_var, eps, momentum, stride, padding, dilation,
+                        training) -> dict:
+    """Version 2's forward in float64 and the bounds above: name -> (reference, bound, floor) for y, z,
+    save_mean, save_invstd and (training) the running statistics after the step; floor is version 1's
+    normwise tolerance, added to ||bound|| / ||reference||."""
+    z, bz = tf32_bound(x, w, b, stride, padding, dilation)
+    gamma, beta, rm, rv = (t.detach().double() for t in (gamma, beta, running_mean, running_var))
+    if not training:  # the running statistics folded: 08's bound, on conv(x, w) (its bias is in the shift)
+        invstd = (rv + eps).rsqrt()
+        scale = gamma * invstd
+        pre = (z - _per_channel(rm)) * _per_channel(scale) + _per_channel(beta)
+        _, bc = tf32_bound(x, w, None, stride, padding, dilation)
+        return {"y": (F.relu(pre), _per_channel(scale.abs()) * bc, Y_TOL), "z": (z, bz, Y_TOL),
+                "save_mean": (rm, torch.zeros_like(rm), STATS_TOL), "save_invstd": (invstd, torch.zeros_like(rm), STATS_TOL)}
+    n = z.numel() // z.shape[1]
+    mean, var = z.mean((0, 2, 3)), z.var((0, 2, 3), unbiased=False)
+    invstd = (var + eps).rsqrt()
+    b_mean = bz.mean((0, 2, 3))
+    b_rms = bz.square().mean((0, 2, 3)).sqrt()
+    b_var = 2 * var.sqrt() * b_rms + b_rms.square()
+    b_invstd = invstd.pow(3) * b_var / 2
+    centred = z - _per_channel(mean)
+    y = F.relu(centred * _per_channel(gamma * invstd) + _per_channel(beta))
+    b_y = _per_channel(gamma.abs()) * (_per_channel(invstd) * (bz + _per_channel(b_mean))
+                                       + centred.abs() * _per_channel(b_invstd))
+    m = 1.0 if momentum is None else momentum  # None: a cumulative average, 1 / batches seen <= 1
+    return {"y": (y, b_y, Y_TOL), "z": (z, bz, Y_TOL), "save_mean": (mean, b_mean, STATS_TOL),
+            "save_invstd": (invstd, b_invstd, STATS_TOL),
+            "running_mean": ((1 - m) * rm + m * mean, m * b_mean, STATS_TOL),
+            "running_var": ((1 - m) * rv + m * var * n / (n - 1), m * b_var * n / (n - 1), STATS_TOL)}
+
+
+def bound_tolerance(reference: torch.Tensor, bound: torch.Tensor, floor: float) -> float:
+    """||bound|| / ||reference|| + floor: the normwise relative error a TF32 bound allows."""
+    norm = torch.linalg.vector_norm(reference).item()
+    allowed = torch.linalg.vector_norm(bound).item()
+    return (allowed / norm if norm > 0 else allowed) + floor
+
+
+def _audit_tf32_tolerance(x, w, b, gamma, beta, running_mean, running_var, count, training, momentum, eps, stride,
+                          padding, dilation, outputs=("y", "z", "save_mean", "save_invstd")) -> float:
+    """The largest of the outputs' TF32 tolerances for an audit call of version 2 (its arguments)."""
+    bounds = tf32_forward_bounds(x, w, b, gamma, beta, running_mean, running_var, eps, momentum, stride, padding,
+                                 dilation, training)
+    return max(bound_tolerance(*bounds[name]) for name in outputs)
+
+
+def tf32_backward_bounds(grad_y, x, w, z, y, gamma, mean, invstd, training, stride, padding, dilation) -> dict:
+    """The backward op's gradients of the convolution in float64 from its saved tensors, and version 2's
+    bounds: name -> (reference, bound, floor) for grad_input and grad_weight."""
+    dz, _, _ = _dz(grad_y, z, y, gamma, mean, invstd, training)
+    x64, w64 = x.double(), w.double()
+    output_padding = [x.shape[2 + d] - ((dz.shape[2 + d] - 1) * stride[d] - 2 * padding[d]
+                                        + dilation[d] * (w.shape[2 + d] - 1) + 1) for d in range(2)]
+    gx, bx = tf32_bound(dz, w64, None, stride, padding, dilation, output_padding=output_padding)
+    gw, bw = tf32_products_bound(lambda a, b: torch.nn.grad.conv2d_weight(a, w.shape, b, stride, padding, dilation),
+                                 x64, dz, dz.numel() // dz.shape[1])
+    return {"grad_input": (gx, bx, GRAD_TOL), "grad_weight": (gw, bw, GRAD_TOL)}
+
+
+def tf32_backward_tolerance(*args) -> float:
+    """The larger of grad_input's and grad_weight's TF32 tolerances (the backward op's arguments)."""
+    return max(GRAD_TOL, *(bound_tolerance(*v) for v in tf32_backward_bounds(*args).values()))
+
+
+def check_tf32_forward(ctx: Context, sh: Shape, training: bool, what: str, scale: float = 1.0,
+                       g: torch.Generator | None = None) -> None:
+    """Version 2's forward op (z kept) against float64, every output within its TF32 bound; x and the
+    conv's bias multiplied by `scale` (a range check)."""
+    layer = Layer(ctx.generator(what + "-init"), sh)
+    x = (layer.input(g or ctx.generator(what)) * scale).float()
+    p, buf = layer.params, layer.buffers
+    w, gamma, beta = (p[k].detach() for k in ("weight", "bn_weight", "bn_bias"))
+    bias = None if p["bias"] is None else p["bias"].detach() * scale
+    rm0, rv0 = buf["running_mean"].clone(), buf["running_var"].clone()
+    bounds = tf32_forward_bounds(x, w, bias, gamma, beta, rm0, rv0, layer.eps, layer.momentum, sh.stride,
+                                 sh.padding, sh.dilation, training)
+    poison(torch.empty(3 * x.shape[0] * sh.k * sh.h * sh.w + (1 << 20), device="cuda"))
+    with unmodified(x=x, weight=w, bn_weight=gamma, bn_bias=beta):
+        y, z, mean, invstd = ctx.module.lib.ops.conv_bn_relu_forward(
+            x, w, bias, gamma, beta, buf["running_mean"], buf["running_var"], buf["num_batches_tracked"], training,
+            layer.momentum, layer.eps, list(sh.stride), list(sh.padding), list(sh.dilation), True, TF32)
+    torch.cuda.synchronize()
+    outputs = {"y": y, "z": z, "save_mean": mean, "save_invstd": invstd}
+    if training:
+        outputs |= {"running_mean": buf["running_mean"], "running_var": buf["running_var"]}
+    for name, actual in outputs.items():
+        expected, bound, floor = bounds[name]
+        assert_rel_error(actual, expected, bound_tolerance(expected, bound, floor),
+                         f"{what}: {name} (TF32 tensor cores: the README's How it is graded)")
+
+
+def check_tf32_backward(ctx: Context, sh: Shape, training: bool, what: str, g: torch.Generator | None = None) -> None:
+    """Version 2's backward op on saved tensors from the float64 forward (in float32): grad_input and
+    grad_weight within their TF32 bounds, BatchNorm's gradients as version 1's."""
+    layer = Layer(ctx.generator(what + "-init"), sh)
+    g = g or ctx.generator(what)
+    x64 = layer.input(g)
+    gy = layer.grad_output(g, x64, training).float()
+    p, buf = layer.params, layer.buffers
+    w, gamma, beta = (p[k].detach() for k in ("weight", "bn_weight", "bn_bias"))
+    bias = p["bias"].detach() if p["bias"] is not None else None
+    y, z, mean, invstd = (t.float() for t in _audit_forward(
+        x64, w, bias, gamma, beta, buf["running_mean"], buf["running_var"], None, training, 0.1, layer.eps, sh.stride,
+        sh.padding, sh.dilation, True))
+    x = x64.float()
+    saved = (gy, x, w, z, y, gamma, mean, invstd, training, list(sh.stride), list(sh.padding), list(sh.dilation))
+    with unmodified(grad_y=gy, x=x, z=z, y=y):
+        grads = ctx.module.lib.ops.conv_bn_relu_backward(*saved, TF32)
+    torch.cuda.synchronize()
+    refs = _audit_backward(*saved)
+    bounds = tf32_backward_bounds(*saved)
+    for name, actual, expected in zip(("grad_input", "grad_weight", "grad_bias", "grad_gamma (bn weight)",
+                                       "grad_beta (bn bias)"), grads, refs):
+        if name == "grad_bias" and training:
+            continue  # 0 in exact arithmetic (the batch mean cancels it): version 1's checks judge it
+        tol = bound_tolerance(*bounds[name]) if name in bounds else GRAD_TOL
+        assert_rel_error(actual, expected, tol, f"{what}: {name} (TF32 tensor cores: the README's How it is graded)")
+
+
+def _tf32_shape(c) -> Shape:
+    """An exercise 06 Case (groups 1) as this exercise's Shape, with 2 images where one would leave a
+    single value per channel (which training refuses)."""
+    p, q = ((size + 2 * pad - dil * (k - 1) - 1) // st + 1
+            for size, pad, dil, k, st in zip((c.h, c.w), c.padding, c.dilation, (c.kh, c.kw), c.stride))
+    n = 2 if c.n * p * q == 1 else c.n
+    return Shape(c.name, n, c.cin, c.h, c.w, c.cout, c.kh, c.kw, c.stride, c.padding, c.dilation, c.bias)
 
 
 # ----------------------------------------------------------------------------- the spec
@@ -419,17 +611,58 @@ class ConvBNReLUTrainingSpec(Spec):
                 checks.add(name, lambda ctx, sh=sh, t=training, n=name: check_gradcheck(ctx, sh, t, n))
         checks.add("module[state_dict, train/eval]", check_module_state)
         checks.add("module[training curve]", check_training_curve)
+        # under grading's math state (TF32 off): a default that ignores torch.backends.cudnn.allow_tf32 fails
+        name = "forward[version=None with allow_tf32 off: strict fp32]"
+        checks.add(name, lambda ctx, n=name: check_step(ctx, layer(ctx, SHAPES[5], n), True, n, backward=False,
+                                                        version=None))
+        self._tf32_checks(checks)
         self._input_checks(checks)
         return checks
 
+    def _tf32_checks(self, checks: CheckList) -> None:
+        """Version 2 (the three convolutions on TF32 tensor cores), float32 only: its own kernels ran (forward
+        and backward, training and eval, through autograd); the forward op's outputs and the running
+        statistics on every shape, in training and eval, random shapes and inputs near 1e5 and 1e-6 (FP16
+        cannot hold them, TF32 can); the backward op on saved tensors from the float64 forward. Each within
+        its TF32 bound. Below compute capability 8.0 (a T4) not run, at no cost."""
+        def add(name, run, slow=False):
+            def run_here(ctx):
+                require_capability(*TENSOR_CORE_CAPABILITY, f"version {TF32} (TF32 tensor cores)")
+                return run(ctx)
+            checks.add(f"{TF32_GROUP}[{name}]", run_here, slow=slow)
+
+        add("own kernels ran", lambda ctx: (self._check_own_forward(ctx, TF32), self._check_own_backward(ctx, TF32)),
+            slow=True)
+        for training, shapes in ((True, SHAPES), (False, EVAL_SHAPES)):
+            mode = "train" if training else "eval"
+            for sh in shapes:
+                name = f"{TF32_GROUP}[forward {mode}-{sh.name}]"
+                add(f"forward {mode}-{sh.name}", lambda ctx, sh=sh, t=training, n=name: check_tf32_forward(ctx, sh, t, n))
+            for sh in shapes:
+                name = f"{TF32_GROUP}[backward {mode}-{sh.name}]"
+                add(f"backward {mode}-{sh.name}", lambda ctx, sh=sh, t=training, n=name: check_tf32_backward(ctx, sh, t, n))
+        for i in range(RANDOM_TF32_CASES):
+            name = f"{TF32_GROUP}[random shape {i}]"
+
+            def random_step(ctx, n=name):
+                sh = _tf32_shape(random_case(ctx.generator(n, device="cpu"), n))
+                check_tf32_forward(ctx, sh, True, n)
+                check_tf32_backward(ctx, sh, True, n)
+            add(f"random shape {i}", random_step)
+        range_shape = Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)
+        for scale in RANGE_SCALES:
+            name = f"{TF32_GROUP}[x near {scale:g}, which float16 cannot hold (TF32 can)]"
+            add(f"values near {scale:g}", lambda ctx, sc=scale, n=name: check_tf32_forward(ctx, range_shape, True, n,
+                                                                                           scale=sc))
+
     def _input_checks(self, checks: CheckList) -> None:
-        def call(mod, x, w, bn_w=None, training=True, stride=1, padding=1):
+        def call(mod, x, w, bn_w=None, training=True, stride=1, padding=1, version=STRICT):
             k = w.shape[0]
             dev, dt = w.device, w.dtype
             ones = torch.ones(k, device=dev, dtype=dt)
             return mod.conv_bn_relu(x, w, None, ones if bn_w is None else bn_w, ones * 0, ones * 0, ones.clone(),
                                     torch.zeros((), dtype=torch.long, device=dev), training=training, stride=stride,
-                                    padding=padding)
+                                    padding=padding, version=version)
 
         def w(c=4, k=6, dtype=torch.float32, device="cuda"):
             return torch.randn(k, c, 3, 3, device=device, dtype=dtype)
@@ -447,28 +680,35 @@ class ConvBNReLUTrainingSpec(Spec):
             ("stride 0", lambda m: call(m, x(), w(), stride=0), ("stride",)),
             ("x smaller than the kernel", lambda m: call(m, x()[:, :, :2, :2], w(), padding=0), ("x",)),
             ("one value per channel in training", lambda m: call(m, x(n=1)[:, :, :3, :3], w(), padding=0), ("x",)),
+            ("version 3", lambda m: call(m, x(), w(), version=3), ("version",)),
+            # version 2 rounds to TF32, a float32 format: a float64 x is refused, never rounded silently
+            ("a float64 x with version 2", lambda m: call(m, x(dtype=torch.float64), w(dtype=torch.float64),
+                                                          version=TF32), ("x",)),
         ]
         for label, fn, names in cases:
             checks.add(f"input_checks[{label}]",
                        lambda ctx, fn=fn, names=names, label=label: expect_error(fn, ctx.module, names=names, what=label),
                        needs_gpu=label != "cpu x")
 
-    def _check_own_forward(self, ctx: Context) -> None:
+    def _check_own_forward(self, ctx: Context, version: int = STRICT) -> None:
+        kernels = TF32_KERNELS if version == TF32 else KERNELS
         for training in (True, False):
             lay = Layer(ctx.generator("own-fwd"), SHAPES[0])
             x = lay.input(ctx.generator("own-fwd-x")).float()
             with torch.no_grad():
-                assert_own_kernels(lambda: lay.call(ctx.module, x, training), KERNELS,
-                                   f"forward ({'train' if training else 'eval'})")
+                assert_own_kernels(lambda: lay.call(ctx.module, x, training, version), kernels,
+                                   f"forward ({'train' if training else 'eval'}, version={version})")
 
-    def _check_own_backward(self, ctx: Context) -> None:
+    def _check_own_backward(self, ctx: Context, version: int = STRICT) -> None:
+        kernels = TF32_KERNELS if version == TF32 else KERNELS
         for training in (True, False):
             lay = Layer(ctx.generator("own-bwd"), SHAPES[3])
             x = lay.input(ctx.generator("own-bwd-x")).float().requires_grad_()
-            y = lay.call(ctx.module, x, training)
+            y = lay.call(ctx.module, x, training, version)
             gy = torch.randn_like(y)
             torch.cuda.synchronize()
-            assert_own_kernels(lambda: y.backward(gy), KERNELS, f"backward ({'train' if training else 'eval'})")
+            assert_own_kernels(lambda: y.backward(gy), kernels,
+                               f"backward ({'train' if training else 'eval'}, version={version})")
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def audit_calls(self, device, dtype) -> list[AuditCall]:
@@ -483,27 +723,39 @@ class ConvBNReLUTrainingSpec(Spec):
         # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
         # generated checks (which kernels ran among them) meet it in every run
         x1, w1 = r(2, 3, 5, 4, seed=20), r(4, 3, 1, 1, seed=21, scale=0.5)
-        return _calls(r, x, w, b, conv, 4, seed=4) + _calls(r, x1, w1, b, ((1, 1), (0, 0), (1, 1)), 4, seed=22,
-                                                             kind="pointwise")
+        pointwise = ((1, 1), (0, 0), (1, 1))
+
+        def r32(*shape, seed, scale=1.0, offset=0.0):  # version 2 takes float32 only
+            return audit_randn(*shape, device=device, dtype=torch.float32, seed=seed, scale=scale, offset=offset)
+
+        x32, w32, b32, x1_32, w1_32 = (t.float() for t in (x, w, b, x1, w1))
+        return (_calls(r, x, w, b, conv, 4, seed=4) + _calls(r, x1, w1, b, pointwise, 4, seed=22, kind="pointwise")
+                + _calls(r32, x32, w32, b32, conv, 4, seed=4, version=TF32)
+                + _calls(r32, x1_32, w1_32, b32, pointwise, 4, seed=22, kind="pointwise", version=TF32))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
-        """The two ops on a convolution of random geometry (exercise 06's generator)."""
-        c = random_case(g, "random")
-        seed = int(torch.randint(0, 2**31, (1,), generator=g))
+        """Per version, the two ops on a convolution of random geometry (exercise 06's generator);
+        version 2 in float32."""
+        calls = []
+        for version in (STRICT, TF32):
+            c = random_case(g, f"random {version}")
+            seed = int(torch.randint(0, 2**31, (1,), generator=g))
+            d = torch.float32 if version == TF32 else dtype
 
-        def r(*shape, seed, scale=1.0, offset=0.0):
-            return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale, offset=offset)
+            def r(*shape, seed, scale=1.0, offset=0.0, d=d):
+                return audit_randn(*shape, device=device, dtype=d, seed=seed, scale=scale, offset=offset)
 
-        x = r(c.n, c.cin, c.h, c.w, seed=seed)
-        w = r(c.cout, c.cin, c.kh, c.kw, seed=seed + 1, scale=(c.cin * c.kh * c.kw) ** -0.5)
-        b = r(c.cout, seed=seed + 2, scale=0.2) if c.bias else None
-        # not the Python function: its gradients meet the ReLU's kink, where rounding decides (see the
-        # module's docstring); the fixed audit calls check those
-        return [call for call in _calls(r, x, w, b, (c.stride, c.padding, c.dilation), c.cout, seed + 3)
-                if call.op.startswith("lib.ops.")]
+            x = r(c.n, c.cin, c.h, c.w, seed=seed)
+            w = r(c.cout, c.cin, c.kh, c.kw, seed=seed + 1, scale=(c.cin * c.kh * c.kw) ** -0.5)
+            b = r(c.cout, seed=seed + 2, scale=0.2) if c.bias else None
+            # not the Python function: its gradients meet the ReLU's kink, where rounding decides (see the
+            # module's docstring); the fixed audit calls check those
+            calls += [call for call in _calls(r, x, w, b, (c.stride, c.padding, c.dilation), c.cout, seed + 3,
+                                              version=version) if call.op.startswith("lib.ops.")]
+        return calls
 
     def kernel_rule(self):
-        return KernelRule(KERNELS)
+        return KernelRule(tuple(dict.fromkeys(KERNELS + TF32_KERNELS)))
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
@@ -532,6 +784,7 @@ class ConvBNReLUTrainingSpec(Spec):
             # the gradients loosely: a handful of ReLU-kink flips between float32 and float64 move them ~1e-3
             tolerance=lambda inp: [Y_TOL, 1e-2, 1e-2, 1e-2, 1e-2, STATS_TOL, STATS_TOL],
             output_groups=("forward", "backward", "backward", "backward", "backward", "running_stats", "running_stats"),
+            kernels=KernelRule(KERNELS),
             min_bytes=4.0 * (2 * n * c * h * w + 4 * n * k * h * w),
         )
 
@@ -542,12 +795,12 @@ BENCH = (32, 64, 56, 56, 64)
 RUNNING_MEAN_0, RUNNING_VAR_0, BENCH_MOMENTUM = 0.0, 1.0, 0.1
 
 
-def fused_step(mod, inp):
+def fused_step(mod, inp, version: int = STRICT):
     """y, the four gradients, and the running statistics the step updated (copies: an output may not
     share memory with an input), so that they too are verified at the benchmark's shape."""
     x, wt, gamma, beta, gy, (rm, rv, nbt) = inp
     y = mod.conv_bn_relu(x, wt, None, gamma, beta, rm, rv, nbt, training=True, momentum=BENCH_MOMENTUM, eps=1e-5,
-                         stride=1, padding=1)
+                         stride=1, padding=1, version=version)
     return (y, *torch.autograd.grad(y, (x, wt, gamma, beta), gy), rm.clone(), rv.clone())
 
 
@@ -577,8 +830,8 @@ SPEC = ConvBNReLUTrainingSpec(
     exercise="09_conv_bn_relu_training",
     title="Conv2d + BatchNorm2d + ReLU, training (full backward)",
     module="conv_bn_relu_training.py",
-    points={"forward": 3, "running_stats": 2, "backward": 4, "autograd": 2, "module": 2, "input_checks": 1,
-            "performance": 3},
+    points={"forward": 3, "running_stats": 2, "backward": 4, "autograd": 2, "module": 2, TF32_GROUP: 2,
+            "input_checks": 1, "performance": 3},
     perf_tiers=((0.5, 0.5), (0.85, 1.0)),
     perf_requires=("forward", "backward"),
     # gradcheck goes through the Python wrapper: PyTorch's own ops there would pass it

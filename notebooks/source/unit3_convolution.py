@@ -22,7 +22,9 @@
 # 3. **convolution as a matrix product** (im2col), and an **implicit GEMM** that runs unit 2's tiled,
 #    register-blocked product while gathering the matrix from the image on the fly;
 # 4. the **transposed convolution**, which is the gradient of `conv2d` with respect to its input,
-#    written as a gather.
+#    written as a gather;
+# 5. the **backward** of both, so that `Conv2d` and `ConvTranspose2d` train: each exercise's gradients
+#    computed by its own forward op.
 #
 # **What you write.** A Python warm-up on the CPU (output sizes and im2col in PyTorch), then the regions
 # of `06_conv2d` and `07_conv_transpose2d`. Each region is a cell starting with
@@ -36,8 +38,8 @@
 # | part | points |
 # |---|---:|
 # | warm-up: output sizes and im2col (runs on a CPU) | 2 |
-# | 06 conv2d: direct 2, implicit GEMM 3, depthwise 2, input checks 1, registration 1, performance 3 | 12 |
-# | 07 conv_transpose2d: gather 2, implicit GEMM 3, input checks 1, registration 1, performance 3 | 10 |
+# | 06 conv2d: direct 2, implicit GEMM 3, depthwise 2, tensor cores 2, autograd 2, input checks 1, registration 1, performance 3 | 16 |
+# | 07 conv_transpose2d: gather 2, implicit GEMM 3, autograd 2, input checks 1, registration 1, performance 3 | 12 |
 #
 # **Where it runs.** Builds and checks need a CUDA GPU; the first build of each exercise takes about a
 # minute. Without a GPU, or under `nbgrader validate`, those cells print why and skip.
@@ -439,6 +441,62 @@ course.check("tensor_cores_tf32", "06_conv2d", only=[
 course.check("tensor_cores_tf32", "06_conv2d")
 ### END HIDDEN TESTS
 
+# %% [markdown] id="conv-backward-intro"
+# ### Training: the backward, through your own forward op
+#
+# `conv2d` is registered with `torch.library.register_autograd`, so `Conv2d` trains. Its backward has
+# no kernel of its own: both gradients are convolutions, and the forward op computes them. Along one
+# axis, with $g = \partial L / \partial y$:
+#
+# - **The input's gradient** is the transposed convolution of $g$ with the weight (section 6 derives
+#   it). With stride 1 that is a plain convolution with the kernel **flipped**, its channel axes swapped
+#   within each group, padding $d (K - 1) - p$ and the same dilation. With stride $s$, first spread
+#   $g$ out to stride 1: $s - 1$ zeros between its pixels, plus the rows the forward's floor division
+#   dropped at the far end, so the result has exactly x's size. Where $p > d (K - 1)$ the padding would
+#   be negative: crop $g$ instead. The spread-out $g$ is $s^2$ times larger, zeros mostly, and the
+#   convolution does $s^2$ times the forward's multiply-adds: the price of having no kernel of its own
+#   (07's transposed convolution skips the zeros).
+# - **The weight's gradient** $\partial L / \partial W[c_o][c_i][a] = \sum_{n, o} x[n][c_i][o s - p + a d]
+#   \, g[n][c_o][o]$ is a convolution of x with $g$ as the kernel, with the roles swapped: the channels
+#   of x are the images, the images are the channels, stride $d$, dilation $s$, padding $p$, one group
+#   per group of W. It has a small output and a long sum ($N H_o W_o$ products per value), so the batch
+#   is split into chunks carried as extra groups (the given `weight_grad_chunks` picks how many, for
+#   enough output tiles to fill the GPU) and the chunks' results are summed.
+# - The bias's gradient is $g$ summed over the images and pixels.
+#
+# The backward runs the forward's version, with one exception: version 3 takes groups 1 only, so its
+# weight gradient in chunks goes through version 2. Write the two identities; the wiring
+# (`_setup_context`, `_backward`, the chunk choice) is given.
+#
+# @@context 06_conv2d/conv2d.py conv2d_input_grad@@
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-input-grad", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.py conv2d_input_grad
+
+# %% [markdown] id="conv-weight-grad-intro"
+# @@context 06_conv2d/conv2d.py conv2d_weight_grad@@
+
+# %% nbgrader={"grade": false, "grade_id": "conv2d-weight-grad", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 06_conv2d/conv2d.py conv2d_weight_grad
+
+# %% [markdown] id="conv-autograd-graded-intro"
+# The autograd group: `gradcheck` in float64 (a stride per axis with a padding beyond $d (K - 1)$,
+# dilation, groups, depthwise, a channel multiplier, a batch in chunks), float32 gradients against
+# autograd of `F.conv2d` in float64, on a side stream too, `opcheck`'s autograd registration, and the
+# profiler: the backward of each version runs that version's kernels, never PyTorch's convolution.
+
+# %% nbgrader={"grade": true, "grade_id": "conv-autograd", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 06_conv2d autograd: the grader's own checks. Shown here: a few cases; at grading, every autograd check.
+course.check("autograd", "06_conv2d", only=[
+    "autograd[float32, stride (2, 1), dilation (1, 2)]",
+    "autograd[float32, groups 4]",
+    "autograd[float32, depthwise 3x3]",
+    "autograd[float32, 8 images in chunks, on a side stream]",
+])
+### BEGIN HIDDEN TESTS
+course.check("autograd", "06_conv2d")
+### END HIDDEN TESTS
+
 # %% [markdown] id="conv-checks-intro"
 # ### The input checks and the registration
 #
@@ -679,6 +737,37 @@ else:
     print(f"32x64x56x56, 64->64, 3x3: your gather {ours[1].rate(flops) / 1e12:.1f} TFLOP/s, your implicit GEMM "
           f"{ours[2].rate(flops) / 1e12:.1f} TFLOP/s, cuDNN (strict fp32) {theirs.rate(flops) / 1e12:.1f} TFLOP/s")
 
+# %% [markdown] id="convt-backward-intro"
+# ### The backward of the transposed convolution, through itself
+#
+# As for 06, `conv_transpose2d` differentiates itself. Along one axis, $y[n][c_o][i s - p + a d]$ receives
+# $x[n][c_i][i] \, W[c_i][c_o][a]$, so with $g = \partial L / \partial y$:
+#
+# - $\partial L / \partial x[n][c_i][i] = \sum_{c_o, a} g[n][c_o][i s - p + a d] \, W[c_i][c_o][a]$:
+#   `conv2d(g, W, stride=s, padding=p, dilation=d, groups)` (the identity of section 6 read the other
+#   way). With this op alone: a stride-1 correlation is a stride-1 transposed convolution with the kernel
+#   flipped and its channel axes swapped within each group, padding $d (K - 1) - p$ (where that is
+#   negative, the result is padded with zeros instead); the stride is every $s$-th row and column of it,
+#   cut to x's size (`output_padding` may leave one more). All $s^2$ phases are computed and one is kept:
+#   $s^2$ times the forward's multiply-adds.
+# - $\partial L / \partial W[c_i][c_o][a] = \sum_{n, i} x[n][c_i][i] \, g[n][c_o][i s - p + a d]$: a
+#   correlation of $g$ with x as the kernel, at every $d$-th tap. As a stride-1 transposed convolution:
+#   $g$'s channels are the images and its images the channels, x flipped is the kernel (dilation $s$,
+#   padding $s (H - 1) - p$), then every $d$-th tap, the first $K$; the batch in chunks as for 06.
+#
+# `sample(t, first, step, size)` (given) takes every `step`-th pixel from `first` on, zeros outside `t`.
+#
+# @@context 07_conv_transpose2d/conv_transpose2d.py conv_transpose2d_input_grad@@
+
+# %% nbgrader={"grade": false, "grade_id": "convt-input-grad", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.py conv_transpose2d_input_grad
+
+# %% [markdown] id="convt-weight-grad-intro"
+# @@context 07_conv_transpose2d/conv_transpose2d.py conv_transpose2d_weight_grad@@
+
+# %% nbgrader={"grade": false, "grade_id": "convt-weight-grad", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.py conv_transpose2d_weight_grad
+
 # %% [markdown] id="convt-graded-intro"
 # ### Graded checks and speed for 07
 #
@@ -716,6 +805,17 @@ course.check("implicit_gemm", "07_conv_transpose2d", only=[
 ])
 ### BEGIN HIDDEN TESTS
 course.check("implicit_gemm", "07_conv_transpose2d")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "convt-autograd", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 07_conv_transpose2d autograd: the grader's own checks. Shown here: a few cases; at grading, every autograd check.
+course.check("autograd", "07_conv_transpose2d", only=[
+    "autograd[float32, stride (2, 1), output_padding (1, 0), dilation (1, 2)]",
+    "autograd[float32, groups 4, stride 2]",
+    "autograd[float32, 8 images in chunks, on a side stream]",
+])
+### BEGIN HIDDEN TESTS
+course.check("autograd", "07_conv_transpose2d")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "convt-input-checks", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false

@@ -39,6 +39,7 @@
 # |---|---:|
 # | warm-up: BatchNorm folded into a scale and a shift (runs on a CPU) | 1 |
 # | 08 forward | 5 |
+# | 08 TF32 tensor cores (version 2; on a GPU below compute capability 8.0 not run, no points lost) | 2 |
 # | 08 input checks | 1 |
 # | 08 performance (against the reference, in the same run) | 4 |
 # | warm-up: the running-statistics update (runs on a CPU) | 1 |
@@ -48,6 +49,7 @@
 # | 09 backward | 4 |
 # | 09 autograd (`gradcheck`) | 2 |
 # | 09 module (`FusedConvBNReLU`) | 2 |
+# | 09 TF32 tensor cores (version 2; on a GPU below compute capability 8.0 not run, no points lost) | 2 |
 # | 09 input checks | 1 |
 # | 09 performance (against the reference, in the same run) | 3 |
 #
@@ -190,14 +192,14 @@ for seed in range(3, 8):
 
 # %% [markdown] id="ex08-fold-intro"
 # **The fold, in the kernel.** Before the main loop, the first 64 threads each compute the scale and
-# shift of one channel of the block's tile (section 2), and store them in shared memory; `gemm_tile`'s
-# first barrier makes them visible to every thread. Use `sqrt` (it is overloaded for `float` and
-# `double`; the kernel is instantiated for both).
+# shift of one channel of the block's tile (section 2) with `fold_bn`, and store them in shared memory;
+# `gemm_tile`'s first barrier makes them visible to every thread. Use `sqrt` (it is overloaded for
+# `float` and `double`; the kernel is instantiated for both). Both versions of the kernel call `fold_bn`.
 #
-# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel from "// Grid (ceil(N*P*Q / 128)"@@
+# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu fold_bn@@
 
 # %% nbgrader={"grade": false, "grade_id": "ex08-fold", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel
+# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu fold_bn
 
 # %% [markdown] id="ex08-epilogue-intro"
 # **The epilogue.** After the last slice each thread holds 64 finished accumulators. Row `i` of the
@@ -205,10 +207,10 @@ for seed in range(3, 8):
 # ReLU to the 8 values of the row. `store4` (given) writes them, as 16-byte stores where the row's
 # columns are one aligned run.
 #
-# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel#2 from "  // epilogue: output offsets"@@
+# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel from "  // epilogue: output offsets"@@
 
 # %% nbgrader={"grade": false, "grade_id": "ex08-epilogue", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel#2
+# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_kernel
 
 # %% [markdown] id="ex08-launch-intro"
 # **The launch.** One block per tile: `ceil(N·P·Q / BN)` tiles along the pixels (`gridDim.x`, which may
@@ -219,6 +221,31 @@ for seed in range(3, 8):
 
 # %% nbgrader={"grade": false, "grade_id": "ex08-launch", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_inference_cuda
+
+# %% [markdown] id="ex08-tf32-intro"
+# **Version 2: the same layer on TF32 tensor cores.** PyTorch convolves float32 in TF32 unless told not to
+# (`torch.backends.cudnn.allow_tf32`, default True), and so does `conv_bn_relu_inference` without a
+# `version`, on GPUs of compute capability 8.0 and newer. Unit 3's exercise 06 (version 3) explains TF32,
+# the `mma.sync.aligned.m16n8k8` fragments, the `cp.async` ring and the swizzle; `conv_bn_relu_tf32_kernel`
+# takes that engine as it is (given: `tc_conv_gemm`), with the GEMM transposed (rows are output pixels,
+# columns channels). What is yours is the epilogue: each lane holds, for each of its channels, the
+# accumulators of 4 neighbouring output pixels; apply the channel's folded scale and shift (the same
+# `fold_bn` as version 1) and the ReLU to them, in registers, before the one 16-byte store.
+#
+# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_tf32_kernel from "  // Epilogue. With 06's renumbered pixels"@@
+
+# %% nbgrader={"grade": false, "grade_id": "ex08-tf32-epilogue", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu conv_bn_relu_tf32_kernel
+
+# %% [markdown] id="ex08-tf32-launch-intro"
+# Its launch: one block of `kTcThreads` (4 warps) per tile of `kTcPixels` output pixels x `kTcChannels`
+# channels. (The caller, given, refuses a GPU below compute capability 8.0 and chooses the 16-byte weight
+# copies where every filter row starts on 16 bytes.)
+#
+# @@context 08_conv_bn_relu_inference/conv_bn_relu_inference.cu launch_tf32_tiles@@
+
+# %% nbgrader={"grade": false, "grade_id": "ex08-tf32-launch", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 08_conv_bn_relu_inference/conv_bn_relu_inference.cu launch_tf32_tiles
 
 # %% [markdown] id="ex08-checks"
 # **The input checks**, in the binding (`.cpp`). The kernels use 32-bit offsets and assume a valid
@@ -268,9 +295,11 @@ else:
 #
 # Each cell runs one group of the grader's checks on your build: fresh random inputs drawn from the
 # printed seed (set `COURSE_SEED` to replay them), outputs compared with float64 eager PyTorch (normwise,
-# 1e-5 in float32: the arithmetic must be strict fp32, no TF32), output memory poisoned with NaN first,
-# inputs checked unmodified. `forward[one kernel, no intermediate]` checks the fusion itself: exactly one
-# kernel ran, and nothing beyond the output was allocated. A group earns its points only when all of its
+# 1e-5 in float32 for version 1: its arithmetic must be strict fp32, no TF32), output memory poisoned with
+# NaN first, inputs checked unmodified. `forward[one kernel, no intermediate]` checks the fusion itself:
+# exactly one kernel ran, and nothing beyond the output was allocated. Version 2 is graded against a bound
+# derived from TF32's precision (06's, on the BatchNorm-folded weights; the README's How it is graded),
+# with inputs near 1e5 and 1e-6 that FP16 cannot hold. A group earns its points only when all of its
 # checks pass.
 
 # %% nbgrader={"grade": true, "grade_id": "ex08-forward", "locked": true, "schema_version": 3, "solution": false, "points": 5} editable=false deletable=false
@@ -286,6 +315,18 @@ course.check("forward", "08_conv_bn_relu_inference", only=[
 ])
 ### BEGIN HIDDEN TESTS
 course.check("forward", "08_conv_bn_relu_inference")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "ex08-tensor-cores", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 08_conv_bn_relu_inference tensor_cores_tf32: the grader's own checks. Shown here: a few cases; at grading, every tensor_cores_tf32 check.
+course.check("tensor_cores_tf32", "08_conv_bn_relu_inference", only=[
+    "tensor_cores_tf32[float32-odd-dilated-bias]",
+    "tensor_cores_tf32[float32-k70-5x5]",
+    "tensor_cores_tf32[values near 100000]",
+    "tensor_cores_tf32[values near 1e-06]",
+])
+### BEGIN HIDDEN TESTS
+course.check("tensor_cores_tf32", "08_conv_bn_relu_inference")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "ex08-input-checks", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false
@@ -673,7 +714,8 @@ print(f"total: {sum(b for _, b in saved.values()) / activation:.2f} activations 
 
 # %% [markdown] id="ex09-forward-launch-intro"
 # **The training forward's launches.** Three kernels on one stream, each checked: the convolution with
-# `training = true` (it writes `z` and the per-tile statistics into the two halves of `part`), the
+# `training = true` (`launch_forward`, given, launches the version's kernel and checks it; it writes `z`
+# and the per-tile statistics into the two halves of `part`), the
 # finalize kernel (one block of 256 threads; `scale_shift` holds the scales, then the shifts), and the
 # apply kernel (one block of 256 threads per `(image, channel)` plane). The stream orders them: no
 # synchronisation is needed between them, and none with the host.
@@ -707,8 +749,9 @@ print(f"total: {sum(b for _, b in saved.values()) / activation:.2f} activations 
 
 # %% [markdown] id="ex09-backward-launch-intro"
 # **The backward's launches.** Five kernels, in dependency order, each checked: the reduction (grid
-# `(K, splits)`), the elementwise pass (one block per plane), `grad_input` (the unit-stride version of
-# `conv_dgrad_kernel` skips the divisibility tests when both strides are 1), `grad_weight` split along
+# `(K, splits)`), the elementwise pass (one block per plane), `grad_input` (`launch_dgrad`, given, launches
+# the version's kernel; its unit-stride instance skips the divisibility tests when both strides are 1),
+# `grad_weight` (`launch_wgrad`, likewise) split along
 # its long reduction as `wgrad_plan` says (partial tiles into `scratch`, after the reduction's partial
 # sums, when there is more than one split), and the kernel that adds those partial tiles.
 #
@@ -716,6 +759,31 @@ print(f"total: {sum(b for _, b in saved.values()) / activation:.2f} activations 
 
 # %% nbgrader={"grade": false, "grade_id": "ex09-backward-launch", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 09_conv_bn_relu_training/conv_bn_relu_training.cu conv_bn_relu_backward_cuda
+
+# %% [markdown] id="ex09-tf32-intro"
+# **Version 2: the three convolutions on TF32 tensor cores**, as PyTorch runs them while
+# `torch.backends.cudnn.allow_tf32` is True (`conv_bn_relu` without a `version` follows that flag, forward
+# and backward alike). The forward kernel takes exercise 08's version-2 engine (given); its training
+# epilogue writes `z` and each tile's statistics from the accumulator fragments. A lane holds 4
+# neighbouring pixels of 8 channels; the other lanes holding the same channels are the 8 with the same
+# `lane % 4` (every `g = lane / 4`). Sum across them with shuffles, as the version-1 epilogue did across its
+# 16 lanes:
+#
+# @@context 09_conv_bn_relu_training/conv_bn_relu_training.cu warp_channel_sum@@
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-warp-channel-sum", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 09_conv_bn_relu_training/conv_bn_relu_training.cu warp_channel_sum
+
+# %% [markdown] id="ex09-tf32-backward"
+# The backward's two GEMMs keep version 1's loaders and shared slices (`gemm_tile`) and replace the FMAs by
+# one m16n8k8 step per slice of 8 k: each warp owns 32 rows x 64 columns of the block's tile, as 2 x 8 mma
+# tiles. Read the A and B fragments straight from version 1's layout (`sm.a[buf][k][row]`,
+# `sm.b[buf][k][col]`), rounded to TF32, with the fragment layout of `course/cuda.cuh`'s `mma_tf32`.
+#
+# @@context 09_conv_bn_relu_training/conv_bn_relu_training.cu gemm_tile_tf32 from "template <class LoadA, class LoadB>"@@
+
+# %% nbgrader={"grade": false, "grade_id": "ex09-gemm-tile-tf32", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 09_conv_bn_relu_training/conv_bn_relu_training.cu gemm_tile_tf32
 
 # %% [markdown] id="autograd-function"
 # ## 9. Into autograd: `torch.autograd.Function`, then an `nn.Module`
@@ -806,7 +874,8 @@ else:
 # ### Graded checks for exercise 09
 #
 # The references are eager `Conv2d` + `BatchNorm2d` + `ReLU` in float64 on the same inputs; outputs and
-# running statistics must agree to 2e-5 and the gradients to 1e-4 (normwise), in strict fp32. Where the
+# running statistics must agree to 2e-5 and the gradients to 1e-4 (normwise), in strict fp32 (version 1;
+# version 2 against bounds derived from TF32's precision, the README's How it is graded). Where the
 # float64 pre-activation is within 1e-3 of the ReLU's kink, the incoming gradient is set to 0, so rounding
 # on either side of the kink cannot decide a check. The `own kernels ran` checks use the profiler: the
 # work must be done by this exercise's kernels, not by PyTorch's.
@@ -862,6 +931,18 @@ course.check("module", "09_conv_bn_relu_training", only=[
 ])
 ### BEGIN HIDDEN TESTS
 course.check("module", "09_conv_bn_relu_training")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "ex09-tensor-cores", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 09_conv_bn_relu_training tensor_cores_tf32: the grader's own checks. Shown here: a few cases; at grading, every tensor_cores_tf32 check.
+course.check("tensor_cores_tf32", "09_conv_bn_relu_training", only=[
+    "tensor_cores_tf32[forward train-odd-dilated-bias]",
+    "tensor_cores_tf32[backward train-odd-dilated-bias]",
+    "tensor_cores_tf32[values near 100000]",
+    "tensor_cores_tf32[own kernels ran]",
+])
+### BEGIN HIDDEN TESTS
+course.check("tensor_cores_tf32", "09_conv_bn_relu_training")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "ex09-input-checks", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false

@@ -525,18 +525,19 @@ constexpr int kWM5 = kBM5 / kWarpsM5, kWN5 = kBN5 / kWarpsN5;  // 64 x 64
 constexpr int kMTiles5 = kWM5 / 16, kNTiles5 = kWN5 / 8;       // a warp's 4 x 8 mma tiles of 16 x 8
 constexpr int kStages5 = 3;                                   // shared-memory ring, as kernel 4's
 constexpr int kMinBlocks5 = 2;  // blocks per SM the registers are budgeted for (__launch_bounds__)
-constexpr int kAChunks5 = 4;  // 16-byte chunks of k per A row per stage: 16 floats or 32 bfloat16s
+constexpr int kAChunks5 = 8;  // 16-byte chunks of k per A row per stage (128 bytes): 32 floats or 64 bfloat16s
+static_assert(kAChunks5 == 4 || kAChunks5 == 8, "swizzle_a spreads rows of 4 or 8 chunks");
 
 // The sizes that depend on the input type T (float: TF32 products; __nv_bfloat16: BF16 products).
 template <typename T>
 struct Tile5 {
   static constexpr int kElems = 16 / sizeof(T);          // elements per 16-byte chunk: 4 or 8
-  static constexpr int kBK = kAChunks5 * kElems;         // k per stage: 16 or 32
+  static constexpr int kBK = kAChunks5 * kElems;         // k per stage: 32 or 64
   static constexpr int kMmaK = sizeof(T) == 4 ? 8 : 16;  // k of one mma: m16n8k8 (TF32), m16n8k16 (BF16)
   static constexpr int kBChunks = kBN5 / kElems;         // chunks per B row: 32 or 16
 };
 
-// One stage of the ring, 16 KiB either way (3 stages: 48 KiB, the static shared-memory limit), in
+// One stage of the ring, 32 KiB either way (3 stages: 96 KiB, dynamic shared memory), in
 // 16-byte chunks: A[m][k] (a row of A holds the stage's k) and B[k][n]. Chunk c of a row is stored at
 // the row's chunk swizzle(row, c): see swizzle_a and swizzle_b.
 template <typename T>
@@ -547,8 +548,9 @@ struct Stage5 {
 
 // The ring is dynamic shared memory, sized at launch: a deeper ring or a larger tile than 48 KiB (the
 // static limit) only needs the constants above changed (scripts/tune_matmul5.py tries several). A
-// stage is 64 (kBM5 + kBN5) bytes for either type: 4 chunks per A row, 64 bytes of B per column.
-constexpr int kSmem5 = kStages5 * 64 * (kBM5 + kBN5);
+// stage is 16 kAChunks5 (kBM5 + kBN5) bytes for either type: kAChunks5 chunks per A row, as many bytes of
+// B per column.
+constexpr int kSmem5 = kStages5 * 16 * kAChunks5 * (kBM5 + kBN5);
 static_assert(size_t(kSmem5) == kStages5 * sizeof(Stage5<float>) &&
                   size_t(kSmem5) == kStages5 * sizeof(Stage5<__nv_bfloat16>),
               "kSmem5 is the ring's size");
@@ -564,9 +566,16 @@ static_assert(Tile5<__nv_bfloat16>::kBChunks >= 8, "B's swizzle spreads 8 rows o
 
 // XOR swizzles: which 16-byte slot of its row chunk c of row r lives in. Shared memory serves 128 bytes
 // (8 chunks, 32 banks) per cycle; a read of 8 chunks that fall in the same slot of 128 bytes takes 8.
-// A rows are 64 bytes: rows r and r + 2 share their slots, so ldmatrix's 8 rows of one chunk column
-// would hit 2 slots (4-way conflicts); XOR-ing the chunk with (r / 2) % 4 spreads them over all 8.
-__device__ __forceinline__ int swizzle_a(int r, int c) { return c ^ ((r >> 1) & 3); }
+// A rows of 4 chunks are 64 bytes: rows r and r + 2 share their slots, so ldmatrix's 8 rows of one chunk
+// column would hit 2 slots (4-way conflicts); XOR-ing the chunk with (r / 2) % 4 spreads them over all 8.
+// Rows of 8 chunks (128 bytes) all start at slot 0: XOR-ing with r % 8 does the same.
+__device__ __forceinline__ int swizzle_a(int r, int c) {
+  if constexpr (kAChunks5 == 8) {
+    return c ^ (r & 7);
+  } else {
+    return c ^ ((r >> 1) & 3);
+  }
+}
 
 // B rows are 4 kBN5 (float) or 2 kBN5 bytes (bfloat16), whole multiples of 128: every row starts at slot 0, so reads down a column
 // of B all hit one bank (float) or one slot (bfloat16). float: lanes read B[k0 + t][n0 + g], 4 rows x
@@ -634,8 +643,8 @@ __device__ __forceinline__ void mma16x8(float (&d)[4], const uint32_t (&a)[4], c
 }
 
 // This thread's copies of the k steps, 16 bytes each, into a stage (swizzled). A: 4 consecutive threads
-// copy one row's 64 bytes, 64 rows per pass, 2 passes. B: a warp copies one row (float) or two
-// (bfloat16), 8 or 16 rows per pass, 2 passes. kVecA (kVecB): K (N) a multiple of a chunk's elements
+// copy one row's 16 kAChunks5 bytes (8: 128 bytes, 16 rows per pass, 8 passes). B: a warp copies one
+// row (float) or two (bfloat16), 4 or 8 rows per pass, 8 passes. kVecA (kVecB): K (N) a multiple of a chunk's elements
 // and A (B) 16-byte aligned, so a chunk is wholly inside the matrix or wholly outside: one cp.async
 // of 16 bytes (zero-filled outside). Otherwise element by element: 4-byte cp.async for float, plain
 // loads and stores for bfloat16 (cp.async copies 4 bytes at least), zeros outside.
@@ -643,10 +652,10 @@ template <typename T, bool kVecA, bool kVecB>
 struct Loader5 {
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;  // the elements, copied as bits
   static constexpr int kElems = Tile5<T>::kElems;
-  static constexpr int kARowStep = kThreads5 / kAChunks5;               // 64
-  static constexpr int kACopies = kBM5 / kARowStep;                     // 2
-  static constexpr int kBRowStep = kThreads5 / Tile5<T>::kBChunks;      // 8 or 16
-  static constexpr int kBCopies = Tile5<T>::kBK / kBRowStep;            // 2
+  static constexpr int kARowStep = kThreads5 / kAChunks5;               // 16
+  static constexpr int kACopies = kBM5 / kARowStep;                     // 8
+  static constexpr int kBRowStep = kThreads5 / Tile5<T>::kBChunks;      // 4 or 8
+  static constexpr int kBCopies = Tile5<T>::kBK / kBRowStep;            // 8
   const Bits* A;
   const Bits* B;
   int64_t M, N, K, m0, n0, k0;
@@ -701,7 +710,7 @@ struct Loader5 {
   }
 };
 
-// The warp's 4 x 8 tiles of 16 x 8 in acc gain one stage: kBK / kMmaK = 2 mma k steps. Fragments, with
+// The warp's 4 x 8 tiles of 16 x 8 in acc gain one stage: kBK / kMmaK = 4 mma k steps. Fragments, with
 // g = lane / 4 and t = lane % 4 (the README draws them):
 //   A, m16 x k8 TF32:   a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
 //   A, m16 x k16 BF16:  a0 (g, 2t..2t+1), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..)
@@ -719,7 +728,7 @@ __device__ __forceinline__ void mma_stage(const Stage5<T>& s, float (&acc)[kMTil
   // BEGIN SOLUTION
   // GOAL: acc[i][j] (the warp's 16 x 8 tile at rows wrow + 16 i, columns wcol + 8 j of the block's C)
   // GOAL: gains the products of stage s's A rows and B columns over all kBK k's, through mma16x8.
-  // TODO: for each mma k step ks < Tile5<T>::kBK / Tile5<T>::kMmaK (2; chunks 2 ks and 2 ks + 1 of A):
+  // TODO: for each mma k step ks < Tile5<T>::kBK / Tile5<T>::kMmaK (4; chunks 2 ks and 2 ks + 1 of A):
   // TODO: A: for each i, ldmatrix_x4 from the row lane l gives: r = wrow + 16 i + 8 ((l / 8) % 2) + l % 8,
   // TODO: chunk c = 2 ks + (l / 8) / 2, at &s.A[r][swizzle_a(r, c)]; for float, round each of the 4
   // TODO: words to TF32 (to_tf32(__uint_as_float(w))). B, float: b[j][h] is the float at k = 8 ks + t + 4 h,
@@ -821,7 +830,7 @@ template <typename T, bool kVecA, bool kVecB>
 __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
     matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int64_t M, int64_t N,
                    int64_t K) {
-  extern __shared__ __align__(128) unsigned char smem5[];  // kSmem5 bytes: 3 x 16 KiB
+  extern __shared__ __align__(128) unsigned char smem5[];  // kSmem5 bytes: 3 x 32 KiB
   Stage5<T>* ring = reinterpret_cast<Stage5<T>*>(smem5);
   const int64_t batch = blockIdx.z;  // batch element: its A, B and C
   A += batch * M * K;
@@ -888,7 +897,7 @@ struct Plan4 {
   int64_t k_split;  // k per range (K when splits == 1)
 };
 
-constexpr int64_t kSplitMinK4 = 256;  // the least k a split of kernel 4 runs down (32 of its 8-deep steps)
+constexpr int64_t kSplitMinK4 = 64;  // the least k a split of kernel 4 runs down (8 of its 8-deep steps)
 constexpr int64_t kGemvRowsMinK = 1024;  // the least k per split of a row (8 float4 steps of a warp)
 constexpr int64_t kGemvColsMinK = 64;    // the least k per split of a column
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
@@ -910,10 +919,13 @@ Plan4 split_k(Path4 path, int64_t K, int64_t want, int64_t most, int64_t align) 
 
 // The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a thread per column of B. Both
 // split K when their blocks would not fill the GPU 4 times over (a memory-bound kernel needs many
-// loads in flight). M, N > 1: kernel 4's tiles; K is split when the tiles are fewer than the SMs and K
-// dominates (K >= 4 max(M, N), K >= 512). Then into splits of 256 k (kSplitMinK4: 32 steps, and
-// chains of 256 additions, for the error) as far as the workspace (splits x M N floats) stays within
-// a quarter of A and B ((M + N) K floats), and at least enough splits for 2 blocks per SM.
+// loads in flight). M, N > 1: kernel 4's tiles; K is split when the tiles are fewer than the SMs and
+// K >= 128 (two splits of kSplitMinK4). Where K dominates (K >= 4 max(M, N)), into splits of 64 k or
+// more as far as the workspace (splits x M N floats) stays within a quarter of A and B ((M + N) K
+// floats), and at least enough splits for 2 blocks per SM. Where it does not (a layer's small batch
+// times its weights: 32 x 2048 by 2048 x 1000), only when the tiles fill at most half the SMs, into as
+// many splits as one wave of 2 blocks per SM holds: more would make a second, mostly idle wave and
+// more workspace to sum (1024^3: 4 splits of its 64 tiles ran at 0.86x of cuBLAS, 5 at 0.62x).
 Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   const int64_t sms = sm_count();
   if (N == 1) {
@@ -927,11 +939,15 @@ Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
                    std::min(K / kGemvColsMinK, kMaxSplits), 1);
   }
   const int64_t tiles = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4) * batch;
-  if (tiles < sms && K >= 4 * std::max(M, N) && K >= 2 * kSplitMinK4) {
-    const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
-    const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
-                                  std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
-    return split_k(Path4::kTiles, K, want, std::min(K / kSplitMinK4, kMaxSplits), kBK4);
+  if (tiles < sms && K >= 2 * kSplitMinK4) {
+    const int64_t most = std::min(K / kSplitMinK4, kMaxSplits);
+    if (K >= 4 * std::max(M, N)) {
+      const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
+      const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
+                                    std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
+      return split_k(Path4::kTiles, K, want, most, kBK4);
+    }
+    if (2 * tiles <= sms) return split_k(Path4::kTiles, K, 2 * sms / tiles, most, kBK4);
   }
   return {Path4::kTiles, 1, K};
 }

@@ -136,10 +136,12 @@ at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::opti
   s.dil_h = static_cast<int>(dl[0]);
   s.dil_w = static_cast<int>(dl[1]);
   s.groups = static_cast<int>(groups);
+  const at::Tensor scratch = conv2d_weight_scratch(s, static_cast<int>(version)) ? at::empty(wc.sizes(), wc.options()) : at::Tensor();
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "conv2d", [&] {
     conv2d_cuda<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
                           bc.defined() ? bc.const_data_ptr<scalar_t>() : nullptr, y.mutable_data_ptr<scalar_t>(), s,
-                          static_cast<int>(version), c10::cuda::getCurrentCUDAStream());
+                          static_cast<int>(version), scratch.defined() ? scratch.mutable_data_ptr<scalar_t>() : nullptr,
+                          c10::cuda::getCurrentCUDAStream());
   });
   return y;
 }

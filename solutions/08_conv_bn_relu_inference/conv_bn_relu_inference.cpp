@@ -83,8 +83,14 @@ ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArray
 at::Tensor conv_bn_relu_inference(const at::Tensor& x_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias,
                                   const at::Tensor& bn_weight, const at::Tensor& bn_bias,
                                   const at::Tensor& running_mean, const at::Tensor& running_var, double eps,
-                                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation) {
+                                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                                  int64_t version) {
+  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (strict fp32) or 2 (TF32 tensor cores), but is ",
+              str(version));
   const ConvShape s = conv_shape(x_, weight_, stride, padding, dilation);
+  // version 2 rounds its operands to TF32, a float32 format: it takes float32 only (never float64 silently)
+  TORCH_CHECK(version == 1 || x_.scalar_type() == at::kFloat,
+              "x must be float32 for version 2 (TF32 tensor cores), but is ", dtype_str(x_));
   if (bias.has_value()) check_param(*bias, "bias", x_, s.K);
   check_param(bn_weight, "bn_weight", x_, s.K);
   check_param(bn_bias, "bn_bias", x_, s.K);
@@ -102,7 +108,7 @@ at::Tensor conv_bn_relu_inference(const at::Tensor& x_, const at::Tensor& weight
         x.const_data_ptr<scalar_t>(), weight.const_data_ptr<scalar_t>(),
         b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, gamma.const_data_ptr<scalar_t>(),
         beta.const_data_ptr<scalar_t>(), mean.const_data_ptr<scalar_t>(), var.const_data_ptr<scalar_t>(), eps, s,
-        y.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());
+        static_cast<int>(version), y.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());
   });
   return y;
 }
@@ -111,7 +117,8 @@ at::Tensor conv_bn_relu_inference(const at::Tensor& x_, const at::Tensor& weight
 
 COURSE_LIBRARY(m) {
   m.def("conv_bn_relu_inference(Tensor x, Tensor weight, Tensor? bias, Tensor bn_weight, Tensor bn_bias, "
-        "Tensor running_mean, Tensor running_var, float eps, int[2] stride, int[2] padding, int[2] dilation) -> Tensor");
+        "Tensor running_mean, Tensor running_var, float eps, int[2] stride, int[2] padding, int[2] dilation, "
+        "int version) -> Tensor");
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.

@@ -1,7 +1,9 @@
 """Exercise 08: Conv2d + BatchNorm2d (eval) + ReLU in one kernel, for inference.
 
-The kernel is in conv_bn_relu_inference.cu, the C++ op in conv_bn_relu_inference.cpp; this file
-builds them (cached), registers the op's shape function, and exposes the Python API.
+The kernels are in conv_bn_relu_inference.cu, the C++ op in conv_bn_relu_inference.cpp; this file
+builds them (cached), registers the op's shape function, and exposes the Python API. Version 1 runs
+in strict fp32, version 2 on TF32 tensor cores; by default the one PyTorch's own convolution would
+take (torch.backends.cudnn.allow_tf32).
 """
 from __future__ import annotations
 
@@ -18,16 +20,30 @@ def _pair(v) -> list[int]:
     return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
+def default_version(x: torch.Tensor) -> int:
+    """The version `conv_bn_relu_inference` runs when none is named: 2 (TF32 tensor cores) where PyTorch
+    itself would let cuDNN convolve in TF32 (torch.backends.cudnn.allow_tf32, its default True) for a
+    float32 x on a GPU of compute capability 8.0 or newer; else 1 (strict fp32)."""
+    if (torch.backends.cudnn.allow_tf32 and x.dtype == torch.float32 and x.is_cuda
+            and torch.cuda.get_device_capability(x.device) >= (8, 0)):
+        return 2
+    return 1
+
+
 def conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps: float = 1e-5,
-                           stride=1, padding=0, dilation=1) -> torch.Tensor:
+                           stride=1, padding=0, dilation=1, version: int | None = None) -> torch.Tensor:
     """relu(F.batch_norm(F.conv2d(x, weight, bias, stride, padding, dilation), running_mean, running_var,
-    bn_weight, bn_bias, training=False, eps=eps)) in one kernel. Not differentiable (inference only)."""
+    bn_weight, bn_bias, training=False, eps=eps)) in one kernel. Not differentiable (inference only).
+    version 1: strict fp32 (float32 or float64); version 2: the convolution on TF32 tensor cores (float32,
+    compute capability 8.0+); None: as PyTorch's flag torch.backends.cudnn.allow_tf32 says (default_version)."""
+    if version is None:
+        version = default_version(x)
     return lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, float(eps),
-                                          _pair(stride), _pair(padding), _pair(dilation))
+                                          _pair(stride), _pair(padding), _pair(dilation), int(version))
 
 
 @torch.library.register_fake(lib.qualname("conv_bn_relu_inference"))
-def _fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps, stride, padding, dilation):
+def _fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps, stride, padding, dilation, version):
     p = (x.shape[2] + 2 * padding[0] - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
     q = (x.shape[3] + 2 * padding[1] - dilation[1] * (weight.shape[3] - 1) - 1) // stride[1] + 1
     return x.new_empty((x.shape[0], weight.shape[0], p, q))
@@ -35,7 +51,9 @@ def _fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps, s
 
 class ConvBNReLUInference(torch.nn.Module):
     """nn.Sequential(Conv2d, BatchNorm2d, ReLU) in eval mode, as one kernel: build it with
-    `ConvBNReLUInference.from_modules(conv, bn)` (it keeps references to their parameters and buffers)."""
+    `ConvBNReLUInference.from_modules(conv, bn)` (it keeps references to their parameters and buffers).
+    Runs the default version (TF32 tensor cores where torch.backends.cudnn.allow_tf32 allows them, as
+    torch.nn.Conv2d)."""
 
     def __init__(self, conv: torch.nn.Conv2d, bn: torch.nn.BatchNorm2d):
         super().__init__()

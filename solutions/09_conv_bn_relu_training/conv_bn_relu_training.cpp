@@ -28,6 +28,15 @@ void check_param(const at::Tensor& t, const char* name, const at::Tensor& x, int
               "channel), but has shape ", course::shape_of(t));
 }
 
+// version 1 (strict fp32) or 2 (TF32 tensor cores), which rounds its operands to TF32, a float32 format:
+// float32 only, never float64 silently.
+void check_version(int64_t version, const at::Tensor& x) {
+  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (strict fp32) or 2 (TF32 tensor cores), but is ",
+              str(version));
+  TORCH_CHECK(version == 1 || x.scalar_type() == at::kFloat,
+              "x must be float32 for version 2 (TF32 tensor cores), but is ", dtype_str(x));
+}
+
 // Validates the convolution's operands and returns its geometry.
 ConvShape conv_shape(const at::Tensor& x, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
                      at::IntArrayRef dilation) {
@@ -85,8 +94,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
     const at::Tensor& x_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias, const at::Tensor& bn_weight,
     const at::Tensor& bn_bias, at::Tensor& running_mean, at::Tensor& running_var, at::Tensor& num_batches_tracked,
     bool training, std::optional<double> momentum, double eps, at::IntArrayRef stride, at::IntArrayRef padding,
-    at::IntArrayRef dilation, bool keep_z) {
+    at::IntArrayRef dilation, bool keep_z, int64_t version) {
   const ConvShape s = conv_shape(x_, weight_, stride, padding, dilation);
+  check_version(version, x_);
   if (bias.has_value()) check_param(*bias, "bias", x_, s.K);
   check_param(bn_weight, "bn_weight", x_, s.K);
   check_param(bn_bias, "bn_bias", x_, s.K);
@@ -128,14 +138,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
           momentum.has_value() ? *momentum : -1.0, eps, s, z.mutable_data_ptr<scalar_t>(),
           y.mutable_data_ptr<scalar_t>(), save_mean.mutable_data_ptr<scalar_t>(),
           save_invstd.mutable_data_ptr<scalar_t>(), part.mutable_data_ptr<scalar_t>(),
-          scale_shift.mutable_data_ptr<scalar_t>(), stream);
+          scale_shift.mutable_data_ptr<scalar_t>(), static_cast<int>(version), stream);
     } else {
       conv_bn_relu_eval_forward_cuda<scalar_t>(
           x.const_data_ptr<scalar_t>(), weight.const_data_ptr<scalar_t>(), bp, gamma.const_data_ptr<scalar_t>(),
           beta.const_data_ptr<scalar_t>(), running_mean.const_data_ptr<scalar_t>(),
           running_var.const_data_ptr<scalar_t>(), eps, s, keep_z ? z.mutable_data_ptr<scalar_t>() : nullptr,
           y.mutable_data_ptr<scalar_t>(), save_mean.mutable_data_ptr<scalar_t>(),
-          save_invstd.mutable_data_ptr<scalar_t>(), stream);
+          save_invstd.mutable_data_ptr<scalar_t>(), static_cast<int>(version), stream);
     }
   });
   if (!training && s.N == 0) {  // no kernel ran: the statistics used are still the running ones
@@ -148,8 +158,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_backward(
     const at::Tensor& grad_y_, const at::Tensor& x_, const at::Tensor& weight_, const at::Tensor& z_,
     const at::Tensor& y_, const at::Tensor& bn_weight, const at::Tensor& save_mean, const at::Tensor& save_invstd,
-    bool training, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation) {
+    bool training, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t version) {
   const ConvShape s = conv_shape(x_, weight_, stride, padding, dilation);
+  check_version(version, x_);
   course::check_same(grad_y_, "grad_y", y_, "y");
   course::check_same(z_, "z", y_, "y");
   TORCH_CHECK(y_.device() == x_.device() && y_.scalar_type() == x_.scalar_type() && y_.dim() == 4 &&
@@ -175,7 +186,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_r
     conv_bn_relu_backward_cuda<scalar_t>(
         grad_y.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(), weight.const_data_ptr<scalar_t>(),
         z.const_data_ptr<scalar_t>(), y.const_data_ptr<scalar_t>(), gamma.const_data_ptr<scalar_t>(),
-        mean.const_data_ptr<scalar_t>(), invstd.const_data_ptr<scalar_t>(), training, s,
+        mean.const_data_ptr<scalar_t>(), invstd.const_data_ptr<scalar_t>(), training, static_cast<int>(version), s,
         grad_x.mutable_data_ptr<scalar_t>(), grad_w.mutable_data_ptr<scalar_t>(), grad_bias.mutable_data_ptr<scalar_t>(),
         grad_gamma.mutable_data_ptr<scalar_t>(), grad_beta.mutable_data_ptr<scalar_t>(), u.mutable_data_ptr<scalar_t>(),
         scratch.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());
@@ -188,11 +199,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_r
 COURSE_LIBRARY(m) {
   m.def("conv_bn_relu_forward(Tensor x, Tensor weight, Tensor? bias, Tensor bn_weight, Tensor bn_bias, "
         "Tensor(a!) running_mean, Tensor(b!) running_var, Tensor(c!) num_batches_tracked, bool training, "
-        "float? momentum, float eps, int[2] stride, int[2] padding, int[2] dilation, bool keep_z) "
+        "float? momentum, float eps, int[2] stride, int[2] padding, int[2] dilation, bool keep_z, int version) "
         "-> (Tensor, Tensor, Tensor, Tensor)");
   m.def("conv_bn_relu_backward(Tensor grad_y, Tensor x, Tensor weight, Tensor z, Tensor y, Tensor bn_weight, "
-        "Tensor save_mean, Tensor save_invstd, bool training, int[2] stride, int[2] padding, int[2] dilation) "
-        "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+        "Tensor save_mean, Tensor save_invstd, bool training, int[2] stride, int[2] padding, int[2] dilation, "
+        "int version) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.

@@ -3,6 +3,9 @@ drop-in nn.Module (`FusedConvBNReLU`) with the parameters and buffers of Conv2d 
 
 The kernels are in conv_bn_relu_training.cu, the C++ ops in conv_bn_relu_training.cpp; this file
 builds them (cached), registers their shapes, and wires the forward and backward ops into autograd.
+Version 1 runs in strict fp32; version 2 runs the three convolutions (forward, grad_input, grad_weight)
+on TF32 tensor cores; by default the one PyTorch's own convolutions would take
+(torch.backends.cudnn.allow_tf32).
 """
 from __future__ import annotations
 
@@ -23,23 +26,24 @@ class ConvBNReLUFunction(torch.autograd.Function):
     """y = relu(batchnorm(conv2d(x, weight, bias))); batch statistics when `training`, else running ones.
 
     In training the running statistics (and num_batches_tracked) are updated in place, as
-    nn.BatchNorm2d does. Differentiable in x, weight, bias, bn_weight and bn_bias.
+    nn.BatchNorm2d does. Differentiable in x, weight, bias, bn_weight and bn_bias. `version` (1 or 2)
+    is the ops' version, for the forward and the backward alike.
     """
 
     @staticmethod
     def forward(ctx, x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked,
-                training, momentum, eps, stride, padding, dilation):
+                training, momentum, eps, stride, padding, dilation, version):
         # BEGIN SOLUTION
         # GOAL: run the op's forward, keep on ctx what backward needs, and return y.
         # TODO: call lib.ops.conv_bn_relu_forward (keep_z only when some input needs a gradient: the
         # TODO: backward needs z), save what the backward needs with ctx.save_for_backward and keep
-        # TODO: the non-tensor settings on ctx; return y.
+        # TODO: the non-tensor settings (the version too) on ctx; return y.
         keep_z = any(ctx.needs_input_grad[:5])
         y, z, mean, invstd = lib.ops.conv_bn_relu_forward(
             x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked, training,
-            momentum, eps, stride, padding, dilation, keep_z)
+            momentum, eps, stride, padding, dilation, keep_z, version)
         ctx.save_for_backward(x, weight, z, y, bn_weight, mean, invstd)
-        ctx.settings = (training, stride, padding, dilation, bias is not None)
+        ctx.settings = (training, stride, padding, dilation, bias is not None, version)
         return y
         # END SOLUTION
 
@@ -47,25 +51,42 @@ class ConvBNReLUFunction(torch.autograd.Function):
     def backward(ctx, grad_y):
         # BEGIN SOLUTION
         # GOAL: return the gradient of each input of forward (None where there is none).
-        # TODO: call lib.ops.conv_bn_relu_backward with the saved tensors and return one gradient per
-        # TODO: input of forward (None for the buffers and settings, and for bias when it was None).
+        # TODO: call lib.ops.conv_bn_relu_backward with the saved tensors and the forward's version, and
+        # TODO: return one gradient per input of forward (None for the buffers and settings, and for bias
+        # TODO: when it was None).
         x, weight, z, y, bn_weight, mean, invstd = ctx.saved_tensors
-        training, stride, padding, dilation, has_bias = ctx.settings
+        training, stride, padding, dilation, has_bias, version = ctx.settings
         grad_x, grad_w, grad_b, grad_gamma, grad_beta = lib.ops.conv_bn_relu_backward(
-            grad_y.contiguous(), x, weight, z, y, bn_weight, mean, invstd, training, stride, padding, dilation)
+            grad_y.contiguous(), x, weight, z, y, bn_weight, mean, invstd, training, stride, padding, dilation,
+            version)
         return (grad_x, grad_w, grad_b if has_bias else None, grad_gamma, grad_beta,
-                None, None, None, None, None, None, None, None, None)
+                None, None, None, None, None, None, None, None, None, None)
         # END SOLUTION
+
+
+def default_version(x: torch.Tensor) -> int:
+    """The version `conv_bn_relu` runs when none is named: 2 (TF32 tensor cores) where PyTorch itself
+    would let cuDNN convolve in TF32 (torch.backends.cudnn.allow_tf32, its default True) for a float32 x
+    on a GPU of compute capability 8.0 or newer; else 1 (strict fp32)."""
+    if (torch.backends.cudnn.allow_tf32 and x.dtype == torch.float32 and x.is_cuda
+            and torch.cuda.get_device_capability(x.device) >= (8, 0)):
+        return 2
+    return 1
 
 
 def conv_bn_relu(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked,
                  training: bool = True, momentum: float | None = 0.1, eps: float = 1e-5, stride=1, padding=0,
-                 dilation=1) -> torch.Tensor:
+                 dilation=1, version: int | None = None) -> torch.Tensor:
     """The functional form: relu(F.batch_norm(F.conv2d(x, weight, bias, stride, padding, dilation),
-    running_mean, running_var, bn_weight, bn_bias, training, momentum, eps)), in our own kernels."""
+    running_mean, running_var, bn_weight, bn_bias, training, momentum, eps)), in our own kernels.
+    version 1: strict fp32 (float32 or float64); version 2: the forward's and the backward's convolutions
+    on TF32 tensor cores (float32, compute capability 8.0+); None: as PyTorch's flag
+    torch.backends.cudnn.allow_tf32 says (default_version)."""
+    if version is None:
+        version = default_version(x)
     return ConvBNReLUFunction.apply(x, weight, bias, bn_weight, bn_bias, running_mean, running_var,
                                     num_batches_tracked, bool(training), None if momentum is None else float(momentum),
-                                    float(eps), _pair(stride), _pair(padding), _pair(dilation))
+                                    float(eps), _pair(stride), _pair(padding), _pair(dilation), int(version))
 
 
 # Shapes for tracing (torch.compile, opcheck).
@@ -78,7 +99,7 @@ def _out_hw(x, weight, stride, padding, dilation):
 
 @torch.library.register_fake(lib.qualname("conv_bn_relu_forward"))
 def _forward_fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked, training,
-                  momentum, eps, stride, padding, dilation, keep_z):
+                  momentum, eps, stride, padding, dilation, keep_z, version):
     p, q = _out_hw(x, weight, stride, padding, dilation)
     shape = (x.shape[0], weight.shape[0], p, q)
     z = x.new_empty(shape) if (training or keep_z) else x.new_empty((0,))
@@ -86,7 +107,8 @@ def _forward_fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var
 
 
 @torch.library.register_fake(lib.qualname("conv_bn_relu_backward"))
-def _backward_fake(grad_y, x, weight, z, y, bn_weight, save_mean, save_invstd, training, stride, padding, dilation):
+def _backward_fake(grad_y, x, weight, z, y, bn_weight, save_mean, save_invstd, training, stride, padding, dilation,
+                   version):
     k = weight.shape[0]
     return x.new_empty(x.shape), x.new_empty(weight.shape), x.new_empty((k,)), x.new_empty((k,)), x.new_empty((k,))
 
@@ -97,6 +119,8 @@ class FusedConvBNReLU(torch.nn.Module):
     The parameters and buffers live in `self.conv` (an nn.Conv2d) and `self.bn` (an nn.BatchNorm2d), so
     they have those modules' names, shapes and initialisation: conv.weight, conv.bias, bn.weight,
     bn.bias, bn.running_mean, bn.running_var, bn.num_batches_tracked. Their own forwards never run.
+    Runs the default version (TF32 tensor cores where torch.backends.cudnn.allow_tf32 allows them, as
+    torch.nn.Conv2d).
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,

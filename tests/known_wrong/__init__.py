@@ -87,6 +87,29 @@ def _on_a_side_stream(op):
 """
 
 
+# The TF32 kernels' mma (06's version 3, 08's and 09's TF32 kernels) on FP16 tensor cores instead:
+# edits of a kernel file that include cuda_fp16.h and replace its `using course::mma_tf32;` by a
+# function of that name. m16n8k8 f16 takes A row g (g + 8) at k 2t, 2t + 1 in one register and B column g at k 2t,
+# 2t + 1 in another; the TF32 fragment's k t and t + 4 become k 2t and 2t + 1 (the same pairs of A and B
+# elements meet), so only the operands' precision and range change: the same 10-bit mantissa as TF32,
+# but 5 exponent bits (1e5 overflows, 1e-6 is subnormal).
+FP16_MMA = [("#include <course/cuda.cuh>\n", "#include <cuda_fp16.h>\n\n#include <course/cuda.cuh>\n"),
+            ("using course::mma_tf32;\n", """__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  auto h2 = [](uint32_t lo, uint32_t hi) {
+    const __half2 v = __floats2half2_rn(__uint_as_float(lo), __uint_as_float(hi));
+    return *reinterpret_cast<const uint32_t*>(&v);
+  };
+  const uint32_t a01 = h2(a[0], a[2]), a23 = h2(a[1], a[3]), bb = h2(b0, b1);
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+               "{%0, %1, %2, %3};\\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a01), "r"(a23), "r"(bb));
+#endif
+}
+""")]
+
+
 def after_lib(code: str) -> tuple[str, str]:
     """An edit adding module-level code right after the wrapper loads its library."""
     return LIB, LIB + code

@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, after_lib, memo_by_pointer, takes_over
+from tests.known_wrong import FP16_MMA, Variant, after_lib, memo_by_pointer, takes_over
 
 EX = "06_conv2d"
 PADDED_LOAD = "return (ih >= 0 && ih < h && iw >= 0 && iw < w) ? plane[ih * w + iw] : scalar_t(0);"
@@ -7,38 +7,46 @@ OUT_SIZE = "out = (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;"
 K_TILES = "const int k_tiles = (K + BK - 1) / BK;"
 A_LOAD = "? load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)"
 TF32 = "tensor_cores_tf32"  # version 3: graded on GPUs of compute capability 8.0 and newer only
-EVERYTHING = {"direct", "implicit_gemm", "depthwise", TF32, "input_checks", "registration", "performance"}
+EVERYTHING = {"direct", "implicit_gemm", "depthwise", TF32, "autograd", "input_checks", "registration",
+              "performance"}
 
 VARIANTS = [
     Variant(EX, "padding_ignored_at_border", "taps in the padding read the nearest border pixel instead of 0",
             {"conv2d.cu": [(PADDED_LOAD, "return plane[min(max(ih, 0), h - 1) * w + min(max(iw, 0), w - 1)];")]},
-            loses={"direct", "implicit_gemm", "performance"}, reason="relative error"),
+            # the backward's data gradient pads by d (k - 1) - p
+            loses={"direct", "implicit_gemm", "autograd", "performance"}, reason="relative error"),
     Variant(EX, "stride_wrong_axis", "the row stride is used for columns and the column stride for rows",
             {"conv2d.cpp": [(STRIDES, "  s.stride_h = static_cast<int>(st[1]);\n  s.stride_w = static_cast<int>(st[0]);\n")]},
-            loses={"direct", "implicit_gemm", "depthwise", TF32, "performance"}, reason="stride (2, 1)"),
+            # the weight gradient's call has the forward's dilation (1, 2) as its stride
+            loses={"direct", "implicit_gemm", "depthwise", TF32, "autograd", "performance"}, reason="stride (2, 1)"),
     Variant(EX, "output_size_off_by_one", "the output size misses the final kernel placement",
             {"conv2d.cpp": [(OUT_SIZE, "out = (in + 2 * pad - dil * (k - 1) - 1) / stride;")]},
-            loses={"direct", "implicit_gemm", "depthwise", TF32, "registration", "performance"}, reason="shape"),
+            loses={"direct", "implicit_gemm", "depthwise", TF32, "autograd", "registration", "performance"},
+            reason="shape"),
     Variant(EX, "k_tail_dropped", "the implicit GEMM skips the last K step when cin * kh * kw is not a multiple of 8",
             {"conv2d.cu": [(K_TILES, "const int k_tiles = K / BK;")]},
-            loses={"implicit_gemm", "performance"}, reason="relative error"),
+            # the data gradient of a 1x1 from 4 channels: K = 4, no K step at all
+            loses={"implicit_gemm", "autograd", "performance"}, reason="relative error"),
     Variant(EX, "fp16_operands", "the implicit GEMM rounds the input to a 10-bit mantissa (like TF32 or fp16)",
             {"conv2d.cu": [(A_LOAD, "? static_cast<scalar_t>(static_cast<float>(c10::Half(static_cast<float>("
                                     "load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)))))")]},
-            loses={"implicit_gemm", "performance"}, reason="relative error"),
+            loses={"implicit_gemm", "autograd", "performance"}, reason="relative error"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv2d (cuDNN)",
             {"conv2d.py": [("return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), "
                             "int(version))",
                             "return torch.nn.functional.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), "
                             "groups)")]},
-            loses={"direct", "implicit_gemm", "depthwise", TF32, "input_checks", "performance"},
+            # its gradients are PyTorch's own (right): the backward's kernels are cuDNN's
+            loses={"direct", "implicit_gemm", "depthwise", TF32, "autograd", "input_checks", "performance"},
             reason="other than this exercise's own"),
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
             {"conv2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(0)", "b.dim() == 1 && b.size(0) >= weight.size(0)")]},
             loses={"input_checks"}, reason="bias"),
     Variant(EX, "gemm_on_default_stream", "the implicit-GEMM kernel is launched on the legacy default stream",
             {"conv2d.cu": [("conv2d_kernel2<scalar_t, BM><<<grid, BM, 0, stream>>>(", "conv2d_kernel2<scalar_t, BM><<<grid, BM>>>(")]},
-            loses={"implicit_gemm", "performance"}, keeps={"direct", "depthwise", "input_checks"}, reason="torch.cuda.stream"),
+            # the backward's calls too: the gradients on a side stream whose inputs arrive late
+            loses={"implicit_gemm", "autograd", "performance"}, keeps={"direct", "depthwise", "input_checks"},
+            reason="torch.cuda.stream"),
 ]
 
 CALL = ("    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), "
@@ -133,7 +141,9 @@ VARIANTS += [
             {"conv2d.cpp": [(INCLUDES, INCLUDES + "#include <ATen/ops/conv2d.h>\n"),
                             (GUARD, "  if (x.scalar_type() == at::kDouble) return at::conv2d(x, weight, bias, stride, "
                                     "padding, dilation, groups);\n" + GUARD)]},
-            loses={"direct", "implicit_gemm", "depthwise", "performance"}, keeps={"input_checks", "registration"},
+            # the backward's kernels are watched in float64 too
+            loses={"direct", "implicit_gemm", "depthwise", "autograd", "performance"},
+            keeps={"input_checks", "registration"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
     # A hole (mostly) in the grader at 0e7850d, closed since: no fixed check profiles a 1x1 kernel (the 1x1 cases compare values
     # only); the own-kernels property sees it only when this run's random call of a version draws a
@@ -144,8 +154,8 @@ VARIANTS += [
                            takes_over(CALL, "tuple(weight.shape[2:]) == (1, 1) and _pair(padding) == [0, 0] and groups == 1",
                                       "_pointwise(x, weight, bias, stride)")]},
             # the judge's wrong-device calls of the pointwise audit call reach torch.einsum, whose errors do not
-            # name the argument
-            loses={"direct", "implicit_gemm", TF32, "input_checks", "performance"}, keeps={"registration"},
+            # name the argument; the backward of the autograd group's 1x1 is einsum's (cuBLAS)
+            loses={"direct", "implicit_gemm", TF32, "autograd", "input_checks", "performance"}, keeps={"registration"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
 ]
 
@@ -158,14 +168,16 @@ VARIANTS += [
             {"conv2d.py": [(CALL, CALL.replace("int(groups)", "1"))]},
             # grouped weights are refused as dense ones (the grouped cases of both versions, every depthwise
             # case), and a dense weight with groups 2 is accepted; opcheck calls the registered op itself
-            loses={"direct", "implicit_gemm", "depthwise", "input_checks", "performance"}, keeps={"registration"},
-            reason="groups"),
+            loses={"direct", "implicit_gemm", "depthwise", "autograd", "input_checks", "performance"},
+            keeps={"registration"}, reason="groups"),
     Variant(EX, "gemm_group_filters_of_group_0", "the implicit GEMM reads group 0's filters for every group (the "
             "weight row without the group's offset)",
             {"conv2d.cu": [("const scalar_t* w_row = weight + (int64_t(group) * cout_g + co0 + b_co) * K;",
                             "const scalar_t* w_row = weight + int64_t(co0 + b_co) * K;")]},
-            # depthwise convolutions take the depthwise kernel: the depthwise group keeps its points
-            loses={"implicit_gemm", "performance"}, keeps={"direct", "depthwise", "input_checks", "registration"},
+            # depthwise convolutions take the depthwise kernel: the depthwise group keeps its points; the
+            # backward's grouped calls take the GEMM
+            loses={"implicit_gemm", "autograd", "performance"},
+            keeps={"direct", "depthwise", "input_checks", "registration"},
             reason="relative error"),
     Variant(EX, "depthwise_halo_dropped", "the depthwise kernel loads only the input pixels under its own outputs' "
             "stride positions, zeros for the halo around them: outputs at a tile's edges miss their neighbours",
@@ -173,30 +185,14 @@ VARIANTS += [
                 "iw < s.w) {", "iw < s.w && r >= s.pad_h && r < s.pad_h + t.rows * s.stride_h &&\n"
                                "          c >= s.pad_w && c < s.pad_w + t.cols * s.stride_w) {"))]},
             # version 2 takes the depthwise kernel for its depthwise cases too (several row tiles, no padding)
-            loses={"implicit_gemm", "depthwise", "performance"}, keeps={"direct", "input_checks", "registration"},
+            # and the data gradient of a depthwise layer (a depthwise call, padded)
+            loses={"implicit_gemm", "depthwise", "autograd", "performance"},
+            keeps={"direct", "input_checks", "registration"},
             reason="relative error"),
 ]
 
 # Version 3, TF32 tensor cores (issue 21). On a GPU below compute capability 8.0 its group is not run
 # (no points either way), so these variants are meant for an sm_80+ GPU.
-K3_MMA = """  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-               "{%8, %9}, {%0, %1, %2, %3};\\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-"""
-# the same products on FP16 tensor cores: m16n8k8 f16 takes A row g (g + 8) at k 2t, 2t + 1 in one register
-# and B column g at k 2t, 2t + 1 in another; the TF32 fragment's k t and t + 4 become k 2t and 2t + 1
-# (the same pairs of A and B elements meet), so only the operands' precision and range change
-K3_MMA_F16 = """  auto h2 = [](uint32_t lo, uint32_t hi) {
-    const __half2 v = __floats2half2_rn(__uint_as_float(lo), __uint_as_float(hi));
-    return *reinterpret_cast<const uint32_t*>(&v);
-  };
-  const uint32_t a01 = h2(a[0], a[2]), a23 = h2(a[1], a[3]), bb = h2(b0, b1);
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
-               "{%0, %1, %2, %3};\\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a01), "r"(a23), "r"(bb));
-"""
 K3_VALUES = ("        const float v[4] = {acc[2 * q][j][c] + b, acc[2 * q][j][2 + c] + b, acc[2 * q + 1][j][c] + b,\n"
              "                            acc[2 * q + 1][j][2 + c] + b};\n")
 K3_STEPS = "  const int steps = (K + kBK3 - 1) / kBK3;\n"
@@ -218,8 +214,7 @@ __device__ __forceinline__ double round_tf32(double v) { return v; }
 VARIANTS += [
     Variant(EX, "fp16_mma_instead_of_tf32", "version 3 multiplies on FP16 tensor cores (mma m16n8k8 .f16): the same "
             "10-bit mantissa as TF32, but 5 exponent bits (1e5 overflows, 1e-6 is subnormal)",
-            {"conv2d.cu": [("#include <course/cuda.cuh>\n", "#include <cuda_fp16.h>\n\n#include <course/cuda.cuh>\n"),
-                           (K3_MMA, K3_MMA_F16)]},
+            {"conv2d.cu": FP16_MMA},
             # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
             loses={TF32}, reason="near"),
     Variant(EX, "c_fragment_rows_swapped", "version 3 stores the C fragment's c0, c1 as row g + 8 and c2, c3 as row g "
@@ -241,5 +236,33 @@ VARIANTS += [
             {"conv2d.cu": [("// Version 1, direct", ROUND_TF32),
                            (K2_MATH, "        for (int j = 0; j < TN; ++j) acc[i][j] += round_tf32(a) * "
                                      "round_tf32(j < 4 ? b_lo.v[j] : b_hi.v[j - 4]);\n")]},
-            loses={"implicit_gemm", "performance"}, reason="relative error"),
+            loses={"implicit_gemm", "autograd", "performance"}, reason="relative error"),
+]
+
+# The backward (autograd): conv2d.py computes both gradients with the forward op (version 2 for the
+# gradient values), so each of these keeps every forward group and loses autograd alone.
+FLIP = ".transpose(1, 2).flip(3, 4).reshape(cin, cout // g, kh, kw)"
+SPREAD = "    if list(grad_y.shape[2:]) != full:  # a stride"
+WGRAD_CALL = "out = conv(xs, ks, list(dilation), list(padding), list(stride), g * c)[:, :, :kh, :kw]"
+OP_CALL = "        return lib.ops.conv2d(x, w, None, stride, padding, dilation, int(groups), version)\n"
+VARIANTS += [
+    Variant(EX, "backward_kernel_not_flipped", "the data gradient convolves with the kernel transposed per group but "
+            "not flipped: a correlation where the transpose needs a convolution",
+            {"conv2d.py": [(FLIP, ".transpose(1, 2).reshape(cin, cout // g, kh, kw)")]},
+            # right kernels, wrong values: the group's first failure is gradcheck's
+            loses={"autograd"}, reason="gradcheck"),
+    Variant(EX, "backward_ignores_the_stride", "the data gradient convolves dy as it is, without the zeros a stride "
+            "puts between its pixels",
+            {"conv2d.py": [(SPREAD, "    if False:  # a stride")]},
+            # the gradient of a strided layer comes out smaller than x: autograd refuses it
+            loses={"autograd"}, reason="shape"),
+    Variant(EX, "weight_gradient_drops_groups", "the weight gradient's call has one group per chunk, not one per "
+            "group and chunk: a grouped layer's call is refused by the op",
+            {"conv2d.py": [(WGRAD_CALL, WGRAD_CALL.replace("g * c)", "c)"))]},
+            loses={"autograd"}, reason="weight"),
+    Variant(EX, "backward_through_pytorch", "the backward's identities call torch.nn.functional.conv2d (cuDNN) "
+            "instead of the exercise's op: right gradients, PyTorch's work",
+            {"conv2d.py": [(OP_CALL, "        return torch.nn.functional.conv2d(x, w, None, stride, padding, dilation, "
+                                     "int(groups))\n")]},
+            loses={"autograd"}, reason="the op must do this work itself"),
 ]

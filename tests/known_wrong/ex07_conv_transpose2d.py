@@ -10,13 +10,14 @@ VARIANTS = [
             loses={"gather"}, reason="relative error"),
     Variant(EX, "stride_wrong_axis", "the row stride is used for columns and the column stride for rows",
             {"conv_transpose2d.cpp": [(STRIDES, "  s.stride_h = static_cast<int>(st[1]);\n  s.stride_w = static_cast<int>(st[0]);\n")]},
-            loses={"gather", "implicit_gemm", "performance"}, reason="stride (2, 1)"),
+            # the backward's calls have stride 1, but gradcheck differentiates the forward with stride (2, 1)
+            loses={"gather", "implicit_gemm", "autograd", "performance"}, reason="stride (2, 1)"),
     Variant(EX, "output_size_off_by_one", "the output size misses the last position",
             {"conv_transpose2d.cpp": [(OUT_SIZE, "out = (in - 1) * stride - 2 * pad + dil * (k - 1) + output_pad;")]},
-            loses={"gather", "implicit_gemm", "registration", "performance"}, reason="shape"),
+            loses={"gather", "implicit_gemm", "autograd", "registration", "performance"}, reason="shape"),
     Variant(EX, "output_padding_ignored", "the output size leaves out output_padding",
             {"conv_transpose2d.cpp": [(OUT_SIZE, "out = (in - 1) * stride - 2 * pad + dil * (k - 1) + 1;")]},
-            loses={"gather", "implicit_gemm", "registration", "performance"}, reason="output_padding"),
+            loses={"gather", "implicit_gemm", "autograd", "registration", "performance"}, reason="output_padding"),
     Variant(EX, "dilation_ignored", "the kernel taps are taken as adjacent whatever the dilation",
             {"conv_transpose2d.cu": [("source_index(oh, kh * s.dil_h,", "source_index(oh, kh,"),
                                      ("source_index(ow, kw * s.dil_w,", "source_index(ow, kw,")]},
@@ -24,7 +25,9 @@ VARIANTS = [
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv_transpose2d (cuDNN)",
             {"conv_transpose2d.py": [("return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),\n                                    int(groups), _pair(dilation), int(version))",
                                       "return torch.nn.functional.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation)")]},
-            loses={"gather", "implicit_gemm", "input_checks", "performance"}, reason="other than this exercise's own"),
+            # its gradients are PyTorch's own (right): the backward's kernels are cuDNN's
+            loses={"gather", "implicit_gemm", "autograd", "input_checks", "performance"},
+            reason="other than this exercise's own"),
     Variant(EX, "bias_shape_unchecked", "a bias with more values than output channels is accepted",
             {"conv_transpose2d.cpp": [("b.dim() == 1 && b.size(0) == weight.size(1) * groups",
                                        "b.dim() == 1 && b.size(0) >= weight.size(1) * groups")]},
@@ -118,8 +121,9 @@ VARIANTS += [
     Variant(EX, "replaces_the_float64_reference", "replaces torch.nn.functional.conv_transpose2d (the checks' "
             "float64 reference) with the exercise's own op, and ignores the dilation along the height",
             {"conv_transpose2d.py": [after_lib(OWN_REFERENCE)], "conv_transpose2d.cu": HEIGHT_DILATION_IGNORED},
-            loses={"gather", "implicit_gemm", "input_checks", "registration", "performance"}, status="tampered",
-            reason="torch.nn.functional.conv_transpose2d", extra={"kind": "integrity", "old": "full marks"}),
+            loses={"gather", "implicit_gemm", "autograd", "input_checks", "registration", "performance"},
+            status="tampered", reason="torch.nn.functional.conv_transpose2d",
+            extra={"kind": "integrity", "old": "full marks"}),
     # A hole in the grader at 0e7850d, closed since: grader.integrity hashes the dispatcher's table only on
     # the keys CPU, CUDA, Autograd*, CompositeImplicitAutograd and CompositeExplicitAutograd
     # (DISPATCH_KEYS); a kernel registered under BackendSelect (in every call's key set, below
@@ -131,15 +135,15 @@ VARIANTS += [
             "BackendSelect dispatch key that returns 0 (every normwise relative error reads 0), and leaves the "
             "bias out in float32",
             {"conv_transpose2d.py": [after_lib(ZERO_NORMS_BACKEND_SELECT)], "conv_transpose2d.cu": BIAS_DROPPED_IN_FP32},
-            loses={"gather", "implicit_gemm", "input_checks", "registration", "performance"}, status="tampered",
-            extra={"kind": "integrity", "old": "full marks"}),
+            loses={"gather", "implicit_gemm", "autograd", "input_checks", "registration", "performance"},
+            status="tampered", extra={"kind": "integrity", "old": "full marks"}),
     Variant(EX, "cudnn_for_dilation", "calls torch.nn.functional.conv_transpose2d (cuDNN) when the dilation is above 1",
             {"conv_transpose2d.py": [takes_over(CALL, "max(_pair(dilation)) > 1", "torch.nn.functional.conv_transpose2d("
                                                 "x, weight, bias, stride, padding, output_padding, groups, dilation)")]},
             # the own-kernels property profiles the audit call, dilation (1, 2); the judge's wrong-device calls
             # (that same call, x on the CPU) get PyTorch's "Input type ... and weight type ..." error, which
-            # does not name x
-            loses={"gather", "implicit_gemm", "input_checks", "performance"}, keeps={"registration"},
+            # does not name x; the autograd group's dilated case gets cuDNN's backward
+            loses={"gather", "implicit_gemm", "autograd", "input_checks", "performance"}, keeps={"registration"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "loses input_checks"}),
     Variant(EX, "one_output_buffer_per_shape", "computes into one buffer per shape and dtype and returns it every "
             "time, so a second call overwrites the first call's result",
@@ -157,14 +161,16 @@ VARIANTS += [
     Variant(EX, "gemm_stride_test_dropped", "the implicit GEMM's gather takes every tap as reaching the output, "
             "whole multiple of the stride or not",
             {"conv_transpose2d.cu": [("        ok = ok && ih % sh == 0 && iw % sw == 0;\n", "")]},
-            loses={"implicit_gemm", "performance"}, reason="stride"),
+            # the backward's calls have stride 1; gradcheck differentiates the strided forward
+            loses={"implicit_gemm", "autograd", "performance"}, reason="stride"),
     Variant(EX, "gemm_unit_stride_for_every_stride", "the launcher always picks the unit-stride loader",
             {"conv_transpose2d.cu": [("    conv_transpose2d_kernel2<scalar_t, false><<<",
                                       "    conv_transpose2d_kernel2<scalar_t, true><<<")]},
-            loses={"implicit_gemm", "performance"}, reason="stride"),
+            loses={"implicit_gemm", "autograd", "performance"}, reason="stride"),
     Variant(EX, "gemm_bias_dropped", "the implicit GEMM's epilogue leaves the bias out",
             {"conv_transpose2d.cu": [("    const T b = bias ? bias[co] : T(0);", "    const T b = T(0);")]},
-            loses={"implicit_gemm", "performance"}, reason="relative error"),
+            # gradcheck: the forward does not depend on the bias its backward differentiates
+            loses={"implicit_gemm", "autograd", "performance"}, reason="relative error"),
 ]
 
 # Groups (issue 20): the check that let a grouped call through with the wrong channels, and each
@@ -180,11 +186,39 @@ VARIANTS += [
             {"conv_transpose2d.cu": [("const scalar_t* wg = weight + (int64_t(g) * cin_g * cout_g + cg) * taps;",
                                       "const scalar_t* wg = weight + (int64_t(g) * cout_g + cg) * taps;")]},
             # the same as the right offset where each group has one input channel (depthwise); ResNeXt's differ
-            loses={"gather"}, keeps={"implicit_gemm", "input_checks", "registration", "performance"},
+            loses={"gather"}, keeps={"implicit_gemm", "autograd", "input_checks", "registration", "performance"},
             reason="relative error"),
     Variant(EX, "gemm_gathers_group_0", "the implicit GEMM's gather reads group 0's input channels for every group",
             {"conv_transpose2d.cu": [("base = x + (int64_t(n) * s.cin + int64_t(group) * (s.cin / s.groups)) * H * W;",
                                       "base = x + int64_t(n) * s.cin * H * W;")]},
-            loses={"implicit_gemm", "performance"}, keeps={"gather", "input_checks", "registration"},
+            loses={"implicit_gemm", "autograd", "performance"}, keeps={"gather", "input_checks", "registration"},
             reason="relative error"),
+]
+
+# The backward (autograd): conv_transpose2d.py computes both gradients with the forward op (version 2
+# for the gradient values), so each of these keeps every forward group and loses autograd alone.
+FLIP = "weight.reshape(g, cin // g, cout_g, kh, kw).transpose(1, 2).flip(3, 4)\n"
+SAMPLE = "    return sample(full, [min(q, 0) for q in pad], stride, (h, w))\n"
+WGRAD_CALL = "full = convt(z, kernel, [1, 1], [max(q, 0) for q in pad], [0, 0], g * c, list(stride))"
+OP_CALL = ("        return lib.ops.conv_transpose2d(x, w, None, stride, padding, output_padding, int(groups), dilation, "
+           "version)\n")
+VARIANTS += [
+    Variant(EX, "backward_kernel_not_flipped", "the data gradient's stride-1 transposed convolution takes the kernel "
+            "transposed per group but not flipped",
+            {"conv_transpose2d.py": [(FLIP, FLIP.replace(".flip(3, 4)", ""))]},
+            # right kernels, wrong values: the group's first failure is gradcheck's
+            loses={"autograd"}, reason="gradcheck"),
+    Variant(EX, "backward_ignores_the_stride", "the data gradient keeps the first rows and columns of its stride-1 "
+            "result instead of every s-th",
+            {"conv_transpose2d.py": [(SAMPLE, SAMPLE.replace(", stride, (h, w))", ", [1, 1], (h, w))"))]},
+            loses={"autograd"}, reason="gradcheck"),
+    Variant(EX, "weight_gradient_drops_groups", "the weight gradient's call has one group per chunk, not one per "
+            "group and chunk: a grouped layer's result has too few channels",
+            {"conv_transpose2d.py": [(WGRAD_CALL, WGRAD_CALL.replace("g * c,", "c,"))]},
+            loses={"autograd"}, reason="invalid"),
+    Variant(EX, "backward_through_pytorch", "the backward's identities call torch.nn.functional.conv_transpose2d "
+            "(cuDNN) instead of the exercise's op: right gradients, PyTorch's work",
+            {"conv_transpose2d.py": [(OP_CALL, "        return torch.nn.functional.conv_transpose2d(x, w, None, stride, "
+                                               "padding, output_padding, int(groups), dilation)\n")]},
+            loses={"autograd"}, reason="the op must do this work itself"),
 ]

@@ -1,15 +1,17 @@
-from tests.known_wrong import Variant, after_lib, takes_over
+from tests.known_wrong import FP16_MMA, Variant, after_lib, takes_over
 
 EX = "08_conv_bn_relu_inference"
 CU = "conv_bn_relu_inference.cu"
+TF32 = "tensor_cores_tf32"  # version 2: graded on GPUs of compute capability 8.0 and newer only
 
 VARIANTS = [
     Variant(EX, "bias_not_folded", "the conv bias is left out of the BatchNorm shift",
             {CU: [("shift = beta[m] + (b - running_mean[m]) * scale;", "shift = beta[m] - running_mean[m] * scale;")]},
-            loses={"forward", "performance"}, reason="relative error"),
+            # both versions fold BatchNorm with fold_bn
+            loses={"forward", TF32, "performance"}, reason="relative error"),
     Variant(EX, "eps_outside_sqrt", "1 / (sqrt(var) + eps) instead of 1 / sqrt(var + eps)",
             {CU: [("scale = gamma[m] / sqrt(running_var[m] + eps);", "scale = gamma[m] / (sqrt(running_var[m]) + eps);")]},
-            loses={"forward", "performance"}, reason="relative error"),
+            loses={"forward", TF32, "performance"}, reason="relative error"),
     Variant(EX, "relu_missing", "the epilogue applies BatchNorm but not the ReLU",
             {CU: [("v[j] = relu(acc[i][j] * scale + shift);", "v[j] = acc[i][j] * scale + shift;")]},
             loses={"forward", "performance"}, reason="relative error"),
@@ -20,7 +22,7 @@ VARIANTS = [
                  "        x, weight, bias, stride, padding, dilation), running_mean, running_var, bn_weight, bn_bias,\n"
                  "        False, 0.0, eps))\n"
                  "    return lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, float(eps),\n")]},
-            loses={"forward", "performance"}, keeps=set(), reason="other than this exercise's own"),
+            loses={"forward", TF32, "performance"}, keeps=set(), reason="other than this exercise's own"),
 ]
 
 # the layer in PyTorch's ops (the fall-back the checks must see)
@@ -39,7 +41,8 @@ VARIANTS += [
             "view is read as if its elements were adjacent",
             {"conv_bn_relu_inference.cpp": [("const at::Tensor gamma = bn_weight.contiguous(), beta = bn_bias.contiguous();",
                                              "const at::Tensor gamma = bn_weight, beta = bn_bias.contiguous();")]},
-            loses={"forward", "performance"}, reason="strided", extra={"kind": "coverage", "old": "full marks"}),
+            # the generated checks give every tensor argument non-contiguous, version 2's audit calls too
+            loses={"forward", TF32, "performance"}, reason="strided", extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "module_ignores_dilation", "ConvBNReLUInference's forward passes dilation 1 whatever the Conv2d's",
             {"conv_bn_relu_inference.py": [("bn.eps, c.stride, c.padding, c.dilation)", "bn.eps, c.stride, c.padding, 1)")]},
             loses={"forward", "performance"}, reason="dilation", extra={"kind": "coverage", "old": "full marks"}),
@@ -90,7 +93,8 @@ VARIANTS += [
             "kernel runs during the timer's GPU sleep, before the start event",
             {"conv_bn_relu_inference.py": [after_lib(AHEAD), takes_over(
                 CALL, "x.shape[0] >= 32", "_ahead(lambda: lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, "
-                "bn_bias, running_mean, running_var, float(eps), _pair(stride), _pair(padding), _pair(dilation)))")]},
+                "bn_bias, running_mean, running_var, float(eps), _pair(stride), _pair(padding), _pair(dilation), "
+                "int(version)))")]},
             # the outputs are right (the timer's inputs are ready before its sleep): only the profiled
             # timed calls see the kernel start before the timed window opens
             loses={"performance"}, reason="timed window",
@@ -100,15 +104,15 @@ VARIANTS += [
             {"conv_bn_relu_inference.py": [after_lib(ZERO_NORMS)],
              CU: [(FOLD_BIAS, "const T b = bias != nullptr && sizeof(T) == 8 ? bias[m] : T(0);")]},
             # the float64 calls the judge re-checks are right, and the benchmark has no bias
-            loses={"forward", "input_checks", "performance"}, status="tampered", reason="torch mode stacks",
+            loses={"forward", TF32, "input_checks", "performance"}, status="tampered", reason="torch mode stacks",
             extra={"kind": "integrity", "old": "full marks"}),
     Variant(EX, "pytorch_when_there_is_a_bias", "runs PyTorch's conv2d, batch_norm and relu when the conv has a "
             "bias (the exercise's kernel without one, as the one-kernel check's shape has)",
             {"conv_bn_relu_inference.py": [takes_over(CALL, "bias is not None",
                                                       PYTORCH_LAYER.format(training=False, momentum=0.0))]},
-            # seen by the generated own-kernel check (its audit call has a bias). The judge's calls with
-            # one tensor on the CPU reach PyTorch's ops, whose errors do not name the argument
-            loses={"forward", "input_checks", "performance"}, reason="other than this exercise's own",
+            # seen by the generated own-kernel check (its audit call has a bias; version 2's too). The judge's
+            # calls with one tensor on the CPU reach PyTorch's ops, whose errors do not name the argument
+            loses={"forward", TF32, "input_checks", "performance"}, reason="other than this exercise's own",
             extra={"kind": "own kernel", "old": "loses input_checks"}),
     # A hole in the grader at 0e7850d, closed since: no check observes the kernels of a 1x1 convolution. The one-kernel check and the
     # audit calls are 3x3, the timing too; "1x1-bias" is compared by value only; the generated
@@ -118,7 +122,35 @@ VARIANTS += [
             {"conv_bn_relu_inference.py": [takes_over(CALL, "tuple(weight.shape[2:]) == (1, 1)",
                                                       PYTORCH_LAYER.format(training=False, momentum=0.0))]},
             # the judge's wrong-device calls of the pointwise audit call reach PyTorch's ops, whose errors
-            # do not name the argument
-            loses={"forward", "input_checks", "performance"}, reason="other than this exercise's own",
+            # do not name the argument; version 2 has a pointwise audit call too
+            loses={"forward", TF32, "input_checks", "performance"}, reason="other than this exercise's own",
             extra={"kind": "own kernel", "old": "full marks"}),
+]
+
+# Version 2, TF32 tensor cores (issue 21). On a GPU below compute capability 8.0 its group is not run
+# (no points either way), so these variants are meant for an sm_80+ GPU.
+TC_STEPS = "  const int steps = (CRS + kTcK - 1) / kTcK;\n"
+TC_ROWS = ("        v[0] = relu(acc[2 * q][j][c] * scale + shift);\n"
+           "        v[1] = relu(acc[2 * q][j][2 + c] * scale + shift);\n")
+DEFAULT = "    if (torch.backends.cudnn.allow_tf32 and x.dtype == torch.float32 and x.is_cuda\n"
+VARIANTS += [
+    Variant(EX, "fp16_mma_instead_of_tf32", "version 2 multiplies on FP16 tensor cores (mma m16n8k8 .f16): the same "
+            "10-bit mantissa as TF32, but 5 exponent bits (1e5 overflows, 1e-6 is subnormal)",
+            {CU: FP16_MMA},
+            # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
+            loses={TF32}, reason="near"),
+    Variant(EX, "c_fragment_rows_swapped", "version 2's epilogue takes the C fragment's c0 (row g) and c2 (row g + 8) "
+            "the other way round: pixels m and m + 1 of each group of 4 are swapped",
+            {CU: [(TC_ROWS, TC_ROWS.replace("acc[2 * q][j][c] *", "acc[2 * q][j][@] *")
+                   .replace("acc[2 * q][j][2 + c] *", "acc[2 * q][j][c] *").replace("@", "2 + c"))]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "k_tail_dropped_in_version_2", "version 2 runs C*R*S / 16 steps: a C*R*S that is not a multiple of 16 "
+            "loses its last k (all of them when it is below 16)",
+            {CU: [(TC_STEPS, "  const int steps = CRS / kTcK;\n")]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "default_ignores_allow_tf32", "conv_bn_relu_inference without a version runs version 2 (TF32) on every "
+            "float32 CUDA input of an sm_80+ GPU, even with torch.backends.cudnn.allow_tf32 off",
+            {"conv_bn_relu_inference.py": [(DEFAULT, "    if (x.dtype == torch.float32 and x.is_cuda\n")]},
+            # the module runs the default too (its check comes first)
+            loses={"forward", "performance"}, reason="relative error"),
 ]

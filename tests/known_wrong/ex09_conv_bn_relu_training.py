@@ -1,21 +1,24 @@
-from tests.known_wrong import Variant, after_lib, takes_over
+from tests.known_wrong import FP16_MMA, Variant, after_lib, takes_over
 from tests.known_wrong.ex08_conv_bn_relu_inference import PYTORCH_LAYER
 
 EX = "09_conv_bn_relu_training"
 CU = "conv_bn_relu_training.cu"
+TF32 = "tensor_cores_tf32"  # version 2: graded on GPUs of compute capability 8.0 and newer only
 
 VARIANTS = [
     Variant(EX, "running_stats_in_training", "training normalises with the running statistics, not the batch's",
             {CU: [("const double invstd = 1.0 / sqrt(var + eps);",
                    "mean = rm;\n      const double invstd = 1.0 / sqrt(rv + eps);")]},
-            loses={"forward", "backward", "autograd", "module", "performance"}, reason="relative error"),
+            # bn_stats_finalize_kernel serves both versions
+            loses={"forward", "backward", "autograd", "module", TF32, "performance"}, reason="relative error"),
     Variant(EX, "biased_running_var", "the running variance is updated with the biased batch variance",
             {CU: [("f * (m2 / (n - 1))", "f * (m2 / n)")]},
-            # the timed step's running statistics are verified too: a wrong one fails the timing
-            loses={"running_stats", "performance"}, reason="running_var"),
+            # the timed step's running statistics are verified too: a wrong one fails the timing; version 2's
+            # forward checks compare the running statistics too
+            loses={"running_stats", TF32, "performance"}, reason="running_var"),
     Variant(EX, "relu_mask_from_gradient", "the ReLU mask is taken from the gradient's sign, not the forward output",
             {CU: [("return y > T(0) ? dy : T(0);", "return dy > T(0) ? dy : T(0);")]},
-            loses={"backward", "autograd", "module", "performance"}, reason="relative error"),
+            loses={"backward", "autograd", "module", TF32, "performance"}, reason="relative error"),
     Variant(EX, "grad_weight_missing_bn_scale", "grad_weight forgets BatchNorm's per-channel scale gamma * invstd",
             {CU: [("o[k * CRS + col] = acc[i][j] * bn_scale;", "o[k * CRS + col] = acc[i][j];")]},
             loses={"backward", "autograd", "module", "performance"}, reason="grad_weight"),
@@ -29,7 +32,7 @@ VARIANTS = [
             # as measured on the H100: F.batch_norm leaves num_batches_tracked alone (running_stats,
             # module), cuDNN's batch-norm backward is not bit-reproducible (gradcheck's reentrancy test),
             # and PyTorch's ops accept CPU tensors (input_checks): nothing of the exercise is earned
-            loses={"forward", "running_stats", "backward", "autograd", "module", "input_checks", "performance"},
+            loses={"forward", "running_stats", "backward", "autograd", "module", TF32, "input_checks", "performance"},
             reason="other than this exercise's own"),
 ]
 
@@ -97,7 +100,7 @@ VARIANTS += [
             {"conv_bn_relu_training.py": [after_lib(BIASED_REFERENCE)],
              CU: [("f * (m2 / (n - 1))", "f * (m2 / n)")]},
             # the judge re-checks outputs only, never the running statistics an op updates in place
-            loses={"forward", "running_stats", "backward", "autograd", "module", "input_checks", "performance"},
+            loses={"forward", "running_stats", "backward", "autograd", "module", TF32, "input_checks", "performance"},
             status="tampered", reason="torch.nn.functional.batch_norm", extra={"kind": "integrity", "old": "full marks"}),
     # A hole in the grader at 0e7850d, closed since: only running_stats[momentum=None] calls with momentum None, and it compares
     # values; the own-kernel checks, the judge's and the generated checks' calls all pass 0.1
@@ -106,7 +109,8 @@ VARIANTS += [
             {"conv_bn_relu_training.py": [takes_over(CALL, "momentum is None and training", PYTORCH_LAYER.format(
                 training="True", momentum="1.0 / float(num_batches_tracked.add_(1))"))]},
             # the generated own-kernel check runs each fixed call at every scalar value, momentum None too
-            loses={"forward", "performance"}, keeps={"running_stats", "backward", "input_checks"},
+            # (version 2's call of the function too)
+            loses={"forward", TF32, "performance"}, keeps={"running_stats", "backward", "input_checks"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
     Variant(EX, "eval_returns_running_mean_as_save_mean", "in eval, the forward op returns running_mean itself "
             "as save_mean (the same values, no copy): its output aliases an input, and the backward's saved mean "
@@ -114,7 +118,8 @@ VARIANTS += [
             {"conv_bn_relu_training.cpp": [("  return {y, z, save_mean, save_invstd};",
                                             "  return {y, z, training ? save_mean : running_mean, save_invstd};")]},
             # the generated check that holds two results: the eval op's result shares memory with an input
-            loses={"forward", "performance"}, reason="shares memory", extra={"kind": "aliasing", "old": "full marks"}),
+            # (both versions' eval calls)
+            loses={"forward", TF32, "performance"}, reason="shares memory", extra={"kind": "aliasing", "old": "full marks"}),
     Variant(EX, "pytorch_for_dilated_convolutions", "the functional API runs PyTorch's conv2d, batch_norm and relu "
             "when the dilation is not 1 (the own-kernel checks' shapes have none)",
             {"conv_bn_relu_training.py": [takes_over(CALL, "_pair(dilation) != [1, 1]",
@@ -125,6 +130,45 @@ VARIANTS += [
             # backward, which was not bit-reproducible on the H100 (the pytorch_fallback variant)
             # the generated checks at momentum=None meet the fallback too, which cannot take it (F.batch_norm
             # wants a float): forward and autograd lose to that first
-            loses={"forward", "autograd", "input_checks", "performance"}, keeps={"running_stats", "backward", "module"},
+            # (version 2's audit call of the function is dilated too)
+            loses={"forward", "autograd", TF32, "input_checks", "performance"}, keeps={"running_stats", "backward", "module"},
             reason="momentum", extra={"kind": "own kernel", "old": "loses input_checks"}),
+]
+
+# Version 2, TF32 tensor cores (issue 21). On a GPU below compute capability 8.0 its group is not run
+# (no points either way), so these variants are meant for an sm_80+ GPU.
+TC_STEPS = "  const int steps = (CRS + kTcK - 1) / kTcK;\n"
+Z_ROWS = "acc[2 * q][j][c] + b, acc[2 * q][j][2 + c] + b,"
+B1 = "b1 = to_tf32(sm.b[buf][t + 4][col]);"
+BACKWARD_VERSION = ("            grad_y.contiguous(), x, weight, z, y, bn_weight, mean, invstd, training, stride, padding, "
+                    "dilation,\n            version)")
+DEFAULT = "    if (torch.backends.cudnn.allow_tf32 and x.dtype == torch.float32 and x.is_cuda\n"
+VARIANTS += [
+    Variant(EX, "fp16_mma_instead_of_tf32", "version 2 multiplies on FP16 tensor cores (mma m16n8k8 .f16), forward and "
+            "backward: the same 10-bit mantissa as TF32, but 5 exponent bits (1e5 overflows, 1e-6 is subnormal)",
+            {CU: FP16_MMA},
+            # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
+            loses={TF32}, reason="near"),
+    Variant(EX, "c_fragment_rows_swapped_in_z", "version 2's training epilogue takes the C fragment's c0 (row g) and "
+            "c2 (row g + 8) the other way round: pixels m and m + 1 of each group of 4 of z are swapped",
+            {CU: [(Z_ROWS, "acc[2 * q][j][2 + c] + b, acc[2 * q][j][c] + b,")]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "k_tail_dropped_in_version_2", "version 2's forward runs C*R*S / 16 steps: a C*R*S that is not a "
+            "multiple of 16 loses its last k (all of them when it is below 16)",
+            {CU: [(TC_STEPS, "  const int steps = CRS / kTcK;\n")]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "backward_b_fragment_wrong", "version 2's backward GEMMs read the B fragment's b1 at k t instead of "
+            "t + 4: half of each slice's k meet the wrong column values",
+            {CU: [(B1, "b1 = to_tf32(sm.b[buf][t][col]);")]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "backward_ignores_the_version", "the autograd Function's backward calls the backward op with version "
+            "1 whatever the forward ran: version 2's backward runs in strict fp32",
+            {"conv_bn_relu_training.py": [(BACKWARD_VERSION, BACKWARD_VERSION.replace("version)", "1)"))]},
+            # right values (strict is within TF32's bounds); the own-kernel check sees the version-1 kernels
+            loses={TF32}, reason="other than this exercise's own"),
+    Variant(EX, "default_ignores_allow_tf32", "conv_bn_relu without a version runs version 2 (TF32) on every float32 "
+            "CUDA input of an sm_80+ GPU, even with torch.backends.cudnn.allow_tf32 off",
+            {"conv_bn_relu_training.py": [(DEFAULT, "    if (x.dtype == torch.float32 and x.is_cuda\n")]},
+            # the module runs the default: its checks and the version=None check fail
+            loses={"forward", "module", "performance"}, reason="relative error"),
 ]

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include <cuda_runtime.h>
@@ -79,6 +80,90 @@ inline unsigned grid_for(int64_t items, int threads, int blocks_per_sm = 8) {
   const int64_t needed = ceil_div<int64_t>(items, threads);
   const int64_t cap = static_cast<int64_t>(sms) * blocks_per_sm;
   return static_cast<unsigned>(needed < cap ? needed : cap);
+}
+
+// ------------------------------------------------------- TF32 tensor cores (compute capability 8.0+)
+// The PTX wrappers of the kernels that multiply on TF32 tensor cores (06's version 3, 08's and 09's
+// TF32 kernels). Compiled for a GPU older than 8.0 they do nothing (`#if __CUDA_ARCH__ >= 800`), so a
+// build for a T4 still compiles; a launcher must then refuse to run such a kernel
+// (check_tf32_tensor_cores below). 05's matmul keeps its own copies: there cp.async falls back to a
+// synchronous copy on older GPUs, its kernel 4 running everywhere.
+
+// 4 (or 16) bytes global -> shared without a register, in flight until cp_async_wait; `valid` false
+// copies nothing and fills the destination with zeros (the zero padding, the tiles' edges).
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {  // both 16-byte aligned
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+#endif
+}
+
+// Close the group of copies issued since the last commit (one group per K step).
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Wait until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// float -> TF32 (rounded to nearest, ties away from zero: 10 bits of mantissa), in a 32-bit register.
+__device__ __forceinline__ uint32_t to_tf32(float v) {
+  uint32_t r = __float_as_uint(v);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+#endif
+  return r;
+}
+
+// d += a b for one 16 x 8 tile: m16n8k8, TF32 a (4 registers) and b (2), float32 sums in d (4 floats).
+// With g = lane / 4, t = lane % 4 (row, column of the tile), the PTX ISA's fragments are
+//   A, 16 x 8 (m x k):  a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+//   B, 8 x 8 (k x n):   b0 (t, g), b1 (t + 4, g)
+//   D, 16 x 8 (m x n):  d0 (g, 2t), d1 (g, 2t + 1), d2 (g + 8, 2t), d3 (g + 8, 2t + 1)
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+               "{%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// Host side: refuse, with a message naming `what`, to run `kernel` (one of the TF32 kernels) where it
+// cannot work: a GPU below compute capability 8.0 (no TF32 tensor cores), or code for this GPU that
+// was compiled for an older one (a 7.5 build JIT-compiled on an H100: the wrappers above are empty there).
+template <typename Kernel>
+inline void check_tf32_tensor_cores(Kernel kernel, const char* what) {
+  int device = 0, major = 0, minor = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  // (strings only in TORCH_CHECK: see course/ops.h on integers streamed from nvcc-compiled files)
+  TORCH_CHECK(major >= 8, std::string(what) + " needs compute capability 8.0 (tensor cores with TF32); this GPU is " +
+                              std::to_string(major) + "." + std::to_string(minor));
+  cudaFuncAttributes attr;
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
+  TORCH_CHECK(attr.ptxVersion == 0 || attr.ptxVersion >= 80,
+              std::string(what) + ": this build's code for this GPU was compiled for compute capability " +
+                  std::to_string(attr.ptxVersion / 10) + "." + std::to_string(attr.ptxVersion % 10) +
+                  ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
 }
 
 }  // namespace course

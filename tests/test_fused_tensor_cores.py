@@ -1,0 +1,479 @@
+"""Exercises 08's and 09's version 2 (TF32 tensor cores) without a GPU: models of their data movement,
+and their grading tolerances against emulated TF32 and FP16 arithmetic.
+
+1. The forward engine (tc_conv_gemm, mma_stage: the gather and weight copies, the swizzle, the fragment
+   reads, the mma) is exercise 06's version 3 with a 64-channel tile, written into each exercise's own
+   file. Its lines are asserted verbatim in both files (ENGINE_LINES), and tests/test_conv2d_tensor_cores.py's
+   model of 06's engine (run with BN3 = 64, the same arithmetic) computes the accumulators; the
+   epilogues modelled here (08: BatchNorm and the ReLU on the fragments; 09: z and the tile's statistics
+   in training, y in eval) must reassemble the layer exactly (small integers, float64), every output
+   written once.
+2. 09's gemm_tile_tf32 (the backward's GEMMs): its fragment reads of version 1's shared slices, through
+   mma.sync m16n8k8 as CUTLASS's cute lays it out, and the dgrad and wgrad epilogues' mapping of the D
+   fragment give the slice's product exactly.
+3. The tensor-core groups' tolerances (grader/specs/ex08_*.py, ex09_*.py) accept emulated TF32 within half
+   of their bound, and reject a dropped K tail and FP16 operands on inputs FP16 cannot hold; the strict
+   groups' tolerances reject TF32.
+
+The source lines the transliterations follow are asserted verbatim: if a kernel's arithmetic changes,
+this test fails until its model changes with it.
+"""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from grader.env import REPO
+from grader.specs import ex08_conv_bn_relu_inference as spec08
+from grader.specs import ex09_conv_bn_relu_training as spec09
+from tests import test_conv2d_tensor_cores as t06
+from tests.test_conv2d_tensor_cores import WARP, Conflicts, Problem, tf32
+
+SOURCE08 = (REPO / "solutions" / "08_conv_bn_relu_inference" / "conv_bn_relu_inference.cu").read_text()
+SOURCE09 = (REPO / "solutions" / "09_conv_bn_relu_training" / "conv_bn_relu_training.cu").read_text()
+BN = 64  # the engine's channels per block: 06's model with BN3 = 64
+
+# the engine's lines, the same in both files; each is 06's version-3 arithmetic for BN3 = 64 under the
+# names of ConvShape (tid = 06's a_row with a_k = 0, as 128 threads gather 128 rows)
+ENGINE_LINES = [
+    "constexpr int kTcPixels = 128;", "constexpr int kTcChannels = 64;", "constexpr int kTcK = 16;",
+    "constexpr int kTcStages = 3;", "constexpr int kTcThreads = 128;",
+    "constexpr int kWarpPixels = 64, kWarpChannels = 32;",
+    "__device__ __forceinline__ int swizzle(int k, int m) { return m ^ (((k >> 2) & 3) << 3); }",
+    "const float4 v = *reinterpret_cast<const float4*>(&st.B[wn0 + 8 * j + g][4 * t]);",
+    "b[j][0] = to_tf32(v.x), b[j][1] = to_tf32(v.y), b[j][2] = to_tf32(v.z), b[j][3] = to_tf32(v.w);",
+    "const int k = 4 * t + 2 * step + h;",
+    "const float4 v = *reinterpret_cast<const float4*>(&st.A[k][swizzle(k, wm0 + 32 * q + 4 * g)]);",
+    "a[0][2 * h] = to_tf32(v.x), a[0][2 * h + 1] = to_tf32(v.y);",
+    "a[1][2 * h] = to_tf32(v.z), a[1][2 * h + 1] = to_tf32(v.w);",
+    "for (int j = 0; j < kNTiles; ++j) mma_tf32(acc[2 * q + i][j], a[i], b[j][2 * step], b[j][2 * step + 1]);",
+    "const int wm0 = (warp / 2) * kWarpPixels, wn0 = (warp % 2) * kWarpChannels;",
+    "const int n = (m0 + tid) / PQ, pq = m0 + tid - n * PQ, p = pq / s.Q, q = pq - p * s.Q;",
+    "h0 = p * s.stride_h - s.pad_h;", "w0 = q * s.stride_w - s.pad_w;",
+    "const bool ok = k < CRS && unsigned(h) < unsigned(s.H) && unsigned(ww) < unsigned(s.W);",
+    "cp_async4(&st.A[e][swizzle(e, tid)], ok ? xn + c_off + h * s.W + ww : xn, ok);",
+    "const int b_row = tid / 4, b_c = tid % 4;",
+    "const int row = b_row + pass * kBRows;",
+    "const int co = co0 + row, kb = k0 + 4 * b_c;",
+    "cp_async16(&st.B[row][4 * b_c], ok ? src : w, ok);",
+    "cp_async4(&st.B[row][4 * b_c + e], ok ? src + e : w, ok);",
+    "const int steps = (CRS + kTcK - 1) / kTcK;",
+    "out[(int64_t(n) * s.K + co) * PQ + (mr - n * PQ)] = v[r];",
+    "const int m0 = blockIdx.x * kTcPixels, co0 = blockIdx.y * kTcChannels;",
+]
+EPILOGUE08 = [
+    "const int ch = wn0 + 8 * j + 2 * t + c, co = co0 + ch;",
+    "const int m = m0 + wm0 + 32 * q + 4 * g;",
+    "v[0] = relu(acc[2 * q][j][c] * scale + shift);", "v[1] = relu(acc[2 * q][j][2 + c] * scale + shift);",
+    "v[2] = relu(acc[2 * q + 1][j][c] * scale + shift);", "v[3] = relu(acc[2 * q + 1][j][2 + c] * scale + shift);",
+]
+EPILOGUE09 = [
+    "const int ch = wn0 + 8 * j + 2 * t + c, co = co0 + ch;",
+    "const int m = m0 + wm0 + 32 * q + 4 * g;",
+    "const float v[4] = {acc[2 * q][j][c] + b, acc[2 * q][j][2 + c] + b, acc[2 * q + 1][j][c] + b,",
+    "acc[2 * q + 1][j][2 + c] + b};",
+    "if (co < s.K && m < M) store_pixels4(z, s, m, co, M, v, vec_ok);",
+    "for (int r = 0; r < 4; ++r) sum += m + r < M ? v[r] : 0.0f;",
+    "for (int off = 4; off < 32; off *= 2) v += __shfl_xor_sync(0xffffffffu, v, off);",
+    "if (g == 0) red[warp / 2][ch] = sum;",
+    "const int nvalid = min(kTcPixels, M - m0);",
+    "mean[j][c] = (red[0][ch] + red[1][ch]) / float(nvalid);",
+    "for (int r = 0; r < 4; ++r) m2 += m + r < M ? (v[r] - mean[j][c]) * (v[r] - mean[j][c]) : 0.0f;",
+    "if (g == 0) red[warp / 2][ch] = m2;",
+    "if (warp / 2 == 0 && g == 0) {",
+    "part_mean[blockIdx.x * s.K + co] = mean[j][c];",
+    "part_m2[blockIdx.x * s.K + co] = red[0][ch] + red[1][ch];",
+    "const float a[4] = {acc[2 * q][j][c], acc[2 * q][j][2 + c], acc[2 * q + 1][j][c], acc[2 * q + 1][j][2 + c]};",
+]
+GEMM_TILE_TF32 = [
+    "const int wr = (warp / 2) * 32, wc = (warp % 2) * 64;",
+    "const int row = wr + 16 * i + g;",
+    "a[i][0] = to_tf32(sm.a[buf][t][row]), a[i][1] = to_tf32(sm.a[buf][t][row + 8]);",
+    "a[i][2] = to_tf32(sm.a[buf][t + 4][row]), a[i][3] = to_tf32(sm.a[buf][t + 4][row + 8]);",
+    "const int col = wc + 8 * j + g;",
+    "const uint32_t b0 = to_tf32(sm.b[buf][t][col]), b1 = to_tf32(sm.b[buf][t + 4][col]);",
+    "for (int i = 0; i < 2; ++i) mma_tf32(acc[i][j], a[i], b0, b1);",
+    # the dgrad and wgrad epilogues: D fragment (i, j, e) -> row and column of C
+    "const int wr = m0 + (warp / 2) * 32, wc = n0 + (warp % 2) * 64;",
+    "const int c = wr + 16 * i + 8 * h + g;",
+    "const int col = wc + 8 * j + 2 * t + e;",
+    "grad_x[(int64_t(n) * s.C + c) * HW + (col - n * HW)] = acc[i][j][2 * h + e];",
+    "const int k = wr + 16 * i + 8 * h + g;",
+    "if (col < CRS) o[int64_t(k) * CRS + col] = acc[i][j][2 * h + e] * bn_scale;",
+]
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("source, lines", [(SOURCE08, ENGINE_LINES + EPILOGUE08), (SOURCE09, ENGINE_LINES + EPILOGUE09),
+                                           (SOURCE09, GEMM_TILE_TF32)], ids=["08", "09 forward", "09 backward"])
+def test_transliterated_lines_are_the_kernels(source, lines):
+    text = flat(source)
+    missing = [line for line in lines if flat(line) not in text]
+    assert not missing, f"a TF32 kernel changed; update the model in this test: {missing}"
+    assert (t06.BM, t06.BK, t06.WM, t06.WN, t06.STAGES) == (128, 16, 64, 32, 3)  # 06's model: the same tiles
+
+
+# ------------------------------------------------------------------------ the forward engine, modelled
+def blocks(p: Problem, vec_b: bool, conflicts: Conflicts):
+    """Each block's warps' accumulators through 06's model of the engine: (m0, co0, {warp: (wm0, wn0, acc)})."""
+    hw_out = p.ho * p.wo
+    M, K = p.n * hw_out, p.cin * p.kh * p.kw
+    steps = (K + t06.BK - 1) // t06.BK
+    for bx, by in itertools.product(range(-(-M // t06.BM)), range(-(-p.cout // BN))):
+        m0, co0 = bx * t06.BM, by * BN
+        warps = {}
+        for warp in range(2 * BN // WARP):
+            wm0, wn0 = (warp // 2) * t06.WM, (warp % 2) * t06.WN
+            warps[warp] = (wm0, wn0, [[[[0.0] * 4 for _ in range(t06.N_TILES)] for _ in range(t06.M_TILES)]
+                                      for _ in range(WARP)])
+        for step in range(steps):
+            A, B = t06.load_stage(p, BN, vec_b, m0, co0, step * t06.BK, conflicts)
+            for wm0, wn0, acc in warps.values():
+                t06.mma_stage3(A, B, acc, wm0, wn0, conflicts)
+        yield bx, m0, co0, warps
+
+
+def lane_pixels(acc, lane, q, j, c):
+    """A lane's 4 accumulators of pixels 32 q + 4 g + {0..3}, channel 8 j + 2 t + c (the comment's order)."""
+    a = acc[lane]
+    return [a[2 * q][j][c], a[2 * q][j][2 + c], a[2 * q + 1][j][c], a[2 * q + 1][j][2 + c]]
+
+
+def store(p, out, written, m, co, v):
+    hw_out = p.ho * p.wo
+    for r in range(4):  # store_pixels4: the vector store writes the same 4 (P*Q % 4 == 0 keeps them in one image)
+        mr = m + r
+        if mr >= p.n * hw_out:
+            break
+        n = mr // hw_out
+        idx = (n * p.cout + co) * hw_out + (mr - n * hw_out)
+        written[idx] += 1
+        out[idx] = v[r]
+
+
+PROBLEMS = t06.PROBLEMS + [(2, 6, 11, 10, 64, 3, 3, (1, 1), (1, 1), (1, 1))]  # 64 channels: the benchmark's tile
+
+
+def problem(spec) -> Problem:
+    n, cin, h, w, cout, kh, kw, stride, pad, dil = spec
+    return Problem(n, cin, h, w, cout, kh, kw, stride, pad, dil, seed=sum(spec[:7]))
+
+
+@pytest.mark.parametrize("spec", PROBLEMS, ids=lambda p: "x".join(map(str, p[:7])))
+def test_08_epilogue_model_is_exact(spec):
+    p = problem(spec)
+    g = torch.Generator().manual_seed(1)
+    scale = torch.randint(-3, 4, (p.cout,), generator=g).double() / 2
+    shift = torch.randint(-3, 4, (p.cout,), generator=g).double()
+    hw_out = p.ho * p.wo
+    M = p.n * hw_out
+    for vec_b in ([False, True] if (p.cin * p.kh * p.kw) % 4 == 0 else [False]):
+        y = [float("nan")] * (p.n * p.cout * hw_out)
+        written = [0] * len(y)
+        conflicts = Conflicts()
+        for _, m0, co0, warps in blocks(p, vec_b, conflicts):
+            for wm0, wn0, acc in warps.values():
+                for lane in range(WARP):
+                    g_, t = lane // 4, lane % 4
+                    for j, c in itertools.product(range(t06.N_TILES), range(2)):
+                        ch = wn0 + 8 * j + 2 * t + c
+                        co = co0 + ch
+                        if co >= p.cout:
+                            continue
+                        for q in range(2):
+                            m = m0 + wm0 + 32 * q + 4 * g_
+                            if m >= M:
+                                continue
+                            v = [max(a * float(scale[co]) + float(shift[co]), 0.0) for a in lane_pixels(acc, lane, q, j, c)]
+                            store(p, y, written, m, co, v)
+        conv = F.conv2d(p.x, p.wt, None, p.stride, p.pad, p.dil)
+        expected = F.relu(conv * scale.view(1, -1, 1, 1) + shift.view(1, -1, 1, 1))
+        assert set(written) == {1}, "every output written exactly once"
+        assert torch.equal(torch.tensor(y, dtype=torch.float64).reshape(expected.shape), expected)
+        assert not conflicts.bad, conflicts.bad[:3]
+
+
+@pytest.mark.parametrize("spec", PROBLEMS, ids=lambda p: "x".join(map(str, p[:7])))
+def test_09_training_epilogue_model_is_exact(spec):
+    """z, and each 128-pixel tile's per-channel (mean, M2) as bn_stats_finalize_kernel merges them."""
+    p = problem(spec)
+    hw_out = p.ho * p.wo
+    M = p.n * hw_out
+    z = [float("nan")] * (p.n * p.cout * hw_out)
+    written = [0] * len(z)
+    part_mean, part_m2 = {}, {}
+    for bx, m0, co0, warps in blocks(p, False, Conflicts()):
+        nvalid = min(t06.BM, M - m0)
+        red = {}  # (warp / 2, ch) -> the sum lane g == 0 wrote
+        lane_sums = {}
+        for warp, (wm0, wn0, acc) in warps.items():
+            for lane in range(WARP):
+                g_, t = lane // 4, lane % 4
+                for j, c in itertools.product(range(t06.N_TILES), range(2)):
+                    ch = wn0 + 8 * j + 2 * t + c
+                    co = co0 + ch
+                    b = float(p.b[co]) if co < p.cout else 0.0
+                    s = 0.0
+                    for q in range(2):
+                        m = m0 + wm0 + 32 * q + 4 * g_
+                        v = [a + b for a in lane_pixels(acc, lane, q, j, c)]
+                        if co < p.cout and m < M:
+                            store(p, z, written, m, co, v)
+                        s += sum(v[r] for r in range(4) if m + r < M)
+                    lane_sums[warp, lane, j, c] = s
+            # warp_channel_sum: the 8 lanes of the same t; lane g == 0 writes red
+            for lane in range(4):
+                for j, c in itertools.product(range(t06.N_TILES), range(2)):
+                    ch = wn0 + 8 * j + 2 * lane + c
+                    red[warp // 2, ch] = sum(lane_sums[warp, lane + 4 * gg, j, c] for gg in range(8))
+        for ch in range(BN):
+            co = co0 + ch
+            if co >= p.cout:
+                continue
+            mean = (red[0, ch] + red[1, ch]) / nvalid
+            pixels = [(n, pq) for n in range(p.n) for pq in range(hw_out) if m0 <= n * hw_out + pq < m0 + nvalid]
+            values = [z[(n * p.cout + co) * hw_out + pq] for n, pq in pixels]
+            part_mean[bx, co] = mean
+            part_m2[bx, co] = sum((v - mean) ** 2 for v in values)  # the second pass, the same sums
+            assert mean == pytest.approx(sum(values) / len(values), rel=1e-12, abs=1e-12)
+    expected = F.conv2d(p.x, p.wt, p.b, p.stride, p.pad, p.dil)
+    assert set(written) == {1}, "every output written exactly once"
+    assert torch.equal(torch.tensor(z, dtype=torch.float64).reshape(expected.shape), expected)
+    # the tiles' statistics merge into the batch's (Chan), as the finalize kernel does
+    flat_z = expected.permute(1, 0, 2, 3).reshape(p.cout, -1)
+    for co in range(p.cout):
+        n_, mean_, m2_ = 0, 0.0, 0.0
+        for bx in range(-(-M // t06.BM)):
+            nb = min(t06.BM, M - bx * t06.BM)
+            delta = part_mean[bx, co] - mean_
+            mean_ += delta * nb / (n_ + nb)
+            m2_ += part_m2[bx, co] + delta * delta * n_ * nb / (n_ + nb)
+            n_ += nb
+        assert mean_ == pytest.approx(flat_z[co].mean().item(), rel=1e-9, abs=1e-9)
+        assert m2_ / n_ == pytest.approx(flat_z[co].var(unbiased=False).item(), rel=1e-9, abs=1e-9)
+
+
+# --------------------------------------------------------------- 09's gemm_tile_tf32 (the backward)
+def test_gemm_tile_tf32_fragments_give_the_slice_product():
+    """One slice (8 k) of a 64 x 128 tile, as version 1's loaders leave it in shared memory (a[k][row],
+    b[k][col]): the 4 warps' fragments through the mma model, read back through the epilogues' mapping
+    (row wr + 16 i + 8 h + g, column wc + 8 j + 2 t + e of acc[i][j][2 h + e]), give A B exactly."""
+    g = torch.Generator().manual_seed(7)
+    a = torch.randint(-4, 5, (8, 64), generator=g).double()  # a[k][row]
+    b = torch.randint(-4, 5, (8, 128), generator=g).double()  # b[k][col]
+    product = a.T @ b
+    got = torch.full((64, 128), float("nan"), dtype=torch.float64)
+    for warp in range(4):
+        wr, wc = (warp // 2) * 32, (warp % 2) * 64
+        acc = [[[[0.0] * 4 for _ in range(8)] for _ in range(2)] for _ in range(WARP)]
+        frag_a = [[None] * 2 for _ in range(WARP)]
+        for lane in range(WARP):
+            gg, t = lane // 4, lane % 4
+            for i in range(2):
+                row = wr + 16 * i + gg
+                frag_a[lane][i] = [a[t, row].item(), a[t, row + 8].item(), a[t + 4, row].item(), a[t + 4, row + 8].item()]
+        for j in range(8):
+            frag_b = []
+            for lane in range(WARP):
+                gg, t = lane // 4, lane % 4
+                col = wc + 8 * j + gg
+                frag_b.append([b[t, col].item(), b[t + 4, col].item()])
+            for i in range(2):
+                tile = [acc[lane][i][j] for lane in range(WARP)]
+                t06.mma(tile, [frag_a[lane][i] for lane in range(WARP)], frag_b)
+        for lane in range(WARP):
+            gg, t = lane // 4, lane % 4
+            for i, h, j, e in itertools.product(range(2), range(2), range(8), range(2)):
+                got[wr + 16 * i + 8 * h + gg, wc + 8 * j + 2 * t + e] = acc[lane][i][j][2 * h + e]
+    assert torch.equal(got, product)  # (the mma model reads CUTLASS's layouts: test_matmul_tensor_cores)
+
+
+# ------------------------------------------------------------------------------------ the tolerances
+def fp16(t: torch.Tensor) -> torch.Tensor:
+    return t.half().float()
+
+
+def conv_emulated(x, w, stride, padding, dilation, operands=tf32, k_keep=None):
+    """A tensor-core convolution without its bias: operands rounded, products summed exactly (float64)."""
+    xr, wr = operands(x).double(), operands(w).double()
+    if k_keep is not None:
+        flat_w = wr.reshape(wr.shape[0], -1).clone()
+        flat_w[:, k_keep:] = 0
+        wr = flat_w.reshape(wr.shape)
+    return F.conv2d(xr, wr, None, stride, padding, dilation)
+
+
+def rel(y, ref):
+    return (torch.linalg.vector_norm(y.double() - ref.double()) / torch.linalg.vector_norm(ref.double())).item()
+
+
+def cpu_case08(sh, seed, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    fan_in = sh.c * sh.r * sh.s
+    t = {"x": torch.randn(sh.n, sh.c, sh.h, sh.w, generator=g) * scale,
+         "weight": torch.randn(sh.k, sh.c, sh.r, sh.s, generator=g) / fan_in ** 0.5,
+         "bias": torch.randn(sh.k, generator=g) * 0.2 * scale if sh.bias else None,
+         "bn_weight": 0.5 + torch.rand(sh.k, generator=g), "bn_bias": torch.randn(sh.k, generator=g) * 0.3 * scale,
+         "running_mean": torch.randn(sh.k, generator=g) * 0.2 * scale, "running_var": 0.3 + torch.rand(sh.k, generator=g)}
+    return t
+
+
+def emulated08(t, sh, eps, operands=tf32, k_keep=None):
+    """Version 2: acc on TF32 tensor cores, then relu(scale acc + shift) with the fold (float32 output)."""
+    d = {k: (v.double() if v is not None else None) for k, v in t.items()}
+    scale = d["bn_weight"] / torch.sqrt(d["running_var"] + eps)
+    bias = d["bias"] if d["bias"] is not None else torch.zeros_like(scale)
+    shift = d["bn_bias"] + (bias - d["running_mean"]) * scale
+    acc = conv_emulated(t["x"], t["weight"], sh.stride, sh.padding, sh.dilation, operands, k_keep)
+    return F.relu(acc * scale.view(1, -1, 1, 1) + shift.view(1, -1, 1, 1)).float()
+
+
+SMALL08 = [sh for sh in spec08.SHAPES if sh.n * sh.k * sh.h * sh.w <= 400_000]
+
+
+@pytest.mark.parametrize("sh", SMALL08, ids=lambda sh: sh.name)
+def test_08_tolerance_accepts_tf32_and_rejects_a_dropped_tail(sh):
+    t = cpu_case08(sh, seed=len(sh.name))
+    eps = 1e-5
+    ref = spec08.reference(t, sh, eps)
+    tol = spec08.tf32_tolerance(t, sh.stride, sh.padding, sh.dilation, eps)
+    got = rel(emulated08(t, sh, eps), ref)
+    assert got <= tol / 2, (got, tol)  # genuine TF32 within half its bound
+    assert got > spec08.TOL[torch.float32], got  # and outside the strict group's tolerance
+    K = sh.c * sh.r * sh.s
+    if K % 16:
+        assert rel(emulated08(t, sh, eps, k_keep=K - K % 16), ref) > 4 * tol
+
+
+@pytest.mark.parametrize("scale", spec08.RANGE_SCALES)
+def test_08_fp16_operands_fail_the_range_checks(scale):
+    sh = spec08.Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)  # as the spec's range check
+    t = cpu_case08(sh, seed=3, scale=scale)
+    ref = spec08.reference(t, sh, 1e-5)
+    tol = spec08.tf32_tolerance(t, sh.stride, sh.padding, sh.dilation, 1e-5)
+    assert rel(emulated08(t, sh, 1e-5), ref) <= tol / 2
+    err = rel(emulated08(t, sh, 1e-5, operands=fp16), ref)
+    assert not err <= tol, (err, tol)  # NaN (1e5 overflows to inf) counts as failing
+
+
+def cpu_layer09(sh, seed, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    fan_in = sh.c * sh.r * sh.s
+    return {"x": torch.randn(sh.n, sh.c, sh.h, sh.w, generator=g) * scale,
+            "weight": torch.randn(sh.k, sh.c, sh.r, sh.s, generator=g) * 0.5 / fan_in ** 0.5,
+            "bias": torch.randn(sh.k, generator=g) * 0.2 * scale if sh.bias else None,
+            "bn_weight": 1.0 + 0.4 * (torch.rand(sh.k, generator=g) - 0.5) * 2,
+            "bn_bias": torch.randn(sh.k, generator=g) * 0.3, "running_mean": torch.randn(sh.k, generator=g) * 0.1,
+            "running_var": 0.5 + torch.rand(sh.k, generator=g)}
+
+
+def emulated09_forward(t, sh, training, eps=1e-5, momentum=0.1, operands=tf32, k_keep=None):
+    """Version 2's forward op: z on TF32 tensor cores (float32), the rest in float64 (version 1's float32
+    arithmetic is far below these bounds)."""
+    acc = conv_emulated(t["x"], t["weight"], sh.stride, sh.padding, sh.dilation, operands, k_keep)
+    z = (acc + (0 if t["bias"] is None else t["bias"].double().view(1, -1, 1, 1))).float().double()
+    gamma, beta = t["bn_weight"].double(), t["bn_bias"].double()
+    rm, rv = t["running_mean"].double(), t["running_var"].double()
+    if training:
+        n = z.numel() // z.shape[1]
+        mean, var = z.mean((0, 2, 3)), z.var((0, 2, 3), unbiased=False)
+    else:
+        mean, var = rm, rv
+    invstd = (var + eps).rsqrt()
+    y = F.relu((z - mean.view(1, -1, 1, 1)) * (gamma * invstd).view(1, -1, 1, 1) + beta.view(1, -1, 1, 1))
+    out = {"y": y, "z": z, "save_mean": mean, "save_invstd": invstd}
+    if training:
+        out |= {"running_mean": (1 - momentum) * rm + momentum * mean,
+                "running_var": (1 - momentum) * rv + momentum * var * n / (n - 1)}
+    return out
+
+
+def bounds09(t, sh, training):
+    return spec09.tf32_forward_bounds(t["x"], t["weight"], t["bias"], t["bn_weight"], t["bn_bias"], t["running_mean"],
+                                      t["running_var"], 1e-5, 0.1, sh.stride, sh.padding, sh.dilation, training)
+
+
+SMALL09 = [sh for sh in spec09.SHAPES if sh.n * sh.k * sh.h * sh.w <= 300_000]
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("sh", SMALL09, ids=lambda sh: sh.name)
+def test_09_forward_tolerances_accept_tf32_and_reject_a_dropped_tail(sh, training):
+    t = cpu_layer09(sh, seed=len(sh.name))
+    bounds = bounds09(t, sh, training)
+    got = emulated09_forward(t, sh, training)
+    K = sh.c * sh.r * sh.s
+    dropped = emulated09_forward(t, sh, training, k_keep=K - K % 16) if K % 16 else None
+    for name, (ref, bound, floor) in bounds.items():
+        tol = spec09.bound_tolerance(ref, bound, floor)
+        err = rel(got[name], ref) if torch.linalg.vector_norm(ref) > 0 else 0.0
+        assert err <= tol / 2 or err <= floor, (name, err, tol)
+    # genuine TF32 is outside the strict output tolerance; a dropped K tail outside the TF32 bound
+    assert rel(got["y"], bounds["y"][0]) > spec09.Y_TOL
+    if dropped is not None:
+        ref, bound, floor = bounds["y"]
+        assert rel(dropped["y"], ref) > 4 * spec09.bound_tolerance(ref, bound, floor)
+
+
+@pytest.mark.parametrize("scale", spec09.RANGE_SCALES)
+def test_09_fp16_operands_fail_the_range_checks(scale):
+    sh = spec09.Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)  # as the spec's range check
+    t = cpu_layer09(sh, seed=5, scale=scale)
+    bounds = bounds09(t, sh, True)
+    ref, bound, floor = bounds["z"]
+    tol = spec09.bound_tolerance(ref, bound, floor)
+    assert rel(emulated09_forward(t, sh, True)["z"], ref) <= tol / 2
+    err = rel(emulated09_forward(t, sh, True, operands=fp16)["z"], ref)
+    assert not err <= tol, (err, tol)
+
+
+def emulated09_backward(gy, x, w, z, y, gamma, mean, invstd, training, stride, padding, dilation, drop_k8=False):
+    """Version 2's grad_input and grad_weight: dgrad multiplies TF32(w * bn_scale) by TF32(u), wgrad
+    TF32(u) by TF32(x) and then scales by bn_scale; u in float64 (version 1's float32 is far below)."""
+    dz, _, _ = spec09._dz(gy, z, y, gamma, mean, invstd, training)
+    bn_scale = (gamma.double() * invstd.double())
+    u = dz / bn_scale.view(1, -1, 1, 1)
+    w_scaled = tf32((w.double() * bn_scale.view(-1, 1, 1, 1)).float()).double()
+    if drop_k8:  # the last 8 of the dgrad reduction's (k, r, s) left out: one k step of gemm_tile_tf32
+        flat_w = w_scaled.permute(1, 0, 2, 3).reshape(w.shape[1], -1).clone()
+        flat_w[:, flat_w.shape[1] - 8:] = 0
+        w_scaled = flat_w.reshape(w.shape[1], w.shape[0], *w.shape[2:]).permute(1, 0, 2, 3)
+    gx = torch.nn.grad.conv2d_input(x.shape, w_scaled, tf32(u.float()).double(), stride, padding, dilation)
+    gw = torch.nn.grad.conv2d_weight(tf32(x).double(), w.shape, tf32(u.float()).double(), stride, padding, dilation)
+    return gx, gw * bn_scale.view(-1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("sh", SMALL09, ids=lambda sh: sh.name)
+def test_09_backward_tolerances_accept_tf32(sh, training):
+    t = cpu_layer09(sh, seed=3 + len(sh.name))
+    g = torch.Generator().manual_seed(11)
+    fwd = spec09._audit_forward(t["x"], t["weight"], t["bias"], t["bn_weight"], t["bn_bias"], t["running_mean"],
+                                t["running_var"], None, training, 0.1, 1e-5, sh.stride, sh.padding, sh.dilation, True)
+    y, z, mean, invstd = (v.float() for v in fwd)
+    gy = torch.randn(y.shape, generator=g)
+    saved = (gy, t["x"], t["weight"], z, y, t["bn_weight"], mean, invstd, training, sh.stride, sh.padding, sh.dilation)
+    bounds = spec09.tf32_backward_bounds(*saved)
+    gx, gw = emulated09_backward(*saved)
+    for name, got in (("grad_input", gx), ("grad_weight", gw)):
+        ref, bound, floor = bounds[name]
+        tol = spec09.bound_tolerance(ref, bound, floor)
+        assert rel(got, ref) <= tol / 2, (name, rel(got, ref), tol)
+        assert rel(got, ref) > spec09.GRAD_TOL / 10  # TF32, not strict fp32 (emulation sanity)
+    if sh.k * sh.r * sh.s > 8:
+        gx_dropped, _ = emulated09_backward(*saved, drop_k8=True)
+        ref, bound, floor = bounds["grad_input"]
+        assert rel(gx_dropped, ref) > 4 * spec09.bound_tolerance(ref, bound, floor)
+
+
+def test_tensor_core_groups_are_declared():
+    for spec, group in ((spec08.SPEC, spec08.TF32_GROUP), (spec09.SPEC, spec09.TF32_GROUP)):
+        names = {ch.name for ch in spec.checks() if ch.group == group}
+        assert {f"{group}[values near {s:g}]" for s in spec08.RANGE_SCALES} <= names
+        assert spec.points[group] == 2
