@@ -201,10 +201,12 @@ class Spec:
     # (fraction of the reference's throughput, fraction of the performance points earned)
     perf_tiers: Sequence[tuple[float, float]] = ((0.5, 0.5), (0.85, 1.0))
     perf_requires: Sequence[str] = ()  # groups that must pass before speed earns anything
-    # group -> checks that must not fail for the group to earn anything: a group whose checks a
-    # wrapper falling back to PyTorch's ops would also pass (gradcheck through the Python wrapper,
-    # a stream check of it) is paid only while the own-work checks hold; one that did not run
-    # (QUICK=1) blocks nothing
+    # group -> checks that must not fail, or groups that must not fail, for the group to earn anything:
+    # a group whose checks a wrapper falling back to PyTorch's ops would also pass (gradcheck through
+    # the Python wrapper, a stream check of it) is paid only while the own-work checks hold; one whose
+    # verdict on a broken kernel is chance (opcheck runs the op several times and compares: a racy
+    # kernel passes or fails it by luck) only once the kernel's own group passes, so that a grade does
+    # not change from run to run. A check that did not run (QUICK=1), or a group skipped here, blocks nothing.
     requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     # the reference solution's throughput over the baseline's, measured on an H100; stands in for
     # the reference when solutions/ is absent (a student release)

@@ -61,6 +61,34 @@ def test_a_group_that_requires_a_check_earns_nothing_when_that_check_fails(exerc
     assert score_exercise(sp, not_run)["groups"][group]["state"] == "passed"
 
 
+def _group_requirements() -> list[tuple[str, str, str]]:
+    """(exercise, gated group, required group) for every spec that pays a group only once another passes."""
+    return [(sp.exercise, group, needed) for sp in spec.all_specs() for group, names in sp.requires.items()
+            for needed in names if needed in sp.points]
+
+
+@pytest.mark.parametrize("exercise, group, needed", _group_requirements())
+def test_a_group_that_requires_a_group_earns_nothing_while_that_group_fails(exercise, group, needed):
+    """04-07's registration (opcheck) and 03's autograd (gradcheck) would pass or fail a broken kernel
+    by chance: they count only once the kernel's own groups pass, so a grade is the same every run.
+    Each required group failing alone costs the gated group; skipped here or not run, it costs nothing."""
+    sp = spec.by_exercise(exercise)
+    groups = {g: "passed" for g in sp.points if g != "performance"}
+    assert score_exercise(sp, _tests(groups))["groups"][group]["state"] == "passed"
+    row = score_exercise(sp, _tests(dict(groups, **{needed: "failed"})))
+    assert row["groups"][group]["points"] == 0 and row["groups"][group]["state"] == "failed"
+    assert f"counts only once {needed} passes" in row["groups"][group]["reason"]
+    for outcome in ("skipped", "not run"):
+        assert score_exercise(sp, _tests(dict(groups, **{needed: outcome})))["groups"][group]["state"] == "passed"
+
+
+def test_every_opcheck_group_waits_for_the_kernels_it_runs():
+    """The property behind the requirement: every exercise with a registration group gates it."""
+    for sp in spec.all_specs():
+        if "registration" in sp.points:
+            assert any(n in sp.points for n in sp.requires.get("registration", ())), sp.exercise
+
+
 def _perf(ratio: float, **raw) -> dict:
     """A timing's raw numbers, as the grading process records them: `ratio` of the reference's rate."""
     return {"rate": 100.0 * ratio, "reference_rate": 100.0, "limit": 1000.0, "time_s": 1e-3, "busy_after_s": 1e-6,
@@ -688,13 +716,14 @@ def test_default_resident_leaves_the_checks_their_memory(monkeypatch, free_mib, 
 
 
 def test_every_required_check_is_one_of_the_specs_checks():
-    """A `requires` entry names a scored group and checks by the names a grading run records: a
-    renamed check would otherwise block nothing, silently."""
+    """A `requires` entry names a scored group and, as what it needs, other scored groups or checks by
+    the names a grading run records: a renamed check would otherwise block nothing, silently."""
     for s in spec.select([]):
-        names = {c.name for c in s.checks()}
+        names = {c.name for c in s.checks()} | {g for g in s.points if g != "performance"}
         for group, needed in s.requires.items():
             assert group in s.points, f"{s.exercise}: requires names the unscored group {group!r}"
-            assert set(needed) <= names, f"{s.exercise}: {sorted(set(needed) - names)} are not among its checks"
+            assert group not in needed, f"{s.exercise}: {group} requires itself"
+            assert set(needed) <= names, f"{s.exercise}: {sorted(set(needed) - names)} are neither its checks nor its groups"
 
 
 def test_every_spec_declares_its_checks_one_way():

@@ -181,6 +181,6 @@ SPEC = TransposeSpec(
     points={"forward": 5, "input_checks": 1, "autograd": 1, "performance": 3},
     perf_requires=("forward",),
     # gradcheck goes through the Python wrapper: x.t().contiguous() there would pass it
-    requires={"autograd": ("forward[own kernel ran]",)},
+    requires={"autograd": ("forward[own kernel ran]", "forward")},  # gradcheck of a broken kernel: chance
     solution_vs_baseline=2.97,  # H100, 2026-11-23 grading run: 2923 vs 984 GB/s
 )

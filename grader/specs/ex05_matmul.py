@@ -484,5 +484,6 @@ SPEC = MatmulSpec(
             "input_checks": 1, "registration": 1,
             "performance": 3},
     perf_requires=("async_pipeline",),
+    requires={"registration": ("register_blocked", "async_pipeline")},  # the versions opcheck runs
     solution_vs_baseline=0.89,  # H100, 2026-11-25 sweep (scripts/sweep_matmul.py): kernel 4 46.2 vs 51.8 TFLOP/s
 )

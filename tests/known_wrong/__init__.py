@@ -31,6 +31,16 @@ class Variant:
     # that grader's checks (scripts/old_grader_on_variants.py measures it on a GPU)
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # a group the spec pays only while another passes (spec.requires) is lost with it: written
+        # here once, from the spec, rather than beside every variant that loses a required group
+        from grader.spec import by_exercise
+
+        gated = {group for group, needed in by_exercise(self.exercise).requires.items() if set(needed) & self.loses}
+        self.loses = self.loses | gated
+        if self.keeps is not None:
+            self.keeps = self.keeps - gated
+
     @property
     def id(self) -> str:
         return f"{self.exercise}/{self.name}"

@@ -88,7 +88,7 @@ VARIANTS += [
                                      "  const at::Tensor a = row_major ? A : A.contiguous(), b = row_major ? B : B.contiguous();")]},
             # the spec's own views make A non-contiguous (A.t(), or both strided): only the generated
             # property strides one argument at a time
-            loses=VERSIONS | {"performance"}, keeps={"input_checks", "registration"}, reason="relative error",
+            loses=VERSIONS | {"performance"}, keeps={"input_checks"}, reason="relative error",
             extra={"kind": "coverage", "old": "full marks"}),
     # A hole in the grader at 0e7850d, closed since: the B views the checks pass all have a column stride
     # other than 1 (b[:100, 1::2], the properties' every-other-element views); none is some columns of a
@@ -96,7 +96,7 @@ VARIANTS += [
     Variant(EX, "trusts_b_s_unit_column_stride", "copies B only when its columns are not adjacent (B.stride(1) != 1): "
             "some columns of a wider matrix (W[:, :n]) are read as if B's rows were packed",
             {"matmul.cpp": [(COPIES, "  const at::Tensor a = A.contiguous(), b = B.stride(1) == 1 ? B : B.contiguous();")]},
-            loses=VERSIONS | {"performance"}, keeps={"input_checks", "registration"},
+            loses=VERSIONS | {"performance"}, keeps={"input_checks"},
             extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "cublas_for_small_products_in_version_3", "version 3 calls at::mm (cuBLAS) for products of fewer than "
             "2^16 multiply-adds (where launching the fast kernel \"is not worth it\")",
@@ -128,7 +128,7 @@ VARIANTS += [
                                      "        _o.run = lambda ctx: None\n")],
              "matmul.cpp": [(COPIES, "  const at::Tensor a = A.contiguous(), b = B;")]},
             # now the judge repeats its calls with every argument non-contiguous, outside the process
-            loses=VERSIONS | {"performance"}, keeps={"input_checks", "registration"},
+            loses=VERSIONS | {"performance"}, keeps={"input_checks"},
             extra={"kind": "integrity", "old": "full marks"}),
 ]
 

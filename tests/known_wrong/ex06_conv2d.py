@@ -70,7 +70,7 @@ VARIANTS += [
     Variant(EX, "output_layout_follows_the_input", "returns its (right) output in the input's memory format "
             "(channels_last in, channels_last out), while its registered fake says contiguous",
             {"conv2d.cpp": [("  return y;\n", "  return y.contiguous(x.suggest_memory_format());\n")]},
-            loses={"direct", "implicit_gemm", "depthwise", TF32, "performance"}, keeps={"input_checks", "registration"},
+            loses={"direct", "implicit_gemm", "depthwise", TF32, "performance"}, keeps={"input_checks"},
             reason="registered fake", extra={"kind": "coverage", "old": "full marks"}),
 ]
 
@@ -143,7 +143,7 @@ VARIANTS += [
                                     "padding, dilation, groups);\n" + GUARD)]},
             # the backward's kernels are watched in float64 too
             loses={"direct", "implicit_gemm", "depthwise", "autograd", "performance"},
-            keeps={"input_checks", "registration"},
+            keeps={"input_checks"},
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
     # A hole (mostly) in the grader at 0e7850d, closed since: no fixed check profiles a 1x1 kernel (the 1x1 cases compare values
     # only); the own-kernels property sees it only when this run's random call of a version draws a
@@ -155,7 +155,7 @@ VARIANTS += [
                                       "_pointwise(x, weight, bias, stride)")]},
             # the judge's wrong-device calls of the pointwise audit call reach torch.einsum, whose errors do not
             # name the argument; the backward of the autograd group's 1x1 is einsum's (cuBLAS)
-            loses={"direct", "implicit_gemm", TF32, "autograd", "input_checks", "performance"}, keeps={"registration"},
+            loses={"direct", "implicit_gemm", TF32, "autograd", "input_checks", "performance"}, keeps=set(),
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
 ]
 
@@ -169,7 +169,7 @@ VARIANTS += [
             # grouped weights are refused as dense ones (the grouped cases of both versions, every depthwise
             # case), and a dense weight with groups 2 is accepted; opcheck calls the registered op itself
             loses={"direct", "implicit_gemm", "depthwise", "autograd", "input_checks", "performance"},
-            keeps={"registration"}, reason="groups"),
+            keeps=set(), reason="groups"),
     Variant(EX, "gemm_group_filters_of_group_0", "the implicit GEMM reads group 0's filters for every group (the "
             "weight row without the group's offset)",
             {"conv2d.cu": [("const scalar_t* w_row = weight + (int64_t(group) * cout_g + co0 + b_co) * K;",
@@ -177,7 +177,7 @@ VARIANTS += [
             # depthwise convolutions take the depthwise kernel: the depthwise group keeps its points; the
             # backward's grouped calls take the GEMM
             loses={"implicit_gemm", "autograd", "performance"},
-            keeps={"direct", "depthwise", "input_checks", "registration"},
+            keeps={"direct", "depthwise", "input_checks"},
             reason="relative error"),
     Variant(EX, "depthwise_halo_dropped", "the depthwise kernel loads only the input pixels under its own outputs' "
             "stride positions, zeros for the halo around them: outputs at a tile's edges miss their neighbours",
@@ -187,7 +187,7 @@ VARIANTS += [
             # version 2 takes the depthwise kernel for its depthwise cases too (several row tiles, no padding)
             # and the data gradient of a depthwise layer (a depthwise call, padded)
             loses={"implicit_gemm", "depthwise", "autograd", "performance"},
-            keeps={"direct", "input_checks", "registration"},
+            keeps={"direct", "input_checks"},
             reason="relative error"),
 ]
 

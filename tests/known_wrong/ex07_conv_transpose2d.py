@@ -116,7 +116,7 @@ VARIANTS += [
             "read as if its values were adjacent",
             {"conv_transpose2d.cpp": [(BIAS, "  const at::Tensor bc = bias.has_value() ? *bias : at::Tensor();")]},
             # the generated property passes each tensor argument, bias too, as a strided view
-            loses={"gather", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"}, reason="strided",
+            loses={"gather", "implicit_gemm", "performance"}, keeps={"input_checks"}, reason="strided",
             extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "replaces_the_float64_reference", "replaces torch.nn.functional.conv_transpose2d (the checks' "
             "float64 reference) with the exercise's own op, and ignores the dilation along the height",
@@ -143,7 +143,7 @@ VARIANTS += [
             # the own-kernels property profiles the audit call, dilation (1, 2); the judge's wrong-device calls
             # (that same call, x on the CPU) get PyTorch's "Input type ... and weight type ..." error, which
             # does not name x; the autograd group's dilated case gets cuDNN's backward
-            loses={"gather", "implicit_gemm", "autograd", "input_checks", "performance"}, keeps={"registration"},
+            loses={"gather", "implicit_gemm", "autograd", "input_checks", "performance"}, keeps=set(),
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "loses input_checks"}),
     Variant(EX, "one_output_buffer_per_shape", "computes into one buffer per shape and dtype and returns it every "
             "time, so a second call overwrites the first call's result",
@@ -152,7 +152,7 @@ VARIANTS += [
                                                "    key = (tuple(y.shape), y.dtype, y.device)\n"
                                                "    return _buffers.setdefault(key, torch.empty_like(y)).copy_(y)\n")]},
             # "two results held at once" keeps both results of one shape
-            loses={"gather", "implicit_gemm", "performance"}, keeps={"input_checks", "registration"}, reason="shares memory",
+            loses={"gather", "implicit_gemm", "performance"}, keeps={"input_checks"}, reason="shares memory",
             extra={"kind": "aliasing", "old": "full marks"}),
 ]
 
@@ -186,12 +186,12 @@ VARIANTS += [
             {"conv_transpose2d.cu": [("const scalar_t* wg = weight + (int64_t(g) * cin_g * cout_g + cg) * taps;",
                                       "const scalar_t* wg = weight + (int64_t(g) * cout_g + cg) * taps;")]},
             # the same as the right offset where each group has one input channel (depthwise); ResNeXt's differ
-            loses={"gather"}, keeps={"implicit_gemm", "autograd", "input_checks", "registration", "performance"},
+            loses={"gather"}, keeps={"implicit_gemm", "autograd", "input_checks", "performance"},
             reason="relative error"),
     Variant(EX, "gemm_gathers_group_0", "the implicit GEMM's gather reads group 0's input channels for every group",
             {"conv_transpose2d.cu": [("base = x + (int64_t(n) * s.cin + int64_t(group) * (s.cin / s.groups)) * H * W;",
                                       "base = x + int64_t(n) * s.cin * H * W;")]},
-            loses={"implicit_gemm", "autograd", "performance"}, keeps={"gather", "input_checks", "registration"},
+            loses={"implicit_gemm", "autograd", "performance"}, keeps={"gather", "input_checks"},
             reason="relative error"),
 ]
 
