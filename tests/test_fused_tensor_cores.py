@@ -90,18 +90,20 @@ EPILOGUE09 = [
 ]
 GEMM_TILE_TF32 = [
     "const int wr = (warp / 2) * 32, wc = (warp % 2) * 64;",
-    "const int row = wr + 16 * i + g;",
-    "a[i][0] = to_tf32(sm.a[buf][t][row]), a[i][1] = to_tf32(sm.a[buf][t][row + 8]);",
-    "a[i][2] = to_tf32(sm.a[buf][t + 4][row]), a[i][3] = to_tf32(sm.a[buf][t + 4][row + 8]);",
+    "__device__ __forceinline__ int a_row(int i, int h, int g) { return 8 * i + 4 * h + (g & 3) + 16 * (g >> 2); }",
+    "const int row0 = wr + a_row(i, 0, g), row1 = wr + a_row(i, 1, g);",
+    "a[i][0] = to_tf32(sm.a[buf][t][row0]), a[i][1] = to_tf32(sm.a[buf][t][row1]);",
+    "a[i][2] = to_tf32(sm.a[buf][t + 4][row0]), a[i][3] = to_tf32(sm.a[buf][t + 4][row1]);",
     "const int col = wc + 8 * j + g;",
     "const uint32_t b0 = to_tf32(sm.b[buf][t][col]), b1 = to_tf32(sm.b[buf][t + 4][col]);",
     "for (int i = 0; i < 2; ++i) mma_tf32(acc[i][j], a[i], b0, b1);",
     # the dgrad and wgrad epilogues: D fragment (i, j, e) -> row and column of C
     "const int wr = m0 + (warp / 2) * 32, wc = n0 + (warp % 2) * 64;",
-    "const int c = wr + 16 * i + 8 * h + g;",
+    "const int c = wr + a_row(i, h, g);",
     "const int col = wc + 8 * j + 2 * t + e;",
     "grad_x[(int64_t(n) * s.C + c) * HW + (col - n * HW)] = acc[i][j][2 * h + e];",
-    "const int k = wr + 16 * i + 8 * h + g;",
+    "const int k = wr + a_row(i, h, g);",
+    "constexpr int kAStride = BM + 4, kBStride = BN + 8;",
     "if (col < CRS) o[int64_t(k) * CRS + col] = acc[i][j][2 * h + e] * bn_scale;",
 ]
 
@@ -260,10 +262,22 @@ def test_09_training_epilogue_model_is_exact(spec):
 
 
 # --------------------------------------------------------------- 09's gemm_tile_tf32 (the backward)
+def a_row(i, h, g):
+    return 8 * i + 4 * h + (g & 3) + 16 * (g >> 2)
+
+
 def test_gemm_tile_tf32_fragments_give_the_slice_product():
     """One slice (8 k) of a 64 x 128 tile, as version 1's loaders leave it in shared memory (a[k][row],
     b[k][col]): the 4 warps' fragments through the mma model, read back through the epilogues' mapping
-    (row wr + 16 i + 8 h + g, column wc + 8 j + 2 t + e of acc[i][j][2 h + e]), give A B exactly."""
+    (row wr + a_row(i, h, g), column wc + 8 j + 2 t + e of acc[i][j][2 h + e]), give A B exactly; and
+    every fragment read of a warp (one 32-bit word per lane) hits 32 distinct banks with the rows of
+    kAStride = 68 and kBStride = 136 floats."""
+    a_stride, b_stride = 68, 136
+    conflicts = []
+
+    def check_banks(what, words):
+        if len({w % 32 for w in words}) != 32:
+            conflicts.append(what)
     g = torch.Generator().manual_seed(7)
     a = torch.randint(-4, 5, (8, 64), generator=g).double()  # a[k][row]
     b = torch.randint(-4, 5, (8, 128), generator=g).double()  # b[k][col]
@@ -276,22 +290,29 @@ def test_gemm_tile_tf32_fragments_give_the_slice_product():
         for lane in range(WARP):
             gg, t = lane // 4, lane % 4
             for i in range(2):
-                row = wr + 16 * i + gg
-                frag_a[lane][i] = [a[t, row].item(), a[t, row + 8].item(), a[t + 4, row].item(), a[t + 4, row + 8].item()]
+                row0, row1 = wr + a_row(i, 0, gg), wr + a_row(i, 1, gg)
+                frag_a[lane][i] = [a[t, row0].item(), a[t, row1].item(), a[t + 4, row0].item(), a[t + 4, row1].item()]
+        for i, h, k4 in itertools.product(range(2), range(2), range(2)):
+            check_banks(f"A tile {i} row half {h} k + {4 * k4}",
+                        [(lane % 4 + 4 * k4) * a_stride + wr + a_row(i, h, lane // 4) for lane in range(WARP)])
         for j in range(8):
             frag_b = []
             for lane in range(WARP):
                 gg, t = lane // 4, lane % 4
                 col = wc + 8 * j + gg
                 frag_b.append([b[t, col].item(), b[t + 4, col].item()])
+            for k4 in range(2):
+                check_banks(f"B tile {j} k + {4 * k4}",
+                            [(lane % 4 + 4 * k4) * b_stride + wc + 8 * j + lane // 4 for lane in range(WARP)])
             for i in range(2):
                 tile = [acc[lane][i][j] for lane in range(WARP)]
                 t06.mma(tile, [frag_a[lane][i] for lane in range(WARP)], frag_b)
         for lane in range(WARP):
             gg, t = lane // 4, lane % 4
             for i, h, j, e in itertools.product(range(2), range(2), range(8), range(2)):
-                got[wr + 16 * i + 8 * h + gg, wc + 8 * j + 2 * t + e] = acc[lane][i][j][2 * h + e]
-    assert torch.equal(got, product)  # (the mma model reads CUTLASS's layouts: test_matmul_tensor_cores)
+                got[wr + a_row(i, h, gg), wc + 8 * j + 2 * t + e] = acc[lane][i][j][2 * h + e]
+    assert torch.equal(got, product)
+    assert not conflicts, conflicts[:4]  # (the mma model reads CUTLASS's layouts: test_matmul_tensor_cores)
 
 
 # ------------------------------------------------------------------------------------ the tolerances

@@ -29,7 +29,10 @@ namespace {
 // owns 8 x 8 outputs: rows ty*4 + {0..3} and 32 + ty*4 + {0..3}, columns tx*4 + {0..3} and
 // 64 + tx*4 + {0..3} (two groups of 4, so the float4 shared-memory reads are conflict-free).
 constexpr int BM = 64, BN = 128, BK = 8, kThreads = 128;
-constexpr int kAStride = BM + 4, kBStride = BN + 4;  // padded rows: transposed stores hit 32 banks
+// padded rows. A (stored transposed, lane l at [l % 8][l / 8]): 4 banks apart, so a warp's stores hit 32
+// banks. B (stored by rows: any padding does): 8 banks apart, so version 2's fragment reads (lane (g, t) at
+// [t][g + 8 j]) hit 32 banks too.
+constexpr int kAStride = BM + 4, kBStride = BN + 8;
 constexpr int kRowsPerPass = kThreads / BK;           // A loaders: 16 rows per pass, 4 passes
 
 template <typename T>
@@ -1005,9 +1008,16 @@ __global__ void __launch_bounds__(kTcThreads, 3)
 // buffering; each slice of 8 k is one m16n8k8 step of every mma tile. The block's 64 x 128 tile of C is
 // 2 x 2 warps of 32 rows x 64 columns, each 2 x 8 mma tiles of 16 x 8: acc[i][j] is rows wr + 16 i ..
 // + 15 and columns wc + 8 j .. + 7 (wr = 32 (warp / 2), wc = 64 (warp % 2)), laid out as the mma's D
-// fragment (course/cuda.cuh): acc[i][j][e] is row wr + 16 i + g + 8 (e / 2), column wc + 8 j + 2 t + e % 2.
-// The fragments are read from version 1's layout (a[k][row], b[k][col]): rows of 68 and 132 floats put
-// lanes (g, t) and (g + 4, t - 1) on one bank, 2-way conflicts that a layout of its own would avoid.
+// fragment (course/cuda.cuh): acc[i][j][e] is row wr + a_row(i, e / 2, g), column wc + 8 j + 2 t + e % 2.
+// The fragments are read from version 1's layout (a[k][row], b[k][col]); B's rows of 136 floats put a
+// warp's reads on 32 banks, and so does a_row's order of A's rows (below).
+// Which of the warp's 32 rows of A is row g (h = 0) or g + 8 (h = 1) of its mma tile i: 8 i + 4 h + g % 4
+// + 16 (g / 4), not 16 i + 8 h + g. Rows of 68 floats are 4 banks apart, so lanes (g, t) reading rows g at
+// k t would meet on a bank as (g, t) and (g + 4, t - 1); in this order they read banks 4 t + g % 4 +
+// 16 (g / 4), all 32. Which row a fragment row stands for is ours to choose, so long as the epilogue
+// writes its sums to that row.
+__device__ __forceinline__ int a_row(int i, int h, int g) { return 8 * i + 4 * h + (g & 3) + 16 * (g >> 2); }
+
 template <class LoadA, class LoadB>
 __device__ __forceinline__ void gemm_tile_tf32(const LoadA& la, const LoadB& lb, int k_begin, int k_end,
                                                Smem<float>& sm, float (&acc)[2][8][4]) {
@@ -1035,16 +1045,16 @@ __device__ __forceinline__ void gemm_tile_tf32(const LoadA& la, const LoadB& lb,
     }
     // BEGIN SOLUTION
     // GOAL: every acc[i][j] gains this slice's product of its 16 rows of A and 8 columns of B (8 k).
-    // TODO: a[i] (i < 2) = the A fragment of rows wr + 16 i .. + 15 as TF32 (to_tf32): a0 = row g at k t,
-    // TODO: a1 = row g + 8 at k t, a2, a3 the same rows at k t + 4, read from sm.a[buf][k][row]; then for
+    // TODO: a[i] (i < 2) = the A fragment of tile i as TF32 (to_tf32): a0 = row wr + a_row(i, 0, g) at k t,
+    // TODO: a1 = row wr + a_row(i, 1, g) at k t, a2, a3 the same rows at k t + 4, read from sm.a[buf][k][row]; then for
     // TODO: each j < 8: b0, b1 = column wc + 8 j + g at k t and t + 4 of sm.b[buf][k][col], as TF32, and
     // TODO: mma_tf32(acc[i][j], a[i], b0, b1) for both i.
     uint32_t a[2][4];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int row = wr + 16 * i + g;
-      a[i][0] = to_tf32(sm.a[buf][t][row]), a[i][1] = to_tf32(sm.a[buf][t][row + 8]);
-      a[i][2] = to_tf32(sm.a[buf][t + 4][row]), a[i][3] = to_tf32(sm.a[buf][t + 4][row + 8]);
+      const int row0 = wr + a_row(i, 0, g), row1 = wr + a_row(i, 1, g);
+      a[i][0] = to_tf32(sm.a[buf][t][row0]), a[i][1] = to_tf32(sm.a[buf][t][row1]);
+      a[i][2] = to_tf32(sm.a[buf][t + 4][row0]), a[i][3] = to_tf32(sm.a[buf][t + 4][row1]);
     }
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -1081,7 +1091,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
   for (int i = 0; i < 2; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int c = wr + 16 * i + 8 * h + g;  // the input channel: row of C
+      const int c = wr + a_row(i, h, g);  // the input channel: row of C
       if (c >= s.C) continue;
 #pragma unroll
       for (int j = 0; j < 8; ++j)
@@ -1114,7 +1124,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
   for (int i = 0; i < 2; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int k = wr + 16 * i + 8 * h + g;  // the output channel: row of C
+      const int k = wr + a_row(i, h, g);  // the output channel: row of C
       if (k >= s.K) continue;
       const float bn_scale = gamma[k] * invstd[k];  // dZ = bn_scale * u: one multiply per output
 #pragma unroll
