@@ -907,3 +907,42 @@ def test_release_notebook_runs_fully_outside_the_repository_on_gpu(unit, tmp_pat
         assert "passed (seed 1234" in outputs_text(cell) and "FAIL" not in outputs_text(cell), grade_id(cell)
     assert list((clone / ".build" / "notebooks").glob("nb_*/*"))
     print(f"{unit} ran on the GPU from outside the repository in {time.perf_counter() - start:.0f} s")
+
+
+def test_graded_cells_check_in_the_graders_math_state_and_follow_its_requirements(monkeypatch, tmp_path):
+    """A graded cell runs the grader's checks as the grader does: in the spec's math state (TF32 off,
+    whatever the notebook's own flags: a default that follows torch.backends.cudnn.allow_tf32 meets the
+    same mode as in `make grade`), and a group the spec pays only once another passes (spec.requires)
+    fails while that one has failed in an earlier cell."""
+    import types
+
+    import torch
+
+    from grader import spec as specs
+    from grader.checks import CheckFailure
+
+    sp = specs.by_exercise("04_stencil2d")
+    assert "forward" in sp.requires["registration"]
+    seen = []
+
+    def broken(ctx):
+        raise CheckFailure("elements wrong")
+
+    def record_flags(ctx):
+        seen.append((torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32))
+
+    checks = [specs.Check("forward[x]", "forward", broken), specs.Check("registration[opcheck]", "registration", record_flags)]
+    monkeypatch.setattr(type(sp), "checks", lambda self: checks)
+    monkeypatch.setattr(nb, "heavy_skip_reason", lambda: None)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)  # PyTorch's default, a notebook's state
+    course = nb.Course("unit2_2d_grids", seed=1, quiet=True)
+    monkeypatch.setattr(course, "build", lambda exercise: types.SimpleNamespace(__file__=str(tmp_path / "op.py")))
+    with pytest.raises(AssertionError, match="elements wrong"):
+        course.check("forward", "04_stencil2d")
+    with pytest.raises(AssertionError, match="registration counts only once forward passes"):
+        course.check("registration", "04_stencil2d")
+    assert seen == [(False, False)]  # the check itself ran, in strict fp32
+    assert torch.backends.cudnn.allow_tf32 is True  # and the notebook's flags are back
+    checks[0] = specs.Check("forward[x]", "forward", lambda ctx: None)
+    course.check("forward", "04_stencil2d")
+    course.check("registration", "04_stencil2d")  # passes once forward does
