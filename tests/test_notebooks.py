@@ -198,6 +198,55 @@ def test_graded_cells_run_real_checks_for_the_specs_points(path):
     assert sorted(graded_groups) == expected
 
 
+def test_a_graded_cell_comes_after_every_cell_its_grade_depends_on(path):
+    """A notebook runs top to bottom, and a graded cell builds the exercise from the solution cells run so
+    far (the rest stay the student's stubs). So each graded cell comes after the cells of every kernel
+    its group runs (the spec's versions_graded: 06's implicit_gemm runs the depthwise kernel where
+    groups == in_channels), after the graded cells of the groups it waits for (spec.requires) and, for
+    speed, after those of perf_requires: else the solution notebook itself loses points."""
+    from grader import spec as specs
+
+    notebook = read(path)
+    seen_functions: set[tuple[str, str]] = set()
+    graded_at: dict[tuple[str, str], int] = {}
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        solution = nb.parse_solution_cell(cell.source)
+        if solution is not None:
+            seen_functions.add((solution.exercise, solution.name.split("#")[0]))
+            continue
+        if not cell.metadata.get("nbgrader", {}).get("grade"):
+            continue
+        for call in graded_calls(cell.source):
+            spec = specs.by_exercise(call.exercise)
+            group = call.group or "performance"
+            if group == "performance":
+                needed = list(spec.perf_requires)
+            else:
+                needed = [n for n in spec.requires.get(group, ()) if n in spec.points]
+                for graded_group, _, kernels in getattr(spec, "versions_graded", ()):
+                    if graded_group != group:
+                        continue
+                    for kernel in (kernels,) if isinstance(kernels, str) else kernels:
+                        taught = any(c.exercise == call.exercise and c.name.split("#")[0] == kernel
+                                     for c in (nb.parse_solution_cell(x.source) for x in notebook.cells
+                                               if x.cell_type == "code") if c)
+                        if taught and (call.exercise, kernel) not in seen_functions:
+                            problems.append(f"{call.exercise} {group}: graded before the cells of {kernel}")
+            problems += [f"{call.exercise} {group}: graded before {n}" for n in needed
+                         if n in {g for (ex, g) in graded_groups_of(notebook, call.exercise)}
+                         and (call.exercise, n) not in graded_at]
+            graded_at.setdefault((call.exercise, group), index)
+    assert not problems, sorted(set(problems))
+
+
+def graded_groups_of(notebook, exercise: str) -> set[tuple[str, str]]:
+    return {(c.exercise, c.group or "performance") for cell in notebook.cells if cell.cell_type == "code"
+            and cell.metadata.get("nbgrader", {}).get("grade") for c in graded_calls(cell.source) if c.exercise == exercise}
+
+
 def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(path):
     """A graded cell builds the `%%solution` cells above it: one that checks its exercise before all of
     that exercise's cells are written runs on the student copy's stubs ("not implemented yet") in the

@@ -324,22 +324,6 @@ course.check("direct", "06_conv2d")
 # %% nbgrader={"grade": false, "grade_id": "conv2d-launch-implicit-gemm", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 06_conv2d/conv2d.cu launch_implicit_gemm_tiles
 
-# %% nbgrader={"grade": true, "grade_id": "conv-implicit-gemm", "locked": true, "schema_version": 3, "solution": false, "points": 3} editable=false deletable=false
-# 06_conv2d implicit_gemm: the grader's own checks. Shown here: a few cases; at grading, every implicit_gemm check.
-course.check("implicit_gemm", "06_conv2d", only=[
-    "implicit_gemm[float32, k3s1p1]",
-    "implicit_gemm[float32, k3s2p1]",
-    "implicit_gemm[float32, non-square kernel 4x2]",
-    "implicit_gemm[float32, dilation (2, 3)]",
-    "implicit_gemm[float32, odd channels 67 -> 65]",
-    "implicit_gemm[float64, k7s2p3]",
-    "implicit_gemm[empty batch]",
-    "implicit_gemm[non-contiguous inputs]",
-])
-### BEGIN HIDDEN TESTS
-course.check("implicit_gemm", "06_conv2d")
-### END HIDDEN TESTS
-
 # %% [markdown] id="depthwise-intro"
 # ### Groups, and the depthwise path
 #
@@ -370,6 +354,23 @@ course.check("implicit_gemm", "06_conv2d")
 
 # %% nbgrader={"grade": false, "grade_id": "conv2d-depthwise-math", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 06_conv2d/conv2d.cu conv2d_depthwise_kernel#2
+
+# %% nbgrader={"grade": true, "grade_id": "conv-implicit-gemm", "locked": true, "schema_version": 3, "solution": false, "points": 3} editable=false deletable=false
+# 06_conv2d implicit_gemm: the grader's own checks. Shown here: a few cases; at grading, every implicit_gemm check
+# (version 2 with groups == in_channels runs the depthwise kernel above, so some of them need it too).
+course.check("implicit_gemm", "06_conv2d", only=[
+    "implicit_gemm[float32, k3s1p1]",
+    "implicit_gemm[float32, k3s2p1]",
+    "implicit_gemm[float32, non-square kernel 4x2]",
+    "implicit_gemm[float32, dilation (2, 3)]",
+    "implicit_gemm[float32, odd channels 67 -> 65]",
+    "implicit_gemm[float64, k7s2p3]",
+    "implicit_gemm[empty batch]",
+    "implicit_gemm[non-contiguous inputs]",
+])
+### BEGIN HIDDEN TESTS
+course.check("implicit_gemm", "06_conv2d")
+### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "conv-depthwise", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
 # 06_conv2d depthwise: the grader's own checks. Shown here: a few cases; at grading, every depthwise check.
