@@ -289,17 +289,14 @@ class Course:
             raise AssertionError(f"{len(failed)} {group} check(s) failed:\n" +
                                  "\n".join(f"- {o.name}: {o.message}" for o in failed))
         # as the grader scores it (spec.requires): what failed in an earlier cell blocks this group
-        blocked = [name for name in spec.requires.get(group, ()) if self._required_failed(exercise, spec, name)]
+        from grader.scoring import required_failed
+
+        states = {g: {"state": "passed" if ok else "failed"} for (ex, g), ok in self.passed.items() if ex == exercise}
+        results = {o.name: o.status for (ex, _), run in self.outcomes.items() if ex == exercise for o in run}
+        blocked = [name for name in spec.requires.get(group, ()) if required_failed(name, results, states)]
         if blocked:
             self.passed[(exercise, group)] = False
             raise AssertionError(f"{exercise} {group} counts only once {', '.join(blocked)} passes")
-
-    def _required_failed(self, exercise: str, spec, name: str) -> bool:
-        """A group of the exercise whose cell failed, or a check that failed (not run: nothing)."""
-        if name in spec.points:
-            return self.passed.get((exercise, name)) is False
-        return any(o.name == name and o.status == "failed"
-                   for (ex, _), outcomes in self.outcomes.items() if ex == exercise for o in outcomes)
 
     @staticmethod
     def _run_one(check, ctx) -> CheckOutcome:

@@ -149,7 +149,7 @@ def score_exercise(spec: Spec, tests: list[dict], status: str = "graded", error:
     outcomes = {t["name"]: t["outcome"] for t in tests}
     for group, needed in spec.requires.items():
         entry = row["groups"].get(group)
-        failed = [name for name in needed if _required_failed(name, outcomes, row["groups"])]
+        failed = [name for name in needed if required_failed(name, outcomes, row["groups"])]
         if entry is not None and entry["state"] == "passed" and failed:
             entry.update(points=0.0, state="failed", reason=f"counts only once {', '.join(failed)} passes")
     if PERFORMANCE in spec.points:
@@ -163,7 +163,7 @@ def score_exercise(spec: Spec, tests: list[dict], status: str = "graded", error:
     return row
 
 
-def _required_failed(name: str, outcomes: dict[str, str], groups: dict[str, dict]) -> bool:
+def required_failed(name: str, outcomes: dict[str, str], groups: dict[str, dict]) -> bool:
     """Whether what `name` stands for in a spec's `requires` failed: a scored group, or one check (what
     did not run, deselected or skipped here, blocks nothing)."""
     if name in groups:
