@@ -136,6 +136,55 @@ def layers_table(rows: list[dict]) -> list[str]:
     return out
 
 
+def _scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
+    return "" if value is None else str(value).replace("|", "/")
+
+
+def _records(value) -> list[dict] | None:
+    """`value` as table rows of scalars: a list of flat records; a mapping of flat records (its key
+    becomes the first column, "case"), one or two levels deep; or a flat mapping (one row per key)."""
+    if isinstance(value, list) and value and all(isinstance(r, dict) and all(map(_scalar, r.values())) for r in value):
+        return value
+    if not isinstance(value, dict) or not value:
+        return None
+    if all(map(_scalar, value.values())):
+        return [{"case": k, "value": v} for k, v in value.items()]
+    rows = []
+    for key, inner in value.items():
+        if isinstance(inner, dict) and all(map(_scalar, inner.values())):
+            rows.append({"case": key, **inner})
+        elif isinstance(inner, dict) and all(isinstance(x, dict) and all(map(_scalar, x.values())) for x in inner.values()):
+            rows += [{"case": f"{key} / {name}", **x} for name, x in inner.items()]
+        else:
+            return None
+    return rows
+
+
+def extras_markdown(extra: dict) -> list[str]:
+    """An exercise's other measurements on the results page: single values as a list, records as
+    tables (one column per field), anything shaped otherwise as JSON."""
+    singles = [f"- {key}: {_cell(value)}" for key, value in extra.items() if _scalar(value)]
+    out = singles + ([""] if singles else [])
+    for key, value in extra.items():
+        if _scalar(value):
+            continue
+        rows = _records(value)
+        if rows is None:
+            out += [f"**{key}**", "", "```json", json.dumps(value, indent=1), "```", ""]
+            continue
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        out += [f"**{key}**", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        out += ["| " + " | ".join(_cell(row.get(c)) for c in columns) + " |" for row in rows]
+        out.append("")
+    return out
+
+
 def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
     """The terminal table and the Markdown page."""
     lines = [f"{info['gpu']} · driver {info['driver']} · CUDA {info['cuda']} · cuDNN {info['cudnn']} · "
@@ -180,7 +229,7 @@ def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
             rest = {k: v for k, v in r["extra"].items() if k != model_shapes.EXTRA_KEY}
             md += [f"### {r['exercise']}", ""]
             if rest:
-                md += ["```json", json.dumps(rest, indent=1), "```", ""]
+                md += extras_markdown(rest)
             if r["extra"].get(model_shapes.EXTRA_KEY):
                 md += layers_table(r["extra"][model_shapes.EXTRA_KEY]) + [""]
     md += ["", "![throughput](throughput.png)", "", "![roofline](roofline.png)", ""]

@@ -102,4 +102,26 @@ def test_the_page_shows_the_layers_and_the_terminal_sums_them_up():
     text, md = benchmarks.render([result], {"copy_bandwidth": 1e12, "fp32_matmul": 1e13}, info)
     assert "model layers: 1 timed, vs PyTorch strict fp32 0.80x-0.80x" in text and "1 not supported yet" in text
     assert "| ResNet-50 | conv1 | 1x3x8x8, 3->4, 3x3 | 1 | 10.0 us | 1.50 | 0.80x | 0.50x |" in md
-    assert "not run: grouped (depthwise)" in md and '"other": 1' in md and '"vs_strict"' not in md
+    assert "not run: grouped (depthwise)" in md and "- other: 1" in md and "vs_strict" not in md
+
+
+def test_the_published_page_shows_every_measurement_as_text_not_json():
+    """The results page (docs/results/<gpu>/results.md, rendered from results.json) shows each
+    exercise's other measurements as lists and tables a reader can scan: every value of every record
+    the benchmark wrote appears in the page, and none of the shapes it writes falls back to a JSON dump."""
+    import json
+    from pathlib import Path
+
+    for page in sorted(Path(benchmarks.env.REPO, "docs", "results").glob("*/results.json")):
+        data = json.loads(page.read_text())
+        _, md = benchmarks.render(data["results"], data["limits"], data["info"])
+        assert "```json" not in md, page
+        for result in data["results"]:
+            for key, value in (result.get("extra") or {}).items():
+                if key == ms.EXTRA_KEY:
+                    continue
+                assert key in md, (page, result["exercise"], key)
+                rows = benchmarks._records(value) if not benchmarks._scalar(value) else [{"value": value}]
+                for row in rows:
+                    for cell in row.values():
+                        assert benchmarks._cell(cell) in md, (result["exercise"], key, cell)
