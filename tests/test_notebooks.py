@@ -207,13 +207,16 @@ def test_a_graded_cell_comes_after_every_cell_its_grade_depends_on(path):
     from grader import spec as specs
 
     notebook = read(path)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    solutions = [nb.parse_solution_cell(cell.source) for cell in code]
+    taught = {(c.exercise, c.name.split("#")[0]) for c in solutions if c}
+    graded_cells = [cell for cell, sol in zip(code, solutions)
+                    if sol is None and cell.metadata.get("nbgrader", {}).get("grade")]
+    graded_anywhere = {(c.exercise, c.group or "performance") for cell in graded_cells for c in graded_calls(cell.source)}
     seen_functions: set[tuple[str, str]] = set()
-    graded_at: dict[tuple[str, str], int] = {}
+    graded_before: set[tuple[str, str]] = set()
     problems = []
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "code":
-            continue
-        solution = nb.parse_solution_cell(cell.source)
+    for cell, solution in zip(code, solutions):
         if solution is not None:
             seen_functions.add((solution.exercise, solution.name.split("#")[0]))
             continue
@@ -227,24 +230,13 @@ def test_a_graded_cell_comes_after_every_cell_its_grade_depends_on(path):
             else:
                 needed = [n for n in spec.requires.get(group, ()) if n in spec.points]
                 for graded_group, _, kernels in getattr(spec, "versions_graded", ()):
-                    if graded_group != group:
-                        continue
-                    for kernel in (kernels,) if isinstance(kernels, str) else kernels:
-                        taught = any(c.exercise == call.exercise and c.name.split("#")[0] == kernel
-                                     for c in (nb.parse_solution_cell(x.source) for x in notebook.cells
-                                               if x.cell_type == "code") if c)
-                        if taught and (call.exercise, kernel) not in seen_functions:
+                    for kernel in ((kernels,) if isinstance(kernels, str) else kernels) if graded_group == group else ():
+                        if (call.exercise, kernel) in taught and (call.exercise, kernel) not in seen_functions:
                             problems.append(f"{call.exercise} {group}: graded before the cells of {kernel}")
             problems += [f"{call.exercise} {group}: graded before {n}" for n in needed
-                         if n in {g for (ex, g) in graded_groups_of(notebook, call.exercise)}
-                         and (call.exercise, n) not in graded_at]
-            graded_at.setdefault((call.exercise, group), index)
+                         if (call.exercise, n) in graded_anywhere and (call.exercise, n) not in graded_before]
+            graded_before.add((call.exercise, group))
     assert not problems, sorted(set(problems))
-
-
-def graded_groups_of(notebook, exercise: str) -> set[tuple[str, str]]:
-    return {(c.exercise, c.group or "performance") for cell in notebook.cells if cell.cell_type == "code"
-            and cell.metadata.get("nbgrader", {}).get("grade") for c in graded_calls(cell.source) if c.exercise == exercise}
 
 
 def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(path):
