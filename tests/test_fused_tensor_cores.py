@@ -261,6 +261,79 @@ def test_09_training_epilogue_model_is_exact(spec):
         assert m2_ / n_ == pytest.approx(flat_z[co].var(unbiased=False).item(), rel=1e-9, abs=1e-9)
 
 
+# ---------------------------------------- 09's unit-stride dgrad: the forward's engine on flipped filters
+# dgrad_as_forward, dgrad_flip_weights_kernel and conv_dgrad_tf32_unit_stride_kernel's epilogue
+DGRAD_AS_FORWARD = [
+    "d.C = s.K, d.H = s.P, d.W = s.Q;",
+    "d.K = s.C, d.P = s.H, d.Q = s.W;",
+    "d.stride_h = d.stride_w = 1;",
+    "d.pad_h = s.dil_h * (s.R - 1) - s.pad_h, d.pad_w = s.dil_w * (s.S - 1) - s.pad_w;",
+    "const int ss = int(i % s.S), r = int(i / s.S % s.R);",
+    "const int64_t ck = i / (int64_t(s.R) * s.S);",
+    "const int k = int(ck % s.K), c = int(ck / s.K);",
+    "wflip[i] = w[((int64_t(k) * s.C + c) * s.R + (s.R - 1 - r)) * s.S + (s.S - 1 - ss)] * (gamma[k] * invstd[k]);",
+    "tc_conv_gemm<kVecB>(u, wflip, d, m0, co0, ring, acc);",
+    "const int co = co0 + wn0 + 8 * j + 2 * t + c;",
+    "const int m = m0 + wm0 + 32 * q + 4 * g;",
+    "const float a[4] = {acc[2 * q][j][c], acc[2 * q][j][2 + c], acc[2 * q + 1][j][c], acc[2 * q + 1][j][2 + c]};",
+    "store_pixels4(grad_x, d, m, co, M, a, vec_ok);",
+]
+# (N, C, H, W, K, R, S, padding, dilation), stride 1: two pixel blocks (9 x 8 x 2), two channel blocks of
+# grad_x (C = 66), padding beyond the reach of the filter (the engine's padding negative), dilation, 1 x 1
+DGRAD_PROBLEMS = [(2, 3, 9, 8, 5, 3, 3, (1, 1), (1, 1)), (1, 66, 4, 5, 3, 3, 3, (1, 1), (1, 1)),
+                  (2, 3, 5, 6, 4, 1, 3, (1, 2), (1, 1)), (1, 2, 9, 8, 3, 5, 4, (2, 1), (1, 2)),
+                  (1, 5, 6, 7, 8, 1, 1, (0, 0), (1, 1))]
+
+
+def test_09_dgrad_lines_are_the_kernels():
+    text = flat(SOURCE09)
+    missing = [line for line in DGRAD_AS_FORWARD if flat(line) not in text]
+    assert not missing, f"09's unit-stride dgrad changed; update the model in this test: {missing}"
+
+
+@pytest.mark.parametrize("spec", DGRAD_PROBLEMS, ids=lambda p: "x".join(map(str, p[:7])) + f"-pad{p[7]}-dil{p[8]}")
+def test_09_unit_stride_dgrad_is_the_forward_engine_on_flipped_filters(spec):
+    """grad_x of a unit-stride convolution, as version 2 computes it: the filters flipped and their
+    channels swapped (with the BatchNorm scale), then the forward engine's model on dgrad_as_forward's
+    shape and the epilogue's stores give autograd's gradient exactly, every pixel written once."""
+    n, c, h, w, k, r, s, pad, dil = spec
+    g = torch.Generator().manual_seed(sum(spec[:7]))
+    ho, wo = h + 2 * pad[0] - dil[0] * (r - 1), w + 2 * pad[1] - dil[1] * (s - 1)
+    u = torch.randint(-3, 4, (n, k, ho, wo), generator=g).double()
+    wt = torch.randint(-3, 4, (k, c, r, s), generator=g).double()
+    bn_scale = torch.randint(-4, 5, (k,), generator=g).double() / 2  # gamma * invstd, exact in binary
+    wf = wt.reshape(-1).tolist()
+    wflip = [0.0] * len(wf)
+    for i in range(len(wf)):  # dgrad_flip_weights_kernel, element i
+        ss, rr = i % s, i // s % r
+        ck = i // (r * s)
+        kk, cc = ck % k, ck // k
+        wflip[i] = wf[((kk * c + cc) * r + (r - 1 - rr)) * s + (s - 1 - ss)] * float(bn_scale[kk])
+    d_pad = (dil[0] * (r - 1) - pad[0], dil[1] * (s - 1) - pad[1])  # dgrad_as_forward
+    p = Problem(n, k, ho, wo, c, r, s, (1, 1), d_pad, dil)
+    assert (p.ho, p.wo) == (h, w), "the engine's output is grad_x's plane"
+    p.x, p.xf = u, u.reshape(-1).tolist()
+    p.wt, p.wf = torch.tensor(wflip, dtype=torch.float64).reshape(c, k, r, s), wflip
+    x = torch.zeros(n, c, h, w, dtype=torch.float64, requires_grad=True)
+    F.conv2d(x, wt * bn_scale.view(-1, 1, 1, 1), None, 1, pad, dil).backward(u)
+    M = n * h * w
+    for vec_b in ([False, True] if (k * r * s) % 4 == 0 else [False]):
+        grad_x = [float("nan")] * (n * c * h * w)
+        written = [0] * len(grad_x)
+        for _, m0, co0, warps in blocks(p, vec_b, Conflicts()):
+            for wm0, wn0, acc in warps.values():
+                for lane in range(WARP):
+                    g_, t = lane // 4, lane % 4
+                    for j, cq in itertools.product(range(t06.N_TILES), range(2)):
+                        co = co0 + wn0 + 8 * j + 2 * t + cq
+                        for q in range(2):
+                            m = m0 + wm0 + 32 * q + 4 * g_
+                            if co < c and m < M:
+                                store(p, grad_x, written, m, co, lane_pixels(acc, lane, q, j, cq))
+        assert set(written) == {1}, "every pixel of grad_x written exactly once"
+        assert torch.equal(torch.tensor(grad_x, dtype=torch.float64).reshape(x.shape), x.grad)
+
+
 # --------------------------------------------------------------- 09's gemm_tile_tf32 (the backward)
 def a_row(i, h, g):
     return 8 * i + 4 * h + (g & 3) + 16 * (g >> 2)

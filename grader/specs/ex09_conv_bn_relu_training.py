@@ -33,7 +33,8 @@ KERNELS = ("conv_bn_relu_forward_kernel", "bn_stats_finalize_kernel", "bn_relu_a
            "bn_relu_backward_reduce_kernel", "bn_relu_backward_kernel", "conv_dgrad_kernel", "conv_wgrad_kernel",
            "conv_wgrad_reduce_kernel")
 # version 2 (TF32 tensor cores): its own convolutions' kernels, the same BatchNorm kernels
-TF32_KERNELS = ("conv_bn_relu_forward_tf32_kernel", "conv_dgrad_tf32_kernel", "conv_wgrad_tf32_kernel") + BN_KERNELS
+TF32_KERNELS = ("conv_bn_relu_forward_tf32_kernel", "conv_dgrad_tf32_kernel", "dgrad_flip_weights_kernel",
+                "conv_dgrad_tf32_unit_stride_kernel", "conv_wgrad_tf32_kernel") + BN_KERNELS
 STRICT, TF32 = 1, 2  # the versions
 TF32_GROUP = "tensor_cores_tf32"
 Y_TOL, GRAD_TOL, STATS_TOL = 2e-5, 1e-4, 2e-5

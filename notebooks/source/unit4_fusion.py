@@ -698,9 +698,11 @@ print(f"total: {sum(b for _, b in saved.values()) / activation:.2f} activations 
 # %%solution 09_conv_bn_relu_training/conv_bn_relu_training.cu conv_bn_relu_forward_kernel
 
 # %% [markdown] id="ex09-finalize-intro"
-# **The finalize kernel.** One block; each warp merges the per-tile statistics of some channels with
-# `chan_combine` (given), first across tiles in each lane, then across lanes. Lane 0 then holds the
-# channel's count `n`, mean and `m2`, and writes everything downstream needs: `save_mean` and
+# **The finalize kernel.** One block; 32 channels at a time, its warps sum the per-tile statistics
+# (given): the channel's mean from the tiles' means weighted by their counts, then `m2` as the tiles'
+# `m2` plus their counts times the squared distance of their mean from the channel's (Chan et al.'s
+# merge). Lane `l` of warp 0 then holds channel `c = c0 + l`'s count `n`, mean and `m2`, and writes
+# everything downstream needs: `save_mean` and
 # `save_invstd` (for the backward), the channel's `scale` and `shift` (for the apply kernel:
 # $y = \max(\text{scale}\cdot z + \text{shift}, 0)$ with $\text{scale} = \gamma r$,
 # $\text{shift} = \beta - \mu\,\gamma r$), and the running statistics of section 4. `factor` is already
@@ -716,7 +718,7 @@ print(f"total: {sum(b for _, b in saved.values()) / activation:.2f} activations 
 # **The training forward's launches.** Three kernels on one stream, each checked: the convolution with
 # `training = true` (`launch_forward`, given, launches the version's kernel and checks it; it writes `z`
 # and the per-tile statistics into the two halves of `part`), the
-# finalize kernel (one block of 256 threads; `scale_shift` holds the scales, then the shifts), and the
+# finalize kernel (one block of 1024 threads; `scale_shift` holds the scales, then the shifts), and the
 # apply kernel (one block of 256 threads per `(image, channel)` plane). The stream orders them: no
 # synchronisation is needed between them, and none with the host.
 #

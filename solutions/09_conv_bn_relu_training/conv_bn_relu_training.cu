@@ -8,11 +8,13 @@
 // bn_relu_apply_kernel, bn_relu_backward_reduce_kernel, bn_relu_backward_kernel, conv_dgrad_kernel,
 // conv_wgrad_kernel, conv_wgrad_reduce_kernel. Version 2 runs the three convolutions on TF32 tensor
 // cores (float only, compute capability 8.0 and newer): conv_bn_relu_forward_tf32_kernel,
-// conv_dgrad_tf32_kernel and conv_wgrad_tf32_kernel in place of their version-1 kernels.
+// conv_dgrad_tf32_kernel and conv_wgrad_tf32_kernel in place of their version-1 kernels, and with unit
+// strides dgrad_flip_weights_kernel and conv_dgrad_tf32_unit_stride_kernel in place of conv_dgrad_tf32_kernel.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <course/cuda.cuh>
 
 #include "conv_bn_relu_training.h"
@@ -429,18 +431,12 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
   }
 }
 
-// Chan et al.'s update: merge a group (nb, mb, m2b) into the running (n, mean, m2). Stable: no
-// large sums of squares are ever subtracted.
-__device__ __forceinline__ void chan_combine(double& n, double& mean, double& m2, double nb, double mb, double m2b) {
-  if (nb == 0) return;
-  const double nn = n + nb, delta = mb - mean;
-  mean += delta * nb / nn;
-  m2 += m2b + delta * delta * n * nb / nn;
-  n = nn;
-}
-
-// One block of 256 threads. Warp w finalises channels w, w + 8, ...: its lanes merge the per-tile
-// statistics, then a shuffle tree merges the lanes; lane 0 writes the channel's results.
+// One block of 1024 threads (any multiple of 32 works). The channels are finalised 32 at a time: lane l
+// of every warp takes channel c0 + l (a warp reads 32 neighbouring floats of a tile's row, one 128-byte
+// line) in the tiles warp, warp + warps, ...; so the statistics of many tiles are in flight at once.
+// Each channel merges its tiles' (count, mean, M2) as Chan et al. do, all tiles at once, in double:
+// mean = sum(n_t mean_t) / n, then M2 = sum(M2_t + n_t (mean_t - mean)^2), each summed across a warp's
+// tiles, then across the warps in shared memory. Stable: no large sums of squares are subtracted.
 template <typename T>
 __global__ void bn_stats_finalize_kernel(const T* __restrict__ part_mean, const T* __restrict__ part_m2, int tiles,
                                          int count, int K, const T* __restrict__ gamma, const T* __restrict__ beta,
@@ -448,25 +444,42 @@ __global__ void bn_stats_finalize_kernel(const T* __restrict__ part_mean, const 
                                          T* __restrict__ save_invstd, T* __restrict__ scale, T* __restrict__ shift,
                                          T* __restrict__ running_mean, T* __restrict__ running_var,
                                          int64_t* __restrict__ num_batches_tracked) {
-  __shared__ double factor;
+  __shared__ double factor, warp_sums[32][33], channel_mean[32];
   if (threadIdx.x == 0) {  // nn.BatchNorm2d: momentum None means a cumulative average, 1 / batches seen
     const int64_t batches = *num_batches_tracked + 1;
     factor = momentum < 0 ? 1.0 / double(batches) : momentum;
   }
-  __syncthreads();
-  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  for (int c = threadIdx.x / 32; c < K; c += warps) {
-    double n = 0, mean = 0, m2 = 0;
-    for (int t = lane; t < tiles; t += 32) {
-      chan_combine(n, mean, m2, double(min(BN, count - t * BN)), double(part_mean[t * K + c]),
-                   double(part_m2[t * K + c]));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const double n = count;
+  for (int c0 = 0; c0 < K; c0 += 32) {
+    const int c = c0 + lane;
+    double sum = 0;
+    if (c < K) {
+#pragma unroll 4
+      for (int t = warp; t < tiles; t += warps) sum += double(min(BN, count - t * BN)) * double(part_mean[t * K + c]);
     }
-    for (int off = 16; off > 0; off /= 2) {
-      const double nb = __shfl_xor_sync(0xffffffffu, n, off), mb = __shfl_xor_sync(0xffffffffu, mean, off);
-      const double m2b = __shfl_xor_sync(0xffffffffu, m2, off);
-      chan_combine(n, mean, m2, nb, mb, m2b);
+    warp_sums[warp][lane] = sum;
+    __syncthreads();
+    if (warp == 0) {
+      double all = 0;
+      for (int w = 0; w < warps; ++w) all += warp_sums[w][lane];
+      channel_mean[lane] = all / n;
     }
-    if (lane == 0) {
+    __syncthreads();
+    const double mean = channel_mean[lane];
+    double m2_part = 0;
+    if (c < K) {
+#pragma unroll 4
+      for (int t = warp; t < tiles; t += warps) {
+        const double d = double(part_mean[t * K + c]) - mean;
+        m2_part += double(part_m2[t * K + c]) + double(min(BN, count - t * BN)) * d * d;
+      }
+    }
+    warp_sums[warp][lane] = m2_part;
+    __syncthreads();
+    if (warp == 0 && c < K) {
+      double m2 = 0;
+      for (int w = 0; w < warps; ++w) m2 += warp_sums[w][lane];
       // BEGIN SOLUTION
       // GOAL: from the batch's statistics of channel c: save_mean, save_invstd, scale and shift, and the
       // GOAL: running statistics updated as nn.BatchNorm2d updates them.
@@ -485,9 +498,9 @@ __global__ void bn_stats_finalize_kernel(const T* __restrict__ part_mean, const 
       shift[c] = T(double(beta[c]) - mean * double(gamma[c]) * invstd);
       // END SOLUTION
     }
+    __syncthreads();  // warp_sums and channel_mean are reused by the next 32 channels
   }
-  __syncthreads();  // every thread has read the count before it changes
-  if (threadIdx.x == 0) *num_batches_tracked += 1;
+  if (threadIdx.x == 0) *num_batches_tracked += 1;  // (the count was read by thread 0, before the loop)
 }
 
 // One block per (image, channel) plane; threads stride its P*Q pixels (16 bytes at a time when aligned).
@@ -546,12 +559,13 @@ __global__ void bn_relu_backward_reduce_kernel(const T* __restrict__ dy, const T
   const int images = (N - split + splits - 1) / splits;
   const T mu = mean[c];
   acc_t sg = 0, sgz = 0;
-  for (int e = threadIdx.x; e < images * PQ; e += blockDim.x) {
-    const int i = e / PQ, pq = e - i * PQ;
-    const int off = ((split + i * splits) * K + c) * PQ + pq;
-    const T g = relu_masked_grad(dy[off], y[off]);
-    sg += g;
-    sgz += g * (z[off] - mu);
+  for (int i = 0; i < images; ++i) {
+    const int64_t plane = (int64_t(split + i * splits) * K + c) * PQ;
+    for (int pq = threadIdx.x; pq < PQ; pq += blockDim.x) {
+      const T g = relu_masked_grad(dy[plane + pq], y[plane + pq]);
+      sg += g;
+      sgz += g * (z[plane + pq] - mu);
+    }
   }
   sg = block_sum(sg, scratch);
   sgz = block_sum(sgz, scratch);
@@ -1105,6 +1119,64 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     }
 }
 
+// With unit strides the data gradient is itself a forward convolution: input pixel h received tap r of
+// output pixel p = h + pad_h - r * dil_h, so with r' = R - 1 - r, p = h - (dil_h (R - 1) - pad_h) + r' dil_h,
+// a convolution of dZ (K channels, P x Q) by the filters flipped in r and s with in and out channels swapped,
+// at padding dil (R - 1) - pad (negative padding only shifts the window), stride 1, the same dilation,
+// giving H x W. So version 2 runs it through the forward's engine (tc_conv_gemm: cp.async ring, 16 k per
+// stage and barrier) instead of gemm_tile_tf32's 8-k slices; strided layers keep conv_dgrad_tf32_kernel.
+ConvShape dgrad_as_forward(const ConvShape& s) {
+  ConvShape d = s;
+  d.C = s.K, d.H = s.P, d.W = s.Q;  // the convolution's input: dZ
+  d.K = s.C, d.P = s.H, d.Q = s.W;  // its output: grad_x
+  d.stride_h = d.stride_w = 1;
+  d.pad_h = s.dil_h * (s.R - 1) - s.pad_h, d.pad_w = s.dil_w * (s.S - 1) - s.pad_w;
+  return d;
+}
+
+// wflip[c][k][r][s] = w[k][c][R-1-r][S-1-s] * gamma[k] * invstd[k]: the filters of dgrad_as_forward, with
+// the BatchNorm scale folded in as DgradWeightA folds it (dZ = bn_scale * u).
+__global__ void dgrad_flip_weights_kernel(const float* __restrict__ w, const float* __restrict__ gamma,
+                                          const float* __restrict__ invstd, ConvShape s, float* __restrict__ wflip) {
+  const int64_t total = int64_t(s.K) * s.C * s.R * s.S;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int ss = int(i % s.S), r = int(i / s.S % s.R);
+    const int64_t ck = i / (int64_t(s.R) * s.S);
+    const int k = int(ck % s.K), c = int(ck / s.K);
+    wflip[i] = w[((int64_t(k) * s.C + c) * s.R + (s.R - 1 - r)) * s.S + (s.S - 1 - ss)] * (gamma[k] * invstd[k]);
+  }
+}
+
+// grad_x = conv(u, wflip) in dgrad_as_forward's shape d, through the forward's engine; the epilogue is
+// the forward's, storing the fragments as they are (d.K = C channels of H x W pixels).
+template <bool kVecB>
+__global__ void __launch_bounds__(kTcThreads, 3)
+    conv_dgrad_tf32_unit_stride_kernel(const float* __restrict__ u, const float* __restrict__ wflip, ConvShape d,
+                                       float* __restrict__ grad_x) {
+  __shared__ __align__(128) TcStage ring[kTcStages];
+  const int m0 = blockIdx.x * kTcPixels, co0 = blockIdx.y * kTcChannels;
+  const int M = d.N * d.P * d.Q;
+  float acc[kMTiles][kNTiles][4];
+  tc_conv_gemm<kVecB>(u, wflip, d, m0, co0, ring, acc);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wm0 = (warp / 2) * kWarpPixels, wn0 = (warp % 2) * kWarpChannels;
+  const bool vec_ok = (d.P * d.Q) % 4 == 0 && course::is_aligned16(grad_x);
+#pragma unroll
+  for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int co = co0 + wn0 + 8 * j + 2 * t + c;
+      if (co >= d.K) continue;
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int m = m0 + wm0 + 32 * q + 4 * g;
+        if (m >= M) continue;
+        const float a[4] = {acc[2 * q][j][c], acc[2 * q][j][2 + c], acc[2 * q + 1][j][c], acc[2 * q + 1][j][2 + c]};
+        store_pixels4(grad_x, d, m, co, M, a, vec_ok);
+      }
+    }
+}
+
 // Version 2 of conv_wgrad_kernel: its grid, split and loaders, the products on TF32 tensor cores.
 __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 registers
     conv_wgrad_tf32_kernel(const float* __restrict__ u, const float* __restrict__ x, const float* __restrict__ gamma,
@@ -1144,9 +1216,9 @@ int sm_count() {
   return sms;
 }
 
-// Images per block of the backward reduction: enough blocks (K x splits) to fill the GPU twice.
+// Images per block of the backward reduction: enough blocks (K x splits) for 8 per SM, 2048 threads.
 int reduce_splits(const ConvShape& s) {
-  const int want = course::ceil_div(2 * sm_count(), s.K);
+  const int want = course::ceil_div(8 * sm_count(), s.K);
   return std::max(1, std::min({want, s.N, 64}));
 }
 
@@ -1215,7 +1287,22 @@ void launch_dgrad(int version, dim3 grid, const scalar_t* u, const scalar_t* w, 
   if constexpr (kTf32Type<scalar_t>) {
     if (version == 2) {
       check_version2();
-      conv_dgrad_tf32_kernel<kUnitStride><<<grid, kThreads, 0, stream>>>(u, w, gamma, invstd, s, grad_x);
+      if constexpr (kUnitStride) {  // a forward convolution of u by the flipped filters (dgrad_as_forward)
+        const ConvShape d = dgrad_as_forward(s);
+        const int64_t taps = int64_t(s.K) * s.C * s.R * s.S;
+        const c10::DataPtr wflip_mem = c10::cuda::CUDACachingAllocator::get()->allocate(taps * sizeof(float));
+        float* wflip = static_cast<float*>(wflip_mem.get());  // freed after the launches, in stream order
+        dgrad_flip_weights_kernel<<<course::grid_for(taps, 256), 256, 0, stream>>>(w, gamma, invstd, s, wflip);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        static_assert(BN == kTcPixels && BM == kTcChannels, "gemm_grid's tiles are the forward engine's");
+        if ((d.C * d.R * d.S) % 4 == 0) {  // 16-byte copies of wflip's rows (the allocator aligns its start)
+          conv_dgrad_tf32_unit_stride_kernel<true><<<grid, kTcThreads, 0, stream>>>(u, wflip, d, grad_x);
+        } else {
+          conv_dgrad_tf32_unit_stride_kernel<false><<<grid, kTcThreads, 0, stream>>>(u, wflip, d, grad_x);
+        }
+      } else {
+        conv_dgrad_tf32_kernel<false><<<grid, kThreads, 0, stream>>>(u, w, gamma, invstd, s, grad_x);
+      }
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       return;
     }
@@ -1258,7 +1345,7 @@ void conv_bn_relu_train_forward_cuda(const scalar_t* x, const scalar_t* w, const
   // GOAL: then y; report a failed launch.
   // TODO: three launches on `stream`, each checked: the convolution, launch_forward (version's kernel on
   // TODO: gemm_grid(N*P*Q, K); training = true: z and the per-tile statistics into part[0 : tiles*K] and
-  // TODO: part[tiles*K : 2*tiles*K]), bn_stats_finalize_kernel (one block of 256 threads; scale/shift
+  // TODO: part[tiles*K : 2*tiles*K]), bn_stats_finalize_kernel (one block of 1024 threads; scale/shift
   // TODO: into scale_shift[0:K], scale_shift[K:2K]) and bn_relu_apply_kernel (one block of 256 threads
   // TODO: per plane).
   // STUB: TORCH_CHECK(false, "conv_bn_relu_train_forward_cuda (conv_bn_relu_training.cu) is not implemented yet");
@@ -1266,7 +1353,7 @@ void conv_bn_relu_train_forward_cuda(const scalar_t* x, const scalar_t* w, const
   scalar_t* part_m2 = part + int64_t(tiles) * s.K;
   launch_forward<scalar_t>(version, gemm_grid(count, s.K), x, w, bias, s, true, gamma, beta, nullptr, nullptr, eps, z, nullptr,
                  part_mean, part_m2, nullptr, nullptr, stream);
-  bn_stats_finalize_kernel<scalar_t><<<1, 256, 0, stream>>>(part_mean, part_m2, tiles, count, s.K, gamma, beta, eps,
+  bn_stats_finalize_kernel<scalar_t><<<1, 1024, 0, stream>>>(part_mean, part_m2, tiles, count, s.K, gamma, beta, eps,
                                                             momentum, save_mean, save_invstd, scale_shift,
                                                             scale_shift + s.K, running_mean, running_var,
                                                             num_batches_tracked);
