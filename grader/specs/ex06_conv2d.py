@@ -880,7 +880,9 @@ SPEC = Conv2dSpec(
     points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "tensor_cores_tf32": 2, "autograd": 2, "input_checks": 1,
             "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),
-    requires={"registration": ("direct", "implicit_gemm", "depthwise")},  # the kernels opcheck runs
+    # the kernels opcheck runs; the backward (version 2) runs the implicit GEMM and the depthwise kernel: on a
+    # broken one gradcheck and opcheck pass or fail by chance, and a grade must not
+    requires={"registration": ("direct", "implicit_gemm", "depthwise"), "autograd": ("implicit_gemm", "depthwise")},
     solution_vs_baseline=0.8,  # H100, 2026-11-23 grading run: 24.4 vs cuDNN 30.6 TFLOP/s (strict fp32)
     # version 2 takes its depthwise kernel where groups == cin: its group's cases may run either kernel;
     # the depthwise group grades that path alone, on depthwise convolutions

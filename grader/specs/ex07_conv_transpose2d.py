@@ -105,7 +105,8 @@ SPEC = ConvTranspose2dSpec(
     module="conv_transpose2d.py",
     points={"gather": 2, "implicit_gemm": 3, "autograd": 2, "input_checks": 1, "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),
-    requires={"registration": ("gather", "implicit_gemm")},  # the versions opcheck runs
+    # the versions opcheck runs; the backward runs version 2's kernel (the identities call the op itself)
+    requires={"registration": ("gather", "implicit_gemm"), "autograd": ("implicit_gemm",)},
     # make bench EX=07 on the H100 (2026-11-26): implicit GEMM 259.1 us, PyTorch (cuDNN, strict fp32)
     # 140.3 us; the gather kernel 1,964 us
     solution_vs_baseline=0.54,
