@@ -32,6 +32,9 @@ kMaxSplits = int(const("kMaxSplits"))
 kGemvThreads = int(const("kGemvThreads"))
 kGemvRowsPerBlock = kGemvThreads // 32
 kGemvVec = 4 * 32
+kSmallThreads, kSmallBK = int(const("kSmallThreads")), int(const("kSmallBK"))
+kSmallArea, kSmallSide = 16 * kSmallThreads, int(const("kSmallSide"))
+assert const("kSmallArea") == "16 * kSmallThreads"
 
 
 def ceil_div(a, b):
@@ -54,16 +57,24 @@ def plan4(batch, M, N, K, sms):
     if M == 1:
         blocks = ceil_div(N, kGemvThreads) * batch
         return split_k("cols", K, ceil_div(4 * sms, blocks), min(K // kGemvColsMinK, kMaxSplits), 1)
-    tiles = ceil_div(M, kBM4) * ceil_div(N, kBN4) * batch
+    tiles4 = ceil_div(M, kBM4) * ceil_div(N, kBN4) * batch
+    if tiles4 < sms and min(M, N) <= kSmallSide:
+        rows = 32 if M <= 32 else 128 if N <= 32 else 64
+        tiles = ceil_div(M, rows) * ceil_div(N, kSmallArea // rows) * batch
+        return split_tiles(f"small{rows}", M, N, K, tiles, sms, kSmallBK)
+    return split_tiles("tiles", M, N, K, tiles4, sms, kBK4)
+
+
+def split_tiles(path, M, N, K, tiles, sms, align):
     if tiles < sms and K >= 2 * kSplitMinK4:
         most = min(K // kSplitMinK4, kMaxSplits)
         if K >= 4 * max(M, N):
             budget = (M + N) * K // (4 * M * N)
             want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, kSplitMinK4), budget))
-            return split_k("tiles", K, want, most, kBK4)
+            return split_k(path, K, want, most, align)
         if 2 * tiles <= sms:
-            return split_k("tiles", K, 2 * sms // tiles, most, kBK4)
-    return "tiles", 1, K
+            return split_k(path, K, 2 * sms // tiles, most, align)
+    return path, 1, K
 
 
 # ------------------------------------------------------------------------------ the kernels
@@ -100,6 +111,75 @@ def kernel4(A, B, C, M, N, K, k_split, splits, grid_z, covered):
                     acc += a[row * K + k] * b[k * N + col]
                     covered.append((a.offset + row * K + k, b.offset + k * N + col))
                 c[row * N + col] = acc
+
+
+def small_tiles(A, B, C, M, N, K, k_split, splits, rows, vec, grid, covered):
+    """matmul_small_tiles<rows, vec>: every block's loads (float4 quads of A and B, zeros outside), A
+    stored transposed, the k steps through two buffers, each thread's 4 x 4 outputs and their stores."""
+    cols = kSmallArea // rows
+    col_quads, k_quads = cols // 4, kSmallBK // 4
+    a_quads, b_quads = rows * kSmallBK // 4, kSmallBK * col_quads
+    a_per, b_per = ceil_div(a_quads, kSmallThreads), ceil_div(b_quads, kSmallThreads)
+    gx, gy, gz = grid
+    for z in range(gz):
+        batch = z // splits
+        k0 = (z - batch * splits) * k_split
+        k_len = k_split if k_split < K - k0 else K - k0
+        a, b, c = A + (batch * M * K + k0), B + ((batch * K + k0) * N), C + z * M * N
+        for by in range(gy):
+            for bx in range(gx):
+                m0, n0 = by * rows, bx * cols
+                acc = [[[0.0] * 4 for _ in range(4)] for _ in range(kSmallThreads)]
+                steps = ceil_div(k_len, kSmallBK)
+                for step in range(steps):
+                    k = step * kSmallBK
+                    As = [[None] * (rows + 4) for _ in range(kSmallBK)]
+                    Bs = [[None] * cols for _ in range(kSmallBK)]
+                    for tid in range(kSmallThreads):
+                        for i in range(a_per):
+                            q = tid + i * kSmallThreads
+                            row, col = m0 + q // k_quads, k + 4 * (q % k_quads)
+                            if vec:
+                                assert (a.offset + row * K + col) % 4 == 0 or not (q < a_quads and row < M and col < k_len)
+                            for e in range(4):
+                                ok = q < a_quads and row < M and (col < k_len if vec else col + e < k_len)
+                                if ok:
+                                    assert col + e < k_len, "a float4 of A straddles the split's end"
+                                entry = (a[row * K + col + e], a.offset + row * K + col + e) if ok else (0.0, None)
+                                if q < a_quads:
+                                    assert As[4 * (q % k_quads) + e][q // k_quads] is None
+                                    As[4 * (q % k_quads) + e][q // k_quads] = entry
+                        for i in range(b_per):
+                            q = tid + i * kSmallThreads
+                            row, col = k + q // col_quads, n0 + 4 * (q % col_quads)
+                            for e in range(4):
+                                ok = q < b_quads and row < k_len and (col < N if vec else col + e < N)
+                                if ok:
+                                    assert col + e < N, "a float4 of B straddles N"
+                                entry = (b[row * N + col + e], b.offset + row * N + col + e) if ok else (0.0, None)
+                                if q < b_quads:
+                                    assert Bs[q // col_quads][4 * (q % col_quads) + e] is None
+                                    Bs[q // col_quads][4 * (q % col_quads) + e] = entry
+                    assert all(v is not None for r in As for v in r[:rows]) and all(v is not None for r in Bs for v in r)
+                    for tid in range(kSmallThreads):
+                        tx, ty = tid % col_quads, tid // col_quads
+                        for kk in range(kSmallBK):
+                            for i in range(4):
+                                av, ai = As[kk][4 * ty + i]
+                                for j in range(4):
+                                    bv, bi = Bs[kk][4 * tx + j]
+                                    acc[tid][i][j] += av * bv
+                                    if ai is not None and bi is not None:
+                                        covered.append((ai, bi))
+                for tid in range(kSmallThreads):
+                    tx, ty = tid % col_quads, tid // col_quads
+                    for i in range(4):
+                        row, col = m0 + 4 * ty + i, n0 + 4 * tx
+                        if row >= M:
+                            continue
+                        for j in range(4):
+                            if col + j < N:
+                                c[row * N + col + j] = acc[tid][i][j]
 
 
 def gemv_rows(A, x, out, M, K, k_split, grid, vec, covered):
@@ -192,6 +272,11 @@ def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True):
             gemv_rows(a, b, o, M, K, k_split, (ceil_div(M, kGemvRowsPerBlock), splits, nb), vec, covered)
         elif path == "cols":
             gemv_cols(a, b, o, N, K, k_split, (ceil_div(N, kGemvThreads), splits, nb), covered)
+        elif path.startswith("small"):
+            rows = int(path[5:])
+            vec = K % 4 == 0 and N % 4 == 0 and k_split % 4 == 0 and aligned
+            grid = (ceil_div(N, kSmallArea // rows), ceil_div(M, rows), nb * splits)
+            small_tiles(a, b, o, M, N, K, k_split, splits, rows, vec, grid, covered)
         else:
             assert nb * splits <= max_grid_z
             kernel4(a, b, o, M, N, K, k_split, splits, nb * splits, covered)
@@ -213,11 +298,15 @@ CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, 
     (2, 9, 1, 2052, 8, 3),         # rows, batched, split, batch chunks of 1
     (1, 1, 37, 1003, 132, 65535),  # cols, split, the last range shorter
     (3, 1, 5, 300, 16, 4),         # cols, batched, split, chunks
-    (1, 7, 5, 600, 16, 65535),     # tiles, split K (K >= 4 max(M, N), K >= 128)
-    (2, 6, 9, 1100, 64, 65535),    # tiles, batched, split
-    (3, 4, 6, 530, 132, 16),       # tiles, batched, split (8), several launches (2 batch elements each)
-    (5, 4, 3, 7, 132, 2),          # tiles, no split, batch chunks of 2
+    (1, 7, 5, 600, 16, 65535),     # small 32 x 128 tiles, split K (K >= 4 max(M, N), K >= 128)
+    (2, 6, 9, 1100, 64, 65535),    # small, batched, split
+    (3, 4, 6, 530, 132, 16),       # small, batched, split (8), several launches (2 batch elements each)
+    (5, 4, 3, 7, 132, 2),          # small, no split, batch chunks of 2
     (1, 3, 2, 0, 132, 65535),      # K = 0: zeros
+    (1, 40, 36, 200, 132, 65535),  # small 64 x 64 tiles, split in 3 (the last 40 k), float4 loads
+    (1, 150, 20, 97, 132, 65535),  # small 128 x 32 tiles, two row tiles, K odd: one float at a time
+    (1, 65, 66, 300, 4, 65535),    # kernel 4 (both sides above 64), split
+    (2, 70, 65, 50, 1, 65535),     # kernel 4, batched, not split (its tiles fill the SMs)
 ]
 
 
@@ -238,13 +327,18 @@ def test_version4_paths_reassemble_the_product(batch, M, N, K, sms, max_grid_z):
 def test_the_cases_take_the_paths_they_are_meant_to():
     """The plan's rule, as the README states it (and the spec's shapes rely on, on an H100: 132 SMs)."""
     plans = [plan4(b, m, n, k, s)[:2] for b, m, n, k, s, _ in CASES]
-    assert [p for p, _ in plans] == ["rows"] * 4 + ["cols"] * 2 + ["tiles"] * 5
-    assert [s > 1 for _, s in plans] == [False, True, True, True, True, True, True, True, True, False, False]
+    assert [p for p, _ in plans] == ["rows"] * 4 + ["cols"] * 2 + ["small32"] * 5 + ["small64", "small128"] + ["tiles"] * 2
+    assert [s > 1 for _, s in plans] == [False, True, True, True, True, True, True, True, True, False, False, True,
+                                         False, True, False]
     # the spec's shapes on an H100
     assert plan4(1, 100, 70, 50000, 132) == ("tiles", 298, 168)
     assert plan4(1, 129, 257, 4099, 132) == ("tiles", 43, 96)
-    assert plan4(1, 64, 64, 1 << 18, 132) == ("tiles", 2048, 128)
-    assert plan4(1, 64, 64, 1 << 16, 132) == ("tiles", 512, 128)
+    assert plan4(1, 64, 64, 1 << 18, 132) == ("small64", 2048, 128)
+    assert plan4(1, 64, 64, 1 << 16, 132) == ("small64", 512, 128)
+    assert plan4(1, 5, 300, 1003, 132) == ("small32", 11, 96)  # the last split 43 k: a step's tail
+    assert plan4(1, 48, 130, 4099, 132) == ("small64", 43, 96)
+    assert plan4(1, 150, 20, 97, 132) == ("small128", 1, 97)
+    assert plan4(1, 2000, 3, 2000, 132) == ("small128", 16, 128)
     # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
     assert plan4(1, 1400, 1400, 1 << 20, 132)[1] <= (2800 << 20) // (4 * 1400 * 1400) + 1
     assert plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
@@ -252,12 +346,33 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(2, 64, 48, 20000, 132)[1] > 1
     # K does not dominate but the tiles fill at most half the SMs: one wave of 2 blocks per SM (the
     # model list's classifier, GPT-2's MLP at 64 tokens, 1024^3), no more than K / 64 splits
-    assert plan4(1, 32, 1000, 2048, 132) == ("tiles", 32, 64)
-    assert plan4(1, 64, 3072, 768, 132) == ("tiles", 11, 72)
+    assert plan4(1, 32, 1000, 2048, 132) == ("small32", 32, 64)
+    assert plan4(1, 64, 3072, 768, 132) == ("small64", 5, 160)
     assert plan4(1, 1024, 1024, 1024, 132) == ("tiles", 4, 256)
     assert plan4(1, 300, 200, 260, 132) == ("tiles", 4, 72)
-    assert plan4(1, 2, 2, 511, 132) == ("tiles", 7, 80)
+    assert plan4(1, 2, 2, 511, 132) == ("small32", 6, 96)
     # not split: the 4096^3 benchmark, tiles that fill more than half the SMs, K below 128
     assert plan4(1, 4096, 4096, 4096, 132) == ("tiles", 1, 4096)
     assert plan4(1, 2048, 1024, 1024, 132) == ("tiles", 1, 1024)
-    assert plan4(1, 2, 2, 127, 132) == ("tiles", 1, 127)
+    assert plan4(1, 2, 2, 127, 132) == ("small32", 1, 127)
+    # the small tiles only where kernel 4's are fewer than the SMs: 64 x 20000 has 157 of them
+    assert plan4(1, 64, 20000, 64, 132) == ("tiles", 1, 64)
+
+
+def test_the_small_tiles_model_follows_the_kernel():
+    """The lines small_tiles and plan4 transliterate are still matmul.cu's (a change there must change them)."""
+    flat = " ".join(SOURCE.split())
+    for line in ("const int tid = threadIdx.x, tx = tid % kBNQuads, ty = tid / kBNQuads;",
+                 "const int64_t row = m0 + q / kKQuads, col = k + 4 * (q % kKQuads);",
+                 "const bool ok = q < kAQuads && row < M && col < k_len;",
+                 "const int64_t row = k + q / kBNQuads, col = n0 + 4 * (q % kBNQuads);",
+                 "const bool ok = q < kBQuads && row < k_len && col < N;",
+                 "for (int e = 0; e < 4; ++e) As[buf][4 * (q % kKQuads) + e][q / kKQuads] = ra[i][e];",
+                 "*reinterpret_cast<float4*>(&Bs[buf][q / kBNQuads][4 * (q % kBNQuads)]) =",
+                 "const float4 a = *reinterpret_cast<const float4*>(&As[buf][k][4 * ty]);",
+                 "const float4 b = *reinterpret_cast<const float4*>(&Bs[buf][k][4 * tx]);",
+                 "const int64_t row = m0 + 4 * ty + i, col = n0 + 4 * tx;",
+                 "const int64_t rows = M <= 32 ? 32 : N <= 32 ? 128 : 64;",
+                 "const bool vec = K % 4 == 0 && N % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B, out);",
+                 "return split_tiles(Path4::kTiles, M, N, K, tiles4, sms, kBK4);"):
+        assert " ".join(line.split()) in flat, line

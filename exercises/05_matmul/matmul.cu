@@ -424,6 +424,133 @@ __global__ void __launch_bounds__(kGemvThreads)
   out[(batch * gridDim.y + split) * N + col] = acc;
 }
 
+// Small tiles: a product with a side of 64 or less whose 128 x 128 tiles are fewer than the SMs (a
+// layer's batch of 32 by its weights, 32 x 2048 by 2048 x 1000; GPT-2's MLP at 64 tokens; a 64 x 64
+// output over a long K). Kernel 4's tile would be mostly outside C (3/4 of its rows for M = 32, every
+// one still multiplied) and its 4-byte copies of A are slow where the product only streams its operands.
+// Here a tile is kSmallArea outputs shaped to the product, BM x BN = 32 x 128, 64 x 64 or 128 x 32,
+// 4 x 4 per thread, with float4 loads of both operands staged in registers (the next 32-k step's loads
+// in flight while this step's FMAs run) and split K as kernel 4's.
+constexpr int kSmallThreads = 256;
+constexpr int kSmallArea = 16 * kSmallThreads;  // outputs per tile: 4 x 4 per thread
+constexpr int kSmallBK = 32;                   // k per step: 8 to 16 KiB of loads in flight per block
+constexpr int64_t kSmallSide = 64;             // the longest short side that takes these tiles
+
+// Grid (ceil(N / BN), ceil(M / BM), batch x splits), 256 threads: thread (ty, tx) =
+// (tid / (BN / 4), tid % (BN / 4)) owns rows 4 ty .. 4 ty + 3 and columns 4 tx .. 4 tx + 3 of the tile.
+// blockIdx.z as kernel 4's: batch element * splits + split, into C or the split-K workspace. Per step,
+// the block's A (BM x 32) and B (32 x BN) are kSmallArea / 8 float4s each: thread q's float4 of A is row
+// q / 8, k 4 (q % 8) .. (8 threads read a row's 128 bytes), of B row q / (BN / 4), columns
+// 4 (q % (BN / 4)) .. (a warp reads whole rows). kVec: K and N multiples of 4, A, B and C 16-byte
+// aligned and k_split a multiple of 4, so a float4 is wholly inside or wholly outside; otherwise the
+// same elements one by one. A is stored transposed (As[k][row], rows padded by 4 floats) so that a
+// thread reads its 4 rows as one float4.
+template <int BM, bool kVec>
+__global__ void __launch_bounds__(kSmallThreads, 2)  // up to 128 registers: capped at 64, one spilled
+    matmul_small_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
+                       int64_t N, int64_t K, int64_t k_split, int64_t splits) {
+  constexpr int BN = kSmallArea / BM, kBNQuads = BN / 4, kKQuads = kSmallBK / 4;  // float4s per row of B, of A
+  constexpr int kAQuads = BM * kSmallBK / 4, kBQuads = kSmallBK * kBNQuads;  // float4s per step
+  constexpr int kAPer = (kAQuads + kSmallThreads - 1) / kSmallThreads;  // float4s a thread loads per step
+  constexpr int kBPer = (kBQuads + kSmallThreads - 1) / kSmallThreads;
+  static_assert(kBNQuads * (BM / 4) == kSmallThreads, "a thread per 4 x 4 outputs");
+  __shared__ __align__(16) float As[2][kSmallBK][BM + 4];
+  __shared__ __align__(16) float Bs[2][kSmallBK][BN];
+  const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
+  const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
+  A += batch * M * K + k0;
+  B += (batch * K + k0) * N;
+  C += z * M * N;
+  const int64_t m0 = int64_t(blockIdx.y) * BM, n0 = int64_t(blockIdx.x) * BN;
+  const int tid = threadIdx.x, tx = tid % kBNQuads, ty = tid / kBNQuads;
+  float ra[kAPer][4], rb[kBPer][4];
+  auto load = [&](int64_t k) {  // the step at k (within the split) into ra, rb; zeros outside
+#pragma unroll
+    for (int i = 0; i < kAPer; ++i) {
+      const int q = tid + i * kSmallThreads;
+      const int64_t row = m0 + q / kKQuads, col = k + 4 * (q % kKQuads);
+      if (kVec) {
+        const bool ok = q < kAQuads && row < M && col < k_len;
+        const float4 v = ok ? *reinterpret_cast<const float4*>(A + row * K + col) : make_float4(0.f, 0.f, 0.f, 0.f);
+        ra[i][0] = v.x, ra[i][1] = v.y, ra[i][2] = v.z, ra[i][3] = v.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ra[i][e] = q < kAQuads && row < M && col + e < k_len ? A[row * K + col + e] : 0.f;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kBPer; ++i) {
+      const int q = tid + i * kSmallThreads;
+      const int64_t row = k + q / kBNQuads, col = n0 + 4 * (q % kBNQuads);
+      if (kVec) {
+        const bool ok = q < kBQuads && row < k_len && col < N;
+        const float4 v = ok ? *reinterpret_cast<const float4*>(B + row * N + col) : make_float4(0.f, 0.f, 0.f, 0.f);
+        rb[i][0] = v.x, rb[i][1] = v.y, rb[i][2] = v.z, rb[i][3] = v.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) rb[i][e] = q < kBQuads && row < k_len && col + e < N ? B[row * N + col + e] : 0.f;
+      }
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < kAPer; ++i) {
+      const int q = tid + i * kSmallThreads;
+      if (q < kAQuads) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) As[buf][4 * (q % kKQuads) + e][q / kKQuads] = ra[i][e];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kBPer; ++i) {
+      const int q = tid + i * kSmallThreads;
+      if (q < kBQuads) {
+        *reinterpret_cast<float4*>(&Bs[buf][q / kBNQuads][4 * (q % kBNQuads)]) =
+            make_float4(rb[i][0], rb[i][1], rb[i][2], rb[i][3]);
+      }
+    }
+  };
+  float acc[4][4] = {};
+  const int64_t steps = course::ceil_div<int64_t>(k_len, kSmallBK);
+  if (steps > 0) {
+    load(0);
+    store(0);
+  }
+  __syncthreads();
+  for (int64_t step = 0; step < steps; ++step) {
+    const int buf = step & 1;
+    const bool more = step + 1 < steps;
+    if (more) load((step + 1) * kSmallBK);
+#pragma unroll
+    for (int k = 0; k < kSmallBK; ++k) {
+      const float4 a = *reinterpret_cast<const float4*>(&As[buf][k][4 * ty]);
+      const float4 b = *reinterpret_cast<const float4*>(&Bs[buf][k][4 * tx]);
+      const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    if (more) {  // the other buffer was last read before the previous barrier: safe to overwrite
+      store(buf ^ 1);
+      __syncthreads();
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t row = m0 + 4 * ty + i, col = n0 + 4 * tx;
+    if (row >= M) continue;
+    if (kVec) {
+      if (col < N) *reinterpret_cast<float4*>(C + row * N + col) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (col + j < N) C[row * N + col + j] = acc[i][j];
+      }
+    }
+  }
+}
+
 // Grid-stride loop over the batch x MN outputs, 256 threads: output e of batch element b is the sum of
 // ws[b][s][e] over the splits s, in a fixed order (the same bits every run): the splits in groups of
 // `group` (about sqrt(splits)), each group summed in order, then the groups' sums in order, so no
@@ -761,7 +888,8 @@ void check_tensor_cores() {
 
 // Version 4's plan for a product (given): which kernel runs, and how K is split (the README's "Shape
 // classes"). Tiles: kernel 4; GemvRows (N == 1) and GemvCols (M == 1): the matrix-vector kernels.
-enum class Path4 { kTiles, kGemvRows, kGemvCols };
+// Small32, Small64, Small128: matmul_small_tiles with tiles of 32 x 128, 64 x 64 or 128 x 32 outputs.
+enum class Path4 { kTiles, kGemvRows, kGemvCols, kSmall32, kSmall64, kSmall128 };
 struct Plan4 {
   Path4 path;
   int64_t splits;   // K ranges, summed by matmul_splitk_reduce when there are several
@@ -788,9 +916,27 @@ Plan4 split_k(Path4 path, int64_t K, int64_t want, int64_t most, int64_t align) 
   return {path, course::ceil_div<int64_t>(K, k_split), k_split};
 }
 
+// The split of K for `tiles` output tiles of kernel 4 or of the small tiles (k per split a multiple of
+// `align`, the kernel's k step); plan4 below states the rule.
+Plan4 split_tiles(Path4 path, int64_t M, int64_t N, int64_t K, int64_t tiles, int64_t sms, int64_t align) {
+  if (tiles < sms && K >= 2 * kSplitMinK4) {
+    const int64_t most = std::min(K / kSplitMinK4, kMaxSplits);
+    if (K >= 4 * std::max(M, N)) {
+      const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
+      const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
+                                    std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
+      return split_k(path, K, want, most, align);
+    }
+    if (2 * tiles <= sms) return split_k(path, K, 2 * sms / tiles, most, align);
+  }
+  return {path, 1, K};
+}
+
 // The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a thread per column of B. Both
 // split K when their blocks would not fill the GPU 4 times over (a memory-bound kernel needs many
-// loads in flight). M, N > 1: kernel 4's tiles; K is split when the tiles are fewer than the SMs and
+// loads in flight). M, N > 1: kernel 4's tiles, or where those are fewer than the SMs and M or N is 64
+// or less, the small tiles (32 x 128 for M <= 32, 128 x 32 for N <= 32, else 64 x 64). Either way K is
+// split (split_tiles) when the tiles are fewer than the SMs and
 // K >= 128 (two splits of kSplitMinK4). Where K dominates (K >= 4 max(M, N)), into splits of 64 k or
 // more as far as the workspace (splits x M N floats) stays within a quarter of A and B ((M + N) K
 // floats), and at least enough splits for 2 blocks per SM. Where it does not (a layer's small batch
@@ -809,18 +955,14 @@ Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
     return split_k(Path4::kGemvCols, K, course::ceil_div<int64_t>(4 * sms, blocks),
                    std::min(K / kGemvColsMinK, kMaxSplits), 1);
   }
-  const int64_t tiles = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4) * batch;
-  if (tiles < sms && K >= 2 * kSplitMinK4) {
-    const int64_t most = std::min(K / kSplitMinK4, kMaxSplits);
-    if (K >= 4 * std::max(M, N)) {
-      const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
-      const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
-                                    std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
-      return split_k(Path4::kTiles, K, want, most, kBK4);
-    }
-    if (2 * tiles <= sms) return split_k(Path4::kTiles, K, 2 * sms / tiles, most, kBK4);
+  const int64_t tiles4 = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4) * batch;
+  if (tiles4 < sms && std::min(M, N) <= kSmallSide) {  // few of kernel 4's tiles, mostly outside C
+    const int64_t rows = M <= 32 ? 32 : N <= 32 ? 128 : 64;
+    const Path4 path = rows == 32 ? Path4::kSmall32 : rows == 64 ? Path4::kSmall64 : Path4::kSmall128;
+    const int64_t tiles = course::ceil_div<int64_t>(M, rows) * course::ceil_div<int64_t>(N, kSmallArea / rows) * batch;
+    return split_tiles(path, M, N, K, tiles, sms, kSmallBK);
   }
-  return {Path4::kTiles, 1, K};
+  return split_tiles(Path4::kTiles, M, N, K, tiles4, sms, kBK4);
 }
 
 // Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
@@ -853,6 +995,18 @@ void launch5(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, int6
   // TODO: (the reference solution takes about 10 lines)
   TORCH_CHECK(false, "launch5 (matmul.cu) is not implemented yet");
   // END SOLUTION
+}
+
+// matmul_small_tiles<BM, vec> on `grid` (the instantiation the operands allow), checked.
+template <int BM>
+void launch_small_tiles(bool vec, dim3 grid, const float* a, const float* b, float* out, int64_t M, int64_t N,
+                        int64_t K, int64_t k_split, int64_t splits, cudaStream_t stream) {
+  if (vec) {
+    matmul_small_tiles<BM, true><<<grid, kSmallThreads, 0, stream>>>(a, b, out, M, N, K, k_split, splits);
+  } else {
+    matmul_small_tiles<BM, false><<<grid, kSmallThreads, 0, stream>>>(a, b, out, M, N, K, k_split, splits);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace
@@ -927,6 +1081,20 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
       const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvThreads)), splits, z);
       matmul_gemv_cols<<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
+      continue;
+    }
+    if (plan.path != Path4::kTiles) {  // the small tiles
+      const int rows = plan.path == Path4::kSmall32 ? 32 : plan.path == Path4::kSmall64 ? 64 : 128;
+      const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kSmallArea / rows)),
+                      static_cast<unsigned>(course::ceil_div<int64_t>(M, rows)), z * splits);
+      const bool vec = K % 4 == 0 && N % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B, out);
+      if (rows == 32) {
+        launch_small_tiles<32>(vec, grid, a, b, o, M, N, K, plan.k_split, plan.splits, stream);
+      } else if (rows == 64) {
+        launch_small_tiles<64>(vec, grid, a, b, o, M, N, K, plan.k_split, plan.splits, stream);
+      } else {
+        launch_small_tiles<128>(vec, grid, a, b, o, M, N, K, plan.k_split, plan.splits, stream);
+      }
       continue;
     }
     // grid z: this launch's batch elements x the splits (blockIdx.z = element * splits + split)

@@ -105,10 +105,14 @@ SHAPES = (
 # 128-float step (517x1x1000), split in 4 ranges with tails (3x1x4100), a long dot product split in
 # ranges of odd length (1x1x100003). M == 1, a thread per column: split in 77 ranges, the last shorter
 # (1x777x5003). Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
-# single tile (100x70x50000); 512 splits of 128 (64x64x65536); and where K does not dominate but 6 tiles
-# fill few SMs, 4 splits of 72, the last 44 (300x200x260).
+# single tile (100x70x50000); and where K does not dominate but 6 tiles fill few SMs, 4 splits of 72, the
+# last 44 (300x200x260). The small tiles (a side of 64 or less; SHAPES' small products take them too):
+# 64 x 64 tiles, 512 splits of 128 (64x64x65536) and 43 of 96, the last 67, K odd (48x130x4099);
+# 32 x 128 tiles, 11 splits of 96, the last 43 (5x300x1003), and 16 of 64 with float4 loads
+# (24x512x1024); 128 x 32 tiles, two row tiles, one float at a time (150x20x97).
 VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003), (1, 3, 2000),
-                   (129, 257, 4099), (100, 70, 50000), (64, 64, 65536), (300, 200, 260))
+                   (129, 257, 4099), (100, 70, 50000), (64, 64, 65536), (300, 200, 260), (48, 130, 4099),
+                   (5, 300, 1003), (24, 512, 1024), (150, 20, 97))
 # batches (versions 4 and 5): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
@@ -150,11 +154,12 @@ TENSOR_CORE_CAPABILITY = (8, 0)
 @dataclass
 class MatmulSpec(Spec):
     # (group, version, kernel name): every numbered version, each group graded on its own
-    # (version 4 has given kernels for the shapes its tiles do not fit: matrix-vector products, and the
-    # split-K reduction)
+    # (version 4 has given kernels for the shapes its tiles do not fit: matrix-vector products, small
+    # tiles for products with a short side, and the split-K reduction)
     versions_graded: tuple[tuple[str, int, str | tuple[str, ...]], ...] = (
         ("naive", 1, "matmul_kernel1"), ("shared_tiles", 2, "matmul_kernel2"), ("register_blocked", 3, "matmul_kernel3"),
-        ("async_pipeline", 4, ("matmul_kernel4", "matmul_gemv_rows", "matmul_gemv_cols", "matmul_splitk_reduce")),
+        ("async_pipeline", 4, ("matmul_kernel4", "matmul_gemv_rows", "matmul_gemv_cols", "matmul_small_tiles",
+                               "matmul_splitk_reduce")),
         *((g, v, k) for g, v, k, _ in TENSOR_CORES))
 
     @staticmethod

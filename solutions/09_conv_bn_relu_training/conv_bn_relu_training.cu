@@ -1301,7 +1301,7 @@ void launch_dgrad(int version, dim3 grid, const scalar_t* u, const scalar_t* w, 
           conv_dgrad_tf32_unit_stride_kernel<false><<<grid, kTcThreads, 0, stream>>>(u, wflip, d, grad_x);
         }
       } else {
-        conv_dgrad_tf32_kernel<false><<<grid, kThreads, 0, stream>>>(u, w, gamma, invstd, s, grad_x);
+        conv_dgrad_tf32_kernel<kUnitStride><<<grid, kThreads, 0, stream>>>(u, w, gamma, invstd, s, grad_x);
       }
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       return;
