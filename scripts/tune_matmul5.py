@@ -40,6 +40,10 @@ CONFIGS = {
     "L": (128, 128, 2, 2, 4, 1, 8),
     "M": (128, 128, 2, 2, 2, 2, 8),
     "N": (128, 256, 2, 4, 3, 1, 8),
+    "O": (256, 128, 4, 2, 3, 1, 8),  # 8 warps of 64 x 64, one block per SM (3 x 48 KiB of ring)
+    "R": (256, 128, 4, 2, 4, 1, 8),
+    "S": (128, 128, 2, 4, 3, 2, 8),  # 8 warps of 64 x 32, two blocks per SM: 16 warps hiding latency
+    "T": (128, 128, 4, 2, 3, 2, 8),  # 8 warps of 32 x 64
 }
 LINES = {  # the constant lines of matmul.cu, as the solution writes them, and their templates
     r"constexpr int kBM5 = \d+, kBN5 = \d+;": "constexpr int kBM5 = {0}, kBN5 = {1};",

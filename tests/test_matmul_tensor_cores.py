@@ -152,16 +152,23 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
         for step in range(steps):
             s = Shared(elems, bk, b_chunks, bm, a_chunks)
             k0 = step * bk
-            for tid in range(threads):  # Loader5::load
+            for tid in range(threads):  # Loader5: its constructor's pointers (offsets here), stepped k0 times
                 ra, ca, rb, cb = tid // a_chunks, tid % a_chunks, tid // b_chunks, tid % b_chunks
+                a, b = (m0 + ra) * K + elems * ca + k0, rb * N + n0 + elems * cb + k0 * N
+                a_pass, b_pass = a_step * K, b_step * N
+                a_left, b_rows = K - elems * ca - k0, K - rb - k0
+                a_rows = min(max(-(-(M - m0 - ra) // a_step), 0), bm // a_step)
+                b_left = min(max(N - n0 - elems * cb, 0), elems)
+                src = a  # Loader5::load
                 for i in range(bm // a_step):
                     r = ra + i * a_step
-                    row, col = m0 + r, k0 + ca * elems
-                    s.A[r][swizzle_a(r, ca, a_chunks)] = chunk(flat_a, vec_a, row < M, row * K + col, K - col, elems)
+                    s.A[r][swizzle_a(r, ca, a_chunks)] = chunk(flat_a, vec_a, i < a_rows, src, a_left, elems)
+                    src += a_pass
+                src = b
                 for i in range(bk // b_step):
                     r = rb + i * b_step
-                    row, col = k0 + r, n0 + cb * elems
-                    s.B[r][swizzle_b(bf16, r, cb)] = chunk(flat_b, vec_b, row < K, row * N + col, N - col, elems)
+                    s.B[r][swizzle_b(bf16, r, cb)] = chunk(flat_b, vec_b, i * b_step < b_rows, src, b_left, elems)
+                    src += b_pass
             for warp in range(warps):  # mma_stage
                 wrow, wcol = (warp // warps_n) * wm, (warp % warps_n) * wn
                 for ks in range(bk // mma_k):
@@ -220,11 +227,15 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
     return C
 
 
-def chunk(flat, vec, row_ok, offset, left, elems):
-    """Loader5::chunk: a 16-byte chunk's elements, zeros outside the matrix."""
+def chunk(flat, vec, row_ok, src, left, elems):
+    """Loader5::chunk: a 16-byte chunk's elements from offset src, zeros outside the matrix (an
+    element outside is never read: the kernel's cp.async copies 0 bytes there)."""
+    def read(at):
+        assert 0 <= at < len(flat), f"read outside the matrix at {at}"
+        return flat[at]
     if vec:
-        return list(flat[offset: offset + elems]) if row_ok and left > 0 else [0.0] * elems
-    return [flat[offset + e] if row_ok and e < left else 0.0 for e in range(elems)]
+        return [read(src + e) for e in range(elems)] if row_ok and left > 0 else [0.0] * elems
+    return [read(src + e) if row_ok and e < left else 0.0 for e in range(elems)]
 
 
 def _bank_checker(problems):
@@ -422,3 +433,17 @@ def test_tensor_core_checks_run_only_where_the_running_code_has_them(monkeypatch
     message = str(skipped.value)
     assert message.startswith(NOT_RUN_HERE) and "needs compute capability 8.0" in message
     assert ("built for 7.5" in message) == (gpu != (7, 5))
+
+
+def test_the_loader_model_follows_the_kernel():
+    """The model above transliterates Loader5's pointer arithmetic: these are the kernel's lines it
+    follows (change both together)."""
+    text = SOURCE.read_text()
+    for line in ("a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + kElems * ca;",
+                 "b = reinterpret_cast<const Bits*>(B) + int64_t(rb) * N + n0 + kElems * cb;",
+                 "a_pass = kARowStep * K;", "b_pass = kBRowStep * N;", "a_left = K - kElems * ca;", "b_rows = K - rb;",
+                 "const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep), cols = N - n0 - kElems * cb;",
+                 "chunk<kVecA>(&s.A[r][swizzle_a(r, ca)], src, i < a_rows, a_left);",
+                 "chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], src, i * kBRowStep < b_rows, b_left);",
+                 "a += Tile5<T>::kBK;", "a_left -= Tile5<T>::kBK;", "b += kBCopies * b_pass;", "b_rows -= Tile5<T>::kBK;"):
+        assert line in text, line

@@ -674,14 +674,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
 #endif
 }
 
-// float -> TF32 (rounded to nearest, ties away from zero: 10 bits of mantissa), in a 32-bit register.
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-  uint32_t r = __float_as_uint(x);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-#endif
-  return r;
-}
+using course::to_tf32;  // rounded to TF32 (course/cuda.cuh)
 
 // d += a b for one 16 x 8 tile: m16n8k8 TF32 (a: 4 registers of one TF32 each, b: 2) or m16n8k16 BF16
 // (a: 4 registers of two bfloat16s each, b: 2), float32 sums in d (4 floats).
@@ -708,6 +701,10 @@ __device__ __forceinline__ void mma16x8(float (&d)[4], const uint32_t (&a)[4], c
 // and A (B) 16-byte aligned, so a chunk is wholly inside the matrix or wholly outside: one cp.async
 // of 16 bytes (zero-filled outside). Otherwise element by element: 4-byte cp.async for float, plain
 // loads and stores for bfloat16 (cp.async copies 4 bytes at least), zeros outside.
+// The copies walk pointers: a thread's next copy is a pointer add away and its bounds are one
+// comparison each, so the 16 copies of a stage cost a few instructions each (64-bit row * K products
+// per copy were a third of the TF32 loop's instructions). A copy outside the matrix gets its address
+// all the same: cp.async reads nothing when it copies 0 bytes.
 template <typename T, bool kVecA, bool kVecB>
 struct Loader5 {
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;  // the elements, copied as bits
@@ -716,57 +713,68 @@ struct Loader5 {
   static constexpr int kACopies = kBM5 / kARowStep;                     // 8
   static constexpr int kBRowStep = kThreads5 / Tile5<T>::kBChunks;      // 4 or 8
   static constexpr int kBCopies = Tile5<T>::kBK / kBRowStep;            // 8
-  const Bits* A;
-  const Bits* B;
-  int64_t M, N, K, m0, n0, k0;
-  int ra, ca, rb, cb;
+  const Bits* a;     // this thread's first A chunk of the next k step: row m0 + ra, column k0 + kElems ca
+  const Bits* b;     // its first B chunk: row k0 + rb, column n0 + kElems cb
+  int64_t a_pass;    // elements from one of its copies to the next: kARowStep rows of A
+  int64_t b_pass;    // kBRowStep rows of B
+  int64_t a_left;    // elements of an A row from a's column on (K - k0 - kElems ca; none when <= 0)
+  int64_t b_rows;    // rows of B from b's row on (K - k0 - rb)
+  int a_rows;        // how many of its kACopies A rows lie inside A
+  int b_left;        // elements of a B row from b's column on, at most kElems (none when <= 0)
 
-  __device__ __forceinline__ Loader5(const T* A_, const T* B_, int64_t M_, int64_t N_, int64_t K_, int64_t m0_,
-                                     int64_t n0_)
-      : A(reinterpret_cast<const Bits*>(A_)), B(reinterpret_cast<const Bits*>(B_)), M(M_), N(N_), K(K_), m0(m0_),
-        n0(n0_), k0(0) {
+  __device__ __forceinline__ Loader5(const T* A, const T* B, int64_t M, int64_t N, int64_t K, int64_t m0, int64_t n0) {
     const int tid = threadIdx.x;
-    ra = tid / kAChunks5;
-    ca = tid % kAChunks5;
-    rb = tid / Tile5<T>::kBChunks;
-    cb = tid % Tile5<T>::kBChunks;
+    const int ra = tid / kAChunks5, ca = tid % kAChunks5;
+    const int rb = tid / Tile5<T>::kBChunks, cb = tid % Tile5<T>::kBChunks;
+    a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + kElems * ca;
+    b = reinterpret_cast<const Bits*>(B) + int64_t(rb) * N + n0 + kElems * cb;
+    a_pass = kARowStep * K;
+    b_pass = kBRowStep * N;
+    a_left = K - kElems * ca;
+    b_rows = K - rb;
+    const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep), cols = N - n0 - kElems * cb;
+    a_rows = rows <= 0 ? 0 : rows < kACopies ? int(rows) : kACopies;
+    b_left = cols <= 0 ? 0 : cols < kElems ? int(cols) : kElems;
   }
 
-  // One chunk: `left` elements of its row remain from `offset` on (none when <= 0; the row is inside
-  // the matrix when row_ok).
+  // One chunk from src: `left` elements of its row remain (none when <= 0; the row is inside the
+  // matrix when row_ok).
   template <bool kVec>
-  __device__ __forceinline__ void chunk(uint4* dst, const Bits* base, bool row_ok, int64_t offset, int64_t left) {
+  __device__ __forceinline__ void chunk(uint4* dst, const Bits* src, bool row_ok, int64_t left) {
     if (kVec) {
-      const bool ok = row_ok && left > 0;
-      cp_async16(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(ok ? base + offset : base), ok);
+      cp_async16(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(src), row_ok && left > 0);
     } else if constexpr (sizeof(T) == 4) {
 #pragma unroll
       for (int e = 0; e < kElems; ++e) {
-        const bool ok = row_ok && e < left;
-        cp_async4(reinterpret_cast<float*>(dst) + e, reinterpret_cast<const float*>(ok ? base + offset + e : base), ok);
+        cp_async4(reinterpret_cast<float*>(dst) + e, reinterpret_cast<const float*>(src) + e, row_ok && e < left);
       }
     } else {
       Bits* out = reinterpret_cast<Bits*>(dst);
 #pragma unroll
-      for (int e = 0; e < kElems; ++e) out[e] = row_ok && e < left ? base[offset + e] : Bits(0);
+      for (int e = 0; e < kElems; ++e) out[e] = row_ok && e < left ? src[e] : Bits(0);
     }
   }
 
   // Issue the next k step's copies into stage `s`.
   __device__ __forceinline__ void load(Stage5<T>& s) {
+    const int ra = threadIdx.x / kAChunks5, ca = threadIdx.x % kAChunks5;
+    const int rb = threadIdx.x / Tile5<T>::kBChunks, cb = threadIdx.x % Tile5<T>::kBChunks;
+    const Bits* src = a;
 #pragma unroll
-    for (int i = 0; i < kACopies; ++i) {
+    for (int i = 0; i < kACopies; ++i, src += a_pass) {
       const int r = ra + i * kARowStep;
-      const int64_t row = m0 + r, col = k0 + ca * kElems;
-      chunk<kVecA>(&s.A[r][swizzle_a(r, ca)], A, row < M, row * K + col, K - col);
+      chunk<kVecA>(&s.A[r][swizzle_a(r, ca)], src, i < a_rows, a_left);
     }
+    src = b;
 #pragma unroll
-    for (int i = 0; i < kBCopies; ++i) {
+    for (int i = 0; i < kBCopies; ++i, src += b_pass) {
       const int r = rb + i * kBRowStep;
-      const int64_t row = k0 + r, col = n0 + cb * kElems;
-      chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], B, row < K, row * N + col, N - col);
+      chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], src, i * kBRowStep < b_rows, b_left);
     }
-    k0 += Tile5<T>::kBK;
+    a += Tile5<T>::kBK;
+    a_left -= Tile5<T>::kBK;
+    b += kBCopies * b_pass;
+    b_rows -= Tile5<T>::kBK;
   }
 };
 

@@ -135,7 +135,7 @@ VARIANTS += [
 # Kernel 5, tensor cores (issue 21). On a GPU below compute capability 8.0 the tensor-core groups are
 # not run (no points either way), so these variants are meant for an sm_80+ GPU.
 K5_C_ROW = "        const int64_t row = row0 + 16 * i + 8 * h + g;\n"
-K5_TF32 = '  asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"(r) : "f"(x));\n'
+K5_TF32 = "using course::to_tf32;  // rounded to TF32 (course/cuda.cuh)\n"
 K5_STEPS = "  const int64_t steps = course::ceil_div<int64_t>(K, Tile5<T>::kBK);\n"
 VARIANTS += [
     Variant(EX, "c_fragment_rows_swapped", "kernel 5 stores the C fragment's c0, c1 at row g + 8 and c2, c3 at row g "
@@ -145,7 +145,8 @@ VARIANTS += [
     Variant(EX, "fp16_instead_of_tf32", "kernel 5 rounds its float32 operands to float16 instead of TF32 (the same "
             "10-bit mantissa, but 5 exponent bits: 1e5 overflows, 1e-6 is subnormal)",
             {"matmul.cu": [("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"),
-                           (K5_TF32, "  r = __float_as_uint(__half2float(__float2half_rn(x)));\n")]},
+                           (K5_TF32, "__device__ __forceinline__ uint32_t to_tf32(float x) {\n"
+                                     "  return __float_as_uint(__half2float(__float2half_rn(x)));\n}\n")]},
             # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
             loses={"tensor_cores_tf32"}, reason="values near"),
     Variant(EX, "k_tail_dropped", "kernel 5 skips the last k step when there are several (a K that is not a multiple "
