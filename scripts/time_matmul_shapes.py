@@ -41,6 +41,8 @@ SHAPES = [
     ("small M", 0, 32, 1000, 2048),  # ResNet-50's fully connected layer at batch 32
     ("small M", 0, 64, 3072, 768),  # GPT-2 small's MLP up-projection, 64 tokens
     ("mid tiles", 0, 1024, 1024, 1024),
+    ("mid tiles", 0, 1100, 1100, 1100),  # 81 of kernel 4's tiles: more than half the SMs, fewer than all
+    ("mid tiles", 0, 1400, 1400, 700),  # 121 tiles, K short
 ]
 QUICK = {0, 2, 4, 7, 10, 13}
 

@@ -72,7 +72,7 @@ def split_tiles(path, M, N, K, tiles, sms, align):
             budget = (M + N) * K // (4 * M * N)
             want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, kSplitMinK4), budget))
             return split_k(path, K, want, most, align)
-        if 2 * tiles <= sms:
+        if 3 * tiles <= 2 * sms:
             return split_k(path, K, 2 * sms // tiles, most, align)
     return path, 1, K
 
@@ -338,20 +338,24 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 5, 300, 1003, 132) == ("small32", 11, 96)  # the last split 43 k: a step's tail
     assert plan4(1, 48, 130, 4099, 132) == ("small64", 43, 96)
     assert plan4(1, 150, 20, 97, 132) == ("small128", 1, 97)
+    # kernel 4's tiles filling between half and two thirds of the SMs take 3 splits; nearly all, none
+    assert plan4(1, 1031, 1000, 4099, 132)[:2] == ("tiles", 3)
+    assert plan4(1, 1100, 1100, 1100, 132)[:2] == ("tiles", 3)
+    assert plan4(1, 1400, 1400, 700, 132)[:2] == ("tiles", 1)
     assert plan4(1, 2000, 3, 2000, 132) == ("small128", 16, 128)
     # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
     assert plan4(1, 1400, 1400, 1 << 20, 132)[1] <= (2800 << 20) // (4 * 1400 * 1400) + 1
     assert plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
     assert plan4(1, 1, 777, 5003, 132) == ("cols", 77, 65)
     assert plan4(2, 64, 48, 20000, 132)[1] > 1
-    # K does not dominate but the tiles fill at most half the SMs: one wave of 2 blocks per SM (the
+    # K does not dominate but the tiles fill at most two thirds of the SMs: one wave of 2 blocks per SM (the
     # model list's classifier, GPT-2's MLP at 64 tokens, 1024^3), no more than K / 64 splits
     assert plan4(1, 32, 1000, 2048, 132) == ("small32", 32, 64)
     assert plan4(1, 64, 3072, 768, 132) == ("small64", 5, 160)
     assert plan4(1, 1024, 1024, 1024, 132) == ("tiles", 4, 256)
     assert plan4(1, 300, 200, 260, 132) == ("tiles", 4, 72)
     assert plan4(1, 2, 2, 511, 132) == ("small32", 6, 96)
-    # not split: the 4096^3 benchmark, tiles that fill more than half the SMs, K below 128
+    # not split: the 4096^3 benchmark, tiles that fill more than two thirds of the SMs, K below 128
     assert plan4(1, 4096, 4096, 4096, 132) == ("tiles", 1, 4096)
     assert plan4(1, 2048, 1024, 1024, 132) == ("tiles", 1, 1024)
     assert plan4(1, 2, 2, 127, 132) == ("small32", 1, 127)
@@ -374,5 +378,6 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "const int64_t row = m0 + 4 * ty + i, col = n0 + 4 * tx;",
                  "const int64_t rows = M <= 32 ? 32 : N <= 32 ? 128 : 64;",
                  "const bool vec = K % 4 == 0 && N % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B, out);",
-                 "return split_tiles(Path4::kTiles, M, N, K, tiles4, sms, kBK4);"):
+                 "return split_tiles(Path4::kTiles, M, N, K, tiles4, sms, kBK4);",
+                 "if (3 * tiles <= 2 * sms) return split_k(path, K, 2 * sms / tiles, most, align);"):
         assert " ".join(line.split()) in flat, line

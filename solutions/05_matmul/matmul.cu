@@ -1064,7 +1064,7 @@ Plan4 split_tiles(Path4 path, int64_t M, int64_t N, int64_t K, int64_t tiles, in
                                     std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
       return split_k(path, K, want, most, align);
     }
-    if (2 * tiles <= sms) return split_k(path, K, 2 * sms / tiles, most, align);
+    if (3 * tiles <= 2 * sms) return split_k(path, K, 2 * sms / tiles, most, align);
   }
   return {path, 1, K};
 }
@@ -1077,9 +1077,12 @@ Plan4 split_tiles(Path4 path, int64_t M, int64_t N, int64_t K, int64_t tiles, in
 // K >= 128 (two splits of kSplitMinK4). Where K dominates (K >= 4 max(M, N)), into splits of 64 k or
 // more as far as the workspace (splits x M N floats) stays within a quarter of A and B ((M + N) K
 // floats), and at least enough splits for 2 blocks per SM. Where it does not (a layer's small batch
-// times its weights: 32 x 2048 by 2048 x 1000), only when the tiles fill at most half the SMs, into as
-// many splits as one wave of 2 blocks per SM holds: more would make a second, mostly idle wave and
-// more workspace to sum (1024^3: 4 splits of its 64 tiles ran at 0.86x of cuBLAS, 5 at 0.62x).
+// times its weights: 32 x 2048 by 2048 x 1000), only when the tiles fill at most two thirds of the
+// SMs, into as many splits as one wave of 2 blocks per SM holds (3 or more): more would make a second,
+// mostly idle wave and more workspace to sum (1024^3: 4 splits of its 64 tiles ran at 0.86x of cuBLAS,
+// 5 at 0.62x). 3 splits bring the idle third of the SMs in (1031 x 1000 x 4099, 72 tiles: 0.49x ->
+// 0.78x; 1100^3, 81 tiles: 0.67x -> 0.85x); 2 splits of tiles that nearly fill the SMs only add the
+// sum (1400 x 1400 x 700, 121 tiles: 0.83x -> 0.75x).
 Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   const int64_t sms = sm_count();
   if (N == 1) {
