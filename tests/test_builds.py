@@ -18,6 +18,7 @@ import pytest
 
 from grader import build, env, resources
 from grader.grading import build_all
+from grader.spec import by_exercise
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, SOLUTIONS, exercise_folders, explain, grade, quiet
 from tests.known_wrong import all_variants
@@ -47,8 +48,9 @@ def test_compiles_and_loads(builds, folder):
 def test_the_resource_report_covers_every_kernel(builds, folder):
     """The grade's resource report (grader.resources) has ptxas's numbers for every kernel of every
     build, for each architecture built; a solution's kernels all have an evaluated launch and an
-    occupancy. A stub's kernel that nothing instantiates yet (its launch is the student's) is named
-    as not compiled."""
+    occupancy on every architecture that may launch them (a kernel that only a tensor-core version
+    runs is refused below compute capability 8.0: `make test` on a T4 builds for sm_75). A stub's
+    kernel that nothing instantiates yet (its launch is the student's) is named as not compiled."""
     assert builds[folder]["ok"], builds[folder].get("error")
     report = resources.exercise_report(folder)
     defined = {k.name for k in resources.scan_sources(folder)[0]}
@@ -58,9 +60,37 @@ def test_the_resource_report_covers_every_kernel(builds, folder):
         assert {k["kernel"] for k in report["kernels"] if k["arch"] == arch} == compiled, arch
     if folder.parent == SOLUTIONS:
         assert compiled == defined, report["missing"]
+        gated = capability_gated_kernels(folder)
         for k in report["kernels"]:
             assert k["launches"] and all(l["block"] for l in k["launches"]), k
+            if arch_capability(k["arch"]) < gated.get(k["kernel"], (0, 0)):
+                continue  # never launched on this architecture (a TF32 kernel's 96 KiB ring on sm_75)
             assert k["occupancy"] and all(o["blocks_per_sm"] > 0 for o in k["occupancy"]), k
+
+
+def arch_capability(arch: str) -> tuple[int, int]:
+    """"sm_75" -> (7, 5), "sm_90a" -> (9, 0)."""
+    digits = re.fullmatch(r"sm_(\d+)(\d)[a-z]?", arch)
+    return int(digits.group(1)), int(digits.group(2))
+
+
+def capability_gated_kernels(folder: Path) -> dict[str, tuple[int, int]]:
+    """The kernels that only the spec's calls needing a compute capability run (its tensor-core
+    versions'), with that capability: the launchers refuse those versions below it, so the kernels
+    need no occupancy on an older architecture the build also compiles for."""
+    import torch
+
+    spec = by_exercise(folder.name)
+    gated: dict[str, tuple[int, int]] = {}
+    everywhere: set[str] = set()
+    for call in spec.audit_calls("cpu", torch.float64):
+        names = getattr(call.kernels or spec.kernel_rule(), "names", ()) or ()
+        for name in names:
+            if call.needs_capability:
+                gated[name] = max(gated.get(name, (0, 0)), tuple(call.needs_capability))
+            else:
+                everywhere.add(name)
+    return {name: cc for name, cc in gated.items() if name not in everywhere}
 
 
 @pytest.mark.skipif(HAS_GPU, reason="covered with the GPU checks by test_gpu_grading")
