@@ -124,9 +124,9 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // float -> TF32 (rounded to nearest: 10 bits of mantissa), in a 32-bit register. From sm_90 on one
 // instruction (`cvt.rn`, ties to even, as cuBLAS's TF32 rounds); sm_80 has only `cvt.rna` (ties away
-// from zero), which sm_90 runs as an Inf/NaN test and an add. A kernel rounds every mma operand it
-// loads, so this is most of its work beside the mma: 05's TF32 kernel 5 went from 0.41x to 0.44x of
-// cuBLAS on the H100 with the single instruction.
+// from zero), which sm_90 runs as an Inf/NaN test and an add. A kernel rounds every operand it loads
+// into a fragment (05's kernel 5: one rounding per mma), and with the single instruction 05's TF32
+// kernel 5 went from 0.41x to 0.44x of cuBLAS on the H100.
 __device__ __forceinline__ uint32_t to_tf32(float v) {
   uint32_t r = __float_as_uint(v);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
