@@ -222,6 +222,8 @@ def pct(x: float) -> str:
 def _occupancy_cell(k: dict) -> str:
     if not k.get("launches"):
         return "no launch in the source"
+    if k.get("needs_capability"):
+        return "not launched here (needs {}.{})".format(*k["needs_capability"])
     if not k.get("occupancy"):
         return "block size unknown"
     cells = []

@@ -552,6 +552,11 @@ def kernel_notes(kernels: list[dict]) -> list[str]:
                      + ("255 is the most a thread may have" if k["registers"] >= 255 else
                         "a register cap, such as __launch_bounds__'s minimum blocks per SM, forces it")
                      + "); local memory is as slow as global memory when L1 misses")
+    unlaunched = [k for k in kernels if k.get("needs_capability")]
+    if unlaunched:
+        major, minor = unlaunched[0]["needs_capability"]
+        notes.append(f"{_names(unlaunched)}: compiled for {unlaunched[0]['arch']} but never launched there: the "
+                     f"versions that run it need compute capability {major}.{minor}")
     groups: dict[tuple, list[tuple[dict, dict]]] = {}
     for k in kernels:
         for occ in k.get("occupancy") or []:
@@ -589,16 +594,12 @@ def kernel_notes(kernels: list[dict]) -> list[str]:
 def device_arch(built: list[str], device_cc: str | None) -> tuple[str | None, str]:
     """The built architecture whose code this GPU runs (same major, minor not above the GPU's),
     else the newest built one; and a word on the choice."""
-    def key(a: str) -> tuple[int, int]:
-        m = re.fullmatch(r"sm_(\d+?)(\d)[a-z]?", a)
-        return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-
-    archs = sorted(set(built), key=key)
+    archs = sorted(set(built), key=arch_capability)
     if not archs:
         return None, ""
     if device_cc:
         major, minor = (int(x) for x in device_cc.split(".")[:2])
-        runs = [a for a in archs if key(a)[0] == major and key(a)[1] <= minor]
+        runs = [a for a in archs if arch_capability(a)[0] == major and arch_capability(a)[1] <= minor]
         if runs:
             return runs[-1], f"the code this GPU (compute capability {device_cc}) runs"
         return archs[-1], (f"this GPU (compute capability {device_cc}) JIT-compiles PTX: no build matches it, "
@@ -606,11 +607,24 @@ def device_arch(built: list[str], device_cc: str | None) -> tuple[str | None, st
     return archs[-1], "no GPU here: the newest architecture built"
 
 
-def exercise_report(exercise_dir: str | Path, device_cc: str | None = None) -> dict:
+def arch_capability(arch: str) -> tuple[int, int]:
+    """"sm_75" -> (7, 5), "sm_90a" -> (9, 0), "sm_120" -> (12, 0)."""
+    digits = re.fullmatch(r"sm_(\d+)(\d)[a-z]?", arch)
+    return (int(digits.group(1)), int(digits.group(2))) if digits else (0, 0)
+
+
+def exercise_report(exercise_dir: str | Path, device_cc: str | None = None,
+                    gated: dict[str, tuple[int, int]] | None = None) -> dict:
     """The resource report of an exercise folder's last build: per kernel and architecture,
     ptxas's numbers, the launches' block size and dynamic shared memory, the theoretical occupancy,
-    and notes; the compiler's warnings about the exercise's files."""
+    and notes; the compiler's warnings about the exercise's files. `gated`: kernels that only run
+    from a compute capability on (default: the exercise's spec says, grader.spec.capability_gated_kernels);
+    on an older architecture they get no occupancy, only `needs_capability` and a note."""
     exercise_dir = Path(exercise_dir).resolve()
+    if gated is None:
+        from grader.spec import capability_gated_kernels  # noqa: PLC0415 (imports torch)
+
+        gated = capability_gated_kernels(exercise_dir.name)
     logs = step_logs(exercise_dir)
     report: dict = {"kernels": [], "notes": [], "warnings": [], "archs": [], "arch": None, "arch_why": "",
                     "missing": [], "unknown_logs": []}
@@ -639,7 +653,9 @@ def exercise_report(exercise_dir: str | Path, device_cc: str | None = None) -> d
         k["launches"] = launch_configs(by_name.get(base), args, [l for l in launches if l.kernel == base], defs)
         arch = arch_of(e["arch"])
         k["occupancy"] = []
-        for launch in k["launches"]:
+        if arch_capability(e["arch"]) < gated.get(base, (0, 0)):
+            k["needs_capability"] = gated[base]  # never launched on this architecture
+        for launch in k["launches"] if "needs_capability" not in k else []:
             if arch and launch["block"] is not None and launch["dynamic_smem"] is not None:
                 occ = occupancy(arch, e["registers"], e["static_smem"], launch["block"], launch["dynamic_smem"],
                                 e["barriers"], opt_in)

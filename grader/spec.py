@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -383,6 +384,28 @@ class Selection:
 
 def by_exercise(exercise: str) -> Spec:
     return select([exercise])[0]
+
+
+@functools.lru_cache(maxsize=None)  # a class's grade asks once per submission; the answer is the spec's
+def capability_gated_kernels(exercise: str) -> dict[str, tuple[int, int]]:
+    """The kernels of an exercise (a folder name; {} for a folder no spec is named after) that only
+    its calls needing a compute capability run (the tensor-core versions'), each with that
+    capability: the launchers refuse those versions below it, so a build for an older architecture
+    compiles these kernels but never launches them."""
+    import torch
+
+    if exercise not in {m[2:] for m in spec_modules()}:
+        return {}
+    spec = by_exercise(exercise)
+    gated: dict[str, tuple[int, int]] = {}
+    everywhere: set[str] = set()
+    for call in spec.audit_calls("cpu", torch.float64):
+        for name in getattr(call.kernels or spec.kernel_rule(), "names", ()) or ():
+            if call.needs_capability:
+                gated[name] = max(gated.get(name, (0, 0)), tuple(call.needs_capability))
+            else:
+                everywhere.add(name)
+    return {name: cc for name, cc in gated.items() if name not in everywhere}
 
 
 def import_exercise_module(exercise_dir: Path, spec: Spec) -> ModuleType:

@@ -18,7 +18,7 @@ import pytest
 
 from grader import build, env, resources
 from grader.grading import build_all
-from grader.spec import by_exercise
+from grader.spec import capability_gated_kernels
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, SOLUTIONS, exercise_folders, explain, grade, quiet
 from tests.known_wrong import all_variants
@@ -60,37 +60,15 @@ def test_the_resource_report_covers_every_kernel(builds, folder):
         assert {k["kernel"] for k in report["kernels"] if k["arch"] == arch} == compiled, arch
     if folder.parent == SOLUTIONS:
         assert compiled == defined, report["missing"]
-        gated = capability_gated_kernels(folder)
+        gated = capability_gated_kernels(folder.name)
         for k in report["kernels"]:
             assert k["launches"] and all(l["block"] for l in k["launches"]), k
-            if arch_capability(k["arch"]) < gated.get(k["kernel"], (0, 0)):
-                continue  # never launched on this architecture (a TF32 kernel's 96 KiB ring on sm_75)
+            if resources.arch_capability(k["arch"]) < gated.get(k["kernel"], (0, 0)):
+                # never launched on this architecture (a TF32 kernel's 96 KiB ring on sm_75): said so
+                assert k["needs_capability"] == gated[k["kernel"]] and not k["occupancy"], k
+                continue
+            assert not k.get("needs_capability"), k
             assert k["occupancy"] and all(o["blocks_per_sm"] > 0 for o in k["occupancy"]), k
-
-
-def arch_capability(arch: str) -> tuple[int, int]:
-    """"sm_75" -> (7, 5), "sm_90a" -> (9, 0)."""
-    digits = re.fullmatch(r"sm_(\d+)(\d)[a-z]?", arch)
-    return int(digits.group(1)), int(digits.group(2))
-
-
-def capability_gated_kernels(folder: Path) -> dict[str, tuple[int, int]]:
-    """The kernels that only the spec's calls needing a compute capability run (its tensor-core
-    versions'), with that capability: the launchers refuse those versions below it, so the kernels
-    need no occupancy on an older architecture the build also compiles for."""
-    import torch
-
-    spec = by_exercise(folder.name)
-    gated: dict[str, tuple[int, int]] = {}
-    everywhere: set[str] = set()
-    for call in spec.audit_calls("cpu", torch.float64):
-        names = getattr(call.kernels or spec.kernel_rule(), "names", ()) or ()
-        for name in names:
-            if call.needs_capability:
-                gated[name] = max(gated.get(name, (0, 0)), tuple(call.needs_capability))
-            else:
-                everywhere.add(name)
-    return {name: cc for name, cc in gated.items() if name not in everywhere}
 
 
 @pytest.mark.skipif(HAS_GPU, reason="covered with the GPU checks by test_gpu_grading")

@@ -12,6 +12,7 @@ import pytest
 
 from grader import build, env, resources
 from grader.report import resources_text
+from grader.spec import capability_gated_kernels
 from tests.conftest import HAS_GPU
 from tests.grading import SOLUTIONS
 
@@ -178,6 +179,31 @@ def test_the_report_matches_ptxas_verbose_for_a_built_exercise(matmul, tmp_path)
                       "matmul_kernel5": {128}, "matmul_small_tiles": {256}}
     text = resources_text("05_matmul", report)
     assert "matmul_kernel4<true>" in text and "limited by registers" in text, text
+
+
+def test_a_kernel_only_newer_gpus_launch_gets_a_note_instead_of_an_occupancy(matmul):
+    """A kernel that only calls needing a compute capability run is reported, on an architecture
+    below it, as never launched there: no occupancy (a T4 build of kernel 5's 96 KiB ring showed 0%,
+    and `make test` failed there), a note saying why, the same words in the table. The gate is
+    raised to 99.0 here so that this machine's build (sm_90 in CI) is below it."""
+    assert capability_gated_kernels("05_matmul") == {"matmul_kernel5": (8, 0)}
+    assert capability_gated_kernels("01_leaky_relu") == {} and capability_gated_kernels("not_an_exercise") == {}
+    report = resources.exercise_report(matmul, gated={"matmul_kernel5": (99, 0)})
+    fives = [k for k in report["kernels"] if k["kernel"] == "matmul_kernel5"]
+    assert fives and all(k["needs_capability"] == (99, 0) and not k["occupancy"] for k in fives)
+    assert all(k["occupancy"] and "needs_capability" not in k for k in report["kernels"] if k not in fives)
+    text = resources_text("05_matmul", report)
+    assert "not launched here (needs 99.0)" in text and "never launched there" in text, text
+    # the spec's own gate leaves an sm_80-or-newer build alone
+    assert all(k["occupancy"] for k in resources.exercise_report(matmul)["kernels"]
+               if resources.arch_capability(k["arch"]) >= (8, 0))
+
+
+def test_every_gated_kernel_is_a_kernel_of_its_solution():
+    """capability_gated_kernels names only real kernels (the specs' kernel rules and the sources agree)."""
+    for folder in sorted(p for p in SOLUTIONS.iterdir() if p.is_dir()):
+        defined = {k.name for k in resources.scan_sources(folder)[0]}
+        assert set(capability_gated_kernels(folder.name)) <= defined, folder.name
 
 
 def test_the_report_covers_every_solution_kernel_and_launch():
