@@ -392,10 +392,10 @@ def capability_gated_kernels(exercise: str) -> dict[str, tuple[int, int]]:
     its calls needing a compute capability run (the tensor-core versions'), each with that
     capability: the launchers refuse those versions below it, so a build for an older architecture
     compiles these kernels but never launches them."""
-    import torch
-
     if exercise not in {m[2:] for m in spec_modules()}:
         return {}
+    import torch  # (the specs import it anyway; a folder no spec names needs none)
+
     spec = by_exercise(exercise)
     gated: dict[str, tuple[int, int]] = {}
     everywhere: set[str] = set()
