@@ -2,12 +2,15 @@
 
     python3 scripts/time_matmul_shapes.py            # every class
     python3 scripts/time_matmul_shapes.py --quick    # one shape per class
+    python3 scripts/time_matmul_shapes.py --version 5 [--bf16]   # kernel 5 beside cuBLAS TF32 (BF16)
 
 Builds solutions/05_matmul (cached, as the grader does), checks each product against float64 first
 (normwise), then times it with grader.timer.time_fn (L2 flushed, warm-up, median) beside torch.matmul
 with TF32 off, on two rotated input sets, and prints the median time, TFLOP/s, GB/s of distinct data
 (A, B and C once), the ratio to cuBLAS (cuBLAS time / ours: above 1 is faster), and both errors against
 float64. Issue 20's goal: at least 0.8x on each class, the large-K error within 10x of cuBLAS's.
+With --version 5 both sides run on tensor cores: ours in TF32 (float32 inputs) beside torch.matmul with
+TF32 allowed, or with --bf16 both in bfloat16 (issue 21's goal: at least 0.5x).
 """
 from __future__ import annotations
 
@@ -43,6 +46,12 @@ SHAPES = [
     ("mid tiles", 0, 1024, 1024, 1024),
     ("mid tiles", 0, 1100, 1100, 1100),  # 81 of kernel 4's tiles: more than half the SMs, fewer than all
     ("mid tiles", 0, 1400, 1400, 700),  # 121 tiles, K short
+    ("small M", 0, 32, 1280, 1000),  # MobileNetV2's classifier at batch 32
+    ("gemv M == 1", 0, 1, 768, 768),  # GPT-2 small's decoding: attention out, MLP up and down
+    ("gemv M == 1", 0, 1, 3072, 768),
+    ("gemv M == 1", 0, 1, 768, 3072),
+    ("model", 0, 8192, 2304, 768),  # GPT-2 small's prompt (8 x 1024 tokens): attention in, MLP down
+    ("model", 0, 8192, 768, 3072),
 ]
 QUICK = {0, 2, 4, 7, 10, 13}
 
@@ -60,10 +69,17 @@ def main() -> None:
     parser.add_argument("--solution", type=Path, default=ROOT / "solutions" / "05_matmul",
                         help="the exercise folder to time (default: the reference)")
     parser.add_argument("--only", default="", help="only the classes whose name contains this")
+    parser.add_argument("--version", type=int, default=4, choices=(4, 5))
+    parser.add_argument("--bf16", action="store_true", help="version 5 in bfloat16 (default: float32, TF32)")
     args = parser.parse_args()
     mod = load_solution(args.solution)
     flush = L2Flusher()
-    print(f"{torch.cuda.get_device_name()}; version 4 beside torch.matmul (TF32 off)")
+    v = args.version
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    tf32 = v == 5  # cuBLAS on tensor cores too (float32 inputs: TF32; bfloat16 is unaffected)
+    what = "bfloat16 beside torch.matmul in bfloat16" if args.bf16 else (
+        "TF32 beside torch.matmul with TF32 allowed" if tf32 else "beside torch.matmul (TF32 off)")
+    print(f"{torch.cuda.get_device_name()}; version {v} {what}")
     print(f"{'class':14} {'shape':>26} {'ours us':>9} {'cuBLAS us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'ratio':>6} "
           f"{'err':>8} {'cuBLAS err':>10}")
     for i, (label, batch, m, n, k) in enumerate(SHAPES):
@@ -71,19 +87,19 @@ def main() -> None:
             continue
         lead = (batch,) if batch else ()
         g = torch.Generator(device="cuda").manual_seed(i)
-        inputs = [(torch.randn(*lead, m, k, generator=g, device="cuda"), torch.randn(*lead, k, n, generator=g, device="cuda"))
-                  for _ in range(2)]
+        inputs = [(torch.randn(*lead, m, k, generator=g, device="cuda").to(dtype),
+                   torch.randn(*lead, k, n, generator=g, device="cuda").to(dtype)) for _ in range(2)]
         a, b = inputs[0]
         ref = a.double() @ b.double()
-        ours_err = relative_error(mod.matmul(a, b, 4), ref)
-        with math_mode(tf32=False):
+        ours_err = relative_error(mod.matmul(a, b, v), ref)
+        with math_mode(tf32=tf32):
             theirs_err = relative_error(torch.matmul(a, b), ref)
             del ref
-            ours = time_fn(lambda inp: mod.matmul(inp[0], inp[1], 4), inputs, flush=flush)
+            ours = time_fn(lambda inp: mod.matmul(inp[0], inp[1], v), inputs, flush=flush)
             theirs = time_fn(lambda inp: torch.matmul(inp[0], inp[1]), inputs, flush=flush)
         count = max(batch, 1)
         flops = 2 * count * m * n * k
-        nbytes = 4 * count * (m * k + k * n + m * n)
+        nbytes = a.element_size() * count * (m * k + k * n + m * n)
         shape = (f"{batch} x " if batch else "") + f"{m} x {n} x {k}"
         print(f"{label:14} {shape:>26} {ours.median_s * 1e6:9.1f} {theirs.median_s * 1e6:9.1f} "
               f"{flops / ours.median_s / 1e12:8.2f} {nbytes / ours.median_s / 1e9:7.0f} "

@@ -1,4 +1,4 @@
-"""Exercise 05's version 4 beyond its tiles, without a GPU: the plan (which path, how K is split), the
+"""Exercise 05's versions 4 and 5 beyond their tiles, without a GPU: the plans (which path, how K is split), the
 split-K and batch index arithmetic of matmul_kernel4 and its launcher, the matrix-vector kernels
 (matmul_gemv_rows, matmul_gemv_cols) and matmul_splitk_reduce, transliterated into Python over flat
 arrays, as the kernels address them. On small integer matrices every sum is exact, so the model must
@@ -26,7 +26,9 @@ def const(name: str) -> int:
 
 
 kBM4, kBN4, kBK4 = (int(x) for x in re.search(r"kBM4 = (\d+), kBN4 = (\d+), kBK4 = (\d+);", SOURCE).groups())
-kSplitMinK4 = int(const("kSplitMinK4"))
+kSplitMinK4, kSplitSteps5 = int(const("kSplitMinK4")), int(const("kSplitSteps5"))
+kBM5, kBN5 = (int(x) for x in re.search(r"constexpr int kBM5 = (\d+), kBN5 = (\d+);", SOURCE).groups())
+kAChunks5 = int(const("kAChunks5"))
 kGemvRowsMinK, kGemvColsMinK = int(const("kGemvRowsMinK")), int(const("kGemvColsMinK"))
 kMaxSplits = int(const("kMaxSplits"))
 kGemvThreads = int(const("kGemvThreads"))
@@ -61,16 +63,24 @@ def plan4(batch, M, N, K, sms):
     if tiles4 < sms and min(M, N) <= kSmallSide:
         rows = 32 if M <= 32 else 128 if N <= 32 else 64
         tiles = ceil_div(M, rows) * ceil_div(N, kSmallArea // rows) * batch
-        return split_tiles(f"small{rows}", M, N, K, tiles, sms, kSmallBK)
-    return split_tiles("tiles", M, N, K, tiles4, sms, kBK4)
+        return split_tiles(f"small{rows}", M, N, K, tiles, sms, kSmallBK, kSplitMinK4)
+    return split_tiles("tiles", M, N, K, tiles4, sms, kBK4, kSplitMinK4)
 
 
-def split_tiles(path, M, N, K, tiles, sms, align):
-    if tiles < sms and K >= 2 * kSplitMinK4:
-        most = min(K // kSplitMinK4, kMaxSplits)
+def plan5(batch, M, N, K, sms, bf16):
+    if not bf16 and (N == 1 or M == 1):
+        return plan4(batch, M, N, K, sms)
+    tiles = ceil_div(M, kBM5) * ceil_div(N, kBN5) * batch
+    bk = kAChunks5 * (8 if bf16 else 4)  # Tile5<T>::kBK
+    return split_tiles("tiles5", M, N, K, tiles, sms, bk, kSplitSteps5 * bk)
+
+
+def split_tiles(path, M, N, K, tiles, sms, align, min_k):
+    if tiles < sms and K >= 2 * min_k:
+        most = min(K // min_k, kMaxSplits)
         if K >= 4 * max(M, N):
             budget = (M + N) * K // (4 * M * N)
-            want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, kSplitMinK4), budget))
+            want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, min_k), budget))
             return split_k(path, K, want, most, align)
         if 3 * tiles <= 2 * sms:
             return split_k(path, K, 2 * sms // tiles, most, align)
@@ -361,6 +371,19 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 2, 2, 127, 132) == ("small32", 1, 127)
     # the small tiles only where kernel 4's are fewer than the SMs: 64 x 20000 has 157 of them
     assert plan4(1, 64, 20000, 64, 132) == ("tiles", 1, 64)
+    # version 5: kernel 5's 128 x 128 tiles split by the same rule in whole k steps (32 k in TF32, 64 in
+    # BF16), at least kSplitSteps5 of them; float32 matrix-vector products take version 4's kernels
+    # (the spec's VERSION5_SHAPES on an H100, and the model list's classifier)
+    assert plan5(1, 100, 70, 50000, 132, False) == ("tiles5", 261, 192)
+    assert plan5(1, 5, 300, 1003, 132, False) == ("tiles5", 11, 96)
+    assert plan5(1, 48, 130, 4099, 132, True) == ("tiles5", 22, 192)
+    assert plan5(1, 300, 200, 260, 132, False) == ("tiles5", 3, 96)
+    assert plan5(1, 300, 200, 260, 132, True) == ("tiles5", 2, 192)
+    assert plan5(1, 3, 1, 4100, 132, False) == plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
+    assert plan5(1, 1, 777, 5003, 132, False) == ("cols", 77, 65)
+    assert plan5(1, 1, 777, 5003, 132, True) == ("tiles5", 27, 192)
+    assert plan5(1, 32, 1000, 2048, 132, False)[:2] == ("tiles5", 32)
+    assert plan5(1, 4096, 4096, 4096, 132, False) == ("tiles5", 1, 4096)
 
 
 def test_the_small_tiles_model_follows_the_kernel():
@@ -378,6 +401,11 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "const int64_t row = m0 + 4 * ty + i, col = n0 + 4 * tx;",
                  "const int64_t rows = M <= 32 ? 32 : N <= 32 ? 128 : 64;",
                  "const bool vec = K % 4 == 0 && N % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B, out);",
-                 "return split_tiles(Path4::kTiles, M, N, K, tiles4, sms, kBK4);",
+                 "return split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);",
+                 "if (sizeof(T) == 4 && (N == 1 || M == 1)) return plan4(batch, M, N, K);",
+                 "const int64_t tiles = course::ceil_div<int64_t>(M, kBM5) * course::ceil_div<int64_t>(N, kBN5) * batch;",
+                 "return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);",
+                 "if (tiles < sms && K >= 2 * min_k) {", "const int64_t most = std::min(K / min_k, kMaxSplits);",
+                 "std::min(course::ceil_div<int64_t>(K, min_k), budget));",
                  "if (3 * tiles <= 2 * sms) return split_k(path, K, 2 * sms / tiles, most, align);"):
         assert " ".join(line.split()) in flat, line

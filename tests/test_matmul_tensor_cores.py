@@ -128,10 +128,11 @@ def solution_tiles() -> tuple[int, int, int, int]:
     return bm, bn, wm, wn
 
 
-def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks=None):
+def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks=None, k_split=None):
     """Kernel 5 on lists of Python floats (row-major A: M x K, B: K x N) -> C (M x N), with the
     solution's tile constants or `tiles` = (block rows, block columns, warps down, warps across) and
-    `a_chunks` (kAChunks5)."""
+    `a_chunks` (kAChunks5); with `k_split`, split K (blocks over K ranges of k_split, whose partial
+    products are summed, as the workspace's are by matmul_splitk_reduce)."""
     bm, bn, warps_m, warps_n = tiles or solution_tiles()
     threads, warps = 32 * warps_m * warps_n, warps_m * warps_n
     wm, wn = bm // warps_m, bn // warps_n  # a warp's tile of C
@@ -145,18 +146,20 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
     C = [[None] * N for _ in range(M)]
     flat_a = [x for row in A for x in row]
     flat_b = [x for row in B for x in row]
-    for by, bx in itertools.product(range(-(-M // bm)), range(-(-N // bn))):
+    k_split = k_split or K
+    ranges = [(kb, min(k_split, K - kb)) for kb in range(0, K, k_split)] or [(0, 0)]  # (k0, k_len) of each split
+    for by, bx, (kb, k_len) in itertools.product(range(-(-M // bm)), range(-(-N // bn)), ranges):
         m0, n0 = bm * by, bn * bx
-        steps = -(-K // bk)
+        steps = -(-k_len // bk)
         acc = {(w, lane): [[[0.0] * 4 for _ in range(nt)] for _ in range(mt)] for w in range(warps) for lane in range(WARP)}
         for step in range(steps):
             s = Shared(elems, bk, b_chunks, bm, a_chunks)
             k0 = step * bk
             for tid in range(threads):  # Loader5: its constructor's pointers (offsets here), stepped k0 times
                 ra, ca, rb, cb = tid // a_chunks, tid % a_chunks, tid // b_chunks, tid % b_chunks
-                a, b = (m0 + ra) * K + elems * ca + k0, rb * N + n0 + elems * cb + k0 * N
+                a, b = (m0 + ra) * K + kb + elems * ca + k0, (kb + rb) * N + n0 + elems * cb + k0 * N
                 a_pass, b_pass = a_step * K, b_step * N
-                a_left, b_rows = K - elems * ca - k0, K - rb - k0
+                a_left, b_rows = k_len - elems * ca - k0, k_len - rb - k0
                 a_rows = min(max(-(-(M - m0 - ra) // a_step), 0), bm // a_step)
                 b_left = min(max(N - n0 - elems * cb, 0), elems)
                 src = a  # Loader5::load
@@ -221,9 +224,9 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
                 row, col = row0 + 16 * i + 8 * h + g, col0 + 8 * j + 2 * t
                 if row >= M or col >= N:
                     continue
-                C[row][col] = acc[warp, lane][i][j][2 * h]
-                if col + 1 < N:
-                    C[row][col + 1] = acc[warp, lane][i][j][2 * h + 1]
+                for e in range(2 if col + 1 < N else 1):  # the split ranges' sums added up
+                    x = acc[warp, lane][i][j][2 * h + e]
+                    C[row][col + e] = x if C[row][col + e] is None else C[row][col + e] + x
     return C
 
 
@@ -253,17 +256,22 @@ def _bank_checker(problems):
 
 
 @pytest.mark.parametrize("bf16", [False, True], ids=["tf32", "bf16"])
-@pytest.mark.parametrize("m,n,k,vec_a,vec_b", [(130, 70, 37, False, False), (19, 136, 48, True, True),
-                                                (128, 129, 40, True, False), (7, 3, 1, False, False)])
-def test_kernel5_reassembles_the_product(bf16, m, n, k, vec_a, vec_b):
+@pytest.mark.parametrize("m,n,k,vec_a,vec_b,split", [
+    (130, 70, 37, False, False, None), (19, 136, 48, True, True, None), (128, 129, 40, True, False, None),
+    (7, 3, 1, False, False, None),
+    # split K: ranges of two k steps (the solution's least), the last one shorter and off a chunk
+    (9, 20, 300, False, False, 2), (9, 24, 296, True, True, 2), (3, 136, 200, True, False, 2)])
+def test_kernel5_reassembles_the_product(bf16, m, n, k, vec_a, vec_b, split):
     if vec_a and k % (8 if bf16 else 4) or vec_b and n % (8 if bf16 else 4):
         pytest.skip("the vector path needs K (N) a multiple of a chunk's elements")
+    k_split = split and split * solution_a_chunks() * (8 if bf16 else 4)  # whole k steps, as split_tiles makes them
     g = torch.Generator().manual_seed(m * 1000 + n + k)
     # small integers: every product and sum is exact in float64, so the comparison is exact
     A = torch.randint(-8, 9, (m, k), generator=g).double()
     B = torch.randint(-8, 9, (k, n), generator=g).double()
     problems = []
-    C = run_kernel5(A.tolist(), B.tolist(), bf16, vec_a, vec_b, _bank_checker(problems) if m == 130 else None)
+    C = run_kernel5(A.tolist(), B.tolist(), bf16, vec_a, vec_b, _bank_checker(problems) if m == 130 else None,
+                    k_split=k_split)
     assert not problems, problems[:5]
     got = torch.tensor(C, dtype=torch.float64)
     assert torch.equal(got, A @ B), (got - A @ B).abs().max()
@@ -439,9 +447,14 @@ def test_the_loader_model_follows_the_kernel():
     """The model above transliterates Loader5's pointer arithmetic: these are the kernel's lines it
     follows (change both together)."""
     text = SOURCE.read_text()
-    for line in ("a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + kElems * ca;",
-                 "b = reinterpret_cast<const Bits*>(B) + int64_t(rb) * N + n0 + kElems * cb;",
-                 "a_pass = kARowStep * K;", "b_pass = kBRowStep * N;", "a_left = K - kElems * ca;", "b_rows = K - rb;",
+    for line in ("a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + k0 + kElems * ca;",
+                 "b = reinterpret_cast<const Bits*>(B) + (k0 + rb) * N + n0 + kElems * cb;",
+                 "a_pass = kARowStep * K;", "b_pass = kBRowStep * N;", "a_left = k_len - kElems * ca;",
+                 "b_rows = k_len - rb;",
+                 "const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;",
+                 "const int64_t k_len = K - k0 < k_split ? K - k0 : k_split;",
+                 "const int64_t steps = course::ceil_div<int64_t>(k_len, Tile5<T>::kBK);",
+                 "store_c5<float>(partial + z * M * N, acc, M, N, m0 + wrow, n0 + wcol, lane);",
                  "const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep), cols = N - n0 - kElems * cb;",
                  "chunk<kVecA>(&s.A[r][swizzle_a(r, ca)], src, i < a_rows, a_left);",
                  "chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], src, i * kBRowStep < b_rows, b_left);",

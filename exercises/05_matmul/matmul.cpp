@@ -29,10 +29,17 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   at::Tensor c = batched ? at::empty({batch, M, N}, a.options()) : at::empty({M, N}, a.options());
   if (batch == 0 || M == 0 || N == 0) return c;  // nothing to write; K == 0 is handled by the kernels (zeros)
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  if (a.scalar_type() == at::kBFloat16) {  // version 5 (checked above); c10::BFloat16 has __nv_bfloat16's bits
+  // Versions 4 and 5 split K for some shapes: the partial products are float32, from the caching
+  // allocator on this stream (freed after the launches are queued, reused only by later work on it).
+  const bool bf16 = a.scalar_type() == at::kBFloat16;  // version 5 (checked above)
+  const int64_t floats = version == 4 ? matmul_workspace4(batch, M, N, K)
+                         : version == 5 ? matmul_workspace5(batch, M, N, K, bf16) : 0;
+  const at::Tensor workspace = floats > 0 ? at::empty({floats}, a.options().dtype(at::kFloat)) : at::Tensor();
+  float* ws = floats > 0 ? workspace.mutable_data_ptr<float>() : nullptr;
+  if (bf16) {  // c10::BFloat16 has __nv_bfloat16's bits
     matmul_cuda5(reinterpret_cast<const __nv_bfloat16*>(a.const_data_ptr<at::BFloat16>()),
                  reinterpret_cast<const __nv_bfloat16*>(b.const_data_ptr<at::BFloat16>()),
-                 reinterpret_cast<__nv_bfloat16*>(c.mutable_data_ptr<at::BFloat16>()), batch, M, N, K, stream);
+                 reinterpret_cast<__nv_bfloat16*>(c.mutable_data_ptr<at::BFloat16>()), batch, M, N, K, ws, stream);
     return c;
   }
   const float* pa = a.const_data_ptr<float>();
@@ -42,15 +49,8 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
     case 1: matmul_cuda1(pa, pb, pc, M, N, K, stream); break;
     case 2: matmul_cuda2(pa, pb, pc, M, N, K, stream); break;
     case 3: matmul_cuda3(pa, pb, pc, M, N, K, stream); break;
-    case 4: {
-      // split-K's partial products: float32, from the caching allocator on this stream (freed after
-      // the launches are queued, reused only by later work on the same stream)
-      const int64_t floats = matmul_workspace4(batch, M, N, K);
-      const at::Tensor workspace = floats > 0 ? at::empty({floats}, a.options()) : at::Tensor();
-      matmul_cuda4(pa, pb, pc, batch, M, N, K, floats > 0 ? workspace.mutable_data_ptr<float>() : nullptr, stream);
-      break;
-    }
-    default: matmul_cuda5(pa, pb, pc, batch, M, N, K, stream); break;
+    case 4: matmul_cuda4(pa, pb, pc, batch, M, N, K, ws, stream); break;
+    default: matmul_cuda5(pa, pb, pc, batch, M, N, K, ws, stream); break;
   }
   return c;
 }

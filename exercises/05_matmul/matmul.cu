@@ -12,6 +12,8 @@
 //   matmul_kernel5  tensor cores: warp-wide mma.sync products of 16 x 8 tiles (TF32 for float32
 //                   inputs, BF16 for bfloat16 ones, float32 sums), fed by kernel 4's cp.async ring
 //                   through XOR-swizzled shared tiles (sm_80+ only)
+//   (version 5 plans as version 4: split K over kernel 5's tiles, summed by matmul_splitk_reduce, and
+//   for float32 matrix-vector products version 4's kernels)
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, the version switch and op registration live in matmul.cpp.
@@ -551,12 +553,22 @@ __global__ void __launch_bounds__(kSmallThreads, 2)  // up to 128 registers: cap
   }
 }
 
+// Two neighbouring outputs (x at p[0], y at p[1]) in C's type: float, or bfloat16 rounded to nearest.
+__device__ __forceinline__ void store2(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+}
+__device__ __forceinline__ void store1(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+
 // Grid-stride loop over the batch x MN outputs, 256 threads: output e of batch element b is the sum of
 // ws[b][s][e] over the splits s, in a fixed order (the same bits every run): the splits in groups of
 // `group` (about sqrt(splits)), each group summed in order, then the groups' sums in order, so no
 // chain of additions is longer than about sqrt(splits). Consecutive threads read consecutive floats.
+// C is float32 (versions 4 and 5) or bfloat16 (version 5), rounded once from the float32 sum.
+template <typename T>
 __global__ void __launch_bounds__(kGemvThreads)
-    matmul_splitk_reduce(const float* __restrict__ ws, float* __restrict__ C, int64_t MN, int64_t total,
+    matmul_splitk_reduce(const float* __restrict__ ws, T* __restrict__ C, int64_t MN, int64_t total,
                          int64_t splits, int64_t group) {
   for (int64_t i = int64_t(blockIdx.x) * kGemvThreads + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * kGemvThreads) {
@@ -569,7 +581,7 @@ __global__ void __launch_bounds__(kGemvThreads)
       for (int64_t s = s0; s < s1; ++s) part += p[s * MN];
       sum += part;
     }
-    C[i] = sum;
+    store1(C + i, sum);
   }
 }
 
@@ -713,25 +725,27 @@ struct Loader5 {
   static constexpr int kACopies = kBM5 / kARowStep;                     // 8
   static constexpr int kBRowStep = kThreads5 / Tile5<T>::kBChunks;      // 4 or 8
   static constexpr int kBCopies = Tile5<T>::kBK / kBRowStep;            // 8
-  const Bits* a;     // this thread's first A chunk of the next k step: row m0 + ra, column k0 + kElems ca
-  const Bits* b;     // its first B chunk: row k0 + rb, column n0 + kElems cb
+  const Bits* a;     // this thread's first A chunk of the next k step: row m0 + ra, column k + kElems ca
+  const Bits* b;     // its first B chunk: row k + rb, column n0 + kElems cb
   int64_t a_pass;    // elements from one of its copies to the next: kARowStep rows of A
   int64_t b_pass;    // kBRowStep rows of B
-  int64_t a_left;    // elements of an A row from a's column on (K - k0 - kElems ca; none when <= 0)
-  int64_t b_rows;    // rows of B from b's row on (K - k0 - rb)
+  int64_t a_left;    // elements of the block's K range in an A row from a's column on (none when <= 0)
+  int64_t b_rows;    // rows of the K range from b's row on
   int a_rows;        // how many of its kACopies A rows lie inside A
   int b_left;        // elements of a B row from b's column on, at most kElems (none when <= 0)
 
-  __device__ __forceinline__ Loader5(const T* A, const T* B, int64_t M, int64_t N, int64_t K, int64_t m0, int64_t n0) {
+  // The block's K range: k0 .. k0 + k_len (all of K, or a split's range); K is A's row length.
+  __device__ __forceinline__ Loader5(const T* A, const T* B, int64_t M, int64_t N, int64_t K, int64_t k0,
+                                     int64_t k_len, int64_t m0, int64_t n0) {
     const int tid = threadIdx.x;
     const int ra = tid / kAChunks5, ca = tid % kAChunks5;
     const int rb = tid / Tile5<T>::kBChunks, cb = tid % Tile5<T>::kBChunks;
-    a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + kElems * ca;
-    b = reinterpret_cast<const Bits*>(B) + int64_t(rb) * N + n0 + kElems * cb;
+    a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + k0 + kElems * ca;
+    b = reinterpret_cast<const Bits*>(B) + (k0 + rb) * N + n0 + kElems * cb;
     a_pass = kARowStep * K;
     b_pass = kBRowStep * N;
-    a_left = K - kElems * ca;
-    b_rows = K - rb;
+    a_left = k_len - kElems * ca;
+    b_rows = k_len - rb;
     const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep), cols = N - n0 - kElems * cb;
     a_rows = rows <= 0 ? 0 : rows < kACopies ? int(rows) : kACopies;
     b_left = cols <= 0 ? 0 : cols < kElems ? int(cols) : kElems;
@@ -806,14 +820,6 @@ __device__ __forceinline__ void mma_stage(const Stage5<T>& s, float (&acc)[kMTil
   // END SOLUTION
 }
 
-// Two neighbouring outputs (x at p[0], y at p[1]) in C's type: float, or bfloat16 rounded to nearest.
-__device__ __forceinline__ void store2(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
-__device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
-}
-__device__ __forceinline__ void store1(float* p, float x) { *p = x; }
-__device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
-
 // Write the warp's 4 x 8 tiles of 16 x 8 (acc) to C at rows row0 + 16 i, columns col0 + 8 j, with the
 // C fragment's layout (c0 c1 at row g, columns 2t and 2t + 1; c2 c3 at row g + 8), inside C only.
 template <typename T>
@@ -828,26 +834,29 @@ __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[k
   // END SOLUTION
 }
 
-// Grid (ceil(N / 128), ceil(M / 128), batch), 128 threads (2 x 2 warps, each a 64 x 64 tile of C as 4 x 8 mma
-// tiles of 16 x 8), kernel 4's 3-stage cp.async ring of A (128 x kBK) and B (kBK x 128) tiles.
+// Grid (ceil(N / 128), ceil(M / 128), batch x splits), 128 threads (2 x 2 warps, each a 64 x 64 tile of C
+// as 4 x 8 mma tiles of 16 x 8), kernel 4's 3-stage cp.async ring of A (128 x kBK) and B (kBK x 128)
+// tiles. blockIdx.z = batch element * splits + split, as kernel 4's: with one split the block writes C
+// (C's type); with several, split s sums k in s k_split .. (s + 1) k_split into its own float32
+// matrix `partial + blockIdx.z M N` of the workspace, which matmul_splitk_reduce sums into C.
 // Its tensor-core instructions exist from sm_80 on: compiled for an older GPU, the helpers above leave
 // zeros (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses to run it there.
 template <typename T, bool kVecA, bool kVecB>
 __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
-    matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int64_t M, int64_t N,
-                   int64_t K) {
+    matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ partial,
+                   int64_t M, int64_t N, int64_t K, int64_t k_split, int64_t splits) {
   extern __shared__ __align__(128) unsigned char smem5[];  // kSmem5 bytes: 3 x 32 KiB
   Stage5<T>* ring = reinterpret_cast<Stage5<T>*>(smem5);
-  const int64_t batch = blockIdx.z;  // batch element: its A, B and C
+  const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
+  const int64_t k_len = K - k0 < k_split ? K - k0 : k_split;  // the last split's range may be shorter
   A += batch * M * K;
   B += batch * K * N;
-  C += batch * M * N;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wrow = (warp / kWarpsN5) * kWM5, wcol = (warp % kWarpsN5) * kWN5;
   const int64_t m0 = int64_t(blockIdx.y) * kBM5, n0 = int64_t(blockIdx.x) * kBN5;
-  const int64_t steps = course::ceil_div<int64_t>(K, Tile5<T>::kBK);
+  const int64_t steps = course::ceil_div<int64_t>(k_len, Tile5<T>::kBK);
   float acc[kMTiles5][kNTiles5][4] = {};
-  Loader5<T, kVecA, kVecB> loader(A, B, M, N, K, m0, n0);
+  Loader5<T, kVecA, kVecB> loader(A, B, M, N, K, k0, k_len, m0, n0);
   // kernel 4's pipeline: kStages5 - 1 steps in flight, one (possibly empty) group committed per step
 #pragma unroll
   for (int s = 0; s < kStages5 - 1; ++s) {
@@ -865,7 +874,11 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
     write = write + 1 == kStages5 ? 0 : write + 1;
   }
   cp_async_wait<0>();
-  store_c5<T>(C, acc, M, N, m0 + wrow, n0 + wcol, lane);
+  if (splits > 1) {
+    store_c5<float>(partial + z * M * N, acc, M, N, m0 + wrow, n0 + wcol, lane);
+  } else {
+    store_c5<T>(C + batch * M * N, acc, M, N, m0 + wrow, n0 + wcol, lane);
+  }
 }
 
 void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
@@ -894,17 +907,19 @@ void check_tensor_cores() {
                                          ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
 }
 
-// Version 4's plan for a product (given): which kernel runs, and how K is split (the README's "Shape
-// classes"). Tiles: kernel 4; GemvRows (N == 1) and GemvCols (M == 1): the matrix-vector kernels.
-// Small32, Small64, Small128: matmul_small_tiles with tiles of 32 x 128, 64 x 64 or 128 x 32 outputs.
-enum class Path4 { kTiles, kGemvRows, kGemvCols, kSmall32, kSmall64, kSmall128 };
-struct Plan4 {
-  Path4 path;
+// Versions 4 and 5 plan a product (given): which kernel runs, and how K is split (the README's "Shape
+// classes"). Tiles: the version's own kernel (4 or 5); GemvRows (N == 1) and GemvCols (M == 1): the
+// matrix-vector kernels. Small32, Small64, Small128: matmul_small_tiles with tiles of 32 x 128, 64 x 64
+// or 128 x 32 outputs (version 4).
+enum class Path { kTiles, kGemvRows, kGemvCols, kSmall32, kSmall64, kSmall128 };
+struct Plan {
+  Path path;
   int64_t splits;   // K ranges, summed by matmul_splitk_reduce when there are several
   int64_t k_split;  // k per range (K when splits == 1)
 };
 
 constexpr int64_t kSplitMinK4 = 64;  // the least k a split of kernel 4 runs down (8 of its 8-deep steps)
+constexpr int64_t kSplitSteps5 = 2;  // the least k steps a split of kernel 5 runs (64 k in TF32, 128 in BF16)
 constexpr int64_t kGemvRowsMinK = 1024;  // the least k per split of a row (8 float4 steps of a warp)
 constexpr int64_t kGemvColsMinK = 64;    // the least k per split of a column
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
@@ -917,22 +932,23 @@ int64_t sm_count() {
 }
 
 // `want` splits of K, but at most `most` and at least 1, with k per split a multiple of `align`.
-Plan4 split_k(Path4 path, int64_t K, int64_t want, int64_t most, int64_t align) {
+Plan split_k(Path path, int64_t K, int64_t want, int64_t most, int64_t align) {
   const int64_t s = std::max<int64_t>(1, std::min(want, most));
   if (s == 1) return {path, 1, K};
   const int64_t k_split = course::ceil_div<int64_t>(course::ceil_div<int64_t>(K, s), align) * align;
   return {path, course::ceil_div<int64_t>(K, k_split), k_split};
 }
 
-// The split of K for `tiles` output tiles of kernel 4 or of the small tiles (k per split a multiple of
-// `align`, the kernel's k step); plan4 below states the rule.
-Plan4 split_tiles(Path4 path, int64_t M, int64_t N, int64_t K, int64_t tiles, int64_t sms, int64_t align) {
-  if (tiles < sms && K >= 2 * kSplitMinK4) {
-    const int64_t most = std::min(K / kSplitMinK4, kMaxSplits);
+// The split of K for `tiles` output tiles of kernel 4, the small tiles or kernel 5 (k per split a
+// multiple of `align`, the kernel's k step, and at least `min_k`); plan4 below states the rule.
+Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int64_t sms, int64_t align,
+                 int64_t min_k) {
+  if (tiles < sms && K >= 2 * min_k) {
+    const int64_t most = std::min(K / min_k, kMaxSplits);
     if (K >= 4 * std::max(M, N)) {
       const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
       const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
-                                    std::min(course::ceil_div<int64_t>(K, kSplitMinK4), budget));
+                                    std::min(course::ceil_div<int64_t>(K, min_k), budget));
       return split_k(path, K, want, most, align);
     }
     if (3 * tiles <= 2 * sms) return split_k(path, K, 2 * sms / tiles, most, align);
@@ -954,33 +970,45 @@ Plan4 split_tiles(Path4 path, int64_t M, int64_t N, int64_t K, int64_t tiles, in
 // 5 at 0.62x). 3 splits bring the idle third of the SMs in (1031 x 1000 x 4099, 72 tiles: 0.49x ->
 // 0.78x; 1100^3, 81 tiles: 0.67x -> 0.85x); 2 splits of tiles that nearly fill the SMs only add the
 // sum (1400 x 1400 x 700, 121 tiles: 0.83x -> 0.75x).
-Plan4 plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
+Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   const int64_t sms = sm_count();
   if (N == 1) {
     const int64_t blocks = course::ceil_div<int64_t>(M, kGemvRowsPerBlock) * batch;
-    return split_k(Path4::kGemvRows, K, course::ceil_div<int64_t>(4 * sms, blocks),
+    return split_k(Path::kGemvRows, K, course::ceil_div<int64_t>(4 * sms, blocks),
                    std::min(K / kGemvRowsMinK, kMaxSplits), 4);
   }
   if (M == 1) {
     const int64_t blocks = course::ceil_div<int64_t>(N, kGemvThreads) * batch;
-    return split_k(Path4::kGemvCols, K, course::ceil_div<int64_t>(4 * sms, blocks),
+    return split_k(Path::kGemvCols, K, course::ceil_div<int64_t>(4 * sms, blocks),
                    std::min(K / kGemvColsMinK, kMaxSplits), 1);
   }
   const int64_t tiles4 = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4) * batch;
   if (tiles4 < sms && std::min(M, N) <= kSmallSide) {  // few of kernel 4's tiles, mostly outside C
     const int64_t rows = M <= 32 ? 32 : N <= 32 ? 128 : 64;
-    const Path4 path = rows == 32 ? Path4::kSmall32 : rows == 64 ? Path4::kSmall64 : Path4::kSmall128;
+    const Path path = rows == 32 ? Path::kSmall32 : rows == 64 ? Path::kSmall64 : Path::kSmall128;
     const int64_t tiles = course::ceil_div<int64_t>(M, rows) * course::ceil_div<int64_t>(N, kSmallArea / rows) * batch;
-    return split_tiles(path, M, N, K, tiles, sms, kSmallBK);
+    return split_tiles(path, M, N, K, tiles, sms, kSmallBK, kSplitMinK4);
   }
-  return split_tiles(Path4::kTiles, M, N, K, tiles4, sms, kBK4);
+  return split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);
+}
+
+// Version 5's rule, version 4's with kernel 5's tiles: float32 products with N == 1 or M == 1 take
+// version 4's matrix-vector kernels (memory-bound: tensor cores would not make them faster, and their
+// float32 sums are within TF32's bound); every other product kernel 5's 128 x 128 tiles, K split as
+// split_tiles says (k per split a whole number of k steps, at least kSplitSteps5 of them). bfloat16
+// matrix-vector products take the tiles too (the matrix-vector kernels read float32).
+template <typename T>
+Plan plan5(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  if (sizeof(T) == 4 && (N == 1 || M == 1)) return plan4(batch, M, N, K);
+  const int64_t tiles = course::ceil_div<int64_t>(M, kBM5) * course::ceil_div<int64_t>(N, kBN5) * batch;
+  return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);
 }
 
 // Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
 // instantiation; repeating it costs a microsecond).
 template <typename T>
 void allow_smem5() {
-  using Kernel = void (*)(const T*, const T*, T*, int64_t, int64_t, int64_t);
+  using Kernel = void (*)(const T*, const T*, T*, float*, int64_t, int64_t, int64_t, int64_t, int64_t);
   const Kernel kernels[] = {matmul_kernel5<T, true, true>, matmul_kernel5<T, true, false>,
                             matmul_kernel5<T, false, true>, matmul_kernel5<T, false, false>};
   for (Kernel kernel : kernels) {
@@ -988,22 +1016,24 @@ void allow_smem5() {
   }
 }
 
+// Kernel 5 over `batch` elements and the plan's splits of K: into C, or with several splits into the
+// workspace `partial` ([batch, splits, M, N] floats; nullptr when there is one split).
 template <typename T>
-void launch5(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, int64_t batch, cudaStream_t stream) {
-  check_grid_rows(M, kBM5, "version 5");
-  check_tensor_cores<T>();
+void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N, int64_t K, int64_t batch,
+             const Plan& plan, cudaStream_t stream) {
+  // grid z: the batch elements x the splits (blockIdx.z = element * splits + split)
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN5)),
-                  static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)), static_cast<unsigned>(batch));
+                  static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)), static_cast<unsigned>(batch * plan.splits));
   // 16-byte copies need rows that start on 16-byte boundaries: K (for A), N (for B) a multiple of a
-  // chunk's 4 floats or 8 bfloat16s, and aligned bases.
+  // chunk's 4 floats or 8 bfloat16s, and aligned bases (a split's k0 is a whole number of k steps).
   const bool vec_a = K % Tile5<T>::kElems == 0 && course::is_aligned16(A);
   const bool vec_b = N % Tile5<T>::kElems == 0 && course::is_aligned16(B);
   allow_smem5<T>();
   // BEGIN SOLUTION
   // TODO: launch matmul_kernel5<T, vec_a, vec_b> (four instantiations: pick with if/else) on `stream`
   // TODO: with kThreads5 threads per block, `grid`, and kSmem5 bytes of dynamic shared memory
-  // TODO: (the ring); check the launch.
-  // TODO: (the reference solution takes about 10 lines)
+  // TODO: (the ring), on A, B, C and partial with M, N, K and the plan's k_split and splits; check the launch.
+  // TODO: (the reference solution takes about 11 lines)
   TORCH_CHECK(false, "launch5 (matmul.cu) is not implemented yet");
   // END SOLUTION
 }
@@ -1017,6 +1047,37 @@ void launch_small_tiles(bool vec, dim3 grid, const float* a, const float* b, flo
   } else {
     matmul_small_tiles<BM, false><<<grid, kSmallThreads, 0, stream>>>(a, b, out, M, N, K, k_split, splits);
   }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The matrix-vector kernels (plan.path GemvRows or GemvCols) over `z` batch elements, into C or the
+// split workspace `o`.
+void launch_gemv(const Plan& plan, const float* a, const float* b, float* o, int64_t M, int64_t N, int64_t K,
+                 unsigned z, cudaStream_t stream) {
+  const unsigned splits = static_cast<unsigned>(plan.splits);
+  if (plan.path == Path::kGemvRows) {
+    const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(M, kGemvRowsPerBlock)), splits, z);
+    if (K % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(a, b)) {
+      matmul_gemv_rows<true><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
+    } else {
+      matmul_gemv_rows<false><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
+    }
+  } else {
+    const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvThreads)), splits, z);
+    matmul_gemv_cols<<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// C (batch x MN outputs, float32 or bfloat16) = the sum of the workspace's splits, in a fixed order.
+template <typename T>
+void launch_splitk_reduce(const float* workspace, T* C, int64_t batch, int64_t MN, int64_t splits, cudaStream_t stream) {
+  const int64_t total = batch * MN;
+  const int64_t blocks = std::min(course::ceil_div<int64_t>(total, kGemvThreads), 8 * sm_count());
+  int64_t group = 1;  // about sqrt(splits): the reduction's chains of additions
+  while (group * group < splits) ++group;
+  matmul_splitk_reduce<T><<<static_cast<unsigned>(blocks), kGemvThreads, 0, stream>>>(workspace, C, MN, total, splits,
+                                                                                     group);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -1059,14 +1120,14 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
 }
 
 int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K) {
-  const Plan4 plan = plan4(batch, M, N, K);
+  const Plan plan = plan4(batch, M, N, K);
   return plan.splits > 1 ? batch * plan.splits * M * N : 0;
 }
 
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   float* workspace, cudaStream_t stream) {
   check_grid_rows(M, kBM4, "version 4");
-  const Plan4 plan = plan4(batch, M, N, K);
+  const Plan plan = plan4(batch, M, N, K);
   TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda4: this product splits K and needs a workspace "
               "of matmul_workspace4(...) floats");
   float* out = plan.splits > 1 ? workspace : C;  // [batch, splits, M, N] partial products, or C itself
@@ -1078,24 +1139,12 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
     const float* b = B + b0 * K * N;
     float* o = out + b0 * plan.splits * M * N;
     const unsigned splits = static_cast<unsigned>(plan.splits), z = static_cast<unsigned>(nb);
-    if (plan.path == Path4::kGemvRows) {
-      const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(M, kGemvRowsPerBlock)), splits, z);
-      if (K % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B)) {
-        matmul_gemv_rows<true><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
-      } else {
-        matmul_gemv_rows<false><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
-      }
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (plan.path == Path::kGemvRows || plan.path == Path::kGemvCols) {
+      launch_gemv(plan, a, b, o, M, N, K, z, stream);
       continue;
     }
-    if (plan.path == Path4::kGemvCols) {
-      const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvThreads)), splits, z);
-      matmul_gemv_cols<<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      continue;
-    }
-    if (plan.path != Path4::kTiles) {  // the small tiles
-      const int rows = plan.path == Path4::kSmall32 ? 32 : plan.path == Path4::kSmall64 ? 64 : 128;
+    if (plan.path != Path::kTiles) {  // the small tiles
+      const int rows = plan.path == Path::kSmall32 ? 32 : plan.path == Path::kSmall64 ? 64 : 128;
       const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kSmallArea / rows)),
                       static_cast<unsigned>(course::ceil_div<int64_t>(M, rows)), z * splits);
       const bool vec = K % 4 == 0 && N % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B, out);
@@ -1121,35 +1170,53 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
     TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");
     // END SOLUTION
   }
-  if (plan.splits > 1) {  // C = the sum of the splits, in a fixed order
-    const int64_t total = batch * M * N;
-    const int64_t blocks = std::min(course::ceil_div<int64_t>(total, kGemvThreads), 8 * sm_count());
-    int64_t group = 1;  // about sqrt(splits): the reduction's chains of additions
-    while (group * group < plan.splits) ++group;
-    matmul_splitk_reduce<<<static_cast<unsigned>(blocks), kGemvThreads, 0, stream>>>(workspace, C, M * N, total,
-                                                                                     plan.splits, group);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  if (plan.splits > 1) launch_splitk_reduce(workspace, C, batch, M * N, plan.splits, stream);
 }
 
 namespace {
 
-// Version 5 takes batches through gridDim.z, at most 65535 batch elements a launch.
+// Version 5 as plan5 says: kernel 5's tiles (K split into the workspace, then summed into C, where they
+// are few), or for float32 matrix-vector products version 4's kernels. gridDim.z holds batch elements x
+// splits, at most 65535: a larger batch takes several launches.
 template <typename T>
-void batched5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
-  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridZ) {
-    launch5(A + b0 * M * K, B + b0 * K * N, C + b0 * M * N, M, N, K, std::min(kMaxGridZ, batch - b0), stream);
+void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, int64_t K, float* workspace,
+             cudaStream_t stream) {
+  check_grid_rows(M, kBM5, "version 5");
+  check_tensor_cores<T>();
+  const Plan plan = plan5<T>(batch, M, N, K);
+  TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda5: this product splits K and needs a workspace "
+              "of matmul_workspace5(...) floats");
+  const int64_t per_launch = kMaxGridZ / plan.splits;
+  for (int64_t b0 = 0; b0 < batch; b0 += per_launch) {
+    const int64_t nb = std::min(per_launch, batch - b0);
+    const T* a = A + b0 * M * K;
+    const T* b = B + b0 * K * N;
+    T* c = C + b0 * M * N;
+    float* partial = plan.splits > 1 ? workspace + b0 * plan.splits * M * N : nullptr;  // [nb, splits, M, N]
+    if constexpr (sizeof(T) == 4) {  // float32: the matrix-vector kernels (plan5)
+      if (plan.path != Path::kTiles) {
+        launch_gemv(plan, a, b, partial ? partial : c, M, N, K, static_cast<unsigned>(nb), stream);
+        continue;
+      }
+    }
+    launch5(a, b, c, partial, M, N, K, nb, plan, stream);
   }
+  if (plan.splits > 1) launch_splitk_reduce(workspace, C, batch, M * N, plan.splits, stream);
 }
 
 }  // namespace
 
+int64_t matmul_workspace5(int64_t batch, int64_t M, int64_t N, int64_t K, bool bfloat16) {
+  const Plan plan = bfloat16 ? plan5<__nv_bfloat16>(batch, M, N, K) : plan5<float>(batch, M, N, K);
+  return plan.splits > 1 ? batch * plan.splits * M * N : 0;
+}
+
 void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
-                  cudaStream_t stream) {
-  batched5(A, B, C, batch, M, N, K, stream);
+                  float* workspace, cudaStream_t stream) {
+  matmul5(A, B, C, batch, M, N, K, workspace, stream);
 }
 
 void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch, int64_t M,
-                  int64_t N, int64_t K, cudaStream_t stream) {
-  batched5(A, B, C, batch, M, N, K, stream);
+                  int64_t N, int64_t K, float* workspace, cudaStream_t stream) {
+  matmul5(A, B, C, batch, M, N, K, workspace, stream);
 }

@@ -20,7 +20,10 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
 int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K);
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   float* workspace, cudaStream_t stream);
+// Version 5 plans the same way with its own tiles (float32 matrix-vector products take version 4's
+// kernels): a float32 workspace of matmul_workspace5(batch, M, N, K, A is bfloat16) elements.
+int64_t matmul_workspace5(int64_t batch, int64_t M, int64_t N, int64_t K, bool bfloat16);
 void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
-                  cudaStream_t stream);
+                  float* workspace, cudaStream_t stream);
 void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch, int64_t M,
-                  int64_t N, int64_t K, cudaStream_t stream);
+                  int64_t N, int64_t K, float* workspace, cudaStream_t stream);

@@ -113,6 +113,12 @@ SHAPES = (
 VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003), (1, 3, 2000),
                    (129, 257, 4099), (100, 70, 50000), (64, 64, 65536), (300, 200, 260), (48, 130, 4099),
                    (5, 300, 1003), (24, 512, 1024), (150, 20, 97))
+# Version 5's paths beside SHAPES (the README's "Shape classes"; H100 splits, TF32 / BF16): split K over
+# kernel 5's tiles where K dominates (one tile, 100x70x50000: 261 splits; a short side, 5x300x1003:
+# 11 / 6, 48x130x4099: 43 / 22, the last range shorter) and where few tiles fill few SMs (300x200x260,
+# 6 tiles: 3 / 2 splits, the last 68 k); float32 matrix-vector products, version 4's kernels split
+# (3x1x4100, 1x777x5003), which bfloat16 takes as split tiles (22 and 27 splits).
+VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200, 260), (3, 1, 4100), (1, 777, 5003))
 # batches (versions 4 and 5): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
@@ -145,9 +151,13 @@ def _on_tensor_cores(run, precision: Precision):
     return checked
 
 
-# the tensor-core groups: (group, version, kernel, precision); below compute capability 8.0 (a T4)
-# their checks are reported as not run on this GPU and cost nothing
-TENSOR_CORES = (("tensor_cores_tf32", 5, "matmul_kernel5", TF32), ("tensor_cores_bf16", 5, "matmul_kernel5", BF16))
+# the tensor-core groups: (group, version, kernels, precision); below compute capability 8.0 (a T4)
+# their checks are reported as not run on this GPU and cost nothing. Version 5 plans as version 4 does
+# (given code): split K sums kernel 5's partial products with version 4's reduction, and float32
+# matrix-vector products take version 4's matrix-vector kernels.
+KERNELS5_TF32 = ("matmul_kernel5", "matmul_splitk_reduce", "matmul_gemv_rows", "matmul_gemv_cols")
+KERNELS5_BF16 = ("matmul_kernel5", "matmul_splitk_reduce")
+TENSOR_CORES = (("tensor_cores_tf32", 5, KERNELS5_TF32, TF32), ("tensor_cores_bf16", 5, KERNELS5_BF16, BF16))
 TENSOR_CORE_CAPABILITY = (8, 0)
 
 
@@ -212,7 +222,7 @@ class MatmulSpec(Spec):
                 checks.add(name, run if precision is None else _on_tensor_cores(run, precision), slow=slow)
 
             dtype = self._dtype(group)
-            for m, n, k in SHAPES + (VERSION4_SHAPES if version == 4 else ()):
+            for m, n, k in SHAPES + (VERSION4_SHAPES if version == 4 else VERSION5_SHAPES if version == 5 else ()):
                 add(f"{group}[{m}x{n}x{k}]", lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
             if version >= 4:
                 for shape in BATCHES:
@@ -223,6 +233,7 @@ class MatmulSpec(Spec):
             if version == 4:
                 add(f"{group}[large K error within {LARGE_K_FACTOR:g}x of cuBLAS]",
                     lambda ctx, v=version, g=group: self._check_large_k(ctx, v, g))
+            if version >= 4:
                 add(f"{group}[split K gives the same bits every run]",
                     lambda ctx, v=version, g=group: self._check_deterministic(ctx, v, g))
             add(f"{group}[K = 0 gives zeros]", lambda ctx, v=version, g=group, d=dtype: self._expect(
@@ -305,15 +316,16 @@ class MatmulSpec(Spec):
     def _check_deterministic(self, ctx: Context, version: int, group: str) -> None:
         """Split K and the split matrix-vector products sum their partial products in a fixed order: the
         same inputs give the same bits every run (no atomics)."""
+        bits = torch.int32 if self._dtype(group).itemsize == 4 else torch.int16
         for m, n, k in ((100, 70, 50000), (1, 1, 100003), (1, 777, 5003)):
             a, b = self._rand(ctx, group, f"detA{m}", (m, k)), self._rand(ctx, group, f"detB{m}", (k, n))
             first = ctx.module.matmul(a, b, version)
             for _ in range(2):
                 again = ctx.module.matmul(a, b, version)
                 torch.cuda.synchronize()
-                if not torch.equal(first.view(torch.int32), again.view(torch.int32)):
+                if not torch.equal(first.view(bits), again.view(bits)):
                     raise CheckFailure(f"{group}[{m} x {n} x {k} twice]: the results differ in "
-                                       f"{int((first.view(torch.int32) != again.view(torch.int32)).sum())} elements: "
+                                       f"{int((first.view(bits) != again.view(bits)).sum())} elements: "
                                        "the sums must be taken in the same order every run")
 
     def _check_stream(self, ctx: Context, version: int, group: str) -> None:
