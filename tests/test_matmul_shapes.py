@@ -391,9 +391,11 @@ def test_the_small_tiles_model_follows_the_kernel():
     flat = " ".join(SOURCE.split())
     for line in ("const int tid = threadIdx.x, tx = tid % kBNQuads, ty = tid / kBNQuads;",
                  "const int64_t row = m0 + q / kKQuads, col = k + 4 * (q % kKQuads);",
-                 "const bool ok = q < kAQuads && row < M && col < k_len;",
+                 "load_quad<kVec>(ra[i], A, row, col, K, q < kAQuads && row < M, k_len);",
+                 "const float4 q = inside && col < cols ? *reinterpret_cast<const float4*>(src + row * ld + col)",
+                 "for (int e = 0; e < 4; ++e) v[e] = inside && col + e < cols ? src[row * ld + col + e] : 0.f;",
                  "const int64_t row = k + q / kBNQuads, col = n0 + 4 * (q % kBNQuads);",
-                 "const bool ok = q < kBQuads && row < k_len && col < N;",
+                 "load_quad<kVec>(rb[i], B, row, col, N, q < kBQuads && row < k_len, N);",
                  "for (int e = 0; e < 4; ++e) As[buf][4 * (q % kKQuads) + e][q / kKQuads] = ra[i][e];",
                  "*reinterpret_cast<float4*>(&Bs[buf][q / kBNQuads][4 * (q % kBNQuads)]) =",
                  "const float4 a = *reinterpret_cast<const float4*>(&As[buf][k][4 * ty]);",

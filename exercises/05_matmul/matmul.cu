@@ -447,6 +447,22 @@ constexpr int64_t kSmallSide = 64;             // the longest short side that ta
 // aligned and k_split a multiple of 4, so a float4 is wholly inside or wholly outside; otherwise the
 // same elements one by one. A is stored transposed (As[k][row], rows padded by 4 floats) so that a
 // thread reads its 4 rows as one float4.
+// 4 consecutive floats of a row, src[row * ld + col ..], into v: zeros for the whole quad unless
+// `inside`, and past column `cols`. kVec: one float4 load (col a multiple of 4, ld and cols too, src
+// 16-byte aligned: a quad lies wholly before cols or wholly past it); else element by element.
+template <bool kVec>
+__device__ __forceinline__ void load_quad(float (&v)[4], const float* __restrict__ src, int64_t row, int64_t col,
+                                          int64_t ld, bool inside, int64_t cols) {
+  if (kVec) {
+    const float4 q = inside && col < cols ? *reinterpret_cast<const float4*>(src + row * ld + col)
+                                          : make_float4(0.f, 0.f, 0.f, 0.f);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = inside && col + e < cols ? src[row * ld + col + e] : 0.f;
+  }
+}
+
 template <int BM, bool kVec>
 __global__ void __launch_bounds__(kSmallThreads, 2)  // up to 128 registers: capped at 64, one spilled
     matmul_small_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
@@ -471,27 +487,13 @@ __global__ void __launch_bounds__(kSmallThreads, 2)  // up to 128 registers: cap
     for (int i = 0; i < kAPer; ++i) {
       const int q = tid + i * kSmallThreads;
       const int64_t row = m0 + q / kKQuads, col = k + 4 * (q % kKQuads);
-      if (kVec) {
-        const bool ok = q < kAQuads && row < M && col < k_len;
-        const float4 v = ok ? *reinterpret_cast<const float4*>(A + row * K + col) : make_float4(0.f, 0.f, 0.f, 0.f);
-        ra[i][0] = v.x, ra[i][1] = v.y, ra[i][2] = v.z, ra[i][3] = v.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) ra[i][e] = q < kAQuads && row < M && col + e < k_len ? A[row * K + col + e] : 0.f;
-      }
+      load_quad<kVec>(ra[i], A, row, col, K, q < kAQuads && row < M, k_len);
     }
 #pragma unroll
     for (int i = 0; i < kBPer; ++i) {
       const int q = tid + i * kSmallThreads;
       const int64_t row = k + q / kBNQuads, col = n0 + 4 * (q % kBNQuads);
-      if (kVec) {
-        const bool ok = q < kBQuads && row < k_len && col < N;
-        const float4 v = ok ? *reinterpret_cast<const float4*>(B + row * N + col) : make_float4(0.f, 0.f, 0.f, 0.f);
-        rb[i][0] = v.x, rb[i][1] = v.y, rb[i][2] = v.z, rb[i][3] = v.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) rb[i][e] = q < kBQuads && row < k_len && col + e < N ? B[row * N + col + e] : 0.f;
-      }
+      load_quad<kVec>(rb[i], B, row, col, N, q < kBQuads && row < k_len, N);
     }
   };
   auto store = [&](int buf) {
