@@ -9,6 +9,8 @@ If the kernels' arithmetic changes, change the transliteration with it (this tes
 """
 from __future__ import annotations
 
+import math
+
 import re
 
 import pytest
@@ -440,92 +442,126 @@ def conv_transpose2d_kernel1(x, wt, bias, s):
     return y
 
 
+def phase_1d(first, out, k, stride, pad, dil):
+    """phase_1d: (first, count, tap0, taps, step, d_in, in0) of one axis' phase."""
+    count = (out - first + stride - 1) // stride if first < out else 0
+    g = math.gcd(stride, dil)
+    step, d_in = stride // g, dil // g
+    want = (first + pad) % stride
+    tap0 = next((r for r in range(min(step, k)) if (r * dil) % stride == want), -1)
+    taps = 0 if tap0 < 0 else (k - tap0 + step - 1) // step
+    in0 = 0
+    if tap0 >= 0:
+        assert (first + pad - tap0 * dil) % stride == 0
+        in0 = int((first + pad - tap0 * dil) / stride)  # C++ division: exact here
+    return first, count, tap0, taps, step, d_in, in0
+
+
 def conv_transpose2d_kernel2(x, wt, bias, s):
-    """Blocks (bx, by, group): the A loader (WeightA, on the group's weights), the B gather (GatherB
-    from the group's input channels, its carried (ci, r, s)), the sum over the group's taps, and the
-    epilogue's stores through row_of / col_of."""
+    """Launches over the stride phases (chunks of gridDim.z), blocks (bx, by, z): the phase's taps, the A
+    loader (WeightA, on the group's weights from the phase's first tap), the B gather (GatherB from the
+    group's input channels, its carried (ci, rr, ss)), the sum over the phase's taps, and the epilogue's
+    stores through row_of / col_of. Every output written exactly once."""
     HWo, RS = s.ho * s.wo, s.kh * s.kw
-    ncols = s.n * HWo
     cin_g, cout_g = s.cin // s.groups, s.cout // s.groups
-    k_end = cin_g * RS
-    unit = s.stride_h == 1 and s.stride_w == 1
     y = Out(s.n * s.cout * HWo)
-    grid = (ceil_div(ncols, BN7), ceil_div(cout_g, BM7), s.groups)
-    for group in range(grid[2]):
-        w_base = group * cin_g * cout_g * RS
-        for by in range(grid[1]):
-            for bx in range(grid[0]):
-                m0, n0 = by * BM7, bx * BN7
-                # A[row][k] (WeightA.load, thread t rows t/8 + 16 i at k = k0 + t % 8)
-                A = [[0] * k_end for _ in range(BM7)]
-                for k0 in range(0, k_end, BK7):
-                    for t in range(kGemmThreads7):
-                        kidx = k0 + t % BK7
-                        ci, rs = kidx // RS, kidx % RS
-                        for i in range(BM7 * BK7 // kGemmThreads7):
-                            row = t // BK7 + i * (kGemmThreads7 // BK7)
-                            co = m0 + row
-                            if kidx < k_end and co < cout_g:
-                                A[row][kidx] = wt[w_base + (ci * cout_g + co) * RS + rs]
-                # B[k][col] (GatherB: thread t is column t)
-                B = [[0] * BN7 for _ in range(k_end)]
-                for t in range(BN7):
-                    col = n0 + t
-                    base = None
-                    hh = ww = 0
-                    if col < ncols:
-                        n = col // HWo
-                        pix = col - n * HWo
-                        oh, ow = pix // s.wo, pix % s.wo
-                        base = (n * s.cin + group * cin_g) * s.h * s.w
-                        hh, ww = oh + s.pad_h, ow + s.pad_w
+    written = [0] * (s.n * s.cout * HWo)
+    phases = s.stride_h * s.stride_w
+    pixels_max = s.n * ceil_div(s.ho, s.stride_h) * ceil_div(s.wo, s.stride_w)
+    per_launch = max(1, 65535 // s.groups)
+    for phase0 in range(0, phases, per_launch):
+        np_ = min(per_launch, phases - phase0)
+        grid = (ceil_div(pixels_max, BN7), ceil_div(cout_g, BM7), s.groups * np_)
+        for z in range(grid[2]):
+            phase, group = phase0 + z // s.groups, z % s.groups
+            ph = phase_1d(phase // s.stride_w, s.ho, s.kh, s.stride_h, s.pad_h, s.dil_h)
+            pw = phase_1d(phase % s.stride_w, s.wo, s.kw, s.stride_w, s.pad_w, s.dil_w)
+            first_h, count_h, tap0_h, taps_h, step_h, din_h, in0_h = ph
+            first_w, count_w, tap0_w, taps_w, step_w, din_w, in0_w = pw
+            pixels = count_h * count_w
+            ncols = s.n * pixels
+            taps = taps_h * taps_w
+            k_end = cin_g * taps
+            first_tap = tap0_h * s.kw + tap0_w if taps > 0 else 0
+            w_base = group * cin_g * cout_g * RS + first_tap
+            di, dj = step_h * s.kw, step_w
+            for by in range(grid[1]):
+                for bx in range(grid[0]):
+                    m0, n0 = by * BM7, bx * BN7
+                    if n0 >= ncols:
+                        continue
+                    # A[row][k] (WeightA.load, thread t rows t/8 + 16 e at k = k0 + t % 8)
+                    A = [[0] * k_end for _ in range(BM7)]
                     for k0 in range(0, k_end, BK7):
-                        ci, rs = k0 // RS, k0 % RS
-                        rr, ss = rs // s.kw, rs % s.kw
-                        for i in range(BK7):
-                            ih, iw = hh - rr * s.dil_h, ww - ss * s.dil_w
-                            ok = base is not None and k0 + i < k_end and ih >= 0 and iw >= 0
-                            if not unit:
-                                ok = ok and ih % s.stride_h == 0 and iw % s.stride_w == 0
-                                ih //= s.stride_h
-                                iw //= s.stride_w
-                            ok = ok and ih < s.h and iw < s.w
-                            if k0 + i < k_end:
-                                B[k0 + i][t] = x[base + (ci * s.h + ih) * s.w + iw] if ok else 0
-                            ss += 1
-                            if ss == s.kw:
-                                ss = 0
-                                rr += 1
-                                if rr == s.kh:
-                                    rr = 0
-                                    ci += 1
-                for t in range(kGemmThreads7):
-                    ty, tx = t // 16, t % 16
-                    row_of = [ty * 4 + i if i < 4 else BM7 // 2 + ty * 4 + i - 4 for i in range(8)]
-                    col_of = [tx * 4 + j if j < 4 else BN7 // 2 + tx * 4 + j - 4 for j in range(8)]
-                    acc = [[sum(A[row_of[i]][k] * B[k][col_of[j]] for k in range(k_end)) for j in range(8)]
-                           for i in range(8)]
-                    colbase, valid = [], []
-                    for j in range(8):
-                        col = n0 + col_of[j]
-                        valid.append(col < ncols)
-                        n = col // HWo if valid[j] else 0
-                        colbase.append(n * s.cout * HWo + (col - n * HWo))
-                    vec_ok = HWo % 4 == 0
-                    for i in range(8):
-                        if m0 + row_of[i] >= cout_g:
-                            continue
-                        co = group * cout_g + m0 + row_of[i]
-                        b = bias[co] if bias else 0
-                        for g4 in range(2):
-                            out = co * HWo
-                            if vec_ok and valid[4 * g4 + 3]:
-                                for j in range(4):
-                                    y[out + colbase[4 * g4] + j] = acc[i][4 * g4 + j] + b
-                            else:
-                                for j in range(4):
-                                    if valid[4 * g4 + j]:
-                                        y[out + colbase[4 * g4 + j]] = acc[i][4 * g4 + j] + b
+                        for t in range(kGemmThreads7):
+                            kidx = k0 + t % BK7
+                            ci, ij = kidx // taps, kidx % taps
+                            i, j = ij // taps_w, ij % taps_w
+                            rs = i * di + j * dj
+                            for e in range(BM7 * BK7 // kGemmThreads7):
+                                row = t // BK7 + e * (kGemmThreads7 // BK7)
+                                co = m0 + row
+                                if kidx < k_end and co < cout_g:
+                                    A[row][kidx] = wt[w_base + (ci * cout_g + co) * RS + rs]
+                    # B[k][col] (GatherB: thread t is column t)
+                    B = [[0] * BN7 for _ in range(k_end)]
+                    for t in range(BN7):
+                        col = n0 + t
+                        base = None
+                        ih0 = iw0 = 0
+                        if col < ncols:
+                            n = col // pixels
+                            pix = col - n * pixels
+                            q, p_ = pix // count_w, pix % count_w
+                            base = (n * s.cin + group * cin_g) * s.h * s.w
+                            ih0, iw0 = in0_h + q, in0_w + p_
+                        for k0 in range(0, k_end, BK7):
+                            ci, rs = k0 // taps, k0 % taps
+                            rr, ss = rs // taps_w, rs % taps_w
+                            for i in range(BK7):
+                                ih, iw = ih0 - rr * din_h, iw0 - ss * din_w
+                                ok = base is not None and k0 + i < k_end and 0 <= ih < s.h and 0 <= iw < s.w
+                                if k0 + i < k_end:
+                                    B[k0 + i][t] = x[base + (ci * s.h + ih) * s.w + iw] if ok else 0
+                                ss += 1
+                                if ss == taps_w:
+                                    ss = 0
+                                    rr += 1
+                                    if rr == taps_h:
+                                        rr = 0
+                                        ci += 1
+                    for t in range(kGemmThreads7):
+                        ty, tx = t // 16, t % 16
+                        row_of = [ty * 4 + i if i < 4 else BM7 // 2 + ty * 4 + i - 4 for i in range(8)]
+                        col_of = [tx * 4 + j if j < 4 else BN7 // 2 + tx * 4 + j - 4 for j in range(8)]
+                        acc = [[sum(A[row_of[i]][k] * B[k][col_of[j]] for k in range(k_end)) for j in range(8)]
+                               for i in range(8)]
+                        colbase, valid = [], []
+                        for j in range(8):
+                            col = n0 + col_of[j]
+                            valid.append(col < ncols)
+                            n = col // pixels if valid[j] else 0
+                            pix = col - n * pixels
+                            q, p_ = pix // count_w, pix % count_w
+                            colbase.append(n * s.cout * HWo + (first_h + q * s.stride_h) * s.wo + first_w + p_ * s.stride_w)
+                        vec_ok = s.stride_h == 1 and s.stride_w == 1 and HWo % 4 == 0
+                        for i in range(8):
+                            if m0 + row_of[i] >= cout_g:
+                                continue
+                            co = group * cout_g + m0 + row_of[i]
+                            b = bias[co] if bias else 0
+                            for g4 in range(2):
+                                out = co * HWo
+                                if vec_ok and valid[4 * g4 + 3]:
+                                    for j in range(4):
+                                        y[out + colbase[4 * g4] + j] = acc[i][4 * g4 + j] + b
+                                        written[out + colbase[4 * g4] + j] += 1
+                                else:
+                                    for j in range(4):
+                                        if valid[4 * g4 + j]:
+                                            y[out + colbase[4 * g4 + j]] = acc[i][4 * g4 + j] + b
+                                            written[out + colbase[4 * g4 + j]] += 1
+    assert all(w == 1 for w in written), "every output written exactly once"
     return y
 
 
@@ -542,6 +578,11 @@ TRANSPOSED_CASES = [
     (2, 6, 5, 4, 10, 4, 3, (3, 2), (1, 0), (2, 0), (1, 1), 2),  # asymmetric, output_padding
     (1, 4, 3, 3, 132, 2, 2, (1, 1), (0, 0), (0, 0), (2, 1), 2),  # more than one channel tile per group
     (2, 5, 4, 5, 7, 3, 2, (1, 2), (0, 1), (0, 1), (2, 1), 1),  # dense
+    # stride phases (kernel 2): taps every step = stride / gcd(stride, dilation); phases no tap reaches
+    (1, 3, 4, 5, 4, 3, 3, (2, 2), (1, 0), (1, 1), (2, 2), 1),  # stride 2, dilation 2: odd rows, columns bias only
+    (2, 4, 3, 4, 6, 3, 2, (3, 2), (2, 1), (1, 0), (2, 3), 2),  # stride 3 with dilation 2, stride 2 with dilation 3
+    (2, 8, 3, 3, 4, 2, 2, (2, 2), (0, 0), (0, 0), (1, 1), 1),  # a UNet's 2x2 stride-2 upsampling: one tap a phase
+    (1, 2, 3, 3, 2, 1, 1, (3, 3), (0, 0), (2, 2), (1, 1), 1),  # 1x1, stride 3, output_padding 2: 8 of 9 phases bias only
 ]
 
 
@@ -571,6 +612,12 @@ def test_conv_transpose2d_implicit_gemm_reassembles_grouped_transposed_convoluti
     assert torch.equal(y.tensor(expected.shape), expected)
 
 
+def test_the_unit_stride_phase_is_phase_1d_at_stride_1():
+    """Kernel 2's stride-1 instantiation takes unit_phase's constants instead of phase_1d: the same numbers."""
+    for out, k, pad, dil in ((5, 3, 1, 1), (7, 1, 0, 1), (4, 3, 0, 2), (9, 4, 5, 3)):
+        assert phase_1d(0, out, k, 1, pad, dil) == (0, out, 0, k, 1, dil, pad)
+
+
 def test_the_models_follow_the_sources():
     """The lines the models transliterate are still in the kernels (a change there must change them)."""
     for line in ("const scalar_t* xn = x + (n * s.cin + g * cin_g) * s.h * s.w;",
@@ -582,7 +629,16 @@ def test_the_models_follow_the_sources():
                  "} else if (version == 2 && s.groups == s.cin && launch_depthwise(x, weight, bias, y, s, stream)) {"):
         assert line in CONV, line
     for line in ("const scalar_t* wg = weight + (int64_t(g) * cin_g * cout_g + cg) * taps;",
-                 "const WeightA<T> la{weight + int64_t(group) * cin_g * cout_g * RS, cout_g, RS, m0};",
+                 "const WeightA<T, kUnitStride> la{weight + int64_t(group) * cin_g * cout_g * RS + first_tap, cout_g, RS, m0,",
+                 "const int first_tap = ph.taps * pw.taps > 0 ? ph.tap0 * s.kw + pw.tap0 : 0;",
+                 "const int ci = kidx / taps, ij = kidx - ci * taps;", "const int i = ij / S, j = ij - i * S;",
+                 "rs = i * di + j * dj;",
+                 "const int ih = ih0 - rr * dh, iw = iw0 - ss * dw;",
+                 "ih0 = ph.in0 + q;", "iw0 = pw.in0 + p;",
+                 "for (int r = 0; r < p.step && r < k; ++r) {", "if ((r * dil) % stride == want) {",
+                 "p.in0 = p.tap0 < 0 ? 0 : (first + pad - p.tap0 * dil) / stride;",
+                 "__device__ __forceinline__ Phase1D unit_phase(int out, int k, int pad, int dil) { return {0, out, 0, k, 1, dil, pad}; }",
+                 "colbase[j] = int64_t(n) * s.cout * HWo + (ph.first + q * s.stride_h) * s.wo + pw.first + p * s.stride_w;",
                  "base = x + (int64_t(n) * s.cin + int64_t(group) * (s.cin / s.groups)) * H * W;",
                  "const int co = group * cout_g + m0 + row_of(i);"):
         assert line in TRANSPOSED, line

@@ -1,10 +1,12 @@
 // Exercise 07: transposed 2-D convolution (NCHW, with groups), two versions, and their launcher.
 //   kernel 1: a gather, one thread per output element;
 //   kernel 2: an implicit GEMM, the transposed convolution computed as the data gradient of the
-//             convolution it transposes (unit 4's conv_dgrad_kernel, without BatchNorm's scale).
+//             convolution it transposes (unit 4's conv_dgrad_kernel, without BatchNorm's scale), one
+//             GEMM per group and per stride phase (only the taps that reach a phase's outputs).
 //
 // This file includes no PyTorch tensor headers, so editing it recompiles in about a second.
 // Tensors, checks, output sizes and op registration live in conv_transpose2d.cpp.
+#include <algorithm>
 #include <cstdint>
 
 #include <course/cuda.cuh>
@@ -70,13 +72,61 @@ __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const s
 constexpr int kThreads = 256;  // kernel 1
 
 // ---------------------------------------------------------------- kernel 2: implicit GEMM
-// y as one GEMM per group g, C[M x Ncol] = A[M x Kred] * B[Kred x Ncol], its operands gathered by
-// "loaders" and never materialised: M = cout / groups, Ncol = N*Ho*Wo output pixels, Kred =
-// (cin / groups)*kh*kw taps; with cin_g = cin / groups, cout_g = cout / groups:
-//   A[co][(ci, r, s)]         = weight[g*cin_g + ci][co][r][s]
-//   B[(ci, r, s)][(n, oh, ow)] = x[n][g*cin_g + ci][ih][iw] where oh = ih*stride_h - pad_h + r*dil_h
-//                                (and likewise ow, iw), 0 where no whole ih, iw in range exists
-//   C[co][(n, oh, ow)]        -> y[n][g*cout_g + co][oh][ow]
+// Stride phases. Output row oh receives tap r from input row ih = (oh + pad - r dil) / stride, where
+// that is whole: with a stride, each tap reaches only every stride-th row. The rows oh = a, a +
+// stride, .. (phase a) are all reached by the same taps: r0, r0 + step, r0 + 2 step, .. < kh, with r0
+// the first r whose r dil = a + pad (mod stride) and step = stride / gcd(stride, dil); tap r0 + i step
+// reads input row (a + pad - r0 dil) / stride + q - i dil / gcd(stride, dil) for output row a + q stride.
+// So each phase (a, b) of rows and columns is a dense convolution over its own taps, and the phases
+// together cover every output once: no tap is tested and dropped (stride 2, 3x3: a quarter of the
+// taps of the kernel reach a phase on average). Stride 1 is one phase with every tap.
+struct Phase1D {
+  int first, count;  // output rows first, first + stride, .. (count of them)
+  int tap0, taps;    // the taps reaching them: tap0, tap0 + step, .. (taps of them; none: tap0 = -1)
+  int step, d_in;    // taps between reaching ones; input rows between neighbouring reaching taps
+  int in0;           // the input row tap tap0 reads for output row `first`: (first + pad - tap0 dil) / stride
+};
+
+__device__ __forceinline__ int gcd_int(int x, int y) {
+  while (y != 0) {
+    const int t = x % y;
+    x = y;
+    y = t;
+  }
+  return x;
+}
+
+// Stride 1: the one phase, every tap (what phase_1d gives, as constants the compiler can fold).
+__device__ __forceinline__ Phase1D unit_phase(int out, int k, int pad, int dil) { return {0, out, 0, k, 1, dil, pad}; }
+
+// Phase `first` (0 <= first < stride) of an axis of `out` outputs, a kernel of k taps.
+__device__ __forceinline__ Phase1D phase_1d(int first, int out, int k, int stride, int pad, int dil) {
+  Phase1D p;
+  p.first = first;
+  p.count = first < out ? (out - first + stride - 1) / stride : 0;
+  const int g = gcd_int(stride, dil);
+  p.step = stride / g;  // (step dil) % stride == 0: taps step apart reach the same outputs
+  p.d_in = dil / g;     // step dil / stride input rows apart
+  const int want = (first + pad) % stride;
+  p.tap0 = -1;
+  for (int r = 0; r < p.step && r < k; ++r) {
+    if ((r * dil) % stride == want) {
+      p.tap0 = r;
+      break;
+    }
+  }
+  p.taps = p.tap0 < 0 ? 0 : (k - p.tap0 + p.step - 1) / p.step;
+  p.in0 = p.tap0 < 0 ? 0 : (first + pad - p.tap0 * dil) / stride;  // a whole number: exact
+  return p;
+}
+
+// y as one GEMM per group g and phase (a, b), C[M x Ncol] = A[M x Kred] * B[Kred x Ncol], its operands
+// gathered by "loaders" and never materialised: M = cout / groups, Ncol = N*Hq*Wq output pixels of the
+// phase, Kred = (cin / groups)*R*S taps of the phase (R of its tap rows, S of its tap columns: all
+// kh*kw at stride 1); with cin_g = cin / groups, cout_g = cout / groups, tap rows r_i = tap0 + i step:
+//   A[co][(ci, i, j)]        = weight[g*cin_g + ci][co][r_i][s_j]
+//   B[(ci, i, j)][(n, q, p)] = x[n][g*cin_g + ci][in0_h + q - i d_in_h][in0_w + p - j d_in_w], 0 outside x
+//   C[co][(n, q, p)]         -> y[n][g*cout_g + co][a + q*stride_h][b + p*stride_w]
 // A block of 128 threads computes a 64 x 128 tile of C; thread (ty, tx) = (tid / 16, tid % 16)
 // owns 8 x 8 outputs: rows ty*4 + {0..3} and 32 + ty*4 + {0..3}, columns tx*4 + {0..3} and
 // 64 + tx*4 + {0..3} (two groups of 4, so the float4 shared-memory reads are conflict-free).
@@ -146,19 +196,27 @@ __device__ __forceinline__ void gemm_tile(const LoadA& la, const LoadB& lb, int 
   }
 }
 
-// A: thread t loads rows t/8 + 16i (i < 4) at reduction index t%8.
-template <typename T>
+// A: thread t loads rows t/8 + 16i (i < 4) at reduction index t%8 (ci, i, j): the phase's tap (r_i, s_j).
+// kUnitStride: one phase of every tap, (i, j) the weight's own tap (fewer registers: none spill).
+template <typename T, bool kUnitStride>
 struct WeightA {
   static constexpr int kRegs = BM * BK / kGemmThreads;
-  const T* w;
-  int cout, RS, m0;
+  const T* w;         // the group's weights, offset to the phase's first tap (tap0 of rows, of columns)
+  int cout, RS, m0;   // RS: kh * kw, a weight's taps
+  int taps, S;        // the phase's taps, and its tap columns
+  int di, dj;         // tap (i, j) of the phase is i di + j dj taps past its first
   __device__ void load(int k0, int k_end, T (&r)[kRegs]) const {
     const int kidx = k0 + threadIdx.x % BK;
-    const int ci = kidx / RS, rs = kidx - ci * RS;
+    const int ci = kidx / taps, ij = kidx - ci * taps;
+    int rs = ij;
+    if (!kUnitStride) {
+      const int i = ij / S, j = ij - i * S;
+      rs = i * di + j * dj;
+    }
 #pragma unroll
-    for (int i = 0; i < kRegs; ++i) {
-      const int co = m0 + threadIdx.x / BK + i * kRowsPerPass;
-      r[i] = (kidx < k_end && co < cout) ? w[(ci * cout + co) * RS + rs] : T(0);
+    for (int e = 0; e < kRegs; ++e) {
+      const int co = m0 + threadIdx.x / BK + e * kRowsPerPass;
+      r[e] = (kidx < k_end && co < cout) ? w[(ci * cout + co) * RS + rs] : T(0);
     }
   }
   __device__ static void store(T (&s)[BK][kAStride], const T (&r)[kRegs]) {
@@ -167,46 +225,43 @@ struct WeightA {
   }
 };
 
-// B: thread t loads column t (one output pixel) at all 8 reduction indices of a slice, so its
-// pixel's decoding (image, row, column) is done once per block, not per slice.
-template <typename T, bool kUnitStride>
+// B: thread t loads column t (one output pixel of the phase) at all 8 reduction indices of a slice,
+// so its pixel's decoding (image, row, column) is done once per block, not per slice.
+template <typename T>
 struct GatherB {
   static constexpr int kRegs = BK;
   static_assert(BN == kGemmThreads, "one column per thread");
   const T* base;  // x + (n*cin + g*cin_g)*h*w for this thread's output pixel; nullptr past the last pixel
-  int hh, ww;     // oh + pad_h, ow + pad_w
-  int H, W, R, S, RS, dh, dw, sh, sw;
-  __device__ GatherB(const T* x, const ConvTranspose2dShape& s, int group, int col, int ncols) {
-    H = s.h; W = s.w; R = s.kh; S = s.kw; RS = R * S; dh = s.dil_h; dw = s.dil_w; sh = s.stride_h; sw = s.stride_w;
+  int ih0, iw0;   // the input pixel the phase's first tap (tap0 of rows and of columns) reads for it
+  int H, W, R, S, dh, dw;  // R x S: the phase's taps; dh, dw: input rows, columns between its taps
+  __device__ GatherB(const T* x, const ConvTranspose2dShape& s, int group, int col, const Phase1D& ph,
+                     const Phase1D& pw) {
+    H = s.h; W = s.w; R = ph.taps; S = pw.taps; dh = ph.d_in; dw = pw.d_in;
     base = nullptr;
-    hh = ww = 0;
-    if (col < ncols) {
-      const int HWo = s.ho * s.wo, n = col / HWo, pix = col - n * HWo, oh = pix / s.wo, ow = pix - oh * s.wo;
+    ih0 = iw0 = 0;
+    const int pixels = ph.count * pw.count;
+    if (col < static_cast<int>(s.n) * pixels) {
+      const int n = col / pixels, pix = col - n * pixels, q = pix / pw.count, p = pix - q * pw.count;
       base = x + (int64_t(n) * s.cin + int64_t(group) * (s.cin / s.groups)) * H * W;
-      hh = oh + s.pad_h;
-      ww = ow + s.pad_w;
+      ih0 = ph.in0 + q;
+      iw0 = pw.in0 + p;
     }
   }
   __device__ void load(int k0, int k_end, T (&r)[BK]) const {
     // BEGIN SOLUTION
-    // GOAL: r[i] = B[k0 + i][this thread's column] for i < BK: the input pixel that tap k0 + i of
-    // GOAL: this output pixel reads, 0 when no input pixel is there.
-    // TODO: decode k = k0 + i into (ci, r, s) (k = (ci * kh + r) * kw + s). The tap (r, s) reaches
-    // TODO: this output pixel from input (ih, iw) with ih * sh = hh - r*dh and iw * sw = ww - s*dw:
-    // TODO: r[i] = x[n][ci][ih][iw] from `base` when both are whole (kUnitStride: no division), in
-    // TODO: range (0 <= ih < H, 0 <= iw < W), base is set and k < k_end; else 0.
-    // TODO: Decode k0 once with divisions, then step (s, r, ci) with carries: divisions are slow.
+    // GOAL: r[i] = B[k0 + i][this thread's column] for i < BK: the input pixel that the phase's tap
+    // GOAL: k0 + i reads for this output pixel, 0 when it lies outside x.
+    // TODO: decode k = k0 + i into (ci, rr, ss) (k = (ci * R + rr) * S + ss: the phase's taps). Tap
+    // TODO: (rr, ss) reads input (ih, iw) = (ih0 - rr * dh, iw0 - ss * dw) (whole by construction:
+    // TODO: no division, no stride test): r[i] = x[n][ci][ih][iw] from `base` when in range
+    // TODO: (0 <= ih < H, 0 <= iw < W), base is set and k < k_end; else 0.
+    // TODO: Decode k0 once with divisions, then step (ss, rr, ci) with carries: divisions are slow.
+    const int RS = R * S;
     int ci = k0 / RS, rs = k0 - ci * RS, rr = rs / S, ss = rs - rr * S;
 #pragma unroll
     for (int i = 0; i < BK; ++i) {
-      int ih = hh - rr * dh, iw = ww - ss * dw;
-      bool ok = base != nullptr && k0 + i < k_end && ih >= 0 && iw >= 0;
-      if (!kUnitStride) {
-        ok = ok && ih % sh == 0 && iw % sw == 0;
-        ih /= sh;
-        iw /= sw;
-      }
-      ok = ok && ih < H && iw < W;
+      const int ih = ih0 - rr * dh, iw = iw0 - ss * dw;
+      const bool ok = base != nullptr && k0 + i < k_end && ih >= 0 && iw >= 0 && ih < H && iw < W;
       r[i] = ok ? base[(ci * H + ih) * W + iw] : T(0);
       if (++ss == S) {
         ss = 0;
@@ -224,32 +279,48 @@ struct GatherB {
   }
 };
 
-// Grid (ceil(N*Ho*Wo / 128), ceil(cout_g / 64), groups), 128 threads: a 64-channel x 128-pixel tile
-// of group blockIdx.z's outputs (channels blockIdx.z * cout_g ..), bias added in the epilogue; 4
-// consecutive pixels of one row in one 16-byte store where aligned.
+// Grid (ceil(N*ceil(Ho/sh)*ceil(Wo/sw) / 128), ceil(cout_g / 64), groups * phases), 128 threads:
+// blockIdx.z = phase_local * groups + group, phase = phase0 + phase_local = a * stride_w + b. A
+// 64-channel x 128-pixel tile of group `group`'s outputs (channels group * cout_g ..) in phase (a, b)
+// (a block past the phase's pixels returns at once: phases other than (0, 0) may have fewer), bias
+// added in the epilogue; at stride 1, 4 consecutive pixels of one row in one 16-byte store where aligned.
 template <typename T, bool kUnitStride>
-__global__ void __launch_bounds__(kGemmThreads, 4)  // 4 blocks per SM: <= 128 registers
+// 4 blocks per SM (<= 128 registers; 3 blocks, <= 168 and no spills, ran the 2x2 stride-2 layers 10-20% slower)
+__global__ void __launch_bounds__(kGemmThreads, 4)
     conv_transpose2d_kernel2(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
-                             T* __restrict__ y, ConvTranspose2dShape s) {
+                             T* __restrict__ y, ConvTranspose2dShape s, int phase0) {
   __shared__ Smem<T> sm;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, group = blockIdx.z;
-  const int HWo = s.ho * s.wo, ncols = static_cast<int>(s.n) * HWo, RS = s.kh * s.kw;
+  // (stride 1: one phase, blockIdx.z the group itself: a division less, and one register less across the
+  // loop, where a group kept in a register pushed the tap counters out to reloads and cost 5-13%)
+  const int phase = kUnitStride ? 0 : phase0 + static_cast<int>(blockIdx.z) / s.groups;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int group = kUnitStride ? static_cast<int>(blockIdx.z) : static_cast<int>(blockIdx.z) % s.groups;
+  const Phase1D ph = kUnitStride ? unit_phase(s.ho, s.kh, s.pad_h, s.dil_h)
+                                 : phase_1d(phase / s.stride_w, s.ho, s.kh, s.stride_h, s.pad_h, s.dil_h);
+  const Phase1D pw = kUnitStride ? unit_phase(s.wo, s.kw, s.pad_w, s.dil_w)
+                                 : phase_1d(phase % s.stride_w, s.wo, s.kw, s.stride_w, s.pad_w, s.dil_w);
+  const int pixels = ph.count * pw.count, ncols = static_cast<int>(s.n) * pixels;
+  if (n0 >= ncols) return;  // the whole block: before any barrier
+  const int HWo = s.ho * s.wo, RS = s.kh * s.kw;
   const int cin_g = s.cin / s.groups, cout_g = s.cout / s.groups;
   T acc[8][8];
   // this group's weights: weight[group * cin_g .. (group + 1) * cin_g - 1], each (cout_g, kh, kw)
-  const WeightA<T> la{weight + int64_t(group) * cin_g * cout_g * RS, cout_g, RS, m0};
-  const GatherB<T, kUnitStride> lb(x, s, group, n0 + threadIdx.x, ncols);
-  gemm_tile(la, lb, 0, cin_g * RS, sm, acc);
+  const int first_tap = ph.taps * pw.taps > 0 ? ph.tap0 * s.kw + pw.tap0 : 0;  // (tap0 is -1 where no tap reaches)
+  const WeightA<T, kUnitStride> la{weight + int64_t(group) * cin_g * cout_g * RS + first_tap, cout_g, RS, m0, ph.taps * pw.taps,
+                      pw.taps, ph.step * s.kw, pw.step};
+  const GatherB<T> lb(x, s, group, n0 + threadIdx.x, ph, pw);
+  gemm_tile(la, lb, 0, cin_g * ph.taps * pw.taps, sm, acc);  // no taps (a phase no tap reaches): the bias alone
   int64_t colbase[8];  // y's offset of column j's pixel in channel 0
   bool valid[8];
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int col = n0 + col_of(j);
     valid[j] = col < ncols;
-    const int n = valid[j] ? col / HWo : 0;
-    colbase[j] = int64_t(n) * s.cout * HWo + (col - n * HWo);
+    const int n = valid[j] ? col / pixels : 0, pix = col - n * pixels, q = pix / pw.count, p = pix - q * pw.count;
+    colbase[j] = int64_t(n) * s.cout * HWo + (ph.first + q * s.stride_h) * s.wo + pw.first + p * s.stride_w;
   }
-  const bool vec_ok = HWo % 4 == 0 && course::is_aligned16(y);
+  // 4 neighbouring columns are 4 neighbouring pixels of a row only at stride 1 (and HWo % 4 == 0)
+  const bool vec_ok = s.stride_h == 1 && s.stride_w == 1 && HWo % 4 == 0 && course::is_aligned16(y);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     if (m0 + row_of(i) >= cout_g) continue;
@@ -292,20 +363,28 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
     return;
   }
   // BEGIN SOLUTION
-  // GOAL: run conv_transpose2d_kernel2 over every 64 x 128 tile of every group's part of y on `stream`;
-  // GOAL: report a failed launch.
-  // TODO: launch conv_transpose2d_kernel2<scalar_t, unit> on `stream` with kGemmThreads threads and a
-  // TODO: grid of (ceil(N*Ho*Wo / BN), ceil(cout / groups / BM), groups) blocks, unit = both strides
-  // TODO: are 1 (no division in the gather); check the launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
+  // GOAL: run conv_transpose2d_kernel2 over every 64 x 128 tile of every group's part of every stride
+  // GOAL: phase of y on `stream`; report a failed launch.
+  // TODO: phases = stride_h * stride_w; phase (0, 0) has the most pixels: N * ceil(Ho / stride_h) *
+  // TODO: ceil(Wo / stride_w). Launch conv_transpose2d_kernel2<scalar_t> on `stream` with kGemmThreads
+  // TODO: threads and a grid of (ceil(those pixels / BN), ceil(cout / groups / BM), groups * np) blocks
+  // TODO: for phases phase0 .. phase0 + np - 1, np as large as gridDim.z (65535) allows, until every
+  // TODO: phase is launched (<scalar_t, true> where both strides are 1: one phase, no tap arithmetic);
+  // TODO: check each launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
   // STUB: TORCH_CHECK(false, "conv_transpose2d_cuda, version 2 (conv_transpose2d.cu) is not implemented yet");
-  const dim3 grid(course::ceil_div(static_cast<int>(s.n) * s.ho * s.wo, BN), course::ceil_div(s.cout / s.groups, BM),
-                  s.groups);
-  if (s.stride_h == 1 && s.stride_w == 1) {
-    conv_transpose2d_kernel2<scalar_t, true><<<grid, kGemmThreads, 0, stream>>>(x, weight, bias, y, s);
-  } else {
-    conv_transpose2d_kernel2<scalar_t, false><<<grid, kGemmThreads, 0, stream>>>(x, weight, bias, y, s);
+  const int phases = s.stride_h * s.stride_w;
+  const int pixels = static_cast<int>(s.n) * course::ceil_div(s.ho, s.stride_h) * course::ceil_div(s.wo, s.stride_w);
+  const int per_launch = std::max(1, 65535 / s.groups);  // phases a launch's gridDim.z holds
+  for (int phase0 = 0; phase0 < phases; phase0 += per_launch) {
+    const int np = std::min(per_launch, phases - phase0);
+    const dim3 grid(course::ceil_div(pixels, BN), course::ceil_div(s.cout / s.groups, BM), s.groups * np);
+    if (phases == 1) {
+      conv_transpose2d_kernel2<scalar_t, true><<<grid, kGemmThreads, 0, stream>>>(x, weight, bias, y, s, phase0);
+    } else {
+      conv_transpose2d_kernel2<scalar_t, false><<<grid, kGemmThreads, 0, stream>>>(x, weight, bias, y, s, phase0);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
 }
 
