@@ -612,6 +612,29 @@ def test_conv_transpose2d_implicit_gemm_reassembles_grouped_transposed_convoluti
     assert torch.equal(y.tensor(expected.shape), expected)
 
 
+def test_the_phases_give_every_output_exactly_the_taps_that_reach_it():
+    """phase_1d over every (output size, kernel, stride, padding, dilation) up to small bounds: each output
+    lies in one phase, and the phase's taps (tap0 + i step, reading input in0 + q - i d_in) are exactly
+    the taps whose scatter reaches it (o + pad - r dil a non-negative multiple of the stride, any
+    input row: the gather tests the range), each with its input row."""
+    for stride in range(1, 5):
+        for dil in range(1, 5):
+            for k in range(1, 6):
+                for pad in range(0, 7):
+                    out = 11
+                    seen = []
+                    for a in range(stride):
+                        first, count, tap0, taps, step, d_in, in0 = phase_1d(a, out, k, stride, pad, dil)
+                        for q in range(count):
+                            o = first + q * stride
+                            seen.append(o)
+                            got = {(tap0 + i * step, in0 + q - i * d_in) for i in range(taps)}
+                            want = {(r, (o + pad - r * dil) // stride) for r in range(k)
+                                    if (o + pad - r * dil) % stride == 0}
+                            assert got == want, (stride, dil, k, pad, o)
+                    assert sorted(seen) == list(range(out))
+
+
 def test_the_unit_stride_phase_is_phase_1d_at_stride_1():
     """Kernel 2's stride-1 instantiation takes unit_phase's constants instead of phase_1d: the same numbers."""
     for out, k, pad, dil in ((5, 3, 1, 1), (7, 1, 0, 1), (4, 3, 0, 2), (9, 4, 5, 3)):
