@@ -28,6 +28,13 @@ T_CASES += [
     Case("depthwise 4x4 stride 2 (upsampling)", 2, 16, 12, 10, 16, 4, 4, (2, 2), (1, 1), groups=16),
 ]
 T_FP64_CASES += T_CASES[-2:]
+# version 2's stride phases where the stride and the dilation share a factor: rows and columns no tap
+# reaches (the bias alone), taps a step apart, phases of several tap rows and none
+T_CASES += [
+    Case("stride 2, dilation 2: odd rows and columns reached by no tap", 2, 3, 7, 6, 5, 3, 3, (2, 2), (1, 1), (2, 2),
+         True, (1, 1)),
+    Case("stride (3, 2), dilation (2, 3)", 2, 4, 6, 7, 6, 3, 2, (3, 2), (2, 1), (2, 3), True, (1, 0)),
+]
 
 # The autograd group's cases (see ex06_conv2d.GRADCHECK_CASES), with output_padding: beyond the
 # stride where the dilation allows it, and a padding beyond d (k - 1) (the data gradient's stride-1
