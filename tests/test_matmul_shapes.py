@@ -123,6 +123,21 @@ def kernel4(A, B, C, M, N, K, k_split, splits, grid_z, covered):
                 c[row * N + col] = acc
 
 
+def load_quad(src, row, col, ld, inside, cols, vec, what):
+    """load_quad<vec>: the 4 floats src[row * ld + col ..] as (value, index) entries, (0.0, None)
+    outside; a float4 (vec) must be 16-byte aligned and lie wholly before `cols`."""
+    at = row * ld + col
+    if vec and inside and col < cols:
+        assert (src.offset + at) % 4 == 0, f"a float4 of {what} is not 16-byte aligned"
+    quad = []
+    for e in range(4):
+        ok = inside and (col < cols if vec else col + e < cols)
+        if ok:
+            assert col + e < cols, f"a float4 of {what} straddles its rows' end"
+        quad.append((src[at + e], src.offset + at + e) if ok else (0.0, None))
+    return quad
+
+
 def small_tiles(A, B, C, M, N, K, k_split, splits, rows, vec, grid, covered):
     """matmul_small_tiles<rows, vec>: every block's loads (float4 quads of A and B, zeros outside), A
     stored transposed, the k steps through two buffers, each thread's 4 x 4 outputs and their stores."""
@@ -149,27 +164,19 @@ def small_tiles(A, B, C, M, N, K, k_split, splits, rows, vec, grid, covered):
                         for i in range(a_per):
                             q = tid + i * kSmallThreads
                             row, col = m0 + q // k_quads, k + 4 * (q % k_quads)
-                            if vec:
-                                assert (a.offset + row * K + col) % 4 == 0 or not (q < a_quads and row < M and col < k_len)
-                            for e in range(4):
-                                ok = q < a_quads and row < M and (col < k_len if vec else col + e < k_len)
-                                if ok:
-                                    assert col + e < k_len, "a float4 of A straddles the split's end"
-                                entry = (a[row * K + col + e], a.offset + row * K + col + e) if ok else (0.0, None)
-                                if q < a_quads:
+                            quad = load_quad(a, row, col, K, q < a_quads and row < M, k_len, vec, "A")
+                            if q < a_quads:
+                                for e in range(4):
                                     assert As[4 * (q % k_quads) + e][q // k_quads] is None
-                                    As[4 * (q % k_quads) + e][q // k_quads] = entry
+                                    As[4 * (q % k_quads) + e][q // k_quads] = quad[e]
                         for i in range(b_per):
                             q = tid + i * kSmallThreads
                             row, col = k + q // col_quads, n0 + 4 * (q % col_quads)
-                            for e in range(4):
-                                ok = q < b_quads and row < k_len and (col < N if vec else col + e < N)
-                                if ok:
-                                    assert col + e < N, "a float4 of B straddles N"
-                                entry = (b[row * N + col + e], b.offset + row * N + col + e) if ok else (0.0, None)
-                                if q < b_quads:
+                            quad = load_quad(b, row, col, N, q < b_quads and row < k_len, N, vec, "B")
+                            if q < b_quads:
+                                for e in range(4):
                                     assert Bs[q // col_quads][4 * (q % col_quads) + e] is None
-                                    Bs[q // col_quads][4 * (q % col_quads) + e] = entry
+                                    Bs[q // col_quads][4 * (q % col_quads) + e] = quad[e]
                     assert all(v is not None for r in As for v in r[:rows]) and all(v is not None for r in Bs for v in r)
                     for tid in range(kSmallThreads):
                         tx, ty = tid % col_quads, tid // col_quads
