@@ -34,6 +34,8 @@ kMaxSplits = int(const("kMaxSplits"))
 kGemvThreads = int(const("kGemvThreads"))
 kGemvRowsPerBlock = kGemvThreads // 32
 kGemvVec = 4 * 32
+kGemvColsWarps, kGemvColsPerBlock = kGemvThreads // 32, 4 * 32
+assert const("kGemvColsWarps") == "kGemvThreads / 32" and const("kGemvColsPerBlock") == "4 * 32"
 kSmallThreads, kSmallBK = int(const("kSmallThreads")), int(const("kSmallBK"))
 kSmallArea, kSmallSide = 16 * kSmallThreads, int(const("kSmallSide"))
 assert const("kSmallArea") == "16 * kSmallThreads"
@@ -57,7 +59,7 @@ def plan4(batch, M, N, K, sms):
         blocks = ceil_div(M, kGemvRowsPerBlock) * batch
         return split_k("rows", K, ceil_div(4 * sms, blocks), min(K // kGemvRowsMinK, kMaxSplits), 4)
     if M == 1:
-        blocks = ceil_div(N, kGemvThreads) * batch
+        blocks = ceil_div(N, kGemvColsPerBlock) * batch
         return split_k("cols", K, ceil_div(4 * sms, blocks), min(K // kGemvColsMinK, kMaxSplits), 1)
     tiles4 = ceil_div(M, kBM4) * ceil_div(N, kBN4) * batch
     if tiles4 < sms and min(M, N) <= kSmallSide:
@@ -235,42 +237,85 @@ def gemv_rows(A, x, out, M, K, k_split, grid, vec, covered):
                     out[(batch * gy + split) * M + row] = lanes[0]
 
 
-def gemv_cols(A, B, out, N, K, k_split, grid, covered):
+def gemv_cols(A, B, out, N, K, k_split, grid, vec, covered):
     gx, gy, gz = grid
     for bz in range(gz):
         for by in range(gy):
             for bx in range(gx):
-                for t in range(kGemvThreads):
-                    col = bx * kGemvThreads + t
-                    if col >= N:
-                        continue
-                    batch, split = bz, by
-                    k0 = split * k_split
-                    k1 = K if K - k0 < k_split else k0 + k_split
-                    a = A + batch * K
-                    b = B + (batch * K * N + col)
-                    acc = 0.0
-                    for k in range(k0, k1):
-                        acc += a[k] * b[k * N]
-                        covered.append((a.offset + k, b.offset + k * N))
-                    out[(batch * gy + split) * N + col] = acc
+                batch, split = bz, by
+                k0 = split * k_split
+                k1 = K if K - k0 < k_split else k0 + k_split
+                c0 = bx * kGemvColsPerBlock
+                sums = [[0.0] * kGemvColsPerBlock for _ in range(kGemvColsWarps)]
+                for warp in range(kGemvColsWarps):
+                    for lane in range(32):
+                        col = c0 + 4 * lane
+                        if col >= N:
+                            continue
+                        a = A + batch * K
+                        b = B + (batch * K * N + col)
+                        acc = [0.0] * 4
+                        for k in range(k0 + warp, k1, kGemvColsWarps):
+                            if vec:
+                                assert (b.offset + k * N) % 4 == 0  # float4 aligned
+                            for e in range(4):
+                                if vec or col + e < N:  # the float4 lies wholly inside (N % 4 == 0)
+                                    acc[e] += a[k] * b[k * N + e]
+                                    covered.append((a.offset + k, b.offset + k * N + e))
+                        sums[warp][4 * lane:4 * lane + 4] = acc
+                for t in range(kGemvColsPerBlock):
+                    c = c0 + t
+                    if c < N:
+                        total = sums[0][t]
+                        for w in range(1, kGemvColsWarps):
+                            total += sums[w][t]
+                        out[(batch * gy + split) * N + c] = total
 
 
-def splitk_reduce(ws, C, MN, total, splits, group, blocks, used):
-    for start in range(0, blocks * kGemvThreads):
-        for i in range(start, total, blocks * kGemvThreads):
-            b = i // MN
-            e = i - b * MN
-            p = ws + (b * splits * MN + e)
-            total_sum = 0.0
-            for s0 in range(0, splits, group):
-                s1 = s0 + group if s0 + group < splits else splits
-                part = 0.0
-                for s in range(s0, s1):
-                    part += p[s * MN]
-                    used.append(p.offset + s * MN)
-                total_sum += part
-            C[i] = total_sum
+def reduce_slices(total, splits, sms):
+    """launch_splitk_reduce's choice: (slices, group, blocks)."""
+    slices = 1
+    while slices < 32 and 2 * slices <= splits and total * slices < 4 * sms * kGemvThreads:
+        slices *= 2
+    per = ceil_div(splits, slices)
+    group = 1
+    while group * group < per:
+        group += 1
+    return slices, group, min(ceil_div(total, kGemvThreads // slices), 8 * sms)
+
+
+def splitk_reduce(ws, C, MN, total, splits, group, slices, blocks, used):
+    outputs = kGemvThreads // slices
+    per = ceil_div(splits, slices)
+    for block in range(blocks):
+        for base in range(block * outputs, total, blocks * outputs):
+            slice_sums = [None] * kGemvThreads
+            for t in range(kGemvThreads):
+                slice, o = t // outputs, t % outputs
+                first = slice * per
+                last = first + per if first + per < splits else splits
+                i = base + o
+                if i >= total:
+                    continue
+                b = i // MN
+                e = i - b * MN
+                p = ws + (b * splits * MN + e)
+                total_sum = 0.0
+                for s0 in range(first, last, group):
+                    s1 = s0 + group if s0 + group < last else last
+                    part = 0.0
+                    for s in range(s0, s1):
+                        part += p[s * MN]
+                        used.append(p.offset + s * MN)
+                    total_sum += part
+                slice_sums[t] = total_sum
+            for o in range(outputs):
+                i = base + o
+                if i < total:
+                    total_sum = slice_sums[o]
+                    for l in range(1, slices):
+                        total_sum += slice_sums[l * outputs + o]
+                    C[i] = total_sum
 
 
 def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True):
@@ -288,7 +333,8 @@ def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True):
             vec = K % 4 == 0 and k_split % 4 == 0 and aligned
             gemv_rows(a, b, o, M, K, k_split, (ceil_div(M, kGemvRowsPerBlock), splits, nb), vec, covered)
         elif path == "cols":
-            gemv_cols(a, b, o, N, K, k_split, (ceil_div(N, kGemvThreads), splits, nb), covered)
+            vec = N % 4 == 0 and aligned
+            gemv_cols(a, b, o, N, K, k_split, (ceil_div(N, kGemvColsPerBlock), splits, nb), vec, covered)
         elif path.startswith("small"):
             rows = int(path[5:])
             vec = K % 4 == 0 and N % 4 == 0 and k_split % 4 == 0 and aligned
@@ -299,11 +345,9 @@ def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True):
             kernel4(a, b, o, M, N, K, k_split, splits, nb * splits, covered)
     if splits > 1:
         total = batch * M * N
-        group = 1
-        while group * group < splits:
-            group += 1
+        slices, group, blocks = reduce_slices(total, splits, sms)
         used = []
-        splitk_reduce(workspace, C, M * N, total, splits, group, min(ceil_div(total, kGemvThreads), 3), used)
+        splitk_reduce(workspace, C, M * N, total, splits, group, slices, min(blocks, 3), used)
         assert sorted(used) == list(range(len(workspace.data)))  # every partial product summed once
     return (path, splits, k_split), covered
 
@@ -314,7 +358,7 @@ CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, 
     (1, 1, 1, 3001, 132, 65535),   # a dot product, split, scalar (K odd)
     (2, 9, 1, 2052, 8, 3),         # rows, batched, split, batch chunks of 1
     (1, 1, 37, 1003, 132, 65535),  # cols, split, the last range shorter
-    (3, 1, 5, 300, 16, 4),         # cols, batched, split, chunks
+    (3, 1, 5, 300, 16, 20),        # cols, batched, split (9: slices of the reduction left empty), chunks
     (1, 7, 5, 600, 16, 65535),     # small 32 x 128 tiles, split K (K >= 4 max(M, N), K >= 128)
     (2, 6, 9, 1100, 64, 65535),    # small, batched, split
     (3, 4, 6, 530, 132, 16),       # small, batched, split (8), several launches (2 batch elements each)
@@ -363,7 +407,7 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
     assert plan4(1, 1400, 1400, 1 << 20, 132)[1] <= (2800 << 20) // (4 * 1400 * 1400) + 1
     assert plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
-    assert plan4(1, 1, 777, 5003, 132) == ("cols", 77, 65)
+    assert plan4(1, 1, 777, 5003, 132) == ("cols", 76, 66)
     assert plan4(2, 64, 48, 20000, 132)[1] > 1
     # K does not dominate but the tiles fill at most two thirds of the SMs: one wave of 2 blocks per SM (the
     # model list's classifier, GPT-2's MLP at 64 tokens, 1024^3), no more than K / 64 splits
@@ -387,7 +431,7 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan5(1, 300, 200, 260, 132, False) == ("tiles5", 3, 96)
     assert plan5(1, 300, 200, 260, 132, True) == ("tiles5", 2, 192)
     assert plan5(1, 3, 1, 4100, 132, False) == plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
-    assert plan5(1, 1, 777, 5003, 132, False) == ("cols", 77, 65)
+    assert plan5(1, 1, 777, 5003, 132, False) == ("cols", 76, 66)
     assert plan5(1, 1, 777, 5003, 132, True) == ("tiles5", 27, 192)
     assert plan5(1, 32, 1000, 2048, 132, False)[:2] == ("tiles5", 32)
     assert plan5(1, 4096, 4096, 4096, 132, False) == ("tiles5", 1, 4096)

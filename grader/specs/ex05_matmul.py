@@ -103,8 +103,9 @@ SHAPES = (
 # already holds small vectors. (The splits below are an H100's, 132 SMs; other GPUs split differently,
 # and every shape still runs its path.) N == 1, a warp per row: K % 4 == 0 with a tail after the last
 # 128-float step (517x1x1000), split in 4 ranges with tails (3x1x4100), a long dot product split in
-# ranges of odd length (1x1x100003). M == 1, a thread per column: split in 77 ranges, the last shorter
-# (1x777x5003). Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
+# ranges of odd length (1x1x100003). M == 1, 8 warps a block over 128 columns (4 a lane, N odd: one
+# float at a time): split in 76 ranges, the last shorter (1x777x5003); the reduction then shares each
+# output among 32 threads. Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
 # single tile (100x70x50000); and where K does not dominate but 6 tiles fill few SMs, 4 splits of 72, the
 # last 44 (300x200x260). The small tiles (a side of 64 or less; SHAPES' small products take them too):
 # 64 x 64 tiles, 512 splits of 128 (64x64x65536) and 43 of 96, the last 67, K odd (48x130x4099);
