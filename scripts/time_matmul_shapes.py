@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from grader.checks import relative_error  # noqa: E402
 from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
 
-# (class, batch, M, N, K); batch 0: 2-D operands
+# (class, batch, M, N, K[, layout]); batch 0: 2-D operands
 SHAPES = [
     ("tiles", 0, 4096, 4096, 4096),
     ("tiles", 0, 1031, 1000, 4099),
@@ -52,6 +52,16 @@ SHAPES = [
     ("gemv M == 1", 0, 1, 768, 3072),
     ("model", 0, 8192, 2304, 768),  # GPT-2 small's prompt (8 x 1024 tokens): attention in, MLP down
     ("model", 0, 8192, 768, 3072),
+    # transposed views (layout: At, A a transposed view; Bt, B one): the tiles copy them once, the
+    # matrix-vector products run on the matrix's own storage; x @ W.t() is nn.Linear's one-token product
+    ("transposed", 0, 4096, 4096, 4096, "At"),
+    ("transposed", 0, 4096, 4096, 4096, "Bt"),
+    ("transposed", 0, 1031, 1000, 4099, "AtBt"),
+    ("transposed gemv", 0, 16384, 1, 16384, "At"),
+    ("transposed gemv", 0, 1, 16384, 16384, "Bt"),
+    ("transposed gemv", 0, 1, 3072, 768, "Bt"),
+    ("transposed gemv", 0, 1, 768, 3072, "Bt"),
+    ("transposed gemv", 16, 1, 1024, 1024, "Bt"),
 ]
 QUICK = {0, 2, 4, 7, 10, 13}
 
@@ -82,13 +92,19 @@ def main() -> None:
     print(f"{torch.cuda.get_device_name()}; version {v} {what}")
     print(f"{'class':14} {'shape':>26} {'ours us':>9} {'cuBLAS us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'ratio':>6} "
           f"{'err':>8} {'cuBLAS err':>10}")
-    for i, (label, batch, m, n, k) in enumerate(SHAPES):
+    for i, (label, batch, m, n, k, *layout) in enumerate(SHAPES):
         if (args.quick and i not in QUICK) or args.only not in label:
             continue
         lead = (batch,) if batch else ()
         g = torch.Generator(device="cuda").manual_seed(i)
-        inputs = [(torch.randn(*lead, m, k, generator=g, device="cuda").to(dtype),
-                   torch.randn(*lead, k, n, generator=g, device="cuda").to(dtype)) for _ in range(2)]
+
+        def operand(rows, cols, transposed):  # a (rows, cols) matrix, or the transposed view of a (cols, rows) one
+            if transposed:
+                return torch.randn(*lead, cols, rows, generator=g, device="cuda").to(dtype).transpose(-1, -2)
+            return torch.randn(*lead, rows, cols, generator=g, device="cuda").to(dtype)
+
+        layout = layout[0] if layout else ""
+        inputs = [(operand(m, k, "At" in layout), operand(k, n, "Bt" in layout)) for _ in range(2)]
         a, b = inputs[0]
         ref = a.double() @ b.double()
         ours_err = relative_error(mod.matmul(a, b, v), ref)
@@ -100,7 +116,7 @@ def main() -> None:
         count = max(batch, 1)
         flops = 2 * count * m * n * k
         nbytes = a.element_size() * count * (m * k + k * n + m * n)
-        shape = (f"{batch} x " if batch else "") + f"{m} x {n} x {k}"
+        shape = (f"{batch} x " if batch else "") + f"{m} x {n} x {k}" + (f" {layout}" if layout else "")
         print(f"{label:14} {shape:>26} {ours.median_s * 1e6:9.1f} {theirs.median_s * 1e6:9.1f} "
               f"{flops / ours.median_s / 1e12:8.2f} {nbytes / ours.median_s / 1e9:7.0f} "
               f"{theirs.median_s / ours.median_s:6.2f} {ours_err:8.2e} {theirs_err:10.2e}", flush=True)

@@ -104,7 +104,7 @@ SHAPES = (
 # and every shape still runs its path.) N == 1, a warp per row: K % 4 == 0 with a tail after the last
 # 128-float step (517x1x1000), split in 4 ranges with tails (3x1x4100), a long dot product split in
 # ranges of odd length (1x1x100003). M == 1, 8 warps a block over 128 columns (4 a lane, N odd: one
-# float at a time): split in 76 ranges, the last shorter (1x777x5003); the reduction then shares each
+# float at a time): split in 38 ranges, the last shorter (1x777x5003); the reduction then shares each
 # output among 32 threads. Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
 # single tile (100x70x50000); and where K does not dominate but 6 tiles fill few SMs, 4 splits of 72, the
 # last 44 (300x200x260). The small tiles (a side of 64 or less; SHAPES' small products take them too):
@@ -390,6 +390,18 @@ class MatmulSpec(Spec):
         b = self._rand(ctx, group, "ncB", (260, 300))
         self._expect(ctx, version, a.t(), b, f"{group}[A = base.t(), a transposed view]", group)
         self._expect(ctx, version, a[::2, :100], b[:100, 1::2], f"{group}[A and B strided views]", group)
+        # matrix-vector products whose matrix is a transposed view (versions 4 and 5 multiply the matrix's
+        # own storage there, by the other matrix-vector kernel): N == 1 and M == 1, with and without
+        # float4 loads, and a batch
+        for m, k in ((257, 301), (256, 300)):
+            base, x = self._rand(ctx, group, f"ncAt{m}", (k, m)), self._rand(ctx, group, f"ncx{m}", (k, 1))
+            self._expect(ctx, version, base.t(), x, f"{group}[A = base.t() ({m} x {k}) @ a vector]", group)
+            base, x = self._rand(ctx, group, f"ncBt{m}", (m, k)), self._rand(ctx, group, f"ncy{m}", (1, k))
+            self._expect(ctx, version, x, base.t(), f"{group}[a row vector @ B = base.t() ({k} x {m})]", group)
+        if version >= 4:
+            base, x = self._rand(ctx, group, "ncAtb", (3, 130, 70)), self._rand(ctx, group, "ncxb", (3, 130, 1))
+            self._expect(ctx, version, base.transpose(1, 2), x, f"{group}[a batch of A = base.transpose(1, 2) @ vectors]",
+                         group)
 
     def _check_unaligned(self, ctx: Context, version: int, group: str) -> None:
         """Contiguous views that start one element (4 bytes, 2 for bfloat16) into their storage: no
