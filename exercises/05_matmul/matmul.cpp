@@ -21,12 +21,32 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // TODO: (the reference solution takes about 23 lines)
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(A.device());
-  // The kernels read row-major matrices; a transposed or sliced view is copied once.
-  const at::Tensor a = A.contiguous(), b = B.contiguous();
-  const bool batched = a.dim() == 3;  // (batch, M, K) @ (batch, K, N): versions 4 and 5 (checked above)
-  const int64_t batch = batched ? a.size(0) : 1, M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  // The kernels read row-major matrices; a transposed or sliced view is copied once, except the matrix
+  // of a float32 matrix-vector product (versions 4 and 5) that is a transposed view, the one layout where
+  // the copy would cost more than the product (it reads and writes the whole matrix, the product only
+  // reads it): A @ x with A's transpose contiguous is (x^T A^T)^T, the M == 1 kernel over A's own
+  // storage, and x @ B with B's transpose contiguous is B^T x^T, the N == 1 kernel. C's M x 1 and 1 x M
+  // are the same bytes, so only the kernels' view of it turns.
+  const bool batched = A.dim() == 3;  // (batch, M, K) @ (batch, K, N): versions 4 and 5 (checked above)
+  const int64_t batch = batched ? A.size(0) : 1, K = A.size(-1), c_rows = A.size(-2), c_cols = B.size(-1);
+  const bool matvec = version >= 4 && A.scalar_type() == at::kFloat;
+  const auto transposed_view = [](const at::Tensor& t) { return !t.is_contiguous() && t.mT().is_contiguous(); };
+  at::Tensor a, b;
+  int64_t M = c_rows, N = c_cols;
+  if (matvec && c_cols == 1 && transposed_view(A)) {  // C^T = x^T A^T: 1 x K by A's storage, K x M
+    a = B.mT().contiguous();
+    b = A.mT();
+    M = 1, N = c_rows;
+  } else if (matvec && c_rows == 1 && transposed_view(B)) {  // C^T = B^T x^T: B's storage, N x K, by K x 1
+    a = B.mT();
+    b = A.mT().contiguous();
+    M = c_cols, N = 1;
+  } else {
+    a = A.contiguous();
+    b = B.contiguous();
+  }
   // A's dtype: float32, or bfloat16 (version 5)
-  at::Tensor c = batched ? at::empty({batch, M, N}, a.options()) : at::empty({M, N}, a.options());
+  at::Tensor c = batched ? at::empty({batch, c_rows, c_cols}, a.options()) : at::empty({c_rows, c_cols}, a.options());
   if (batch == 0 || M == 0 || N == 0) return c;  // nothing to write; K == 0 is handled by the kernels (zeros)
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   // Versions 4 and 5 split K for some shapes: the partial products are float32, from the caching

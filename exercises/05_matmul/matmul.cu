@@ -1013,9 +1013,11 @@ Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int6
   return {path, 1, K};
 }
 
-// The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a thread per column of B. Both
-// split K when their blocks would not fill the GPU 4 times over (a memory-bound kernel needs many
-// loads in flight). M, N > 1: kernel 4's tiles, or where those are fewer than the SMs and M or N is 64
+// The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a block per 128 columns of B.
+// Both split K when their blocks would not fill the GPU 4 times over (N == 1; a memory-bound kernel
+// needs many loads in flight) or twice over (M == 1, whose blocks of 8 warps each take a k range of
+// their own: 4 times over made more partial sums to add and was 5-10% slower on GPT-2's one-token
+// products, H100). M, N > 1: kernel 4's tiles, or where those are fewer than the SMs and M or N is 64
 // or less, the small tiles (32 x 128 for M <= 32, 128 x 32 for N <= 32, else 64 x 64). Either way K is
 // split (split_tiles) when the tiles are fewer than the SMs and
 // K >= 128 (two splits of kSplitMinK4). Where K dominates (K >= 4 max(M, N)), into splits of 64 k or
@@ -1036,7 +1038,7 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   }
   if (M == 1) {
     const int64_t blocks = course::ceil_div<int64_t>(N, kGemvColsPerBlock) * batch;
-    return split_k(Path::kGemvCols, K, course::ceil_div<int64_t>(4 * sms, blocks),
+    return split_k(Path::kGemvCols, K, course::ceil_div<int64_t>(2 * sms, blocks),
                    std::min(K / kGemvColsMinK, kMaxSplits), 1);
   }
   const int64_t tiles4 = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4) * batch;
