@@ -412,8 +412,9 @@ def test_empty_batch_gives_zero_gradients(ex06, ex07, fn):
 
 def _model_conv2d(version):
     """06's op on integer tensors through tests/test_conv_groups_model.py's transliterated kernels,
-    chosen as conv2d_cuda chooses (version 2: the depthwise kernel where groups == cin and its tile
-    fits, else the implicit GEMM, here with 64-pixel tiles)."""
+    chosen as conv2d_cuda chooses (version 2: the depthwise kernels where groups == cin, the direct one
+    for 3x3 filters and the tile kernel where its tile fits, else the implicit GEMM, here with 64-pixel
+    tiles)."""
     from tests import test_conv_groups_model as m
 
     def conv(x, w, stride, padding, dilation, groups):
@@ -424,7 +425,7 @@ def _model_conv2d(version):
         xs, ws = m.flat(x.contiguous()), m.flat(w.contiguous())
         if version == 1:
             y = m.conv2d_kernel1(xs, ws, [], s)
-        elif groups == cin and m.depthwise_tile(s, 4) is not None:
+        elif groups == cin and m.depthwise_path(s, 4) is not None:
             conv.depthwise += 1
             y = m.conv2d_depthwise(xs, ws, [], s)
         else:
@@ -523,6 +524,7 @@ def test_weight_gradient_calls_of_mobilenet_layers(ex06):
         if s.groups != s.cin:
             continue
         assert layer.cout // groups <= 2, layer  # a dense layer's call stays a GEMM
+        assert m.depthwise_path(s, 4) != "direct"  # a whole plane as the kernel: 7 x 7 at least
         plan = m.depthwise_tile(s, 4)
         if plan is None:
             fallback += 1

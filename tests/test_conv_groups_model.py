@@ -224,8 +224,63 @@ def depthwise_tile(s, elem_bytes):
     return (per_block, rows, cols, in_rows(rows), in_cols(cols), row_tiles), grid
 
 
+# the direct kernel's outputs per thread, as launch_depthwise picks them
+DIRECT_COLS_RULE = "const bool four = s.stride_w == 1 || s.wo <= 8;"
+assert DIRECT_COLS_RULE in CONV
+
+
+def depthwise_path(s, elem_bytes):
+    """launch_depthwise's choice: "direct" (a 3x3 filter), "tile" (its tile fits), or None (the GEMM)."""
+    if s.kh == 3 and s.kw == 3:
+        return "direct"
+    return "tile" if depthwise_tile(s, elem_bytes) is not None else None
+
+
 def conv2d_depthwise(x, wt, bias, s, elem_bytes=4):
-    """The depthwise kernel: each block's shared tile as its threads fill it, then every thread's units."""
+    """The depthwise path of version 2: the kernel launch_depthwise takes."""
+    path = depthwise_path(s, elem_bytes)
+    assert path is not None
+    return conv2d_depthwise_direct(x, wt, bias, s) if path == "direct" else conv2d_depthwise_tile(x, wt, bias, s, elem_bytes)
+
+
+def conv2d_depthwise_direct(x, wt, bias, s):
+    """The direct 3x3 kernel: every item (plane, row, strip) of the grid-stride loop, in 32-bit arithmetic."""
+    k = 3
+    cols = 4 if s.stride_w == 1 or s.wo <= 8 else 2
+    strips = ceil_div(s.wo, cols)
+    items = s.n * s.cout * s.ho * strips
+    assert items <= 2**31 - 1  # the 32-bit branch; the 64-bit one computes the same split
+    mult = s.cout // s.groups
+    hw = s.h * s.w
+    y = Out(s.n * s.cout * s.ho * s.wo)
+    for item in range(items):
+        row = item // strips
+        plane = row // s.ho
+        strip, oh = item - row * strips, row - plane * s.ho
+        co = plane % s.cout
+        in_plane = plane if mult == 1 else (plane // s.cout) * s.cin + co // mult
+        ow0 = strip * cols
+        ih0, iw0 = oh * s.stride_h - s.pad_h, ow0 * s.stride_w - s.pad_w
+        b = bias[co] if bias else 0
+        acc = [b] * cols
+        for kh in range(k):
+            ih = ih0 + kh * s.dil_h
+            if ih < 0 or ih >= s.h:
+                continue
+            for kw in range(k):
+                wv = wt[co * k * k + kh * k + kw]
+                for j in range(cols):
+                    iw = iw0 + j * s.stride_w + kw * s.dil_w
+                    if 0 <= iw < s.w:
+                        acc[j] += x[in_plane * hw + ih * s.w + iw] * wv
+        for j in range(cols):
+            if ow0 + j < s.wo:
+                y[(plane * s.ho + oh) * s.wo + ow0 + j] = acc[j]
+    return y
+
+
+def conv2d_depthwise_tile(x, wt, bias, s, elem_bytes=4):
+    """The tile kernel: each block's shared tile as its threads fill it, then every thread's units."""
     plan = depthwise_tile(s, elem_bytes)
     assert plan is not None
     (tp, trows, tcols, tin_rows, tin_cols, row_tiles), grid = plan
@@ -349,12 +404,14 @@ def test_conv2d_implicit_gemm_reassembles_grouped_convolution(case, BM):
     assert torch.equal(y.tensor(expected.shape), expected)
 
 
-DEPTHWISE_CASES = [
-    (2, 6, 7, 9, 6, 3, 3, (1, 1), (1, 1), (1, 1), 6),
-    (2, 4, 9, 7, 8, 3, 3, (2, 2), (1, 1), (1, 1), 4),  # channel multiplier 2
-    (1, 3, 70, 70, 3, 3, 3, (1, 1), (1, 1), (1, 1), 3),  # several row tiles (halo between them)
-    (1, 2, 41, 45, 2, 3, 3, (2, 2), (0, 0), (1, 1), 2),  # stride 2, no padding: the halo is the image's
-    (1, 2, 23, 140, 2, 3, 3, (1, 1), (1, 1), (1, 1), 2),  # wider than 128: column tiles
+DEPTHWISE_CASES = [  # 3x3: the direct kernel (4 or 2 outputs a thread); other filters: the tile kernel
+    (2, 6, 7, 9, 6, 3, 3, (1, 1), (1, 1), (1, 1), 6),  # direct, 4 a thread (the last strip 1 of 4)
+    (2, 4, 9, 7, 8, 3, 3, (2, 2), (1, 1), (1, 1), 4),  # direct, channel multiplier 2, stride 2 on 4 columns
+    (1, 2, 41, 45, 2, 3, 3, (2, 2), (0, 0), (1, 1), 2),  # direct, stride 2 on 22 columns: 2 a thread
+    (2, 3, 19, 23, 3, 3, 3, (1, 3), (2, 1), (2, 2), 3),  # direct, dilation 2, strides (1, 3), padding (2, 1)
+    (1, 3, 70, 70, 3, 5, 5, (1, 1), (2, 2), (1, 1), 3),  # tile, several row tiles (halo between them)
+    (1, 2, 41, 45, 2, 5, 3, (2, 2), (0, 0), (1, 1), 2),  # tile, stride 2, no padding: the halo is the image's
+    (1, 2, 23, 140, 2, 3, 5, (1, 1), (1, 2), (1, 1), 2),  # tile, wider than 128: column tiles
     (2, 3, 12, 10, 3, 5, 3, (1, 2), (2, 0), (2, 3), 3),  # 5x3 kernel, dilation: the run-time taps
     (1, 5, 1, 1, 5, 1, 1, (1, 1), (0, 0), (1, 1), 5),  # 1x1 planes, many a block
     (3, 1, 8, 6, 4, 3, 3, (1, 1), (1, 1), (1, 1), 1),  # cin 1 with groups 1: depthwise, multiplier 4
@@ -365,6 +422,7 @@ DEPTHWISE_CASES = [
 def test_depthwise_kernel_reassembles_depthwise_convolution(case):
     s, x, wt, b, expected = conv_case(case, seed=2)
     assert s.groups == s.cin  # the launcher's condition
+    assert depthwise_path(s, 4) == ("direct" if (s.kh, s.kw) == (3, 3) else "tile")
     y = conv2d_depthwise(flat(x), flat(wt), flat(b), s)
     assert torch.equal(y.tensor(expected.shape), expected)
     y = conv2d_depthwise(flat(x), flat(wt), [], s, elem_bytes=8)  # float64's tiles, no bias
@@ -372,10 +430,11 @@ def test_depthwise_kernel_reassembles_depthwise_convolution(case):
 
 
 def test_depthwise_tiles_of_mobilenet_layers_fit():
-    """MobileNetV2's depthwise layers (batch 32): a plan for each, inside shared memory, and blocks that
-    carry enough outputs (at least a quarter of a pass of the 256 threads: a plane cut into two equal
-    row tiles holds about half of the largest tile that fits), and row tiles of nearly equal height
-    (the last more than half as tall as the others: 26 + 26 + 4 rows was slow)."""
+    """MobileNetV2's depthwise layers (batch 32) take the direct kernel (3x3); with 5x5 filters (as
+    EfficientNet's) the tile kernel: a plan for each, inside shared memory, and blocks that carry enough
+    outputs (at least a quarter of a pass of the 256 threads: a plane cut into two equal row tiles holds
+    about half of the largest tile that fits), and row tiles of nearly equal height (the last more than
+    half as tall as the others: 26 + 26 + 4 rows was slow)."""
     from grader import model_shapes
     seen = 0
     for layer, _ in model_shapes.unique(model_shapes.mobilenet_v2()):
@@ -384,6 +443,9 @@ def test_depthwise_tiles_of_mobilenet_layers_fit():
         ho, wo = layer.out_hw
         s = Shape(layer.n, layer.cin, layer.h, layer.w, layer.cout, layer.k, layer.k, ho, wo, (layer.stride,) * 2,
                   (layer.padding,) * 2, (1, 1), layer.groups)
+        assert depthwise_path(s, 4) == "direct", layer
+        s = Shape(layer.n, layer.cin, layer.h, layer.w, layer.cout, 5, 5, ho, wo, (layer.stride,) * 2, (2, 2), (1, 1),
+                  layer.groups)
         for elem in (4, 8):
             plan = depthwise_tile(s, elem)
             assert plan is not None, layer

@@ -169,10 +169,12 @@ KINDS = ("dense", "grouped", "depthwise")
 KIND_LABELS = {"dense": "", "grouped": "groups 2", "depthwise": "depthwise"}  # the fixed audit call of each kind
 DEPTHWISE_PATH = "depthwise path"  # a depthwise group's audit calls
 
-# The depthwise group's cases (groups == cin == cout, or a channel multiplier), version 2: MobileNet's
-# 3x3 at stride 1 and 2, planes large enough for several row tiles (the halo between tiles), wider than
-# 128 (column tiles), no padding (the halo is the image's), tiny planes packed several to a block, the
-# kernel sizes read at run time (5x5, 1x7, dilation), a channel multiplier, and 1 channel.
+# The depthwise group's cases (groups == cin == cout, or a channel multiplier), version 2. 3x3 filters
+# (the direct kernel): MobileNet's at stride 1 and 2, rows whose last strip of outputs is partial (4 or 2
+# outputs a thread), large planes, no padding, 7x7 and 1x1 planes, dilation, strides per axis, a channel
+# multiplier, 1 channel. Other filters (the tile kernel): 5x5, 1x7, 3x5, planes large enough for several
+# row tiles (the halo between tiles), wider than 128 (column tiles), no padding (the halo is the
+# image's), tiny planes packed several to a block.
 DEPTHWISE_CASES = [
     Case("3x3 pad 1, 24 channels", 2, 24, 29, 31, 24, 3, 3, (1, 1), (1, 1), groups=24),
     Case("3x3 stride 2 pad 1", 2, 16, 37, 30, 16, 3, 3, (2, 2), (1, 1), groups=16),
@@ -188,6 +190,11 @@ DEPTHWISE_CASES = [
     Case("3x3, 1 channel", 2, 1, 13, 17, 1, 3, 3, (1, 1), (1, 1)),
     Case("no bias, stride 2, odd", 3, 11, 23, 19, 11, 3, 3, (2, 2), (1, 1), bias=False, groups=11),
     Case("batch 64, 32 channels, 28x28", 64, 32, 28, 28, 32, 3, 3, (1, 1), (1, 1), groups=32),
+    Case("3x3 stride (1, 3), dilation 2", 2, 6, 21, 40, 6, 3, 3, (1, 3), (2, 1), (2, 2), groups=6),
+    Case("5x5, 70x70 planes (row tiles)", 2, 5, 70, 70, 5, 5, 5, (1, 1), (2, 2), groups=5),
+    Case("3x5, 9x150 planes (column tiles)", 2, 3, 9, 150, 3, 3, 5, (1, 1), (1, 2), groups=3),
+    Case("5x5 stride 2, 113x113 planes, no padding", 1, 3, 113, 113, 3, 5, 5, (2, 2), (0, 0), groups=3),
+    Case("5x5, 7x7 planes, 96 channels (many planes a block)", 3, 96, 7, 7, 96, 5, 5, (1, 1), (2, 2), groups=96),
 ]
 DEPTHWISE_FP64_CASES = [DEPTHWISE_CASES[i] for i in (0, 1, 2, 7, 10)]
 
@@ -884,11 +891,12 @@ SPEC = Conv2dSpec(
     # broken one gradcheck and opcheck pass or fail by chance, and a grade must not
     requires={"registration": ("direct", "implicit_gemm", "depthwise"), "autograd": ("implicit_gemm", "depthwise")},
     solution_vs_baseline=0.8,  # H100, 2026-11-23 grading run: 24.4 vs cuDNN 30.6 TFLOP/s (strict fp32)
-    # version 2 takes its depthwise kernel where groups == cin: its group's cases may run either kernel;
-    # the depthwise group grades that path alone, on depthwise convolutions
+    # version 2 takes its depthwise kernels where groups == cin (the direct one for 3x3 filters, the tile
+    # kernel for others): its group's cases may run any of them; the depthwise group grades that path
+    # alone, on depthwise convolutions
     versions_graded=(("direct", 1, "conv2d_kernel1"),
-                     ("implicit_gemm", 2, ("conv2d_kernel2", "conv2d_depthwise_kernel")),
-                     ("depthwise", 2, "conv2d_depthwise_kernel"),
+                     ("implicit_gemm", 2, ("conv2d_kernel2", "conv2d_depthwise_kernel", "conv2d_depthwise_tile_kernel")),
+                     ("depthwise", 2, ("conv2d_depthwise_kernel", "conv2d_depthwise_tile_kernel")),
                      ("tensor_cores_tf32", 3, ("conv2d_kernel3", "conv2d_weight_kernel3"))),
     tf32_versions=(3,),
     default_version=2,

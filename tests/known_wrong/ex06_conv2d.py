@@ -159,8 +159,9 @@ VARIANTS += [
             reason="other than this exercise's own", extra={"kind": "own kernel", "old": "full marks"}),
 ]
 
-# Groups (issue 20): the wrapper that drops them, a GEMM that gives every group group 0's filters, and
-# the depthwise kernel without its halo.
+# Groups (issue 20): the wrapper that drops them, a GEMM that gives every group group 0's filters, the
+# tile depthwise kernel without its halo, and the direct one with channel 0's filters or a strip's first
+# output only.
 DW_LOAD = "      if (plane0 + p < planes && ih >= 0 && ih < s.h && iw >= 0 && iw < s.w) {\n"
 VARIANTS += [
     Variant(EX, "groups_ignored", "the Python wrapper passes groups=1 to the op whatever it was given: every weight is "
@@ -189,6 +190,20 @@ VARIANTS += [
             loses={"implicit_gemm", "depthwise", "autograd", "performance"},
             keeps={"direct", "input_checks"},
             reason="relative error"),
+    Variant(EX, "depthwise_direct_filters_of_channel_0", "the direct 3x3 depthwise kernel reads channel 0's filter "
+            "for every channel (the weight pointer without the channel's offset)",
+            {"conv2d.cu": [("    const scalar_t* wp = weight + int64_t(co) * K * K;\n",
+                            "    const scalar_t* wp = weight;\n")]},
+            # the 3x3 depthwise cases of version 2's groups, and the data gradient of a 3x3 depthwise layer
+            loses={"implicit_gemm", "depthwise", "autograd", "performance"},
+            keeps={"direct", "input_checks"},
+            reason="relative error"),
+    Variant(EX, "depthwise_direct_strip_head_only", "the direct 3x3 depthwise kernel stores only the first output of "
+            "its strip: the other 3 (or 1) of every strip are never written",
+            {"conv2d.cu": [("      if (ow0 + j < s.wo) yp[j] = acc[j];\n", "      if (j == 0 && ow0 + j < s.wo) yp[j] = acc[j];\n")]},
+            loses={"implicit_gemm", "depthwise", "autograd", "performance"},
+            keeps={"direct", "input_checks"},
+            reason="relative error"),  # the unwritten outputs keep the poison the grader filled them with
 ]
 
 # Version 3, TF32 tensor cores (issue 21). On a GPU below compute capability 8.0 its group is not run
