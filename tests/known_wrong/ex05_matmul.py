@@ -76,7 +76,7 @@ VARIANTS += [
 
 VERSIONS = {"naive", "shared_tiles", "register_blocked", "async_pipeline"} | TC_GROUPS
 ALL = VERSIONS | {"input_checks", "registration", "performance"}
-COPIES = "  const at::Tensor a = A.contiguous(), b = B.contiguous();"
+COPIES = "    a = A.contiguous();\n    b = B.contiguous();\n"  # the launcher's copies (not a matrix-vector view)
 INCLUDE = "#include <ATen/ops/empty.h>\n"
 TF32 = "__uint_as_float(__float_as_uint({}) & 0xffffe000u)"  # rounded toward zero to TF32's 10-bit mantissa
 
@@ -84,8 +84,8 @@ TF32 = "__uint_as_float(__float_as_uint({}) & 0xffffe000u)"  # rounded toward ze
 VARIANTS += [
     Variant(EX, "copies_by_a_s_layout_alone", "decides whether to copy both matrices from A's layout alone: a "
             "strided B beside a contiguous A reaches the kernels as if it were row-major",
-            {"matmul.cpp": [(COPIES, "  const bool row_major = A.is_contiguous();\n"
-                                     "  const at::Tensor a = row_major ? A : A.contiguous(), b = row_major ? B : B.contiguous();")]},
+            {"matmul.cpp": [(COPIES, "    const bool row_major = A.is_contiguous();\n"
+                                     "    a = row_major ? A : A.contiguous();\n    b = row_major ? B : B.contiguous();\n")]},
             # the spec's own views make A non-contiguous (A.t(), or both strided): only the generated
             # property strides one argument at a time
             loses=VERSIONS | {"performance"}, keeps={"input_checks"}, reason="relative error",
@@ -95,7 +95,7 @@ VARIANTS += [
     # wider matrix (unit column stride, longer rows). A has one (a[::2, :100]), B does not
     Variant(EX, "trusts_b_s_unit_column_stride", "copies B only when its columns are not adjacent (B.stride(1) != 1): "
             "some columns of a wider matrix (W[:, :n]) are read as if B's rows were packed",
-            {"matmul.cpp": [(COPIES, "  const at::Tensor a = A.contiguous(), b = B.stride(1) == 1 ? B : B.contiguous();")]},
+            {"matmul.cpp": [(COPIES, "    a = A.contiguous();\n    b = B.stride(1) == 1 ? B : B.contiguous();\n")]},
             loses=VERSIONS | {"performance"}, keeps={"input_checks"},
             extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "cublas_for_small_products_in_version_3", "version 3 calls at::mm (cuBLAS) for products of fewer than "
@@ -126,7 +126,7 @@ VARIANTS += [
                                      "for _o in _gc.get_objects():\n"
                                      "    if type(_o).__name__ == 'Check' and 'non-contiguous' in str(getattr(_o, 'name', '')):\n"
                                      "        _o.run = lambda ctx: None\n")],
-             "matmul.cpp": [(COPIES, "  const at::Tensor a = A.contiguous(), b = B;")]},
+             "matmul.cpp": [(COPIES, "    a = A.contiguous();\n    b = B;\n")]},
             # now the judge repeats its calls with every argument non-contiguous, outside the process
             loses=VERSIONS | {"performance"}, keeps={"input_checks"},
             extra={"kind": "integrity", "old": "full marks"}),
