@@ -429,6 +429,26 @@ def test_depthwise_kernel_reassembles_depthwise_convolution(case):
     assert torch.equal(y.tensor(expected.shape), F.conv2d(x, wt, None, *case[7:]))
 
 
+def test_direct_depthwise_kernel_on_random_3x3_layers():
+    """The direct kernel (3x3) on random strides, dilations, paddings and sizes, 4 or 2 outputs a
+    thread and every partial last strip: every output written once, exactly F.conv2d's."""
+    g = torch.Generator().manual_seed(7)
+
+    def r(lo, hi):
+        return int(torch.randint(lo, hi + 1, (1,), generator=g))
+
+    for _ in range(24):
+        stride, dilation, padding = (r(1, 3), r(1, 3)), (r(1, 2), r(1, 2)), (r(0, 2), r(0, 2))
+        h = r(max(1, 2 * dilation[0] + 1 - 2 * padding[0]), 19)
+        w = r(max(1, 2 * dilation[1] + 1 - 2 * padding[1]), 23)
+        cin = r(1, 4)
+        cout = cin * (2 if r(0, 3) == 0 else 1)
+        s, x, wt, b, expected = conv_case((r(1, 2), cin, h, w, cout, 3, 3, stride, padding, dilation, cin), seed=r(0, 99))
+        assert depthwise_path(s, 4) == "direct"
+        y = conv2d_depthwise(flat(x), flat(wt), flat(b), s)
+        assert torch.equal(y.tensor(expected.shape), expected), (stride, dilation, padding, h, w)
+
+
 def test_depthwise_tiles_of_mobilenet_layers_fit():
     """MobileNetV2's depthwise layers (batch 32) take the direct kernel (3x3); with 5x5 filters (as
     EfficientNet's) the tile kernel: a plan for each, inside shared memory, and blocks that carry enough

@@ -9,6 +9,7 @@ If the kernels' arithmetic changes, change the transliteration with it (this tes
 """
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -383,6 +384,22 @@ def test_version4_paths_reassemble_the_product(batch, M, N, K, sms, max_grid_z):
     assert torch.equal(got, a @ b), plan
     # every product A[bt, i, k] B[bt, k, j] taken exactly once
     assert len(covered) == len(set(covered)) == batch * M * N * K, plan
+
+
+def test_the_reductions_chains_of_additions_stay_short():
+    """The README's accuracy claim for split K: however many splits and outputs, no chain of float32
+    additions in the reduction is much longer than 2 sqrt(splits) (slices of the splits in groups of
+    about sqrt(slice), then the slices in order), and every slice but the empty ones is used."""
+    for sms in (1, 40, 132):
+        for total in (1, 37, 768, 4096, 32000, 10**6):
+            for splits in (2, 3, 5, 17, 88, 255, 1024, 2048, 4096):
+                slices, group, _ = reduce_slices(total, splits, sms)
+                assert 1 <= slices <= 32 and slices & (slices - 1) == 0 and slices <= splits
+                per = ceil_div(splits, slices)
+                chain = group + ceil_div(per, group) + slices  # within a group, the groups, the slices
+                assert chain <= 2 * math.isqrt(splits) + 3 + slices, (sms, total, splits, slices, group)
+                # outputs x slices reach about 4 waves of the GPU's threads, or the slices hit a bound
+                assert total * slices >= 4 * sms * kGemvThreads or slices == 32 or 2 * slices > splits
 
 
 def test_the_cases_take_the_paths_they_are_meant_to():
