@@ -311,10 +311,11 @@ __global__ void __launch_bounds__(kGemmThreads, 4)
   T acc[8][8];
   // this group's weights: weight[group * cin_g .. (group + 1) * cin_g - 1], each (cout_g, kh, kw)
   const int first_tap = ph.taps * pw.taps > 0 ? ph.tap0 * s.kw + pw.tap0 : 0;  // (tap0 is -1 where no tap reaches)
+  const int taps = K3 ? K3 * K3 : ph.taps * pw.taps;  // the phase's taps (a constant for K3)
   const WeightA<T, kUnitStride> la{weight + int64_t(group) * cin_g * cout_g * RS + first_tap, cout_g, RS, m0,
-                                    K3 ? K3 * K3 : ph.taps * pw.taps, K3 ? K3 : pw.taps, ph.step * s.kw, pw.step};
+                                    taps, K3 ? K3 : pw.taps, ph.step * s.kw, pw.step};
   const GatherB<T, K3> lb(x, s, group, n0 + threadIdx.x, ph, pw);
-  gemm_tile(la, lb, 0, cin_g * (K3 ? K3 * K3 : ph.taps * pw.taps), sm, acc);  // no taps (a phase no tap reaches): the bias alone
+  gemm_tile(la, lb, 0, cin_g * taps, sm, acc);  // no taps (a phase no tap reaches): the bias alone
   int64_t colbase[8];  // y's offset of column j's pixel in channel 0
   bool valid[8];
 #pragma unroll
