@@ -52,11 +52,19 @@ SHAPES = [
     ("gemv M == 1", 0, 1, 768, 3072),
     ("model", 0, 8192, 2304, 768),  # GPT-2 small's prompt (8 x 1024 tokens): attention in, MLP down
     ("model", 0, 8192, 768, 3072),
-    # transposed views (layout: At, A a transposed view; Bt, B one): the tiles copy them once, the
-    # matrix-vector products run on the matrix's own storage; x @ W.t() is nn.Linear's one-token product
+    # transposed views (layout: At, A a transposed view; Bt, B one): version 4's tiles read A, and B
+    # beside it, in place (kernel 4's loader) and copy a B beside a row-major A; the matrix-vector
+    # products run on the matrix's own storage; x @ W.t() is nn.Linear's product (GPT-2's MLP at
+    # 8 x 1024 tokens, and one token)
     ("transposed", 0, 4096, 4096, 4096, "At"),
     ("transposed", 0, 4096, 4096, 4096, "Bt"),
+    ("transposed", 0, 4096, 4096, 4096, "AtBt"),
+    ("transposed", 0, 1031, 1000, 4099, "At"),
+    ("transposed", 0, 1031, 1000, 4099, "Bt"),
     ("transposed", 0, 1031, 1000, 4099, "AtBt"),
+    ("transposed", 0, 8192, 3072, 768, "Bt"),
+    ("transposed", 0, 8192, 768, 3072, "Bt"),
+    ("transposed", 8, 1024, 1024, 1024, "AtBt"),
     ("transposed gemv", 0, 16384, 1, 16384, "At"),
     ("transposed gemv", 0, 1, 16384, 16384, "Bt"),
     ("transposed gemv", 0, 1, 3072, 768, "Bt"),

@@ -479,3 +479,109 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "std::min(course::ceil_div<int64_t>(K, min_k), budget));",
                  "if (3 * tiles <= 2 * sms) return split_k(path, K, 2 * sms / tiles, most, align);"):
         assert " ".join(line.split()) in flat, line
+
+
+# ------------------------------------------------------------------ kernel 4's loader, every layout
+kThreads4, kRow4, kRowStep4 = 128, kBM4 + 4, 16
+kCopies4 = kBM4 // kRowStep4
+
+
+def along_k(base, ld, rows, r0, k0, k_len, tid):
+    """AlongK: a thread's copies of one step as (dst k, dst row, source index or None)."""
+    warp, lane = tid // 32, tid % 32
+    r, c = warp * 4 + lane // 8, lane % 8
+    p = (r0 + r) * ld + k0 + c
+    rows_in = sum(r0 + r + i * kRowStep4 < rows for i in range(kCopies4))
+    k_left = k_len
+    while True:
+        k_ok = c < k_left
+        yield [(c, r + i * kRowStep4, p + i * kRowStep4 * ld if k_ok and i < rows_in else None)
+               for i in range(kCopies4)]
+        p += kBK4
+        k_left -= kBK4
+
+
+def across_k(base, ld, rows, r0, k0, k_len, tid, vec):
+    """AcrossK<vec>: a thread's copies of one step (16-byte ones as 4 entries)."""
+    k_step = kThreads4 // (kBN4 // 4) if vec else kThreads4 // kBN4
+    copies = kBK4 // k_step
+    c = 4 * (tid % (kBN4 // 4)) if vec else tid % kBN4
+    r = tid // (kBN4 // 4) if vec else tid // kBN4
+    p = (k0 + r) * ld + r0 + c
+    col_ok = r0 + c < rows
+    k_left = k_len
+    while True:
+        out = []
+        for i in range(copies):
+            ok = col_ok and r + i * k_step < k_left
+            src = p + i * k_step * ld
+            if vec and ok:
+                assert (base + src) % 4 == 0, "a 16-byte copy is not 16-byte aligned"
+            for e in range(4 if vec else 1):
+                out.append((r + i * k_step, c + e, src + e if ok else None))
+        yield out
+        p += copies * k_step * ld
+        k_left -= kBK4
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
+def test_kernel4s_loader_fills_every_stage_in_every_layout(trans_a, trans_b):
+    """Every stage slot As[k][m], Bs[k][n] (m, n < 128) is written exactly once per step, with A's
+    (m0 + m, k0 + 8 step + k) element (B's (k0 + 8 step + k, n0 + n)) where that lies inside the matrix
+    and the block's K range and zero (no read) elsewhere, reading nothing outside the matrix, for
+    either stored layout of A and of B, with and without B's 16-byte copies, on random shapes, tile
+    positions (edges included) and K ranges (splits)."""
+    g = torch.Generator().manual_seed(4 + 2 * trans_a + trans_b)
+    rand = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))
+    for _ in range(12):
+        M, N, K = rand(1, 300), rand(1, 300), rand(1, 90)
+        vec = not trans_b and N % 4 == 0 and rand(0, 1) == 1
+        base_b = 4 * rand(0, 3) if vec else rand(0, 7)  # the matrices' offsets in floats (16-byte aligned for vec)
+        m0, n0 = kBM4 * rand(0, (M - 1) // kBM4), kBN4 * rand(0, (N - 1) // kBN4)
+        k0 = rand(0, K - 1)
+        k_len = rand(1, K - k0)
+        steps = ceil_div(k_len, kBK4)
+        ops = {"A": (M, K, trans_a, m0), "B": (N, K, trans_b, n0)}  # (tile-side extent, K, stored transposed, r0)
+        for name, (rows, K_, trans, r0) in ops.items():
+            # the stored layout: A row-major / B transposed run along k (ld K); the others across it
+            runs_along_k = (name == "A") != trans
+            ld = K_ if runs_along_k else rows
+            size = rows * K_
+            base = base_b if name == "B" else 0
+            threads = [along_k(base, ld, rows, r0, k0, k_len, t) if runs_along_k
+                       else across_k(base, ld, rows, r0, k0, k_len, t, vec and name == "B") for t in range(kThreads4)]
+            for step in range(steps):
+                stage = [[None] * kRow4 for _ in range(kBK4)]
+                for it in threads:
+                    for k, r, src in next(it):
+                        assert stage[k][r] is None, (name, step, k, r)
+                        stage[k][r] = ("zero",) if src is None else src
+                for k in range(kBK4):
+                    for r in range(kBM4):
+                        got = stage[k][r]
+                        assert got is not None, (name, step, k, r)
+                        kk, rr = k0 + step * kBK4 + k, r0 + r
+                        if kk < k0 + k_len and rr < rows:
+                            want = kk * ld + rr if not runs_along_k else rr * ld + kk
+                            assert got == want, (name, step, k, r, got, want)
+                        else:
+                            assert got == ("zero",), (name, step, k, r, got)
+                    assert all(v is None for v in stage[k][kBM4:]), "the padding is never written"
+                assert all(v == ("zero",) or 0 <= v < size for row in stage for v in row[:kBM4])
+
+
+def test_the_loader_model_follows_the_kernel():
+    """The lines along_k, across_k and the test above transliterate are still matmul.cu's."""
+    flat = " ".join(SOURCE.split())
+    for line in ("r = warp * 4 + lane / 8;", "c = lane % 8;", "p = m + (r0 + r) * ld + k0 + c;",
+                 "for (int i = 0; i < kCopies4; ++i) rows_in += r0 + r + i * kRowStep4 < rows;",
+                 "cp_async4(&dst[c][r + i * kRowStep4], ok ? p + i * stride : base, ok);",
+                 "c = kVec ? 4 * (tid % (kBN4 / 4)) : tid % kBN4;", "r = kVec ? tid / (kBN4 / 4) : tid / kBN4;",
+                 "p = m + (k0 + r) * ld + r0 + c;", "const bool ok = col_ok && r + i * kKStep < k_left;",
+                 "p += kCopies * stride;",
+                 "std::conditional_t<kTransA, AcrossK<false>, AlongK> a;",
+                 "std::conditional_t<kTransB, AlongK, AcrossK<kVecB>> b;",
+                 ": a(A, kTransA ? M : K, M, m0, k0, k_len), b(B, kTransB ? K : N, N, n0, k0, k_len) {}",
+                 "constexpr int kRow4 = kBM4 + 4;", "constexpr int kRowStep4 = 16;",
+                 "constexpr int kCopies4 = kBM4 / kRowStep4;"):
+        assert " ".join(line.split()) in flat, line

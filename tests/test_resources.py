@@ -170,15 +170,16 @@ def test_the_report_matches_ptxas_verbose_for_a_built_exercise(matmul, tmp_path)
     got = {(k["mangled"], k["arch"]): (k["registers"], k["static_smem"], k["spill_stores"], k["spill_loads"])
            for k in report["kernels"]}
     archs = {arch for _, arch in got}
-    assert got == expected and archs and len(got) == 28 * len(archs)  # 28 kernels (with instantiations) per arch built
+    assert got == expected and archs and len(got) == 34 * len(archs)  # 34 kernels (with instantiations) per arch built
     names = {k["name"] for k in report["kernels"]}
-    assert {"matmul_kernel1", "matmul_kernel2", "matmul_kernel3<true, false>", "matmul_kernel4<true>"} <= names
+    assert {"matmul_kernel1", "matmul_kernel2", "matmul_kernel3<true, false>", "matmul_kernel4<true, false, false>",
+            "matmul_kernel4<false, true, true>"} <= names
     blocks = {k["kernel"]: {l["block"] for l in k["launches"]} for k in report["kernels"]}
     assert blocks == {"matmul_kernel1": {256}, "matmul_kernel2": {1024}, "matmul_kernel3": {256}, "matmul_kernel4": {128},
                       "matmul_gemv_rows": {256}, "matmul_gemv_cols": {256}, "matmul_splitk_reduce": {256},
                       "matmul_kernel5": {128}, "matmul_small_tiles": {256}}
     text = resources_text("05_matmul", report)
-    assert "matmul_kernel4<true>" in text and "limited by registers" in text, text
+    assert "matmul_kernel4<true, false, false>" in text and "limited by registers" in text, text
 
 
 def test_a_kernel_only_newer_gpus_launch_gets_a_note_instead_of_an_occupancy(matmul):
@@ -232,7 +233,7 @@ def test_the_grade_shows_the_report_and_a_no_gpu_line(matmul, tmp_path):
     text = out.stdout
     assert re.search(r"^05_matmul: compiled; its 1 CPU check passed; \d+ checks need a GPU$", text, re.M), text + out.stderr
     assert "Google Colab" in text and "Kaggle" in text and "total:" not in text
-    assert "05_matmul: resources per kernel" in text and "matmul_kernel4<false>" in text, text
+    assert "05_matmul: resources per kernel" in text and "matmul_kernel4<false, false, false>" in text, text
     md = (tmp_path / "report.md").read_text()
     assert "what the compiler knows" in md and "need a GPU" in md
 

@@ -17,9 +17,13 @@ void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N
 void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 // Version 4 splits K for some shapes (the README's "Shape classes"): the caller passes a float32 workspace
 // of matmul_workspace4(batch, M, N, K) elements (none needed when it is 0; then nullptr will do).
+// trans_a (trans_b): A (B) stored transposed, its storage a contiguous K x M (N x K) matrix per batch
+// element (a transposed view, `x.mT`); kernel 4's tiles read it in place, so only where
+// matmul_tiles4(batch, M, N, K) says the product takes them (other paths read row-major matrices).
 int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K);
+bool matmul_tiles4(int64_t batch, int64_t M, int64_t N, int64_t K);
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
-                  float* workspace, cudaStream_t stream);
+                  float* workspace, cudaStream_t stream, bool trans_a = false, bool trans_b = false);
 // Version 5 plans the same way with its own tiles (float32 matrix-vector products take version 4's
 // kernels): a float32 workspace of matmul_workspace5(batch, M, N, K, A is bfloat16) elements.
 int64_t matmul_workspace5(int64_t batch, int64_t M, int64_t N, int64_t K, bool bfloat16);

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison_next_allocation,
-                           relative_error, require_capability, require_plain_tensor, unmodified)
-from grader.observe import KernelRule
+from grader.checks import (LAYOUTS, CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream,
+                           poison_next_allocation, relative_error, require_capability, require_plain_tensor,
+                           transposed_copy, unmodified)
+from grader.observe import SLEEP_KERNEL, KernelRule, kernel_function, observe
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 from grader.timer import math_mode
 
@@ -246,6 +247,10 @@ class MatmulSpec(Spec):
                         lambda ctx, v=version, g=group, sc=scale: self._check_range(ctx, v, g, sc))
             add(f"{group}[empty]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
             add(f"{group}[non-contiguous]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
+            add(f"{group}[every layout of A and B]", lambda ctx, v=version, g=group: self._check_layouts(ctx, v, g))
+            if version == 4:
+                add(f"{group}[transposed views read in place]", lambda ctx, v=version, g=group: self._check_in_place(ctx, v, g),
+                    slow=True)
             add(f"{group}[unaligned views]", lambda ctx, v=version, g=group: self._check_unaligned(ctx, v, g))
             add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
             add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
@@ -402,6 +407,39 @@ class MatmulSpec(Spec):
             base, x = self._rand(ctx, group, "ncAtb", (3, 130, 70)), self._rand(ctx, group, "ncxb", (3, 130, 1))
             self._expect(ctx, version, base.transpose(1, 2), x, f"{group}[a batch of A = base.transpose(1, 2) @ vectors]",
                          group)
+
+    def _check_layouts(self, ctx: Context, version: int, group: str) -> None:
+        """Every pairing of A's and B's layout (contiguous, and grader.checks.LAYOUTS: every other element,
+        rows cropped from wider ones, transposed), on shapes that take each of version 4's paths on an H100 (its tiles
+        with K split and without, the small tiles, a batch), off every multiple of 4 where they can be."""
+        shapes = [(130, 300, 260), (257, 517, 77), (33, 300, 200)]
+        if version >= 4:
+            shapes.append((3, 130, 70, 150))
+        layouts = {"contiguous": lambda t: t, **LAYOUTS}
+        for shape in shapes:
+            *batch, m, n, k = shape
+            name = "x".join(map(str, shape))
+            a, b = self._rand(ctx, group, f"layA{name}", (*batch, m, k)), self._rand(ctx, group, f"layB{name}", (*batch, k, n))
+            for la, fa in layouts.items():
+                for lb, fb in layouts.items():
+                    self._expect(ctx, version, fa(a), fb(b), f"{group}[{name}: A {la}, B {lb}]", group)
+
+    def _check_in_place(self, ctx: Context, version: int, group: str) -> None:
+        """Version 4 reads a transposed A, and a transposed B beside it, where kernel 4's tiles run: no copy
+        kernel, only the product's own (the loader's layouts; a copy reads and writes the whole matrix).
+        (A transposed B beside a row-major A may be copied: the README says why.)"""
+        for shape in ((130, 300, 260), (3, 130, 70, 150)):
+            *batch, m, n, k = shape
+            a, b = self._rand(ctx, group, "ipA", (*batch, m, k)), self._rand(ctx, group, "ipB", (*batch, k, n))
+            for what, x, y in (("A", transposed_copy(a), b), ("A and B", transposed_copy(a), transposed_copy(b))):
+                c, seen = observe(lambda: ctx.module.matmul(x, y, version))
+                others = sorted({kernel_function(k.name) for k in seen.kernels}
+                                - {SLEEP_KERNEL, "matmul_kernel4", "matmul_splitk_reduce"})
+                label = f"{group}[{'x'.join(map(str, shape))}, {what} a transposed view]"
+                if others:
+                    raise CheckFailure(f"{label}: {', '.join(others[:3])} ran beside the product: a transposed view "
+                                       "must be read in place by kernel 4's tiles, not copied first")
+                self._assert_result(c, x, y, group, label)
 
     def _check_unaligned(self, ctx: Context, version: int, group: str) -> None:
         """Contiguous views that start one element (4 bytes, 2 for bfloat16) into their storage: no

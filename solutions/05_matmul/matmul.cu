@@ -218,9 +218,10 @@ constexpr int kWarpsM4 = 2, kWarpsN4 = 2;        // 4 warps (128 threads), each 
 constexpr int kThreads4 = 32 * kWarpsM4 * kWarpsN4;
 constexpr int kTM4 = 16, kTN4 = 8;  // outputs per thread: 16 x 8 (a warp's lanes are 4 x 8)
 constexpr int kStages4 = 3;         // shared-memory ring: 3 k steps' tiles
-constexpr int kAS4 = kBM4 + 4;      // As row length, padded by 4 floats: conflict-free transposing copies
-constexpr int kARowStep4 = 16;      // rows between one thread's A copies (4 warps x 4 rows)
-constexpr int kACopies4 = kBM4 / kARowStep4;  // 8 four-byte copies of A per thread per step
+constexpr int kRow4 = kBM4 + 4;     // a stage row (As[k], Bs[k]): padded by 4 floats, conflict-free transposing copies
+constexpr int kRowStep4 = 16;       // tile rows between one thread's transposing copies (4 warps x 4 rows)
+constexpr int kCopies4 = kBM4 / kRowStep4;  // 8 four-byte copies per thread per step, either way
+static_assert(kBM4 == kBN4 && kBK4 == 8, "one copy scheme serves A's and B's tiles: 128 rows of 8 k's");
 
 // One 4-byte (or 16-byte) copy global -> shared; `valid` false writes zeros and reads nothing.
 // From sm_80 on it is a cp.async: issued now, completed in the background, waited for by
@@ -261,71 +262,108 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
-// One shared-memory stage of the ring: A transposed (As[k][m], rows padded) and B (Bs[k][n]).
+// One shared-memory stage of the ring: A transposed (As[k][m]) and B (Bs[k][n]), rows padded.
 struct Stage4 {
-  float As[kBK4][kAS4];
-  float Bs[kBK4][kBN4];
+  float As[kBK4][kRow4];
+  float Bs[kBK4][kRow4];
 };
 
-// This thread's copies for the k steps, in order. Pointers and bounds are worked out once, so a
-// step's copies cost a few integer instructions each. A: each warp copies blocks of 4 rows x 8 k,
-// 4 bytes a lane (its row lane / 8, its k lane % 8), 8 such copies 16 rows apart; a warp's reads are
-// 4 full 32-byte sectors and it writes them transposed into As. B: consecutive threads copy
-// consecutive 16-byte groups of a row (kVecB: N % 4 == 0 and B 16-byte aligned), else floats.
-template <bool kVecB>
-struct Loader4 {
-  static constexpr int kBRowStep = kVecB ? kThreads4 / (kBN4 / 4) : kThreads4 / kBN4;  // 4 or 1
-  static constexpr int kBCopies = kBK4 / kBRowStep;                                    // 2 or 8
-  const float* A;  // the matrices' starts: the (unread) source of a zero-filled copy
-  const float* B;
-  const float* a;  // this thread's first A copy of the next step: A[m0 + ra][k0 + ca]
-  const float* b;  // its first B copy: B[k0 + rb][n0 + cb]
-  int64_t a_stride, b_stride, b_step;  // between its A copies, its B copies, and B's k steps
-  int64_t k_left;                      // K - k0
-  int a_rows;                          // how many of its A copies have their row inside A
-  bool b_col_ok;                       // its B column (group) is inside B
-  int ra, ca, rb, cb;
+// The copies of one operand's tile, 128 rows (m of A, n of B) by kBK4 k's per step, into a stage
+// array dst[k][row]. Pointers and bounds are worked out once, so a step's copies cost a few integer
+// instructions each. Which way the stored rows run decides the copy (a warp's 32 lanes always read
+// whole 32-byte sectors):
+// - AlongK: rows of the matrix run along k (A row-major, A[m][k] at m ld + k; or B stored transposed,
+//   B[k][n] at n ld + k). Each warp copies blocks of 4 rows x 8 k, 4 bytes a lane (its row lane / 8,
+//   its k lane % 8), 8 such copies 16 rows apart, and writes them transposed into dst (the padding
+//   puts a column's 8 k's in 8 different banks).
+// - AcrossK: rows run across the tile (B row-major, B[k][n] at k ld + n; or A stored transposed, A[m][k]
+//   at k ld + m): straight copies, consecutive threads consecutive floats of a row, 16 bytes each
+//   (kVec: the row length and ld multiples of 4, the matrix 16-byte aligned) or 4.
+// Both take (matrix, ld: its row stride, rows: its extent along the tile's 128, r0: the tile's first,
+// k0 and k_len: the block's K range); what lies outside the matrix or the range is zero-filled.
+struct AlongK {
+  const float* base;  // the matrix: the (unread) source of a zero-filled copy
+  const float* p;     // this thread's first copy of the next step: row r0 + r, k0 + c
+  int64_t stride;     // between its copies: kRowStep4 rows
+  int64_t k_left;     // k's of the range from the next step on
+  int rows_in;        // how many of its copies have their row inside the matrix
+  int r, c;
 
-  // K: A's row length (its row stride); k_len: how many k's to copy (K, or a split's share of it)
-  __device__ __forceinline__ Loader4(const float* A_, const float* B_, int64_t M, int64_t N, int64_t K, int64_t k_len,
-                                     int64_t m0, int64_t n0)
-      : A(A_), B(B_), k_left(k_len) {
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    ra = warp * 4 + lane / 8;
-    ca = lane % 8;
-    a = A + (m0 + ra) * K + ca;
-    a_stride = int64_t(kARowStep4) * K;
-    a_rows = 0;
+  __device__ __forceinline__ AlongK(const float* m, int64_t ld, int64_t rows, int64_t r0, int64_t k0, int64_t k_len)
+      : base(m), stride(int64_t(kRowStep4) * ld), k_left(k_len) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    r = warp * 4 + lane / 8;
+    c = lane % 8;
+    p = m + (r0 + r) * ld + k0 + c;
+    rows_in = 0;
 #pragma unroll
-    for (int i = 0; i < kACopies4; ++i) a_rows += m0 + ra + i * kARowStep4 < M;
-    cb = kVecB ? 4 * (tid % (kBN4 / 4)) : tid % kBN4;
-    rb = kVecB ? tid / (kBN4 / 4) : tid / kBN4;
-    b = B + rb * N + n0 + cb;
-    b_stride = int64_t(kBRowStep) * N;
-    b_step = int64_t(kBK4) * N;
-    b_col_ok = n0 + cb < N;  // with kVecB, N % 4 == 0: a group of 4 is wholly inside or outside
+    for (int i = 0; i < kCopies4; ++i) rows_in += r0 + r + i * kRowStep4 < rows;
   }
+
+  __device__ __forceinline__ void load(float (&dst)[kBK4][kRow4]) {
+    const bool k_ok = c < k_left;
+#pragma unroll
+    for (int i = 0; i < kCopies4; ++i) {
+      const bool ok = k_ok && i < rows_in;
+      cp_async4(&dst[c][r + i * kRowStep4], ok ? p + i * stride : base, ok);
+    }
+    p += kBK4;
+    k_left -= kBK4;
+  }
+};
+
+template <bool kVec>
+struct AcrossK {
+  static constexpr int kKStep = kVec ? kThreads4 / (kBN4 / 4) : kThreads4 / kBN4;  // k rows per pass: 4 or 1
+  static constexpr int kCopies = kBK4 / kKStep;                                     // 2 or 8
+  const float* base;  // the matrix: the (unread) source of a zero-filled copy
+  const float* p;     // this thread's first copy of the next step: stored row k0 + r, column r0 + c
+  int64_t stride;     // between its copies: kKStep stored rows
+  int64_t k_left;
+  bool col_ok;        // its column (group of 4, with kVec) is inside the matrix
+  int r, c;
+
+  __device__ __forceinline__ AcrossK(const float* m, int64_t ld, int64_t rows, int64_t r0, int64_t k0, int64_t k_len)
+      : base(m), stride(int64_t(kKStep) * ld), k_left(k_len) {
+    const int tid = threadIdx.x;
+    c = kVec ? 4 * (tid % (kBN4 / 4)) : tid % kBN4;
+    r = kVec ? tid / (kBN4 / 4) : tid / kBN4;
+    p = m + (k0 + r) * ld + r0 + c;
+    col_ok = r0 + c < rows;  // with kVec the extent is a multiple of 4: a group is wholly in or out
+  }
+
+  __device__ __forceinline__ void load(float (&dst)[kBK4][kRow4]) {
+#pragma unroll
+    for (int i = 0; i < kCopies; ++i) {
+      const bool ok = col_ok && r + i * kKStep < k_left;
+      if (kVec) {
+        cp_async16(&dst[r + i * kKStep][c], ok ? p + i * stride : base, ok);
+      } else {
+        cp_async4(&dst[r + i * kKStep][c], ok ? p + i * stride : base, ok);
+      }
+    }
+    p += kCopies * stride;
+    k_left -= kBK4;
+  }
+};
+
+// This thread's copies of A's and B's tiles for the k steps, in order. A is row-major (M x K), or with
+// kTransA stored transposed (its storage a contiguous K x M matrix: `x.mT` of one); B is row-major
+// (K x N), or with kTransB stored transposed (N x K: nn.Linear's `W.t()`). kVecB: N % 4 == 0, and B
+// (row-major) and C 16-byte aligned.
+template <bool kVecB, bool kTransA, bool kTransB>
+struct Loader4 {
+  std::conditional_t<kTransA, AcrossK<false>, AlongK> a;
+  std::conditional_t<kTransB, AlongK, AcrossK<kVecB>> b;
+
+  __device__ __forceinline__ Loader4(const float* A, const float* B, int64_t M, int64_t N, int64_t K, int64_t k0,
+                                     int64_t k_len, int64_t m0, int64_t n0)
+      : a(A, kTransA ? M : K, M, m0, k0, k_len), b(B, kTransB ? K : N, N, n0, k0, k_len) {}
 
   // Issue the copies of the next k step into stage `s`, zero-filling what lies outside A or B.
   __device__ __forceinline__ void load(Stage4& s) {
-    const bool k_ok = ca < k_left;
-#pragma unroll
-    for (int i = 0; i < kACopies4; ++i) {
-      const bool ok = k_ok && i < a_rows;
-      cp_async4(&s.As[ca][ra + i * kARowStep4], ok ? a + i * a_stride : A, ok);
-    }
-#pragma unroll
-    for (int i = 0; i < kBCopies; ++i) {
-      const bool ok = b_col_ok && rb + i * kBRowStep < k_left;
-      if (kVecB) {
-        cp_async16(&s.Bs[rb + i * kBRowStep][cb], ok ? b + i * b_stride : B, ok);
-      } else {
-        cp_async4(&s.Bs[rb + i * kBRowStep][cb], ok ? b + i * b_stride : B, ok);
-      }
-    }
-    a += kBK4;
-    b += b_step;
-    k_left -= kBK4;
+    a.load(s.As);
+    b.load(s.Bs);
   }
 };
 
@@ -333,16 +371,17 @@ struct Loader4 {
 // outputs per thread, 3-stage cp.async ring. blockIdx.z = batch element * splits + split: the block
 // multiplies that batch element's A[:, k0:k0 + k_split] by B[k0:k0 + k_split, :] (k0 = split * k_split)
 // into the (M, N) matrix z of C: the output itself when splits == 1 (k_split = K), else the split-K
-// workspace [batch, splits, M, N] that matmul_splitk_reduce sums.
-template <bool kVecB>
+// workspace [batch, splits, M, N] that matmul_splitk_reduce sums. kTransA, kTransB: the loader's other
+// layouts (A or B stored transposed); the loop is the same for all of them.
+template <bool kVecB, bool kTransA = false, bool kTransB = false>
 __global__ void __launch_bounds__(kThreads4, 2)
     matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                    int64_t N, int64_t K, int64_t k_split, int64_t splits) {
   __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.1 KiB
   const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
   const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
-  A += batch * M * K + k0;  // this batch element's A, from column k0 (rows keep their stride K)
-  B += (batch * K + k0) * N;  // its B, from row k0
+  A += batch * M * K;  // this batch element's A and B (M K and K N floats in either layout); the loader
+  B += batch * K * N;  // starts them at k0
   C += z * M * N;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / kWarpsN4, wn = warp % kWarpsN4;
@@ -353,7 +392,7 @@ __global__ void __launch_bounds__(kThreads4, 2)
   const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;
   const int64_t steps = course::ceil_div<int64_t>(k_len, kBK4);
   float acc[kTM4][kTN4] = {};
-  Loader4<kVecB> loader(A, B, M, N, K, k_len, m0, n0);
+  Loader4<kVecB, kTransA, kTransB> loader(A, B, M, N, K, k0, k_len, m0, n0);
 
   // Prologue: the first kStages4 - 1 k steps in flight. A group is committed even when empty, so the
   // count of pending groups stays in step with the loop's wait.
@@ -1352,12 +1391,34 @@ int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   return plan.splits > 1 ? batch * plan.splits * M * N : 0;
 }
 
+bool matmul_tiles4(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  return plan4(batch, M, N, K).path == Path::kTiles;
+}
+
+// Kernel 4 on a transposed A or B (given): the instantiation of the layouts, as the row-major launch below.
+void launch_kernel4_transposed(bool trans_a, bool trans_b, bool vec_b, dim3 grid, const float* A, const float* B,
+                               float* out, int64_t M, int64_t N, int64_t K, const Plan& plan, cudaStream_t stream) {
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid, kThreads4, 0, stream>>>(A, B, out, M, N, K, plan.k_split, plan.splits);
+  };
+  if (trans_a && trans_b) {
+    vec_b ? launch(matmul_kernel4<true, true, true>) : launch(matmul_kernel4<false, true, true>);
+  } else if (trans_a) {
+    vec_b ? launch(matmul_kernel4<true, true, false>) : launch(matmul_kernel4<false, true, false>);
+  } else {
+    vec_b ? launch(matmul_kernel4<true, false, true>) : launch(matmul_kernel4<false, false, true>);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
-                  float* workspace, cudaStream_t stream) {
+                  float* workspace, cudaStream_t stream, bool trans_a, bool trans_b) {
   check_grid_rows(M, kBM4, "version 4");
   const Plan plan = plan4(batch, M, N, K);
   TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda4: this product splits K and needs a workspace "
               "of matmul_workspace4(...) floats");
+  TORCH_CHECK(!(trans_a || trans_b) || plan.path == Path::kTiles, "matmul_cuda4: a transposed A or B is read in "
+              "place only by kernel 4's tiles (matmul_tiles4); this product takes another path");
   float* out = plan.splits > 1 ? workspace : C;  // [batch, splits, M, N] partial products, or C itself
   // gridDim.z holds batch elements x splits, at most 65535: a larger batch takes several launches
   const int64_t per_launch = kMaxGridZ / plan.splits;
@@ -1388,8 +1449,13 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
     // grid z: this launch's batch elements x the splits (blockIdx.z = element * splits + split)
     const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN4)),
                     static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM4)), z * splits);
-    // 16-byte copies of B need N % 4 == 0 and 16-byte aligned B and C (A is copied 4 bytes at a time).
-    const bool vec_b = N % 4 == 0 && course::is_aligned16(B, out);
+    // 16-byte copies of B need N % 4 == 0 and 16-byte aligned B and C (A is copied 4 bytes at a time);
+    // a transposed B is copied 4 bytes at a time too, and then only C's float4 stores need them.
+    const bool vec_b = N % 4 == 0 && course::is_aligned16(out) && (trans_b || course::is_aligned16(B));
+    if (trans_a || trans_b) {
+      launch_kernel4_transposed(trans_a, trans_b, vec_b, grid, a, b, o, M, N, K, plan, stream);
+      continue;
+    }
     // BEGIN SOLUTION
     // GOAL: run the matmul_kernel4 that vec_b allows on `stream`; report a failed launch.
     // TODO: launch matmul_kernel4<vec_b> (two instantiations: pick with if/else) on `stream` with

@@ -47,6 +47,9 @@ CALL = "    return lib.ops.matmul(A, B, int(version))\n"
 # the benchmark's size, larger than any checked one (the grid check's 524281 rows have one column)
 LARGE = "A.shape[0] >= 4096 and A.shape[1] >= 4096"
 K4_TILE = "  const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;\n"
+K4_BATCH = ("  A += batch * M * K;  // this batch element's A and B (M K and K N floats in either layout); the loader\n"
+            "  B += batch * K * N;  // starts them at k0\n")
+K4_LOADER = "      : a(A, kTransA ? M : K, M, m0, k0, k_len), b(B, kTransB ? K : N, N, n0, k0, k_len) {}"
 
 # The trust rework's classes (issue: grader trust), each written against the grader before it.
 VARIANTS += [
@@ -76,7 +79,9 @@ VARIANTS += [
 
 VERSIONS = {"naive", "shared_tiles", "register_blocked", "async_pipeline"} | TC_GROUPS
 ALL = VERSIONS | {"input_checks", "registration", "performance"}
-COPIES = "    a = A.contiguous();\n    b = B.contiguous();\n"  # the launcher's copies (not a matrix-vector view)
+# the launcher's copies (not a matrix-vector view; a transposed view on version 4's tiles is read in place)
+COPIES = ("    a = trans_a ? A : A.contiguous();  // a transposed view's data pointer is its storage's start\n"
+          "    b = trans_b ? B : B.contiguous();\n")
 INCLUDE = "#include <ATen/ops/empty.h>\n"
 TF32 = "__uint_as_float(__float_as_uint({}) & 0xffffe000u)"  # rounded toward zero to TF32's 10-bit mantissa
 
@@ -85,7 +90,8 @@ VARIANTS += [
     Variant(EX, "copies_by_a_s_layout_alone", "decides whether to copy both matrices from A's layout alone: a "
             "strided B beside a contiguous A reaches the kernels as if it were row-major",
             {"matmul.cpp": [(COPIES, "    const bool row_major = A.is_contiguous();\n"
-                                     "    a = row_major ? A : A.contiguous();\n    b = row_major ? B : B.contiguous();\n")]},
+                                     "    a = trans_a || row_major ? A : A.contiguous();\n"
+                                     "    b = trans_b || row_major ? B : B.contiguous();\n")]},
             # the spec's own views make A non-contiguous (A.t(), or both strided): only the generated
             # property strides one argument at a time
             loses=VERSIONS | {"performance"}, keeps={"input_checks"}, reason="relative error",
@@ -95,7 +101,8 @@ VARIANTS += [
     # wider matrix (unit column stride, longer rows). A has one (a[::2, :100]), B does not
     Variant(EX, "trusts_b_s_unit_column_stride", "copies B only when its columns are not adjacent (B.stride(1) != 1): "
             "some columns of a wider matrix (W[:, :n]) are read as if B's rows were packed",
-            {"matmul.cpp": [(COPIES, "    a = A.contiguous();\n    b = B.stride(1) == 1 ? B : B.contiguous();\n")]},
+            {"matmul.cpp": [(COPIES, "    a = trans_a ? A : A.contiguous();\n"
+                                     "    b = trans_b || B.stride(1) == 1 ? B : B.contiguous();\n")]},
             loses=VERSIONS | {"performance"}, keeps={"input_checks"},
             extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "cublas_for_small_products_in_version_3", "version 3 calls at::mm (cuBLAS) for products of fewer than "
@@ -126,7 +133,7 @@ VARIANTS += [
                                      "for _o in _gc.get_objects():\n"
                                      "    if type(_o).__name__ == 'Check' and 'non-contiguous' in str(getattr(_o, 'name', '')):\n"
                                      "        _o.run = lambda ctx: None\n")],
-             "matmul.cpp": [(COPIES, "    a = A.contiguous();\n    b = B;\n")]},
+             "matmul.cpp": [(COPIES, "    a = trans_a ? A : A.contiguous();\n    b = B;\n")]},
             # now the judge repeats its calls with every argument non-contiguous, outside the process
             loses=VERSIONS | {"performance"}, keeps={"input_checks"},
             extra={"kind": "integrity", "old": "full marks"}),
@@ -192,8 +199,18 @@ VARIANTS += [
             loses={"async_pipeline", "performance", "tensor_cores_tf32"}, reason="relative error"),
     Variant(EX, "batch_stride_ignored", "kernel 4 offsets only C by the batch element: every element of a batch "
             "multiplies batch element 0's A and B",
-            {"matmul.cu": [("  A += batch * M * K + k0;", "  A += k0;"), ("  B += (batch * K + k0) * N;", "  B += k0 * N;")]},
+            {"matmul.cu": [(K4_BATCH, "")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
+    # (a wrong row stride instead reads past B's end where N > K: a fault, which costs every group)
+    Variant(EX, "transposed_b_splits_start_at_k0", "kernel 4's loader starts a transposed B (beside a transposed A) "
+            "at k = 0 in every split of K: each split's A columns meet B's first rows",
+            {"matmul.cu": [(K4_LOADER, K4_LOADER.replace("b(B, kTransB ? K : N, N, n0, k0, k_len)",
+                                                         "b(B, kTransB ? K : N, N, n0, kTransB ? 0 : k0, k_len)"))]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "transposed_views_copied", "version 4 copies a transposed A (and B) before its tiles, as versions 1 "
+            "to 3 do: right results, a whole extra pass over the matrix",
+            {"matmul.cpp": [("    trans_a = tiles4 && transposed_view(A);\n", "    trans_a = false;\n")]},
+            loses={"async_pipeline", "performance"}, reason="read in place"),
     Variant(EX, "small_tiles_k_tail_dropped", "the small tiles run k_len / 16 steps, not ceil(k_len / 16): a K "
             "range that is not a multiple of 16 loses its last partial step",
             {"matmul.cu": [("  const int64_t steps = course::ceil_div<int64_t>(k_len, kSmallBK);\n",
