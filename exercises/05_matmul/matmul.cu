@@ -337,7 +337,7 @@ template <bool kVecB, bool kTransA = false, bool kTransB = false>
 __global__ void __launch_bounds__(kThreads4, 2)
     matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                    int64_t N, int64_t K, int64_t k_split, int64_t splits) {
-  __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.1 KiB
+  __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.25 KiB
   const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
   const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
   A += batch * M * K;  // this batch element's A and B (M K and K N floats in either layout); the loader

@@ -45,14 +45,13 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
               ", which only version 5 (tensor cores) takes; versions 1 to 4 take float32");
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(A.device());
-  // The kernels read row-major matrices; a sliced view is copied once, and so is a transposed view
-  // except in version 4's float32 products: the matrix of a matrix-vector product (versions 4 and 5)
-  // that is a transposed view, the one layout where the copy would cost more than the product (it
-  // reads and writes the whole matrix, the product only reads it): A @ x with A's transpose contiguous
-  // is (x^T A^T)^T, the M == 1 kernel over A's own storage, and x @ B with B's transpose contiguous is
-  // B^T x^T, the N == 1 kernel (C's M x 1 and 1 x M are the same bytes, so only the kernels' view of it
-  // turns); and where version 4 runs kernel 4's tiles, whose loader reads either operand in either
-  // layout: a transposed A, and a transposed B beside it.
+  // The kernels read row-major matrices: a view is copied once into one, but for two cases of float32
+  // transposed views. The matrix of a matrix-vector product (versions 4 and 5), where the copy would
+  // cost more than the product (it reads and writes the whole matrix, the product only reads it):
+  // A @ x with A's transpose contiguous is (x^T A^T)^T, the M == 1 kernel over A's own storage, and
+  // x @ B with B's transpose contiguous is B^T x^T, the N == 1 kernel (C's M x 1 and 1 x M are the same
+  // bytes, so only the kernels' view of it turns). And version 4's tiles, whose loader reads a
+  // transposed A, and a transposed B beside it, in place.
   const bool batched = A.dim() == 3;  // (batch, M, K) @ (batch, K, N): versions 4 and 5 (checked above)
   const int64_t batch = batched ? A.size(0) : 1, K = A.size(-1), c_rows = A.size(-2), c_cols = B.size(-1);
   const bool matvec = version >= 4 && A.scalar_type() == at::kFloat;
