@@ -433,7 +433,7 @@ class MatmulSpec(Spec):
             a, b = self._rand(ctx, group, "ipA", (*batch, m, k)), self._rand(ctx, group, "ipB", (*batch, k, n))
             for what, x, y in (("A", transposed_copy(a), b), ("A and B", transposed_copy(a), transposed_copy(b))):
                 c, seen = observe(lambda: ctx.module.matmul(x, y, version))
-                others = sorted({kernel_function(k.name) for k in seen.kernels}
+                others = sorted({kernel_function(kernel.name) for kernel in seen.kernels}
                                 - {SLEEP_KERNEL, "matmul_kernel4", "matmul_splitk_reduce"})
                 label = f"{group}[{'x'.join(map(str, shape))}, {what} a transposed view]"
                 if others:

@@ -116,7 +116,8 @@ SPEC = ConvTranspose2dSpec(
     requires={"registration": ("gather", "implicit_gemm"), "autograd": ("implicit_gemm",)},
     # make bench EX=07 on the H100 (2026-11-26): implicit GEMM 259.1 us, PyTorch (cuDNN, strict fp32)
     # 140.3 us; the gather kernel 1,964 us. With the stride phases (2026-11-27, same timer): 0.53-0.55x;
-    # with the 3 x 3 taps as constants (same day): 0.61x
+    # with the 3 x 3 taps as constants (same day, copies beside cuDNN at 154 us): 0.61x; make bench
+    # PUBLISH=1 later that day, cuDNN at 140 us: 0.55x
     solution_vs_baseline=0.6,
     op="conv_transpose2d",
     transposed=True,
