@@ -27,7 +27,7 @@ def conv_transpose2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
                      output_padding=0, groups: int = 1, dilation=1, version: int = 2) -> torch.Tensor:
     """Like torch.nn.functional.conv_transpose2d (same argument order): x (N, Cin, H, W), weight
     (Cin, Cout / groups, kh, kw), bias (Cout,) or None. version 1 runs the gather kernel, version 2
-    the implicit GEMM."""
+    the implicit GEMM, version 3 Winograd F(4x4, 3x3) (3 x 3 kernels at stride 1 and dilation 1)."""
     return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),
                                     int(groups), _pair(dilation), int(version))
 
@@ -198,8 +198,8 @@ def _backward(ctx, grad_y):
         else:
             grad_x = conv_transpose2d_input_grad(_op(version), grad_y, weight, ctx.x_shape, stride, padding, dilation,
                                                  groups)
-    if ctx.needs_input_grad[1]:
-        grad_w = _weight_grad(x, grad_y, ctx.weight_shape, stride, padding, dilation, groups, version)
+    if ctx.needs_input_grad[1]:  # x is its kernel (not 3 x 3): version 2 where the forward ran 3
+        grad_w = _weight_grad(x, grad_y, ctx.weight_shape, stride, padding, dilation, groups, min(version, 2))
     if ctx.needs_input_grad[2]:
         grad_b = grad_y.sum((0, 2, 3))
     return grad_x, grad_w, grad_b, None, None, None, None, None, None

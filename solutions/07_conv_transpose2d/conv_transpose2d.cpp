@@ -1,5 +1,6 @@
 // Exercise 07: the op's C++ front end. Argument checks, output size, dtype dispatch, stream, and
 // registration.
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <optional>
@@ -100,7 +101,8 @@ void check_conv_transpose_args(const at::Tensor& x, const at::Tensor& weight, co
 at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                             at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding,
                             int64_t groups, at::IntArrayRef dilation, int64_t version) {
-  TORCH_CHECK(version == 1 || version == 2, "version must be 1 (gather) or 2 (implicit GEMM), but is ", str(version));
+  TORCH_CHECK(version >= 1 && version <= 3, "version must be 1 (gather), 2 (implicit GEMM) or 3 (Winograd), but is ",
+              str(version));
   const Pair st = pair_arg(stride, "stride"), pd = pair_arg(padding, "padding");
   const Pair op = pair_arg(output_padding, "output_padding"), dl = pair_arg(dilation, "dilation");
   check_conv_transpose_args(x, weight, bias, st, pd, op, groups, dl);
@@ -117,6 +119,20 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   // version 2 runs one grid layer per group (gridDim.z)
   TORCH_CHECK(version == 1 || groups <= 65535, "groups: version 2 takes at most 65535 groups, but groups is ",
               str(groups), "; version 1 takes more");
+  if (version == 3) {  // Winograd F(4x4, 3x3): 3 x 3 kernels at stride 1 and dilation 1 only
+    TORCH_CHECK(weight.size(2) == 3 && weight.size(3) == 3, "weight: version 3 (Winograd) takes 3 x 3 kernels, but "
+                "weight has shape ", str(weight.sizes()), "; versions 1 and 2 take any");
+    TORCH_CHECK(st[0] == 1 && st[1] == 1, "stride: version 3 (Winograd) takes stride 1, but stride is ", pair_of(st));
+    TORCH_CHECK(dl[0] == 1 && dl[1] == 1, "dilation: version 3 (Winograd) takes dilation 1, but dilation is ",
+                pair_of(dl));
+    // its 36 products are version 2 on one image of 36 cin channels by (N ho / 4 wo / 4) tiles
+    const int64_t tiles = x.size(0) * ((ho + 3) / 4) * ((wo + 3) / 4);
+    TORCH_CHECK(36 * std::max(x.size(1), cout) * tiles < INT_MAX, "x: version 3 (Winograd) transforms it into 36 x ",
+                str(std::max(x.size(1), cout)), " channels x ", str(tiles), " tiles, 2^31 elements or more; version 2 "
+                "takes it");
+    TORCH_CHECK(36 * groups <= 65535, "groups: version 3 (Winograd) takes at most 1820 groups (36 products each), "
+                "but groups is ", str(groups), "; version 2 takes more");
+  }
 
   const c10::cuda::CUDAGuard device_guard(x.device());
   const at::Tensor xc = x.contiguous();
@@ -141,6 +157,16 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   s.dil_h = static_cast<int>(dl[0]);
   s.dil_w = static_cast<int>(dl[1]);
   s.groups = static_cast<int>(groups);
+  if (version == 3) {
+    const at::Tensor workspace = at::empty({conv_transpose2d_workspace3(s)}, xc.options());
+    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "conv_transpose2d", [&] {
+      conv_transpose2d_winograd_cuda<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
+                                               bc.defined() ? bc.const_data_ptr<scalar_t>() : nullptr,
+                                               y.mutable_data_ptr<scalar_t>(), s,
+                                               workspace.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());
+    });
+    return y;
+  }
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "conv_transpose2d", [&] {
     conv_transpose2d_cuda<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
                                     bc.defined() ? bc.const_data_ptr<scalar_t>() : nullptr,

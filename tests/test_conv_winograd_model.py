@@ -1,0 +1,143 @@
+"""07's version 3 (Winograd F(4x4, 3x3)) without a GPU: its three transform kernels transliterated into
+Python over flat arrays, as the kernels index them (a thread per item, item i in the kernel's own
+numbering), with F.conv_transpose2d standing in for kernel 2's grouped 1 x 1 product between them. In
+float64 the model must equal the transposed convolution to rounding, for paddings that pad and crop,
+groups, bias, and sizes off the 4 x 4 tiles; in float32 stay within the tolerance the grader applies.
+
+If the kernels' indexing changes, change the transliteration with it (this test is only as good as that).
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from grader.env import REPO
+
+SOURCE = (REPO / "solutions" / "07_conv_transpose2d" / "conv_transpose2d.cu").read_text()
+
+BT = torch.tensor([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+                   [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], dtype=torch.float64)
+AT = torch.tensor([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+                  dtype=torch.float64)
+
+
+def weight_kernel(w, cin, cout_g, dt):
+    """winograd_weight_kernel: item i = ci cout_g + co; U[(a 6 + b) plane + i] = (G g G^T)[a][b]."""
+    f = w.reshape(cin * cout_g, 3, 3).flip(1, 2).to(dt)  # g[r][c] = f[(2 - r) 3 + (2 - c)]
+    g0, g1, g2 = f[:, 0], f[:, 1], f[:, 2]
+    t = torch.stack([g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6,
+                     g0 / 24 - g1 / 12 + g2 / 6, g2], 1)  # (items, 6, 3): G g
+    q0, q1, q2 = t[..., 0], t[..., 1], t[..., 2]
+    u = torch.stack([q0 / 4, -(q0 + q1 + q2) / 6, -(q0 - q1 + q2) / 6, q0 / 24 + q1 / 12 + q2 / 6,
+                     q0 / 24 - q1 / 12 + q2 / 6, q2], 2)  # (items, a, b)
+    U = torch.empty(36 * cin * cout_g, dtype=dt)
+    plane = cin * cout_g
+    i = torch.arange(plane)
+    for a in range(6):
+        for b in range(6):
+            U[(a * 6 + b) * plane + i] = u[:, a, b]
+    return U
+
+
+def input_kernel(x, n, cin, h, w, pc_h, pc_w, th, tw, dt):
+    """winograd_input_kernel: item i = ci tiles + t, t = (n th + ty) tw + tx; V[(r 6 + c) plane + i]."""
+    tiles = n * th * tw
+    i = torch.arange(tiles * cin)
+    ci, t = i // tiles, i % tiles
+    img, tt = t // (th * tw), t % (th * tw)
+    y0, x0 = (tt // tw) * 4 - pc_h, (tt % tw) * 4 - pc_w
+    flat = x.reshape(-1).to(dt)
+    src = (img * cin + ci) * h * w
+    d = torch.zeros(len(i), 6, 6, dtype=dt)
+    for r in range(6):
+        for c in range(6):
+            yy, xx = y0 + r, x0 + c
+            ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+            d[ok, r, c] = flat[(src + yy * w + xx)[ok]]
+    v = BT.to(dt) @ d @ BT.to(dt).T
+    V = torch.empty(36 * cin * tiles, dtype=dt)
+    plane = cin * tiles
+    for r in range(6):
+        for c in range(6):
+            V[(r * 6 + c) * plane + i] = v[:, r, c]
+    return V
+
+
+def output_kernel(M, bias, n, cout, ho, wo, th, tw, dt):
+    """winograd_output_kernel: item i = co tiles + t; y[n][co][y0 + r][x0 + c] = (A^T m A)[r][c] + bias[co]
+    inside y only."""
+    tiles = n * th * tw
+    i = torch.arange(tiles * cout)
+    co, t = i // tiles, i % tiles
+    img, tt = t // (th * tw), t % (th * tw)
+    y0, x0 = (tt // tw) * 4, (tt % tw) * 4
+    plane = cout * tiles
+    m = torch.stack([M[(k * plane) + i] for k in range(36)], 1).reshape(-1, 6, 6)
+    o = AT.to(dt) @ m @ AT.to(dt).T
+    if bias is not None:
+        o = o + bias.to(dt)[co][:, None, None]
+    y = torch.full((n * cout * ho * wo,), float("nan"), dtype=dt)
+    dst = (img * cout + co) * ho * wo
+    for r in range(4):
+        for c in range(4):
+            ok = (y0 + r < ho) & (x0 + c < wo)
+            y[(dst + (y0 + r) * wo + x0 + c)[ok]] = o[ok, r, c]
+    return y.view(n, cout, ho, wo)
+
+
+def winograd(x, w, bias, padding, groups, dt):
+    n, cin, h, wd = x.shape
+    cout_g = w.shape[1]
+    cout = cout_g * groups
+    ph, pw = padding
+    ho, wo = h + 2 - 2 * ph, wd + 2 - 2 * pw
+    th, tw = -(-ho // 4), -(-wo // 4)
+    tiles = n * th * tw
+    U = weight_kernel(w, cin, cout_g, dt)
+    V = input_kernel(x, n, cin, h, wd, 2 - ph, 2 - pw, th, tw, dt)
+    # kernel 2's grouped 1 x 1 product: one image of 36 cin channels, 1 x tiles pixels, 36 groups per group
+    M = F.conv_transpose2d(V.view(1, 36 * cin, 1, tiles), U.view(36 * cin, cout_g, 1, 1), None, 1, 0, 0, 36 * groups)
+    return output_kernel(M.reshape(-1), bias, n, cout, ho, wo, th, tw, dt)
+
+
+CASES = [  # n, cin, h, w, cout_g, (padding h, w), groups, bias
+    (1, 1, 1, 1, 1, (0, 0), 1, False),   # one pixel: a 3 x 3 output, one tile
+    (2, 3, 5, 7, 4, (1, 1), 1, True),    # the benchmark's padding, sizes off the tiles
+    (1, 6, 9, 4, 2, (0, 1), 3, True),    # groups, padding 0 (the conv form pads by 2) beside 1
+    (3, 4, 8, 8, 5, (2, 0), 2, False),   # padding 2: the conv form does not pad
+    (1, 2, 11, 6, 3, (3, 1), 1, True),   # padding 3: the conv form crops (pc = -1)
+    (2, 5, 4, 13, 2, (1, 2), 5, True),   # depthwise-like groups
+]
+
+
+@pytest.mark.parametrize("n, cin, h, w, cout_g, padding, groups, bias", CASES)
+def test_the_winograd_model_is_the_transposed_convolution(n, cin, h, w, cout_g, padding, groups, bias):
+    g = torch.Generator().manual_seed(n * 1000 + cin * 100 + h * 10 + w + padding[0])
+    x = torch.randn(n, cin, h, w, generator=g, dtype=torch.float64)
+    wt = torch.randn(cin, cout_g, 3, 3, generator=g, dtype=torch.float64)
+    b = torch.randn(cout_g * groups, generator=g, dtype=torch.float64) if bias else None
+    ref = F.conv_transpose2d(x, wt, b, 1, padding, 0, groups)
+    got = winograd(x, wt, b, padding, groups, torch.float64)
+    assert got.shape == ref.shape and not got.isnan().any(), "every output written once"
+    assert torch.allclose(got, ref, rtol=1e-10, atol=1e-10), (got - ref).abs().max()
+    got32 = winograd(x, wt, b, padding, groups, torch.float32).double()
+    assert ((got32 - ref).norm() / ref.norm()) < 1e-5
+
+
+def test_the_winograd_model_follows_the_kernels():
+    """The lines the model transliterates are still conv_transpose2d.cu's."""
+    flat = " ".join(SOURCE.split())
+    for line in ("const T* f = w + i * 9;", "g[r][c] = f[(2 - r) * 3 + (2 - c)];",
+                 "t[1][c] = -(g[0][c] + g[1][c] + g[2][c]) / 6;", "t[3][c] = g[0][c] / 24 + g[1][c] / 12 + g[2][c] / 6;",
+                 "for (int b = 0; b < 6; ++b) U[(a * 6 + b) * plane + i] = u[b];",
+                 "o[1] = -4 * d[1] - 4 * d[2] + d[3] + d[4];", "o[5] = 4 * d[1] - 5 * d[3] + d[5];",
+                 "const int y0 = (tt / tw) * 4 - pc_h, x0 = (tt % tw) * 4 - pc_w;",
+                 "const T* src = x + (n * s.cin + ci) * s.h * s.w;",
+                 "col[r] = yy >= 0 && yy < s.h && xx >= 0 && xx < s.w ? src[yy * s.w + xx] : T(0);",
+                 "for (int c = 0; c < 6; ++c) out[(r * 6 + c) * plane] = o[c];",
+                 "o[3] = d1 + 8 * d2 + m[5];", "for (int r = 0; r < 6; ++r) col[r] = in[(r * 6 + c) * plane];",
+                 "if (x0 + c < s.wo) dst[(y0 + r) * s.wo + x0 + c] = o[c] + b;",
+                 "x, V, s, 2 - s.pad_h, 2 - s.pad_w, th, tw);", "p.groups = 36 * s.groups;",
+                 "conv_transpose2d_cuda<scalar_t>(V, U, nullptr, M, p, 2, stream);"):
+        assert " ".join(line.split()) in flat, line
