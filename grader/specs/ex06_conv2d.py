@@ -292,6 +292,18 @@ def kernel_names(kernel: str | tuple[str, ...]) -> tuple[str, ...]:
     return kernel if isinstance(kernel, tuple) else (kernel,)
 
 
+def winograd_shape(c: Case) -> bool:
+    """A case 07's Winograd version takes: a 3 x 3 kernel at stride 1 and dilation 1."""
+    return (c.kh, c.kw, c.stride, c.dilation) == (3, 3, (1, 1), (1, 1))
+
+
+def as_winograd(c: Case) -> Case:
+    """The case with a 3 x 3 kernel at stride 1 and dilation 1, as a transposed convolution: no
+    output_padding, and padding at most (size + 1) / 2 (an output of at least one pixel)."""
+    padding = tuple(min(p, (size + 1) // 2) for p, size in zip(c.padding, (c.h, c.w)))
+    return replace(c, kh=3, kw=3, stride=(1, 1), dilation=(1, 1), output_padding=(0, 0), padding=padding)
+
+
 @dataclass
 class ConvSpec(Spec):
     """Checks of a convolution op `op(x, weight, bias, stride=, padding=, dilation=, groups=, ...)`,
@@ -309,6 +321,9 @@ class ConvSpec(Spec):
     depthwise_groups: tuple[str, ...] = ()
     depthwise_cases: tuple[Case, ...] = ()
     depthwise_fp64_cases: tuple[Case, ...] = ()
+    # groups whose version takes 3 x 3 kernels at stride 1 and dilation 1 only (07's Winograd): graded on
+    # the cases of that shape, their random cases and fixed checks made so (transposed: as_winograd)
+    winograd_groups: tuple[str, ...] = ()
     # versions that run on TF32 tensor cores: float32 only, dense (groups 1), graded with tf32_tolerance,
     # and only on GPUs of compute capability TENSOR_CORE_CAPABILITY (below it, not run and cost nothing)
     tf32_versions: tuple[int, ...] = ()
@@ -336,7 +351,9 @@ class ConvSpec(Spec):
 
     def _fixed(self, group: str, c: Case) -> Case:
         """A fixed check's case for `group`: depthwise (as many output channels as input channels,
-        groups = cin) in a depthwise group, else as given."""
+        groups = cin) in a depthwise group, 3 x 3 at stride 1 in a Winograd group, else as given."""
+        if group in self.winograd_groups:
+            return as_winograd(c)
         return replace(c, cout=c.cin, groups=c.cin) if group in self.depthwise_groups else c
 
     def _inputs(self, ctx: Context, name: str, c: Case, dtype: torch.dtype):
@@ -394,8 +411,10 @@ class ConvSpec(Spec):
                 else:
                     checks.add(name, run, slow=slow)
 
+            winograd = group in self.winograd_groups
             # a TF32 version is one dense GEMM (groups 1; grouped calls are refused, input_checks): dense cases
-            cases = self.depthwise_cases if depthwise else [c for c in self.cases if not tf32 or c.groups == 1]
+            cases = self.depthwise_cases if depthwise else [c for c in self.cases if (not tf32 or c.groups == 1)
+                                                            and (not winograd or winograd_shape(c))]
             # first: a fallback to PyTorch's op is named as such, not as the precision it happens to miss
             # (in the full grade: the quick loop skips it, as the profiler's start-up costs seconds)
             add(f"{group}[own kernel ran]", lambda ctx, v=version, k=kernel, g=group: self._check_own(ctx, v, k, g),
@@ -404,14 +423,16 @@ class ConvSpec(Spec):
                 name = f"{group}[float32, {c.name}]"
                 add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float32, n))
             # a TF32 version takes float32 only (input_checks)
-            for c in () if tf32 else (self.depthwise_fp64_cases if depthwise else self.fp64_cases):
+            for c in () if tf32 else (self.depthwise_fp64_cases if depthwise else
+                                      [c for c in self.fp64_cases if not winograd or winograd_shape(c)]):
                 name = f"{group}[float64, {c.name}]"
                 add(name, lambda ctx, v=version, c=c, n=name: self._expect(ctx, v, c, torch.float64, n))
             for i in range(RANDOM_CASES):
                 name = f"{group}[random shape {i}]"
                 kind = "depthwise" if depthwise else "dense" if tf32 else KINDS[i % len(KINDS)]
-                add(name, lambda ctx, v=version, n=name, k=kind: self._expect(
-                    ctx, v, self.random_case(ctx.generator(n, device="cpu"), n, kind=k), torch.float32, n))
+                add(name, lambda ctx, v=version, n=name, k=kind, w=winograd: self._expect(
+                    ctx, v, (as_winograd if w else lambda c: c)(self.random_case(ctx.generator(n, device="cpu"), n,
+                                                                                  kind=k)), torch.float32, n))
             if tf32:
                 for scale in RANGE_SCALES:
                     add(f"{group}[values near {scale:g}]",
@@ -553,6 +574,13 @@ class ConvSpec(Spec):
                 lambda: ((cuda(2, 3, 4, 8), cuda(4, 3, 7, 3)), {"padding": (1, 1)}))
             bad("a dilated kernel larger than the input", ("weight", "kernel"),
                 lambda: ((x(), w()), {"dilation": (1, 4)}))
+        for group, version, _ in self.versions_graded:
+            if group in self.winograd_groups:  # 3 x 3 kernels at stride 1 and dilation 1 only
+                bad(f"version {version} with stride 2", ("stride",), lambda v=version: ((x(), w()), {"stride": 2, "version": v}))
+                bad(f"version {version} with a 5 x 5 kernel", ("weight",),
+                    lambda v=version: ((x(), cuda(*wshape[:2], 5, 5)), {"version": v}))
+                bad(f"version {version} with dilation 2", ("dilation",),
+                    lambda v=version: ((x(), w()), {"dilation": 2, "version": v}))
         versions = [version for _, version, _ in self.versions_graded if version is not None]
         if versions:
             past = max(versions) + 1
