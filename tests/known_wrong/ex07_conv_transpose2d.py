@@ -222,3 +222,15 @@ VARIANTS += [
                                                "padding, output_padding, int(groups), dilation)\n")]},
             loses={"autograd"}, reason="the op must do this work itself"),
 ]
+
+# Version 3, Winograd (issue 20): a transform's constant wrong, and the conv form's padding dropped.
+VARIANTS += [
+    Variant(EX, "winograd_output_transform_row_2", "version 3's output transform takes row 2 of A^T as (0, 1, 1, 2, "
+            "2, 0) instead of (0, 1, 1, 4, 4, 0): the third row and column of every 4 x 4 tile are wrong",
+            {"conv_transpose2d.cu": [("  o[2] = s1 + 4 * s2;\n", "  o[2] = s1 + 2 * s2;\n")]},
+            loses={"winograd"}, reason="relative error"),
+    Variant(EX, "winograd_input_tiles_unpadded", "version 3's input tiles start at the image's corner, not 2 - padding "
+            "before it: every output is shifted by the padding",
+            {"conv_transpose2d.cu": [("      x, V, s, 2 - s.pad_h, 2 - s.pad_w, th, tw);\n", "      x, V, s, 0, 0, th, tw);\n")]},
+            loses={"winograd"}, reason="relative error"),
+]
