@@ -740,7 +740,8 @@ class ConvSpec(Spec):
         """Each graded version, with and without bias, on a geometry where an empty height or width
         of x leaves no output (which the op must reject, as PyTorch does); a pointwise and a grouped
         one and a depthwise one. A depthwise group: depthwise convolutions only (3x2 with stride and dilation, with and
-        without bias; 3x3 stride 2 with a channel multiplier of 2)."""
+        without bias; 3x3 stride 2 with a channel multiplier of 2). A Winograd group: the dense, grouped and
+        depthwise ones 3 x 3 at stride 1, paddings that pad and crop."""
         return [call for group, version, kernel in self.versions_graded
                 for call in self._audit_calls_of(device, self._dtype(version, dtype), group, version, kernel)]
 
@@ -780,6 +781,12 @@ class ConvSpec(Spec):
                                 ((x2, w2), multiplier, (b2,), f"{DEPTHWISE_PATH}, channel multiplier 2"))
         if version in self.tf32_versions:  # one dense GEMM: the dense geometries
             geometries = tuple(g for g in geometries if g[3] in ("", "pointwise"))
+        if group in self.winograd_groups:  # 3 x 3 at stride 1 and dilation 1 (padding 1: an empty x, no output)
+            geometries = (((x, weight(3, 4, 3, 3, 1, 2, 0.3)), self._params((1, 1), (1, 1), (1, 1), 1, (0, 0)), (b, None), ""),
+                          ((xg, weight(4, 6, 3, 3, 2, 7, 0.3)), self._params((1, 1), (2, 0), (1, 1), 2, (0, 0)), (bg,),
+                           KIND_LABELS["grouped"]),
+                          ((xd, weight(5, 5, 3, 3, 5, 10, 0.5)), self._params((1, 1), (0, 1), (1, 1), 5, (0, 0)), (bd,),
+                           "depthwise"))
         return [self._call(*tensors, bias, conv, group, version, kernel, kind)
                 for tensors, conv, biases, kind in (depthwise_geometries if group in self.depthwise_groups
                                                     else geometries)
@@ -816,12 +823,14 @@ class ConvSpec(Spec):
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """Per graded version, one convolution of random geometry (self.random_case) and kind (dense,
-        grouped or depthwise; a depthwise group's: depthwise), with bias or not."""
+        grouped or depthwise; a depthwise group's: depthwise), with bias or not; a Winograd group's made
+        3 x 3 at stride 1 (as_winograd)."""
         calls = []
         for group, version, kernel in self.versions_graded:
             drawn = KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))]
             kind = "depthwise" if group in self.depthwise_groups else "dense" if version in self.tf32_versions else drawn
             c = self.random_case(g, f"random {group}", kind=kind)
+            c = as_winograd(c) if group in self.winograd_groups else c
             seed = int(torch.randint(0, 2**31, (1,), generator=g))
             d = self._dtype(version, dtype)
             x = audit_randn(c.n, c.cin, c.h, c.w, device=device, dtype=d, seed=seed)

@@ -103,7 +103,8 @@ class ConvTranspose2dSpec(ConvSpec):
 
     def versions(self):
         return {"kernel1 gather": lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1, version=1),
-                "kernel2 implicit GEMM": lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1, version=2)}
+                "kernel2 implicit GEMM": lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1, version=2),
+                "kernel3 Winograd": lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1, version=3)}
 
 
 SPEC = ConvTranspose2dSpec(
@@ -114,7 +115,9 @@ SPEC = ConvTranspose2dSpec(
             "performance": 3},
     perf_requires=("implicit_gemm",),
     # the versions opcheck runs; the backward runs version 2's kernel (the identities call the op itself)
-    requires={"registration": ("gather", "implicit_gemm"), "autograd": ("implicit_gemm",)},
+    # version 3's products are version 2's kernel: its group is paid once that kernel's passes
+    requires={"registration": ("gather", "implicit_gemm"), "autograd": ("implicit_gemm",),
+              "winograd": ("implicit_gemm",)},
     # make bench EX=07 on the H100 (2026-11-26): implicit GEMM 259.1 us, PyTorch (cuDNN, strict fp32)
     # 140.3 us; the gather kernel 1,964 us. With the stride phases (2026-11-27, same timer): 0.53-0.55x;
     # with the 3 x 3 taps as constants (same day, copies beside cuDNN at 154 us): 0.61x; make bench

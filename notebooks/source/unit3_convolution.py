@@ -698,6 +698,37 @@ print("stride 1: conv_transpose2d is conv2d with the flipped kernel and padding 
 # %% nbgrader={"grade": false, "grade_id": "convt-igemm-launch-cell", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_cuda#2
 
+# %% [markdown] id="convt-winograd-intro"
+# ### Version 3: Winograd's minimal filtering (3 x 3 kernels at stride 1)
+#
+# At stride 1 a 3 x 3 transposed convolution is a correlation with the flipped kernel, and for that
+# Winograd's $F(4 \times 4, 3 \times 3)$ computes a 4 x 4 tile of output from the 6 x 6 tile of input
+# under it with 36 multiplications per channel pair instead of 144:
+# $Y = A^T \left[ (G g G^T) \odot (B^T d B) \right] A$. Summed over the input channels, the 36
+# element-by-element products become 36 matrix products, one per position of the 6 x 6, and those are
+# one grouped 1 x 1 transposed convolution: version 2's kernel does them. You write the three small
+# matrix products (each applied to a tile's columns, then to its rows, by the given transform kernels)
+# and the shape of that grouped product. The matrices are in the comment above the kernels. In float32
+# the fractions of $G$ and the 4s and 8s of $A^T$ cost accuracy: about 2e-6 normwise relative error,
+# ten times the direct sum's, still inside the tolerance.
+#
+# @@context 07_conv_transpose2d/conv_transpose2d.cu winograd_g@@
+
+# %% nbgrader={"grade": false, "grade_id": "convt-winograd-g", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.cu winograd_g
+
+# %% nbgrader={"grade": false, "grade_id": "convt-winograd-bt", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.cu winograd_bt
+
+# %% nbgrader={"grade": false, "grade_id": "convt-winograd-at", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.cu winograd_at
+
+# %% [markdown] id="convt-winograd-product-intro"
+# @@context 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_winograd_cuda@@
+
+# %% nbgrader={"grade": false, "grade_id": "convt-winograd-product", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 07_conv_transpose2d/conv_transpose2d.cu conv_transpose2d_winograd_cuda
+
 # %% [markdown] id="convt-build-intro"
 # ### Build and try
 #
@@ -721,6 +752,13 @@ else:
         mine = convt_ext.conv_transpose2d(upstream, W, None, stride=2, padding=1, output_padding=1, version=version)
         print(f"version {version}: shape {tuple(mine.shape)} (output_padding=1 recovers 12 from 6); "
               f"largest difference from autograd {(mine - grad_a).abs().max().item():.1e}")
+    z1 = F.conv2d(a, W, padding=1)  # stride 1: version 3 (Winograd) applies
+    (grad_a1,) = torch.autograd.grad(z1, a, torch.ones_like(z1))
+    try:
+        mine = convt_ext.conv_transpose2d(torch.ones_like(z1), W, None, stride=1, padding=1, version=3)
+        print(f"version 3 at stride 1: largest difference from autograd {(mine - grad_a1).abs().max().item():.1e}")
+    except RuntimeError as e:
+        print(f"version 3: {str(e).splitlines()[0]}")
 
     inputs = [(torch.randn(32, 64, 56, 56, device="cuda"), torch.randn(64, 64, 3, 3, device="cuda") / 10)
               for _ in range(2)]
@@ -729,10 +767,17 @@ else:
         flush = L2Flusher()
         ours = {v: time_fn(lambda i, v=v: convt_ext.conv_transpose2d(i[0], i[1], None, 1, 1, version=v), inputs,
                            flush=flush, max_seconds=0.5, max_samples=50) for v in (1, 2)}
+        try:
+            ours[3] = time_fn(lambda i: convt_ext.conv_transpose2d(i[0], i[1], None, 1, 1, version=3), inputs,
+                              flush=flush, max_seconds=0.5, max_samples=50)
+        except RuntimeError:
+            pass
         theirs = time_fn(lambda i: F.conv_transpose2d(i[0], i[1], None, 1, 1), inputs, flush=flush,
                          max_seconds=0.5, max_samples=50)
     print(f"32x64x56x56, 64->64, 3x3: your gather {ours[1].rate(flops) / 1e12:.1f} TFLOP/s, your implicit GEMM "
           f"{ours[2].rate(flops) / 1e12:.1f} TFLOP/s, cuDNN (strict fp32) {theirs.rate(flops) / 1e12:.1f} TFLOP/s")
+    if 3 in ours:  # the direct sum's FLOPs over its time: Winograd does fewer
+        print(f"your Winograd: {ours[3].rate(flops) / 1e12:.1f} TFLOP/s equivalent, {theirs.median_s / ours[3].median_s:.2f}x cuDNN")
 
 # %% [markdown] id="convt-backward-intro"
 # ### The backward of the transposed convolution, through itself
@@ -769,7 +814,8 @@ else:
 # ### Graded checks and speed for 07
 #
 # Against `F.conv_transpose2d` in float64, with the same tolerances as 06, each version in its own
-# group. The speed cell times version 2 on the same layer against the reference in the same run:
+# group (version 3 only on 3 x 3 kernels at stride 1, and only once version 2, whose kernel it runs,
+# passes). The speed cell times version 2 on the same layer against the reference in the same run:
 # 1.5 points at 0.5x its throughput, 3 at 0.85x, once `implicit_gemm` passes.
 
 # %% nbgrader={"grade": true, "grade_id": "convt-gather", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
@@ -802,6 +848,21 @@ course.check("implicit_gemm", "07_conv_transpose2d", only=[
 ])
 ### BEGIN HIDDEN TESTS
 course.check("implicit_gemm", "07_conv_transpose2d")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "convt-winograd", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
+# 07_conv_transpose2d winograd: the grader's own checks. Shown here: a few cases; at grading, every winograd check.
+course.check("winograd", "07_conv_transpose2d", only=[
+    "winograd[float32, k3s1p1]",
+    "winograd[float32, padding (0, 2)]",
+    "winograd[float32, odd channels 67 -> 65]",
+    "winograd[float32, resnext 32 groups of 4]",
+    "winograd[float64, k3s1p0]",
+    "winograd[empty batch]",
+    "winograd[non-contiguous inputs]",
+])
+### BEGIN HIDDEN TESTS
+course.check("winograd", "07_conv_transpose2d")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "convt-autograd", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false

@@ -29,7 +29,7 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
 // Version 3: Winograd F(4x4, 3x3), for 3 x 3 kernels at stride 1 and dilation 1 (the binding checks),
 // float32 or float64: three transforms around version 2's kernel as one grouped 1 x 1 product, in a
 // workspace of conv_transpose2d_workspace3(s) elements of the data's type (36 (cin cout / groups +
-// (cin + cout) tiles), a tile being 4 x 4 outputs of one image). 36 cin tiles, 36 cout tiles and
+// (cin + cout) tiles) + tiles, a tile being 4 x 4 outputs of one image). 36 cin tiles, 36 cout tiles and
 // 36 groups must fit version 2's limits (the binding checks).
 int64_t winograd_tiles(const ConvTranspose2dShape& s);
 int64_t conv_transpose2d_workspace3(const ConvTranspose2dShape& s);

@@ -22,11 +22,38 @@ def _pair(v) -> list[int]:
     return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
+# version 3 runs its 36 products per group as one call of version 2, which takes 65535 groups
+WINOGRAD_MAX_GROUPS = 65535 // 36
+# With fewer input channels a group the transforms cost more than the multiplications they save: on
+# the H100 (make bench's timer) 3 -> 64 channels took 2.8 times version 2's time, 4 a group (ResNeXt)
+# 1.2 times, depthwise 1.8 times; 8 -> 8 channels 0.87 times, 16 -> 16 0.72, 64 -> 3 0.45.
+WINOGRAD_MIN_CIN_G = 8
+
+
+def default_version(x: torch.Tensor, weight: torch.Tensor, stride=1, padding=0, dilation=1, groups: int = 1) -> int:
+    """The version `conv_transpose2d` runs when none is named: 3 (Winograd) where it applies (a 3 x 3
+    kernel at stride 1 and dilation 1, at most WINOGRAD_MAX_GROUPS groups, transforms under 2^31
+    elements) and pays (WINOGRAD_MIN_CIN_G input channels a group or more), else 2. Arguments it cannot
+    read go to version 2, whose checks name them."""
+    if x.dim() != 4 or weight.dim() != 4 or tuple(weight.shape[2:]) != (3, 3) or groups > WINOGRAD_MAX_GROUPS:
+        return 2
+    if groups < 1 or x.shape[1] // groups < WINOGRAD_MIN_CIN_G:
+        return 2
+    if _pair(stride) != [1, 1] or _pair(dilation) != [1, 1] or len(_pair(padding)) != 2:
+        return 2
+    ho, wo = (output_size(x.shape[2 + i], 3, 1, _pair(padding)[i], 0, 1) for i in range(2))
+    tiles = x.shape[0] * -(-ho // 4) * -(-wo // 4)
+    return 3 if 36 * max(x.shape[1], weight.shape[1] * groups) * tiles < 2**31 - 1 else 2
+
+
 def conv_transpose2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
-                     output_padding=0, groups: int = 1, dilation=1, version: int = 2) -> torch.Tensor:
+                     output_padding=0, groups: int = 1, dilation=1, version: int | None = None) -> torch.Tensor:
     """Like torch.nn.functional.conv_transpose2d (same argument order): x (N, Cin, H, W), weight
     (Cin, Cout / groups, kh, kw), bias (Cout,) or None. version 1 runs the gather kernel, version 2
-    the implicit GEMM, version 3 Winograd F(4x4, 3x3) (3 x 3 kernels at stride 1 and dilation 1)."""
+    the implicit GEMM, version 3 Winograd F(4x4, 3x3) (3 x 3 kernels at stride 1 and dilation 1);
+    None: the fastest that applies (default_version)."""
+    if version is None:
+        version = default_version(x, weight, stride, padding, dilation, groups)
     return lib.ops.conv_transpose2d(x, weight, bias, _pair(stride), _pair(padding), _pair(output_padding),
                                     int(groups), _pair(dilation), int(version))
 
