@@ -687,7 +687,8 @@ class ConvSpec(Spec):
     def _check_backward_kernels(self, ctx: Context, version, names: tuple[str, ...]) -> None:
         """Only the version's own kernels (one of them at least), PyTorch's copies, fills, flips and sums
         ran in the backward, in every dtype the version takes: no PyTorch convolution or matrix product
-        (a wrapper falling back to PyTorch's op shows here, whose gradients are right)."""
+        (a wrapper falling back to PyTorch's op shows here, whose gradients are right). A Winograd
+        version on the gradient cases it takes (3 x 3 at stride 1)."""
         import os
 
         import pytest
@@ -696,7 +697,8 @@ class ConvSpec(Spec):
             pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
         rule = KernelRule(names, elementwise=True, forbidden_ops=NOT_IN_BACKWARD)
         tf32 = version in self.tf32_versions
-        cases = [c for c in self.gradient_cases if not tf32 or c.groups == 1]
+        winograd = any(group in self.winograd_groups for group, v, _ in self.versions_graded if v == version)
+        cases = [c for c in self.gradient_cases if (not tf32 or c.groups == 1) and (not winograd or winograd_shape(c))]
         for dtype in (torch.float32,) if tf32 else (torch.float32, torch.float64):
             for c in cases:
                 what = f"the backward of version {version} ({describe(c, self.transposed)}, {dtype_name(dtype)})"
