@@ -22,15 +22,17 @@ AT = torch.tensor([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0],
                   dtype=torch.float64)
 
 
+def winograd_g(g0, g1, g2, dim):
+    """winograd_g: G (g0, g1, g2), its 6 values stacked along `dim` (divided as the kernel divides)."""
+    return torch.stack([g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6,
+                        g0 / 24 - g1 / 12 + g2 / 6, g2], dim)
+
+
 def weight_kernel(w, cin, cout_g, dt):
     """winograd_weight_kernel: item i = ci cout_g + co; U[(a 6 + b) plane + i] = (G g G^T)[a][b]."""
     f = w.reshape(cin * cout_g, 3, 3).flip(1, 2).to(dt)  # g[r][c] = f[(2 - r) 3 + (2 - c)]
-    g0, g1, g2 = f[:, 0], f[:, 1], f[:, 2]
-    t = torch.stack([g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6,
-                     g0 / 24 - g1 / 12 + g2 / 6, g2], 1)  # (items, 6, 3): G g
-    q0, q1, q2 = t[..., 0], t[..., 1], t[..., 2]
-    u = torch.stack([q0 / 4, -(q0 + q1 + q2) / 6, -(q0 - q1 + q2) / 6, q0 / 24 + q1 / 12 + q2 / 6,
-                     q0 / 24 - q1 / 12 + q2 / 6, q2], 2)  # (items, a, b)
+    t = winograd_g(f[:, 0], f[:, 1], f[:, 2], 1)  # (items, 6, 3): G g, column by column
+    u = winograd_g(t[..., 0], t[..., 1], t[..., 2], 2)  # (items, a, b): row a of G g, times G^T
     U = torch.empty(36 * cin * cout_g, dtype=dt)
     plane = cin * cout_g
     i = torch.arange(plane)
