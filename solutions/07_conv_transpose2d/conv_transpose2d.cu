@@ -227,7 +227,7 @@ struct WeightA {
 
 // B: thread t loads column t (one output pixel of the phase) at all 8 reduction indices of a slice,
 // so its pixel's decoding (image, row, column) is done once per block, not per slice. K3 = 3: a 3 x 3
-// kernel at stride 1, R = S = 3 known to the compiler (see conv_transpose2d_kernel2).
+// kernel at stride 1, R = S = 3 known to the compiler (see conv_transpose2d_kernel2); K3 = 1 likewise.
 template <typename T, int K3 = 0>
 struct GatherB {
   static constexpr int kRegs = BK;
@@ -285,10 +285,10 @@ struct GatherB {
 // 64-channel x 128-pixel tile of group `group`'s outputs (channels group * cout_g ..) in phase (a, b)
 // (a block past the phase's pixels returns at once: phases other than (0, 0) may have fewer), bias
 // added in the epilogue; at stride 1, 4 consecutive pixels of one row in one 16-byte store where aligned.
-// K3 = 3 (stride 1, a 3 x 3 kernel: the benchmark's, ResNet's and UNet's): the tap counts are constants,
-// so the gather's carries and WeightA's division by the taps compile to constants and a multiply; read
-// from the parameters, the counts were reloaded at each carry (H100: 0.53x -> 0.61x of cuDNN on the
-// benchmark's shape, 0.44x -> 0.55x on 32x512x7x7).
+// K3 = 3 (stride 1, a 3 x 3 kernel: the benchmark's, ResNet's and UNet's) or 1 (a 1 x 1 kernel: version 3's
+// products): the tap counts are constants, so the gather's carries and WeightA's division by the taps
+// compile to constants and a multiply; read from the parameters, the counts were reloaded at each carry
+// (H100: 0.53x -> 0.61x of cuDNN on the benchmark's shape, 0.44x -> 0.55x on 32x512x7x7).
 template <typename T, bool kUnitStride, int K3 = 0>
 // 4 blocks per SM (<= 128 registers; 3 blocks, <= 168 and no spills, ran the 2x2 stride-2 layers 10-20% slower)
 __global__ void __launch_bounds__(kGemmThreads, 4)
@@ -583,7 +583,8 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
   // TODO: threads and a grid of (ceil(those pixels / BN), ceil(cout / groups / BM), groups * np) blocks
   // TODO: for phases phase0 .. phase0 + np - 1, np as large as gridDim.z (65535) allows, until every
   // TODO: phase is launched (<scalar_t, true> where both strides are 1: one phase, no tap arithmetic;
-  // TODO: <scalar_t, true, 3> where the kernel is also 3 x 3: its tap counts as constants);
+  // TODO: <scalar_t, true, 3> where the kernel is also 3 x 3, <scalar_t, true, 1> where it is 1 x 1: its
+  // TODO: tap counts as constants);
   // TODO: check each launch with C10_CUDA_KERNEL_LAUNCH_CHECK().
   // STUB: TORCH_CHECK(false, "conv_transpose2d_cuda, version 2 (conv_transpose2d.cu) is not implemented yet");
   const int phases = s.stride_h * s.stride_w;
@@ -594,6 +595,8 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
     const dim3 grid(course::ceil_div(pixels, BN), course::ceil_div(s.cout / s.groups, BM), s.groups * np);
     if (phases == 1 && s.kh == 3 && s.kw == 3) {
       conv_transpose2d_kernel2<scalar_t, true, 3><<<grid, kGemmThreads, 0, stream>>>(x, weight, bias, y, s, phase0);
+    } else if (phases == 1 && s.kh == 1 && s.kw == 1) {  // 1 x 1: version 3's products among them
+      conv_transpose2d_kernel2<scalar_t, true, 1><<<grid, kGemmThreads, 0, stream>>>(x, weight, bias, y, s, phase0);
     } else if (phases == 1) {
       conv_transpose2d_kernel2<scalar_t, true><<<grid, kGemmThreads, 0, stream>>>(x, weight, bias, y, s, phase0);
     } else {
