@@ -31,8 +31,9 @@ kSplitMinK4, kSplitSteps5 = int(const("kSplitMinK4")), int(const("kSplitSteps5")
 kBM5, kBN5 = (int(x) for x in re.search(r"constexpr int kBM5 = (\d+), kBN5 = (\d+);", SOURCE).groups())
 kAChunks5 = int(const("kAChunks5"))
 kGemvRowsMinK, kGemvColsMinK = int(const("kGemvRowsMinK")), int(const("kGemvColsMinK"))
-kMaxSplits = int(const("kMaxSplits"))
-kGemvThreads = int(const("kGemvThreads"))
+kMaxSplits, kFillMinK = int(const("kMaxSplits")), int(const("kFillMinK"))
+BLOCKS4 = 2  # kernel 4's blocks an SM runs at once on an H100 (blocks_per_sm, the occupancy query)
+kGemvThreads, kReduceLoads = int(const("kGemvThreads")), int(const("kReduceLoads"))
 kGemvRowsPerBlock = kGemvThreads // 32
 kGemvVec = 4 * 32
 kGemvColsWarps, kGemvColsPerBlock = kGemvThreads // 32, 4 * 32
@@ -55,7 +56,8 @@ def split_k(path, K, want, most, align):
     return path, ceil_div(K, k_split), k_split
 
 
-def plan4(batch, M, N, K, sms):
+def plan4(batch, M, N, K, sms, blocks_per_sm=BLOCKS4):
+    """(path, splits, k_split) or, with a head, (path, splits, k_split, head_rows)."""
     if N == 1:
         blocks = ceil_div(M, kGemvRowsPerBlock) * batch
         return split_k("rows", K, ceil_div(4 * sms, blocks), min(K // kGemvRowsMinK, kMaxSplits), 4)
@@ -67,7 +69,22 @@ def plan4(batch, M, N, K, sms):
         rows = 32 if M <= 32 else 128 if N <= 32 else 64
         tiles = ceil_div(M, rows) * ceil_div(N, kSmallArea // rows) * batch
         return split_tiles(f"small{rows}", M, N, K, tiles, sms, kSmallBK, kSplitMinK4)
+    if batch == 1 and tiles4 > sms:
+        slots = sms * blocks_per_sm
+        if slots < tiles4 < 3 * slots:
+            return split_tail("tiles", M, N, K, kBM4, kBN4, slots, kBK4)
     return split_tiles("tiles", M, N, K, tiles4, sms, kBK4, kSplitMinK4)
+
+
+def split_tail(path, M, N, K, bm, bn, slots, align):
+    cols, rows = ceil_div(N, bn), ceil_div(M, bm)
+    head = rows * cols // slots * slots // cols
+    tail = (rows - head) * cols
+    want = min(slots // tail, K // kFillMinK) if tail > 0 else 1
+    if head == 0 or want < 2:
+        return path, 1, K
+    plan = split_k(path, K, want, want, align)
+    return plan + (head * bm,) if plan[1] > 1 else plan
 
 
 def plan5(batch, M, N, K, sms, bf16):
@@ -86,7 +103,14 @@ def split_tiles(path, M, N, K, tiles, sms, align, min_k):
             want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, min_k), budget))
             return split_k(path, K, want, most, align)
         if 3 * tiles <= 2 * sms:
-            return split_k(path, K, 2 * sms // tiles, most, align)
+            slots = 2 * sms
+            want = slots // tiles
+            if 10 * tiles * want < 9 * slots:
+                for s in range(want + 1, min(most, K // kFillMinK) + 1):
+                    if 10 * tiles * s >= 9 * slots * ceil_div(tiles * s, slots):
+                        want = s
+                        break
+            return split_k(path, K, want, most, align)
     return path, 1, K
 
 
@@ -273,60 +297,79 @@ def gemv_cols(A, B, out, N, K, k_split, grid, vec, covered):
                         out[(batch * gy + split) * N + c] = total
 
 
-def reduce_slices(total, splits, sms):
-    """launch_splitk_reduce's choice: (slices, group, blocks)."""
+def reduce_slices(total, splits, sms, MN=None, aligned=True):
+    """launch_splitk_reduce's choice: (slices, group, blocks, vec)."""
+    busy = 4 * sms * kGemvThreads
+    vec = total >= 4 * busy and (MN if MN is not None else total) % 4 == 0 and aligned
+    units = total // 4 if vec else total
     slices = 1
-    while slices < 32 and 2 * slices <= splits and total * slices < 4 * sms * kGemvThreads:
+    while slices < 32 and 2 * slices <= splits and units * slices < busy:
         slices *= 2
     per = ceil_div(splits, slices)
     group = 1
     while group * group < per:
         group += 1
-    return slices, group, min(ceil_div(total, kGemvThreads // slices), 8 * sms)
+    return slices, group, min(ceil_div(units, kGemvThreads // slices), 8 * sms), vec
 
 
-def splitk_reduce(ws, C, MN, total, splits, group, slices, blocks, used):
-    outputs = kGemvThreads // slices
+def splitk_reduce(ws, C, MN, total, splits, group, slices, blocks, used, vec=False):
+    """matmul_splitk_reduce<T, kVec>: kVec = 4 (vec) outputs a thread, each summed as one alone; the
+    splits loaded kReduceLoads at a time, added in order in groups of `group`."""
+    k_vec = 4 if vec else 1
+    units = kGemvThreads // slices
     per = ceil_div(splits, slices)
+    all_units = total // k_vec
     for block in range(blocks):
-        for base in range(block * outputs, total, blocks * outputs):
-            slice_sums = [None] * kGemvThreads
+        for base in range(block * units, all_units, blocks * units):
+            slice_sums = [[None] * kGemvThreads for _ in range(k_vec)]
             for t in range(kGemvThreads):
-                slice, o = t // outputs, t % outputs
+                slice, o = t // units, t % units
                 first = slice * per
                 last = first + per if first + per < splits else splits
-                i = base + o
+                i = (base + o) * k_vec
                 if i >= total:
                     continue
-                b = i // MN
+                b = 0 if total == MN else i // MN
                 e = i - b * MN
                 p = ws + (b * splits * MN + e)
-                total_sum = 0.0
-                for s0 in range(first, last, group):
-                    s1 = s0 + group if s0 + group < last else last
-                    part = 0.0
-                    for s in range(s0, s1):
-                        part += p[s * MN]
-                        used.append(p.offset + s * MN)
-                    total_sum += part
-                slice_sums[t] = total_sum
-            for o in range(outputs):
-                i = base + o
+                sums, part, in_group = [0.0] * k_vec, [0.0] * k_vec, 0
+                for s0 in range(first, last, kReduceLoads):
+                    v = [[p[(s0 + j) * MN + c] for c in range(k_vec)] if s0 + j < last else None
+                         for j in range(kReduceLoads)]
+                    for j in range(kReduceLoads):
+                        if s0 + j >= last:
+                            break
+                        for c in range(k_vec):
+                            part[c] += v[j][c]
+                            used.append(p.offset + (s0 + j) * MN + c)
+                        in_group += 1
+                        if in_group == group or s0 + j + 1 == last:
+                            for c in range(k_vec):
+                                sums[c] += part[c]
+                                part[c] = 0.0
+                            in_group = 0
+                if slices == 1:
+                    for c in range(k_vec):
+                        C[i + c] = sums[c]
+                else:
+                    for c in range(k_vec):
+                        slice_sums[c][t] = sums[c]
+            if slices == 1:
+                continue
+            for o in range(units):
+                i = (base + o) * k_vec
                 if i < total:
-                    total_sum = slice_sums[o]
-                    for l in range(1, slices):
-                        total_sum += slice_sums[l * outputs + o]
-                    C[i] = total_sum
+                    for c in range(k_vec):
+                        total_sum = slice_sums[c][o]
+                        for l in range(1, slices):
+                            total_sum += slice_sums[c][l * units + o]
+                        C[i + c] = total_sum
 
 
-def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True):
-    """The launcher: the plan, the batch chunks (gridDim.z), the launches, the reduction. Returns the
-    plan and every (A index, B index) product taken."""
-    path, splits, k_split = plan4(batch, M, N, K, sms)
-    workspace = Flat([float("nan")] * (batch * splits * M * N)) if splits > 1 else None
-    out = workspace if splits > 1 else C
+def launch4(plan, A, B, out, batch, M, N, K, max_grid_z, aligned, covered):
+    """launch4: the batch chunks (gridDim.z) and each path's launch, into `out` (C, or the workspace)."""
+    path, splits, k_split = plan[:3]
     per_launch = max_grid_z // splits
-    covered = []
     for b0 in range(0, batch, per_launch):
         nb = min(per_launch, batch - b0)
         a, b, o = A + b0 * M * K, B + b0 * K * N, out + b0 * splits * M * N
@@ -344,13 +387,35 @@ def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True):
         else:
             assert nb * splits <= max_grid_z
             kernel4(a, b, o, M, N, K, k_split, splits, nb * splits, covered)
+
+
+def reduce_into(workspace, C, batch, MN, splits, sms):
+    """launch_splitk_reduce, checking that every partial product is summed once."""
+    total = batch * MN
+    slices, group, blocks, vec = reduce_slices(total, splits, sms, MN)
+    used = []
+    splitk_reduce(workspace, C, MN, total, splits, group, slices, min(blocks, 3), used, vec)
+    assert sorted(used) == list(range(workspace.offset, workspace.offset + batch * splits * MN))
+
+
+def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True, blocks_per_sm=BLOCKS4):
+    """The launcher: the plan, the head and tail where it has them, the launches, the reduction. Returns
+    the plan and every (A index, B index) product taken."""
+    plan = plan4(batch, M, N, K, sms, blocks_per_sm)
+    path, splits, k_split = plan[:3]
+    head = plan[3] if len(plan) > 3 else 0
+    rows = M - head  # the rows that split
+    workspace = Flat([float("nan")] * (batch * splits * rows * N)) if splits > 1 else None
+    covered = []
+    if head:
+        launch4((path, 1, K), A, B, C, 1, head, N, K, max_grid_z, aligned, covered)
+        launch4(plan, A + head * K, B, workspace, 1, rows, N, K, max_grid_z, aligned, covered)
+        reduce_into(workspace, C + head * N, 1, rows * N, splits, sms)
+        return plan, covered
+    launch4(plan, A, B, workspace if splits > 1 else C, batch, M, N, K, max_grid_z, aligned, covered)
     if splits > 1:
-        total = batch * M * N
-        slices, group, blocks = reduce_slices(total, splits, sms)
-        used = []
-        splitk_reduce(workspace, C, M * N, total, splits, group, slices, min(blocks, 3), used)
-        assert sorted(used) == list(range(len(workspace.data)))  # every partial product summed once
-    return (path, splits, k_split), covered
+        reduce_into(workspace, C, batch, M * N, splits, sms)
+    return plan, covered
 
 
 CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, batch chunks
@@ -369,6 +434,7 @@ CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, 
     (1, 150, 20, 97, 132, 65535),  # small 128 x 32 tiles, two row tiles, K odd: one float at a time
     (1, 65, 66, 300, 4, 65535),    # kernel 4 (both sides above 64), split
     (2, 70, 65, 50, 1, 65535),     # kernel 4, batched, not split (its tiles fill the SMs)
+    (1, 257, 5, 520, 1, 65535),    # kernel 4, a head (2 tiles: a wave of 1 SM) and a tail of 1 row in 2 splits
 ]
 
 
@@ -386,6 +452,25 @@ def test_version4_paths_reassemble_the_product(batch, M, N, K, sms, max_grid_z):
     assert len(covered) == len(set(covered)) == batch * M * N * K, plan
 
 
+@pytest.mark.parametrize("batch, MN, splits, aligned", [(2, 4100, 3, True), (2, 4100, 3, False), (1, 4099, 11, True),
+                                                      (1, 8192, 9, True), (3, 7, 40, True)])
+def test_the_reduction_sums_every_split_once(batch, MN, splits, aligned):
+    """matmul_splitk_reduce, 4 outputs a thread (many outputs, MN % 4 == 0, aligned) or one (slices of the
+    splits where outputs are few): C = the sum over the splits of each output, every partial read once
+    (reduce_into checks that), on one SM's thresholds so that 4100 outputs take the float4 path."""
+    g = torch.Generator().manual_seed(MN + splits)
+    ws = torch.randint(-50, 51, (batch, splits, MN), generator=g, dtype=torch.float64)
+    C = Flat([float("nan")] * (batch * MN))
+    vec = reduce_slices(batch * MN, splits, 1, MN, aligned)[3]
+    assert vec == (batch * MN >= 4 * 4 * kGemvThreads and MN % 4 == 0 and aligned)
+    total, sms = batch * MN, 1
+    slices, group, blocks, vec = reduce_slices(total, splits, sms, MN, aligned)
+    used = []
+    splitk_reduce(Flat(ws.flatten().tolist()), C, MN, total, splits, group, slices, min(blocks, 3), used, vec)
+    assert sorted(used) == list(range(batch * splits * MN))
+    assert torch.equal(torch.tensor(C.data, dtype=torch.float64).view(batch, MN), ws.sum(1))
+
+
 def test_the_reductions_chains_of_additions_stay_short():
     """The README's accuracy claim for split K: however many splits and outputs, no chain of float32
     additions in the reduction is much longer than 2 sqrt(splits) (slices of the splits in groups of
@@ -393,7 +478,7 @@ def test_the_reductions_chains_of_additions_stay_short():
     for sms in (1, 40, 132):
         for total in (1, 37, 768, 4096, 32000, 10**6):
             for splits in (2, 3, 5, 17, 88, 255, 1024, 2048, 4096):
-                slices, group, _ = reduce_slices(total, splits, sms)
+                slices, group, _, _ = reduce_slices(total, splits, sms)
                 assert 1 <= slices <= 32 and slices & (slices - 1) == 0 and slices <= splits
                 per = ceil_div(splits, slices)
                 chain = group + ceil_div(per, group) + slices  # within a group, the groups, the slices
@@ -405,9 +490,10 @@ def test_the_reductions_chains_of_additions_stay_short():
 def test_the_cases_take_the_paths_they_are_meant_to():
     """The plan's rule, as the README states it (and the spec's shapes rely on, on an H100: 132 SMs)."""
     plans = [plan4(b, m, n, k, s)[:2] for b, m, n, k, s, _ in CASES]
-    assert [p for p, _ in plans] == ["rows"] * 4 + ["cols"] * 2 + ["small32"] * 5 + ["small64", "small128"] + ["tiles"] * 2
+    assert [p for p, _ in plans] == ["rows"] * 4 + ["cols"] * 2 + ["small32"] * 5 + ["small64", "small128"] + ["tiles"] * 3
     assert [s > 1 for _, s in plans] == [False, True, True, True, True, True, True, True, True, False, False, True,
-                                         False, True, False]
+                                         False, True, False, True]
+    assert plan4(1, 257, 5, 520, 1) == ("tiles", 2, 264, 256)  # the head: 256 rows
     # the spec's shapes on an H100
     assert plan4(1, 100, 70, 50000, 132) == ("tiles", 298, 168)
     assert plan4(1, 129, 257, 4099, 132) == ("tiles", 43, 96)
@@ -416,9 +502,12 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 5, 300, 1003, 132) == ("small32", 11, 96)  # the last split 43 k: a step's tail
     assert plan4(1, 48, 130, 4099, 132) == ("small64", 43, 96)
     assert plan4(1, 150, 20, 97, 132) == ("small128", 1, 97)
-    # kernel 4's tiles filling between half and two thirds of the SMs take 3 splits; nearly all, none
-    assert plan4(1, 1031, 1000, 4099, 132)[:2] == ("tiles", 3)
-    assert plan4(1, 1100, 1100, 1100, 132)[:2] == ("tiles", 3)
+    # kernel 4's tiles filling between half and two thirds of the SMs take 3 splits, or where 3 would leave
+    # more than a tenth of a wave of 2 blocks per SM idle, the fewest (of 256 k or more) that fill their
+    # waves to 90%; tiles that nearly fill the SMs, none
+    assert plan4(1, 1031, 1000, 4099, 132) == ("tiles", 7, 592)  # 72 tiles: 504 blocks of 528
+    assert plan4(1, 1031, 1000, 1500, 132)[:2] == ("tiles", 3)  # 7 splits would be shorter than 256
+    assert plan4(1, 1100, 1100, 1100, 132)[:2] == ("tiles", 3)  # 81 tiles: 243 of 264
     assert plan4(1, 1400, 1400, 700, 132)[:2] == ("tiles", 1)
     assert plan4(1, 2000, 3, 2000, 132) == ("small128", 16, 128)
     # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
@@ -433,6 +522,18 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 1024, 1024, 1024, 132) == ("tiles", 4, 256)
     assert plan4(1, 300, 200, 260, 132) == ("tiles", 4, 72)
     assert plan4(1, 2, 2, 511, 132) == ("small32", 6, 96)
+    # a head and a tail: 1 or 2 whole waves of kernel 4's tiles and a last one at most half full (GPT-2's
+    # prompt at 8192 tokens: 384 tiles, 44 rows of them in the head's wave, the other 20 in 2 splits)
+    assert plan4(1, 8192, 768, 768, 132) == ("tiles", 2, 384, 44 * 128)
+    assert plan4(1, 8192, 768, 3072, 132) == ("tiles", 2, 1536, 44 * 128)
+    assert plan4(1, 8192, 2304, 768, 132) == ("tiles", 1, 768)  # 4 whole waves: not worth it
+    assert plan4(1, 8192, 3072, 768, 132) == ("tiles", 1, 768)  # 1536 tiles, 6 waves
+    assert plan4(1, 6000, 768, 200, 132) == ("tiles", 1, 200)  # a tail's splits would be shorter than 256
+    assert plan4(2, 8192, 768, 768, 132) == ("tiles", 1, 768)  # batches: no head
+    for sms in (132, 80, 40, 28):  # the spec's tail check on an H100, and on GPUs of fewer SMs
+        slots = 2 * sms
+        rows = slots // 3 + max(1, slots // 12)
+        assert len(plan4(1, 128 * rows - 57, 300, 777, sms)) == 4, sms
     # not split: the 4096^3 benchmark, tiles that fill more than two thirds of the SMs, K below 128
     assert plan4(1, 4096, 4096, 4096, 132) == ("tiles", 1, 4096)
     assert plan4(1, 2048, 1024, 1024, 132) == ("tiles", 1, 1024)
@@ -455,7 +556,8 @@ def test_the_cases_take_the_paths_they_are_meant_to():
 
 
 def test_the_small_tiles_model_follows_the_kernel():
-    """The lines small_tiles and plan4 transliterate are still matmul.cu's (a change there must change them)."""
+    """The lines small_tiles, plan4, the launcher and the reduction transliterate are still matmul.cu's
+    (a change there must change them)."""
     flat = " ".join(SOURCE.split())
     for line in ("const int tid = threadIdx.x, tx = tid % kBNQuads, ty = tid / kBNQuads;",
                  "const int64_t row = m0 + q / kKQuads, col = k + 4 * (q % kKQuads);",
@@ -477,7 +579,24 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);",
                  "if (tiles < sms && K >= 2 * min_k) {", "const int64_t most = std::min(K / min_k, kMaxSplits);",
                  "std::min(course::ceil_div<int64_t>(K, min_k), budget));",
-                 "if (3 * tiles <= 2 * sms) return split_k(path, K, 2 * sms / tiles, most, align);"):
+                 "if (3 * tiles <= 2 * sms) {", "int64_t want = slots / tiles;",
+                 "if (10 * tiles * want < 9 * slots) {",
+                 "for (int64_t s = want + 1; s <= std::min(most, K / kFillMinK); ++s) {",
+                 "if (10 * tiles * s >= 9 * slots * course::ceil_div<int64_t>(tiles * s, slots)) {",
+                 "if (tiles4 > slots && tiles4 < 3 * slots) return split_tail(Path::kTiles, M, N, K, kBM4, kBN4, slots, kBK4);",
+                 "const int64_t head = rows * cols / slots * slots / cols;",
+                 "const int64_t want = tail > 0 ? std::min(slots / tail, K / kFillMinK) : 1;",
+                 "if (head == 0 || want < 2) return {path, 1, K};",
+                 "if (plan.splits > 1) plan.head_rows = head * bm;",
+                 "return plan.splits > 1 ? batch * plan.splits * (M - plan.head_rows) * N : 0;",
+                 "launch4({plan.path, 1, K}, A, B, C, 1, head, N, K, stream, false, trans_b);",
+                 "launch4(plan, A + head * K, B, workspace, 1, tail, N, K, stream, false, trans_b);",
+                 "launch_splitk_reduce(workspace, C + head * N, 1, tail * N, plan.splits, stream);",
+                 "const bool vec = total >= 4 * busy && MN % 4 == 0 && course::is_aligned16(workspace) &&",
+                 "while (slices < 32 && 2 * slices <= splits && units * slices < busy) slices *= 2;",
+                 "if (s0 + j < last) load_vec<kVec>(v[j], p + (s0 + j) * MN);",
+                 "if (++in_group == group || s0 + j + 1 == last) {",
+                 "const int64_t b = total == MN ? 0 : i / MN, e = i - b * MN;"):
         assert " ".join(line.split()) in flat, line
 
 

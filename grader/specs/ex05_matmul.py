@@ -233,6 +233,7 @@ class MatmulSpec(Spec):
                 add(f"{group}[batch views]", lambda ctx, v=version, g=group: self._check_batch_views(ctx, v, g))
                 add(f"{group}[batch of {MANY}]", lambda ctx, v=version, g=group: self._check_many(ctx, v, g))
             if version == 4:
+                add(f"{group}[a wave of tiles and a tail]", lambda ctx, v=version, g=group: self._check_tail(ctx, v, g))
                 add(f"{group}[large K error within {LARGE_K_FACTOR:g}x of cuBLAS]",
                     lambda ctx, v=version, g=group: self._check_large_k(ctx, v, g))
             if version >= 4:
@@ -298,6 +299,15 @@ class MatmulSpec(Spec):
                         raise CheckFailure(f"{group}[batch of {MANY}]: an error that does not name A: {str(e)[:200]}") from None
                     continue
             self._assert_result(c, a, b, group, f"{group}[batch of {MANY} ({m} x {k}) @ ({k} x {n}), more than gridDim.z's 65535]")
+
+    def _check_tail(self, ctx: Context, version: int, group: str) -> None:
+        """Kernel 4's tiles filling a whole wave of this GPU (2 blocks per SM) and then a quarter of one:
+        version 4 runs the wave's rows of tiles whole and splits K over the rest (the README's Shape
+        classes: a head and a tail), so the rows on either side of that line, the last row tile
+        (partial) and the tail's reduction into C's rows are all in one product."""
+        slots = 2 * torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        rows = slots // 3 + max(1, slots // 12)  # of 3 column tiles (N = 300): 88 + 22 on an H100
+        self._shape(ctx, version, group, 128 * rows - 57, 300, 777)
 
     def _check_large_k(self, ctx: Context, version: int, group: str) -> None:
         """A long K over few output tiles (version 4 splits it): the error against float64 within

@@ -668,10 +668,10 @@ course.check("register_blocked", "05_matmul")
 # %% [markdown] id="matmul-launch4"
 # Its launcher: two instantiations, `matmul_kernel4<vec_b>` (16-byte copies of B or 4-byte ones).
 #
-# @@context 05_matmul/matmul.cu matmul_cuda4@@
+# @@context 05_matmul/matmul.cu launch4@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-cuda4", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_cuda4
+# %%solution 05_matmul/matmul.cu launch4
 
 # %% nbgrader={"grade": true, "grade_id": "matmul-async-pipeline", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
 # 05_matmul async_pipeline: the grader's own checks. Shown here: a few cases; at grading, every async_pipeline check.

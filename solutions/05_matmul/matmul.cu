@@ -701,48 +701,94 @@ __device__ __forceinline__ void store1(float* p, float x) { *p = x; }
 __device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
 // Grid-stride loop over the batch x MN outputs, 256 threads: output e of batch element b is the sum of
-// ws[b][s][e] over the splits s, in a fixed order (the same bits every run). `slices` threads (1, 2, 4,
-// .., 32) share an output where the outputs alone are too few to keep the memory system busy (a
-// matrix-vector product's 768 outputs of 88 splits, one thread each: 88 reads one after the other,
-// 8 us, longer than the product): a block is kGemvThreads / slices outputs x `slices` slices, thread
-// t = (slice t / outputs, output t % outputs), and slice l sums splits [l per, (l + 1) per) (per =
-// ceil(splits / slices)) in groups of `group` (about sqrt(per)), each group in order, then the groups'
-// sums in order; slice 0's thread adds the slices' sums in order. No chain of additions is longer than
-// about 2 sqrt(per) + slices. Consecutive threads read consecutive floats. C is float32 (versions 4
-// and 5) or bfloat16 (version 5), rounded once from the float32 sum.
-template <typename T>
+// ws[b][s][e] over the splits s, in a fixed order (the same bits every run). A thread takes kVec
+// consecutive outputs (4 where MN % 4 == 0 and the pointers allow 16-byte loads: one float4 a split,
+// so that enough bytes are in flight; float by float the reduction of a 2-split tail read its 16 MB at
+// 1.3 TB/s), each summed as one output alone would be. `slices` threads (1, 2, 4, .., 32) share their
+// outputs where those are too few to keep the memory system busy (a matrix-vector product's 768
+// outputs of 88 splits, one thread each: 88 reads one after the other, 8 us, longer than the product):
+// a block is kGemvThreads / slices units of kVec outputs x `slices` slices, thread t = (slice
+// t / units, unit t % units), and slice l sums splits [l per, (l + 1) per) (per = ceil(splits /
+// slices)) in groups of `group` (about sqrt(per)), each group in order, then the groups' sums in
+// order; slice 0's thread adds the slices' sums in order. No chain of additions is longer than about
+// 2 sqrt(per) + slices. Consecutive threads read consecutive floats. C is float32 (versions 4 and 5)
+// or bfloat16 (version 5), rounded once from the float32 sum.
+constexpr int kReduceLoads = 8;  // splits a thread loads at once, before adding them (all in flight)
+
+template <int kVec>
+__device__ __forceinline__ void load_vec(float (&v)[kVec], const float* p) {
+  if constexpr (kVec == 4) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else {
+    v[0] = *p;
+  }
+}
+
+template <typename T, int kVec>
+__device__ __forceinline__ void store_vec(T* p, const float (&v)[kVec]) {
+  if constexpr (kVec == 1) {
+    store1(p, v[0]);
+  } else if constexpr (sizeof(T) == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    store2(p, v[0], v[1]);
+    store2(p + 2, v[2], v[3]);
+  }
+}
+
+template <typename T, int kVec>
 __global__ void __launch_bounds__(kGemvThreads)
     matmul_splitk_reduce(const float* __restrict__ ws, T* __restrict__ C, int64_t MN, int64_t total,
                          int64_t splits, int64_t group, int slices) {
-  __shared__ float slice_sums[kGemvThreads];
-  const int outputs = kGemvThreads / slices;  // per block and pass
-  const int slice = threadIdx.x / outputs, o = threadIdx.x - slice * outputs;
+  __shared__ float slice_sums[kVec][kGemvThreads];
+  const int units = kGemvThreads / slices;  // per block and pass
+  const int slice = threadIdx.x / units, o = threadIdx.x - slice * units;
   const int64_t per = (splits + slices - 1) / slices;
   const int64_t first = slice * per, last = first + per < splits ? first + per : splits;
-  for (int64_t base = int64_t(blockIdx.x) * outputs; base < total; base += int64_t(gridDim.x) * outputs) {
-    const int64_t i = base + o;
+  const int64_t all_units = total / kVec;  // MN % kVec == 0: a unit lies within one batch element
+  for (int64_t base = int64_t(blockIdx.x) * units; base < all_units; base += int64_t(gridDim.x) * units) {
+    const int64_t i = (base + o) * kVec;  // the unit's first output
     if (i < total) {
-      const int64_t b = i / MN, e = i - b * MN;
+      const int64_t b = total == MN ? 0 : i / MN, e = i - b * MN;
       const float* p = ws + b * splits * MN + e;
-      float sum = 0.0f;
-      for (int64_t s0 = first; s0 < last; s0 += group) {
-        const int64_t s1 = s0 + group < last ? s0 + group : last;
-        float part = 0.0f;
-        for (int64_t s = s0; s < s1; ++s) part += p[s * MN];
-        sum += part;
+      float sum[kVec] = {}, part[kVec] = {};
+      int64_t in_group = 0;
+      for (int64_t s0 = first; s0 < last; s0 += kReduceLoads) {
+        float v[kReduceLoads][kVec];
+#pragma unroll
+        for (int j = 0; j < kReduceLoads; ++j) {
+          if (s0 + j < last) load_vec<kVec>(v[j], p + (s0 + j) * MN);
+        }
+#pragma unroll
+        for (int j = 0; j < kReduceLoads; ++j) {
+          if (s0 + j >= last) break;
+#pragma unroll
+          for (int c = 0; c < kVec; ++c) part[c] += v[j][c];
+          if (++in_group == group || s0 + j + 1 == last) {  // a group's end: its sum joins the slice's
+#pragma unroll
+            for (int c = 0; c < kVec; ++c) sum[c] += part[c], part[c] = 0.0f;
+            in_group = 0;
+          }
+        }
       }
       if (slices == 1) {
-        store1(C + i, sum);
+        store_vec<T, kVec>(C + i, sum);
       } else {
-        slice_sums[threadIdx.x] = sum;
+#pragma unroll
+        for (int c = 0; c < kVec; ++c) slice_sums[c][threadIdx.x] = sum[c];
       }
     }
     if (slices == 1) continue;  // the same for the whole block
     __syncthreads();
     if (slice == 0 && i < total) {
-      float sum = slice_sums[o];
-      for (int l = 1; l < slices; ++l) sum += slice_sums[l * outputs + o];
-      store1(C + i, sum);
+      float sum[kVec];
+#pragma unroll
+      for (int c = 0; c < kVec; ++c) {
+        sum[c] = slice_sums[c][o];
+        for (int l = 1; l < slices; ++l) sum[c] += slice_sums[c][l * units + o];
+      }
+      store_vec<T, kVec>(C + i, sum);
     }
     __syncthreads();  // slice_sums is rewritten by the next pass
   }
@@ -1141,6 +1187,9 @@ struct Plan {
   Path path;
   int64_t splits;   // K ranges, summed by matmul_splitk_reduce when there are several
   int64_t k_split;  // k per range (K when splits == 1)
+  // > 0: rows 0 .. head_rows - 1 of C (whole waves of tiles) are one launch of whole K straight into
+  // C, and only the rows after them (the tail) are split as above (split_tail; batch 1)
+  int64_t head_rows = 0;
 };
 
 constexpr int64_t kSplitMinK4 = 64;  // the least k a split of kernel 4 runs down (8 of its 8-deep steps)
@@ -1148,6 +1197,15 @@ constexpr int64_t kSplitSteps5 = 2;  // the least k steps a split of kernel 5 ru
 constexpr int64_t kGemvRowsMinK = 1024;  // the least k per split of a row (8 float4 steps of a warp)
 constexpr int64_t kGemvColsMinK = 32;    // the least k per split of a column (4 rows per warp)
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
+constexpr int64_t kFillMinK = 256;       // the least k per split of splits made only to fill waves (split_tiles, split_tail)
+
+// Blocks of `kernel` (`threads` each, `smem` bytes of dynamic shared memory) an SM runs at once.
+template <typename Kernel>
+int64_t blocks_per_sm(Kernel kernel, int threads, size_t smem) {
+  int blocks = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+  return std::max(blocks, 1);
+}
 
 int64_t sm_count() {
   int device = 0, sms = 0;
@@ -1176,9 +1234,43 @@ Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int6
                                     std::min(course::ceil_div<int64_t>(K, min_k), budget));
       return split_k(path, K, want, most, align);
     }
-    if (3 * tiles <= 2 * sms) return split_k(path, K, 2 * sms / tiles, most, align);
+    if (3 * tiles <= 2 * sms) {
+      const int64_t slots = 2 * sms;
+      int64_t want = slots / tiles;  // one wave of 2 blocks per SM
+      // where that wave leaves more than a tenth of the slots idle, the fewest splits (of at least
+      // kFillMinK each) that fill their waves to 90% (1031 x 1000 x 4099, 72 tiles: 3 splits fill
+      // 216 of 264 slots, 7 fill 504 of 528)
+      if (10 * tiles * want < 9 * slots) {
+        for (int64_t s = want + 1; s <= std::min(most, K / kFillMinK); ++s) {
+          if (10 * tiles * s >= 9 * slots * course::ceil_div<int64_t>(tiles * s, slots)) {
+            want = s;
+            break;
+          }
+        }
+      }
+      return split_k(path, K, want, most, align);
+    }
   }
   return {path, 1, K};
+}
+
+// Kernel 4's tiles that fill one or two waves of `slots` blocks (as many as the GPU runs at once) and
+// then a last wave at most half full: that last wave takes about as long as a full one. So the rows of
+// tiles in the whole waves (the head) run as they are, and the rows after them (the tail) split K into
+// as many ranges as keep the tail within one wave, each at least kFillMinK long (GPT-2's 8192 x 768 x
+// 768: 384 tiles, 264 slots on an H100, a tail of 120 tiles in 2 splits: 0.73x -> 0.86x of cuBLAS).
+// After more whole waves the tail is a smaller part of the time, and its reduction and launches cost
+// what it saved (8192 x 2304 x 768, 4 waves: 0.94x -> 0.92x); kernel 5's waves are 4-5 times shorter,
+// so it never paid there (8192 x 768 x 768: 0.72x -> 0.50x of cuBLAS TF32).
+Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t bn, int64_t slots, int64_t align) {
+  const int64_t cols = course::ceil_div<int64_t>(N, bn), rows = course::ceil_div<int64_t>(M, bm);
+  const int64_t head = rows * cols / slots * slots / cols;  // whole rows of tiles within the whole waves
+  const int64_t tail = (rows - head) * cols;
+  const int64_t want = tail > 0 ? std::min(slots / tail, K / kFillMinK) : 1;
+  if (head == 0 || want < 2) return {path, 1, K};
+  Plan plan = split_k(path, K, want, want, align);
+  if (plan.splits > 1) plan.head_rows = head * bm;
+  return plan;
 }
 
 // The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a block per 128 columns of B.
@@ -1216,19 +1308,11 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
     const int64_t tiles = course::ceil_div<int64_t>(M, rows) * course::ceil_div<int64_t>(N, kSmallArea / rows) * batch;
     return split_tiles(path, M, N, K, tiles, sms, kSmallBK, kSplitMinK4);
   }
+  if (batch == 1 && tiles4 > sms) {  // (asked only then: the occupancy query costs host time)
+    const int64_t slots = sms * blocks_per_sm(matmul_kernel4<true>, kThreads4, 0);
+    if (tiles4 > slots && tiles4 < 3 * slots) return split_tail(Path::kTiles, M, N, K, kBM4, kBN4, slots, kBK4);
+  }
   return split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);
-}
-
-// Version 5's rule, version 4's with kernel 5's tiles: float32 products with N == 1 or M == 1 take
-// version 4's matrix-vector kernels (memory-bound: tensor cores would not make them faster, and their
-// float32 sums are within TF32's bound); every other product kernel 5's 128 x 128 tiles, K split as
-// split_tiles says (k per split a whole number of k steps, at least kSplitSteps5 of them). bfloat16
-// matrix-vector products take the tiles too (the matrix-vector kernels read float32).
-template <typename T>
-Plan plan5(int64_t batch, int64_t M, int64_t N, int64_t K) {
-  if (sizeof(T) == 4 && (N == 1 || M == 1)) return plan4(batch, M, N, K);
-  const int64_t tiles = course::ceil_div<int64_t>(M, kBM5) * course::ceil_div<int64_t>(N, kBN5) * batch;
-  return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);
 }
 
 // Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
@@ -1241,6 +1325,18 @@ void allow_smem5() {
   for (Kernel kernel : kernels) {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem5));
   }
+}
+
+// Version 5's rule, version 4's with kernel 5's tiles: float32 products with N == 1 or M == 1 take
+// version 4's matrix-vector kernels (memory-bound: tensor cores would not make them faster, and their
+// float32 sums are within TF32's bound); every other product kernel 5's 128 x 128 tiles, K split as
+// split_tiles says (k per split a whole number of k steps, at least kSplitSteps5 of them). bfloat16
+// matrix-vector products take the tiles too (the matrix-vector kernels read float32).
+template <typename T>
+Plan plan5(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  if (sizeof(T) == 4 && (N == 1 || M == 1)) return plan4(batch, M, N, K);
+  const int64_t tiles = course::ceil_div<int64_t>(M, kBM5) * course::ceil_div<int64_t>(N, kBN5) * batch;
+  return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);
 }
 
 // Kernel 5 over `batch` elements and the plan's splits of K: into C, or with several splits into the
@@ -1314,16 +1410,32 @@ void launch_gemv(const Plan& plan, const float* a, const float* b, float* o, int
 // C (batch x MN outputs, float32 or bfloat16) = the sum of the workspace's splits, in a fixed order.
 template <typename T>
 void launch_splitk_reduce(const float* workspace, T* C, int64_t batch, int64_t MN, int64_t splits, cudaStream_t stream) {
-  const int64_t total = batch * MN, sms = sm_count();
-  int slices = 1;  // threads an output: more while the outputs alone would not fill the GPU 4 times over
-  while (slices < 32 && 2 * slices <= splits && total * slices < 4 * sms * kGemvThreads) slices *= 2;
-  const int64_t per = course::ceil_div<int64_t>(splits, slices), outputs = kGemvThreads / slices;
+  const int64_t total = batch * MN, sms = sm_count(), busy = 4 * sms * kGemvThreads;  // threads: 4 times the GPU's
+  // 4 outputs a thread where the outputs fill the GPU that way too (a float4, or 4 bfloat16s, aligned);
+  // where they are fewer, one, and the splits shared by more threads (slices) do better (32 x 1000 x
+  // 2048's 32 splits: 5.4 us float by float, 10.6 us by float4s)
+  const bool vec = total >= 4 * busy && MN % 4 == 0 && course::is_aligned16(workspace) &&
+                   reinterpret_cast<uintptr_t>(C) % (4 * sizeof(T)) == 0;
+  const int64_t units = vec ? total / 4 : total;
+  int slices = 1;  // threads a unit: more while the units alone would not fill the GPU 4 times over
+  while (slices < 32 && 2 * slices <= splits && units * slices < busy) slices *= 2;
+  const int64_t per = course::ceil_div<int64_t>(splits, slices);
   int64_t group = 1;  // about sqrt(per): the chains of additions
   while (group * group < per) ++group;
-  const int64_t blocks = std::min(course::ceil_div<int64_t>(total, outputs), 8 * sms);
-  matmul_splitk_reduce<T><<<static_cast<unsigned>(blocks), kGemvThreads, 0, stream>>>(workspace, C, MN, total, splits,
-                                                                                     group, slices);
+  const unsigned blocks =
+      static_cast<unsigned>(std::min(course::ceil_div<int64_t>(units, kGemvThreads / slices), 8 * sms));
+  if (vec) {
+    matmul_splitk_reduce<T, 4><<<blocks, kGemvThreads, 0, stream>>>(workspace, C, MN, total, splits, group, slices);
+  } else {
+    matmul_splitk_reduce<T, 1><<<blocks, kGemvThreads, 0, stream>>>(workspace, C, MN, total, splits, group, slices);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The split-K workspace of a plan: [batch, splits, rows, N] floats for the rows that split (the tail's
+// rows where the plan has a head, else all M).
+int64_t workspace_floats(const Plan& plan, int64_t batch, int64_t M, int64_t N) {
+  return plan.splits > 1 ? batch * plan.splits * (M - plan.head_rows) * N : 0;
 }
 
 }  // namespace
@@ -1387,8 +1499,7 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
 }
 
 int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K) {
-  const Plan plan = plan4(batch, M, N, K);
-  return plan.splits > 1 ? batch * plan.splits * M * N : 0;
+  return workspace_floats(plan4(batch, M, N, K), batch, M, N);
 }
 
 bool matmul_tiles4(int64_t batch, int64_t M, int64_t N, int64_t K) {
@@ -1411,15 +1522,12 @@ void launch_kernel4_transposed(bool trans_a, bool trans_b, bool vec_b, dim3 grid
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
-                  float* workspace, cudaStream_t stream, bool trans_a, bool trans_b) {
-  check_grid_rows(M, kBM4, "version 4");
-  const Plan plan = plan4(batch, M, N, K);
-  TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda4: this product splits K and needs a workspace "
-              "of matmul_workspace4(...) floats");
-  TORCH_CHECK(!(trans_a || trans_b) || plan.path == Path::kTiles, "matmul_cuda4: a transposed A or B is read in "
-              "place only by kernel 4's tiles (matmul_tiles4); this product takes another path");
-  float* out = plan.splits > 1 ? workspace : C;  // [batch, splits, M, N] partial products, or C itself
+namespace {
+
+// Version 4's kernels as `plan` says, over `batch` elements, into `out`: C itself when the plan has one
+// split, else the workspace [batch, splits, M, N] that matmul_splitk_reduce sums.
+void launch4(const Plan& plan, const float* A, const float* B, float* out, int64_t batch, int64_t M, int64_t N,
+             int64_t K, cudaStream_t stream, bool trans_a, bool trans_b) {
   // gridDim.z holds batch elements x splits, at most 65535: a larger batch takes several launches
   const int64_t per_launch = kMaxGridZ / plan.splits;
   for (int64_t b0 = 0; b0 < batch; b0 += per_launch) {
@@ -1461,7 +1569,7 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
     // TODO: launch matmul_kernel4<vec_b> (two instantiations: pick with if/else) on `stream` with
     // TODO: kThreads4 threads per block and `grid`, on this launch's a, b and o, with M, N, K and the
     // TODO: plan's k_split and splits; check the launch.
-    // STUB: TORCH_CHECK(false, "matmul_cuda4 (matmul.cu) is not implemented yet");
+    // STUB: TORCH_CHECK(false, "launch4 (matmul.cu) is not implemented yet");
     if (vec_b) {
       matmul_kernel4<true><<<grid, kThreads4, 0, stream>>>(a, b, o, M, N, K, plan.k_split, plan.splits);
     } else {
@@ -1470,6 +1578,29 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     // END SOLUTION
   }
+}
+
+}  // namespace
+
+void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
+                  float* workspace, cudaStream_t stream, bool trans_a, bool trans_b) {
+  check_grid_rows(M, kBM4, "version 4");
+  Plan plan = plan4(batch, M, N, K);
+  TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda4: this product splits K and needs a workspace "
+              "of matmul_workspace4(...) floats");
+  TORCH_CHECK(!(trans_a || trans_b) || plan.path == Path::kTiles, "matmul_cuda4: a transposed A or B is read in "
+              "place only by kernel 4's tiles (matmul_tiles4); this product takes another path");
+  // A transposed A's rows are its storage's columns, so a tail of rows is not a matrix kernel 4 reads:
+  // its tail runs whole (the workspace goes unused)
+  if (plan.head_rows > 0 && trans_a) plan = {plan.path, 1, K};
+  if (plan.head_rows > 0) {  // the head straight into C, then the tail's splits, summed into C's rows
+    const int64_t head = plan.head_rows, tail = M - head;
+    launch4({plan.path, 1, K}, A, B, C, 1, head, N, K, stream, false, trans_b);
+    launch4(plan, A + head * K, B, workspace, 1, tail, N, K, stream, false, trans_b);
+    launch_splitk_reduce(workspace, C + head * N, 1, tail * N, plan.splits, stream);
+    return;
+  }
+  launch4(plan, A, B, plan.splits > 1 ? workspace : C, batch, M, N, K, stream, trans_a, trans_b);
   if (plan.splits > 1) launch_splitk_reduce(workspace, C, batch, M * N, plan.splits, stream);
 }
 
@@ -1508,7 +1639,7 @@ void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, 
 
 int64_t matmul_workspace5(int64_t batch, int64_t M, int64_t N, int64_t K, bool bfloat16) {
   const Plan plan = bfloat16 ? plan5<__nv_bfloat16>(batch, M, N, K) : plan5<float>(batch, M, N, K);
-  return plan.splits > 1 ? batch * plan.splits * M * N : 0;
+  return workspace_floats(plan, batch, M, N);
 }
 
 void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,

@@ -184,7 +184,8 @@ VARIANTS += [
             loses={"async_pipeline", "performance"} | TC_GROUPS, reason="relative error"),
     Variant(EX, "split_k_first_split_twice", "the split-K reduction starts each slice's sum from split 0's partial "
             "product and then adds the slice's splits: split 0 counts more than once",
-            {"matmul.cu": [("      float sum = 0.0f;\n", "      float sum = p[0];\n")]},
+            {"matmul.cu": [("      float sum[kVec] = {}, part[kVec] = {};\n",
+                            "      float sum[kVec] = {}, part[kVec] = {};\n      load_vec<kVec>(sum, p);\n")]},
             loses={"async_pipeline", "performance"} | TC_GROUPS, reason="relative error"),
     Variant(EX, "gemv_tail_ignored", "the N == 1 kernel's float4 path skips what follows its last whole 128-float "
             "step of a row (a K range that is not a multiple of 128 loses its tail)",
@@ -229,4 +230,15 @@ VARIANTS += [
             "instead of the workspace: C holds one K range's sum, the reduction sums uninitialised memory",
             {"matmul.cu": [("  if (splits > 1) {\n    store_c5<float>(", "  if (false) {\n    store_c5<float>(")]},
             loses=TC_GROUPS, reason="outside"),
+    Variant(EX, "tail_reduced_into_the_head", "version 4's head-and-tail launch sums the tail's splits into C's "
+            "first rows (the head's) instead of the rows after the head: the head is overwritten, the tail never "
+            "written",
+            {"matmul.cu": [("    launch_splitk_reduce(workspace, C + head * N, 1, tail * N, plan.splits, stream);\n",
+                            "    launch_splitk_reduce(workspace, C, 1, tail * N, plan.splits, stream);\n")]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "reduction_float4_drops_a_lane", "the split-K reduction's 4-outputs-a-thread path leaves the fourth "
+            "output of each float4 at zero (products with many outputs and split K: 1031 x 1000 x 4099, a tail)",
+            {"matmul.cu": [("          for (int c = 0; c < kVec; ++c) part[c] += v[j][c];\n",
+                            "          for (int c = 0; c < kVec; ++c) part[c] += c == 3 ? 0.0f : v[j][c];\n")]},
+            loses={"async_pipeline", "performance"} | TC_GROUPS, reason="relative error"),
 ]
