@@ -37,6 +37,9 @@ kGemvThreads, kReduceLoads = int(const("kGemvThreads")), int(const("kReduceLoads
 kGemvRowsPerBlock = kGemvThreads // 32
 kGemvVec = 4 * 32
 kGemvColsWarps, kGemvColsPerBlock = kGemvThreads // 32, 4 * 32
+kGemvColsNarrow = int(const("kGemvColsNarrow"))
+kGemvColsNarrowMost = 1 << 22
+assert const("kGemvColsNarrowMost") == "int64_t(1) << 22"
 assert const("kGemvColsWarps") == "kGemvThreads / 32" and const("kGemvColsPerBlock") == "4 * 32"
 kSmallThreads, kSmallBK = int(const("kSmallThreads")), int(const("kSmallBK"))
 kSmallArea, kSmallSide = 16 * kSmallThreads, int(const("kSmallSide"))
@@ -63,11 +66,18 @@ def plan4(batch, M, N, K, sms, blocks_per_sm=BLOCKS4):
         return split_k("rows", K, ceil_div(4 * sms, blocks), min(K // kGemvRowsMinK, kMaxSplits), 4)
     if M == 1:
         blocks = ceil_div(N, kGemvColsPerBlock) * batch
+        narrow = ceil_div(N, kGemvColsNarrow) * batch
+        if blocks < sms and narrow >= sms and K * N <= kGemvColsNarrowMost:
+            return "cols16", 1, K
         return split_k("cols", K, ceil_div(2 * sms, blocks), min(K // kGemvColsMinK, kMaxSplits), 1)
     tiles4 = ceil_div(M, kBM4) * ceil_div(N, kBN4) * batch
     if tiles4 < sms and min(M, N) <= kSmallSide:
         rows = 32 if M <= 32 else 128 if N <= 32 else 64
         tiles = ceil_div(M, rows) * ceil_div(N, kSmallArea // rows) * batch
+        if K < 4 * max(M, N):
+            longer = split_tiles(f"small{rows}", M, N, K, tiles, sms, kSmallBK, 2 * kSplitMinK4)
+            if longer[1] > 1 and 2 * tiles * longer[1] >= sms:
+                return longer
         return split_tiles(f"small{rows}", M, N, K, tiles, sms, kSmallBK, kSplitMinK4)
     if batch == 1 and tiles4 > sms:
         slots = sms * blocks_per_sm
@@ -262,7 +272,13 @@ def gemv_rows(A, x, out, M, K, k_split, grid, vec, covered):
                     out[(batch * gy + split) * M + row] = lanes[0]
 
 
-def gemv_cols(A, B, out, N, K, k_split, grid, vec, covered):
+def gemv_cols(A, B, out, N, K, k_split, grid, vec, covered, cols=None):
+    """matmul_gemv_cols<vec, cols>: 128 columns a block (a warp on one row) or 16 (8 rows a warp); the
+    lanes of a column group summed by the shuffle tree (xor offsets cols / 4 .. 16), then the warps."""
+    cols = cols or kGemvColsPerBlock
+    row_lanes = cols // 4
+    warp_rows = 32 // row_lanes
+    block_rows = kGemvColsWarps * warp_rows
     gx, gy, gz = grid
     for bz in range(gz):
         for by in range(gy):
@@ -270,25 +286,31 @@ def gemv_cols(A, B, out, N, K, k_split, grid, vec, covered):
                 batch, split = bz, by
                 k0 = split * k_split
                 k1 = K if K - k0 < k_split else k0 + k_split
-                c0 = bx * kGemvColsPerBlock
-                sums = [[0.0] * kGemvColsPerBlock for _ in range(kGemvColsWarps)]
+                c0 = bx * cols
+                sums = [[0.0] * cols for _ in range(kGemvColsWarps)]
                 for warp in range(kGemvColsWarps):
+                    accs = []
                     for lane in range(32):
-                        col = c0 + 4 * lane
-                        if col >= N:
-                            continue
-                        a = A + batch * K
-                        b = B + (batch * K * N + col)
+                        col = c0 + 4 * (lane % row_lanes)
                         acc = [0.0] * 4
-                        for k in range(k0 + warp, k1, kGemvColsWarps):
-                            if vec:
-                                assert (b.offset + k * N) % 4 == 0  # float4 aligned
-                            for e in range(4):
-                                if vec or col + e < N:  # the float4 lies wholly inside (N % 4 == 0)
-                                    acc[e] += a[k] * b[k * N + e]
-                                    covered.append((a.offset + k, b.offset + k * N + e))
-                        sums[warp][4 * lane:4 * lane + 4] = acc
-                for t in range(kGemvColsPerBlock):
+                        if col < N:
+                            a = A + batch * K
+                            b = B + (batch * K * N + col)
+                            for k in range(k0 + warp * warp_rows + lane // row_lanes, k1, block_rows):
+                                if vec:
+                                    assert (b.offset + k * N) % 4 == 0  # float4 aligned
+                                for e in range(4):
+                                    if vec or col + e < N:  # the float4 lies wholly inside (N % 4 == 0)
+                                        acc[e] += a[k] * b[k * N + e]
+                                        covered.append((a.offset + k, b.offset + k * N + e))
+                        accs.append(acc)
+                    offset = row_lanes
+                    while offset < 32:  # __shfl_xor_sync: every lane adds its partner's value
+                        accs = [[accs[l][e] + accs[l ^ offset][e] for e in range(4)] for l in range(32)]
+                        offset *= 2
+                    for lane in range(row_lanes):
+                        sums[warp][4 * lane:4 * lane + 4] = accs[lane]
+                for t in range(cols):
                     c = c0 + t
                     if c < N:
                         total = sums[0][t]
@@ -376,9 +398,10 @@ def launch4(plan, A, B, out, batch, M, N, K, max_grid_z, aligned, covered):
         if path == "rows":
             vec = K % 4 == 0 and k_split % 4 == 0 and aligned
             gemv_rows(a, b, o, M, K, k_split, (ceil_div(M, kGemvRowsPerBlock), splits, nb), vec, covered)
-        elif path == "cols":
+        elif path in ("cols", "cols16"):
             vec = N % 4 == 0 and aligned
-            gemv_cols(a, b, o, N, K, k_split, (ceil_div(N, kGemvColsPerBlock), splits, nb), vec, covered)
+            cols = kGemvColsPerBlock if path == "cols" else kGemvColsNarrow
+            gemv_cols(a, b, o, N, K, k_split, (ceil_div(N, cols), splits, nb), vec, covered, cols)
         elif path.startswith("small"):
             rows = int(path[5:])
             vec = K % 4 == 0 and N % 4 == 0 and k_split % 4 == 0 and aligned
@@ -435,6 +458,9 @@ CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, 
     (1, 65, 66, 300, 4, 65535),    # kernel 4 (both sides above 64), split
     (2, 70, 65, 50, 1, 65535),     # kernel 4, batched, not split (its tiles fill the SMs)
     (1, 257, 5, 520, 1, 65535),    # kernel 4, a head (2 tiles: a wave of 1 SM) and a tail of 1 row in 2 splits
+    (1, 1, 37, 301, 2, 65535),     # cols in 16-column blocks (128-column ones fewer than the SMs), N and K odd
+    (1, 1, 40, 200, 3, 65535),     # the same, float4 loads
+    (2, 1, 20, 70, 3, 65535),      # the same, batched
 ]
 
 
@@ -490,9 +516,10 @@ def test_the_reductions_chains_of_additions_stay_short():
 def test_the_cases_take_the_paths_they_are_meant_to():
     """The plan's rule, as the README states it (and the spec's shapes rely on, on an H100: 132 SMs)."""
     plans = [plan4(b, m, n, k, s)[:2] for b, m, n, k, s, _ in CASES]
-    assert [p for p, _ in plans] == ["rows"] * 4 + ["cols"] * 2 + ["small32"] * 5 + ["small64", "small128"] + ["tiles"] * 3
+    assert [p for p, _ in plans] == (["rows"] * 4 + ["cols"] * 2 + ["small32"] * 5 + ["small64", "small128"] +
+                                     ["tiles"] * 3 + ["cols16"] * 3)
     assert [s > 1 for _, s in plans] == [False, True, True, True, True, True, True, True, True, False, False, True,
-                                         False, True, False, True]
+                                         False, True, False, True, False, False, False]
     assert plan4(1, 257, 5, 520, 1) == ("tiles", 2, 264, 256)  # the head: 256 rows
     # the spec's shapes on an H100
     assert plan4(1, 100, 70, 50000, 132) == ("tiles", 298, 168)
@@ -509,7 +536,7 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 1031, 1000, 1500, 132)[:2] == ("tiles", 3)  # 7 splits would be shorter than 256
     assert plan4(1, 1100, 1100, 1100, 132)[:2] == ("tiles", 3)  # 81 tiles: 243 of 264
     assert plan4(1, 1400, 1400, 700, 132)[:2] == ("tiles", 1)
-    assert plan4(1, 2000, 3, 2000, 132) == ("small128", 16, 128)
+    assert plan4(1, 2000, 3, 2000, 132) == ("small128", 13, 160)  # ranges of 128 k or more (16 tiles)
     # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
     assert plan4(1, 1400, 1400, 1 << 20, 132)[1] <= (2800 << 20) // (4 * 1400 * 1400) + 1
     assert plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
@@ -517,7 +544,15 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(2, 64, 48, 20000, 132)[1] > 1
     # K does not dominate but the tiles fill at most two thirds of the SMs: one wave of 2 blocks per SM (the
     # model list's classifier, GPT-2's MLP at 64 tokens, 1024^3), no more than K / 64 splits
-    assert plan4(1, 32, 1000, 2048, 132) == ("small32", 32, 64)
+    assert plan4(1, 32, 1000, 2048, 132) == ("small32", 16, 128)  # ranges of 128 k: 128 blocks
+    assert plan4(1, 32, 1000, 1280, 132) == ("small32", 10, 128)  # 80 blocks
+    assert plan4(1, 24, 512, 1024, 132) == ("small32", 16, 64)  # 8 ranges of 128 would be 32 blocks
+    # M == 1: 16-column blocks where 128-column ones are fewer than the SMs and those are not, on a small B
+    # (GPT-2's one-token 768 -> 3072 and 768 -> 2304; the spec's 1 x 2200 x 1001 and 1 x 2203 x 999)
+    assert plan4(1, 1, 3072, 768, 132) == plan4(1, 1, 2304, 768, 132) == ("cols16", 1, 768)
+    assert plan4(1, 1, 2200, 1001, 132)[0] == plan4(1, 1, 2203, 999, 132)[0] == "cols16"
+    assert plan4(1, 1, 768, 3072, 132)[0] == "cols"  # 48 narrow blocks
+    assert plan4(1, 1, 16384, 16384, 132)[0] == "cols"  # a large B
     assert plan4(1, 64, 3072, 768, 132) == ("small64", 5, 160)
     assert plan4(1, 1024, 1024, 1024, 132) == ("tiles", 4, 256)
     assert plan4(1, 300, 200, 260, 132) == ("tiles", 4, 72)
@@ -596,7 +631,14 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "while (slices < 32 && 2 * slices <= splits && units * slices < busy) slices *= 2;",
                  "if (s0 + j < last) load_vec<kVec>(v[j], p + (s0 + j) * MN);",
                  "if (++in_group == group || s0 + j + 1 == last) {",
-                 "const int64_t b = total == MN ? 0 : i / MN, e = i - b * MN;"):
+                 "const int64_t b = total == MN ? 0 : i / MN, e = i - b * MN;",
+                 "if (blocks < sms && narrow >= sms && K * N <= kGemvColsNarrowMost) return {Path::kGemvColsNarrow, 1, K};",
+                 "const Plan longer = split_tiles(path, M, N, K, tiles, sms, kSmallBK, 2 * kSplitMinK4);",
+                 "if (longer.splits > 1 && 2 * tiles * longer.splits >= sms) return longer;",
+                 "constexpr int kRowLanes = kCols / 4, kWarpRows = 32 / kRowLanes;",
+                 "for (int64_t k = k0 + warp * kWarpRows + lane / kRowLanes; k < k1; k += kBlockRows) {",
+                 "for (int offset = kRowLanes; offset < 32; offset *= 2) {",
+                 "if (lane < kRowLanes) *reinterpret_cast<float4*>(&sums[warp][4 * lane]) = acc;"):
         assert " ".join(line.split()) in flat, line
 
 

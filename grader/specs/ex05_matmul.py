@@ -106,21 +106,25 @@ SHAPES = (
 # 128-float step (517x1x1000), split in 4 ranges with tails (3x1x4100), a long dot product split in
 # ranges of odd length (1x1x100003). M == 1, 8 warps a block over 128 columns (4 a lane, N odd: one
 # float at a time): split in 38 ranges, the last shorter (1x777x5003); the reduction then shares each
-# output among 32 threads. Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
+# output among 32 threads. M == 1 in 16-column blocks, 8 rows a warp, not split (128-column blocks
+# would be fewer than the SMs): float4 loads (1x2200x1001) and one float at a time (1x2203x999).
+# Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
 # single tile (100x70x50000); and where K does not dominate but 6 tiles fill few SMs, 4 splits of 72, the
 # last 44 (300x200x260). The small tiles (a side of 64 or less; SHAPES' small products take them too):
 # 64 x 64 tiles, 512 splits of 128 (64x64x65536) and 43 of 96, the last 67, K odd (48x130x4099);
 # 32 x 128 tiles, 11 splits of 96, the last 43 (5x300x1003), and 16 of 64 with float4 loads
 # (24x512x1024); 128 x 32 tiles, two row tiles, one float at a time (150x20x97).
 VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003), (1, 3, 2000),
+                   (1, 2200, 1001), (1, 2203, 999),
                    (129, 257, 4099), (100, 70, 50000), (64, 64, 65536), (300, 200, 260), (48, 130, 4099),
                    (5, 300, 1003), (24, 512, 1024), (150, 20, 97))
 # Version 5's paths beside SHAPES (the README's "Shape classes"; H100 splits, TF32 / BF16): split K over
 # kernel 5's tiles where K dominates (one tile, 100x70x50000: 261 splits; a short side, 5x300x1003:
 # 11 / 6, 48x130x4099: 43 / 22, the last range shorter) and where few tiles fill few SMs (300x200x260,
 # 6 tiles: 3 / 2 splits, the last 68 k); float32 matrix-vector products, version 4's kernels split
-# (3x1x4100, 1x777x5003), which bfloat16 takes as split tiles (22 and 27 splits).
-VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200, 260), (3, 1, 4100), (1, 777, 5003))
+# (3x1x4100, 1x777x5003) or in 16-column blocks (1x2203x999), which bfloat16 takes as split tiles (22 and 27 splits).
+VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200, 260), (3, 1, 4100), (1, 777, 5003),
+                   (1, 2203, 999))
 # batches (versions 4 and 5): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches

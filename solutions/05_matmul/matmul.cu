@@ -478,6 +478,7 @@ constexpr int kGemvRowsPerBlock = kGemvThreads / 32;  // matmul_gemv_rows: a war
 constexpr int kGemvVec = 4 * 32;                      // floats a warp reads per float4 step of a row
 constexpr int kGemvColsWarps = kGemvThreads / 32;     // matmul_gemv_cols: 8 warps split a block's k range
 constexpr int kGemvColsPerBlock = 4 * 32;             // and each covers its 128 columns, 4 a lane
+constexpr int kGemvColsNarrow = 16;                   // or 16 columns, 8 rows a warp (few columns)
 
 // Grid (ceil(M / 8), splits, batch), 256 threads: warp w of block x computes row r = 8 x + w of
 // C = A x (N == 1) over split y's k range [k0, k1) (k0 = y k_split) of batch element z, writing it to
@@ -516,28 +517,35 @@ __global__ void __launch_bounds__(kGemvThreads)
   if (lane == 0) out[(batch * gridDim.y + split) * M + row] = acc;
 }
 
-// Grid (ceil(N / 128), splits, batch), 256 threads: block x computes columns c0 = 128 x .. c0 + 127 of
-// C = a B (M == 1) over split y's k range [k0, k1) of batch element z, into out[z][y][..]. Lane l of warp
-// w sums columns c0 + 4 l .. c0 + 4 l + 3 over k = k0 + w, k0 + w + 8, ..: per k a warp reads 512
-// consecutive bytes of a row of B (a float4 a lane; kVec: N % 4 == 0 and B 16-byte aligned, else four
-// floats), and the block's 8 warps read 8 rows at once, each with several loads in flight: a thread per
-// column and all of k in one thread left the memory system mostly idle (9.5 us for GPT-2's 768 x 768,
-// 2.4 MB). The 8 warps' sums meet in shared memory and are added in warp order (the same bits every run).
-template <bool kVec>
+// Grid (ceil(N / kCols), splits, batch), 256 threads: block x computes columns c0 = kCols x .. c0 +
+// kCols - 1 of C = a B (M == 1) over split y's k range [k0, k1) of batch element z, into out[z][y][..].
+// A warp reads 32 / (kCols / 4) rows of B at once, kCols / 4 lanes a row, a float4 of 4 columns each
+// (kVec: N % 4 == 0 and B 16-byte aligned, else four floats): lane l of warp w sums columns c0 + 4
+// (l % (kCols / 4)) .. + 3 over k = k0 + r, k0 + r + R, .. (r = w rows + l / (kCols / 4), R the rows
+// the block reads at once). kCols = 128: a warp reads 512 consecutive bytes of one row; the block's 8
+// warps 8 rows, each with several loads in flight (a thread per column and all of k in one thread
+// left the memory system mostly idle: 9.5 us for GPT-2's 768 x 768, 2.4 MB). kCols = 16, where 128
+// columns a block would leave SMs idle (GPT-2's 768 -> 3072 at one token: 24 blocks): 8 rows of 64
+// bytes a warp, 8 times the blocks, and K split less or not at all (no reduction to launch). The
+// lanes of one column group add their sums by a shuffle tree, the 8 warps' sums meet in shared memory
+// and are added in warp order (the same bits every run).
+template <bool kVec, int kCols>
 __global__ void __launch_bounds__(kGemvThreads)
     matmul_gemv_cols(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ out, int64_t N,
                      int64_t K, int64_t k_split) {
-  __shared__ __align__(16) float sums[kGemvColsWarps][kGemvColsPerBlock];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kRowLanes = kCols / 4, kWarpRows = 32 / kRowLanes;  // lanes a row, rows a warp
+  constexpr int kBlockRows = kGemvColsWarps * kWarpRows;            // rows the block reads at once
+  __shared__ __align__(16) float sums[kGemvColsWarps][kCols];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, quad = lane % kRowLanes;
   const int64_t batch = blockIdx.z, split = blockIdx.y;
   const int64_t k0 = split * k_split, k1 = K - k0 < k_split ? K : k0 + k_split;
-  const int64_t c0 = int64_t(blockIdx.x) * kGemvColsPerBlock, col = c0 + 4 * lane;
+  const int64_t c0 = int64_t(blockIdx.x) * kCols, col = c0 + 4 * quad;
   const float* a = A + batch * K;
   const float* b = B + batch * K * N + col;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  if (col < N) {  // no return: the block meets at the barrier below
+  if (col < N) {  // no return: the warp meets at the shuffles, the block at the barrier below
 #pragma unroll 4
-    for (int64_t k = k0 + warp; k < k1; k += kGemvColsWarps) {
+    for (int64_t k = k0 + warp * kWarpRows + lane / kRowLanes; k < k1; k += kBlockRows) {
       const float ak = a[k];
       float4 q;
       if (kVec) {
@@ -552,10 +560,17 @@ __global__ void __launch_bounds__(kGemvThreads)
       acc.w = fmaf(ak, q.w, acc.w);
     }
   }
-  *reinterpret_cast<float4*>(&sums[warp][4 * lane]) = acc;
+#pragma unroll
+  for (int offset = kRowLanes; offset < 32; offset *= 2) {  // the warp's rows (kCols = 128: one, no shuffle)
+    acc.x += __shfl_xor_sync(0xffffffffu, acc.x, offset);
+    acc.y += __shfl_xor_sync(0xffffffffu, acc.y, offset);
+    acc.z += __shfl_xor_sync(0xffffffffu, acc.z, offset);
+    acc.w += __shfl_xor_sync(0xffffffffu, acc.w, offset);
+  }
+  if (lane < kRowLanes) *reinterpret_cast<float4*>(&sums[warp][4 * lane]) = acc;
   __syncthreads();
   const int64_t c = c0 + threadIdx.x;
-  if (threadIdx.x < kGemvColsPerBlock && c < N) {
+  if (threadIdx.x < kCols && c < N) {
     float total = sums[0][threadIdx.x];
 #pragma unroll
     for (int w = 1; w < kGemvColsWarps; ++w) total += sums[w][threadIdx.x];
@@ -1182,7 +1197,7 @@ void check_tensor_cores() {
 // classes"). Tiles: the version's own kernel (4 or 5); GemvRows (N == 1) and GemvCols (M == 1): the
 // matrix-vector kernels. Small32, Small64, Small128: matmul_small_tiles with tiles of 32 x 128, 64 x 64
 // or 128 x 32 outputs (version 4).
-enum class Path { kTiles, kGemvRows, kGemvCols, kSmall32, kSmall64, kSmall128 };
+enum class Path { kTiles, kGemvRows, kGemvCols, kGemvColsNarrow, kSmall32, kSmall64, kSmall128 };
 struct Plan {
   Path path;
   int64_t splits;   // K ranges, summed by matmul_splitk_reduce when there are several
@@ -1196,6 +1211,11 @@ constexpr int64_t kSplitMinK4 = 64;  // the least k a split of kernel 4 runs dow
 constexpr int64_t kSplitSteps5 = 2;  // the least k steps a split of kernel 5 runs (64 k in TF32, 128 in BF16)
 constexpr int64_t kGemvRowsMinK = 1024;  // the least k per split of a row (8 float4 steps of a warp)
 constexpr int64_t kGemvColsMinK = 32;    // the least k per split of a column (4 rows per warp)
+// M == 1 in 16-column blocks where 128-column ones are fewer than the SMs (and would split K), the
+// 16-column ones are not, and B is at most 2^22 floats: there the fixed costs (a second launch, to sum
+// the splits) are much of the time (H100: 768 x 3072, 9.4 MB, 0.77x -> 1.00x of cuBLAS), and on large
+// matrices rows read 64 bytes at a time are slower than 512 (16384 x 16384: 1.00x -> 0.85x)
+constexpr int64_t kGemvColsNarrowMost = int64_t(1) << 22;
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
 constexpr int64_t kFillMinK = 256;       // the least k per split of splits made only to fill waves (split_tiles, split_tail)
 
@@ -1298,6 +1318,8 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   }
   if (M == 1) {
     const int64_t blocks = course::ceil_div<int64_t>(N, kGemvColsPerBlock) * batch;
+    const int64_t narrow = course::ceil_div<int64_t>(N, kGemvColsNarrow) * batch;
+    if (blocks < sms && narrow >= sms && K * N <= kGemvColsNarrowMost) return {Path::kGemvColsNarrow, 1, K};
     return split_k(Path::kGemvCols, K, course::ceil_div<int64_t>(2 * sms, blocks),
                    std::min(K / kGemvColsMinK, kMaxSplits), 1);
   }
@@ -1306,6 +1328,15 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
     const int64_t rows = M <= 32 ? 32 : N <= 32 ? 128 : 64;
     const Path path = rows == 32 ? Path::kSmall32 : rows == 64 ? Path::kSmall64 : Path::kSmall128;
     const int64_t tiles = course::ceil_div<int64_t>(M, rows) * course::ceil_div<int64_t>(N, kSmallArea / rows) * batch;
+    // Where K does not dominate, ranges of 128 k or more (4 steps), if they still give half the SMs a
+    // block: a block of 2 steps spent much of its time starting and storing its partial sums (32 x 2048
+    // by 2048 x 1000: 32 splits of 64 -> 16 of 128, 0.81x -> 0.85x of cuBLAS; 32 x 1280 by 1280 x 1000
+    // 0.79x -> 0.81x); with fewer blocks than that, the shorter ranges still win (24 x 1024 by 1024 x
+    // 512, 4 tiles: 16 splits of 64 0.82x, 8 of 128 0.76x)
+    if (K < 4 * std::max(M, N)) {
+      const Plan longer = split_tiles(path, M, N, K, tiles, sms, kSmallBK, 2 * kSplitMinK4);
+      if (longer.splits > 1 && 2 * tiles * longer.splits >= sms) return longer;
+    }
     return split_tiles(path, M, N, K, tiles, sms, kSmallBK, kSplitMinK4);
   }
   if (batch == 1 && tiles4 > sms) {  // (asked only then: the occupancy query costs host time)
@@ -1397,11 +1428,17 @@ void launch_gemv(const Plan& plan, const float* a, const float* b, float* o, int
       matmul_gemv_rows<false><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
     }
   } else {
-    const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvColsPerBlock)), splits, z);
-    if (N % 4 == 0 && course::is_aligned16(b)) {
-      matmul_gemv_cols<true><<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
+    const auto launch = [&](auto kernel, int cols) {
+      const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, cols)), splits, z);
+      kernel<<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
+    };
+    const bool vec = N % 4 == 0 && course::is_aligned16(b);
+    if (plan.path == Path::kGemvCols) {
+      vec ? launch(matmul_gemv_cols<true, kGemvColsPerBlock>, kGemvColsPerBlock)
+          : launch(matmul_gemv_cols<false, kGemvColsPerBlock>, kGemvColsPerBlock);
     } else {
-      matmul_gemv_cols<false><<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
+      vec ? launch(matmul_gemv_cols<true, kGemvColsNarrow>, kGemvColsNarrow)
+          : launch(matmul_gemv_cols<false, kGemvColsNarrow>, kGemvColsNarrow);
     }
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -1536,7 +1573,7 @@ void launch4(const Plan& plan, const float* A, const float* B, float* out, int64
     const float* b = B + b0 * K * N;
     float* o = out + b0 * plan.splits * M * N;
     const unsigned splits = static_cast<unsigned>(plan.splits), z = static_cast<unsigned>(nb);
-    if (plan.path == Path::kGemvRows || plan.path == Path::kGemvCols) {
+    if (plan.path == Path::kGemvRows || plan.path == Path::kGemvCols || plan.path == Path::kGemvColsNarrow) {
       launch_gemv(plan, a, b, o, M, N, K, z, stream);
       continue;
     }

@@ -198,6 +198,12 @@ VARIANTS += [
                             "    for (int w = 2; w < kGemvColsWarps; ++w) total += sums[w][threadIdx.x];\n")]},
             # version 5's float32 matrix-vector products take the same kernel (1 x 777 x 5003)
             loses={"async_pipeline", "performance", "tensor_cores_tf32"}, reason="relative error"),
+    Variant(EX, "gemv_cols_narrow_rows_not_added", "the M == 1 kernel's 16-column blocks skip the shuffles that add "
+            "a warp's 8 rows: each warp keeps only its first row group's sums",
+            {"matmul.cu": [("  for (int offset = kRowLanes; offset < 32; offset *= 2) {",
+                            "  for (int offset = 32; offset < 32; offset *= 2) {")]},
+            # version 5's float32 matrix-vector products take the same kernel (1 x 2203 x 999)
+            loses={"async_pipeline", "performance", "tensor_cores_tf32"}, reason="relative error"),
     Variant(EX, "batch_stride_ignored", "kernel 4 offsets only C by the batch element: every element of a batch "
             "multiplies batch element 0's A and B",
             {"matmul.cu": [(K4_BATCH, "")]},
