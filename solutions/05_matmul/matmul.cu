@@ -1278,7 +1278,7 @@ Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int6
 // then a last wave at most half full: that last wave takes about as long as a full one. So the rows of
 // tiles in the whole waves (the head) run as they are, and the rows after them (the tail) split K into
 // as many ranges as keep the tail within one wave, each at least kFillMinK long (GPT-2's 8192 x 768 x
-// 768: 384 tiles, 264 slots on an H100, a tail of 120 tiles in 2 splits: 0.73x -> 0.86x of cuBLAS).
+// 768: 384 tiles, 264 slots on an H100, a tail of 120 tiles in 2 splits: 0.73x -> 0.89x of cuBLAS).
 // After more whole waves the tail is a smaller part of the time, and its reduction and launches cost
 // what it saved (8192 x 2304 x 768, 4 waves: 0.94x -> 0.92x); kernel 5's waves are 4-5 times shorter,
 // so it never paid there (8192 x 768 x 768: 0.72x -> 0.50x of cuBLAS TF32).
