@@ -635,7 +635,7 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "if (blocks < sms && narrow >= sms && K * N <= kGemvColsNarrowMost) return {Path::kGemvColsNarrow, 1, K};",
                  "const Plan longer = split_tiles(path, M, N, K, tiles, sms, kSmallBK, 2 * kSplitMinK4);",
                  "if (longer.splits > 1 && 2 * tiles * longer.splits >= sms) return longer;",
-                 "constexpr int kRowLanes = kCols / 4, kWarpRows = 32 / kRowLanes;",
+                 "constexpr int kRowLanes = kBlockCols / 4, kWarpRows = 32 / kRowLanes;",
                  "for (int64_t k = k0 + warp * kWarpRows + lane / kRowLanes; k < k1; k += kBlockRows) {",
                  "for (int offset = kRowLanes; offset < 32; offset *= 2) {",
                  "if (lane < kRowLanes) *reinterpret_cast<float4*>(&sums[warp][4 * lane]) = acc;"):

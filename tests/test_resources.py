@@ -170,7 +170,7 @@ def test_the_report_matches_ptxas_verbose_for_a_built_exercise(matmul, tmp_path)
     got = {(k["mangled"], k["arch"]): (k["registers"], k["static_smem"], k["spill_stores"], k["spill_loads"])
            for k in report["kernels"]}
     archs = {arch for _, arch in got}
-    assert got == expected and archs and len(got) == 34 * len(archs)  # 34 kernels (with instantiations) per arch built
+    assert got == expected and archs and len(got) == 38 * len(archs)  # 38 kernels (with instantiations) per arch built
     names = {k["name"] for k in report["kernels"]}
     assert {"matmul_kernel1", "matmul_kernel2", "matmul_kernel3<true, false>", "matmul_kernel4<true, false, false>",
             "matmul_kernel4<false, true, true>"} <= names
@@ -212,7 +212,7 @@ def test_the_report_covers_every_solution_kernel_and_launch():
     and dynamic shared memory (with its template parameters bound to a typical instantiation):
     the launchers and the report cannot drift apart. The built report's coverage is checked in
     tests/test_builds.py, where every folder is built anyway."""
-    samples = {"scalar_t": "float", "T": "float", "K": "3", "BM": "128", "kCols": "4"}
+    samples = {"scalar_t": "float", "T": "float", "K": "3", "BM": "128", "kCols": "4", "kBlockCols": "128"}
     for folder in sorted(p for p in SOLUTIONS.iterdir() if p.is_dir()):
         kernels, launches, defs, _ = resources.scan_sources(folder)
         assert kernels, folder

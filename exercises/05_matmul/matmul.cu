@@ -450,29 +450,29 @@ __global__ void __launch_bounds__(kGemvThreads)
   if (lane == 0) out[(batch * gridDim.y + split) * M + row] = acc;
 }
 
-// Grid (ceil(N / kCols), splits, batch), 256 threads: block x computes columns c0 = kCols x .. c0 +
-// kCols - 1 of C = a B (M == 1) over split y's k range [k0, k1) of batch element z, into out[z][y][..].
-// A warp reads 32 / (kCols / 4) rows of B at once, kCols / 4 lanes a row, a float4 of 4 columns each
-// (kVec: N % 4 == 0 and B 16-byte aligned, else four floats): lane l of warp w sums columns c0 + 4
-// (l % (kCols / 4)) .. + 3 over k = k0 + r, k0 + r + R, .. (r = w rows + l / (kCols / 4), R the rows
-// the block reads at once). kCols = 128: a warp reads 512 consecutive bytes of one row; the block's 8
+// Grid (ceil(N / W), splits, batch), 256 threads, W = kBlockCols: block x computes columns c0 = W x ..
+// c0 + W - 1 of C = a B (M == 1) over split y's k range [k0, k1) of batch element z, into
+// out[z][y][..]. A warp reads 32 / (W / 4) rows of B at once, W / 4 lanes a row, a float4 of 4 columns
+// each (kVec: N % 4 == 0 and B 16-byte aligned, else four floats): lane l of warp w sums columns
+// c0 + 4 (l % (W / 4)) .. + 3 over k = k0 + r, k0 + r + R, .. (r = w rows + l / (W / 4), R the rows
+// the block reads at once). W = 128: a warp reads 512 consecutive bytes of one row; the block's 8
 // warps 8 rows, each with several loads in flight (a thread per column and all of k in one thread
-// left the memory system mostly idle: 9.5 us for GPT-2's 768 x 768, 2.4 MB). kCols = 16, where 128
+// left the memory system mostly idle: 9.5 us for GPT-2's 768 x 768, 2.4 MB). W = 16, where 128
 // columns a block would leave SMs idle (GPT-2's 768 -> 3072 at one token: 24 blocks): 8 rows of 64
 // bytes a warp, 8 times the blocks, and K split less or not at all (no reduction to launch). The
 // lanes of one column group add their sums by a shuffle tree, the 8 warps' sums meet in shared memory
 // and are added in warp order (the same bits every run).
-template <bool kVec, int kCols>
+template <bool kVec, int kBlockCols>
 __global__ void __launch_bounds__(kGemvThreads)
     matmul_gemv_cols(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ out, int64_t N,
                      int64_t K, int64_t k_split) {
-  constexpr int kRowLanes = kCols / 4, kWarpRows = 32 / kRowLanes;  // lanes a row, rows a warp
+  constexpr int kRowLanes = kBlockCols / 4, kWarpRows = 32 / kRowLanes;  // lanes a row, rows a warp
   constexpr int kBlockRows = kGemvColsWarps * kWarpRows;            // rows the block reads at once
-  __shared__ __align__(16) float sums[kGemvColsWarps][kCols];
+  __shared__ __align__(16) float sums[kGemvColsWarps][kBlockCols];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, quad = lane % kRowLanes;
   const int64_t batch = blockIdx.z, split = blockIdx.y;
   const int64_t k0 = split * k_split, k1 = K - k0 < k_split ? K : k0 + k_split;
-  const int64_t c0 = int64_t(blockIdx.x) * kCols, col = c0 + 4 * quad;
+  const int64_t c0 = int64_t(blockIdx.x) * kBlockCols, col = c0 + 4 * quad;
   const float* a = A + batch * K;
   const float* b = B + batch * K * N + col;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -494,7 +494,7 @@ __global__ void __launch_bounds__(kGemvThreads)
     }
   }
 #pragma unroll
-  for (int offset = kRowLanes; offset < 32; offset *= 2) {  // the warp's rows (kCols = 128: one, no shuffle)
+  for (int offset = kRowLanes; offset < 32; offset *= 2) {  // the warp's rows (W = 128: one, no shuffle)
     acc.x += __shfl_xor_sync(0xffffffffu, acc.x, offset);
     acc.y += __shfl_xor_sync(0xffffffffu, acc.y, offset);
     acc.z += __shfl_xor_sync(0xffffffffu, acc.z, offset);
@@ -503,7 +503,7 @@ __global__ void __launch_bounds__(kGemvThreads)
   if (lane < kRowLanes) *reinterpret_cast<float4*>(&sums[warp][4 * lane]) = acc;
   __syncthreads();
   const int64_t c = c0 + threadIdx.x;
-  if (threadIdx.x < kCols && c < N) {
+  if (threadIdx.x < kBlockCols && c < N) {
     float total = sums[0][threadIdx.x];
 #pragma unroll
     for (int w = 1; w < kGemvColsWarps; ++w) total += sums[w][threadIdx.x];
@@ -1088,7 +1088,7 @@ constexpr int64_t kGemvColsMinK = 32;    // the least k per split of a column (4
 // matrices rows read 64 bytes at a time are slower than 512 (16384 x 16384: 1.00x -> 0.85x)
 constexpr int64_t kGemvColsNarrowMost = int64_t(1) << 22;
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
-constexpr int64_t kFillMinK = 256;       // the least k per split of splits made only to fill waves (split_tiles, split_tail)
+constexpr int64_t kFillMinK = 256;  // the least k per split of splits made only to fill waves (split_tiles, split_tail)
 
 // Blocks of `kernel` (`threads` each, `smem` bytes of dynamic shared memory) an SM runs at once.
 template <typename Kernel>
