@@ -46,7 +46,7 @@ SHAPES = [
     ("mid tiles", 0, 1024, 1024, 1024),
     ("mid tiles", 0, 1100, 1100, 1100),  # 81 of kernel 4's tiles: more than half the SMs, fewer than all
     ("mid tiles", 0, 1400, 1400, 700),  # 121 tiles, K short
-    ("small M", 0, 32, 1280, 1000),  # MobileNetV2's classifier at batch 32
+    ("small M", 0, 32, 1000, 1280),  # MobileNetV2's classifier at batch 32 (32 x 1280 by 1280 x 1000)
     ("gemv M == 1", 0, 1, 768, 768),  # GPT-2 small's decoding: attention out, MLP up and down
     ("gemv M == 1", 0, 1, 3072, 768),
     ("gemv M == 1", 0, 1, 768, 3072),
