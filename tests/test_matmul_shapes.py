@@ -32,7 +32,7 @@ kBM5, kBN5 = (int(x) for x in re.search(r"constexpr int kBM5 = (\d+), kBN5 = (\d
 kAChunks5 = int(const("kAChunks5"))
 kGemvRowsMinK, kGemvColsMinK = int(const("kGemvRowsMinK")), int(const("kGemvColsMinK"))
 kMaxSplits, kFillMinK = int(const("kMaxSplits")), int(const("kFillMinK"))
-BLOCKS4 = 2  # kernel 4's blocks an SM runs at once on an H100 (blocks_per_sm, the occupancy query)
+BLOCKS4 = 2  # kernel 4's blocks an SM runs at once on an H100 (course::wave_blocks asks the occupancy API)
 kGemvThreads, kReduceLoads = int(const("kGemvThreads")), int(const("kReduceLoads"))
 kGemvRowsPerBlock = kGemvThreads // 32
 kGemvVec = 4 * 32

@@ -1090,14 +1090,6 @@ constexpr int64_t kGemvColsNarrowMost = int64_t(1) << 22;
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
 constexpr int64_t kFillMinK = 256;  // the least k per split of splits made only to fill waves (split_tiles, split_tail)
 
-// Blocks of `kernel` (`threads` each, `smem` bytes of dynamic shared memory) an SM runs at once.
-template <typename Kernel>
-int64_t blocks_per_sm(Kernel kernel, int threads, size_t smem) {
-  int blocks = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
-  return std::max(blocks, 1);
-}
-
 int64_t sm_count() {
   int device = 0, sms = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
@@ -1211,7 +1203,7 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
     return split_tiles(path, M, N, K, tiles, sms, kSmallBK, kSplitMinK4);
   }
   if (batch == 1 && tiles4 > sms) {  // (asked only then: the occupancy query costs host time)
-    const int64_t slots = sms * blocks_per_sm(matmul_kernel4<true>, kThreads4, 0);
+    const int64_t slots = course::wave_blocks(matmul_kernel4<true>, kThreads4);
     if (tiles4 > slots && tiles4 < 3 * slots) return split_tail(Path::kTiles, M, N, K, kBM4, kBN4, slots, kBK4);
   }
   return split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);

@@ -56,18 +56,24 @@ inline unsigned cover_grid(int64_t items, int threads) {
   return static_cast<unsigned>(needed < kMaxGridX ? needed : kMaxGridX);
 }
 
-// A grid of at most one full wave, i.e. as many blocks as can be resident on all SMs at once (the
-// occupancy API knows the kernel's register and shared-memory use), never more than `items` need.
-// For kernels whose items are expensive (a whole output pixel's reduction, say), where each
-// block's share of the work is large; streaming kernels want cover_grid.
+// One full wave: as many blocks of `kernel` (`threads` each, `dynamic_smem` bytes) as can be
+// resident on all SMs at once (the occupancy API knows the kernel's register and shared-memory use).
 template <typename Kernel>
-inline unsigned grid_for(Kernel kernel, int64_t items, int threads, size_t dynamic_smem = 0) {
+inline int64_t wave_blocks(Kernel kernel, int threads, size_t dynamic_smem = 0) {
   int device = 0, sms = 0, per_sm = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, dynamic_smem));
+  return static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+}
+
+// A grid of at most one full wave (wave_blocks), never more than `items` need. For kernels whose
+// items are expensive (a whole output pixel's reduction, say), where each block's share of the work
+// is large; streaming kernels want cover_grid.
+template <typename Kernel>
+inline unsigned grid_for(Kernel kernel, int64_t items, int threads, size_t dynamic_smem = 0) {
   const int64_t needed = ceil_div<int64_t>(items, threads);
-  const int64_t wave = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+  const int64_t wave = wave_blocks(kernel, threads, dynamic_smem);
   return static_cast<unsigned>(needed < wave ? needed : wave);
 }
 
