@@ -46,14 +46,16 @@ SHAPES = [
     ("mid tiles", 0, 1024, 1024, 1024),
     ("mid tiles", 0, 1100, 1100, 1100),  # 81 of kernel 4's tiles: more than half the SMs, fewer than all
     ("mid tiles", 0, 1400, 1400, 700),  # 121 tiles, K short
+    ("mid tiles", 0, 1200, 1200, 1200),  # 100 tiles: three quarters of the SMs
+    ("mid tiles", 0, 1500, 1500, 500),  # 144 tiles: a few more than the SMs
     ("small M", 0, 32, 1000, 1280),  # MobileNetV2's classifier at batch 32 (32 x 1280 by 1280 x 1000)
     ("gemv M == 1", 0, 1, 768, 768),  # GPT-2 small's decoding: attention out, MLP up and down
     ("gemv M == 1", 0, 1, 3072, 768),
     ("gemv M == 1", 0, 1, 768, 3072),
     ("model", 0, 8192, 2304, 768),  # GPT-2 small's prompt (8 x 1024 tokens): attention in, MLP down
     ("model", 0, 8192, 768, 3072),
-    # transposed views (layout: At, A a transposed view; Bt, B one): version 4's tiles read A, and B
-    # beside it, in place (kernel 4's loader) and copy a B beside a row-major A; the matrix-vector
+    # transposed views (layout: At, A a transposed view; Bt, B one): version 4's tiles read either, or
+    # both, in place (kernel 4's loader); the matrix-vector
     # products run on the matrix's own storage; x @ W.t() is nn.Linear's product (GPT-2's MLP at
     # 8 x 1024 tokens, and one token)
     ("transposed", 0, 4096, 4096, 4096, "At"),

@@ -106,21 +106,16 @@ def plan5(batch, M, N, K, sms, bf16):
 
 
 def split_tiles(path, M, N, K, tiles, sms, align, min_k):
-    if tiles < sms and K >= 2 * min_k:
+    if tiles < sms and K >= 2 * min_k and (K >= 4 * max(M, N) or 3 * tiles <= 2 * sms):
         most = min(K // min_k, kMaxSplits)
-        if K >= 4 * max(M, N):
-            budget = (M + N) * K // (4 * M * N)
-            want = max(ceil_div(2 * sms, tiles), min(ceil_div(K, min_k), budget))
-            return split_k(path, K, want, most, align)
-        if 3 * tiles <= 2 * sms:
-            slots = 2 * sms
-            want = slots // tiles
-            if 10 * tiles * want < 9 * slots:
-                for s in range(want + 1, min(most, K // kFillMinK) + 1):
-                    if 10 * tiles * s >= 9 * slots * ceil_div(tiles * s, slots):
-                        want = s
-                        break
-            return split_k(path, K, want, most, align)
+        slots = 2 * sms
+        want = slots // tiles
+        if 10 * tiles * want < 9 * slots:
+            for s in range(want + 1, min(most, K // kFillMinK) + 1):
+                if 10 * tiles * s >= 9 * slots * ceil_div(tiles * s, slots):
+                    want = s
+                    break
+        return split_k(path, K, want, most, align)
     return path, 1, K
 
 
@@ -522,10 +517,10 @@ def test_the_cases_take_the_paths_they_are_meant_to():
                                          False, True, False, True, False, False, False]
     assert plan4(1, 257, 5, 520, 1) == ("tiles", 2, 264, 256)  # the head: 256 rows
     # the spec's shapes on an H100
-    assert plan4(1, 100, 70, 50000, 132) == ("tiles", 298, 168)
+    assert plan4(1, 100, 70, 50000, 132) == ("tiles", 261, 192)  # one wave of 2 blocks per SM
     assert plan4(1, 129, 257, 4099, 132) == ("tiles", 43, 96)
-    assert plan4(1, 64, 64, 1 << 18, 132) == ("small64", 2048, 128)
-    assert plan4(1, 64, 64, 1 << 16, 132) == ("small64", 512, 128)
+    assert plan4(1, 64, 64, 1 << 18, 132) == ("small64", 256, 1024)
+    assert plan4(1, 64, 64, 1 << 16, 132) == ("small64", 256, 256)
     assert plan4(1, 5, 300, 1003, 132) == ("small32", 11, 96)  # the last split 43 k: a step's tail
     assert plan4(1, 48, 130, 4099, 132) == ("small64", 43, 96)
     assert plan4(1, 150, 20, 97, 132) == ("small128", 1, 97)
@@ -537,8 +532,11 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 1100, 1100, 1100, 132)[:2] == ("tiles", 3)  # 81 tiles: 243 of 264
     assert plan4(1, 1400, 1400, 700, 132)[:2] == ("tiles", 1)
     assert plan4(1, 2000, 3, 2000, 132) == ("small128", 13, 160)  # ranges of 128 k or more (16 tiles)
-    # the workspace within a quarter of A and B: 1400 x 1400 x 2^20 takes 374 splits, not 4096
-    assert plan4(1, 1400, 1400, 1 << 20, 132)[1] <= (2800 << 20) // (4 * 1400 * 1400) + 1
+    # K dominating: one wave of 2 blocks per SM, whatever K (the workspace is then at most a wave of tiles)
+    assert plan4(1, 1400, 1400, 1 << 20, 132) == ("tiles", 2, 1 << 19)  # 121 tiles: 242 blocks
+    assert plan4(1, 256, 256, 1 << 18, 132)[:2] == ("tiles", 66)  # 4 tiles: 264 blocks
+    assert plan4(1, 1024, 1024, 1 << 16, 132) == ("tiles", 4, 1 << 14)  # 64 tiles: 256 blocks
+    assert plan4(1, 64, 64, 1 << 20, 132)[:2] == ("small64", 263)
     assert plan4(1, 3, 1, 4100, 132) == ("rows", 4, 1028)
     assert plan4(1, 1, 777, 5003, 132) == ("cols", 38, 132)
     assert plan4(2, 64, 48, 20000, 132)[1] > 1
@@ -612,9 +610,8 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "if (sizeof(T) == 4 && (N == 1 || M == 1)) return plan4(batch, M, N, K);",
                  "const int64_t tiles = course::ceil_div<int64_t>(M, kBM5) * course::ceil_div<int64_t>(N, kBN5) * batch;",
                  "return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);",
-                 "if (tiles < sms && K >= 2 * min_k) {", "const int64_t most = std::min(K / min_k, kMaxSplits);",
-                 "std::min(course::ceil_div<int64_t>(K, min_k), budget));",
-                 "if (3 * tiles <= 2 * sms) {", "int64_t want = slots / tiles;",
+                 "if (tiles < sms && K >= 2 * min_k && (K >= 4 * std::max(M, N) || 3 * tiles <= 2 * sms)) {",
+                 "const int64_t most = std::min(K / min_k, kMaxSplits);", "int64_t want = slots / tiles;",
                  "if (10 * tiles * want < 9 * slots) {",
                  "for (int64_t s = want + 1; s <= std::min(most, K / kFillMinK); ++s) {",
                  "if (10 * tiles * s >= 9 * slots * course::ceil_div<int64_t>(tiles * s, slots)) {",

@@ -46,10 +46,11 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   } else {
     const bool tiles4 = version == 4 && A.scalar_type() == at::kFloat && matmul_tiles4(batch, M, N, K);
     trans_a = tiles4 && transposed_view(A);
-    // A transposed B is read in place only beside a transposed A. Beside a row-major A both stream rows
-    // K floats apart, 32 bytes of each per k step, and on the H100 that pair ran nn.Linear's
-    // x @ W.t() at 8192 x 768 x 3072 at 0.71x of cuBLAS where copying W first gives 0.93x.
-    trans_b = trans_a && transposed_view(B);
+    // A transposed B is read in place too, beside either A (nn.Linear's x @ W.t()): a copy reads and
+    // writes all of B, 35 us of 1031 x 1000 x 4099's 288 (0.77x of cuBLAS copied, 0.85x in place);
+    // on a large M it is a small part, and in place costs about as much (8192 x 768 x 3072: 0.94x,
+    // 0.93x; H100)
+    trans_b = tiles4 && transposed_view(B);
     a = trans_a ? A : A.contiguous();  // a transposed view's data pointer is its storage's start
     b = trans_b ? B : B.contiguous();
   }

@@ -1109,30 +1109,22 @@ Plan split_k(Path path, int64_t K, int64_t want, int64_t most, int64_t align) {
 // multiple of `align`, the kernel's k step, and at least `min_k`); plan4 below states the rule.
 Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int64_t sms, int64_t align,
                  int64_t min_k) {
-  if (tiles < sms && K >= 2 * min_k) {
+  if (tiles < sms && K >= 2 * min_k && (K >= 4 * std::max(M, N) || 3 * tiles <= 2 * sms)) {
     const int64_t most = std::min(K / min_k, kMaxSplits);
-    if (K >= 4 * std::max(M, N)) {
-      const int64_t budget = (M + N) * K / (4 * M * N);  // splits whose workspace is a quarter of A and B
-      const int64_t want = std::max(course::ceil_div<int64_t>(2 * sms, tiles),
-                                    std::min(course::ceil_div<int64_t>(K, min_k), budget));
-      return split_k(path, K, want, most, align);
-    }
-    if (3 * tiles <= 2 * sms) {
-      const int64_t slots = 2 * sms;
-      int64_t want = slots / tiles;  // one wave of 2 blocks per SM
-      // where that wave leaves more than a tenth of the slots idle, the fewest splits (of at least
-      // kFillMinK each) that fill their waves to 90% (1031 x 1000 x 4099, 72 tiles: 3 splits fill
-      // 216 of 264 slots, 7 fill 504 of 528)
-      if (10 * tiles * want < 9 * slots) {
-        for (int64_t s = want + 1; s <= std::min(most, K / kFillMinK); ++s) {
-          if (10 * tiles * s >= 9 * slots * course::ceil_div<int64_t>(tiles * s, slots)) {
-            want = s;
-            break;
-          }
+    const int64_t slots = 2 * sms;
+    int64_t want = slots / tiles;  // one wave of 2 blocks per SM
+    // where that wave leaves more than a tenth of the slots idle, the fewest splits (of at least
+    // kFillMinK each) that fill their waves to 90% (1031 x 1000 x 4099, 72 tiles: 3 splits fill
+    // 216 of 264 slots, 7 fill 504 of 528)
+    if (10 * tiles * want < 9 * slots) {
+      for (int64_t s = want + 1; s <= std::min(most, K / kFillMinK); ++s) {
+        if (10 * tiles * s >= 9 * slots * course::ceil_div<int64_t>(tiles * s, slots)) {
+          want = s;
+          break;
         }
       }
-      return split_k(path, K, want, most, align);
     }
+    return split_k(path, K, want, most, align);
   }
   return {path, 1, K};
 }
@@ -1162,16 +1154,16 @@ Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t 
 // their own: 4 times over made more partial sums to add and was 5-10% slower on GPT-2's one-token
 // products, H100). M, N > 1: kernel 4's tiles, or where those are fewer than the SMs and M or N is 64
 // or less, the small tiles (32 x 128 for M <= 32, 128 x 32 for N <= 32, else 64 x 64). Either way K is
-// split (split_tiles) when the tiles are fewer than the SMs and
-// K >= 128 (two splits of kSplitMinK4). Where K dominates (K >= 4 max(M, N)), into splits of 64 k or
-// more as far as the workspace (splits x M N floats) stays within a quarter of A and B ((M + N) K
-// floats), and at least enough splits for 2 blocks per SM. Where it does not (a layer's small batch
-// times its weights: 32 x 2048 by 2048 x 1000), only when the tiles fill at most two thirds of the
-// SMs, into as many splits as one wave of 2 blocks per SM holds (3 or more): more would make a second,
-// mostly idle wave and more workspace to sum (1024^3: 4 splits of its 64 tiles ran at 0.86x of cuBLAS,
-// 5 at 0.62x). 3 splits bring the idle third of the SMs in (1031 x 1000 x 4099, 72 tiles: 0.49x ->
+// split (split_tiles) when the tiles are fewer than the SMs, K >= 128 (two splits of kSplitMinK4), and
+// K dominates (K >= 4 max(M, N)) or the tiles fill at most two thirds of the SMs (a layer's small batch
+// times its weights: 32 x 2048 by 2048 x 1000). Into as many splits as one wave of 2 blocks per SM
+// holds: more would make a second, mostly idle wave and more workspace to sum (1024^3: 4 splits of its
+// 64 tiles ran at 0.86x of cuBLAS, 5 at 0.62x), and where K dominates, more and shorter splits only
+// write and read more partial sums (splits up to a workspace of a quarter of A and B, against one
+// wave: 64 x 64 x 2^20 0.80x -> 0.92x, 256 x 256 x 2^18 0.79x -> 0.87x, 1024 x 1024 x 2^16 0.83x ->
+// 0.85x, H100). 3 splits bring the idle third of the SMs in (1031 x 1000 x 4099, 72 tiles: 0.49x ->
 // 0.78x; 1100^3, 81 tiles: 0.67x -> 0.85x); 2 splits of tiles that nearly fill the SMs only add the
-// sum (1400 x 1400 x 700, 121 tiles: 0.83x -> 0.75x).
+// sum where K does not dominate (1400 x 1400 x 700, 121 tiles: 0.76x whole, 0.75x in 2).
 Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   const int64_t sms = sm_count();
   if (N == 1) {

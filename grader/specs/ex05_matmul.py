@@ -108,10 +108,10 @@ SHAPES = (
 # float at a time): split in 38 ranges, the last shorter (1x777x5003); the reduction then shares each
 # output among 32 threads. M == 1 in 16-column blocks, 8 rows a warp, not split (128-column blocks
 # would be fewer than the SMs): float4 loads (1x2200x1001) and one float at a time (1x2203x999).
-# Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 298 splits over a
+# Split K: 43 splits of 96, the last shorter, N % 4 != 0 (129x257x4099); 261 splits over a
 # single tile (100x70x50000); and where K does not dominate but 6 tiles fill few SMs, 4 splits of 72, the
 # last 44 (300x200x260). The small tiles (a side of 64 or less; SHAPES' small products take them too):
-# 64 x 64 tiles, 512 splits of 128 (64x64x65536) and 43 of 96, the last 67, K odd (48x130x4099);
+# 64 x 64 tiles, 256 splits of 256 (64x64x65536) and 43 of 96, the last 67, K odd (48x130x4099);
 # 32 x 128 tiles, 11 splits of 96, the last 43 (5x300x1003), and 16 of 64 with float4 loads
 # (24x512x1024); 128 x 32 tiles, two row tiles, one float at a time (150x20x97).
 VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003), (1, 3, 2000),
@@ -311,7 +311,11 @@ class MatmulSpec(Spec):
         (partial) and the tail's reduction into C's rows are all in one product."""
         slots = 2 * torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         rows = slots // 3 + max(1, slots // 12)  # of 3 column tiles (N = 300): 88 + 22 on an H100
-        self._shape(ctx, version, group, 128 * rows - 57, 300, 777)
+        m, n, k = 128 * rows - 57, 300, 777
+        self._shape(ctx, version, group, m, n, k)
+        # the same with B a transposed view (nn.Linear's x @ W.t(): read in place by both launches)
+        a, b = self._rand(ctx, group, "tailA", (m, k)), self._rand(ctx, group, "tailB", (k, n))
+        self._expect(ctx, version, a, transposed_copy(b), f"{group}[M={m}, N={n}, K={k}, B a transposed view]", group)
 
     def _check_large_k(self, ctx: Context, version: int, group: str) -> None:
         """A long K over few output tiles (version 4 splits it): the error against float64 within
@@ -439,13 +443,13 @@ class MatmulSpec(Spec):
                     self._expect(ctx, version, fa(a), fb(b), f"{group}[{name}: A {la}, B {lb}]", group)
 
     def _check_in_place(self, ctx: Context, version: int, group: str) -> None:
-        """Version 4 reads a transposed A, and a transposed B beside it, where kernel 4's tiles run: no copy
-        kernel, only the product's own (the loader's layouts; a copy reads and writes the whole matrix).
-        (A transposed B beside a row-major A may be copied: the README says why.)"""
+        """Version 4 reads a transposed A or B, or both, where kernel 4's tiles run: no copy kernel, only
+        the product's own (the loader's layouts; a copy reads and writes the whole matrix)."""
         for shape in ((130, 300, 260), (3, 130, 70, 150)):
             *batch, m, n, k = shape
             a, b = self._rand(ctx, group, "ipA", (*batch, m, k)), self._rand(ctx, group, "ipB", (*batch, k, n))
-            for what, x, y in (("A", transposed_copy(a), b), ("A and B", transposed_copy(a), transposed_copy(b))):
+            for what, x, y in (("A", transposed_copy(a), b), ("B", a, transposed_copy(b)),
+                               ("A and B", transposed_copy(a), transposed_copy(b))):
                 c, seen = observe(lambda: ctx.module.matmul(x, y, version))
                 others = sorted({kernel_function(kernel.name) for kernel in seen.kernels}
                                 - {SLEEP_KERNEL, "matmul_kernel4", "matmul_splitk_reduce"})

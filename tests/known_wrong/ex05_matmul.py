@@ -209,14 +209,19 @@ VARIANTS += [
             {"matmul.cu": [(K4_BATCH, "")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     # (a wrong row stride instead reads past B's end where N > K: a fault, which costs every group)
-    Variant(EX, "transposed_b_splits_start_at_k0", "kernel 4's loader starts a transposed B (beside a transposed A) "
+    Variant(EX, "transposed_b_splits_start_at_k0", "kernel 4's loader starts a transposed B "
             "at k = 0 in every split of K: each split's A columns meet B's first rows",
             {"matmul.cu": [(K4_LOADER, K4_LOADER.replace("b(B, kTransB ? K : N, N, n0, k0, k_len)",
                                                          "b(B, kTransB ? K : N, N, n0, kTransB ? 0 : k0, k_len)"))]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
-    Variant(EX, "transposed_views_copied", "version 4 copies a transposed A (and B) before its tiles, as versions 1 "
+    Variant(EX, "transposed_views_copied", "version 4 copies a transposed A before its tiles, as versions 1 "
             "to 3 do: right results, a whole extra pass over the matrix",
             {"matmul.cpp": [("    trans_a = tiles4 && transposed_view(A);\n", "    trans_a = false;\n")]},
+            loses={"async_pipeline", "performance"}, reason="read in place"),
+    Variant(EX, "transposed_b_copied_beside_row_major_a", "version 4 reads a transposed B in place only beside a "
+            "transposed A and copies it beside a row-major one (nn.Linear's x @ W.t()): right results, a pass over W",
+            {"matmul.cpp": [("    trans_b = tiles4 && transposed_view(B);\n",
+                             "    trans_b = trans_a && transposed_view(B);\n")]},
             loses={"async_pipeline", "performance"}, reason="read in place"),
     Variant(EX, "small_tiles_k_tail_dropped", "the small tiles run k_len / 16 steps, not ceil(k_len / 16): a K "
             "range that is not a multiple of 16 loses its last partial step",
