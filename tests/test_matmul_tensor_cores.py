@@ -1,7 +1,7 @@
 """Exercise 05's kernel 5 (tensor cores) without a GPU: a model of its data movement, and its grading
 tolerance against emulated TF32, BF16 and FP16 arithmetic.
 
-1. The kernel's index arithmetic (Loader5, the swizzles, mma_stage's ldmatrix and shared loads,
+1. The kernel's index arithmetic (Loader5, the swizzles, load_fragments5's ldmatrix and shared loads,
    store_c5), transliterated line by line into Python, runs on a model of the hardware: shared memory
    as 16-byte chunks, ldmatrix (plain and .trans) as the PTX ISA describes it, and mma.sync from the
    fragment layouts CUTLASS's cute declares for SM80_16x8x8_F32TF32TF32F32_TN and
@@ -172,7 +172,7 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
                     r = rb + i * b_step
                     s.B[r][swizzle_b(bf16, r, cb)] = chunk(flat_b, vec_b, i * b_step < b_rows, src, b_left, elems)
                     src += b_pass
-            for warp in range(warps):  # mma_stage
+            for warp in range(warps):  # load_fragments5 and mma_fragments5, each mma k step
                 wrow, wcol = (warp // warps_n) * wm, (warp % warps_n) * wn
                 for ks in range(bk // mma_k):
                     a = {}

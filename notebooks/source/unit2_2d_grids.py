@@ -696,14 +696,24 @@ course.check("async_pipeline", "05_matmul")
 # B(t, g), B(t + 4, g), and C's is C(g, 2t), C(g, 2t + 1), C(g + 8, 2t), C(g + 8, 2t + 1) (the README
 # draws them, and the bfloat16 ones). `ldmatrix` loads a whole A fragment in one instruction, and an XOR
 # swizzle of the shared tiles keeps its rows in different banks. Kernel 4's cp.async ring, the swizzles,
-# `ldmatrix_x4`, `to_tf32` and `mma16x8` are given; your cells are one stage's fragments and products,
-# the store of the C fragments, and the launch. On a GPU below 8.0 (a T4) version 5 refuses to run and
-# its checks are not graded.
+# `ldmatrix_x4`, `to_tf32` and `mma16x8` are given; your cells are one mma k step's fragment loads and
+# products, the store of the C fragments, and the launch. On a GPU below 8.0 (a T4) version 5 refuses to
+# run and its checks are not graded.
 #
-# @@context 05_matmul/matmul.cu mma_stage@@
+# @@context 05_matmul/matmul.cu load_fragments5@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-mma-stage", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu mma_stage
+# %%solution 05_matmul/matmul.cu load_fragments5
+
+# %% [markdown] id="matmul-mma-fragments5"
+# The products of one mma k step: float32 words rounded to TF32 first (bfloat16 ones go as they are). The
+# kernel's loop calls the two in turn; for bfloat16 it loads the next step's fragments while this step's
+# `mma`s issue (the kernel's comment says why float32 does not).
+#
+# @@context 05_matmul/matmul.cu mma_fragments5@@
+
+# %% nbgrader={"grade": false, "grade_id": "matmul-mma-fragments5-cell", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 05_matmul/matmul.cu mma_fragments5
 
 # %% [markdown] id="matmul-store-c5"
 # The C fragments go back to C with the layout above, inside C only.
