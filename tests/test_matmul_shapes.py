@@ -83,7 +83,12 @@ def plan4(batch, M, N, K, sms, blocks_per_sm=BLOCKS4):
         slots = sms * blocks_per_sm
         if slots < tiles4 < 3 * slots:
             return split_tail("tiles", M, N, K, kBM4, kBN4, slots, kBK4)
-    return split_tiles("tiles", M, N, K, tiles4, sms, kBK4, kSplitMinK4)
+    plan = split_tiles("tiles", M, N, K, tiles4, sms, kBK4, kSplitMinK4)
+    if plan[1] == 1 and batch == 1 and 3 * tiles4 > 2 * sms:
+        workers = sms * blocks_per_sm  # streamk_workers: matmul_kernel4_streamk's blocks the GPU holds
+        if 10 * tiles4 < 9 * workers and tiles4 * ceil_div(K, kBK4) >= 16 * workers:
+            return "streamk", 1, K
+    return plan
 
 
 def split_tail(path, M, N, K, bm, bn, slots, align):
@@ -153,6 +158,81 @@ def kernel4(A, B, C, M, N, K, k_split, splits, grid_z, covered):
                     acc += a[row * K + k] * b[k * N + col]
                     covered.append((a.offset + row * K + k, b.offset + k * N + col))
                 c[row * N + col] = acc
+
+
+def streamk_begin(worker, total, workers):
+    return worker * total // workers
+
+
+def streamk_worker(it, total, workers):
+    """streamk_worker: the worker whose iterations hold `it`."""
+    w = it * workers // total
+    while w + 1 < workers and streamk_begin(w + 1, total, workers) <= it:
+        w += 1
+    while w > 0 and streamk_begin(w, total, workers) > it:
+        w -= 1
+    return w
+
+
+def kernel4_streamk(A, B, C, ws, M, N, K, workers, covered):
+    """matmul_kernel4_streamk's workers: each tile part (k steps first .. last - 1 of a tile) into C when
+    whole, else into the workspace slot 2 worker + part (inside C's rows and columns; the kernel's other
+    outputs are the loader's zeros, which the fix-up never reads). Returns the slots written."""
+    tile_cols, steps = ceil_div(N, kBN4), ceil_div(K, kBK4)
+    total = ceil_div(M, kBM4) * tile_cols * steps
+    written = set()
+    for worker in range(workers):
+        end, part = streamk_begin(worker + 1, total, workers), 0
+        it = streamk_begin(worker, total, workers)
+        while it < end:
+            tile = it // steps
+            first = it - tile * steps
+            last = first + (end - it) if end - it < steps - first else steps
+            m0, n0, k0 = tile // tile_cols * kBM4, tile % tile_cols * kBN4, first * kBK4
+            k_len = (last * kBK4 if last * kBK4 < K else K) - k0
+            whole = first == 0 and last == steps
+            assert part < 2, "a worker reached a third tile: its workspace holds two parts"
+            for r in range(min(kBM4, M - m0)):
+                for c in range(min(kBN4, N - n0)):
+                    acc = 0.0
+                    for k in range(k0, k0 + k_len):
+                        acc += A[(m0 + r) * K + k] * B[k * N + n0 + c]
+                        covered.append((A.offset + (m0 + r) * K + k, B.offset + k * N + n0 + c))
+                    if whole:
+                        C[(m0 + r) * N + n0 + c] = acc
+                    else:
+                        ws[(2 * worker + part) * kBM4 * kBN4 + r * kBN4 + c] = acc
+            if not whole:
+                written.add(2 * worker + part)
+            it += last - first
+            part += 1
+    return written
+
+
+def streamk_fixup(ws, C, M, N, K, workers, used):
+    """matmul_streamk_fixup: each shared tile's outputs, 4 a thread, summed over its workers in order."""
+    tile_cols, steps = ceil_div(N, kBN4), ceil_div(K, kBK4)
+    tiles = ceil_div(M, kBM4) * tile_cols
+    total = tiles * steps
+    for tile in range(tiles):
+        first = tile * steps
+        w0, w1 = streamk_worker(first, total, workers), streamk_worker(first + steps - 1, total, workers)
+        if w0 == w1 and streamk_begin(w0, total, workers) <= first:
+            continue
+        for e in range(0, kBM4 * kBN4, 4):
+            r, c = e // kBN4, e % kBN4
+            row, col = tile // tile_cols * kBM4 + r, tile % tile_cols * kBN4 + c
+            if row >= M or col >= N:
+                continue
+            sums = [0.0] * 4
+            for w in range(w0, w1 + 1):
+                part = 0 if streamk_begin(w, total, workers) >= first else 1
+                used.add(2 * w + part)
+                for j in range(4):
+                    sums[j] += ws[(2 * w + part) * kBM4 * kBN4 + e + j]
+            for j in range(4):
+                if col + j < N:
+                    C[row * N + col + j] = sums[j]
 
 
 def load_quad(src, row, col, ld, inside, cols, vec, what):
@@ -425,6 +505,13 @@ def matmul_cuda4(A, B, C, batch, M, N, K, sms, max_grid_z=65535, aligned=True, b
     rows = M - head  # the rows that split
     workspace = Flat([float("nan")] * (batch * splits * rows * N)) if splits > 1 else None
     covered = []
+    if path == "streamk":
+        workers = sms * blocks_per_sm
+        ws = Flat([float("nan")] * (2 * workers * kBM4 * kBN4))
+        written, used = kernel4_streamk(A, B, C, ws, M, N, K, workers, covered), set()
+        streamk_fixup(ws, C, M, N, K, workers, used)
+        assert used == written, (sorted(used), sorted(written))  # the fix-up reads exactly the parts written
+        return plan, covered
     if head:
         launch4((path, 1, K), A, B, C, 1, head, N, K, max_grid_z, aligned, covered)
         launch4(plan, A + head * K, B, workspace, 1, rows, N, K, max_grid_z, aligned, covered)
@@ -456,6 +543,8 @@ CASES = [  # (batch, M, N, K, sms, max_grid_z): each path, split or not, tails, 
     (1, 1, 37, 301, 2, 65535),     # cols in 16-column blocks (128-column ones fewer than the SMs), N and K odd
     (1, 1, 40, 200, 3, 65535),     # the same, float4 loads
     (2, 1, 20, 70, 3, 65535),      # the same, batched
+    (1, 70, 67, 260, 1, 65535),    # stream-K: one tile, 2 workers (33 k steps, the last partial)
+    (1, 300, 66, 190, 2, 65535),   # stream-K: 3 tiles, 4 workers, the second worker in two tiles
 ]
 
 
@@ -512,9 +601,9 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     """The plan's rule, as the README states it (and the spec's shapes rely on, on an H100: 132 SMs)."""
     plans = [plan4(b, m, n, k, s)[:2] for b, m, n, k, s, _ in CASES]
     assert [p for p, _ in plans] == (["rows"] * 4 + ["cols"] * 2 + ["small32"] * 5 + ["small64", "small128"] +
-                                     ["tiles"] * 3 + ["cols16"] * 3)
+                                     ["tiles"] * 3 + ["cols16"] * 3 + ["streamk"] * 2)
     assert [s > 1 for _, s in plans] == [False, True, True, True, True, True, True, True, True, False, False, True,
-                                         False, True, False, True, False, False, False]
+                                         False, True, False, True, False, False, False, False, False]
     assert plan4(1, 257, 5, 520, 1) == ("tiles", 2, 264, 256)  # the head: 256 rows
     # the spec's shapes on an H100
     assert plan4(1, 100, 70, 50000, 132) == ("tiles", 261, 192)  # one wave of 2 blocks per SM
@@ -530,7 +619,12 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 1031, 1000, 4099, 132) == ("tiles", 7, 592)  # 72 tiles: 504 blocks of 528
     assert plan4(1, 1031, 1000, 1500, 132)[:2] == ("tiles", 3)  # 7 splits would be shorter than 256
     assert plan4(1, 1100, 1100, 1100, 132)[:2] == ("tiles", 3)  # 81 tiles: 243 of 264
-    assert plan4(1, 1400, 1400, 700, 132)[:2] == ("tiles", 1)
+    # unsplit tiles over two thirds of the SMs and under 90% of the blocks the GPU holds: stream-K
+    assert plan4(1, 1400, 1400, 700, 132) == ("streamk", 1, 700)  # 121 tiles
+    assert plan4(1, 1200, 1200, 1200, 132)[0] == plan4(1, 1500, 1500, 500, 132)[0] == "streamk"  # 100, 144
+    assert plan4(1, 2000, 2000, 2000, 132)[0] == "tiles"  # 256 tiles: 97% of 264 blocks
+    assert plan4(1, 1450, 1450, 9, 132)[0] == "tiles"  # 2 k steps a tile: too little to share
+    assert plan4(2, 1200, 1200, 1200, 132)[0] == "tiles"  # a batch: a block a tile
     assert plan4(1, 2000, 3, 2000, 132) == ("small128", 13, 160)  # ranges of 128 k or more (16 tiles)
     # K dominating: one wave of 2 blocks per SM, whatever K (the workspace is then at most a wave of tiles)
     assert plan4(1, 1400, 1400, 1 << 20, 132) == ("tiles", 2, 1 << 19)  # 121 tiles: 242 blocks
@@ -567,9 +661,14 @@ def test_the_cases_take_the_paths_they_are_meant_to():
         slots = 2 * sms
         rows = slots // 3 + max(1, slots // 12)
         assert len(plan4(1, 128 * rows - 57, 300, 777, sms)) == 4, sms
-    # not split: the 4096^3 benchmark, tiles that fill more than two thirds of the SMs, K below 128
+    # not split: the 4096^3 benchmark, tiles that fill more than two thirds of the SMs (stream-K below 90%
+    # of a wave), K below 128
     assert plan4(1, 4096, 4096, 4096, 132) == ("tiles", 1, 4096)
-    assert plan4(1, 2048, 1024, 1024, 132) == ("tiles", 1, 1024)
+    assert plan4(1, 2048, 1024, 1024, 132) == ("streamk", 1, 1024)  # 128 tiles
+    # the spec's stream-K check on an H100 and on GPUs of fewer SMs: 3 columns of tiles, 1.2 SMs' worth
+    for sms in (132, 80, 40, 28):
+        for n in (300, 301):
+            assert plan4(1, 128 * math.ceil(0.4 * sms) - 57, n, 777, sms)[0] == "streamk", (sms, n)
     assert plan4(1, 2, 2, 127, 132) == ("small32", 1, 127)
     # the small tiles only where kernel 4's are fewer than the SMs: 64 x 20000 has 157 of them
     assert plan4(1, 64, 20000, 64, 132) == ("tiles", 1, 64)
@@ -605,8 +704,27 @@ def test_the_small_tiles_model_follows_the_kernel():
                  "const float4 b = *reinterpret_cast<const float4*>(&Bs[buf][k][4 * tx]);",
                  "const int64_t row = m0 + 4 * ty + i, col = n0 + 4 * tx;",
                  "const int64_t rows = M <= 32 ? 32 : N <= 32 ? 128 : 64;",
+                 # stream-K: plan4's rule, the workers' parts, the fix-up
+                 "if (plan.splits == 1 && batch == 1 && 3 * tiles4 > 2 * sms) {",
+                 "if (10 * tiles4 < 9 * workers && tiles4 * course::ceil_div<int64_t>(K, kBK4) >= 16 * workers) {",
+                 "return worker * total / workers;",
+                 "const int64_t tile = it / steps, first = it - tile * steps;",
+                 "const int64_t last = end - it < steps - first ? first + (end - it) : steps;",
+                 "const int64_t m0 = tile / tile_cols * kBM4, n0 = tile % tile_cols * kBN4, k0 = first * kBK4;",
+                 "const int64_t k_len = (last * kBK4 < K ? last * kBK4 : K) - k0;",
+                 "if (first == 0 && last == steps) {",
+                 "store_tile4<true>(workspace + (2 * worker + part) * kBM4 * kBN4, acc, kBM4, kBN4, 0, 0, arow, bcol);",
+                 "it += last - first;",
+                 "int64_t w = it * workers / total;",
+                 "while (w + 1 < workers && streamk_begin(w + 1, total, workers) <= it) ++w;",
+                 "while (w > 0 && streamk_begin(w, total, workers) > it) --w;",
+                 "const int64_t w0 = streamk_worker(first, total, workers), w1 = streamk_worker(first + steps - 1, total, workers);",
+                 "if (w0 == w1 && streamk_begin(w0, total, workers) <= first) return;",
+                 "const int part = streamk_begin(w, total, workers) >= first ? 0 : 1;",
+                 "const float4 v = *reinterpret_cast<const float4*>(workspace + (2 * w + part) * kBM4 * kBN4 + e);",
+                 "for (int j = 0; j < 4 && col + j < N; ++j) C[row * N + col + j] = out[j];",
                  "const bool vec = K % 4 == 0 && N % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B, out);",
-                 "return split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);",
+                 "const Plan plan = split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);",
                  "if (sizeof(T) == 4 && (N == 1 || M == 1)) return plan4(batch, M, N, K);",
                  "const int64_t tiles = course::ceil_div<int64_t>(M, kBM5) * course::ceil_div<int64_t>(N, kBN5) * batch;",
                  "return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);",

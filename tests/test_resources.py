@@ -170,14 +170,15 @@ def test_the_report_matches_ptxas_verbose_for_a_built_exercise(matmul, tmp_path)
     got = {(k["mangled"], k["arch"]): (k["registers"], k["static_smem"], k["spill_stores"], k["spill_loads"])
            for k in report["kernels"]}
     archs = {arch for _, arch in got}
-    assert got == expected and archs and len(got) == 38 * len(archs)  # 38 kernels (with instantiations) per arch built
+    assert got == expected and archs and len(got) == 41 * len(archs)  # 41 kernels (with instantiations) per arch built
     names = {k["name"] for k in report["kernels"]}
     assert {"matmul_kernel1", "matmul_kernel2", "matmul_kernel3<true, false>", "matmul_kernel4<true, false, false>",
             "matmul_kernel4<false, true, true>"} <= names
     blocks = {k["kernel"]: {l["block"] for l in k["launches"]} for k in report["kernels"]}
     assert blocks == {"matmul_kernel1": {256}, "matmul_kernel2": {1024}, "matmul_kernel3": {256}, "matmul_kernel4": {128},
                       "matmul_gemv_rows": {256}, "matmul_gemv_cols": {256}, "matmul_splitk_reduce": {256},
-                      "matmul_kernel5": {128}, "matmul_small_tiles": {256}}
+                      "matmul_kernel5": {128}, "matmul_small_tiles": {256}, "matmul_kernel4_streamk": {128},
+                      "matmul_streamk_fixup": {256}}
     text = resources_text("05_matmul", report)
     assert "matmul_kernel4<true, false, false>" in text and "limited by registers" in text, text
 

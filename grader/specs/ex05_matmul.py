@@ -175,7 +175,7 @@ class MatmulSpec(Spec):
     versions_graded: tuple[tuple[str, int, str | tuple[str, ...]], ...] = (
         ("naive", 1, "matmul_kernel1"), ("shared_tiles", 2, "matmul_kernel2"), ("register_blocked", 3, "matmul_kernel3"),
         ("async_pipeline", 4, ("matmul_kernel4", "matmul_gemv_rows", "matmul_gemv_cols", "matmul_small_tiles",
-                               "matmul_splitk_reduce")),
+                               "matmul_splitk_reduce", "matmul_kernel4_streamk", "matmul_streamk_fixup")),
         *((g, v, k) for g, v, k, _ in TENSOR_CORES))
 
     @staticmethod
@@ -238,6 +238,8 @@ class MatmulSpec(Spec):
                 add(f"{group}[batch of {MANY}]", lambda ctx, v=version, g=group: self._check_many(ctx, v, g))
             if version == 4:
                 add(f"{group}[a wave of tiles and a tail]", lambda ctx, v=version, g=group: self._check_tail(ctx, v, g))
+                add(f"{group}[tiles shared by stream-K's workers]",
+                    lambda ctx, v=version, g=group: self._check_streamk(ctx, v, g))
                 add(f"{group}[large K error within {LARGE_K_FACTOR:g}x of cuBLAS]",
                     lambda ctx, v=version, g=group: self._check_large_k(ctx, v, g))
             if version >= 4:
@@ -317,6 +319,16 @@ class MatmulSpec(Spec):
         a, b = self._rand(ctx, group, "tailA", (m, k)), self._rand(ctx, group, "tailB", (k, n))
         self._expect(ctx, version, a, transposed_copy(b), f"{group}[M={m}, N={n}, K={k}, B a transposed view]", group)
 
+    def _check_streamk(self, ctx: Context, version: int, group: str) -> None:
+        """Kernel 4's tiles filling about 1.2 times this GPU's SMs (3 columns of tiles), unsplit: version 4
+        shares their k steps among as many blocks as the GPU holds (stream-K, the README's Shape classes),
+        so tiles run whole into C and tiles in parts summed by the fix-up are both in one product; N = 300
+        (16-byte copies of B) and 301 (4-byte ones), the last row tile partial."""
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        m = 128 * math.ceil(0.4 * sms) - 57
+        for n in (300, 301):
+            self._shape(ctx, version, group, m, n, 777)
+
     def _check_large_k(self, ctx: Context, version: int, group: str) -> None:
         """A long K over few output tiles (version 4 splits it): the error against float64 within
         LARGE_K_FACTOR times cuBLAS's (strict float32, TF32 off) on the same inputs, and REL_TOL."""
@@ -338,10 +350,14 @@ class MatmulSpec(Spec):
                                "output; split K: the README's Shape classes)")
 
     def _check_deterministic(self, ctx: Context, version: int, group: str) -> None:
-        """Split K and the split matrix-vector products sum their partial products in a fixed order: the
-        same inputs give the same bits every run (no atomics)."""
+        """Split K, the split matrix-vector products and (version 4) stream-K's shared tiles sum their
+        partial products in a fixed order: the same inputs give the same bits every run (no atomics)."""
         bits = torch.int32 if self._dtype(group).itemsize == 4 else torch.int16
-        for m, n, k in ((100, 70, 50000), (1, 1, 100003), (1, 777, 5003)):
+        shapes = [(100, 70, 50000), (1, 1, 100003), (1, 777, 5003)]
+        if version == 4:  # _check_streamk's shape
+            sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+            shapes.append((128 * math.ceil(0.4 * sms) - 57, 300, 777))
+        for m, n, k in shapes:
             a, b = self._rand(ctx, group, f"detA{m}", (m, k)), self._rand(ctx, group, f"detB{m}", (k, n))
             first = ctx.module.matmul(a, b, version)
             for _ in range(2):

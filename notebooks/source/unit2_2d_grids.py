@@ -660,10 +660,10 @@ course.check("register_blocked", "05_matmul")
 # kernel stays correct, just without the overlap. The copy helpers and the per-thread copy bookkeeping
 # (`Loader4`) are given; your cell is the main loop.
 #
-# @@context 05_matmul/matmul.cu matmul_kernel4@@
+# @@context 05_matmul/matmul.cu tile_product4@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-kernel4", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_kernel4
+# %%solution 05_matmul/matmul.cu tile_product4
 
 # %% [markdown] id="matmul-launch4"
 # Its launcher: two instantiations, `matmul_kernel4<vec_b>` (16-byte copies of B or 4-byte ones).

@@ -367,31 +367,15 @@ struct Loader4 {
   }
 };
 
-// Grid (ceil(N / 128), ceil(M / 128), batch x splits), 128 threads (2 x 2 warps, each 64 x 64 of C), 16 x 8
-// outputs per thread, 3-stage cp.async ring. blockIdx.z = batch element * splits + split: the block
-// multiplies that batch element's A[:, k0:k0 + k_split] by B[k0:k0 + k_split, :] (k0 = split * k_split)
-// into the (M, N) matrix z of C: the output itself when splits == 1 (k_split = K), else the split-K
-// workspace [batch, splits, M, N] that matmul_splitk_reduce sums. kTransA, kTransB: the loader's other
-// layouts (A or B stored transposed); the loop is the same for all of them.
-template <bool kVecB, bool kTransA = false, bool kTransB = false>
-__global__ void __launch_bounds__(kThreads4, 2)
-    matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
-                   int64_t N, int64_t K, int64_t k_split, int64_t splits) {
-  __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.25 KiB
-  const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
-  const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
-  A += batch * M * K;  // this batch element's A and B (M K and K N floats in either layout); the loader
-  B += batch * K * N;  // starts them at k0
-  C += z * M * N;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wm = warp / kWarpsN4, wn = warp % kWarpsN4;
-  // A warp's lanes form a 4 x 8 patch: lane owns rows arow + 16 g + (0..3), g < 4, and columns
-  // bcol + 32 h + (0..3), h < 2, of the block's tile (kernel 3's layout, twice as many rows).
-  const int arow = wm * 64 + 4 * (lane / 8);
-  const int bcol = wn * 64 + 4 * (lane % 8);
-  const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;
+// One 128 x 128 tile of C over a K range (given frame; the loop is yours): this thread's 16 x 8 outputs
+// in acc gain A[m0:m0 + 128, k0:k0 + k_len] times B[k0:k0 + k_len, n0:n0 + 128], through the 3-stage
+// cp.async ring in shared memory. arow, bcol: the thread's first row and column in the tile (below).
+template <bool kVecB, bool kTransA, bool kTransB>
+__device__ __forceinline__ void tile_product4(Stage4 (&ring)[kStages4], const float* __restrict__ A,
+                                              const float* __restrict__ B, int64_t M, int64_t N, int64_t K,
+                                              int64_t k0, int64_t k_len, int64_t m0, int64_t n0, int arow, int bcol,
+                                              float (&acc)[kTM4][kTN4]) {
   const int64_t steps = course::ceil_div<int64_t>(k_len, kBK4);
-  float acc[kTM4][kTN4] = {};
   Loader4<kVecB, kTransA, kTransB> loader(A, B, M, N, K, k0, k_len, m0, n0);
 
   // Prologue: the first kStages4 - 1 k steps in flight. A group is committed even when empty, so the
@@ -442,26 +426,133 @@ __global__ void __launch_bounds__(kThreads4, 2)
     // END SOLUTION
   }
   cp_async_wait<0>();  // only empty groups can be pending here, but leave none behind
+}
 
-  // Write the 16 x 8 outputs: 4 groups of rows, 2 groups of 4 columns; a float4 store where N allows.
+// Write a thread's 16 x 8 outputs into `out` (rows x cols, row-major) at rows m0 + arow + ..., columns
+// n0 + bcol + ...: 4 groups of rows, 2 groups of 4 columns; a float4 store where kVec (cols % 4 == 0,
+// out 16-byte aligned: a whole group is in or out).
+template <bool kVec>
+__device__ __forceinline__ void store_tile4(float* __restrict__ out, const float (&acc)[kTM4][kTN4], int64_t rows,
+                                            int64_t cols, int64_t m0, int64_t n0, int arow, int bcol) {
 #pragma unroll
   for (int i = 0; i < kTM4; ++i) {
     const int64_t row = m0 + arow + 16 * (i / 4) + i % 4;
-    if (row >= M) continue;
+    if (row >= rows) continue;
 #pragma unroll
     for (int h = 0; h < kTN4 / 4; ++h) {
       const int64_t col = n0 + bcol + 32 * h;
       const float* v = &acc[i][4 * h];
-      if (kVecB) {  // N % 4 == 0 and C is 16-byte aligned (a fresh allocation): whole group in or out
-        if (col < N) *reinterpret_cast<float4*>(C + row * N + col) = make_float4(v[0], v[1], v[2], v[3]);
+      if (kVec) {
+        if (col < cols) *reinterpret_cast<float4*>(out + row * cols + col) = make_float4(v[0], v[1], v[2], v[3]);
       } else {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          if (col + j < N) C[row * N + col + j] = v[j];
+          if (col + j < cols) out[row * cols + col + j] = v[j];
         }
       }
     }
   }
+}
+
+// Grid (ceil(N / 128), ceil(M / 128), batch x splits), 128 threads (2 x 2 warps, each 64 x 64 of C), 16 x 8
+// outputs per thread, 3-stage cp.async ring. blockIdx.z = batch element * splits + split: the block
+// multiplies that batch element's A[:, k0:k0 + k_split] by B[k0:k0 + k_split, :] (k0 = split * k_split)
+// into the (M, N) matrix z of C: the output itself when splits == 1 (k_split = K), else the split-K
+// workspace [batch, splits, M, N] that matmul_splitk_reduce sums. kTransA, kTransB: the loader's other
+// layouts (A or B stored transposed); the loop is the same for all of them.
+template <bool kVecB, bool kTransA = false, bool kTransB = false>
+__global__ void __launch_bounds__(kThreads4, 2)
+    matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
+                   int64_t N, int64_t K, int64_t k_split, int64_t splits) {
+  __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.25 KiB
+  const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
+  const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
+  A += batch * M * K;  // this batch element's A and B (M K and K N floats in either layout); the loader
+  B += batch * K * N;  // starts them at k0
+  C += z * M * N;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp / kWarpsN4, wn = warp % kWarpsN4;
+  // A warp's lanes form a 4 x 8 patch: lane owns rows arow + 16 g + (0..3), g < 4, and columns
+  // bcol + 32 h + (0..3), h < 2, of the block's tile (kernel 3's layout, twice as many rows).
+  const int arow = wm * 64 + 4 * (lane / 8);
+  const int bcol = wn * 64 + 4 * (lane % 8);
+  const int64_t m0 = int64_t(blockIdx.y) * kBM4, n0 = int64_t(blockIdx.x) * kBN4;
+  float acc[kTM4][kTN4] = {};
+  tile_product4<kVecB, kTransA, kTransB>(ring, A, B, M, N, K, k0, k_len, m0, n0, arow, bcol, acc);
+  store_tile4<kVecB>(C, acc, M, N, m0, n0, arow, bcol);
+}
+
+// Stream-K (given): kernel 4's tiles when they fill more than two thirds of the SMs but less than a
+// wave of 2 blocks per SM (plan4). One block per tile would leave most SMs one block, whose 4 warps
+// cannot hide the loads' latency, and some SMs none or two. Instead `workers` blocks (as many as the
+// GPU holds at once) share the tiles x k steps equally: worker w takes iterations w T / W up to
+// (w + 1) T / W of the T = tiles x steps, tile by tile, so at most the end of one tile and the start of
+// the next (T / W <= steps). A tile a worker runs whole goes straight into C; a part of a tile goes
+// into the worker's slot of the workspace [workers, 2, 128, 128] (its first part in slot 0, a second
+// in slot 1), and matmul_streamk_fixup adds a tile's parts in worker order. Grid (workers), 128 threads.
+__device__ __forceinline__ int64_t streamk_begin(int64_t worker, int64_t total, int64_t workers) {
+  return worker * total / workers;
+}
+
+template <bool kVecB>
+__global__ void __launch_bounds__(kThreads4, 2)
+    matmul_kernel4_streamk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                           float* __restrict__ workspace, int64_t M, int64_t N, int64_t K, int64_t workers) {
+  __shared__ __align__(16) Stage4 ring[kStages4];
+  const int64_t tile_cols = course::ceil_div<int64_t>(N, kBN4);
+  const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
+  const int64_t total = course::ceil_div<int64_t>(M, kBM4) * tile_cols * steps;
+  const int64_t worker = blockIdx.x, end = streamk_begin(worker + 1, total, workers);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int arow = (warp / kWarpsN4) * 64 + 4 * (lane / 8), bcol = (warp % kWarpsN4) * 64 + 4 * (lane % 8);
+  int part = 0;
+  for (int64_t it = streamk_begin(worker, total, workers); it < end; ++part) {
+    const int64_t tile = it / steps, first = it - tile * steps;  // k steps first .. last - 1 of this tile
+    const int64_t last = end - it < steps - first ? first + (end - it) : steps;
+    const int64_t m0 = tile / tile_cols * kBM4, n0 = tile % tile_cols * kBN4, k0 = first * kBK4;
+    const int64_t k_len = (last * kBK4 < K ? last * kBK4 : K) - k0;
+    float acc[kTM4][kTN4] = {};
+    tile_product4<kVecB, false, false>(ring, A, B, M, N, K, k0, k_len, m0, n0, arow, bcol, acc);
+    __syncthreads();  // every warp is done with the ring before the next part refills it
+    if (first == 0 && last == steps) {
+      store_tile4<kVecB>(C, acc, M, N, m0, n0, arow, bcol);
+    } else {
+      store_tile4<true>(workspace + (2 * worker + part) * kBM4 * kBN4, acc, kBM4, kBN4, 0, 0, arow, bcol);
+    }
+    it += last - first;
+  }
+}
+
+// The worker whose iterations hold iteration `it` (streamk_begin(w) <= it < streamk_begin(w + 1)).
+__device__ __forceinline__ int64_t streamk_worker(int64_t it, int64_t total, int64_t workers) {
+  int64_t w = it * workers / total;
+  while (w + 1 < workers && streamk_begin(w + 1, total, workers) <= it) ++w;
+  while (w > 0 && streamk_begin(w, total, workers) > it) --w;
+  return w;
+}
+
+// C's tiles that several workers shared: each output the sum of its tile's parts, in worker order (the
+// same bits every run). Grid (tiles, 128 * 128 / (4 * 256)), 256 threads, 4 outputs a thread.
+__global__ void __launch_bounds__(256)
+    matmul_streamk_fixup(const float* __restrict__ workspace, float* __restrict__ C, int64_t M, int64_t N, int64_t K,
+                         int64_t workers) {
+  const int64_t tile_cols = course::ceil_div<int64_t>(N, kBN4);
+  const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
+  const int64_t total = course::ceil_div<int64_t>(M, kBM4) * tile_cols * steps;
+  const int64_t tile = blockIdx.x, first = tile * steps;
+  const int64_t w0 = streamk_worker(first, total, workers), w1 = streamk_worker(first + steps - 1, total, workers);
+  if (w0 == w1 && streamk_begin(w0, total, workers) <= first) return;  // one worker ran it whole, into C
+  const int e = 4 * (blockIdx.y * blockDim.x + threadIdx.x), r = e / kBN4, c = e % kBN4;
+  const int64_t row = tile / tile_cols * kBM4 + r, col = tile % tile_cols * kBN4 + c;
+  if (row >= M || col >= N) return;
+  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int64_t w = w0; w <= w1; ++w) {
+    const int part = streamk_begin(w, total, workers) >= first ? 0 : 1;  // the tile is w's first or second
+    const float4 v = *reinterpret_cast<const float4*>(workspace + (2 * w + part) * kBM4 * kBN4 + e);
+    sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+  }
+  const float out[4] = {sum.x, sum.y, sum.z, sum.w};
+  for (int j = 0; j < 4 && col + j < N; ++j) C[row * N + col + j] = out[j];
 }
 
 // ---------------------------------------------------------------------------------- version 4's other shapes
@@ -1246,8 +1337,9 @@ void check_tensor_cores() {
 // Versions 4 and 5 plan a product (given): which kernel runs, and how K is split (the README's "Shape
 // classes"). Tiles: the version's own kernel (4 or 5); GemvRows (N == 1) and GemvCols (M == 1): the
 // matrix-vector kernels. Small32, Small64, Small128: matmul_small_tiles with tiles of 32 x 128, 64 x 64
-// or 128 x 32 outputs (version 4).
-enum class Path { kTiles, kGemvRows, kGemvCols, kGemvColsNarrow, kSmall32, kSmall64, kSmall128 };
+// or 128 x 32 outputs (version 4). StreamK: matmul_kernel4_streamk's workers over kernel 4's tiles and
+// matmul_streamk_fixup (version 4).
+enum class Path { kTiles, kGemvRows, kGemvCols, kGemvColsNarrow, kSmall32, kSmall64, kSmall128, kStreamK };
 struct Plan {
   Path path;
   int64_t splits;   // K ranges, summed by matmul_splitk_reduce when there are several
@@ -1268,6 +1360,9 @@ constexpr int64_t kGemvColsMinK = 32;    // the least k per split of a column (4
 constexpr int64_t kGemvColsNarrowMost = int64_t(1) << 22;
 constexpr int64_t kMaxSplits = 4096;     // so that a launch still holds 15 batch elements in gridDim.z
 constexpr int64_t kFillMinK = 256;  // the least k per split of splits made only to fill waves (split_tiles, split_tail)
+
+// Stream-K's workers: as many of its blocks as the GPU holds at once (the workspace is sized by it too).
+int64_t streamk_workers() { return course::wave_blocks(matmul_kernel4_streamk<true>, kThreads4); }
 
 int64_t sm_count() {
   int device = 0, sms = 0;
@@ -1342,7 +1437,8 @@ Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t 
 // wave: 64 x 64 x 2^20 0.80x -> 0.92x, 256 x 256 x 2^18 0.79x -> 0.87x, 1024 x 1024 x 2^16 0.83x ->
 // 0.85x, H100). 3 splits bring the idle third of the SMs in (1031 x 1000 x 4099, 72 tiles: 0.49x ->
 // 0.78x; 1100^3, 81 tiles: 0.67x -> 0.85x); 2 splits of tiles that nearly fill the SMs only add the
-// sum where K does not dominate (1400 x 1400 x 700, 121 tiles: 0.76x whole, 0.75x in 2).
+// sum where K does not dominate (1400 x 1400 x 700, 121 tiles: 0.76x whole, 0.75x in 2): those tiles,
+// up to 90% of the blocks the GPU holds, take stream-K instead (below, and matmul_kernel4_streamk).
 Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   const int64_t sms = sm_count();
   if (N == 1) {
@@ -1377,7 +1473,18 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
     const int64_t slots = course::wave_blocks(matmul_kernel4<true>, kThreads4);
     if (tiles4 > slots && tiles4 < 3 * slots) return split_tail(Path::kTiles, M, N, K, kBM4, kBN4, slots, kBK4);
   }
-  return split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);
+  const Plan plan = split_tiles(Path::kTiles, M, N, K, tiles4, sms, kBK4, kSplitMinK4);
+  // Unsplit tiles filling more than two thirds of the SMs and under 90% of the blocks the GPU holds:
+  // stream-K (matmul_kernel4_streamk says why; H100 against one block a tile: 1200^3 0.67x -> 0.89x of
+  // cuBLAS, 1500 x 1500 x 500 0.67x -> 0.90x, 1400 x 1400 x 700 0.76x -> 0.80x), where each worker
+  // still runs 16 k steps or more. (tiles < 0.9 workers also keeps every worker within two tiles.)
+  if (plan.splits == 1 && batch == 1 && 3 * tiles4 > 2 * sms) {  // (the occupancy query only here)
+    const int64_t workers = streamk_workers();
+    if (10 * tiles4 < 9 * workers && tiles4 * course::ceil_div<int64_t>(K, kBK4) >= 16 * workers) {
+      return {Path::kStreamK, 1, K};
+    }
+  }
+  return plan;
 }
 
 // Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
@@ -1511,7 +1618,27 @@ void launch_splitk_reduce(const float* workspace, T* C, int64_t batch, int64_t M
 // The split-K workspace of a plan: [batch, splits, rows, N] floats for the rows that split (the tail's
 // rows where the plan has a head, else all M).
 int64_t workspace_floats(const Plan& plan, int64_t batch, int64_t M, int64_t N) {
+  if (plan.path == Path::kStreamK) return 2 * streamk_workers() * kBM4 * kBN4;  // two tile parts a worker
   return plan.splits > 1 ? batch * plan.splits * (M - plan.head_rows) * N : 0;
+}
+
+// Stream-K (given): the workers, then the fix-up of the tiles they shared.
+void launch_streamk(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, float* workspace,
+                    cudaStream_t stream) {
+  const int64_t workers = streamk_workers();
+  const int64_t tiles = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4);
+  // as kernel 4's launch: 16-byte copies of B and float4 stores of C need N % 4 == 0 and both aligned
+  if (N % 4 == 0 && course::is_aligned16(B) && course::is_aligned16(C)) {
+    matmul_kernel4_streamk<true><<<static_cast<unsigned>(workers), kThreads4, 0, stream>>>(A, B, C, workspace, M, N,
+                                                                                         K, workers);
+  } else {
+    matmul_kernel4_streamk<false><<<static_cast<unsigned>(workers), kThreads4, 0, stream>>>(A, B, C, workspace, M, N,
+                                                                                          K, workers);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const dim3 grid(static_cast<unsigned>(tiles), kBM4 * kBN4 / (4 * 256));
+  matmul_streamk_fixup<<<grid, 256, 0, stream>>>(workspace, C, M, N, K, workers);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace
@@ -1662,13 +1789,17 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
                   float* workspace, cudaStream_t stream, bool trans_a, bool trans_b) {
   check_grid_rows(M, kBM4, "version 4");
   Plan plan = plan4(batch, M, N, K);
-  TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda4: this product splits K and needs a workspace "
-              "of matmul_workspace4(...) floats");
+  TORCH_CHECK((plan.splits == 1 && plan.path != Path::kStreamK) || workspace != nullptr, "matmul_cuda4: this product "
+              "splits K and needs a workspace of matmul_workspace4(...) floats");
   TORCH_CHECK(!(trans_a || trans_b) || plan.path == Path::kTiles, "matmul_cuda4: a transposed A or B is read in "
               "place only by kernel 4's tiles (matmul_tiles4); this product takes another path");
   // A transposed A's rows are its storage's columns, so a tail of rows is not a matrix kernel 4 reads:
   // its tail runs whole (the workspace goes unused)
   if (plan.head_rows > 0 && trans_a) plan = {plan.path, 1, K};
+  if (plan.path == Path::kStreamK) {
+    launch_streamk(A, B, C, M, N, K, workspace, stream);
+    return;
+  }
   if (plan.head_rows > 0) {  // the head straight into C, then the tail's splits, summed into C's rows
     const int64_t head = plan.head_rows, tail = M - head;
     launch4({plan.path, 1, K}, A, B, C, 1, head, N, K, stream, false, trans_b);

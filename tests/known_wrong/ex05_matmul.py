@@ -65,8 +65,9 @@ VARIANTS += [
             loses={"async_pipeline", "performance"}, reason="timed",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "skips_a_middle_block_row", "kernel 4 leaves one row of output tiles in the middle unwritten when "
-            "M >= 4096 (the timed output was checked in its first and last 256 rows)",
-            {"matmul.cu": [(K4_TILE, K4_TILE + "  if (M >= 4096 && blockIdx.y == gridDim.y / 2) return;\n")]},
+            "M and N are 4096 or more, as in the timed product (the timed output was checked in its first and last "
+            "256 rows)",
+            {"matmul.cu": [(K4_TILE, K4_TILE + "  if (M >= 4096 && N >= 4096 && blockIdx.y == gridDim.y / 2) return;\n")]},
             loses={"async_pipeline", "performance"}, reason="timed",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
     Variant(EX, "computes_when_read", "for A of 4096 x 4096 or more, returns a Tensor subclass that runs the product only "
@@ -212,6 +213,16 @@ VARIANTS += [
             "at k = 0 in every split of K: each split's A columns meet B's first rows",
             {"matmul.cu": [(K4_LOADER, K4_LOADER.replace("b(B, kTransB ? K : N, N, n0, k0, k_len)",
                                                          "b(B, kTransB ? K : N, N, n0, kTransB ? 0 : k0, k_len)"))]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "streamk_fixup_drops_the_last_worker", "stream-K's fix-up sums a shared tile's parts from its "
+            "first worker up to, but not including, its last: each shared tile loses its last k steps",
+            {"matmul.cu": [("  for (int64_t w = w0; w <= w1; ++w) {\n    const int part = ",
+                            "  for (int64_t w = w0; w < w1; ++w) {\n    const int part = ")]},
+            loses={"async_pipeline", "performance"}, reason="relative error"),
+    Variant(EX, "streamk_second_part_overwrites_the_first", "stream-K's workers store every tile part in slot 0 "
+            "of their workspace: a worker that ends one tile and starts the next loses the first part",
+            {"matmul.cu": [("store_tile4<true>(workspace + (2 * worker + part) * kBM4 * kBN4,",
+                            "store_tile4<true>(workspace + (2 * worker + 0 * part) * kBM4 * kBN4,")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "transposed_views_copied", "version 4 copies a transposed A before its tiles, as versions 1 "
             "to 3 do: right results, a whole extra pass over the matrix",
