@@ -8,7 +8,8 @@
 //                   into a 3-stage shared-memory ring (sm_80+; plain copies on older GPUs)
 //   (version 4 also has given paths for the shapes its tiles do not fit: matmul_gemv_rows (N == 1) and
 //   matmul_gemv_cols (M == 1), matrix-vector products; split-K, kernel 4 over K ranges into a workspace
-//   summed by matmul_splitk_reduce, when there are too few output tiles to fill the GPU and K is large)
+//   summed by matmul_splitk_reduce, when there are too few output tiles to fill the GPU and K is large;
+//   stream-K, matmul_kernel4_streamk and matmul_streamk_fixup, when the tiles fill the SMs unevenly)
 //   matmul_kernel5  tensor cores: warp-wide mma.sync products of 16 x 8 tiles (TF32 for float32
 //                   inputs, BF16 for bfloat16 ones, float32 sums), fed by kernel 4's cp.async ring
 //                   through XOR-swizzled shared tiles (sm_80+ only)
@@ -490,7 +491,8 @@ __global__ void __launch_bounds__(256)
 
 // ---------------------------------------------------------------------------------- version 4's other shapes
 // Given code. Kernel 4 launches one block per 128 x 128 tile of C, each running down all of K. That
-// fits most shapes; three do not fill the GPU that way (the README's "Shape classes"):
+// fits most shapes; these do not fill the GPU that way (the README's "Shape classes"; and tiles that
+// leave most SMs one block: stream-K, above):
 //   N == 1 or M == 1: a matrix-vector product. One tile row or column is 1/128 used, and each value of
 //     the matrix is used once: the product is bound by reading the matrix, so read it once, coalesced.
 //   few tiles and a long K: a 64 x 64 x 2^20 product is one block for one SM, and every output is one
