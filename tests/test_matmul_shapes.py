@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from grader.env import REPO
+from grader.specs import ex05_matmul as spec05
 
 SOURCE = (REPO / "solutions" / "05_matmul" / "matmul.cu").read_text()
 
@@ -658,9 +659,7 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     assert plan4(1, 6000, 768, 200, 132) == ("tiles", 1, 200)  # a tail's splits would be shorter than 256
     assert plan4(2, 8192, 768, 768, 132) == ("tiles", 1, 768)  # batches: no head
     for sms in (132, 80, 40, 28):  # the spec's tail check on an H100, and on GPUs of fewer SMs
-        slots = 2 * sms
-        rows = slots // 3 + max(1, slots // 12)
-        assert len(plan4(1, 128 * rows - 57, 300, 777, sms)) == 4, sms
+        assert len(plan4(1, *spec05.tail_shape(sms), sms)) == 4, sms
     # not split: the 4096^3 benchmark, tiles that fill more than two thirds of the SMs (stream-K below 90%
     # of a wave), K below 128
     assert plan4(1, 4096, 4096, 4096, 132) == ("tiles", 1, 4096)
@@ -668,7 +667,7 @@ def test_the_cases_take_the_paths_they_are_meant_to():
     # the spec's stream-K check on an H100 and on GPUs of fewer SMs: 3 columns of tiles, 1.2 SMs' worth
     for sms in (132, 80, 40, 28):
         for n in (300, 301):
-            assert plan4(1, 128 * math.ceil(0.4 * sms) - 57, n, 777, sms)[0] == "streamk", (sms, n)
+            assert plan4(1, *spec05.streamk_shape(sms, n), sms)[0] == "streamk", (sms, n)
     assert plan4(1, 2, 2, 127, 132) == ("small32", 1, 127)
     # the small tiles only where kernel 4's are fewer than the SMs: 64 x 20000 has 157 of them
     assert plan4(1, 64, 20000, 64, 132) == ("tiles", 1, 64)

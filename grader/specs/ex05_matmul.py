@@ -129,6 +129,23 @@ VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200,
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
 MANY = 65535 + 7
+# Products whose plan depends on the GPU's SM count (kernel 4's tiles are 128 x 128; tests/test_matmul_shapes.py
+# checks on several SM counts that each takes its path): a whole wave of 2 blocks per SM of 3-column rows of
+# tiles and a quarter of one more (the head and the tail), and about 1.2 SMs' worth of tiles (stream-K).
+def tail_shape(sms: int) -> tuple[int, int, int]:
+    slots = 2 * sms
+    rows = slots // 3 + max(1, slots // 12)  # of 3 column tiles (N = 300): 88 + 22 on an H100
+    return 128 * rows - 57, 300, 777
+
+
+def streamk_shape(sms: int, n: int = 300) -> tuple[int, int, int]:
+    return 128 * math.ceil(0.4 * sms) - 57, n, 777  # 3 x 53 tiles on an H100
+
+
+def _sm_count() -> int:
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
 # the large-K accuracy check: a product with one 64 x 64 tile and K = 2^18 (128 MiB of A and B); its
 # error against float64 must be within 10 times cuBLAS's (strict float32) on the same inputs
 LARGE_K = (64, 64, 1 << 18)
@@ -311,9 +328,7 @@ class MatmulSpec(Spec):
         version 4 runs the wave's rows of tiles whole and splits K over the rest (the README's Shape
         classes: a head and a tail), so the rows on either side of that line, the last row tile
         (partial) and the tail's reduction into C's rows are all in one product."""
-        slots = 2 * torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-        rows = slots // 3 + max(1, slots // 12)  # of 3 column tiles (N = 300): 88 + 22 on an H100
-        m, n, k = 128 * rows - 57, 300, 777
+        m, n, k = tail_shape(_sm_count())
         self._shape(ctx, version, group, m, n, k)
         # the same with B a transposed view (nn.Linear's x @ W.t(): read in place by both launches)
         a, b = self._rand(ctx, group, "tailA", (m, k)), self._rand(ctx, group, "tailB", (k, n))
@@ -324,10 +339,8 @@ class MatmulSpec(Spec):
         shares their k steps among as many blocks as the GPU holds (stream-K, the README's Shape classes),
         so tiles run whole into C and tiles in parts summed by the fix-up are both in one product; N = 300
         (16-byte copies of B) and 301 (4-byte ones), the last row tile partial."""
-        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-        m = 128 * math.ceil(0.4 * sms) - 57
         for n in (300, 301):
-            self._shape(ctx, version, group, m, n, 777)
+            self._shape(ctx, version, group, *streamk_shape(_sm_count(), n))
 
     def _check_large_k(self, ctx: Context, version: int, group: str) -> None:
         """A long K over few output tiles (version 4 splits it): the error against float64 within
@@ -354,9 +367,8 @@ class MatmulSpec(Spec):
         partial products in a fixed order: the same inputs give the same bits every run (no atomics)."""
         bits = torch.int32 if self._dtype(group).itemsize == 4 else torch.int16
         shapes = [(100, 70, 50000), (1, 1, 100003), (1, 777, 5003)]
-        if version == 4:  # _check_streamk's shape
-            sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-            shapes.append((128 * math.ceil(0.4 * sms) - 57, 300, 777))
+        if version == 4:
+            shapes.append(streamk_shape(_sm_count()))
         for m, n, k in shapes:
             a, b = self._rand(ctx, group, f"detA{m}", (m, k)), self._rand(ctx, group, f"detB{m}", (k, n))
             first = ctx.module.matmul(a, b, version)
