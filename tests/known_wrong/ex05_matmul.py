@@ -67,7 +67,8 @@ VARIANTS += [
     Variant(EX, "skips_a_middle_block_row", "kernel 4 leaves one row of output tiles in the middle unwritten when "
             "M and N are 4096 or more, as in the timed product (the timed output was checked in its first and last "
             "256 rows)",
-            {"matmul.cu": [(K4_TILE, K4_TILE + "  if (M >= 4096 && N >= 4096 && blockIdx.y == gridDim.y / 2) return;\n")]},
+            {"matmul.cu": [(K4_TILE, K4_TILE +
+                            "  if (M >= 4096 && N >= 4096 && blockIdx.y == gridDim.y / 2) return;\n")]},
             loses={"async_pipeline", "performance"}, reason="timed",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
     Variant(EX, "computes_when_read", "for A of 4096 x 4096 or more, returns a Tensor subclass that runs the product only "
