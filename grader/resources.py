@@ -5,9 +5,10 @@ the block size its launcher uses.
 - The numbers are ptxas's own (`--resource-usage`, i.e. `-Xptxas -v`), kept per object by
   grader.build in `<build folder>/logs/<object>.log`, for every architecture the build targets.
 - The block size and dynamic shared memory of each kernel come from its launches in the exercise's
-  own `.cu` files (`kernel<...><<<grid, block, smem, stream>>>`), evaluated from the constants they
-  name (`constexpr`, `const` locals, `dim3`, the kernel's template arguments). A launch this
-  module cannot evaluate is reported as such, never guessed.
+  own `.cu` files (`kernel<...><<<grid, block, smem, stream>>>` or `course::launch_after_previous(
+  kernel<...>, grid, block, smem, stream, ...)`), evaluated from the constants they name (`constexpr`,
+  `const` locals, `dim3`, the kernel's template arguments). A launch this module cannot evaluate is
+  reported as such, never guessed.
 - Occupancy follows the CUDA occupancy calculator (`cuda_occupancy.h`,
   cudaOccMaxActiveBlocksPerMultiprocessor) with each architecture's limits (ARCHS), so it works
   without a GPU; on a GPU, tests/test_resources.py compares it with the driver's answer.
@@ -275,6 +276,19 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+def _match_forward(text: str, start: int, open_ch: str, close_ch: str) -> int:
+    """The offset of the `close_ch` matching the `open_ch` at text[start]; -1 if none."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == open_ch:
+            depth += 1
+        elif text[i] == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
 def _match_back(text: str, end: int, open_ch: str, close_ch: str) -> int:
     """The offset of the `open_ch` matching the `close_ch` at text[end]; -1 if none."""
     depth = 0
@@ -331,6 +345,16 @@ def scan_sources(exercise_dir: Path) -> tuple[list[KernelDef], list[Launch], lis
                 continue
             launches.append(Launch(callee, targs, config[1], config[2] if len(config) > 2 else "0", path.name,
                                    _line_of(text, m.start()), m.start()))
+        # course::launch_after_previous(kernel<...>, grid, block, dynamic smem, stream, args...)
+        for m in re.finditer(r"\blaunch_after_previous\s*\(", text):
+            close = _match_forward(text, m.end() - 1, "(", ")")
+            args = _split_top(text[m.end():close].replace("\n", " ")) if close > 0 else []
+            if len(args) < 5:
+                continue
+            name, lt = args[0], args[0].find("<")
+            targs = _split_top(name[lt + 1:name.rfind(">")]) if lt >= 0 else None
+            callee = (name[:lt] if lt >= 0 else name).strip().split("::")[-1]
+            launches.append(Launch(callee, targs, args[2], args[3], path.name, _line_of(text, m.start()), m.start()))
     return kernels, launches, defs, "\n".join(texts)
 
 

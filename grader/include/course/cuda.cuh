@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <cuda_runtime.h>
 #include <c10/cuda/CUDAException.h>  // C10_CUDA_KERNEL_LAUNCH_CHECK, C10_CUDA_CHECK
@@ -86,6 +87,38 @@ inline unsigned grid_for(int64_t items, int threads, int blocks_per_sm = 8) {
   const int64_t needed = ceil_div<int64_t>(items, threads);
   const int64_t cap = static_cast<int64_t>(sms) * blocks_per_sm;
   return static_cast<unsigned>(needed < cap ? needed : cap);
+}
+
+// ------------------------------------------------------- a launch that overlaps the one before it (9.0+)
+// An ordinary launch starts once the kernel before it in the stream has ended, and a GPU then takes a
+// few microseconds to start it: after a short kernel (a split-K product of 15 us, say) that is much of
+// the time. launch_after_previous launches with programmatic dependent launch instead: the kernel may
+// be scheduled while the one before it runs its last blocks, and each of its threads calls
+// wait_for_previous() before it touches memory the kernel before it writes or reads; that returns once
+// that kernel has ended and its writes are visible. Where the code that runs here was compiled for a
+// GPU older than 9.0 (no wait in it), or its architecture is not reported, the launch is an ordinary one.
+__device__ __forceinline__ void wait_for_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+template <typename... Params, typename... Args>
+inline void launch_after_previous(void (*kernel)(Params...), dim3 grid, dim3 block, size_t dynamic_smem,
+                                  cudaStream_t stream, Args&&... args) {
+  cudaFuncAttributes attr;
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  cudaLaunchAttribute overlap[1];
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = dynamic_smem;
+  config.stream = stream;
+  config.attrs = overlap;
+  config.numAttrs = attr.ptxVersion >= 90 ? 1 : 0;  // the virtual architecture the running code came from
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 // ------------------------------------------------------- TF32 tensor cores (compute capability 8.0+)
