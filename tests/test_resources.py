@@ -119,6 +119,55 @@ void launch_plain(float* p, cudaStream_t s) {
     assert [(c["block"], c["dynamic_smem"], c["where"]) for c in plain] == [(256, 0, "k.cu:12")]
 
 
+def test_an_overlapped_launch_is_read_like_a_triple_chevron_one(tmp_path):
+    (tmp_path / "k.cu").write_text("""
+constexpr int kThreads = 256;
+template <typename T, int kVec> __global__ void reduce(const float* ws, T* out, int n) {}
+template <typename T> void go(const float* ws, T* out, int n, cudaStream_t s) {
+  course::launch_after_previous(reduce<T, 4>, dim3(n / 4), kThreads, kThreads * sizeof(T),
+                                s, ws, out, n);
+}
+""")
+    kernels, launches, defs, _ = resources.scan_sources(tmp_path)
+    assert [(l.kernel, l.template_args, l.block, l.smem) for l in launches] == [
+        ("reduce", ["T", "4"], "kThreads", "kThreads * sizeof(T)")]
+    configs = resources.launch_configs(kernels[0], ["float", "4"], launches, defs)
+    assert [(c["block"], c["dynamic_smem"]) for c in configs] == [(256, 1024)]
+
+
+def _kernel_bodies(text: str) -> dict[str, tuple[list[str], str]]:
+    """name -> (its pointer parameters, its body), for every __global__ of a source without comments."""
+    out = {}
+    for m in resources._KERNEL_DEF.finditer(text):
+        close = resources._match_forward(text, m.end() - 1, "(", ")")
+        pointers = [re.findall(r"\w+", p)[-1] for p in resources._split_top(text[m.end():close]) if "*" in p]
+        open_brace = text.index("{", close)
+        out[m.group("name")] = (pointers, text[open_brace + 1:resources._match_forward(text, open_brace, "{", "}")])
+    return out
+
+
+def test_every_overlapped_launch_waits_for_the_kernel_before_it():
+    """A kernel launched by course::launch_after_previous may start while the kernel before it still
+    writes: it must call wait_for_previous() before it first touches any of its pointers (a property of
+    every such kernel of every solution, not of one: a reduction that read its workspace first would
+    be right on most runs and wrong on some)."""
+    found = 0
+    for folder in sorted(p for p in SOLUTIONS.iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("*.cu")):
+            text = resources.strip_comments(path.read_text())
+            bodies = _kernel_bodies(text)
+            for name in {l.kernel for l in resources.scan_sources(folder)[1] if l.file == path.name
+                         and re.search(rf"launch_after_previous\s*\(\s*{l.kernel}\b", text[l.offset:l.offset + 200])}:
+                pointers, body = bodies[name]
+                wait = body.find("wait_for_previous()")
+                assert wait >= 0, f"{path}: {name} is launched overlapped but never calls wait_for_previous()"
+                for ptr in pointers:
+                    use = re.search(rf"\b{ptr}\b", body)
+                    assert use is None or use.start() > wait, f"{path}: {name} uses {ptr} before wait_for_previous()"
+                found += 1
+    assert found >= 2  # 05's split-K reduction and stream-K's fixup
+
+
 def test_a_launch_picks_its_instantiation_by_its_template_arguments(tmp_path):
     (tmp_path / "k.cu").write_text("""
 template <bool kVec> __global__ void k(float* p) {}
