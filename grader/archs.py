@@ -39,7 +39,7 @@ from grader import build, env
 # The compute capabilities the course claims (README, "Supported"): Turing (T4) 7.5, Ampere 8.0
 # (A100) and 8.6 (RTX 30, A10), Ada 8.9 (RTX 40, L4), Hopper 9.0, Blackwell 10.0 (B200) and 12.0
 # (RTX 50).
-ARCHS = ("7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0")
+ARCHS = ("7.5", "8.0", "8.6", "8.9", "9.0", "9.0a", "10.0", "12.0")
 TIMEOUT = 900  # seconds for one nvcc
 
 
@@ -55,10 +55,10 @@ class ArchResult:
 
 
 def sm(arch: str) -> str:
-    """'8.6' -> '86', as in sm_86."""
+    """'8.6' -> '86', as in sm_86; '9.0a' -> '90a' (9.0's arch-specific instructions: wgmma, TMA)."""
     major, _, minor = arch.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        raise ValueError(f"not a compute capability: {arch!r} (e.g. 8.6)")
+    if not (major.isdigit() and minor.rstrip("a").isdigit()):
+        raise ValueError(f"not a compute capability: {arch!r} (e.g. 8.6, 9.0a)")
     return major + minor
 
 

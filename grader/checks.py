@@ -39,11 +39,30 @@ def code_capability() -> tuple[int, int]:
     return max(below) if below else have
 
 
+# Compute capabilities whose instructions exist only in code built for that very GPU: "9.0a" has
+# Hopper's wgmma and TMA (05's kernel 6), which neither a "9.0" build nor a newer GPU runs.
+ARCH_SPECIFIC = {(9, 0): "9.0a"}
+
+
+def built_arch_specific(arch: str) -> bool:
+    """Whether TORCH_CUDA_ARCH_LIST lists `arch` ("9.0a", or "9.0a+PTX")."""
+    listed = re.split(r"[;\s]+", os.environ.get("TORCH_CUDA_ARCH_LIST", ""))
+    return any(entry.split("+")[0] == arch for entry in listed)
+
+
 def require_capability(major: int, minor: int, what: str) -> None:
     """Skip the calling check, as not run here, where the code running on this GPU is below compute
-    capability major.minor (a T4, or a build for an older GPU: tensor-core instructions it lacks);
+    capability major.minor (a T4, or a build for an older GPU: tensor-core instructions it lacks), or,
+    for an ARCH_SPECIFIC capability, where the GPU is another or the build lacks its instructions;
     costs its group nothing (grader.scoring)."""
     have, gpu = code_capability(), torch.cuda.get_device_capability()
+    specific = ARCH_SPECIFIC.get((major, minor))
+    if specific is not None:
+        if gpu != (major, minor) or not built_arch_specific(specific):
+            built = "" if built_arch_specific(specific) else f", and this build has no {specific} code (TORCH_CUDA_ARCH_LIST)"
+            pytest.skip(f"{NOT_RUN_HERE}{what} needs a compute capability {major}.{minor} GPU ({specific}'s own "
+                        f"instructions); this GPU ({torch.cuda.get_device_name()}) is {gpu[0]}.{gpu[1]}{built}")
+        return
     if have < (major, minor):
         built = "" if have == gpu else f", built for {have[0]}.{have[1]} (TORCH_CUDA_ARCH_LIST)"
         pytest.skip(f"{NOT_RUN_HERE}{what} needs compute capability {major}.{minor}; this GPU "

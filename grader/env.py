@@ -13,8 +13,10 @@ REPO = Path(__file__).resolve().parent.parent
 INCLUDE_DIR = REPO / "grader" / "include"
 BUILD_ROOT = Path(os.environ.get("COURSE_BUILD_DIR", REPO / ".build"))
 
-# Covers Colab's T4 (7.5) and Hopper (9.0) when no GPU is present to ask.
-DEFAULT_ARCH_LIST = "7.5;9.0"
+# Covers Colab's T4 (7.5) and Hopper (9.0a: 9.0 with its own wgmma and TMA, 05's kernel 6) when no GPU
+# is present to ask.
+DEFAULT_ARCH_LIST = "7.5;9.0a"
+HOPPER_ARCH_LIST = "9.0a"  # a 9.0 GPU's own build (torch's default, "9.0+PTX", has no wgmma or TMA)
 
 
 def find_cuda_home() -> str | None:
@@ -57,6 +59,29 @@ def configure() -> dict[str, str]:
     cuda_home = find_cuda_home()
     if cuda_home and os.environ.get("CUDA_HOME") != cuda_home:
         os.environ["CUDA_HOME"] = changed["CUDA_HOME"] = cuda_home
-    if not os.environ.get("TORCH_CUDA_ARCH_LIST") and not gpu_present():
-        os.environ["TORCH_CUDA_ARCH_LIST"] = changed["TORCH_CUDA_ARCH_LIST"] = DEFAULT_ARCH_LIST
+    if not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        if not gpu_present():
+            os.environ["TORCH_CUDA_ARCH_LIST"] = changed["TORCH_CUDA_ARCH_LIST"] = DEFAULT_ARCH_LIST
+        elif gpu_capabilities() == {"9.0"}:
+            os.environ["TORCH_CUDA_ARCH_LIST"] = changed["TORCH_CUDA_ARCH_LIST"] = HOPPER_ARCH_LIST
+        # other GPUs: torch's own choice, each visible GPU's compute capability
     return changed
+
+
+def gpu_capabilities() -> set[str]:
+    """The visible GPUs' compute capabilities ("9.0"), from nvidia-smi, without importing torch (this
+    runs before torch.utils.cpp_extension is imported); empty when nvidia-smi cannot say."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    caps = [line.strip() for line in out.splitlines() if line.strip()]
+    if visible is not None:  # (indices only; a UUID list keeps them all)
+        picked = [int(v) for v in visible.split(",") if v.strip().isdigit()]
+        if picked and all(i < len(caps) for i in picked):
+            caps = [caps[i] for i in picked]
+    return set(caps)
