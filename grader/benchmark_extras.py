@@ -447,28 +447,42 @@ def cudnn_report() -> dict:
 MATMUL_TC_N = 4096
 
 
+def wgmma_here() -> bool:
+    """Whether 05's version 6 runs here: a compute capability 9.0 GPU and a "9.0a" build."""
+    from grader.checks import built_arch_specific
+
+    return torch.cuda.get_device_capability() == (9, 0) and built_arch_specific("9.0a")
+
+
 def tensor_cores_report(n: int = MATMUL_TC_N) -> dict:
-    """05's kernel 5 at n^3 beside cuBLAS doing the same arithmetic: float32 inputs with TF32 allowed
-    (torch.backends.cuda.matmul.allow_tf32 = True: cuBLAS's tensor-core rate, the limit for TF32), and
-    bfloat16 inputs (torch.matmul in bfloat16). Median GPU time (grader.timer.time_fn), TFLOP/s, ratio."""
+    """05's kernel 5 (mma.sync) and, on a Hopper build, kernel 6 (wgmma) at n^3 beside cuBLAS doing the
+    same arithmetic: float32 inputs with TF32 allowed (torch.backends.cuda.matmul.allow_tf32 = True:
+    cuBLAS's tensor-core rate, the limit for TF32), and bfloat16 inputs (torch.matmul in bfloat16).
+    Median GPU time (grader.timer.time_fn), TFLOP/s, ratio (cuBLAS's time / ours)."""
     if torch.cuda.get_device_capability() < (8, 0):
         return {"skipped": f"kernel 5 needs compute capability 8.0; {torch.cuda.get_device_name()} is "
                            + ".".join(map(str, torch.cuda.get_device_capability()))}
     m = _reference("05_matmul")
     flush = L2Flusher()
     flops = 2 * n**3
+    versions = (5, 6) if wgmma_here() else (5,)
     rows = {}
     g = torch.Generator(device="cuda").manual_seed(5)
     for dtype, label in ((torch.float32, "tf32"), (torch.bfloat16, "bf16")):
         inputs = [tuple(torch.randn(n, n, generator=g, device="cuda").to(dtype) for _ in range(2)) for _ in range(2)]
         with math_mode(tf32=True):  # cuBLAS on TF32 tensor cores for float32; bfloat16 is unaffected
-            ours = time_fn(lambda inp: m.matmul(inp[0], inp[1], 5), inputs, flush=flush)
             base = time_fn(lambda inp: torch.matmul(inp[0], inp[1]), inputs, flush=flush)
-        rows[f"{label} {n}^3"] = {"kernel5_us": round(ours.median_s * 1e6, 1), "cublas_us": round(base.median_s * 1e6, 1),
-                                  "kernel5_tflops": round(flops / ours.median_s / 1e12, 2),
-                                  "cublas_tflops": round(flops / base.median_s / 1e12, 2),
-                                  "ratio": round(base.median_s / ours.median_s, 3)}
-    return {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(), "tensor_cores": rows}
+            ours = {v: time_fn(lambda inp, v=v: m.matmul(inp[0], inp[1], v), inputs, flush=flush) for v in versions}
+        row = {"cublas_us": round(base.median_s * 1e6, 1), "cublas_tflops": round(flops / base.median_s / 1e12, 2)}
+        for v, t in ours.items():
+            suffix = "" if v == 5 else "_6"  # (kernel 5's keys as before)
+            row.update({f"kernel{v}_us": round(t.median_s * 1e6, 1), f"kernel{v}_tflops": round(flops / t.median_s / 1e12, 2),
+                        f"ratio{suffix}": round(base.median_s / t.median_s, 3)})
+        rows[f"{label} {n}^3"] = row
+    report = {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(), "tensor_cores": rows}
+    if 6 not in versions:
+        report["kernel6"] = "not run: version 6 needs a compute capability 9.0 GPU and a 9.0a build"
+    return report
 
 
 def matmul_report() -> dict:

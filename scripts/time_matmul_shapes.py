@@ -3,13 +3,14 @@
     python3 scripts/time_matmul_shapes.py            # every class
     python3 scripts/time_matmul_shapes.py --quick    # one shape per class
     python3 scripts/time_matmul_shapes.py --version 5 [--bf16]   # kernel 5 beside cuBLAS TF32 (BF16)
+    python3 scripts/time_matmul_shapes.py --version 6 [--bf16]   # kernel 6 (Hopper's wgmma), the same
 
 Builds solutions/05_matmul (cached, as the grader does), checks each product against float64 first
 (normwise), then times it with grader.timer.time_fn (L2 flushed, warm-up, median) beside torch.matmul
 with TF32 off, on two rotated input sets, and prints the median time, TFLOP/s, GB/s of distinct data
 (A, B and C once), the ratio to cuBLAS (cuBLAS time / ours: above 1 is faster), and both errors against
 float64. Issue 20's goal: at least 0.8x on each class, the large-K error within 10x of cuBLAS's.
-With --version 5 both sides run on tensor cores: ours in TF32 (float32 inputs) beside torch.matmul with
+With --version 5 (or 6) both sides run on tensor cores: ours in TF32 (float32 inputs) beside torch.matmul with
 TF32 allowed, or with --bf16 both in bfloat16 (issue 21's goal: at least 0.5x).
 """
 from __future__ import annotations
@@ -89,14 +90,14 @@ def main() -> None:
     parser.add_argument("--solution", type=Path, default=ROOT / "solutions" / "05_matmul",
                         help="the exercise folder to time (default: the reference)")
     parser.add_argument("--only", default="", help="only the classes whose name contains this")
-    parser.add_argument("--version", type=int, default=4, choices=(4, 5))
-    parser.add_argument("--bf16", action="store_true", help="version 5 in bfloat16 (default: float32, TF32)")
+    parser.add_argument("--version", type=int, default=4, choices=(4, 5, 6))
+    parser.add_argument("--bf16", action="store_true", help="version 5 or 6 in bfloat16 (default: float32, TF32)")
     args = parser.parse_args()
     mod = load_solution(args.solution)
     flush = L2Flusher()
     v = args.version
     dtype = torch.bfloat16 if args.bf16 else torch.float32
-    tf32 = v == 5  # cuBLAS on tensor cores too (float32 inputs: TF32; bfloat16 is unaffected)
+    tf32 = v >= 5  # cuBLAS on tensor cores too (float32 inputs: TF32; bfloat16 is unaffected)
     what = "bfloat16 beside torch.matmul in bfloat16" if args.bf16 else (
         "TF32 beside torch.matmul with TF32 allowed" if tf32 else "beside torch.matmul (TF32 off)")
     print(f"{torch.cuda.get_device_name()}; version {v} {what}")

@@ -1,8 +1,10 @@
 // GENERATED from solutions/05_matmul/matmul.cpp by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
 // Exercise 05: the op's C++ front end. Input checks, version switch, stream, and registration.
+#include <cstdint>
 #include <string>
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <course/ops.h>
@@ -16,8 +18,8 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // TODO: reject, with TORCH_CHECK messages naming the argument: A or B not on a CUDA device, not
   // TODO: float32 or bfloat16, or neither 2-D nor 3-D; B on another device than A, or of another dtype;
   // TODO: A 3-D and B not, or the other way round; batch sizes (size(0)) that differ; A's columns !=
-  // TODO: B's rows (name both); a version other than 1 to 5; 3-D operands with a version other than 4
-  // TODO: or 5; a bfloat16 A with a version other than 5.
+  // TODO: B's rows (name both); a version other than 1 to 6; 3-D operands with a version other than 4
+  // TODO: to 6; a bfloat16 A with a version other than 5 or 6.
   // TODO: (the reference solution takes about 23 lines)
   // END SOLUTION
   const c10::cuda::CUDAGuard device_guard(A.device());
@@ -28,9 +30,9 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   // x @ B with B's transpose contiguous is B^T x^T, the N == 1 kernel (C's M x 1 and 1 x M are the same
   // bytes, so only the kernels' view of it turns). And version 4's tiles, whose loader reads a
   // transposed A, and a transposed B beside it, in place.
-  const bool batched = A.dim() == 3;  // (batch, M, K) @ (batch, K, N): versions 4 and 5 (checked above)
+  const bool batched = A.dim() == 3;  // (batch, M, K) @ (batch, K, N): versions 4 to 6 (checked above)
   const int64_t batch = batched ? A.size(0) : 1, K = A.size(-1), c_rows = A.size(-2), c_cols = B.size(-1);
-  const bool matvec = version >= 4 && A.scalar_type() == at::kFloat;
+  const bool matvec = (version == 4 || version == 5) && A.scalar_type() == at::kFloat;
   const auto transposed_view = [](const at::Tensor& t) { return !t.is_contiguous() && t.mT().is_contiguous(); };
   at::Tensor a, b;
   int64_t M = c_rows, N = c_cols;
@@ -54,13 +56,36 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
     a = trans_a ? A : A.contiguous();  // a transposed view's data pointer is its storage's start
     b = trans_b ? B : B.contiguous();
   }
-  // A's dtype: float32, or bfloat16 (version 5)
+  // A's dtype: float32, or bfloat16 (versions 5 and 6)
   at::Tensor c = batched ? at::empty({batch, c_rows, c_cols}, a.options()) : at::empty({c_rows, c_cols}, a.options());
   if (batch == 0 || M == 0 || N == 0) return c;  // nothing to write; K == 0 is handled by the kernels (zeros)
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const bool bf16 = a.scalar_type() == at::kBFloat16;  // versions 5 and 6 (checked above)
+  if (version == 6) {
+    // TMA reads rows that start on 16-byte boundaries: where A's do not (K not a multiple of 4 floats or
+    // 8 bfloat16s, or a view that starts inside an element's 16 bytes), a copy with rows padded to them
+    const int64_t elems = 16 / a.element_size();
+    int64_t lda = K;
+    if (K % elems != 0 || reinterpret_cast<std::uintptr_t>(a.const_data_ptr()) % 16 != 0) {
+      lda = (K + elems - 1) / elems * elems;
+      at::Tensor padded = at::zeros({batch, M, lda}, a.options());
+      padded.narrow(2, 0, K).copy_(a.reshape({batch, M, K}));
+      a = padded;
+    }
+    const at::Tensor bt = at::empty({matmul_workspace6(batch, N, K, bf16)}, a.options().dtype(at::kFloat));
+    float* ws = bt.mutable_data_ptr<float>();
+    if (bf16) {
+      matmul_cuda6(reinterpret_cast<const __nv_bfloat16*>(a.const_data_ptr<at::BFloat16>()), lda,
+                   reinterpret_cast<const __nv_bfloat16*>(b.const_data_ptr<at::BFloat16>()),
+                   reinterpret_cast<__nv_bfloat16*>(c.mutable_data_ptr<at::BFloat16>()), batch, M, N, K, ws, stream);
+    } else {
+      matmul_cuda6(a.const_data_ptr<float>(), lda, b.const_data_ptr<float>(), c.mutable_data_ptr<float>(), batch, M,
+                   N, K, ws, stream);
+    }
+    return c;
+  }
   // Versions 4 and 5 split K for some shapes: the partial products are float32, from the caching
   // allocator on this stream (freed after the launches are queued, reused only by later work on it).
-  const bool bf16 = a.scalar_type() == at::kBFloat16;  // version 5 (checked above)
   const int64_t floats = version == 4 ? matmul_workspace4(batch, M, N, K)
                          : version == 5 ? matmul_workspace5(batch, M, N, K, bf16) : 0;
   const at::Tensor workspace = floats > 0 ? at::empty({floats}, a.options().dtype(at::kFloat)) : at::Tensor();
@@ -87,7 +112,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
 }  // namespace
 
 COURSE_LIBRARY(m) {
-  m.def("matmul(Tensor A, Tensor B, int version=4) -> Tensor");  // A, B: 2-D, or 3-D batches (4, 5)
+  m.def("matmul(Tensor A, Tensor B, int version=4) -> Tensor");  // A, B: 2-D, or 3-D batches (4 to 6)
 }
 
 // CompositeExplicitAutograd: one kernel for every device, so a CPU tensor reaches our own check.

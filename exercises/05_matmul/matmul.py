@@ -1,5 +1,5 @@
 # GENERATED from solutions/05_matmul/matmul.py by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
-"""Exercise 05: C = A @ B, five numbered kernels from naive to tensor cores, as a PyTorch op.
+"""Exercise 05: C = A @ B, six numbered kernels from naive to Hopper's tensor cores, as a PyTorch op.
 
 The kernels are in matmul.cu, the C++ op in matmul.cpp; this file builds them (cached), registers
 the shape function, and exposes the Python API.
@@ -11,14 +11,14 @@ from grader.build import load_library
 lib = load_library(__file__)
 
 VERSIONS = {1: "matmul_kernel1", 2: "matmul_kernel2", 3: "matmul_kernel3", 4: "matmul_kernel4",
-            5: "matmul_kernel5"}
+            5: "matmul_kernel5", 6: "matmul_kernel6"}
 
 
 def matmul(A: torch.Tensor, B: torch.Tensor, version: int = 4) -> torch.Tensor:
     """A (M, K) @ B (K, N) -> C (M, N) on the GPU, computed by matmul_kernel<version>: float32 in strict
-    float32 (versions 1-4) or on TF32 tensor cores (5); bfloat16 on BF16 tensor cores (5 only), C in
-    bfloat16 as torch.matmul returns it. Versions 4 and 5 also take batches: A (b, M, K) @ B (b, K, N)
-    -> C (b, M, N)."""
+    float32 (versions 1-4) or on TF32 tensor cores (5, and 6 on Hopper); bfloat16 on BF16 tensor cores
+    (5 and 6 only), C in bfloat16 as torch.matmul returns it. Versions 4 to 6 also take batches:
+    A (b, M, K) @ B (b, K, N) -> C (b, M, N)."""
     return lib.ops.matmul(A, B, int(version))
 
 

@@ -1,6 +1,7 @@
 """Grading for exercise 05, C = A @ B: each numbered kernel (naive, shared-memory tiles, register
-blocking, cp.async pipeline: strict float32; tensor cores: TF32 for float32, BF16 for bfloat16) is
-graded on its own, the fastest strict-float32 one (kernel 4) is timed against cuBLAS (TF32 off)."""
+blocking, cp.async pipeline: strict float32; tensor cores, mma.sync and Hopper's wgmma: TF32 for
+float32, BF16 for bfloat16) is graded on its own, the fastest strict-float32 one (kernel 4) is timed
+against cuBLAS (TF32 off)."""
 from __future__ import annotations
 
 import math
@@ -125,7 +126,11 @@ VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003),
 # (3x1x4100, 1x777x5003) or in 16-column blocks (1x2203x999), which bfloat16 takes as split tiles (22 and 27 splits).
 VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200, 260), (3, 1, 4100), (1, 777, 5003),
                    (1, 2203, 999))
-# batches (versions 4 and 5): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
+# Version 6's edges beside SHAPES: K not a multiple of 16 bytes (A copied with its rows padded, B^T's
+# padded with zeros), K shorter than one 128-byte k step, N one past a 256-column tile and M one past a
+# 128-row one, several k steps with a partial last one.
+VERSION6_SHAPES = ((129, 257, 33), (300, 513, 1030), (7, 5, 3), (257, 1000, 4097), (1, 300, 70))
+# batches (versions 4 to 6): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
 MANY = 65535 + 7
@@ -165,11 +170,12 @@ def _rand(ctx: Context, name: str, shape) -> torch.Tensor:
     return torch.randn(shape, generator=ctx.generator(name), device="cuda")
 
 
-def _on_tensor_cores(run, precision: Precision):
-    """A check of version 5: on a GPU below compute capability 8.0 (a T4) it is reported as not run on
-    this GPU, which costs its group nothing (grader.checks.require_capability)."""
+def _on_capability(run, capability: tuple[int, int], what: str):
+    """A check of a tensor-core version: where the GPU (or the build) lacks its instructions (version 5
+    below compute capability 8.0, a T4; version 6 anywhere but a 9.0 GPU with a "9.0a" build) it is
+    reported as not run on this GPU, which costs its group nothing (grader.checks.require_capability)."""
     def checked(ctx):
-        require_capability(*TENSOR_CORE_CAPABILITY, f"version 5 ({precision.name} tensor cores)")
+        require_capability(*capability, what)
         return run(ctx)
     return checked
 
@@ -177,11 +183,20 @@ def _on_tensor_cores(run, precision: Precision):
 # the tensor-core groups: (group, version, kernels, precision); below compute capability 8.0 (a T4)
 # their checks are reported as not run on this GPU and cost nothing. Version 5 plans as version 4 does
 # (given code): split K sums kernel 5's partial products with version 4's reduction, and float32
-# matrix-vector products take version 4's matrix-vector kernels.
+# matrix-vector products take version 4's matrix-vector kernels. Version 6 (Hopper only: wgmma and
+# TMA, grader.checks.ARCH_SPECIFIC) writes B^T with matmul_transpose6, then runs kernel 6's tiles.
 KERNELS5_TF32 = ("matmul_kernel5", "matmul_splitk_reduce", "matmul_gemv_rows", "matmul_gemv_cols")
 KERNELS5_BF16 = ("matmul_kernel5", "matmul_splitk_reduce")
-TENSOR_CORES = (("tensor_cores_tf32", 5, KERNELS5_TF32, TF32), ("tensor_cores_bf16", 5, KERNELS5_BF16, BF16))
+KERNELS6 = ("matmul_kernel6", "matmul_transpose6")
+TENSOR_CORES = (("tensor_cores_tf32", 5, KERNELS5_TF32, TF32), ("tensor_cores_bf16", 5, KERNELS5_BF16, BF16),
+                ("wgmma_tf32", 6, KERNELS6, TF32), ("wgmma_bf16", 6, KERNELS6, BF16))
 TENSOR_CORE_CAPABILITY = (8, 0)
+WGMMA_CAPABILITY = (9, 0)  # exactly 9.0, from a "9.0a" build (grader.checks.ARCH_SPECIFIC)
+
+
+def capability_of(version: int) -> tuple[int, int] | None:
+    """The compute capability a version's instructions need (None: any GPU)."""
+    return WGMMA_CAPABILITY if version == 6 else TENSOR_CORE_CAPABILITY if version == 5 else None
 
 
 @dataclass
@@ -236,16 +251,28 @@ class MatmulSpec(Spec):
                      self._rand(ctx, group, f"range{scale}B", (k, n), scale),
                      f"{group}[values near {scale:g}, which float16 cannot hold (TF32 can)]", group)
 
+    def _check_positive(self, ctx: Context, version: int, group: str) -> None:
+        """Operands all in [0.5, 1.5): every product has the same sign, so an operand truncated to TF32
+        (its low 13 bits dropped: the tensor cores' own conversion, biased toward zero) shifts each sum
+        by about u |C| (K u times a typical product), far beyond the bound, which grows as sqrt(K); rounded
+        to nearest, the errors still cancel. (Random signs hide a truncation: its bias cancels too.)"""
+        m, n, k = 130, 260, 2000
+        a = torch.rand(m, k, generator=ctx.generator("posA"), device="cuda") + 0.5
+        b = torch.rand(k, n, generator=ctx.generator("posB"), device="cuda") + 0.5
+        self._expect(ctx, version, a, b, f"{group}[operands in [0.5, 1.5), M={m}, N={n}, K={k}]", group)
+
     def checks(self) -> list[Check]:
         checks = CheckList()
         for group, version, kernel in self.versions_graded:
             precision = self.precision(group)
 
-            def add(name, run, slow=False, precision=precision):
-                checks.add(name, run if precision is None else _on_tensor_cores(run, precision), slow=slow)
+            def add(name, run, slow=False, cc=capability_of(version),
+                    what=f"version {version} ({precision.name if precision else ''} tensor cores)"):
+                checks.add(name, run if cc is None else _on_capability(run, cc, what), slow=slow)
 
             dtype = self._dtype(group)
-            for m, n, k in SHAPES + (VERSION4_SHAPES if version == 4 else VERSION5_SHAPES if version == 5 else ()):
+            extra = {4: VERSION4_SHAPES, 5: VERSION5_SHAPES, 6: VERSION6_SHAPES}.get(version, ())
+            for m, n, k in SHAPES + extra:
                 add(f"{group}[{m}x{n}x{k}]", lambda ctx, v=version, g=group, s=(m, n, k): self._shape(ctx, v, g, *s))
             if version >= 4:
                 for shape in BATCHES:
@@ -269,6 +296,8 @@ class MatmulSpec(Spec):
                 for scale in RANGE_SCALES:
                     add(f"{group}[values near {scale:g}]",
                         lambda ctx, v=version, g=group, sc=scale: self._check_range(ctx, v, g, sc))
+                add(f"{group}[positive operands: rounded to nearest, not truncated]",
+                    lambda ctx, v=version, g=group: self._check_positive(ctx, v, g))
             add(f"{group}[empty]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
             add(f"{group}[non-contiguous]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
             add(f"{group}[every layout of A and B]", lambda ctx, v=version, g=group: self._check_layouts(ctx, v, g))
@@ -404,19 +433,19 @@ class MatmulSpec(Spec):
             ("batch sizes differ", lambda: (m(2, 4, 5), m(3, 5, 3)), ("A", "B"), "A (2, 4, 5) with B (3, 5, 3)"),
             ("batched inner sizes differ", lambda: (m(2, 4, 5), m(2, 6, 3)), ("A", "B"), "A (2, 4, 5) with B (2, 6, 3)"),
             ("3-D with version 3", lambda: (m(2, 4, 5), m(2, 5, 3), 3), ("A",),
-             "a batch with version=3 (only versions 4 and 5 take batches)"),
+             "a batch with version=3 (only versions 4 to 6 take batches)"),
             ("inner sizes differ", lambda: (m(4, 5), m(6, 3)), ("A", "B"), "A (4, 5) with B (6, 3)"),
             ("bfloat16 B with a float32 A", lambda: (m(4, 5), m(5, 3).bfloat16(), 5), ("B",),
              "a bfloat16 B beside a float32 A"),
             ("bfloat16 A with version 4", lambda: (m(4, 5).bfloat16(), m(5, 3).bfloat16(), 4), ("A",),
-             "bfloat16 operands with version=4 (only version 5 takes them)"),
+             "bfloat16 operands with version=4 (only versions 5 and 6 take them)"),
         ]
         for label, args, args_named, what in bad:
             names = tuple(n for a in args_named for n in _names(a))
             checks.add(f"input_checks[{label}]",
                        lambda ctx, a=args, names=names, what=what: expect_error(fn(ctx), *a(), names=names, what=what),
                        needs_gpu=label != "cpu A")
-        for version in (0, 6):
+        for version in (0, 7):
             checks.add(f"input_checks[version={version}]",
                        lambda ctx, v=version: expect_error(fn(ctx), m(4, 5), m(5, 3), v, names=_names("version"),
                                                            what=f"version={v}"))
@@ -535,7 +564,7 @@ class MatmulSpec(Spec):
                          label=label, group=group, kernels=KernelRule(kernel),
                          registered="lib.ops.matmul", nonfinite=(0, 1),
                          tolerance=None if precision is None else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
-                         needs_capability=None if precision is None else TENSOR_CORE_CAPABILITY)
+                         needs_capability=capability_of(version))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """Per version, a product of random sizes: each of M, N and K tiny, odd, off a tile's multiple
@@ -591,10 +620,10 @@ class MatmulSpec(Spec):
 
 SPEC = MatmulSpec(
     exercise="05_matmul",
-    title="Matrix product: naive, shared-memory tiles, register blocking, cp.async pipeline, tensor cores",
+    title="Matrix product: naive, shared-memory tiles, register blocking, cp.async pipeline, tensor cores (mma.sync, wgmma)",
     module="matmul.py",
     points={"naive": 2, "shared_tiles": 2, "register_blocked": 3, "async_pipeline": 2,
-            "tensor_cores_tf32": 2, "tensor_cores_bf16": 1,
+            "tensor_cores_tf32": 2, "tensor_cores_bf16": 1, "wgmma_tf32": 1, "wgmma_bf16": 1,
             "input_checks": 1, "registration": 1,
             "performance": 3},
     perf_requires=("async_pipeline",),

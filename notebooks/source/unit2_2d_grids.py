@@ -754,10 +754,67 @@ course.check("tensor_cores_bf16", "05_matmul", only=[
 course.check("tensor_cores_bf16", "05_matmul")
 ### END HIDDEN TESTS
 
+# %% [markdown] id="matmul-kernel6-context"
+# **Kernel 6, Hopper's tensor cores** (compute capability 9.0 only, built for `9.0a`; `make grade` builds
+# so on such a GPU). One `wgmma` instruction makes a whole warpgroup (4 warps) multiply a 64 x 8 (TF32)
+# or 64 x 16 (BF16) slice of A, taken from the threads' registers in mma.sync's fragment layout, by a
+# slice of 256 columns of B that the tensor cores read straight from shared memory: no fragment loads of
+# B at all. The copies are TMA's: one thread of a producer warpgroup copies a whole box of A and of B^T
+# into a stage of a 4-stage ring (128-byte swizzle) and an mbarrier counts their bytes; the two consumer
+# warpgroups wait on it, multiply, and release the stage on a second mbarrier once their `wgmma`s are done.
+# TF32 `wgmma` reads B K-major, so `matmul_transpose6` (given) first writes B^T, rounded to TF32. The
+# producer and the barriers are given (a wrong barrier hangs rather than fails); yours: the A fragments,
+# a consumer's `wgmma`s and the launch. Elsewhere version 6 refuses to run and its checks are not graded.
+#
+# @@context 05_matmul/matmul.cu load_a6@@
+
+# %% nbgrader={"grade": false, "grade_id": "matmul-load-a6", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 05_matmul/matmul.cu load_a6
+
+# %% [markdown] id="matmul-consume6"
+# A consumer's k step, between the given wait for the stage's copies and the given release of the stage
+# before (its group finished, as `wgmma.wait_group 1` has just seen): the A fragments and the stage's
+# `wgmma`s.
+#
+# @@context 05_matmul/matmul.cu consume6@@
+
+# %% nbgrader={"grade": false, "grade_id": "matmul-consume6-cell", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 05_matmul/matmul.cu consume6
+
+# %% [markdown] id="matmul-launch6"
+# The launch, batch elements in gridDim.z.
+#
+# @@context 05_matmul/matmul.cu matmul6@@
+
+# %% nbgrader={"grade": false, "grade_id": "matmul-launch6-cell", "locked": false, "schema_version": 3, "solution": true}
+# %%solution 05_matmul/matmul.cu matmul6
+
+# %% nbgrader={"grade": true, "grade_id": "matmul-wgmma-tf32", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false
+# 05_matmul wgmma_tf32: the grader's own checks. Shown here: a few cases; at grading, every wgmma_tf32 check.
+course.check("wgmma_tf32", "05_matmul", only=[
+    "wgmma_tf32[1x1x1]",
+    "wgmma_tf32[129x257x33]",
+    "wgmma_tf32[values near 100000]",
+])
+### BEGIN HIDDEN TESTS
+course.check("wgmma_tf32", "05_matmul")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "matmul-wgmma-bf16", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false
+# 05_matmul wgmma_bf16: the grader's own checks. Shown here: a few cases; at grading, every wgmma_bf16 check.
+course.check("wgmma_bf16", "05_matmul", only=[
+    "wgmma_bf16[1x1x1]",
+    "wgmma_bf16[129x257x33]",
+    "wgmma_bf16[unaligned views]",
+])
+### BEGIN HIDDEN TESTS
+course.check("wgmma_bf16", "05_matmul")
+### END HIDDEN TESTS
+
 # %% [markdown] id="matmul-checks"
 # Last, the op's input checks: both operands on the GPU, float32 or bfloat16 and 2-D, on the same device
-# and of the same dtype, with matching inner sizes (name both shapes), a version of 1 to 5, and bfloat16
-# for version 5 only.
+# and of the same dtype, with matching inner sizes (name both shapes), a version of 1 to 6, and bfloat16
+# for versions 5 and 6 only.
 #
 # @@context 05_matmul/matmul.cpp matmul@@
 

@@ -7,10 +7,10 @@
 #include <cuda_runtime.h>
 
 // C (M x N) = A (M x K) @ B (K x N), row-major and contiguous, launched on `stream`: float32 for every
-// version, bfloat16 too for version 5 (C then bfloat16). One launcher per numbered kernel, from naive
-// to fast. Each checks that its grid fits; version 5 also that the GPU has TF32/BF16 tensor cores.
-// Versions 4 and 5 take `batch` products at once: A (batch, M, K), B (batch, K, N), C (batch, M, N),
-// each contiguous.
+// version, bfloat16 too for versions 5 and 6 (C then bfloat16). One launcher per numbered kernel, from
+// naive to fast. Each checks that its grid fits; versions 5 and 6 also that the GPU has their tensor
+// cores. Versions 4 to 6 take `batch` products at once: A (batch, M, K), B (batch, K, N), C (batch, M,
+// N), each contiguous.
 void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
@@ -30,3 +30,12 @@ void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64
                   float* workspace, cudaStream_t stream);
 void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch, int64_t M,
                   int64_t N, int64_t K, float* workspace, cudaStream_t stream);
+// Version 6 (compute capability 9.0 only, a "9.0a" build): Hopper's wgmma over TMA copies, TF32 for
+// float32 and BF16 for bfloat16, every product on its 128 x 256 tiles. A's rows lda elements apart, a
+// multiple of 16 bytes, A 16-byte aligned (the caller pads A where K is not); a float32 workspace of
+// matmul_workspace6(batch, N, K, B is bfloat16) elements (B^T, its rows padded to 16 bytes).
+int64_t matmul_workspace6(int64_t batch, int64_t N, int64_t K, bool bfloat16);
+void matmul_cuda6(const float* A, int64_t lda, const float* B, float* C, int64_t batch, int64_t M, int64_t N,
+                  int64_t K, float* workspace, cudaStream_t stream);
+void matmul_cuda6(const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch,
+                  int64_t M, int64_t N, int64_t K, float* workspace, cudaStream_t stream);

@@ -9,6 +9,8 @@ K3_FMA = "for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
 K4_READ_WRAP = "read = read + 1 == kStages4 ? 0 : read + 1;"
 # kernel 5's groups (not run below compute capability 8.0, where a variant keeps or loses nothing there)
 TC_GROUPS = {"tensor_cores_tf32", "tensor_cores_bf16"}
+# kernel 6's (run only on a compute capability 9.0 GPU from a "9.0a" build)
+WGMMA_GROUPS = {"wgmma_tf32", "wgmma_bf16"}
 
 VARIANTS = [
     Variant(EX, "empty_kernel3", "the fast kernel never accumulates",
@@ -32,7 +34,8 @@ VARIANTS = [
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.matmul",
             {"matmul.py": [("return lib.ops.matmul(A, B, int(version))", "return torch.matmul(A, B)")]},
             # torch.matmul also accepts CPU tensors and ignores `version`, which the exercise must refuse
-            loses={"naive", "shared_tiles", "register_blocked", "async_pipeline", "performance", "input_checks"} | TC_GROUPS,
+            loses={"naive", "shared_tiles", "register_blocked", "async_pipeline", "performance", "input_checks"} | TC_GROUPS
+            | WGMMA_GROUPS,
             reason="other than this exercise's own"),
     Variant(EX, "inner_sizes_unchecked", "A's columns are not compared with B's rows",
             {"matmul.cpp": [("TORCH_CHECK(A.size(-1) == B.size(-2), ", "TORCH_CHECK(true || A.size(-1) == B.size(-2), ")]},
@@ -79,7 +82,7 @@ VARIANTS += [
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
 ]
 
-VERSIONS = {"naive", "shared_tiles", "register_blocked", "async_pipeline"} | TC_GROUPS
+VERSIONS = {"naive", "shared_tiles", "register_blocked", "async_pipeline"} | TC_GROUPS | WGMMA_GROUPS
 ALL = VERSIONS | {"input_checks", "registration", "performance"}
 # the launcher's copies (not a matrix-vector view; a transposed view on version 4's tiles is read in place)
 COPIES = ("    a = trans_a ? A : A.contiguous();  // a transposed view's data pointer is its storage's start\n"
@@ -151,13 +154,18 @@ VARIANTS += [
             "(the PTX ISA has them the other way round)",
             {"matmul.cu": [(K5_C_ROW, K5_C_ROW.replace("8 * h + g", "8 * (1 - h) + g"))]},
             loses=TC_GROUPS, reason="outside"),
-    Variant(EX, "fp16_instead_of_tf32", "kernel 5 rounds its float32 operands to float16 instead of TF32 (the same "
-            "10-bit mantissa, but 5 exponent bits: 1e5 overflows, 1e-6 is subnormal)",
+    Variant(EX, "fp16_instead_of_tf32", "kernels 5 and 6 round their float32 operands to float16 instead of TF32 (the "
+            "same 10-bit mantissa, but 5 exponent bits: 1e5 overflows, 1e-6 is subnormal)",
             {"matmul.cu": [("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"),
                            (K5_TF32, "__device__ __forceinline__ uint32_t to_tf32(float x) {\n"
                                      "  return __float_as_uint(__half2float(__float2half_rn(x)));\n}\n")]},
             # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
-            loses={"tensor_cores_tf32"}, reason="values near"),
+            # (to_tf32 is the one rounding helper: kernel 6's A fragments and B^T take it too)
+            loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="values near"),
+    Variant(EX, "operands_truncated", "to_tf32 returns the float32 words unrounded: the tensor cores truncate them "
+            "to TF32 (kernel 5's and kernel 6's operands; what skipping the rounding saves: about a tenth of the time)",
+            {"matmul.cu": [(K5_TF32, "__device__ __forceinline__ uint32_t to_tf32(float x) { return __float_as_uint(x); }\n")]},
+            loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="operands in [0.5, 1.5)"),
     Variant(EX, "k_tail_dropped", "kernel 5 skips the last k step when there are several (a K that is not a multiple "
             "of the stage's k loses its tail, one that is loses a whole tile)",
             {"matmul.cu": [(K5_STEPS, K5_STEPS.replace("const int64_t steps", "const int64_t all_steps") +
@@ -263,4 +271,27 @@ VARIANTS += [
             {"matmul.cu": [("          for (int c = 0; c < kVec; ++c) part[c] += v[j][c];\n",
                             "          for (int c = 0; c < kVec; ++c) part[c] += c == 3 ? 0.0f : v[j][c];\n")]},
             loses={"async_pipeline", "performance"} | TC_GROUPS, reason="relative error"),
+]
+
+# Kernel 6, Hopper's wgmma (issue 21's optional kernel). Its groups run only on a compute capability 9.0
+# GPU from a "9.0a" build, so these variants are meant for an H100 or H200.
+K6_ROUND = "      for (int w = 0; w < 4; ++w) a[ks][w] = to_tf32(__uint_as_float(a[ks][w]));\n"
+K6_B_STEP = "smem_descriptor(stage + kABytes6 + 32 * ks)"
+K6_ROW = "  const int r = wrow + lane % 8 + 8 * ((lane / 8) % 2);\n"
+K6_CHUNK = "    const int c = 2 * ks + lane / 16;\n"
+VARIANTS += [
+    # random signs hide it (the bias cancels): the group's positive operands catch it
+    Variant(EX, "kernel6_a_truncated", "kernel 6 leaves A's fragments unrounded: the tensor cores drop their low 13 "
+            "bits (truncation, twice rounding's error and biased toward zero), B^T still rounded",
+            {"matmul.cu": [(K6_ROUND, "")]},
+            loses={"wgmma_tf32"}, reason="operands in [0.5, 1.5)"),
+    Variant(EX, "kernel6_k_steps_overlap", "kernel 6 advances B^T's descriptor by 16 bytes a wgmma k step instead of "
+            "32: its k steps read half of the previous step's k again",
+            {"matmul.cu": [(K6_B_STEP, K6_B_STEP.replace("32 * ks", "16 * ks"))]},
+            loses=WGMMA_GROUPS, reason="outside"),
+    Variant(EX, "kernel6_fragment_halves_swapped", "kernel 6's ldmatrix gives matrices 1 and 2 each other's rows and "
+            "chunks: a1 holds A(g, t + 4) and a2 A(g + 8, t), not the PTX ISA's fragment layout",
+            {"matmul.cu": [(K6_ROW, K6_ROW.replace("8 * ((lane / 8) % 2)", "8 * (lane / 16)")),
+                           (K6_CHUNK, K6_CHUNK.replace("lane / 16", "(lane / 8) % 2"))]},
+            loses=WGMMA_GROUPS, reason="outside"),
 ]
