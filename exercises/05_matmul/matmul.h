@@ -32,11 +32,11 @@ void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64
 void matmul_cuda5(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch, int64_t M,
                   int64_t N, int64_t K, float* workspace, cudaStream_t stream);
 // Version 6 (compute capability 9.0 only, a "9.0a" build): Hopper's wgmma over TMA copies, TF32 for
-// float32 and BF16 for bfloat16, every product on its 128 x 256 tiles. A's rows lda elements apart, a
-// multiple of 16 bytes, A 16-byte aligned (the caller pads A where K is not); a float32 workspace of
-// matmul_workspace6(batch, N, K, B is bfloat16) elements (B^T, its rows padded to 16 bytes).
+// float32 and BF16 for bfloat16, every product on its 128 x 256 tiles. A's rows lda elements apart and
+// B's ldb, multiples of 16 bytes, both 16-byte aligned (the caller pads where K or N is not); float32
+// also needs a workspace of matmul_workspace6(batch, N, K, B is bfloat16) floats (B^T; none for bfloat16).
 int64_t matmul_workspace6(int64_t batch, int64_t N, int64_t K, bool bfloat16);
-void matmul_cuda6(const float* A, int64_t lda, const float* B, float* C, int64_t batch, int64_t M, int64_t N,
-                  int64_t K, float* workspace, cudaStream_t stream);
-void matmul_cuda6(const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* B, __nv_bfloat16* C, int64_t batch,
-                  int64_t M, int64_t N, int64_t K, float* workspace, cudaStream_t stream);
+void matmul_cuda6(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t batch, int64_t M,
+                  int64_t N, int64_t K, float* workspace, cudaStream_t stream);
+void matmul_cuda6(const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* B, int64_t ldb, __nv_bfloat16* C,
+                  int64_t batch, int64_t M, int64_t N, int64_t K, float* workspace, cudaStream_t stream);

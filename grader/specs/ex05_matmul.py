@@ -126,9 +126,9 @@ VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003),
 # (3x1x4100, 1x777x5003) or in 16-column blocks (1x2203x999), which bfloat16 takes as split tiles (22 and 27 splits).
 VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200, 260), (3, 1, 4100), (1, 777, 5003),
                    (1, 2203, 999))
-# Version 6's edges beside SHAPES: K not a multiple of 16 bytes (A copied with its rows padded, B^T's
-# padded with zeros), K shorter than one 128-byte k step, N one past a 256-column tile and M one past a
-# 128-row one, several k steps with a partial last one.
+# Version 6's edges beside SHAPES: K or N not a multiple of 16 bytes (A, and bfloat16 B, copied with
+# their rows padded; B^T's padded with zeros), K shorter than one 128-byte k step, N one past a
+# 256-column tile and M one past a 128-row one, several k steps with a partial last one.
 VERSION6_SHAPES = ((129, 257, 33), (300, 513, 1030), (7, 5, 3), (257, 1000, 4097), (1, 300, 70))
 # batches (versions 4 to 6): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
@@ -184,7 +184,7 @@ def _on_capability(run, capability: tuple[int, int], what: str):
 # their checks are reported as not run on this GPU and cost nothing. Version 5 plans as version 4 does
 # (given code): split K sums kernel 5's partial products with version 4's reduction, and float32
 # matrix-vector products take version 4's matrix-vector kernels. Version 6 (Hopper only: wgmma and
-# TMA, grader.checks.ARCH_SPECIFIC) writes B^T with matmul_transpose6, then runs kernel 6's tiles.
+# TMA, grader.checks.ARCH_SPECIFIC) runs kernel 6's tiles, for float32 after matmul_transpose6 (B^T).
 KERNELS5_TF32 = ("matmul_kernel5", "matmul_splitk_reduce", "matmul_gemv_rows", "matmul_gemv_cols")
 KERNELS5_BF16 = ("matmul_kernel5", "matmul_splitk_reduce")
 KERNELS6 = ("matmul_kernel6", "matmul_transpose6")

@@ -762,7 +762,8 @@ course.check("tensor_cores_bf16", "05_matmul")
 # B at all. The copies are TMA's: one thread of a producer warpgroup copies a whole box of A and of B^T
 # into a stage of a 4-stage ring (128-byte swizzle) and an mbarrier counts their bytes; the two consumer
 # warpgroups wait on it, multiply, and release the stage on a second mbarrier once their `wgmma`s are done.
-# TF32 `wgmma` reads B K-major, so `matmul_transpose6` (given) first writes B^T, rounded to TF32. The
+# TF32 `wgmma` reads B K-major, so for float32 `matmul_transpose6` (given) first writes B^T, rounded to
+# TF32; BF16 `wgmma` transposes bfloat16 B itself, read as it is stored. The
 # producer and the barriers are given (a wrong barrier hangs rather than fails); yours: the A fragments,
 # a consumer's `wgmma`s and the launch. Elsewhere version 6 refuses to run and its checks are not graded.
 #

@@ -86,25 +86,31 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const bool bf16 = a.scalar_type() == at::kBFloat16;  // versions 5 and 6 (checked above)
   if (version == 6) {
-    // TMA reads rows that start on 16-byte boundaries: where A's do not (K not a multiple of 4 floats or
-    // 8 bfloat16s, or a view that starts inside an element's 16 bytes), a copy with rows padded to them
+    // TMA reads rows that start on 16-byte boundaries: where A's (B's) do not (K (N) not a multiple of 4
+    // floats or 8 bfloat16s, or a view that starts inside an element's 16 bytes), a copy with its rows
+    // padded to them
     const int64_t elems = 16 / a.element_size();
-    int64_t lda = K;
-    if (K % elems != 0 || reinterpret_cast<std::uintptr_t>(a.const_data_ptr()) % 16 != 0) {
-      lda = (K + elems - 1) / elems * elems;
-      at::Tensor padded = at::zeros({batch, M, lda}, a.options());
-      padded.narrow(2, 0, K).copy_(a.reshape({batch, M, K}));
-      a = padded;
-    }
-    const at::Tensor bt = at::empty({matmul_workspace6(batch, N, K, bf16)}, a.options().dtype(at::kFloat));
-    float* ws = bt.mutable_data_ptr<float>();
+    const auto rows_aligned = [&](at::Tensor& t, int64_t rows, int64_t cols) {
+      if (cols % elems == 0 && reinterpret_cast<std::uintptr_t>(t.const_data_ptr()) % 16 == 0) return cols;
+      const int64_t ld = (cols + elems - 1) / elems * elems;
+      at::Tensor padded = at::zeros({batch, rows, ld}, t.options());
+      padded.narrow(2, 0, cols).copy_(t.reshape({batch, rows, cols}));
+      t = padded;
+      return ld;
+    };
+    const int64_t lda = rows_aligned(a, M, K);
+    // (float32 B is read by matmul_transpose6, which takes any row length)
+    const int64_t ldb = bf16 ? rows_aligned(b, K, N) : N;
+    const int64_t floats = matmul_workspace6(batch, N, K, bf16);
+    const at::Tensor workspace = floats > 0 ? at::empty({floats}, a.options().dtype(at::kFloat)) : at::Tensor();
+    float* ws = floats > 0 ? workspace.mutable_data_ptr<float>() : nullptr;
     if (bf16) {
       matmul_cuda6(reinterpret_cast<const __nv_bfloat16*>(a.const_data_ptr<at::BFloat16>()), lda,
-                   reinterpret_cast<const __nv_bfloat16*>(b.const_data_ptr<at::BFloat16>()),
+                   reinterpret_cast<const __nv_bfloat16*>(b.const_data_ptr<at::BFloat16>()), ldb,
                    reinterpret_cast<__nv_bfloat16*>(c.mutable_data_ptr<at::BFloat16>()), batch, M, N, K, ws, stream);
     } else {
-      matmul_cuda6(a.const_data_ptr<float>(), lda, b.const_data_ptr<float>(), c.mutable_data_ptr<float>(), batch, M,
-                   N, K, ws, stream);
+      matmul_cuda6(a.const_data_ptr<float>(), lda, b.const_data_ptr<float>(), ldb, c.mutable_data_ptr<float>(), batch,
+                   M, N, K, ws, stream);
     }
     return c;
   }
