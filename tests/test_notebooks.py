@@ -346,11 +346,11 @@ def test_heavy_cells_skip_under_validate_and_autograde_needs_a_gpu(monkeypatch):
 
 
 def test_prebuild_plans_every_state_a_notebook_builds(sources):
-    """Unit 2 checks kernel 1 of 05 before kernels 2 to 5 are written: running it builds 05 once per
+    """Unit 2 checks kernel 1 of 05 before kernels 2 to 6 are written: running it builds 05 once per
     state, and its speed cells load the reference solutions. `prebuild` must build all of them."""
     folders = notebook_prebuild.builds_of(sources["unit2_2d_grids"])
     states = [f for f in folders if f.name == "05_matmul" and f.parent.parent == nb.BUILD_ROOT / "notebooks"]
-    assert len(states) == 6, folders  # kernel 5's cells add one
+    assert len(states) == 7, folders  # kernel 5's cells add one, kernel 6's another
     assert {nb.SOLUTIONS / ex for ex in ("03_transpose", "04_stencil2d", "05_matmul")} <= set(folders)
     def code(path):
         return [[l.strip() for l in r.teaching_lines() if l.strip()] for r in regions.regions_of(path)]
