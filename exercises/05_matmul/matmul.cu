@@ -929,6 +929,17 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
 #endif
 }
 
+// the same from a shared-memory address (kernel 6 addresses its ring so: TMA and wgmma take them)
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t shared_row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_row));
+#else
+  r[0] = r[1] = r[2] = r[3] = 0;  // no tensor-core path before sm_80 (never launched there)
+#endif
+}
+
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -1583,7 +1594,7 @@ __device__ __forceinline__ void load_a6(uint32_t (&a)[Tile6<T>::kMmaSteps][4], u
   // TODO: lane l gives ldmatrix_x4 the address of row r = wrow + l % 8 + 8 ((l / 8) % 2), chunk
   // TODO: c = 2 ks + l / 16, which lies at stage_a + 128 r + 16 (c ^ (r % 8)) (a shared-memory address).
   // TODO: For float, then round each word: w = to_tf32(__uint_as_float(w)).
-  // TODO: (the reference solution takes about 12 lines)
+  // TODO: (the reference solution takes about 10 lines)
   // END SOLUTION
 }
 
@@ -1621,7 +1632,7 @@ __device__ __forceinline__ void produce6(const CUtensorMap* map_a, const CUtenso
 }
 
 // One k step of a consumer warpgroup: wait for the stage's copies, read and round this warp's A
-// fragments, issue the stage's kMmaSteps wgmmas (B^T from the stage) as one group, then wait until at
+// fragments, issue the stage's kMmaSteps wgmmas (B from the stage) as one group, then wait until at
 // most this group is in flight: the previous step's group is done with its stage (released to the
 // producer) and with its A registers (a_prev, kept alive up to here). The waits and releases are given:
 // a pipeline whose barriers never complete hangs instead of failing.

@@ -996,6 +996,17 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
 #endif
 }
 
+// the same from a shared-memory address (kernel 6 addresses its ring so: TMA and wgmma take them)
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t shared_row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_row));
+#else
+  r[0] = r[1] = r[2] = r[3] = 0;  // no tensor-core path before sm_80 (never launched there)
+#endif
+}
+
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -1733,9 +1744,7 @@ __device__ __forceinline__ void load_a6(uint32_t (&a)[Tile6<T>::kMmaSteps][4], u
 #pragma unroll
   for (int ks = 0; ks < Tile6<T>::kMmaSteps; ++ks) {
     const int c = 2 * ks + lane / 16;
-    COURSE_SM90A(asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                              : "=r"(a[ks][0]), "=r"(a[ks][1]), "=r"(a[ks][2]), "=r"(a[ks][3])
-                              : "r"(stage_a + r * kRowBytes6 + 16 * (c ^ (r % 8))));)
+    ldmatrix_x4(a[ks], stage_a + r * kRowBytes6 + 16 * (c ^ (r % 8)));
     if constexpr (sizeof(T) == 4) {
 #pragma unroll
       for (int w = 0; w < 4; ++w) a[ks][w] = to_tf32(__uint_as_float(a[ks][w]));
@@ -1778,7 +1787,7 @@ __device__ __forceinline__ void produce6(const CUtensorMap* map_a, const CUtenso
 }
 
 // One k step of a consumer warpgroup: wait for the stage's copies, read and round this warp's A
-// fragments, issue the stage's kMmaSteps wgmmas (B^T from the stage) as one group, then wait until at
+// fragments, issue the stage's kMmaSteps wgmmas (B from the stage) as one group, then wait until at
 // most this group is in flight: the previous step's group is done with its stage (released to the
 // producer) and with its A registers (a_prev, kept alive up to here). The waits and releases are given:
 // a pipeline whose barriers never complete hangs instead of failing.
