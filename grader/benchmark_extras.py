@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from grader import env, model_shapes
+from grader.checks import runs_arch_specific
 from grader.spec import by_exercise, import_exercise_module
 from grader.specs import ex08_conv_bn_relu_inference as ex08
 from grader.specs import ex09_conv_bn_relu_training as ex09
@@ -447,13 +448,6 @@ def cudnn_report() -> dict:
 MATMUL_TC_N = 4096
 
 
-def wgmma_here() -> bool:
-    """Whether 05's version 6 runs here: a compute capability 9.0 GPU and a "9.0a" build."""
-    from grader.checks import built_arch_specific
-
-    return torch.cuda.get_device_capability() == (9, 0) and built_arch_specific("9.0a")
-
-
 def tensor_cores_report(n: int = MATMUL_TC_N) -> dict:
     """05's kernel 5 (mma.sync) and, on a Hopper build, kernel 6 (wgmma) at n^3 beside cuBLAS doing the
     same arithmetic: float32 inputs with TF32 allowed (torch.backends.cuda.matmul.allow_tf32 = True:
@@ -465,7 +459,7 @@ def tensor_cores_report(n: int = MATMUL_TC_N) -> dict:
     m = _reference("05_matmul")
     flush = L2Flusher()
     flops = 2 * n**3
-    versions = (5, 6) if wgmma_here() else (5,)
+    versions = (5, 6) if runs_arch_specific((9, 0)) else (5,)  # version 6: Hopper's wgmma, a 9.0a build
     rows = {}
     g = torch.Generator(device="cuda").manual_seed(5)
     for dtype, label in ((torch.float32, "tf32"), (torch.bfloat16, "bf16")):

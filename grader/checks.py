@@ -50,6 +50,11 @@ def built_arch_specific(arch: str) -> bool:
     return any(entry.split("+")[0] == arch for entry in listed)
 
 
+def runs_arch_specific(capability: tuple[int, int]) -> bool:
+    """Whether an ARCH_SPECIFIC capability's code runs here: on that very GPU, from a build that has it."""
+    return torch.cuda.get_device_capability() == capability and built_arch_specific(ARCH_SPECIFIC[capability])
+
+
 def require_capability(major: int, minor: int, what: str) -> None:
     """Skip the calling check, as not run here, where the code running on this GPU is below compute
     capability major.minor (a T4, or a build for an older GPU: tensor-core instructions it lacks), or,
@@ -58,7 +63,7 @@ def require_capability(major: int, minor: int, what: str) -> None:
     have, gpu = code_capability(), torch.cuda.get_device_capability()
     specific = ARCH_SPECIFIC.get((major, minor))
     if specific is not None:
-        if gpu != (major, minor) or not built_arch_specific(specific):
+        if not runs_arch_specific((major, minor)):
             built = "" if built_arch_specific(specific) else f", and this build has no {specific} code (TORCH_CUDA_ARCH_LIST)"
             pytest.skip(f"{NOT_RUN_HERE}{what} needs a compute capability {major}.{minor} GPU ({specific}'s own "
                         f"instructions); this GPU ({torch.cuda.get_device_name()}) is {gpu[0]}.{gpu[1]}{built}")

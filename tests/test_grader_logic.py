@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 
 import pytest
@@ -791,3 +792,39 @@ def test_a_timing_skipped_after_a_required_group_failed_is_that_loss_not_a_skip(
     forward.update(outcome="skipped", reason="no CUDA GPU on this machine")
     perf["reason"] = "no CUDA GPU on this machine"
     assert score_exercise(ex01, tests + [perf])["groups"]["performance"]["state"] == "skipped"
+
+
+@pytest.mark.parametrize("gpu, arch_list, runs", [
+    ((9, 0), "9.0a", True), ((9, 0), "7.5;9.0a+PTX", True),
+    ((9, 0), "9.0", False), ((9, 0), "9.0+PTX", False), ((9, 0), "", False),  # no sm_90a code in the build
+    ((10, 0), "9.0a;10.0", False), ((12, 0), "12.0", False), ((8, 0), "8.0;9.0a", False),  # another GPU
+])
+def test_an_arch_specific_capability_runs_on_that_gpu_from_a_build_that_has_it(monkeypatch, gpu, arch_list, runs):
+    """sm_90a's instructions (05's kernel 6: wgmma, TMA) run on a 9.0 GPU only, and only from a "9.0a"
+    build: a check that needs them is reported as not run anywhere else (a newer GPU included), never
+    run to fail there."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: gpu)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a GPU")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", arch_list)
+    assert checks.runs_arch_specific((9, 0)) is runs
+    if runs:
+        checks.require_capability(9, 0, "version 6")  # returns: the check runs
+    else:
+        with pytest.raises(pytest.skip.Exception, match="not run"):
+            checks.require_capability(9, 0, "version 6")
+
+
+@pytest.mark.parametrize("present, caps, expected", [
+    (False, set(), env.DEFAULT_ARCH_LIST),      # no GPU to ask: a T4's and Hopper's own (9.0a)
+    (True, {"9.0"}, env.HOPPER_ARCH_LIST),      # an H100 or H200: its wgmma and TMA built too
+    (True, {"8.6"}, None), (True, {"9.0", "8.0"}, None), (True, set(), None),  # torch's own choice
+])
+def test_configure_builds_hopper_s_own_instructions_on_a_hopper_gpu(monkeypatch, present, caps, expected):
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    monkeypatch.setattr(env, "gpu_present", lambda: present)
+    monkeypatch.setattr(env, "gpu_capabilities", lambda: caps)
+    env.configure()
+    assert os.environ.get("TORCH_CUDA_ARCH_LIST") == expected
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0")  # a list the user set is kept
+    env.configure()
+    assert os.environ["TORCH_CUDA_ARCH_LIST"] == "8.0"
