@@ -794,26 +794,6 @@ def test_a_timing_skipped_after_a_required_group_failed_is_that_loss_not_a_skip(
     assert score_exercise(ex01, tests + [perf])["groups"]["performance"]["state"] == "skipped"
 
 
-@pytest.mark.parametrize("gpu, arch_list, runs", [
-    ((9, 0), "9.0a", True), ((9, 0), "7.5;9.0a+PTX", True),
-    ((9, 0), "9.0", False), ((9, 0), "9.0+PTX", False), ((9, 0), "", False),  # no sm_90a code in the build
-    ((10, 0), "9.0a;10.0", False), ((12, 0), "12.0", False), ((8, 0), "8.0;9.0a", False),  # another GPU
-])
-def test_an_arch_specific_capability_runs_on_that_gpu_from_a_build_that_has_it(monkeypatch, gpu, arch_list, runs):
-    """sm_90a's instructions (05's kernel 6: wgmma, TMA) run on a 9.0 GPU only, and only from a "9.0a"
-    build: a check that needs them is reported as not run anywhere else (a newer GPU included), never
-    run to fail there."""
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: gpu)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a GPU")
-    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", arch_list)
-    assert checks.runs_arch_specific((9, 0)) is runs
-    if runs:
-        checks.require_capability(9, 0, "version 6")  # returns: the check runs
-    else:
-        with pytest.raises(pytest.skip.Exception, match="not run"):
-            checks.require_capability(9, 0, "version 6")
-
-
 @pytest.mark.parametrize("present, caps, expected", [
     (False, set(), env.DEFAULT_ARCH_LIST),      # no GPU to ask: a T4's and Hopper's own (9.0a)
     (True, {"9.0"}, env.HOPPER_ARCH_LIST),      # an H100 or H200: its wgmma and TMA built too

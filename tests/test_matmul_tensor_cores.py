@@ -443,6 +443,31 @@ def test_tensor_core_checks_run_only_where_the_running_code_has_them(monkeypatch
     assert ("built for 7.5" in message) == (gpu != (7, 5))
 
 
+
+# ------------------------------------------------------------------------------ where version 6 runs
+@pytest.mark.parametrize("gpu, arch_list, runs", [
+    ((9, 0), "9.0a", True), ((9, 0), "7.5;9.0a+PTX", True),
+    ((9, 0), "9.0", False), ((9, 0), "9.0+PTX", False), ((9, 0), "", False),  # no sm_90a code in the build
+    ((10, 0), "9.0a;10.0", False), ((12, 0), "12.0", False), ((8, 0), "8.0;9.0a", False),  # another GPU
+])
+def test_wgmma_checks_run_on_a_9_0_gpu_from_a_9_0a_build_only(monkeypatch, gpu, arch_list, runs):
+    """sm_90a's instructions (kernel 6: wgmma, TMA) run on a 9.0 GPU only, and only from a "9.0a" build:
+    a check that needs them is reported as not run anywhere else (a newer GPU included), never run to
+    fail there."""
+    from grader import checks
+    from grader.scoring import NOT_RUN_HERE
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: gpu)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a GPU")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", arch_list)
+    assert checks.runs_arch_specific(spec05.WGMMA_CAPABILITY) is runs
+    if runs:
+        checks.require_capability(*spec05.WGMMA_CAPABILITY, "version 6")
+        return
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        checks.require_capability(*spec05.WGMMA_CAPABILITY, "version 6")
+    assert str(skipped.value).startswith(NOT_RUN_HERE)
+
 def test_the_loader_model_follows_the_kernel():
     """The model above transliterates Loader5's pointer arithmetic: these are the kernel's lines it
     follows (change both together)."""
