@@ -13,6 +13,8 @@ tolerance against emulated TF32, BF16 and FP16 arithmetic.
 3. The tensor-core groups' tolerance (grader/specs/ex05_matmul.py) accepts emulated TF32 and BF16
    results and rejects what it must: dropped k terms, FP16 operands on a range FP16 cannot hold,
    and the strict float32 groups' tolerance rejects TF32.
+4. Kernel 6 (wgmma): its ldmatrix addresses into TMA's 128-byte swizzle give mma.sync's A fragments,
+   conflict-free; its checks run only on a 9.0 GPU from a "9.0a" build.
 
 If the kernel's arithmetic changes, change the transliteration with it (test 1 is only as good as that).
 """
@@ -485,3 +487,45 @@ def test_the_loader_model_follows_the_kernel():
                  "chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], src, i * kBRowStep < b_rows, b_left);",
                  "a += Tile5<T>::kBK;", "a_left -= Tile5<T>::kBK;", "b += kBCopies * b_pass;", "b_rows -= Tile5<T>::kBK;"):
         assert line in text, line
+
+
+# ------------------------------------------------------------------------------ kernel 6's A fragments
+K6_LINES = ("const int r = wrow + lane % 8 + 8 * ((lane / 8) % 2);", "const int c = 2 * ks + lane / 16;",
+            "ldmatrix_x4(a[ks], stage_a + r * kRowBytes6 + 16 * (c ^ (r % 8)));")
+
+
+def load_a6(stage, wrow, ks):
+    """load_a6's ldmatrix addresses (K6_LINES), transliterated: the 16-byte row each lane addresses in
+    a stage of 128 rows of 128 bytes."""
+    rows, addrs = [], []
+    for lane in range(WARP):
+        r = wrow + lane % 8 + 8 * ((lane // 8) % 2)
+        c = 2 * ks + lane // 16
+        addr = r * 128 + 16 * (c ^ (r % 8))
+        addrs.append(addr)
+        rows.append(stage[addr // 128][addr % 128 // 16])
+    return rows, addrs
+
+
+@pytest.mark.parametrize("bf16", [False, True], ids=["tf32", "bf16"])
+def test_kernel6_reads_mma_s_a_fragments_from_tma_s_swizzle_without_bank_conflicts(bf16):
+    """TMA's 128-byte swizzle stores 16-byte chunk c of row r at c ^ (r % 8); load_a6's ldmatrix
+    addresses must give each lane, for every warp's 16 rows and every wgmma k step, exactly the A
+    fragment of mma.sync's layout (which wgmma takes from registers), each matrix's 8 rows in 8
+    different 16-byte slots (no bank conflicts)."""
+    text = SOURCE.read_text()
+    assert all(line in text for line in K6_LINES), "load_a6 changed: change its transliteration with it"
+    elems, kk, per, amap = (8, 16, 2, BF16_A) if bf16 else (4, 8, 1, TF32_A)
+    stage = [[None] * 8 for _ in range(128)]
+    for r, c in itertools.product(range(128), range(8)):  # what TMA writes: element (r, k) as its coordinates
+        stage[r][c ^ (r % 8)] = [(r, elems * c + e) for e in range(elems)]
+    problems = []
+    check = _bank_checker(problems)
+    for wrow, ks in itertools.product(range(0, 128, 16), range(4)):
+        rows, addrs = load_a6(stage, wrow, ks)
+        check(f"rows {wrow}.., k step {ks}", addrs)
+        frag = ldmatrix_x4(rows, elems)
+        for (lane, v), (m, k) in amap.items():
+            reg = frag[lane][v // per]
+            assert (reg[v % per] if bf16 else reg) == (wrow + m, ks * kk + k), (wrow, ks, lane, v)
+    assert not problems, problems
