@@ -404,6 +404,25 @@ def test_tolerance_rejects_a_dropped_k_tile(precision):
         assert not _within(dropped, a, b, prec), first
 
 
+def truncated(x: torch.Tensor) -> torch.Tensor:
+    """float32 -> TF32 as the tensor cores take an unrounded float32: the low 13 bits dropped."""
+    return (x.float().view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+
+def test_tolerance_tells_a_truncated_operand_from_a_rounded_one_on_positive_operands():
+    """The TF32 groups' positive operands: rounded to nearest, within the bound; either operand (or
+    both) truncated, outside it. On random signs a truncated operand passes (its bias cancels), which is
+    why the groups multiply positive operands too."""
+    m, n, k = spec05.POSITIVE_SHAPE
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.rand(m, k, generator=g) + 0.5, torch.rand(k, n, generator=g) + 0.5
+    assert _within((tf32(a).double() @ tf32(b).double()).float(), a, b, spec05.TF32)
+    for x, y in ((truncated(a), tf32(b)), (tf32(a), truncated(b)), (truncated(a), truncated(b))):
+        assert not _within((x.double() @ y.double()).float(), a, b, spec05.TF32)
+    signed_a, signed_b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    assert _within((truncated(signed_a).double() @ tf32(signed_b).double()).float(), signed_a, signed_b, spec05.TF32)
+
+
 def test_strict_fp32_tolerance_rejects_tf32():
     g = torch.Generator().manual_seed(7)
     for m, n, k in ((513, 1031, 257), (200, 64, 4099)):

@@ -41,6 +41,8 @@ SUM_SIGMAS = 4.0  # float32 summation, K terms: 4 sqrt(K) u (Higham's probabilis
 # magnitudes TF32 (8 exponent bits, as float32) holds and FP16 (5) does not: FP16 overflows at 65504,
 # and 1e-6 is below its smallest normal (6.1e-5), where it keeps 4 or 5 significant bits
 RANGE_SCALES = (1e5, 1e-6)
+# operands all in [0.5, 1.5) (MatmulSpec._check_positive): a truncated TF32 operand adds up past the bound
+POSITIVE_SHAPE = (130, 260, 2000)  # M, N, K
 
 
 def tensor_core_bound(a: torch.Tensor, b: torch.Tensor, precision: Precision) -> tuple[torch.Tensor, torch.Tensor]:
@@ -256,7 +258,7 @@ class MatmulSpec(Spec):
         (its low 13 bits dropped: the tensor cores' own conversion, biased toward zero) shifts each sum
         by about u |C| (K u times a typical product), far beyond the bound, which grows as sqrt(K); rounded
         to nearest, the errors still cancel. (Random signs hide a truncation: its bias cancels too.)"""
-        m, n, k = 130, 260, 2000
+        m, n, k = POSITIVE_SHAPE
         a = torch.rand(m, k, generator=ctx.generator("posA"), device="cuda") + 0.5
         b = torch.rand(k, n, generator=ctx.generator("posB"), device="cuda") + 0.5
         self._expect(ctx, version, a, b, f"{group}[operands in [0.5, 1.5), M={m}, N={n}, K={k}]", group)
