@@ -1447,6 +1447,8 @@ struct Tile6 {
   // B's stage: float32, B^T's 256 rows of 128 bytes of k (K-major); bfloat16, B itself, 4 boxes of 64
   // rows of k by 64 columns (128 bytes), 8 KiB apart (N-major)
   static constexpr bool kBTransposed = sizeof(T) == 4;
+  // a row of n elements padded to whole 16-byte units (TMA's row strides)
+  static constexpr int64_t padded(int64_t n) { return (n + kElems - 1) / kElems * kElems; }
 };
 
 // Set where the code running on this GPU has kernel 6's instructions (a "9.0a" build on a 9.0 GPU):
@@ -1702,13 +1704,9 @@ __global__ void __launch_bounds__(kThreads6, 1)
     consume6<T>(d, a1, a0, ring, step + 1, arow, lane);
   }
   if (step < steps) consume6<T>(d, a0, a1, ring, step, arow, lane);
-  wgmma_wait<0>();
+  wgmma_wait<0>();  // (K >= 1: the launcher writes K == 0's zeros itself, with no tensor map to make)
 #pragma unroll
   for (int i = 0; i < 128; ++i) keep(d[i]);
-  if (steps == 0) {  // K == 0: C is zeros
-#pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-  }
   // d[4 j + 2 h + e]: row g + 8 h of the warp's 16, column 8 j + 2 t + e (mma.sync's C layout, 32 times)
   const int g = lane / 4, t = lane % 4;
   C += int64_t(element) * M * N;
@@ -2093,7 +2091,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
     C10_CUDA_CHECK(cudaMemsetAsync(C, 0, size_t(batch * M * N) * sizeof(T), stream));
     return;
   }
-  const int64_t Kp = course::ceil_div<int64_t>(K, Tile6<T>::kElems) * Tile6<T>::kElems;
+  const int64_t Kp = Tile6<T>::padded(K);
   TORCH_CHECK(lda >= K && lda % Tile6<T>::kElems == 0 && course::is_aligned16(A), "matmul_cuda6: A's rows must "
               "start on 16-byte boundaries (A aligned, lda a multiple of 16 bytes), as TMA reads them");
   CUtensorMap map_b;
@@ -2129,7 +2127,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
 
 int64_t matmul_workspace6(int64_t batch, int64_t N, int64_t K, bool bfloat16) {
   if (bfloat16) return 0;  // B read as it is stored
-  return batch * N * course::ceil_div<int64_t>(K, Tile6<float>::kElems) * Tile6<float>::kElems;  // B^T, rows padded
+  return batch * N * Tile6<float>::padded(K);  // B^T, its rows padded
 }
 
 void matmul_cuda6(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t batch, int64_t M,
