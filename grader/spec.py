@@ -401,8 +401,9 @@ def capability_gated_kernels(exercise: str) -> dict[str, tuple[int, int]]:
     everywhere: set[str] = set()
     for call in spec.audit_calls("cpu", torch.float64):
         for name in getattr(call.kernels or spec.kernel_rule(), "names", ()) or ():
-            if call.needs_capability:
-                gated[name] = max(gated.get(name, (0, 0)), tuple(call.needs_capability))
+            if call.needs_capability:  # launched wherever any of its calls runs: the least capability
+                cc = tuple(call.needs_capability)
+                gated[name] = min(gated.get(name, cc), cc)
             else:
                 everywhere.add(name)
     return {name: cc for name, cc in gated.items() if name not in everywhere}

@@ -60,13 +60,14 @@ C_MAP = cute_map(((4, 8), (2, 2)), ((32, 1), (16, 8)), 16)  # SM80_16x8_Row: (m,
 
 
 class Shared:
-    """A stage: A[m][chunk] and B[k][chunk] of 16-byte chunks, each a list of elements (4 floats or 8
-    bfloat16s, as Python floats)."""
+    """A stage: A[m][chunk] and B[k][chunk] (or B^T, Bt[n][chunk]) of 16-byte chunks, each a list of
+    elements (4 floats or 8 bfloat16s, as Python floats)."""
 
-    def __init__(self, elems, bk, b_chunks, bm, a_chunks):
+    def __init__(self, elems, bk, b_chunks, bm, a_chunks, bn=0):
         self.elems = elems
         self.A = [[[0.0] * elems for _ in range(a_chunks)] for _ in range(bm)]
         self.B = [[[0.0] * elems for _ in range(b_chunks)] for _ in range(bk)]
+        self.Bt = [[[0.0] * elems for _ in range(a_chunks)] for _ in range(bn)]
 
 
 def words(chunk, elems):
@@ -130,11 +131,12 @@ def solution_tiles() -> tuple[int, int, int, int]:
     return bm, bn, wm, wn
 
 
-def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks=None, k_split=None):
+def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks=None, k_split=None, bt=False):
     """Kernel 5 on lists of Python floats (row-major A: M x K, B: K x N) -> C (M x N), with the
     solution's tile constants or `tiles` = (block rows, block columns, warps down, warps across) and
     `a_chunks` (kAChunks5); with `k_split`, split K (blocks over K ranges of k_split, whose partial
-    products are summed, as the workspace's are by matmul_splitk_reduce)."""
+    products are summed, as the workspace's are by matmul_splitk_reduce); with `bt` (TF32, kBt), B read
+    from B^T as matmul_transpose_tf32 writes it: N rows of K padded to whole chunks, zeros past K."""
     bm, bn, warps_m, warps_n = tiles or solution_tiles()
     threads, warps = 32 * warps_m * warps_n, warps_m * warps_n
     wm, wn = bm // warps_m, bn // warps_n  # a warp's tile of C
@@ -148,6 +150,8 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
     C = [[None] * N for _ in range(M)]
     flat_a = [x for row in A for x in row]
     flat_b = [x for row in B for x in row]
+    ldbt = -(-K // elems) * elems
+    flat_bt = [B[k][n] if k < K else 0.0 for n in range(N) for k in range(ldbt)]
     k_split = k_split or K
     ranges = [(kb, min(k_split, K - kb)) for kb in range(0, K, k_split)] or [(0, 0)]  # (k0, k_len) of each split
     for by, bx, (kb, k_len) in itertools.product(range(-(-M // bm)), range(-(-N // bn)), ranges):
@@ -155,7 +159,7 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
         steps = -(-k_len // bk)
         acc = {(w, lane): [[[0.0] * 4 for _ in range(nt)] for _ in range(mt)] for w in range(warps) for lane in range(WARP)}
         for step in range(steps):
-            s = Shared(elems, bk, b_chunks, bm, a_chunks)
+            s = Shared(elems, bk, b_chunks, bm, a_chunks, bn)
             k0 = step * bk
             for tid in range(threads):  # Loader5: its constructor's pointers (offsets here), stepped k0 times
                 ra, ca, rb, cb = tid // a_chunks, tid % a_chunks, tid // b_chunks, tid % b_chunks
@@ -169,6 +173,14 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
                     r = ra + i * a_step
                     s.A[r][swizzle_a(r, ca, a_chunks)] = chunk(flat_a, vec_a, i < a_rows, src, a_left, elems)
                     src += a_pass
+                if bt:  # B^T's rows n0 + ra + a_step i, copied as A's (whole chunks)
+                    src = (n0 + ra) * ldbt + kb + elems * ca + k0
+                    bt_rows = min(max(-(-(N - n0 - ra) // a_step), 0), bn // a_step)
+                    for i in range(bn // a_step):
+                        r = ra + i * a_step
+                        s.Bt[r][swizzle_a(r, ca, a_chunks)] = chunk(flat_bt, True, i < bt_rows, src, a_left, elems)
+                        src += a_step * ldbt
+                    continue
                 src = b
                 for i in range(bk // b_step):
                     r = rb + i * b_step
@@ -189,7 +201,20 @@ def run_kernel5(A, B, bf16, vec_a, vec_b, check_banks=None, tiles=None, a_chunks
                             check_banks("ldmatrix A", addrs)
                         a[i] = ldmatrix_x4(rows, elems)
                     b = {}
-                    if not bf16:
+                    if bt:  # ldmatrix.x4 over B^T's rows: b[j], b[j + 1]
+                        for j in range(0, nt, 2):
+                            rows, addrs = [], []
+                            for lane in range(WARP):
+                                q, r8 = lane // 8, lane % 8
+                                r, c = wcol + 8 * j + 8 * (q // 2) + r8, 2 * ks + q % 2
+                                rows.append(s.Bt[r][swizzle_a(r, c, a_chunks)])
+                                addrs.append(16 * a_chunks * r + 16 * swizzle_a(r, c, a_chunks))
+                            if check_banks is not None:
+                                check_banks("ldmatrix B^T", addrs)
+                            w = ldmatrix_x4(rows, elems)
+                            b[j] = [[w[lane][0], w[lane][1]] for lane in range(WARP)]
+                            b[j + 1] = [[w[lane][2], w[lane][3]] for lane in range(WARP)]
+                    elif not bf16:
                         for j in range(nt):
                             b[j] = [[None, None] for _ in range(WARP)]
                             addrs = []
@@ -257,13 +282,15 @@ def _bank_checker(problems):
     return check
 
 
-@pytest.mark.parametrize("bf16", [False, True], ids=["tf32", "bf16"])
+@pytest.mark.parametrize("bf16,bt", [(False, False), (False, True), (True, False)], ids=["tf32", "tf32-bt", "bf16"])
 @pytest.mark.parametrize("m,n,k,vec_a,vec_b,split", [
     (130, 70, 37, False, False, None), (19, 136, 48, True, True, None), (128, 129, 40, True, False, None),
     (7, 3, 1, False, False, None),
     # split K: ranges of two k steps (the solution's least), the last one shorter and off a chunk
     (9, 20, 300, False, False, 2), (9, 24, 296, True, True, 2), (3, 136, 200, True, False, 2)])
-def test_kernel5_reassembles_the_product(bf16, m, n, k, vec_a, vec_b, split):
+def test_kernel5_reassembles_the_product(bf16, bt, m, n, k, vec_a, vec_b, split):
+    if bt and vec_b:
+        pytest.skip("B^T's chunks are whole, one copy path whatever N: the cases without vec_b run it")
     if vec_a and k % (8 if bf16 else 4) or vec_b and n % (8 if bf16 else 4):
         pytest.skip("the vector path needs K (N) a multiple of a chunk's elements")
     k_split = split and split * solution_a_chunks() * (8 if bf16 else 4)  # whole k steps, as split_tiles makes them
@@ -272,8 +299,8 @@ def test_kernel5_reassembles_the_product(bf16, m, n, k, vec_a, vec_b, split):
     A = torch.randint(-8, 9, (m, k), generator=g).double()
     B = torch.randint(-8, 9, (k, n), generator=g).double()
     problems = []
-    C = run_kernel5(A.tolist(), B.tolist(), bf16, vec_a, vec_b, _bank_checker(problems) if m == 130 else None,
-                    k_split=k_split)
+    C = run_kernel5(A.tolist(), B.tolist(), bf16, vec_a, vec_b, _bank_checker(problems) if m == 130 or bt else None,
+                    k_split=k_split, bt=bt)
     assert not problems, problems[:5]
     got = torch.tensor(C, dtype=torch.float64)
     assert torch.equal(got, A @ B), (got - A @ B).abs().max()
@@ -413,12 +440,13 @@ def test_tolerance_tells_a_truncated_operand_from_a_rounded_one_on_positive_oper
     """The TF32 groups' positive operands: rounded to nearest, within the bound; either operand (or
     both) truncated, outside it. On random signs a truncated operand passes (its bias cancels), which is
     why the groups multiply positive operands too."""
-    m, n, k = spec05.POSITIVE_SHAPE
     g = torch.Generator().manual_seed(3)
-    a, b = torch.rand(m, k, generator=g) + 0.5, torch.rand(k, n, generator=g) + 0.5
-    assert _within((tf32(a).double() @ tf32(b).double()).float(), a, b, spec05.TF32)
-    for x, y in ((truncated(a), tf32(b)), (tf32(a), truncated(b)), (truncated(a), truncated(b))):
-        assert not _within((x.double() @ y.double()).float(), a, b, spec05.TF32)
+    for m, n, k in spec05.POSITIVE_SHAPES:
+        a, b = torch.rand(m, k, generator=g) + 0.5, torch.rand(k, n, generator=g) + 0.5
+        assert _within((tf32(a).double() @ tf32(b).double()).float(), a, b, spec05.TF32)
+        for x, y in ((truncated(a), tf32(b)), (tf32(a), truncated(b)), (truncated(a), truncated(b))):
+            assert not _within((x.double() @ y.double()).float(), a, b, spec05.TF32), (m, n, k)
+    m, n, k = spec05.POSITIVE_SHAPES[0]
     signed_a, signed_b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
     assert _within((truncated(signed_a).double() @ tf32(signed_b).double()).float(), signed_a, signed_b, spec05.TF32)
 
@@ -490,8 +518,8 @@ def test_wgmma_checks_run_on_a_9_0_gpu_from_a_9_0a_build_only(monkeypatch, gpu, 
     assert str(skipped.value).startswith(NOT_RUN_HERE)
 
 def test_the_loader_model_follows_the_kernel():
-    """The model above transliterates Loader5's pointer arithmetic: these are the kernel's lines it
-    follows (change both together)."""
+    """The model above transliterates Loader5's pointer arithmetic, the B^T fragments and
+    matmul_transpose_tf32's layout: these are the kernel's lines it follows (change both together)."""
     text = SOURCE.read_text()
     for line in ("a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + k0 + kElems * ca;",
                  "b = reinterpret_cast<const Bits*>(B) + (k0 + rb) * N + n0 + kElems * cb;",
@@ -501,8 +529,18 @@ def test_the_loader_model_follows_the_kernel():
                  "const int64_t k_len = K - k0 < k_split ? K - k0 : k_split;",
                  "const int64_t steps = course::ceil_div<int64_t>(k_len, Tile5<T>::kBK);",
                  "store_c5<float>(partial + z * M * N, acc, M, N, m0 + wrow, n0 + wcol, lane);",
-                 "const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep), cols = N - n0 - kElems * cb;",
+                 "const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep);",
+                 "const int64_t cols = N - n0 - kElems * cb;",
                  "chunk<kVecA>(&s.A[r][swizzle_a(r, ca)], src, i < a_rows, a_left);",
+                 # B^T (kBt)
+                 "b = reinterpret_cast<const Bits*>(B) + (n0 + ra) * ldbt + k0 + kElems * ca;",
+                 "b_pass = kBRowStep * ldbt;", "const int64_t bt = course::ceil_div<int64_t>(N - n0 - ra, kBRowStep);",
+                 "chunk<true>(&s.Bt[r][swizzle_a(r, ca)], src, i < bt_rows, a_left);",
+                 "const int r = wcol + 8 * j + 8 * (q / 2) + r8, c = 2 * ks + q % 2;",
+                 "ldmatrix_x4(w, &s.Bt[r][swizzle_a(r, c)]);",
+                 "b[j][0] = w[0], b[j][1] = w[1], b[j + 1][0] = w[2], b[j + 1][1] = w[3];",
+                 "tile[i][threadIdx.x] = k < K && n < N ? to_tf32(B[k * ldb + n]) : 0u;",
+                 "if (n < N && k < Kp) Bt[n * Kp + k] = tile[threadIdx.x][i];",
                  "chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], src, i * kBRowStep < b_rows, b_left);",
                  "a += Tile5<T>::kBK;", "a_left -= Tile5<T>::kBK;", "b += kBCopies * b_pass;", "b_rows -= Tile5<T>::kBK;"):
         assert line in text, line

@@ -75,7 +75,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
       return ld;
     };
     const int64_t lda = rows_aligned(a, M, K);
-    // (float32 B is read by matmul_transpose6, which takes any row length)
+    // (float32 B is read by matmul_transpose_tf32, which takes any row length)
     const int64_t ldb = bf16 ? rows_aligned(b, K, N) : N;
     const int64_t floats = matmul_workspace6(batch, N, K, bf16);
     const at::Tensor workspace = floats > 0 ? at::empty({floats}, a.options().dtype(at::kFloat)) : at::Tensor();

@@ -12,7 +12,8 @@
 //   stream-K, matmul_kernel4_streamk and matmul_streamk_fixup, when the tiles fill the SMs unevenly)
 //   matmul_kernel5  tensor cores: warp-wide mma.sync products of 16 x 8 tiles (TF32 for float32
 //                   inputs, BF16 for bfloat16 ones, float32 sums), fed by kernel 4's cp.async ring
-//                   through XOR-swizzled shared tiles (sm_80+ only)
+//                   through XOR-swizzled shared tiles (sm_80+ only); tall float32 products read B^T,
+//                   written rounded to TF32 by matmul_transpose_tf32 first
 //   (version 5 plans as version 4: split K over kernel 5's tiles, summed by matmul_splitk_reduce, and
 //   for float32 matrix-vector products version 4's kernels)
 //
@@ -863,12 +864,16 @@ struct Tile5 {
 };
 
 // One stage of the ring, 32 KiB either way (3 stages: 96 KiB, dynamic shared memory), in
-// 16-byte chunks: A[m][k] (a row of A holds the stage's k) and B[k][n]. Chunk c of a row is stored at
-// the row's chunk swizzle(row, c): see swizzle_a and swizzle_b.
+// 16-byte chunks: A[m][k] (a row of A holds the stage's k) and B[k][n], or, where kernel 5 reads B^T
+// (float32, kBt), Bt[n][k] laid out as A is. Chunk c of a row is stored at the row's chunk
+// swizzle(row, c): see swizzle_a and swizzle_b.
 template <typename T>
 struct Stage5 {
   uint4 A[kBM5][kAChunks5];
-  uint4 B[Tile5<T>::kBK][Tile5<T>::kBChunks];
+  union {
+    uint4 B[Tile5<T>::kBK][Tile5<T>::kBChunks];
+    uint4 Bt[kBN5][kAChunks5];
+  };
 };
 
 // The ring is dynamic shared memory, sized at launch: a deeper ring or a larger tile than 48 KiB (the
@@ -882,7 +887,9 @@ static_assert(size_t(kSmem5) == kStages5 * sizeof(Stage5<float>) &&
 
 // What the copy and fragment code below assume of the tile constants.
 static_assert(kWM5 % 16 == 0 && kWN5 % 16 == 0, "a warp's tile: whole 16 x 16 pairs of mma tiles");
-static_assert(kBM5 % (kThreads5 / kAChunks5) == 0, "A: every thread copies the same number of chunks");
+static_assert(kBM5 % (kThreads5 / kAChunks5) == 0 && kBN5 % (kThreads5 / kAChunks5) == 0,
+              "A and B^T: every thread copies the same number of chunks");
+static_assert(sizeof(Stage5<float>::B) == sizeof(Stage5<float>::Bt), "B and B^T fill the same bytes");
 static_assert(kThreads5 % Tile5<float>::kBChunks == 0 && kThreads5 % Tile5<__nv_bfloat16>::kBChunks == 0 &&
                   Tile5<float>::kBK % (kThreads5 / Tile5<float>::kBChunks) == 0 &&
                   Tile5<__nv_bfloat16>::kBK % (kThreads5 / Tile5<__nv_bfloat16>::kBChunks) == 0,
@@ -952,6 +959,35 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
 
 using course::to_tf32;  // rounded to TF32 (course/cuda.cuh)
 
+// A row of n elements padded to whole 16-byte chunks: B^T's rows (kernel 5 copies them in chunks; TMA's
+// row strides are multiples of 16 bytes).
+template <typename T>
+constexpr int64_t padded16(int64_t n) {
+  constexpr int64_t kElems = 16 / sizeof(T);
+  return (n + kElems - 1) / kElems * kElems;
+}
+
+// Grid (ceil(N / 32), ceil(Kp / 32), batch), block (32, 8): Bt[e][n][k] = B[e][k][n] (rows ldb apart)
+// rounded to TF32 (the tensor cores would otherwise truncate it) for k < K, 0 for K <= k < Kp; kept as
+// bits, rounded once here for every row tile of C that reads it. Kernel 5 (tall products) and kernel 6
+// read float32 B so: K-major, like A, and already rounded.
+__global__ void __launch_bounds__(256) matmul_transpose_tf32(const float* __restrict__ B, uint32_t* __restrict__ Bt,
+                                                        int64_t K, int64_t N, int64_t ldb, int64_t Kp) {
+  __shared__ uint32_t tile[32][33];  // 33: a column of the tile spans all 32 banks
+  const int64_t k0 = int64_t(blockIdx.y) * 32, n0 = int64_t(blockIdx.x) * 32;
+  B += int64_t(blockIdx.z) * K * ldb;
+  Bt += int64_t(blockIdx.z) * N * Kp;
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int64_t k = k0 + i, n = n0 + threadIdx.x;
+    tile[i][threadIdx.x] = k < K && n < N ? to_tf32(B[k * ldb + n]) : 0u;
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const int64_t n = n0 + i, k = k0 + threadIdx.x;
+    if (n < N && k < Kp) Bt[n * Kp + k] = tile[threadIdx.x][i];
+  }
+}
+
 // d += a b for one 16 x 8 tile: m16n8k8 TF32 (a: 4 registers of one TF32 each, b: 2) or m16n8k16 BF16
 // (a: 4 registers of two bfloat16s each, b: 2), float32 sums in d (4 floats).
 template <typename T>
@@ -973,7 +1009,8 @@ __device__ __forceinline__ void mma16x8(float (&d)[4], const uint32_t (&a)[4], c
 
 // This thread's copies of the k steps, 16 bytes each, into a stage (swizzled). A: 4 consecutive threads
 // copy one row's 16 kAChunks5 bytes (8: 128 bytes, 16 rows per pass, 8 passes). B: a warp copies one
-// row (float) or two (bfloat16), 4 or 8 rows per pass, 8 passes. kVecA (kVecB): K (N) a multiple of a chunk's elements
+// row (float) or two (bfloat16), 4 or 8 rows per pass, 8 passes. B^T (kBt): as A, rows n of ldbt
+// elements (K padded to 16 bytes: its chunks are whole, and zero past K). kVecA (kVecB): K (N) a multiple of a chunk's elements
 // and A (B) 16-byte aligned, so a chunk is wholly inside the matrix or wholly outside: one cp.async
 // of 16 bytes (zero-filled outside). Otherwise element by element: 4-byte cp.async for float, plain
 // loads and stores for bfloat16 (cp.async copies 4 bytes at least), zeros outside.
@@ -981,38 +1018,48 @@ __device__ __forceinline__ void mma16x8(float (&d)[4], const uint32_t (&a)[4], c
 // comparison each, so the 16 copies of a stage cost a few instructions each (64-bit row * K products
 // per copy were a third of the TF32 loop's instructions). A copy outside the matrix gets its address
 // all the same: cp.async reads nothing when it copies 0 bytes.
-template <typename T, bool kVecA, bool kVecB>
+template <typename T, bool kVecA, bool kVecB, bool kBt>
 struct Loader5 {
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;  // the elements, copied as bits
   static constexpr int kElems = Tile5<T>::kElems;
   static constexpr int kARowStep = kThreads5 / kAChunks5;               // 16
   static constexpr int kACopies = kBM5 / kARowStep;                     // 8
-  static constexpr int kBRowStep = kThreads5 / Tile5<T>::kBChunks;      // 4 or 8
-  static constexpr int kBCopies = Tile5<T>::kBK / kBRowStep;            // 8
+  static constexpr int kBRowStep = kBt ? kARowStep : kThreads5 / Tile5<T>::kBChunks;  // 16 (B^T), 4 or 8
+  static constexpr int kBCopies = kBt ? kACopies : Tile5<T>::kBK / kBRowStep;          // 8
   const Bits* a;     // this thread's first A chunk of the next k step: row m0 + ra, column k + kElems ca
-  const Bits* b;     // its first B chunk: row k + rb, column n0 + kElems cb
+  const Bits* b;     // its first B chunk: row k + rb, column n0 + kElems cb (B^T: row n0 + ra, column k + kElems ca)
   int64_t a_pass;    // elements from one of its copies to the next: kARowStep rows of A
   int64_t b_pass;    // kBRowStep rows of B
   int64_t a_left;    // elements of the block's K range in an A row from a's column on (none when <= 0)
   int64_t b_rows;    // rows of the K range from b's row on
   int a_rows;        // how many of its kACopies A rows lie inside A
   int b_left;        // elements of a B row from b's column on, at most kElems (none when <= 0)
+  int bt_rows;       // B^T: how many of its kACopies rows lie inside B^T
 
-  // The block's K range: k0 .. k0 + k_len (all of K, or a split's range); K is A's row length.
-  __device__ __forceinline__ Loader5(const T* A, const T* B, int64_t M, int64_t N, int64_t K, int64_t k0,
-                                     int64_t k_len, int64_t m0, int64_t n0) {
+  // The block's K range: k0 .. k0 + k_len (all of K, or a split's range); K is A's row length, ldbt
+  // B^T's (kBt).
+  __device__ __forceinline__ Loader5(const T* A, const T* B, int64_t M, int64_t N, int64_t K, int64_t ldbt,
+                                     int64_t k0, int64_t k_len, int64_t m0, int64_t n0) {
     const int tid = threadIdx.x;
     const int ra = tid / kAChunks5, ca = tid % kAChunks5;
     const int rb = tid / Tile5<T>::kBChunks, cb = tid % Tile5<T>::kBChunks;
     a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + k0 + kElems * ca;
-    b = reinterpret_cast<const Bits*>(B) + (k0 + rb) * N + n0 + kElems * cb;
     a_pass = kARowStep * K;
-    b_pass = kBRowStep * N;
     a_left = k_len - kElems * ca;
-    b_rows = k_len - rb;
-    const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep), cols = N - n0 - kElems * cb;
+    const int64_t rows = course::ceil_div<int64_t>(M - m0 - ra, kARowStep);
     a_rows = rows <= 0 ? 0 : rows < kACopies ? int(rows) : kACopies;
-    b_left = cols <= 0 ? 0 : cols < kElems ? int(cols) : kElems;
+    if constexpr (kBt) {  // B^T's rows n0 + ra + 16 i, copied as A's
+      b = reinterpret_cast<const Bits*>(B) + (n0 + ra) * ldbt + k0 + kElems * ca;
+      b_pass = kBRowStep * ldbt;
+      const int64_t bt = course::ceil_div<int64_t>(N - n0 - ra, kBRowStep);
+      bt_rows = bt <= 0 ? 0 : bt < kBCopies ? int(bt) : kBCopies;
+    } else {
+      b = reinterpret_cast<const Bits*>(B) + (k0 + rb) * N + n0 + kElems * cb;
+      b_pass = kBRowStep * N;
+      b_rows = k_len - rb;
+      const int64_t cols = N - n0 - kElems * cb;
+      b_left = cols <= 0 ? 0 : cols < kElems ? int(cols) : kElems;
+    }
   }
 
   // One chunk from src: `left` elements of its row remain (none when <= 0; the row is inside the
@@ -1044,15 +1091,24 @@ struct Loader5 {
       chunk<kVecA>(&s.A[r][swizzle_a(r, ca)], src, i < a_rows, a_left);
     }
     src = b;
+    if constexpr (kBt) {  // whole 16-byte chunks (B^T's padded rows): the same k range as A's
 #pragma unroll
-    for (int i = 0; i < kBCopies; ++i, src += b_pass) {
-      const int r = rb + i * kBRowStep;
-      chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], src, i * kBRowStep < b_rows, b_left);
+      for (int i = 0; i < kBCopies; ++i, src += b_pass) {
+        const int r = ra + i * kBRowStep;
+        chunk<true>(&s.Bt[r][swizzle_a(r, ca)], src, i < bt_rows, a_left);
+      }
+      b += Tile5<T>::kBK;
+    } else {
+#pragma unroll
+      for (int i = 0; i < kBCopies; ++i, src += b_pass) {
+        const int r = rb + i * kBRowStep;
+        chunk<kVecB>(&s.B[r][swizzle_b<T>(r, cb)], src, i * kBRowStep < b_rows, b_left);
+      }
+      b += kBCopies * b_pass;
+      b_rows -= Tile5<T>::kBK;
     }
     a += Tile5<T>::kBK;
     a_left -= Tile5<T>::kBK;
-    b += kBCopies * b_pass;
-    b_rows -= Tile5<T>::kBK;
   }
 };
 
@@ -1067,9 +1123,11 @@ struct Loader5 {
 // a BF16 k16 step): matrices (rows 0-7, chunk 0), (rows 8-15, chunk 0), (rows 0-7, chunk 1),
 // (rows 8-15, chunk 1) give a0..a3. BF16 B: ldmatrix.x4.trans of 8 k rows x 8 n columns per matrix.
 // TF32 B: ldmatrix cannot transpose 32-bit elements, so each lane reads its two words (plain 32-bit
-// loads; the swizzle makes the warp's 32 reads hit 32 banks). The words as stored: float's are rounded
-// to TF32 by mma_fragments5.
-template <typename T>
+// loads; the swizzle makes the warp's 32 reads hit 32 banks). TF32 B^T (kBt): rows n hold k as A's rows
+// do, so one ldmatrix.x4 gives two tiles' b0 b1: matrices (rows n.. n + 7, chunk 2 ks), (the same rows,
+// chunk 2 ks + 1), then the next 8 rows: lane l receives word t of row g, B(k = t (+ 4), n = g).
+// The words as stored: float's are rounded to TF32 by mma_fragments5 (B^T's were rounded when written).
+template <typename T, bool kBt>
 __device__ __forceinline__ void load_fragments5(const Stage5<T>& s, int ks, uint32_t (&a)[kMTiles5][4],
                                                 uint32_t (&b)[kNTiles5][2], int wrow, int wcol, int lane) {
   // BEGIN SOLUTION
@@ -1078,18 +1136,20 @@ __device__ __forceinline__ void load_fragments5(const Stage5<T>& s, int ks, uint
   // TODO: k = 8 ks + t + 4 h, n = wcol + 8 j + g: word n % 4 of chunk swizzle_b<T>(k, n / 4) of row k.
   // TODO: B, bfloat16: for each pair j, j + 1, ldmatrix_x4_trans from row k = 16 ks + 8 ((l / 8) % 2) + l % 8,
   // TODO: chunk c = (wcol + 8 j) / 8 + (l / 8) / 2, giving b[j][0], b[j][1], b[j + 1][0], b[j + 1][1].
-  // TODO: (the reference solution takes about 25 lines)
+  // TODO: B^T (kBt): for each pair j, j + 1, ldmatrix_x4 from &s.Bt[r][swizzle_a(r, c)] with row
+  // TODO: r = wcol + 8 j + 8 ((l / 8) / 2) + l % 8, chunk c = 2 ks + (l / 8) % 2, giving the same four words.
+  // TODO: (the reference solution takes about 33 lines)
   // END SOLUTION
 }
 
 // acc[i][j] (the warp's 16 x 8 tile i, j) += a[i] b[j] for all 4 x 8 tiles: one mma k step.
-template <typename T>
+template <typename T, bool kBt>
 __device__ __forceinline__ void mma_fragments5(float (&acc)[kMTiles5][kNTiles5][4], uint32_t (&a)[kMTiles5][4],
                                                uint32_t (&b)[kNTiles5][2]) {
   // BEGIN SOLUTION
-  // TODO: for float, first round each word of a and b to TF32 (w = to_tf32(__uint_as_float(w))); then
-  // TODO: mma16x8<T>(acc[i][j], a[i], b[j]) for every i, j.
-  // TODO: (the reference solution takes about 17 lines)
+  // TODO: for float, first round each word of a, and of b unless it came from B^T (kBt: rounded when
+  // TODO: written), to TF32 (w = to_tf32(__uint_as_float(w))); then mma16x8<T>(acc[i][j], a[i], b[j]) for every i, j.
+  // TODO: (the reference solution takes about 19 lines)
   // END SOLUTION
 }
 
@@ -1109,27 +1169,28 @@ __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[k
 
 // Grid (ceil(N / 128), ceil(M / 128), batch x splits), 128 threads (2 x 2 warps, each a 64 x 64 tile of C
 // as 4 x 8 mma tiles of 16 x 8), kernel 4's 3-stage cp.async ring of A (128 x kBK) and B (kBK x 128)
-// tiles. blockIdx.z = batch element * splits + split, as kernel 4's: with one split the block writes C
-// (C's type); with several, split s sums k in s k_split .. (s + 1) k_split into its own float32
-// matrix `partial + blockIdx.z M N` of the workspace, which matmul_splitk_reduce sums into C.
+// tiles, or with kBt (float32) B^T tiles (128 x kBK) from B^T's rows of ldbt elements. blockIdx.z =
+// batch element * splits + split, as kernel 4's: with one split the block writes C (C's type); with
+// several, split s sums k in s k_split .. (s + 1) k_split into its own float32 matrix
+// `partial + blockIdx.z M N` of the workspace, which matmul_splitk_reduce sums into C.
 // Its tensor-core instructions exist from sm_80 on: compiled for an older GPU, the helpers above leave
 // zeros (`#if __CUDA_ARCH__ >= 800`) and the launcher refuses to run it there.
-template <typename T, bool kVecA, bool kVecB>
+template <typename T, bool kVecA, bool kVecB, bool kBt>
 __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
     matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ partial,
-                   int64_t M, int64_t N, int64_t K, int64_t k_split, int64_t splits) {
+                   int64_t M, int64_t N, int64_t K, int64_t ldbt, int64_t k_split, int64_t splits) {
   extern __shared__ __align__(128) unsigned char smem5[];  // kSmem5 bytes: 3 x 32 KiB
   Stage5<T>* ring = reinterpret_cast<Stage5<T>*>(smem5);
   const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
   const int64_t k_len = K - k0 < k_split ? K - k0 : k_split;  // the last split's range may be shorter
   A += batch * M * K;
-  B += batch * K * N;
+  B += kBt ? batch * N * ldbt : batch * K * N;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wrow = (warp / kWarpsN5) * kWM5, wcol = (warp % kWarpsN5) * kWN5;
   const int64_t m0 = int64_t(blockIdx.y) * kBM5, n0 = int64_t(blockIdx.x) * kBN5;
   const int64_t steps = course::ceil_div<int64_t>(k_len, Tile5<T>::kBK);
   float acc[kMTiles5][kNTiles5][4] = {};
-  Loader5<T, kVecA, kVecB> loader(A, B, M, N, K, k0, k_len, m0, n0);
+  Loader5<T, kVecA, kVecB, kBt> loader(A, B, M, N, K, ldbt, k0, k_len, m0, n0);
   // kernel 4's pipeline: kStages5 - 1 steps in flight, one (possibly empty) group committed per step
 #pragma unroll
   for (int s = 0; s < kStages5 - 1; ++s) {
@@ -1138,8 +1199,8 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
   }
   constexpr int kMmaSteps = Tile5<T>::kBK / Tile5<T>::kMmaK;  // mma k steps per stage
   int read = 0, write = kStages5 - 1;
-  if constexpr (sizeof(T) == 4) {
-    // TF32: a stage's barrier, its copies issued, then its mma k steps, each loading its fragments
+  if constexpr (sizeof(T) == 4 && !kBt) {
+    // TF32 from B: a stage's barrier, its copies issued, then its mma k steps, each loading its fragments
     for (int64_t step = 0; step < steps; ++step) {
       cp_async_wait<kStages5 - 2>();
       __syncthreads();
@@ -1148,23 +1209,24 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
 #pragma unroll
       for (int ks = 0; ks < kMmaSteps; ++ks) {
         uint32_t a[kMTiles5][4], b[kNTiles5][2];
-        load_fragments5<T>(ring[read], ks, a, b, wrow, wcol, lane);
-        mma_fragments5<T>(acc, a, b);
+        load_fragments5<T, kBt>(ring[read], ks, a, b, wrow, wcol, lane);
+        mma_fragments5<T, kBt>(acc, a, b);
       }
       read = read + 1 == kStages5 ? 0 : read + 1;
       write = write + 1 == kStages5 ? 0 : write + 1;
     }
   } else {
-    // BF16: each k step's mmas issue while the next step's fragments load, the stage's last step's
-    // while the next stage's first fragments load: the barrier comes once this stage's fragments are
-    // all read (so the stage it frees can be refilled) and before the next stage's are (H100, 4096^3:
-    // 0.54x -> 0.56x of cuBLAS BF16, GPT-2's 8192 x 768 by 768 x 3072 0.49x -> 0.53x). TF32 lost with
-    // it (0.49x -> 0.48x, that GPT-2 product 0.63x -> 0.49x): its 16 scalar B loads and 32 roundings a
-    // step leave no registers for a second set of fragments (255 a thread).
+    // BF16 and TF32 from B^T: each k step's mmas issue while the next step's fragments load, the
+    // stage's last step's while the next stage's first fragments load: the barrier comes once this
+    // stage's fragments are all read (so the stage it frees can be refilled) and before the next
+    // stage's are (H100, 4096^3: BF16 0.54x -> 0.56x of cuBLAS BF16). TF32 from B lost with it (0.49x
+    // -> 0.48x, GPT-2's 8192 x 768 by 768 x 3072 0.63x -> 0.49x): its 16 scalar B loads and 32
+    // roundings a step leave no registers for a second set of fragments (255 a thread); from B^T (4
+    // ldmatrix and 16 roundings a step) it fits, and 4096^3 went 0.48x -> 0.52x.
     uint32_t a[2][kMTiles5][4], b[2][kNTiles5][2];
     cp_async_wait<kStages5 - 2>();
     __syncthreads();
-    if (steps > 0) load_fragments5<T>(ring[0], 0, a[0], b[0], wrow, wcol, lane);
+    if (steps > 0) load_fragments5<T, kBt>(ring[0], 0, a[0], b[0], wrow, wcol, lane);
     for (int64_t step = 0; step < steps; ++step) {
       if (step + kStages5 - 1 < steps) loader.load(ring[write]);
       cp_async_commit();
@@ -1172,14 +1234,14 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
       for (int ks = 0; ks < kMmaSteps; ++ks) {
         const int next = (ks + 1) % 2;
         if (ks + 1 < kMmaSteps) {
-          load_fragments5<T>(ring[read], ks + 1, a[next], b[next], wrow, wcol, lane);
+          load_fragments5<T, kBt>(ring[read], ks + 1, a[next], b[next], wrow, wcol, lane);
         } else {
           cp_async_wait<kStages5 - 2>();
           __syncthreads();
           read = read + 1 == kStages5 ? 0 : read + 1;
-          if (step + 1 < steps) load_fragments5<T>(ring[read], 0, a[next], b[next], wrow, wcol, lane);
+          if (step + 1 < steps) load_fragments5<T, kBt>(ring[read], 0, a[next], b[next], wrow, wcol, lane);
         }
-        mma_fragments5<T>(acc, a[ks % 2], b[ks % 2]);
+        mma_fragments5<T, kBt>(acc, a[ks % 2], b[ks % 2]);
       }
       write = write + 1 == kStages5 ? 0 : write + 1;
     }
@@ -1211,7 +1273,7 @@ void check_tensor_cores() {
   TORCH_CHECK(major >= 8, "version 5 needs compute capability 8.0 (tensor cores with " + kind + "); this GPU is " +
                               std::to_string(major) + "." + std::to_string(minor));
   cudaFuncAttributes attr;
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, matmul_kernel5<T, false, false>));
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, matmul_kernel5<T, false, false, false>));
   // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
   TORCH_CHECK(attr.ptxVersion == 0 || attr.ptxVersion >= 80, "version 5: this build's code for this GPU was compiled for compute capability " +
                                          std::to_string(attr.ptxVersion / 10) + "." + std::to_string(attr.ptxVersion % 10) +
@@ -1373,13 +1435,19 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
 
 // Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
 // instantiation; repeating it costs a microsecond).
-template <typename T>
+template <typename T, bool kBt>
 void allow_smem5() {
-  using Kernel = void (*)(const T*, const T*, T*, float*, int64_t, int64_t, int64_t, int64_t, int64_t);
-  const Kernel kernels[] = {matmul_kernel5<T, true, true>, matmul_kernel5<T, true, false>,
-                            matmul_kernel5<T, false, true>, matmul_kernel5<T, false, false>};
-  for (Kernel kernel : kernels) {
+  using Kernel = void (*)(const T*, const T*, T*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+  auto allow = [](Kernel kernel) {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem5));
+  };
+  if constexpr (kBt) {
+    for (Kernel kernel : {matmul_kernel5<T, true, true, true>, matmul_kernel5<T, false, true, true>}) allow(kernel);
+  } else {
+    for (Kernel kernel : {matmul_kernel5<T, true, true, false>, matmul_kernel5<T, true, false, false>,
+                          matmul_kernel5<T, false, true, false>, matmul_kernel5<T, false, false, false>}) {
+      allow(kernel);
+    }
   }
 }
 
@@ -1395,11 +1463,25 @@ Plan plan5(int64_t batch, int64_t M, int64_t N, int64_t K) {
   return split_tiles(Path::kTiles, M, N, K, tiles, sm_count(), Tile5<T>::kBK, kSplitSteps5 * Tile5<T>::kBK);
 }
 
+// Tall float32 products read B^T, written rounded to TF32 by matmul_transpose_tf32 first: a pass that
+// reads and writes B once, for each of C's M / 128 row tiles that read it saving B's roundings and its
+// scalar fragment loads (ldmatrix instead), which frees the registers for the fragments of the next k
+// step (H100, beside cuBLAS TF32: 4096^3 0.49x -> 0.52x, GPT-2's 8192 x 768 x 3072 0.62x -> 0.71x; 2048
+// rows about even: 2048 x 4096 x 4096 0.49x -> 0.48x, 2048 x 768 x 3072 0.49x -> 0.53x). On shorter
+// products the pass costs more than it saves (1024^3 0.57x -> 0.48x, 32 x 1000 x 2048 0.77x -> 0.46x):
+// those read B as it is stored.
+constexpr int64_t kBtMinRows5 = 2048;
+template <typename T>
+bool reads_bt5(const Plan& plan, int64_t M, int64_t K) {
+  return sizeof(T) == 4 && plan.path == Path::kTiles && M >= kBtMinRows5 && K > 0;  // (K == 0: zeros, no B)
+}
+
 // Kernel 5 over `batch` elements and the plan's splits of K: into C, or with several splits into the
 // workspace `partial` ([batch, splits, M, N] floats; nullptr when there is one split).
-template <typename T>
-void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N, int64_t K, int64_t batch,
-             const Plan& plan, cudaStream_t stream) {
+// B is B^T (N x ldbt, rounded to TF32) where kBt.
+template <typename T, bool kBt>
+void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N, int64_t K, int64_t ldbt,
+             int64_t batch, const Plan& plan, cudaStream_t stream) {
   // grid z: the batch elements x the splits (blockIdx.z = element * splits + split)
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN5)),
                   static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)), static_cast<unsigned>(batch * plan.splits));
@@ -1407,12 +1489,13 @@ void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N,
   // chunk's 4 floats or 8 bfloat16s, and aligned bases (a split's k0 is a whole number of k steps).
   const bool vec_a = K % Tile5<T>::kElems == 0 && course::is_aligned16(A);
   const bool vec_b = N % Tile5<T>::kElems == 0 && course::is_aligned16(B);
-  allow_smem5<T>();
+  allow_smem5<T, kBt>();
   // BEGIN SOLUTION
-  // TODO: launch matmul_kernel5<T, vec_a, vec_b> (four instantiations: pick with if/else) on `stream`
-  // TODO: with kThreads5 threads per block, `grid`, and kSmem5 bytes of dynamic shared memory
-  // TODO: (the ring), on A, B, C and partial with M, N, K and the plan's k_split and splits; check the launch.
-  // TODO: (the reference solution takes about 11 lines)
+  // TODO: launch matmul_kernel5<T, vec_a, vec_b, kBt> on `stream` with kThreads5 threads per block,
+  // TODO: `grid`, and kSmem5 bytes of dynamic shared memory (the ring), on A, B, C and partial with M, N,
+  // TODO: K, ldbt and the plan's k_split and splits; check the launch. Six instantiations, picked with
+  // TODO: if/else: with kBt (`if constexpr`) B^T's chunks are whole, so its kVecB is true; without it, four.
+  // TODO: (the reference solution takes about 23 lines)
   TORCH_CHECK(false, "launch5 (matmul.cu) is not implemented yet");
   // END SOLUTION
 }
@@ -1426,7 +1509,7 @@ void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N,
 // multiply. Kernel 5's limit was shared memory: its copies and every warp's fragment reads, 96 KiB per
 // 2^20 FLOPs; here the tensor cores read B once per warpgroup, 64 KiB in all per 2^20 FLOPs.
 // TF32 wgmma reads both operands K-major (k contiguous), and B is K x N row-major: for float32,
-// matmul_transpose6 first writes B^T (N x K, rounded to TF32) into a workspace. BF16 wgmma transposes
+// matmul_transpose_tf32 first writes B^T (N x K, rounded to TF32) into a workspace. BF16 wgmma transposes
 // 16-bit operands itself, so bfloat16 B is copied as it is stored (N-major). A's fragments come from
 // registers: each consumer reads its 64 rows (ldmatrix) and rounds them there, once per element.
 constexpr int kBM6 = 128, kBN6 = 256;  // block tile of C: two consumer warpgroups of 64 x 256
@@ -1447,8 +1530,6 @@ struct Tile6 {
   // B's stage: float32, B^T's 256 rows of 128 bytes of k (K-major); bfloat16, B itself, 4 boxes of 64
   // rows of k by 64 columns (128 bytes), 8 KiB apart (N-major)
   static constexpr bool kBTransposed = sizeof(T) == 4;
-  // a row of n elements padded to whole 16-byte units (TMA's row strides)
-  static constexpr int64_t padded(int64_t n) { return (n + kElems - 1) / kElems * kElems; }
 };
 
 // Set where the code running on this GPU has kernel 6's instructions (a "9.0a" build on a 9.0 GPU):
@@ -1564,26 +1645,6 @@ __device__ __forceinline__ void wgmma256(float (&d)[128], const uint32_t (&a)[4]
                               ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
                               : COURSE_D128_OPERANDS(d)
                               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));)
-  }
-}
-
-// Grid (ceil(N / 32), ceil(Kp / 32), batch), block (32, 8): Bt[e][n][k] = B[e][k][n] (rows ldb apart)
-// rounded to TF32 (the tensor cores would otherwise truncate it) for k < K, 0 for K <= k < Kp; kept as
-// bits, rounded once here for the 16 row tiles of C that read it.
-__global__ void __launch_bounds__(256) matmul_transpose6(const float* __restrict__ B, uint32_t* __restrict__ Bt,
-                                                        int64_t K, int64_t N, int64_t ldb, int64_t Kp) {
-  __shared__ uint32_t tile[32][33];  // 33: a column of the tile spans all 32 banks
-  const int64_t k0 = int64_t(blockIdx.y) * 32, n0 = int64_t(blockIdx.x) * 32;
-  B += int64_t(blockIdx.z) * K * ldb;
-  Bt += int64_t(blockIdx.z) * N * Kp;
-  for (int i = threadIdx.y; i < 32; i += 8) {
-    const int64_t k = k0 + i, n = n0 + threadIdx.x;
-    tile[i][threadIdx.x] = k < K && n < N ? to_tf32(B[k * ldb + n]) : 0u;
-  }
-  __syncthreads();
-  for (int i = threadIdx.y; i < 32; i += 8) {
-    const int64_t n = n0 + i, k = k0 + threadIdx.x;
-    if (n < N && k < Kp) Bt[n * Kp + k] = tile[threadIdx.x][i];
   }
 }
 
@@ -2040,31 +2101,45 @@ void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, 
   check_grid_rows(M, kBM5, "version 5");
   check_tensor_cores<T>();
   const Plan plan = plan5<T>(batch, M, N, K);
-  TORCH_CHECK(plan.splits == 1 || workspace != nullptr, "matmul_cuda5: this product splits K and needs a workspace "
-              "of matmul_workspace5(...) floats");
+  const bool bt = reads_bt5<T>(plan, M, K);
+  TORCH_CHECK((plan.splits == 1 && !bt) || workspace != nullptr, "matmul_cuda5: this product splits K or reads "
+              "B^T and needs a workspace of matmul_workspace5(...) floats");
+  // the workspace: B^T ([batch, N, ldbt] TF32 words) where read, then the split-K partial sums
+  const int64_t ldbt = padded16<float>(K), bt_floats = bt ? batch * N * ldbt : 0;
+  float* partials = plan.splits > 1 ? workspace + bt_floats : nullptr;
   const int64_t per_launch = kMaxGridZ / plan.splits;
   for (int64_t b0 = 0; b0 < batch; b0 += per_launch) {
     const int64_t nb = std::min(per_launch, batch - b0);
     const T* a = A + b0 * M * K;
     const T* b = B + b0 * K * N;
     T* c = C + b0 * M * N;
-    float* partial = plan.splits > 1 ? workspace + b0 * plan.splits * M * N : nullptr;  // [nb, splits, M, N]
-    if constexpr (sizeof(T) == 4) {  // float32: the matrix-vector kernels (plan5)
+    float* partial = partials ? partials + b0 * plan.splits * M * N : nullptr;  // [nb, splits, M, N]
+    if constexpr (sizeof(T) == 4) {  // float32: the matrix-vector kernels, or B^T (plan5, reads_bt5)
       if (plan.path != Path::kTiles) {
         launch_gemv(plan, a, b, partial ? partial : c, M, N, K, static_cast<unsigned>(nb), stream);
         continue;
       }
+      if (bt) {
+        uint32_t* b_t = reinterpret_cast<uint32_t*>(workspace) + b0 * N * ldbt;
+        const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, 32)),
+                        static_cast<unsigned>(course::ceil_div<int64_t>(ldbt, 32)), static_cast<unsigned>(nb));
+        matmul_transpose_tf32<<<grid, dim3(32, 8), 0, stream>>>(b, b_t, K, N, N, ldbt);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        launch5<T, true>(a, reinterpret_cast<const T*>(b_t), c, partial, M, N, K, ldbt, nb, plan, stream);
+        continue;
+      }
     }
-    launch5(a, b, c, partial, M, N, K, nb, plan, stream);
+    launch5<T, false>(a, b, c, partial, M, N, K, 0, nb, plan, stream);
   }
-  if (plan.splits > 1) launch_splitk_reduce(workspace, C, batch, M * N, plan.splits, stream);
+  if (plan.splits > 1) launch_splitk_reduce(partials, C, batch, M * N, plan.splits, stream);
 }
 
 }  // namespace
 
 int64_t matmul_workspace5(int64_t batch, int64_t M, int64_t N, int64_t K, bool bfloat16) {
-  const Plan plan = bfloat16 ? plan5<__nv_bfloat16>(batch, M, N, K) : plan5<float>(batch, M, N, K);
-  return workspace_floats(plan, batch, M, N);
+  if (bfloat16) return workspace_floats(plan5<__nv_bfloat16>(batch, M, N, K), batch, M, N);
+  const Plan plan = plan5<float>(batch, M, N, K);
+  return (reads_bt5<float>(plan, M, K) ? batch * N * padded16<float>(K) : 0) + workspace_floats(plan, batch, M, N);
 }
 
 void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -2091,7 +2166,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
     C10_CUDA_CHECK(cudaMemsetAsync(C, 0, size_t(batch * M * N) * sizeof(T), stream));
     return;
   }
-  const int64_t Kp = Tile6<T>::padded(K);
+  const int64_t Kp = padded16<T>(K);
   TORCH_CHECK(lda >= K && lda % Tile6<T>::kElems == 0 && course::is_aligned16(A), "matmul_cuda6: A's rows must "
               "start on 16-byte boundaries (A aligned, lda a multiple of 16 bytes), as TMA reads them");
   CUtensorMap map_b;
@@ -2103,7 +2178,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
       const int64_t nb = std::min(kMaxGridZ, batch - b0);
       const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, 32)),
                       static_cast<unsigned>(course::ceil_div<int64_t>(Kp, 32)), static_cast<unsigned>(nb));
-      matmul_transpose6<<<grid, dim3(32, 8), 0, stream>>>(B + b0 * K * ldb, bt + b0 * N * Kp, K, N, ldb, Kp);
+      matmul_transpose_tf32<<<grid, dim3(32, 8), 0, stream>>>(B + b0 * K * ldb, bt + b0 * N * Kp, K, N, ldb, Kp);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     map_b = tensor_map6(reinterpret_cast<const T*>(bt), batch, N, Kp, Kp, kBN6);
@@ -2127,7 +2202,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
 
 int64_t matmul_workspace6(int64_t batch, int64_t N, int64_t K, bool bfloat16) {
   if (bfloat16) return 0;  // B read as it is stored
-  return batch * N * Tile6<float>::padded(K);  // B^T, its rows padded
+  return batch * N * padded16<float>(K);  // B^T, its rows padded
 }
 
 void matmul_cuda6(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t batch, int64_t M,

@@ -42,7 +42,8 @@ SUM_SIGMAS = 4.0  # float32 summation, K terms: 4 sqrt(K) u (Higham's probabilis
 # and 1e-6 is below its smallest normal (6.1e-5), where it keeps 4 or 5 significant bits
 RANGE_SCALES = (1e5, 1e-6)
 # operands all in [0.5, 1.5) (MatmulSpec._check_positive): a truncated TF32 operand adds up past the bound
-POSITIVE_SHAPE = (130, 260, 2000)  # M, N, K
+# M, N, K: a short product, and a tall one (kernel 5 reads B^T there, rounded by another kernel)
+POSITIVE_SHAPES = ((130, 260, 2000), (2050, 130, 1000))
 
 
 def tensor_core_bound(a: torch.Tensor, b: torch.Tensor, precision: Precision) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,9 +126,12 @@ VERSION4_SHAPES = ((517, 1, 1000), (3, 1, 4100), (1, 1, 100003), (1, 777, 5003),
 # kernel 5's tiles where K dominates (one tile, 100x70x50000: 261 splits; a short side, 5x300x1003:
 # 11 / 6, 48x130x4099: 43 / 22, the last range shorter) and where few tiles fill few SMs (300x200x260,
 # 6 tiles: 3 / 2 splits, the last 68 k); float32 matrix-vector products, version 4's kernels split
-# (3x1x4100, 1x777x5003) or in 16-column blocks (1x2203x999), which bfloat16 takes as split tiles (22 and 27 splits).
+# (3x1x4100, 1x777x5003) or in 16-column blocks (1x2203x999), which bfloat16 takes as split tiles (22 and 27 splits);
+# float32 products of 2048 rows or more, kernel 5 reading B^T (rounded by matmul_transpose_tf32): K odd,
+# so A's copies go element by element and B^T's rows are padded (2049x130x1001), 16-byte copies of A
+# (4100x64x96), and split K over 16 tiles (2048x40x4099).
 VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200, 260), (3, 1, 4100), (1, 777, 5003),
-                   (1, 2203, 999))
+                   (1, 2203, 999), (2049, 130, 1001), (4100, 64, 96), (2048, 40, 4099))
 # Version 6's edges beside SHAPES: K or N not a multiple of 16 bytes (A, and bfloat16 B, copied with
 # their rows padded; B^T's padded with zeros), K shorter than one 128-byte k step, N one past a
 # 256-column tile and M one past a 128-row one, several k steps with a partial last one.
@@ -184,12 +188,14 @@ def _on_capability(run, capability: tuple[int, int], what: str):
 
 # the tensor-core groups: (group, version, kernels, precision); below compute capability 8.0 (a T4)
 # their checks are reported as not run on this GPU and cost nothing. Version 5 plans as version 4 does
-# (given code): split K sums kernel 5's partial products with version 4's reduction, and float32
-# matrix-vector products take version 4's matrix-vector kernels. Version 6 (Hopper only: wgmma and
-# TMA, grader.checks.ARCH_SPECIFIC) runs kernel 6's tiles, for float32 after matmul_transpose6 (B^T).
-KERNELS5_TF32 = ("matmul_kernel5", "matmul_splitk_reduce", "matmul_gemv_rows", "matmul_gemv_cols")
+# (given code): split K sums kernel 5's partial products with version 4's reduction, float32
+# matrix-vector products take version 4's matrix-vector kernels, and tall float32 products read B^T,
+# written by matmul_transpose_tf32. Version 6 (Hopper only: wgmma and TMA, grader.checks.ARCH_SPECIFIC)
+# runs kernel 6's tiles, for float32 after matmul_transpose_tf32 (B^T).
+KERNELS5_TF32 = ("matmul_kernel5", "matmul_splitk_reduce", "matmul_gemv_rows", "matmul_gemv_cols",
+                 "matmul_transpose_tf32")
 KERNELS5_BF16 = ("matmul_kernel5", "matmul_splitk_reduce")
-KERNELS6 = ("matmul_kernel6", "matmul_transpose6")
+KERNELS6 = ("matmul_kernel6", "matmul_transpose_tf32")
 TENSOR_CORES = (("tensor_cores_tf32", 5, KERNELS5_TF32, TF32), ("tensor_cores_bf16", 5, KERNELS5_BF16, BF16),
                 ("wgmma_tf32", 6, KERNELS6, TF32), ("wgmma_bf16", 6, KERNELS6, BF16))
 TENSOR_CORE_CAPABILITY = (8, 0)
@@ -258,10 +264,10 @@ class MatmulSpec(Spec):
         (its low 13 bits dropped: the tensor cores' own conversion, biased toward zero) shifts each sum
         by about u |C| (K u times a typical product), far beyond the bound, which grows as sqrt(K); rounded
         to nearest, the errors still cancel. (Random signs hide a truncation: its bias cancels too.)"""
-        m, n, k = POSITIVE_SHAPE
-        a = torch.rand(m, k, generator=ctx.generator("posA"), device="cuda") + 0.5
-        b = torch.rand(k, n, generator=ctx.generator("posB"), device="cuda") + 0.5
-        self._expect(ctx, version, a, b, f"{group}[operands in [0.5, 1.5), M={m}, N={n}, K={k}]", group)
+        for m, n, k in POSITIVE_SHAPES:
+            a = torch.rand(m, k, generator=ctx.generator(f"posA{m}"), device="cuda") + 0.5
+            b = torch.rand(k, n, generator=ctx.generator(f"posB{m}"), device="cuda") + 0.5
+            self._expect(ctx, version, a, b, f"{group}[operands in [0.5, 1.5), M={m}, N={n}, K={k}]", group)
 
     def checks(self) -> list[Check]:
         checks = CheckList()

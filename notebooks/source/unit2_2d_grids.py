@@ -695,7 +695,9 @@ course.check("async_pipeline", "05_matmul")
 # `t = lane % 4`, TF32's A fragment is A(g, t), A(g + 8, t), A(g, t + 4), A(g + 8, t + 4), B's is
 # B(t, g), B(t + 4, g), and C's is C(g, 2t), C(g, 2t + 1), C(g + 8, 2t), C(g + 8, 2t + 1) (the README
 # draws them, and the bfloat16 ones). `ldmatrix` loads a whole A fragment in one instruction, and an XOR
-# swizzle of the shared tiles keeps its rows in different banks. Kernel 4's cp.async ring, the swizzles,
+# swizzle of the shared tiles keeps its rows in different banks. Tall float32 products (2048 rows or
+# more) first write B^T rounded to TF32 (`matmul_transpose_tf32`, given), and the kernel (`kBt`) reads
+# B^T's rows as it reads A's: then B's fragments are `ldmatrix` loads too. Kernel 4's cp.async ring, the swizzles,
 # `ldmatrix_x4`, `to_tf32` and `mma16x8` are given; your cells are one mma k step's fragment loads and
 # products, the store of the C fragments, and the launch. On a GPU below 8.0 (a T4) version 5 refuses to
 # run and its checks are not graded.
@@ -706,9 +708,10 @@ course.check("async_pipeline", "05_matmul")
 # %%solution 05_matmul/matmul.cu load_fragments5
 
 # %% [markdown] id="matmul-mma-fragments5"
-# The products of one mma k step: float32 words rounded to TF32 first (bfloat16 ones go as they are). The
-# kernel's loop calls the two in turn; for bfloat16 it loads the next step's fragments while this step's
-# `mma`s issue (the kernel's comment says why float32 does not).
+# The products of one mma k step: float32 words rounded to TF32 first (bfloat16 ones go as they are, and
+# B^T's were rounded when written). The kernel's loop calls the two in turn; for bfloat16 and B^T it
+# loads the next step's fragments while this step's `mma`s issue (the kernel's comment says why float32
+# read from B does not).
 #
 # @@context 05_matmul/matmul.cu mma_fragments5@@
 
@@ -724,7 +727,8 @@ course.check("async_pipeline", "05_matmul")
 # %%solution 05_matmul/matmul.cu store_c5
 
 # %% [markdown] id="matmul-launch5"
-# Its launcher, one template for both input types: four instantiations `matmul_kernel5<T, vec_a, vec_b>`.
+# Its launcher, one template for both input types and both layouts of B: six instantiations
+# `matmul_kernel5<T, vec_a, vec_b, kBt>` (B^T's copies are always whole 16-byte chunks).
 #
 # @@context 05_matmul/matmul.cu launch5@@
 
@@ -737,6 +741,7 @@ course.check("tensor_cores_tf32", "05_matmul", only=[
     "tensor_cores_tf32[1x1x1]",
     "tensor_cores_tf32[31x33x17]",
     "tensor_cores_tf32[127x129x131]",
+    "tensor_cores_tf32[2049x130x1001]",
     "tensor_cores_tf32[values near 100000]",
 ])
 ### BEGIN HIDDEN TESTS
@@ -762,7 +767,7 @@ course.check("tensor_cores_bf16", "05_matmul")
 # B at all. The copies are TMA's: one thread of a producer warpgroup copies a whole box of A and of B^T
 # into a stage of a 4-stage ring (128-byte swizzle) and an mbarrier counts their bytes; the two consumer
 # warpgroups wait on it, multiply, and release the stage on a second mbarrier once their `wgmma`s are done.
-# TF32 `wgmma` reads B K-major, so for float32 `matmul_transpose6` (given) first writes B^T, rounded to
+# TF32 `wgmma` reads B K-major, so for float32 `matmul_transpose_tf32` (given) first writes B^T, rounded to
 # TF32; BF16 `wgmma` transposes bfloat16 B itself, read as it is stored. The
 # producer and the barriers are given (a wrong barrier hangs rather than fails); yours: the A fragments,
 # a consumer's `wgmma`s and the launch. Elsewhere version 6 refuses to run and its checks are not graded.

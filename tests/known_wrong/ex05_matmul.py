@@ -184,6 +184,28 @@ VARIANTS += [
             loses=set()),
 ]
 
+# Kernel 5 on tall float32 products (2048 rows or more) reads B^T, written rounded by
+# matmul_transpose_tf32 (which kernel 6 shares): its fragments, its row stride and its rounding.
+K5_BT_FRAGMENT = "      const int r = wcol + 8 * j + 8 * (q / 2) + r8, c = 2 * ks + q % 2;\n"
+K5_BT_PASS = "      b_pass = kBRowStep * ldbt;\n"
+BT_ROUND = "tile[i][threadIdx.x] = k < K && n < N ? to_tf32(B[k * ldb + n]) : 0u;"
+VARIANTS += [
+    Variant(EX, "kernel5_bt_matrices_swapped", "kernel 5's ldmatrix over B^T takes A's matrix order (rows 8 apart "
+            "first, then the next chunk): b[j][1] holds the next tile's columns, b[j + 1][0] the next k half",
+            {"matmul.cu": [(K5_BT_FRAGMENT, K5_BT_FRAGMENT.replace("8 * (q / 2)", "8 * (q % 2)").replace("q % 2;", "q / 2;"))]},
+            loses={"tensor_cores_tf32"}, reason="outside"),
+    Variant(EX, "kernel5_bt_stride_unpadded", "kernel 5 steps between B^T's rows by K instead of the padded row "
+            "length: right where K is a multiple of 4, wrong rows elsewhere",
+            {"matmul.cu": [(K5_BT_PASS, K5_BT_PASS.replace("* ldbt", "* K"))]},
+            loses={"tensor_cores_tf32"}, reason="outside"),
+    # truncated B alone passes on random signs; the positive operands' tall product (kernel 5) and short
+    # one (kernel 6) catch it
+    Variant(EX, "bt_unrounded", "matmul_transpose_tf32 writes B^T unrounded: the tensor cores truncate B's words "
+            "(kernel 5's tall products and kernel 6)",
+            {"matmul.cu": [(BT_ROUND, BT_ROUND.replace("to_tf32(B[k * ldb + n])", "__float_as_uint(B[k * ldb + n])"))]},
+            loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="operands in [0.5, 1.5)"),
+]
+
 # Version 4's other shapes (issue 20): the matrix-vector kernels, split K and batches. Given code, so
 # these stand for mistakes in the course's own fast paths that the grader must still catch.
 REDUCE_END = "  const int64_t first = slice * per, last = first + per < splits ? first + per : splits;\n"
@@ -251,12 +273,12 @@ VARIANTS += [
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "batch_stride_ignored_in_kernel5", "kernel 5 offsets only C by the batch element: every element of "
             "a batch multiplies batch element 0's A and B",
-            {"matmul.cu": [("  A += batch * M * K;\n  B += batch * K * N;\n", "")]},
+            {"matmul.cu": [("  A += batch * M * K;\n  B += kBt ? batch * N * ldbt : batch * K * N;\n", "")]},
             loses=TC_GROUPS, reason="outside"),
     Variant(EX, "kernel5_splits_start_at_k0", "kernel 5's splits all read k from 0: each of a split product's K "
             "ranges sums the first range's k's (a product kernel 5 does not split is right)",
-            {"matmul.cu": [("  Loader5<T, kVecA, kVecB> loader(A, B, M, N, K, k0, k_len, m0, n0);",
-                            "  Loader5<T, kVecA, kVecB> loader(A, B, M, N, K, 0, k_len, m0, n0);")]},
+            {"matmul.cu": [("  Loader5<T, kVecA, kVecB, kBt> loader(A, B, M, N, K, ldbt, k0, k_len, m0, n0);",
+                            "  Loader5<T, kVecA, kVecB, kBt> loader(A, B, M, N, K, ldbt, 0, k_len, m0, n0);")]},
             loses=TC_GROUPS, reason="outside"),
     Variant(EX, "kernel5_split_written_to_c", "kernel 5 writes every split's partial product to C (in C's type) "
             "instead of the workspace: C holds one K range's sum, the reduction sums uninitialised memory",
