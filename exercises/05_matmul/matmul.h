@@ -25,7 +25,8 @@ bool matmul_tiles4(int64_t batch, int64_t M, int64_t N, int64_t K);
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   float* workspace, cudaStream_t stream, bool trans_a = false, bool trans_b = false);
 // Version 5 plans the same way with its own tiles (float32 matrix-vector products take version 4's
-// kernels): a float32 workspace of matmul_workspace5(batch, M, N, K, A is bfloat16) elements.
+// kernels; float32 products of 2048 rows or more write B^T, rounded to TF32, into the workspace first):
+// a float32 workspace of matmul_workspace5(batch, M, N, K, A is bfloat16) elements.
 int64_t matmul_workspace5(int64_t batch, int64_t M, int64_t N, int64_t K, bool bfloat16);
 void matmul_cuda5(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   float* workspace, cudaStream_t stream);
