@@ -1261,24 +1261,6 @@ void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
                   " rows, more than this kernel's grid can cover (" + std::to_string(kMaxGridY * rows_per_block) + ")");
 }
 
-// Version 5 runs only where tensor cores take TF32 and BF16 (compute capability 8.0 and newer) and only
-// from code compiled for such a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path).
-template <typename T>
-void check_tensor_cores() {
-  const std::string kind = sizeof(T) == 4 ? "TF32" : "BF16";
-  int device = 0, major = 0, minor = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  TORCH_CHECK(major >= 8, "version 5 needs compute capability 8.0 (tensor cores with " + kind + "); this GPU is " +
-                              std::to_string(major) + "." + std::to_string(minor));
-  cudaFuncAttributes attr;
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, matmul_kernel5<T, false, false, false>));
-  // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
-  TORCH_CHECK(attr.ptxVersion == 0 || attr.ptxVersion >= 80, "version 5: this build's code for this GPU was compiled for compute capability " +
-                                         std::to_string(attr.ptxVersion / 10) + "." + std::to_string(attr.ptxVersion % 10) +
-                                         ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
-}
 
 // Versions 4 and 5 plan a product (given): which kernel runs, and how K is split (the README's "Shape
 // classes"). Tiles: the version's own kernel (4 or 5); GemvRows (N == 1) and GemvCols (M == 1): the
@@ -1793,10 +1775,9 @@ __global__ void __launch_bounds__(kThreads6, 1)
 // 12.0) and only from code built for it ("9.0a" in TORCH_CUDA_ARCH_LIST, which grader/env.py sets on
 // such a GPU): read from the code itself (kernel6_built), once per device.
 void check_kernel6() {
-  int device = 0, major = 0, minor = 0;
+  const auto [major, minor] = course::device_capability();
+  int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   TORCH_CHECK(major == 9 && minor == 0, "version 6 needs compute capability 9.0 (Hopper's wgmma and TMA); this GPU is " +
                                             std::to_string(major) + "." + std::to_string(minor));
   static int built[64] = {};  // per device: 0 not asked yet, 1 yes, 2 no
@@ -2099,7 +2080,9 @@ template <typename T>
 void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, int64_t K, float* workspace,
              cudaStream_t stream) {
   check_grid_rows(M, kBM5, "version 5");
-  check_tensor_cores<T>();
+  // tensor cores take TF32 and BF16 from compute capability 8.0 on, and only from code compiled for such
+  // a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path)
+  course::check_tensor_cores(matmul_kernel5<T, false, false, false>, "version 5", sizeof(T) == 4 ? "TF32" : "BF16");
   const Plan plan = plan5<T>(batch, M, N, K);
   const bool bt = reads_bt5<T>(plan, M, K);
   TORCH_CHECK((plan.splits == 1 && !bt) || workspace != nullptr, "matmul_cuda5: this product splits K or reads "

@@ -1182,7 +1182,7 @@ template <typename scalar_t>
 constexpr bool kTf32Type = std::is_same_v<scalar_t, float>;
 
 void check_version2() {
-  course::check_tf32_tensor_cores(conv_bn_relu_forward_tf32_kernel<false>, "version 2 (TF32 tensor cores)");
+  course::check_tensor_cores(conv_bn_relu_forward_tf32_kernel<false>, "version 2 (TF32 tensor cores)");
 }
 
 // The forward's convolution and epilogue (conv_bn_relu_forward_kernel's arguments).

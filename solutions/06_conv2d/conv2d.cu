@@ -846,24 +846,6 @@ bool launch_depthwise(const scalar_t* x, const scalar_t* weight, const scalar_t*
   return true;
 }
 
-// Version 3 runs only where tensor cores take TF32 (compute capability 8.0 and newer) and only from
-// code compiled for such a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path).
-void check_tensor_cores() {
-  int device = 0, major = 0, minor = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  TORCH_CHECK(major >= 8, "version 3 needs compute capability 8.0 (tensor cores with TF32); this GPU is " +
-                              std::to_string(major) + "." + std::to_string(minor));
-  cudaFuncAttributes attr;
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, conv2d_kernel3<64, false, false>));
-  // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
-  TORCH_CHECK(attr.ptxVersion == 0 || attr.ptxVersion >= 80,
-              "version 3: this build's code for this GPU was compiled for compute capability " +
-                  std::to_string(attr.ptxVersion / 10) + "." + std::to_string(attr.ptxVersion % 10) +
-                  ", which has no tensor-core path; build for 8.0 or newer (TORCH_CUDA_ARCH_LIST)");
-}
-
 template <int BN3, bool kTapMajor, bool kVecB>
 void launch_tensor_core_tiles(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
                               cudaStream_t stream) {
@@ -883,7 +865,9 @@ void launch_tensor_core_tiles(const float* x, const float* weight, const float* 
 
 void launch_tensor_cores(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
                          float* weight_t, cudaStream_t stream) {
-  check_tensor_cores();
+  // version 3 runs only where tensor cores take TF32 (compute capability 8.0 and newer) and only from
+  // code compiled for such a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path)
+  course::check_tensor_cores(conv2d_kernel3<64, false, false>, "version 3");
   const int64_t M = s.n * s.ho * s.wo;
   if (M == 0 || s.cout == 0) return;
   // 128-channel tiles where there are more than 64 channels and enough tiles to fill the GPU; else 64

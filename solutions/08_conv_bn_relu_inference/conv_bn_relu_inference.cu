@@ -515,7 +515,7 @@ void launch_tf32_tiles(const float* x, const float* w, const float* bias, const 
 void launch_tf32(const float* x, const float* w, const float* bias, const float* gamma, const float* beta,
                  const float* running_mean, const float* running_var, double eps, const ConvShape& s, float* y,
                  cudaStream_t stream) {
-  course::check_tf32_tensor_cores(conv_bn_relu_tf32_kernel<false>, "version 2 (TF32 tensor cores)");
+  course::check_tensor_cores(conv_bn_relu_tf32_kernel<false>, "version 2 (TF32 tensor cores)");
   if (s.N * s.P * s.Q == 0) return;
   // 16-byte weight copies: every row of C*R*S floats starts on 16 bytes
   if ((s.C * s.R * s.S) % 4 == 0 && course::is_aligned16(w)) {

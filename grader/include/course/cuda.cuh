@@ -125,7 +125,7 @@ inline void launch_after_previous(void (*kernel)(Params...), dim3 grid, dim3 blo
 // The PTX wrappers of the kernels that multiply on TF32 tensor cores (06's version 3, 08's and 09's
 // TF32 kernels; 05's kernel 5 rounds with to_tf32). Compiled for a GPU older than 8.0 they do nothing
 // (`#if __CUDA_ARCH__ >= 800`), so a build for a T4 still compiles; a launcher must then refuse to run
-// such a kernel (check_tf32_tensor_cores below). 05's matmul keeps its own cp.async wrappers: there
+// such a kernel (check_tensor_cores below). 05's matmul keeps its own cp.async wrappers: there
 // cp.async falls back to a synchronous copy on older GPUs, its kernel 4 running everywhere.
 
 // 4 (or 16) bytes global -> shared without a register, in flight until cp_async_wait; `valid` false
@@ -190,18 +190,25 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 #endif
 }
 
-// Host side: refuse, with a message naming `what`, to run `kernel` (one of the TF32 kernels) where it
-// cannot work: a GPU below compute capability 8.0 (no TF32 tensor cores), or code for this GPU that
-// was compiled for an older one (a 7.5 build JIT-compiled on an H100: the wrappers above are empty there).
-template <typename Kernel>
-inline void check_tf32_tensor_cores(Kernel kernel, const char* what) {
+// The compute capability (major, minor) of the current device.
+inline std::pair<int, int> device_capability() {
   int device = 0, major = 0, minor = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return {major, minor};
+}
+
+// Host side: refuse, with a message naming `what`, to run `kernel` (a kernel on mma.sync tensor cores,
+// `kind` its precision: TF32 or BF16) where it cannot work: a GPU below compute capability 8.0, or code
+// for this GPU that was compiled for an older one (a 7.5 build JIT-compiled on an H100: the wrappers
+// above are empty there).
+template <typename Kernel>
+inline void check_tensor_cores(Kernel kernel, const char* what, const char* kind = "TF32") {
+  const auto [major, minor] = device_capability();
   // (strings only in TORCH_CHECK: see course/ops.h on integers streamed from nvcc-compiled files)
-  TORCH_CHECK(major >= 8, std::string(what) + " needs compute capability 8.0 (tensor cores with TF32); this GPU is " +
-                              std::to_string(major) + "." + std::to_string(minor));
+  TORCH_CHECK(major >= 8, std::string(what) + " needs compute capability 8.0 (tensor cores with " + kind +
+                              "); this GPU is " + std::to_string(major) + "." + std::to_string(minor));
   cudaFuncAttributes attr;
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   // ptxVersion: the virtual architecture the code that runs here was compiled from (0: not reported)
