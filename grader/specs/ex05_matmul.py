@@ -494,8 +494,10 @@ class MatmulSpec(Spec):
     def _check_layouts(self, ctx: Context, version: int, group: str) -> None:
         """Every pairing of A's and B's layout (contiguous, and grader.checks.LAYOUTS: every other element,
         rows cropped from wider ones, transposed), on shapes that take each of version 4's paths on an H100 (its tiles
-        with K split and without, the small tiles, a batch), off every multiple of 4 where they can be."""
-        shapes = [(130, 300, 260), (257, 517, 77), (33, 300, 200)]
+        with K split and without, the small tiles, a batch), off every multiple of 4 where they can be; and one
+        with every side a multiple of 8, where every 16-byte path takes its operands as they are (bfloat16's
+        too: a view read as if it were contiguous shows only there, version 6 copying the others to pad them)."""
+        shapes = [(130, 300, 260), (257, 517, 77), (33, 300, 200), (136, 264, 72)]
         if version >= 4:
             shapes.append((3, 130, 70, 150))
         layouts = {"contiguous": lambda t: t, **LAYOUTS}
