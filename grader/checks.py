@@ -428,6 +428,19 @@ def cropped_copy(t: torch.Tensor) -> torch.Tensor | None:
     return None if view.is_contiguous() else view
 
 
+def aligned_cropped_copy(t: torch.Tensor) -> torch.Tensor | None:
+    """A crop of a wider tensor that starts where its storage starts, its rows 64 bytes longer than the
+    crop: where the row length is a multiple of 16 bytes, 16-byte vector paths take it as it is
+    (cropped_copy's offset sends them to their element-by-element or padding paths), so a code reading
+    the row length for the row stride is wrong there too; None below two dims."""
+    if t.dim() < 2 or t.shape[-1] == 0:
+        return None
+    base = torch.zeros((*t.shape[:-1], t.shape[-1] + 64 // t.element_size()), dtype=t.dtype, device=t.device)
+    view = base[..., :t.shape[-1]]
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
 def transposed_copy(t: torch.Tensor) -> torch.Tensor | None:
     """The same values, dense but with the last two dims' strides swapped (a transpose's result);
     None where that is still contiguous."""

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.checks import (LAYOUTS, CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream,
-                           poison_next_allocation, relative_error, require_capability, require_plain_tensor,
-                           transposed_copy, unmodified)
+from grader.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, assert_own_kernels, assert_rel_error, expect_error,
+                           on_a_busy_stream, poison_next_allocation, relative_error, require_capability,
+                           require_plain_tensor, transposed_copy, unmodified)
 from grader.observe import SLEEP_KERNEL, KernelRule, kernel_function, observe
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 from grader.timer import math_mode
@@ -493,14 +493,14 @@ class MatmulSpec(Spec):
 
     def _check_layouts(self, ctx: Context, version: int, group: str) -> None:
         """Every pairing of A's and B's layout (contiguous, and grader.checks.LAYOUTS: every other element,
-        rows cropped from wider ones, transposed), on shapes that take each of version 4's paths on an H100 (its tiles
+        rows cropped from wider ones, transposed; and rows cropped from wider ones without an offset), on shapes that take each of version 4's paths on an H100 (its tiles
         with K split and without, the small tiles, a batch), off every multiple of 4 where they can be; and one
         with every side a multiple of 8, where every 16-byte path takes its operands as they are (bfloat16's
         too: a view read as if it were contiguous shows only there, version 6 copying the others to pad them)."""
         shapes = [(130, 300, 260), (257, 517, 77), (33, 300, 200), (136, 264, 72)]
         if version >= 4:
             shapes.append((3, 130, 70, 150))
-        layouts = {"contiguous": lambda t: t, **LAYOUTS}
+        layouts = {"contiguous": lambda t: t, **LAYOUTS, "aligned crop of a wider tensor": aligned_cropped_copy}
         for shape in shapes:
             *batch, m, n, k = shape
             name = "x".join(map(str, shape))
