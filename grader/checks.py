@@ -416,16 +416,22 @@ def strided_copy(t: torch.Tensor) -> torch.Tensor | None:
     return None if view.is_contiguous() else view
 
 
+def _crop_of_wider(t: torch.Tensor, extra: int, offset: int) -> torch.Tensor | None:
+    """t's values as a crop of a tensor `extra` elements wider in the last dim, `offset` elements in;
+    None below two dims or where the crop is still contiguous."""
+    if t.dim() < 2 or t.shape[-1] == 0:
+        return None
+    base = torch.zeros((*t.shape[:-1], t.shape[-1] + extra), dtype=t.dtype, device=t.device)
+    view = base[..., offset:offset + t.shape[-1]]
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
 def cropped_copy(t: torch.Tensor) -> torch.Tensor | None:
     """The same values as a crop of a wider tensor: rows further apart than they are long, the last
     dim still of unit stride, at an offset (a code that copies only when the last stride is not 1, or
     that reads the row length for the row stride, is wrong here); None below two dims."""
-    if t.dim() < 2 or t.shape[-1] == 0:
-        return None
-    base = torch.zeros((*t.shape[:-1], t.shape[-1] + 3), dtype=t.dtype, device=t.device)
-    view = base[..., 1:1 + t.shape[-1]]
-    view.copy_(t)
-    return None if view.is_contiguous() else view
+    return _crop_of_wider(t, 3, 1)
 
 
 def aligned_cropped_copy(t: torch.Tensor) -> torch.Tensor | None:
@@ -433,12 +439,7 @@ def aligned_cropped_copy(t: torch.Tensor) -> torch.Tensor | None:
     crop: where the row length is a multiple of 16 bytes, 16-byte vector paths take it as it is
     (cropped_copy's offset sends them to their element-by-element or padding paths), so a code reading
     the row length for the row stride is wrong there too; None below two dims."""
-    if t.dim() < 2 or t.shape[-1] == 0:
-        return None
-    base = torch.zeros((*t.shape[:-1], t.shape[-1] + 64 // t.element_size()), dtype=t.dtype, device=t.device)
-    view = base[..., :t.shape[-1]]
-    view.copy_(t)
-    return None if view.is_contiguous() else view
+    return _crop_of_wider(t, 64 // t.element_size(), 0)
 
 
 def transposed_copy(t: torch.Tensor) -> torch.Tensor | None:
