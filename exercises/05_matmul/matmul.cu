@@ -988,6 +988,19 @@ __global__ void __launch_bounds__(256) matmul_transpose_tf32(const float* __rest
   }
 }
 
+// B^T of `batch` matrices B (K x N, rows ldb apart) into bt ([batch][N][Kp] words), rounded to TF32:
+// kernels 5 and 6 read float32 B so. Batches of more than gridDim.z's limit take several launches.
+void launch_transpose_tf32(const float* B, int64_t ldb, uint32_t* bt, int64_t batch, int64_t K, int64_t N, int64_t Kp,
+                           cudaStream_t stream) {
+  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridZ) {
+    const int64_t nb = std::min(kMaxGridZ, batch - b0);
+    const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, 32)),
+                    static_cast<unsigned>(course::ceil_div<int64_t>(Kp, 32)), static_cast<unsigned>(nb));
+    matmul_transpose_tf32<<<grid, dim3(32, 8), 0, stream>>>(B + b0 * K * ldb, bt + b0 * N * Kp, K, N, ldb, Kp);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
 // d += a b for one 16 x 8 tile: m16n8k8 TF32 (a: 4 registers of one TF32 each, b: 2) or m16n8k16 BF16
 // (a: 4 registers of two bfloat16s each, b: 2), float32 sums in d (4 floats).
 template <typename T>
@@ -2104,10 +2117,7 @@ void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, 
       }
       if (bt) {
         uint32_t* b_t = reinterpret_cast<uint32_t*>(workspace) + b0 * N * ldbt;
-        const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, 32)),
-                        static_cast<unsigned>(course::ceil_div<int64_t>(ldbt, 32)), static_cast<unsigned>(nb));
-        matmul_transpose_tf32<<<grid, dim3(32, 8), 0, stream>>>(b, b_t, K, N, N, ldbt);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        launch_transpose_tf32(b, N, b_t, nb, K, N, ldbt, stream);
         launch5<T, true>(a, reinterpret_cast<const T*>(b_t), c, partial, M, N, K, ldbt, nb, plan, stream);
         continue;
       }
@@ -2157,13 +2167,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
     TORCH_CHECK(workspace != nullptr && course::is_aligned16(workspace), "matmul_cuda6: float32 needs an aligned "
                 "workspace of matmul_workspace6(...) floats (B^T)");
     uint32_t* bt = reinterpret_cast<uint32_t*>(workspace);
-    for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridZ) {
-      const int64_t nb = std::min(kMaxGridZ, batch - b0);
-      const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, 32)),
-                      static_cast<unsigned>(course::ceil_div<int64_t>(Kp, 32)), static_cast<unsigned>(nb));
-      matmul_transpose_tf32<<<grid, dim3(32, 8), 0, stream>>>(B + b0 * K * ldb, bt + b0 * N * Kp, K, N, ldb, Kp);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
+    launch_transpose_tf32(B, ldb, bt, batch, K, N, Kp, stream);
     map_b = tensor_map6(reinterpret_cast<const T*>(bt), batch, N, Kp, Kp, kBN6);
   } else {
     TORCH_CHECK(ldb >= N && ldb % Tile6<T>::kElems == 0 && course::is_aligned16(B), "matmul_cuda6: B's rows must "
