@@ -286,7 +286,7 @@ __global__ void __launch_bounds__(kGemmThreads, 4)
     colbase[j] = int64_t(n) * s.cout * HWo + (ph.first + q * s.stride_h) * s.wo + pw.first + p * s.stride_w;
   }
   // 4 neighbouring columns are 4 neighbouring pixels of a row only at stride 1 (and HWo % 4 == 0)
-  const bool vec_ok = s.stride_h == 1 && s.stride_w == 1 && HWo % 4 == 0 && course::is_aligned16(y);
+  const bool vec_ok = s.stride_h == 1 && s.stride_w == 1 && HWo % 4 == 0 && course::is_aligned_for<course::Vec<T, 4>>(y);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     if (m0 + row_of(i) >= cout_g) continue;

@@ -692,7 +692,7 @@ print(f"total: {sum(b for _, b in saved.values()) / activation:.2f} activations 
 # by `nvalid`, the pixels of this tile that exist), then the squared deviations. Columns past the end
 # (`valid[j]` false) must not count. One lane per valid row writes the results.
 #
-# @@context 09_conv_bn_relu_training/conv_bn_relu_training.cu conv_bn_relu_forward_kernel from "  const bool vec_ok = PQ % 4 == 0 && course::is_aligned16(z, y);"@@
+# @@context 09_conv_bn_relu_training/conv_bn_relu_training.cu conv_bn_relu_forward_kernel from "  const bool vec_ok = PQ % 4 == 0 && course::is_aligned_for<course::Vec<T, 4>>(z, y);"@@
 
 # %% nbgrader={"grade": false, "grade_id": "ex09-tile-stats", "locked": false, "schema_version": 3, "solution": true}
 # %%solution 09_conv_bn_relu_training/conv_bn_relu_training.cu conv_bn_relu_forward_kernel

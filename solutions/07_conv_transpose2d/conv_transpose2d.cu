@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(kGemmThreads, 4)
     colbase[j] = int64_t(n) * s.cout * HWo + (ph.first + q * s.stride_h) * s.wo + pw.first + p * s.stride_w;
   }
   // 4 neighbouring columns are 4 neighbouring pixels of a row only at stride 1 (and HWo % 4 == 0)
-  const bool vec_ok = s.stride_h == 1 && s.stride_w == 1 && HWo % 4 == 0 && course::is_aligned16(y);
+  const bool vec_ok = s.stride_h == 1 && s.stride_w == 1 && HWo % 4 == 0 && course::is_aligned_for<course::Vec<T, 4>>(y);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     if (m0 + row_of(i) >= cout_g) continue;
@@ -577,7 +577,8 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
   }
   // BEGIN SOLUTION
   // GOAL: run conv_transpose2d_kernel2 over every 64 x 128 tile of every group's part of every stride
-  // GOAL: phase of y on `stream`; report a failed launch.
+  // GOAL: phase of y on `stream`, in several launches where groups x phases pass gridDim.z's limit
+  // GOAL: (65535); report a failed launch.
   // TODO: phases = stride_h * stride_w; phase (0, 0) has the most pixels: N * ceil(Ho / stride_h) *
   // TODO: ceil(Wo / stride_w). Launch conv_transpose2d_kernel2<scalar_t> on `stream` with kGemmThreads
   // TODO: threads and a grid of (ceil(those pixels / BN), ceil(cout / groups / BM), groups * np) blocks

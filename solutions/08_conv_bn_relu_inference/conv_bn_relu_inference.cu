@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     tile_scale[threadIdx.x] = scale;
     tile_shift[threadIdx.x] = shift;
   }
-  // (gemm_tile's first barrier publishes tile_scale and tile_shift)
+  __syncthreads();  // publishes the tile_* arrays: gemm_tile has no barrier when C * R * S == 0
   T acc[8][8];
   const FwdWeightA<T> la{{}, w, K, CRS, m0};
   const Im2colB<T> lb(x, s, n0 + threadIdx.x, ncols);
@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     const int n = valid[j] ? col / PQ : 0;
     colbase[j] = n * K * PQ + (col - n * PQ);
   }
-  const bool vec_ok = PQ % 4 == 0 && course::is_aligned16(y);
+  const bool vec_ok = PQ % 4 == 0 && course::is_aligned_for<course::Vec<T, 4>>(y);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int mi = row_of(i), m = m0 + mi;

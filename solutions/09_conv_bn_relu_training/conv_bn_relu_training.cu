@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     tile_scale[threadIdx.x] = scale;
     tile_shift[threadIdx.x] = shift;
   }
-  // (gemm_tile's first barrier publishes the tile_* arrays)
+  __syncthreads();  // publishes the tile_* arrays: gemm_tile has no barrier when C * R * S == 0
   T acc[8][8];
   const FwdWeightA<T> la{{}, w, K, CRS, m0};
   const Im2colB<T> lb(x, s, n0 + threadIdx.x, ncols);
@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     const int n = valid[j] ? col / PQ : 0;
     colbase[j] = n * K * PQ + (col - n * PQ);
   }
-  const bool vec_ok = PQ % 4 == 0 && course::is_aligned16(z, y);
+  const bool vec_ok = PQ % 4 == 0 && course::is_aligned_for<course::Vec<T, 4>>(z, y);
   const int nvalid = min(BN, ncols - n0);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -397,7 +397,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
       // GOAL: part_mean and part_m2 hold this tile's mean and sum of squared deviations, per channel.
       // TODO: compute this channel's mean over the tile's nvalid pixels and M2 = sum (v - mean)^2
       // TODO: (sum this thread's valid v[j], reduce over the 16 lanes with __shfl_xor_sync, divide;
-      // TODO: then the same for the squared deviations). Lane tx == 0 of a valid row writes
+      // TODO: then the same for the squared deviations). The first of the 16 lanes (threadIdx.x % 16 == 0) of a valid row writes
       // TODO: part_mean[blockIdx.x * K + m] and part_m2[blockIdx.x * K + m].
       T sum = T(0);
 #pragma unroll
@@ -503,7 +503,7 @@ __global__ void bn_stats_finalize_kernel(const T* __restrict__ part_mean, const 
   if (threadIdx.x == 0) *num_batches_tracked += 1;  // (the count was read by thread 0, before the loop)
 }
 
-// One block per (image, channel) plane; threads stride its P*Q pixels (16 bytes at a time when aligned).
+// One block per (image, channel) plane; threads stride its P*Q pixels (4 at a time when aligned).
 template <typename T>
 __global__ void bn_relu_apply_kernel(const T* __restrict__ z, const T* __restrict__ scale, const T* __restrict__ shift,
                                      T* __restrict__ y, int K, int PQ) {
@@ -512,7 +512,7 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ z, const T* __restric
   const T* zp = z + int64_t(blockIdx.x) * PQ;
   T* yp = y + int64_t(blockIdx.x) * PQ;
   using V4 = course::Vec<T, 4>;
-  const int nvec = (PQ % 4 == 0 && course::is_aligned16(z, y)) ? PQ / 4 : 0;
+  const int nvec = (PQ % 4 == 0 && course::is_aligned_for<V4>(z, y)) ? PQ / 4 : 0;
   for (int i = threadIdx.x; i < nvec; i += blockDim.x) {
     V4 v = reinterpret_cast<const V4*>(zp)[i];
 #pragma unroll
@@ -547,7 +547,7 @@ __device__ __forceinline__ A block_sum(A v, A* scratch /* 32 */) {
   return v;
 }
 
-// Grid (K, splits): block (c, s) sums, over images s, s + splits, ... of channel c, g and
+// Grid (K, splits), 256 threads (block_sum needs a multiple of 32): block (c, s) sums, over images s, s + splits, ... of channel c, g and
 // g * (z - mean), with g the ReLU-masked gradient. part = [sum g | sum g*(z - mean)], each [splits][K].
 template <typename T>
 __global__ void bn_relu_backward_reduce_kernel(const T* __restrict__ dy, const T* __restrict__ y,
@@ -575,7 +575,7 @@ __global__ void bn_relu_backward_reduce_kernel(const T* __restrict__ dy, const T
   }
 }
 
-// One block per (image, channel) plane. With g the masked gradient, xhat = (z - mean) * invstd,
+// One block of 256 threads per (image, channel) plane. With g the masked gradient, xhat = (z - mean) * invstd,
 // dbeta = sum g and dgamma = sum g * xhat over the channel, BatchNorm's backward is
 //   dZ = gamma * invstd * u,   u = g - (dbeta + xhat * dgamma) / M   (training; u = g in eval).
 // This writes u; the per-channel factor gamma * invstd is applied by the convolutions' kernels.
@@ -648,7 +648,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     const int n = valid[j] ? col / HW : 0;
     colbase[j] = n * s.C * HW + (col - n * HW);
   }
-  const bool vec_ok = HW % 4 == 0 && course::is_aligned16(grad_x);
+  const bool vec_ok = HW % 4 == 0 && course::is_aligned_for<course::Vec<T, 4>>(grad_x);
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int c = m0 + row_of(i);
@@ -1390,8 +1390,8 @@ void conv_bn_relu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, const
   // GOAL: the backward on `stream`: the gradients of BatchNorm and ReLU, then grad_x and grad_w;
   // GOAL: report a failed launch.
   // TODO: five launches on `stream`, each checked: bn_relu_backward_reduce_kernel (grid (K, splits)
-  // TODO: with splits = reduce_splits(s), partial sums into scratch), bn_relu_backward_kernel (one
-  // TODO: block per plane: u and the three per-channel gradients), launch_dgrad (grad_x, version's
+  // TODO: with splits = reduce_splits(s), 256 threads, partial sums into scratch), bn_relu_backward_kernel
+  // TODO: (one block of 256 threads per plane: u and the three per-channel gradients), launch_dgrad (grad_x, version's
   // TODO: kernel on gemm_grid(N*H*W, C); the unit-stride one when both strides are 1), launch_wgrad with
   // TODO: wgrad_plan(s) (into scratch after the partial sums when splits > 1, else straight into grad_w)
   // TODO: and then conv_wgrad_reduce_kernel when splits > 1.

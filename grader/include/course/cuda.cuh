@@ -46,6 +46,14 @@ __host__ __device__ inline bool is_aligned16(const Ptrs*... ptrs) {
   return ((reinterpret_cast<std::uintptr_t>(ptrs) % 16 == 0) && ...);
 }
 
+// True when every pointer may be read or written as one V (e.g. a Vec<T, 4>) at a time: a
+// Vec<double, 4> is 32 bytes, and a 16-byte aligned address is not enough for it (a GPU with
+// 32-byte loads faults on it).
+template <typename V, typename... Ptrs>
+__host__ __device__ inline bool is_aligned_for(const Ptrs*... ptrs) {
+  return ((reinterpret_cast<std::uintptr_t>(ptrs) % alignof(V) == 0) && ...);
+}
+
 // Blocks for a streaming (memory-bound) kernel whose threads each handle one item per step of a
 // grid-stride loop: enough to cover every item, capped at gridDim.x's limit (the loop handles the
 // rest). Measured on the H100 (2026-11-23, LeakyReLU on 2^28 fp32, scripts/sweep_elementwise.py):
