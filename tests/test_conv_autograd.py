@@ -89,8 +89,14 @@ class StandIn:
         return f"{self.namespace}::{op}"
 
 
-def _load(folder: str, file: str, stand_in: StandIn, root=REPO / "solutions") -> types.ModuleType:
-    """The solution's Python module, its library replaced by `stand_in` (registrations go to its namespace)."""
+# The reference where the checkout has it; a student release has no solutions/, and these tests then
+# check the student's own exercises/ (whose backward is theirs to write).
+TREE = REPO / "solutions" if (REPO / "solutions").is_dir() else REPO / "exercises"
+
+
+def _load(folder: str, file: str, stand_in: StandIn, root=TREE) -> types.ModuleType:
+    """The exercise's Python module (TREE's), its library replaced by `stand_in` (registrations go to its
+    namespace)."""
     path = root / folder / file
     spec = importlib.util.spec_from_file_location(f"stand_in_{stand_in.namespace}", path)
     module = importlib.util.module_from_spec(spec)
