@@ -122,3 +122,19 @@ def test_budget_section_is_short_and_names_its_current_figure(name):
     dates = DATE.findall(match.group(1))
     assert 1 <= len(dates) <= BUDGET_MAX_DATES, f"{name}: Budget names {len(dates)} dates (the current figure's, at most {BUDGET_MAX_DATES})"
     assert "docs/performance.md" in match.group(1), f"{name}: Budget should link docs/performance.md"
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_links_into_the_performance_page_find_their_section():
+    """Figures elsewhere link docs/performance.md#topic: each topic must be one of its headings."""
+    page = REPO / "docs" / "performance.md"
+    anchors = {slug(h) for h in page.read_text().splitlines() if h.startswith("#")}
+    broken = [f"{doc.relative_to(REPO)}: #{a}" for doc in pages()
+              for a in re.findall(r"performance\.md#([\w-]+)", doc.read_text()) if a not in anchors]
+    broken += [f"docs/performance.md: #{a}" for a in re.findall(r"\]\(#([\w-]+)\)", page.read_text()) if a not in anchors]
+    assert not broken, broken
