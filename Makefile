@@ -28,7 +28,9 @@
 #                                   the README's collapsed Hints; HINTS=steps, the default: the steps in the
 #                                   region; without HINTS each exercise keeps its level; notebooks: steps)
 #   make notebooks                  the notebooks from notebooks/source/<unit>.py (jupytext), and their
-#                                   nbgrader student release, notebooks/release/ (committed)
+#                                   nbgrader student release, notebooks/release/ (committed);
+#                                   COURSE_REPO=https://github.com/OWNER/NAME: the repository the Colab
+#                                   badges and the setup cell's clone point at (kept in pyproject.toml)
 #   make clean                      remove builds and reports
 
 TARGET ?= exercises
@@ -55,6 +57,7 @@ SLURM_TIME ?=
 SLURM_GPUS ?=
 SLURM_ACCOUNT ?=
 SLURM_DRY_RUN ?=
+COURSE_REPO ?=
 
 export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
 PY = py=$$(scripts/bootstrap.sh) || exit 1;
@@ -93,10 +96,10 @@ bench:
 # regenerate both
 exercises:
 	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(HINTS),--hints $(HINTS)) $(if $(EX),--ex $(EX)) && \
-	  $$py -m grader.notebook_release release
+	  $$py -m grader.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
 
 notebooks:
-	@$(PY) $$py -m grader.notebook_release release
+	@$(PY) $$py -m grader.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
 
 # notebooks/release/ is tracked; the instructor's notebooks, notebooks/source/<unit>/, are generated
 clean:

@@ -44,12 +44,42 @@ SOURCE = NOTEBOOKS / "source"
 SETUP_DIRECTIVE = "# @@setup@@"
 CONTEXT_DIRECTIVE = re.compile(r'^@@context (\S+) (\S+)(?: from (".*"))?@@$', re.MULTILINE)
 
-# The course's GitHub repository, owner/name, and the branch students open: the one place they are set.
-# Every Colab badge (README.md and each notebook's `@@colab@@` cell) links to the release notebooks
-# there, and the setup cell clones the course from there when a notebook runs outside the repository.
-# A fork sets its own here, then runs `make notebooks` (which rewrites the release and the README).
-GITHUB_REPO = "OWNER/cuda-course"
+# The course's GitHub repository, owner/name, and the branch students open. Every Colab badge
+# (README.md and each notebook's `@@colab@@` cell) links to the release notebooks there, and the setup
+# cell clones the course from there when a notebook runs outside the repository. It is set in one
+# place, pyproject.toml's `[tool.course] repo`, which `make notebooks COURSE_REPO=<url>` writes
+# (grader/notebook_release.py) before it rewrites the release and the README.
+PYPROJECT = REPO / "pyproject.toml"
+PLACEHOLDER_REPO = "OWNER/cuda-course"
 GITHUB_BRANCH = "main"
+_GITHUB_REPO_RE = re.compile(
+    r"^(?:(?:https?://|git@)?github\.com[/:])?(?P<repo>[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+?)(?:\.git)?/?$")
+
+
+def course_config(pyproject: Path | None = None) -> dict:
+    """pyproject.toml's `[tool.course]` table: `repo` (owner/name) and `template` (a bool). Read by
+    line (tomllib is Python 3.11+, the course supports 3.10): `key = "string"` or `key = true|false`."""
+    text = (pyproject or PYPROJECT).read_text() if (pyproject or PYPROJECT).is_file() else ""
+    table = re.search(r"^\[tool\.course\][ \t]*\n(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    config = {}
+    for key, value in re.findall(r"^([A-Za-z_]+)[ \t]*=[ \t]*(\"[^\"\n]*\"|true|false)[ \t]*(?:#.*)?$",
+                                 table.group(1) if table else "", re.M):
+        config[key] = value.strip('"') if value.startswith('"') else value == "true"
+    return config
+
+
+def github_repo(url: str) -> str:
+    """owner/name from a GitHub repository's URL (https://github.com/owner/name[.git],
+    git@github.com:owner/name.git) or from owner/name itself; ValueError for anything else (Colab
+    opens notebooks from GitHub only)."""
+    match = _GITHUB_REPO_RE.match(url.strip())
+    if not match:
+        raise ValueError(f"COURSE_REPO={url!r} is not a GitHub repository: give https://github.com/OWNER/NAME "
+                         "or OWNER/NAME (Colab opens notebooks from GitHub)")
+    return match.group("repo")
+
+
+GITHUB_REPO = course_config().get("repo") or PLACEHOLDER_REPO
 
 COLAB_DIRECTIVE = "@@colab@@"
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
@@ -78,7 +108,7 @@ def colab_cell(unit: str) -> str:
             "and checks, then run the cells from the top: the setup cell clones the course into the runtime.")
 
 
-README_BEGIN = "<!-- colab:begin (written by `make notebooks`; GITHUB_REPO in grader/notebook_authoring.py) -->"
+README_BEGIN = "<!-- colab:begin (written by `make notebooks`; the repository: COURSE_REPO, or [tool.course] repo in pyproject.toml) -->"
 README_END = "<!-- colab:end -->"
 
 

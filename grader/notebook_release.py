@@ -1,6 +1,7 @@
 """Check and release the nbgrader course's notebooks (`make notebooks`).
 
-    python -m grader.notebook_release release [UNIT ...] [--root DIR]   the instructor's notebooks from
+    python -m grader.notebook_release release [UNIT ...] [--root DIR] [--repo URL]
+                                                                        the instructor's notebooks from
         notebooks/source/<unit>.py into notebooks/source/<unit>/, then nbgrader generate_assignment into
         notebooks/release/<unit>/ (committed: the student notebooks, which open in Colab from GitHub);
         with every unit, also README.md's table of Colab badges
@@ -10,6 +11,11 @@
         in sync with solutions/
     python -m grader.notebook_release generate [UNIT ...]               only write the instructor's notebooks,
         notebooks/source/<unit>/<unit>.ipynb (not tracked), e.g. to run them in Jupyter
+
+The GitHub repository every Colab badge and the setup cell's clone point at is pyproject.toml's
+`[tool.course] repo`; `--repo URL` (`make notebooks COURSE_REPO=URL`) releases with another and records
+it there. `release` refuses the placeholder OWNER/cuda-course, in one line naming the setting, unless
+`[tool.course] template = true` says this repository is the template courses are made from.
 
 `check` (and tests/test_notebooks.py) require sane nbgrader metadata, every `%%solution` cell to hold
 exactly its region's TODO and code lines, and every region of an exercise a notebook builds to have its
@@ -22,6 +28,7 @@ import argparse
 import filecmp
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -187,6 +194,48 @@ class ReleaseError(RuntimeError):
     """`check` found problems: nothing was released."""
 
 
+class RepositoryNotSet(ValueError):
+    """The release would point Colab at the placeholder repository, or COURSE_REPO is not GitHub's."""
+
+
+def release_repository(given: str | None = None, pyproject: Path | None = None) -> str:
+    """The owner/name a release points its Colab badges and setup cell at: `given` (COURSE_REPO, a
+    GitHub URL or owner/name), else `[tool.course] repo`. The placeholder is refused unless
+    `[tool.course] template = true` (this repository: a template, whose forks set their own)."""
+    if given:
+        try:
+            return authoring.github_repo(given)
+        except ValueError as e:
+            raise RepositoryNotSet(str(e)) from None
+    config = authoring.course_config(pyproject)
+    repo = config.get("repo") or authoring.PLACEHOLDER_REPO
+    if repo == authoring.PLACEHOLDER_REPO and not config.get("template"):
+        raise RepositoryNotSet(
+            f"notebooks: the Colab badges would open the placeholder {authoring.PLACEHOLDER_REPO}: run "
+            "`make notebooks COURSE_REPO=https://github.com/<owner>/<name>` (or set [tool.course] repo "
+            "in pyproject.toml)")
+    return repo
+
+
+def record_repository(repo: str, pyproject: Path | None = None) -> bool:
+    """Write `repo = "owner/name"` into pyproject.toml's `[tool.course]` table (made if missing), so
+    that later releases and `release --check` use it; True when the file changed."""
+    path = pyproject or authoring.PYPROJECT
+    text = path.read_text()
+    line = f'repo = "{repo}"'
+    table = re.search(r"^\[tool\.course\][ \t]*\n(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    if table is None:
+        new = text.rstrip("\n") + f"\n\n[tool.course]\n{line}\n"
+    elif re.search(r"^repo[ \t]*=.*$", table.group(1), re.M):
+        body = re.sub(r"^repo[ \t]*=.*$", line, table.group(1), count=1, flags=re.M)
+        new = text[:table.start(1)] + body + text[table.end(1):]
+    else:
+        new = text[:table.start(1)] + line + "\n" + text[table.start(1):]
+    if new != text:
+        path.write_text(new)
+    return new != text
+
+
 def release_differences(released: Path) -> list[str]:
     """How notebooks/release/ differs from a release made in course directory `released`'s parent
     (its release/ folder): missing, extra or different files."""
@@ -203,7 +252,7 @@ def release_differences(released: Path) -> list[str]:
 
 def check_release() -> list[str]:
     """Release every unit into a temporary course directory and compare with notebooks/release/;
-    and the README's Colab badges with GITHUB_REPO and the units."""
+    and the README's Colab badges with the repository ([tool.course] repo) and the units."""
     with tempfile.TemporaryDirectory() as tmp:
         release(root=Path(tmp))
         return release_differences(Path(tmp) / "release") + readme_differences()
@@ -217,7 +266,7 @@ def readme_differences() -> list[str]:
     text = README.read_text()
     try:
         return [] if authoring.with_readme_block(text) == text else \
-            ["README.md: the Colab badges differ from the units and GITHUB_REPO (grader/notebook_authoring.py)"]
+            ["README.md: the Colab badges differ from the units and the repository ([tool.course] repo in pyproject.toml)"]
     except authoring.AuthoringError as e:
         return [str(e)]
 
@@ -293,6 +342,10 @@ def main(argv: list[str] | None = None) -> int:
                            help="nbgrader course directory (default notebooks/)")
     p_release.add_argument("--check", action="store_true",
                            help="only report how notebooks/release/ differs from a fresh release")
+    p_release.add_argument("--repo", metavar="URL",
+                           help="the course's GitHub repository (https://github.com/OWNER/NAME or OWNER/NAME) for "
+                                "the Colab badges and the setup cell's clone; recorded in pyproject.toml's "
+                                "[tool.course] repo (default: that value)")
     p_check = sub.add_parser("check", help="the instructor's notebooks valid and in sync with solutions/")
     p_check.add_argument("units", nargs="*")
     p_gen = sub.add_parser("generate", help="write the instructor's notebooks into notebooks/source/<unit>/")
@@ -315,6 +368,12 @@ def main(argv: list[str] | None = None) -> int:
             print("run `make notebooks` to release again")
         return 1 if problems else 0
     try:
+        repo = release_repository(args.repo)
+    except RepositoryNotSet as e:
+        print(e)
+        return 1
+    authoring.GITHUB_REPO = repo
+    try:
         released = release(args.units, args.root)
     except ReleaseError as e:
         print(e)
@@ -322,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for path in released:
         print(f"released {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    if args.repo and record_repository(repo):
+        print(f"recorded repo = \"{repo}\" in pyproject.toml's [tool.course]")
     if args.root.resolve() == NOTEBOOKS.resolve() and not args.units and write_readme():
         print("wrote README.md's Colab badges")
     return 0

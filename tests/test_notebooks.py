@@ -771,7 +771,7 @@ def test_gpu_cells_call_what_the_exercise_modules_define(path):
 
 # --- outside the repository: Colab, or a notebook downloaded alone ---------------------------------
 def test_colab_badges_and_the_clone_url_come_from_github_repo(monkeypatch):
-    """GITHUB_REPO (grader/notebook_authoring.py) is the one place the repository is named: each unit's
+    """GITHUB_REPO (from pyproject.toml's [tool.course] repo) is the one place the repository is named: each unit's
     first cell is its Colab badge, its setup cell clones from there, and README.md's badges are what
     `make notebooks` writes."""
     need("nbformat", "jupytext")
@@ -787,6 +787,79 @@ def test_colab_badges_and_the_clone_url_come_from_github_repo(monkeypatch):
     assert notebook_release.readme_differences() == []
     monkeypatch.setattr(notebook_authoring, "GITHUB_REPO", "a-fork/cuda-course")  # a fork that forgot make notebooks
     assert notebook_release.readme_differences() != []
+
+
+def test_course_repo_reaches_every_badge_and_the_setup_cell(tmp_path, monkeypatch, capsys):
+    """`make notebooks COURSE_REPO=<url>` (`release --repo`): every released notebook's badge and setup
+    cell, and README.md's badges, name that repository and nothing names the placeholder; the
+    repository is recorded in pyproject.toml's [tool.course], where the next release reads it."""
+    need("nbgrader", "nbformat", "jupytext")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "a-course"\n\n[tool.course]\ntemplate = true\n')
+    monkeypatch.setattr(notebook_authoring, "PYPROJECT", pyproject)
+    monkeypatch.setattr(notebook_authoring, "GITHUB_REPO", notebook_authoring.GITHUB_REPO)  # main() sets it
+    root = tmp_path / "course"
+    assert notebook_release.main(["release", "--repo", "https://github.com/a-fork/my-course.git",
+                                  "--root", str(root)]) == 0
+    assert 'recorded repo = "a-fork/my-course"' in capsys.readouterr().out
+    assert notebook_authoring.course_config(pyproject) == {"template": True, "repo": "a-fork/my-course"}
+    assert notebook_release.release_repository(pyproject=pyproject) == "a-fork/my-course"
+    released = sorted((root / "release").rglob("*.ipynb"))
+    assert {p.parent.name for p in released} == set(UNITS)
+    for path in released:
+        unit, notebook = path.parent.name, read(path)
+        url = f"https://colab.research.google.com/github/a-fork/my-course/blob/main/notebooks/release/{unit}/{unit}.ipynb"
+        assert url in notebook.cells[0].source
+        setup = next(c for c in notebook.cells if grade_id(c) == "setup")
+        assert '"https://github.com/a-fork/my-course.git"' in setup.source
+        assert 'ROOT = Path.cwd() / "my-course"' in setup.source
+        assert not [i for i, c in enumerate(notebook.cells) if notebook_authoring.PLACEHOLDER_REPO in c.source]
+    readme = notebook_authoring.with_readme_block(notebook_release.README.read_text())
+    block = readme.split(notebook_authoring.README_BEGIN)[1].split(notebook_authoring.README_END)[0]
+    assert block.count("colab.research.google.com/github/a-fork/my-course/blob/main/") == len(UNITS)
+    assert notebook_authoring.PLACEHOLDER_REPO not in block
+
+
+def test_release_refuses_the_placeholder_unless_the_repository_is_a_template(tmp_path, monkeypatch, capsys):
+    """Without a repository, a release would send every student to OWNER/cuda-course: refused in one
+    line naming the setting, before anything is written; a template repository ([tool.course]
+    template = true, as this one) releases with the placeholder; a COURSE_REPO that is not GitHub's is
+    refused in one line too."""
+    pyproject = tmp_path / "pyproject.toml"
+    monkeypatch.setattr(notebook_authoring, "PYPROJECT", pyproject)
+    monkeypatch.setattr(notebook_authoring, "GITHUB_REPO", notebook_authoring.GITHUB_REPO)
+    root = tmp_path / "course"
+    for text in ('[project]\nname = "a-course"\n', '[tool.course]\ntemplate = false\n',
+                 f'[tool.course]\nrepo = "{notebook_authoring.PLACEHOLDER_REPO}"\n'):
+        pyproject.write_text(text)
+        assert notebook_release.main(["release", "--root", str(root)]) == 1
+        out = capsys.readouterr().out
+        assert out.count("\n") == 1 and notebook_authoring.PLACEHOLDER_REPO in out
+        assert "COURSE_REPO=" in out and "[tool.course] repo" in out
+        assert not root.exists()
+    assert notebook_release.main(["release", "--repo", "https://gitlab.com/me/course", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "not a GitHub repository" in out and not root.exists()
+
+    pyproject.write_text('[tool.course]  \ntemplate = true  # the template courses are made from\n')
+    assert notebook_release.release_repository() == notebook_authoring.PLACEHOLDER_REPO
+    assert notebook_release.release_repository("me/course") == "me/course"
+    # this repository is that template, so that CI and `make exercises` release here
+    assert notebook_authoring.course_config(Path(nb.REPO) / "pyproject.toml").get("template") is True
+
+
+@pytest.mark.parametrize("url", ["me/course", "https://github.com/me/course", "https://github.com/me/course.git",
+                                 "https://github.com/me/course/", "git@github.com:me/course.git"])
+def test_course_repo_accepts_githubs_spellings_and_records_one_line(url, tmp_path):
+    assert notebook_authoring.github_repo(url) == "me/course"
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n')
+    assert notebook_release.record_repository("me/course", pyproject)
+    assert notebook_authoring.course_config(pyproject) == {"repo": "me/course"}
+    pyproject.write_text('[tool.course]\ntemplate = true\nrepo = "old/one"\n\n[tool.ruff]\nline-length = 1\n')
+    assert notebook_release.record_repository("me/course", pyproject)
+    assert pyproject.read_text() == '[tool.course]\ntemplate = true\nrepo = "me/course"\n\n[tool.ruff]\nline-length = 1\n'
+    assert not notebook_release.record_repository("me/course", pyproject)
 
 
 def test_setup_cell_installs_the_dependencies_less_torch():
