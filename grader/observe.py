@@ -120,7 +120,10 @@ class Watch:
                     prof.__enter__()
                     # profile() raises this module-wide flag for every thread; the session is this
                     # thread's, and an op's thread must read what it reads outside any window
-                    autograd_profiler._set_is_profiler_enabled(False)
+                    if hasattr(autograd_profiler, "_set_is_profiler_enabled"):
+                        autograd_profiler._set_is_profiler_enabled(False)
+                    else:
+                        autograd_profiler._is_profiler_enabled = False
                     self._replies.put(None)
                 elif what == "stop":
                     done, prof = prof, None
