@@ -3,14 +3,34 @@ it left host threads behind.
 
 The profiler (CUPTI) sees every kernel of the process, whichever thread or stream launched it, with
 its stream and its duration on the GPU; `observe(fn)` returns them with the PyTorch operators that
-were dispatched. A `KernelRule` says which of those an exercise's op may run. The grader uses both
-on checked calls of every dtype and configuration (grader.properties) and on timed calls at the
-benchmark's shape (grader.speed), so a fall-back that only some calls take is seen.
+were dispatched. A `KernelRule` says which of those an exercise's op may run.
+
+One watch (`WATCH`): an op must not be able to tell a checked call from an observed one, so that
+what it does when its kernels are looked at is what it does when its values are, and the reverse.
+The grading process starts the watch before the submission is imported and keeps it on to the end:
+a profiler session (CPU and GPU activity, every thread) held by a thread of its own, which every
+call of the op runs under. Because the session belongs to another thread, the queries an op can
+make on its own thread (`torch.autograd.profiler._is_profiler_enabled`,
+`torch._C._autograd._profiler_enabled()`, `_profiler_type()`) read "not profiling" for every call,
+checked, observed or timed alike. Two kinds of observation window, each restarting the session
+around one call (so the window holds that call's work alone):
+
+- hidden (`observe(fn, hidden=True)`): the watch's own session; the op sees nothing change. The
+  grader's value checks (grader.properties.invoke), the huge checks and the timed calls it watches
+  run so: an op taking PyTorch's path whenever no profiler is visible shows PyTorch's kernels there.
+- visible (`observe(fn)`): a session on the op's own thread, which every query reports; the
+  own-kernel checks run so and compare the call's values too, so an op wrong only while a profiler
+  is visible loses there.
+
+Whatever the op reads, every state it can be called in is both value-checked and kernel-checked.
+The sessions have one configuration (the same activities) whichever the window.
 """
 from __future__ import annotations
 
 import os
+import queue
 import re
+import threading
 from dataclasses import dataclass, field
 
 
@@ -28,19 +48,150 @@ class Observation:
     ops: list[str] = field(default_factory=list)  # PyTorch operators dispatched on the host ("aten::mm")
 
 
-def observe(fn, cpu_ops: bool = False) -> tuple[object, Observation]:
-    """Run `fn()` under the profiler and return its result with what ran on the GPU (and, with
-    `cpu_ops`, which PyTorch operators were dispatched). The device is synchronized before and after,
-    so the observation holds all of the call's work and nothing before it."""
+def _activities() -> list:
+    from torch.profiler import ProfilerActivity
+    import torch
+
+    # one configuration for every session, whatever the window looks for: an op cannot learn from
+    # the activities which kind of check called it
+    return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+
+
+def _session(every_thread: bool):
+    """A profiler session, not yet entered: every thread's operators (the watch's, held by another
+    thread than the op's), or the entering thread's (a visible window)."""
+    from torch.profiler import profile
+
+    if every_thread:
+        try:
+            from torch.profiler import _ExperimentalConfig
+
+            return profile(activities=_activities(), experimental_config=_ExperimentalConfig(profile_all_threads=True))
+        except (ImportError, TypeError):  # an older PyTorch: GPU kernels only (CUPTI sees every thread's)
+            pass
+    return profile(activities=_activities())
+
+
+class Watch:
+    """The process-wide watch: a profiler session held by a thread of its own from `start()` on,
+    restarted around each observation window (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._requests: queue.Queue = queue.Queue()
+        self._replies: queue.Queue = queue.Queue()
+        self.open = 0  # observation windows open now (a window inside another observes nothing new)
+        self.windows = 0  # windows observed so far (hidden and visible)
+
+    @property
+    def on(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        """Start the watch (before the submission is imported). Idempotent."""
+        if self.on:
+            return
+        import torch
+
+        # kineto initializes on the thread that first profiles; it must be the one that imported torch
+        with _session(every_thread=False):
+            pass
+        self._thread = threading.Thread(target=self._serve, name="course-watch", daemon=True)
+        self._thread.start()
+        self._ask("start")
+
+    def stop(self) -> None:
+        """End the watch (the grader's own tests; the grading process keeps it to its end)."""
+        if self.on:
+            self._ask("stop")
+            self._ask("exit")
+            self._thread.join()
+            self._thread = None
+
+    def _serve(self) -> None:
+        import torch.autograd.profiler as autograd_profiler
+
+        prof = None
+        while True:
+            what = self._requests.get()
+            try:
+                if what == "start":
+                    prof = _session(every_thread=True)
+                    prof.__enter__()
+                    # profile() raises this module-wide flag for every thread; the session is this
+                    # thread's, and an op's thread must read what it reads outside any window
+                    if hasattr(autograd_profiler, "_set_is_profiler_enabled"):
+                        autograd_profiler._set_is_profiler_enabled(False)
+                    else:
+                        autograd_profiler._is_profiler_enabled = False
+                    self._replies.put(None)
+                elif what == "stop":
+                    done, prof = prof, None
+                    if done is not None:
+                        done.__exit__(None, None, None)
+                    self._replies.put(done)
+                else:
+                    self._replies.put(None)
+                    return
+            except BaseException as e:  # noqa: BLE001: handed to the thread that asked
+                self._replies.put(e)
+
+    def _ask(self, what: str):
+        self._requests.put(what)
+        reply = self._replies.get()
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def restarted(self) -> None:
+        """Between windows: a fresh session, the last one's events discarded."""
+        self._ask("stop")
+        self._ask("start")
+
+
+WATCH = Watch()
+
+
+def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = False) -> tuple[object, Observation]:
+    """Run `fn()` in an observation window and return its result with what ran on the GPU (and, with
+    `cpu_ops`, which PyTorch operators were dispatched). Visible (the default): a session on this
+    thread, which the op can query; `hidden`: the watch's own session (started here if it is not
+    on yet), which it cannot. The device is synchronized before the call (unless `queued_ok`: the
+    caller queued only copies, fills and sleeps, which a rule allows, e.g. inputs made late on a
+    side stream) and after it, so the observation holds all of the call's work and nothing else."""
     import torch
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if cpu_ops else [])
-    torch.cuda.synchronize()
-    with profile(activities=activities) as prof:
-        result = fn()
+    if WATCH.open:  # inside another window: that one observes this call
+        return fn(), Observation()
+    cuda = torch.cuda.is_available()
+    if hidden:
+        WATCH.start()
+    if cuda and not queued_ok:
         torch.cuda.synchronize()
+    if WATCH.on:
+        WATCH._ask("stop")
+    WATCH.open += 1
+    prof = None
+    try:
+        if hidden:
+            WATCH._ask("start")
+            try:
+                result = fn()
+                if cuda:
+                    torch.cuda.synchronize()
+            finally:
+                prof = WATCH._ask("stop")
+        else:
+            with _session(every_thread=False) as prof:
+                result = fn()
+                if cuda:
+                    torch.cuda.synchronize()
+    finally:
+        WATCH.open -= 1
+        WATCH.windows += 1
+        if WATCH.on:
+            WATCH._ask("start")
     seen = Observation()
     for e in prof.events():
         if e.device_type == DeviceType.CUDA:
@@ -50,6 +201,20 @@ def observe(fn, cpu_ops: bool = False) -> tuple[object, Observation]:
             seen.ops.append(e.name)
     seen.kernels.sort(key=lambda k: k.start_s)
     return result, seen
+
+
+def profiler_visible() -> dict:
+    """What an op can ask about profiling on its own thread (the grader's tests compare these across
+    checks): every public query we know of."""
+    import torch
+    import torch.autograd.profiler as autograd_profiler
+
+    found = {"torch.autograd.profiler._is_profiler_enabled": bool(autograd_profiler._is_profiler_enabled),
+             "torch._C._autograd._profiler_enabled()": bool(torch._C._autograd._profiler_enabled()),
+             "torch._C._autograd._profiler_type()": str(torch._C._autograd._profiler_type())}
+    if torch.cuda.is_available():
+        found["torch.cuda.is_current_stream_capturing()"] = bool(torch.cuda.is_current_stream_capturing())
+    return found
 
 
 def kernel_function(name: str) -> str:
@@ -132,3 +297,4 @@ def native_threads() -> int:
         import threading
 
         return threading.active_count()
+

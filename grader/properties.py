@@ -20,11 +20,14 @@ generates, for every op, in each dtype the spec lists:
 - which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each
   of its scalar values and for several random geometries, only the exercise's own
   (grader.observe.KernelRule), so a fall-back for one dtype, one parameter value or one kind of
-  shape is seen;
+  shape is seen; observed where the op can see a profiler, its values compared too;
 - output metadata (full grade): shape, dtype and strides against the registered fake
   (torch.library.opcheck), contiguous and in each non-contiguous layout.
 
-Every call also requires plain torch.Tensor results, inputs left unmodified (but those the op
+Every call is observed by the watch the op cannot see (grader.observe.WATCH): no PyTorch or library
+kernel may do its work in a value check either, so what an op does when it sees no profiler is
+checked for kernels, and what it does when it sees one is checked for values. Every call also
+requires plain torch.Tensor results, inputs left unmodified (but those the op
 updates by design), outputs written everywhere (the memory it may reuse is poisoned with NaN) and no
 host thread left running. Each property belongs to the group of its op's calls (the gradients to
 "autograd" where the exercise grades it), so a failure costs that group.
@@ -39,7 +42,7 @@ import torch
 from grader.checks import LAYOUTS, CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
 from grader.fp64 import reference_device
 from grader.judge import clean, cotangent, gradients, names_one_of, resolve
-from grader.observe import native_threads, observe
+from grader.observe import WATCH, KernelRule, native_threads, observe
 from grader.spec import AuditCall, Check, Context, Spec, audit_seed
 
 ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
@@ -152,24 +155,60 @@ def _compare(actual, expected, tol: float, what: str) -> None:
 
 # --- one call, watched ---------------------------------------------------------------------------
 
-def invoke(ctx: Context, call: AuditCall, args: list, what: str):
+def _watching() -> bool:
+    """Calls are observed (not under compute-sanitizer, which cannot share the process with CUPTI)."""
+    import os
+
+    return not os.environ.get("COURSE_SANITIZE")
+
+
+def _rule(ctx: Context, call: AuditCall) -> KernelRule | None:
+    """The kernels the call may run: its own rule, else its exercise's."""
+    if call.kernels is not None:
+        return call.kernels
+    rules = ctx.extra.setdefault("kernel rule", {})
+    if "spec" not in rules:
+        from grader.spec import by_exercise
+
+        try:
+            rules["spec"] = by_exercise(ctx.exercise_dir.name).kernel_rule()
+        except Exception:  # noqa: BLE001: a context without an exercise (the grader's own tests)
+            rules["spec"] = None
+    return rules["spec"]
+
+
+def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool = False, queued_ok: bool = False):
     """Call the op as a user would: the result must be plain tensors, the inputs unmodified (but
     those the op updates by design), the memory it may write poisoned beforehand, and no host thread
-    may outlive the call."""
+    may outlive the call. Every call is observed (grader.observe.WATCH): in the watch's hidden window
+    by default (a value check, where only PyTorch's or a library's kernels fail, as nothing says the
+    op had work to do), in a visible one with `visible` (the own-kernel check: its kernels must have
+    done the work). Either way the caller compares the values."""
     fn = resolve(ctx.module, call.op)
     before = {i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates}
     expected_first = _reference(call, args)
     first = (_tensors(expected_first) or [None])[0]
     if first is not None:
         DEVICE.poison(first.numel(), dtype_of(call))
+    rule = _rule(ctx, call) if _watching() else None
+    if _watching():
+        WATCH.start()  # before the threads are counted: the watch's own thread is no thread of the op's
     threads = native_threads()
-    out = fn(*args)
+    if _watching():
+        out, seen = observe(lambda: fn(*args), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=not visible,
+                            queued_ok=queued_ok)
+    else:
+        out, seen = fn(*args), None
     DEVICE.sync()
     if native_threads() > threads:
         raise CheckFailure(f"{what}: the call left {native_threads() - threads} host thread(s) running")
     for t in _tensors(out) if isinstance(out, (tuple, list)) else [out]:
         if t is not None:
             require_plain_tensor(t, what)
+    if rule is not None and seen is not None:
+        problem = rule.problem(seen, what, expect_work=visible and any(t.numel() for t in _tensors(out)))
+        if problem:
+            raise CheckFailure(problem)
     for i, copy in before.items():
         a = args[i]
         if a.shape != copy.shape or not torch.equal(_bits(a), _bits(copy)):
@@ -187,11 +226,13 @@ def _reference(call: AuditCall, args: list):
     return call.reference(*_double(args)) if call.reference is not None else None
 
 
-def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = ()):
+def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = (),
+               visible: bool = False):
     """The op on `args` gives the reference's answer (or, when `may_refuse` names arguments, an error
-    naming one of them). Returns (output, expected), (None, None) when refused."""
+    naming one of them), its kernels observed (`invoke`). Returns (output, expected), (None, None)
+    when refused."""
     try:
-        out, expected = invoke(ctx, call, args, what)
+        out, expected = invoke(ctx, call, args, what, visible=visible)
     except ERRORS as e:
         msg = clean(e)
         if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
@@ -214,6 +255,23 @@ def _overlap(a, b) -> bool:
     return any(lo < hi2 and lo2 < hi for lo, hi in _storages(a) for lo2, hi2 in _storages(b))
 
 
+def _observed(ctx: Context, call: AuditCall, fn, what: str, queued_ok: bool = False):
+    """`fn` called in the watch's hidden window (grader.observe.WATCH), its kernels held to the rule:
+    for calls made by something else than `invoke` (the forward of a gradient check; the backward
+    that follows runs under the watch too, unobserved)."""
+    rule = _rule(ctx, call) if _watching() else None
+    if rule is None:
+        return fn
+
+    def call_(*args):
+        out, seen = observe(lambda: fn(*args), cpu_ops=rule.needs_cpu_ops, hidden=True, queued_ok=queued_ok)
+        problem = rule.problem(seen, what, expect_work=False)
+        if problem:
+            raise CheckFailure(problem)
+        return out
+    return call_
+
+
 # --- gradients -----------------------------------------------------------------------------------
 
 def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None) -> None:
@@ -226,7 +284,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     shape = out.shape if isinstance(out, torch.Tensor) else ()
     sizes = sorted({a.numel() for a in args if isinstance(a, torch.Tensor)} | {math.prod(shape)}
                    | {e.numel() for e in expected if isinstance(e, torch.Tensor)})
-    fn = resolve(ctx.module, call.op)
+    fn = _observed(ctx, call, resolve(ctx.module, call.op), what, queued_ok=stream is not None)
     DEVICE.sync()
     try:
         with DEVICE.on(stream):
@@ -346,11 +404,19 @@ def _stream(spec, calls: _Calls):
             expected = _reference(call, list(call.args))
             DEVICE.sync()
             fn = resolve(ctx.module, call.op)
+            what = f"{_described(call)} inside `with torch.cuda.stream(s)` (launch on the current stream)"
+            rule = _rule(ctx, call) if _watching() else None
             with DEVICE.on(side):
-                out = fn(*DEVICE.late_copies(list(call.args)))
+                late = DEVICE.late_copies(list(call.args))
+                # observed like every call (grader.observe.WATCH); the late inputs' copies and sleep are
+                # still queued, which the window allows
+                out, seen = observe(lambda: fn(*late), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True,
+                                    queued_ok=True) if rule is not None else (fn(*late), None)
             DEVICE.sync()
-            _compare(out, expected, tolerance(call),
-                     f"{_described(call)} inside `with torch.cuda.stream(s)` (launch on the current stream)")
+            problem = rule.problem(seen, what, expect_work=False) if rule is not None else None
+            if problem:
+                raise CheckFailure(problem)
+            _compare(out, expected, tolerance(call), what)
     return run
 
 
@@ -407,26 +473,18 @@ def _kernel_cases(spec, calls: _Calls, ctx: Context, dtype):
 
 
 def _own_kernels(spec, calls: _Calls):
+    """Only the exercise's own kernels ran, in a window the op can see (a profiler on its thread), and
+    the values are right there too: an op can tell this check from the others (whose windows it
+    cannot see), but is checked the same way in both."""
     def run(ctx):
-        import os
-
         import pytest
 
-        if os.environ.get("COURSE_SANITIZE"):
+        if not _watching():
             pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
         # float64 too, which the judge's calls use: an exercise taking only float32 draws float32 for it
         for dtype in dict.fromkeys([*_dtypes(spec), torch.float64]):
             for call, args, what in _kernel_cases(spec, calls, ctx, dtype):
-                rule = call.kernels or spec.kernel_rule()
-                fn = resolve(ctx.module, call.op)
-                try:
-                    out, seen = observe(lambda: fn(*args), cpu_ops=rule.needs_cpu_ops)
-                except ERRORS as e:
-                    raise CheckFailure(f"{what}: {type(e).__name__}: {clean(e)[:300]}") from None
-                empty = not any(t.numel() for t in _tensors(out))
-                problem = rule.problem(seen, what, expect_work=not empty)
-                if problem:
-                    raise CheckFailure(problem)
+                check_call(ctx, call, args, what, visible=True)
     return run
 
 

@@ -13,9 +13,12 @@ a timed call indistinguishable from a checked one, and checked:
   each call's output is checked in full against the float64 reference with a chance decided after
   the call returned, and always the last; the elements of some of them are saved for the parent to
   re-check (grader.judge). A wrong timed output fails the correctness group it belongs to.
-- Watched: a few timed calls run under the profiler, which sees every kernel of the process with
-  its stream and duration: each must be the exercise's own and on the timed stream, and the timed
-  median may not be far below what those kernels took (an op that works less when not observed).
+- Watched: every timed call runs under the process-wide watch (grader.observe.WATCH), as every
+  checked call does, so the op sees the same state whether it is checked, observed or timed; a few
+  timed calls are observed through it (hidden windows, which the op cannot query), which sees every
+  kernel of the process with its stream and duration: each must be the exercise's own and on the
+  timed stream, and the timed median may not be far below what those kernels took. The yardstick
+  times the reference and PyTorch under the same watch, so the overhead is on both sides of the ratio.
   Host threads left running by a call are counted, and the device must be idle after the end event.
 - One state: the global math flags are the exercise's for the whole process (Spec.math), checks
   and timing alike.
@@ -189,14 +192,16 @@ def busy_time(kernels) -> float:
 
 def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, inspect, flush,
                   lead_cycles: int) -> dict:
-    """A few timed calls under the profiler: their kernels (the exercise's own, none before the
-    timed window opens), and how long those kernels took on the GPU."""
+    """A few timed calls observed in the watch's hidden windows (like the others, to the op): their
+    kernels (the exercise's own, none before the timed window opens), and how long those kernels
+    took on the GPU."""
     rule = bench.kernels or spec.kernel_rule()
     events = new_events()
     found = {"kernel_time_s": [], "profiled_time_s": [], "foreign": "", "early_work": ""}
     for _ in range(PROFILED_CALLS):
         prepare(inputs, refill, flush)
-        sample, seen = observe(lambda: timed_call(call, inputs, events, lead_cycles), cpu_ops=bool(rule and rule.needs_cpu_ops))
+        sample, seen = observe(lambda: timed_call(call, inputs, events, lead_cycles), cpu_ops=bool(rule and rule.needs_cpu_ops),
+                               hidden=True)
         inspect(sample.output, inputs, always=True)
         sleeps = [k for k in seen.kernels if kernel_function(k.name) == SLEEP_KERNEL]
         work = [k for k in seen.kernels if kernel_function(k.name) != SLEEP_KERNEL]
@@ -255,7 +260,7 @@ def measure_submission(spec: Spec, ctx: Context) -> dict:
         for label, (variant, reference) in bench.variants.items():
             prepare(inputs, refill, flush)
             what = f"{label} at the benchmark's shape"
-            out, seen = observe(lambda: variant(ctx.module, inputs), cpu_ops=bool(rule and rule.needs_cpu_ops))
+            out, seen = observe(lambda: variant(ctx.module, inputs), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True)
             problems = verify(bench, reference, out, inputs, what)
             foreign = rule.problem(seen, what) if rule is not None and not problems else None
             if foreign:
@@ -283,6 +288,11 @@ def measure_yardstick(spec: Spec, reference_module) -> dict:
     """The trusted half (grader.yardstick, never beside submitted code): the reference solution's
     rate (or PyTorch's times the solution's recorded ratio, without solutions/), PyTorch's, and the
     device's limit, on inputs refilled as the submission's are."""
+    from grader.observe import WATCH
+
+    # under the watch the submissions are timed under (grader.observe.WATCH): its overhead, if any, is
+    # in both rates of the ratio
+    WATCH.start()
     bench = spec.benchmark()
     flush = L2Flusher()
     refill = Refill(bench)

@@ -154,6 +154,12 @@ def built(request) -> dict:
 def ctx(request, spec, built) -> specs.Context:
     _warm_up_thread.join()
     exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
+    if not os.environ.get("COURSE_SANITIZE"):  # CUPTI and compute-sanitizer cannot share the process
+        from grader.observe import WATCH
+
+        # on before submitted code runs and to the end: every call of the op, checked, observed or
+        # timed, in one state it can query (grader.observe)
+        WATCH.start()
     recorder = request.config.pluginmanager.get_plugin("course-results")
     if recorder is not None:
         recorder.watch()  # the last moment before submitted code runs (grader.integrity)

@@ -1,10 +1,14 @@
 """The graded tests: one per check of the exercise's spec, then the timing."""
 from __future__ import annotations
 
+import dataclasses
+import types
+
 import pytest
 
 from grader import gate
 from grader.checks import CheckFailure, cuda_context_lost
+from grader.observe import WATCH, KernelRule, observe
 from grader.speed import measure_submission
 from grader.results import save_atomic
 from grader.scoring import NOT_TIMED
@@ -20,9 +24,48 @@ def _fail_if_context_lost() -> None:
                     "for the rest of this exercise's checks", pytrace=False)
 
 
-def test_check(check, ctx):
+class Watched:
+    """A module (or namespace) of the exercise seen through the watch: every function called through
+    it runs in a hidden window (`observe(..., hidden=True)`), and a kernel that `rule` does not allow
+    fails the call with the reason. For checks whose calls are not made through
+    grader.properties.invoke (the huge ones): the device is synchronized around each call, so only
+    checks that race no stream are given it."""
+
+    def __init__(self, target, rule: KernelRule | None, what: str):
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_rule", rule)
+        object.__setattr__(self, "_what", what)
+
+    def __getattr__(self, name: str):
+        value = getattr(self._target, name)
+        kind = type(value).__name__
+        if isinstance(value, (types.ModuleType, types.SimpleNamespace)) or kind in ("Library", "_OpNamespace"):
+            return Watched(value, self._rule, self._what)
+        if callable(value) and not isinstance(value, type):
+            return self._watched(value, name)
+        return value
+
+    def _watched(self, fn, name: str):
+        rule, what = self._rule, f"{self._what} (the call of {name})"
+
+        def call(*args, **kwargs):
+            if WATCH.open:
+                return fn(*args, **kwargs)
+            out, seen = observe(lambda: fn(*args, **kwargs), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True)
+            problem = rule.problem(seen, what, expect_work=False) if rule is not None else None
+            if problem:
+                raise CheckFailure(problem)
+            return out
+        return call
+
+
+def test_check(check, ctx, spec):
     _fail_if_context_lost()
     failure = None
+    if check.huge and WATCH.on:
+        # the op's calls in a check of more than 2^31 elements are observed too (Watched):
+        # a fall-back to PyTorch for inputs past 2^31 elements shows its kernels
+        ctx = dataclasses.replace(ctx, module=Watched(ctx.module, spec.kernel_rule(), check.name))
     # a check of more than 2^31 bytes runs alone among concurrent grading processes; outside the
     # try, so that its tensors (held by a failure's traceback) are freed before the next one runs
     with gate.one_at_a_time(check.huge):

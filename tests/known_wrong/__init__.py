@@ -67,6 +67,11 @@ LIB = "lib = load_library(__file__)\n"
 IN_TIMING = 'any(f.function in ("time_fn", "timed_call") for f in __import__("inspect").stack())'
 # how a submission tells whether a profiler watches it (the grader's own-kernel checks profile)
 UNOBSERVED = "not torch._C._autograd._profiler_enabled()"
+# every public query of profiling we know of, any of which says "a profiler is on" (grader.observe
+# keeps them one way for every call but the visible own-kernel checks, which compare values too)
+PROFILED = ("(torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled() "
+            "or torch._C._autograd._profiler_type() != torch._C._profiler.ActiveProfilerType.NONE "
+            "or torch.cuda.is_current_stream_capturing())")
 # a Tensor subclass that computes its values only when something reads them (after the timing)
 LAZY = """
 

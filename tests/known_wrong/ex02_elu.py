@@ -1,4 +1,4 @@
-from tests.known_wrong import Variant, after_lib, takes_over
+from tests.known_wrong import PROFILED, Variant, after_lib, takes_over
 
 EX = "02_elu"
 
@@ -41,4 +41,24 @@ VARIANTS += [
                          "x, y, n, static_cast<course::opmath_t<scalar_t>>(sizeof(scalar_t) == 4 ? alpha * 1.01 : alpha));")]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
             reason="grader.checks.assert_close", extra={"kind": "integrity", "old": "full marks"}),
+]
+
+# One watch (grader.observe.WATCH): an op cannot tell a value check from a kernel check.
+VARIANTS += [
+    Variant(EX, "pytorch_for_half_types_when_not_profiled", "calls torch.nn.functional.elu for float16 and bfloat16 "
+            "tensors whenever no profiling query (the autograd profiler's flags, its type, stream capture) says a "
+            "profiler is on; the exercise's kernel otherwise",
+            {"elu.py": [takes_over(FORWARD_CALL, f"x.dtype in (torch.float16, torch.bfloat16) and not {PROFILED}",
+                                   "torch.nn.functional.elu(x, float(alpha))")]},
+            # the value checks' hidden windows see PyTorch's elementwise kernel (the generated properties in
+            # every dtype); the visible own-kernel checks see the exercise's
+            loses={"forward", "performance"}, keeps={"backward", "input_checks", "autograd"},
+            reason="other than this exercise's own", extra={"kind": "one watch", "old": "full marks"}),
+    Variant(EX, "wrong_while_profiled", "computes float32 with a 1% wrong alpha whenever a profiling query says a "
+            "profiler is on: right in every check that profiles nothing",
+            {"elu.py": [takes_over(FORWARD_CALL, f"x.dtype == torch.float32 and {PROFILED}",
+                                   "lib.ops.elu(x, float(alpha) * 1.01)")]},
+            # the visible own-kernel checks compare values
+            loses={"forward", "performance"}, keeps={"backward", "input_checks", "autograd"},
+            reason="relative error", extra={"kind": "one watch", "old": "full marks"}),
 ]

@@ -1,4 +1,4 @@
-from tests.known_wrong import LAZY, Variant, after_lib, memo_by_pointer, takes_over
+from tests.known_wrong import LAZY, PROFILED, Variant, after_lib, memo_by_pointer, takes_over
 
 EX = "05_matmul"
 K2_LOAD_A = "As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;"
@@ -318,4 +318,19 @@ VARIANTS += [
             {"matmul.cu": [(K6_ROW, K6_ROW.replace("8 * ((lane / 8) % 2)", "8 * (lane / 16)")),
                            (K6_CHUNK, K6_CHUNK.replace("lane / 16", "(lane / 8) % 2"))]},
             loses=WGMMA_GROUPS, reason="outside"),
+]
+
+# One watch (grader.observe.WATCH): an op cannot tell a value check from a kernel check.
+VARIANTS += [
+    Variant(EX, "cublas_for_version_3_when_not_profiled", "version 3 calls torch.mm (cuBLAS) whenever no profiling "
+            "query (the autograd profiler's flags, its type, stream capture) says a profiler is on",
+            {"matmul.py": [takes_over(CALL, f"int(version) == 3 and not {PROFILED}", "torch.mm(A, B)")]},
+            # the value checks' hidden windows see cuBLAS's kernels
+            loses={"register_blocked"}, reason="other than this exercise's own",
+            extra={"kind": "one watch", "old": "full marks"}),
+    Variant(EX, "version_3_wrong_while_profiled", "version 3 returns its product times 1.01 whenever a profiling "
+            "query says a profiler is on",
+            {"matmul.py": [takes_over(CALL, f"int(version) == 3 and {PROFILED}", "lib.ops.matmul(A, B, 3) * 1.01")]},
+            # the visible own-kernel checks compare values (the multiply also runs a kernel of PyTorch's there)
+            loses={"register_blocked"}, extra={"kind": "one watch", "old": "full marks"}),
 ]

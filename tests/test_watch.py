@@ -1,0 +1,157 @@
+"""One watch (grader.observe.WATCH), on the CPU: what an op can ask about profiling reads the same in
+every value check as outside any window, the watch still sees the op's operators there, every call
+the generated checks make is observed, and an op that branches on any profiling query loses: PyTorch's
+path when none says "profiling" is seen by the value checks' hidden windows, a wrong answer when one
+does is compared in the visible own-kernel checks."""
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import pytest
+import torch
+
+from grader import properties
+from grader.checks import CheckFailure
+from grader.observe import WATCH, KernelRule, Observation, observe, profiler_visible
+from grader.properties import Device, property_checks
+from grader.spec import Context
+from tests.test_properties import SPEC, ScaleSpec, _module
+
+QUERIES = {
+    "torch.autograd.profiler._is_profiler_enabled": lambda: bool(torch.autograd.profiler._is_profiler_enabled),
+    "torch._C._autograd._profiler_enabled()": lambda: bool(torch._C._autograd._profiler_enabled()),
+    "torch._C._autograd._profiler_type()": lambda: torch._C._autograd._profiler_type() != torch._C._profiler.ActiveProfilerType.NONE,
+}
+# PyTorch's own op for the same values, which the exercise's rule forbids (a "fall-back")
+FALLBACK = "aten::leaky_relu"
+
+
+class CpuRule(KernelRule):
+    """The exercise's rule on the CPU, where no GPU kernel runs: PyTorch's leaky_relu may not."""
+
+    def problem(self, seen: Observation, what: str, expect_work: bool = True) -> str | None:
+        return super().problem(seen, what, expect_work=False)
+
+
+@dataclasses.dataclass
+class WatchedSpec(ScaleSpec):
+    def kernel_rule(self):
+        return CpuRule(library=True, forbidden_ops=(FALLBACK,))
+
+
+WATCHED = WatchedSpec(exercise="99_scale", title="scale", module="scale.py", points={"forward": 1, "autograd": 1},
+                      property_dtypes=("float32", "float64"))
+
+
+@pytest.fixture(autouse=True)
+def cpu(monkeypatch):
+    monkeypatch.setattr(properties, "DEVICE", Device("cpu"))
+    yield
+    WATCH.stop()  # the grading process keeps it on; the repository's other tests run without it
+
+
+def _right(x, a):
+    return torch.ops.course_props_test.scale(x, float(a))
+
+
+def _fallback(x, a):
+    return torch.nn.functional.leaky_relu(x, float(a))
+
+
+def _checks(spec, module, only=()):
+    ctx = Context(module=module, seed=5, exercise_dir=None)
+    ctx.extra["kernel rule"] = {"spec": spec.kernel_rule()}
+    found = {}
+    for check in property_checks(spec):
+        if only and not any(o in check.name for o in only):
+            continue
+        try:
+            check.run(ctx)
+            found[check.name] = ""
+        except CheckFailure as e:
+            found[check.name] = str(e)
+    return found
+
+
+def test_what_an_op_can_ask_reads_the_same_in_a_value_check_as_outside_any_window():
+    outside = profiler_visible()
+    assert outside["torch._C._autograd._profiler_type()"].endswith("NONE") and not any(
+        v for v in outside.values() if isinstance(v, bool)), outside
+    WATCH.start()
+    between = profiler_visible()
+    seen_inside = []
+    _, seen = observe(lambda: seen_inside.append(profiler_visible()) or _fallback(torch.randn(64), 0.1),
+                      cpu_ops=True, hidden=True)
+    assert between == outside and seen_inside == [outside], (outside, between, seen_inside)
+    # and the hidden window saw the op's operators, from the op's own thread
+    assert FALLBACK in seen.ops, seen.ops
+    assert profiler_visible() == outside
+
+
+def test_every_call_of_the_generated_checks_is_observed():
+    calls = []
+
+    def op(x, a):
+        calls.append(WATCH.open > 0)
+        return _right(x, a)
+
+    # output metadata (opcheck) and the gradients' backward are not calls whose values are compared
+    failed = {k: v for k, v in _checks(WATCHED, _module(op)).items() if v}
+    assert not failed, failed
+    assert calls and all(calls), f"{calls.count(False)} of {len(calls)} calls unobserved"
+
+
+def test_a_right_op_passes_every_check_under_the_watch():
+    failed = {k: v for k, v in _checks(WATCHED, _module(_right)).items() if v}
+    assert not failed, failed
+
+
+@pytest.mark.parametrize("query", sorted(QUERIES))
+def test_an_op_taking_pytorchs_path_when_no_profiler_shows_loses_its_value_checks(query):
+    ask = QUERIES[query]
+
+    def op(x, a):
+        return _right(x, a) if ask() else _fallback(x, a)
+
+    found = _checks(WATCHED, _module(op), only=["random shapes", "non-contiguous", "scalar parameters", "gradients"])
+    assert found and all(found.values()), found
+    assert all(f"PyTorch's {FALLBACK}" in v for v in found.values()), found
+
+
+@pytest.mark.parametrize("query", sorted(QUERIES))
+def test_an_op_wrong_while_a_profiler_shows_loses_its_own_kernel_check(query):
+    ask = QUERIES[query]
+
+    def op(x, a):
+        return _right(x, a) * (1.01 if ask() else 1.0)
+
+    found = _checks(WATCHED, _module(op))
+    assert "relative error" in found["scale [own kernels in every dtype and shape]"], found
+    # the value checks, which it cannot tell from unobserved calls, it passes
+    assert not found["scale [random shapes]"], found
+
+
+def test_the_plain_spec_without_a_rule_still_observes_each_call():
+    """A spec with no kernel rule: calls are still made in the watch's windows (the state stays one)."""
+    calls = []
+
+    def op(x, a):
+        calls.append(WATCH.open > 0)
+        return _right(x, a)
+
+    _checks(SPEC, _module(op), only=["random shapes"])
+    assert calls and all(calls)
+
+
+def test_the_huge_checks_calls_are_observed_through_the_module():
+    """A check given the module through `Watched` (the huge ones): each call of the op is observed, and
+    PyTorch's path fails the call with the rule's reason."""
+    from grader.suite.test_exercise import Watched
+
+    rule = WATCHED.kernel_rule()
+    module = Watched(_module(_right, ops=types.SimpleNamespace(scale=_fallback)), rule, "forward[huge]")
+    x = torch.randn(1000)
+    assert torch.equal(module.scale(x, 0.1), _right(x, 0.1))
+    with pytest.raises(CheckFailure, match=f"forward\\[huge\\].*PyTorch's {FALLBACK}"):
+        module.lib.ops.scale(x, 0.1)
