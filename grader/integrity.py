@@ -121,6 +121,10 @@ def _fingerprint(value, depth: int = 0, seen: set | None = None) -> str:
         return (type(value).__qualname__ + "(" + ",".join(
             f"{f.name}={_fingerprint(getattr(value, f.name, None), depth + 1, seen)}" for f in dataclasses.fields(value))
             + ")")
+    if hasattr(type(value), "integrity_state") and type(value).__module__.startswith("grader"):
+        # a grader object whose counters change as the checks run (grader.observe.Watch): its identity
+        # and the state that must hold (replacing it, or stopping it, is tampering)
+        return f"{type(value).__qualname__}:{id(value)}:{value.integrity_state()}"
     if hasattr(value, "__dict__") and type(value).__module__.startswith("grader"):
         return type(value).__qualname__ + _fingerprint(dict(vars(value)), depth + 1, seen)
     return f"{type(value).__name__}:{id(value)}"
