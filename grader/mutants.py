@@ -64,7 +64,8 @@ OPERATORS = {
     "remove-check": "a TORCH_CHECK / course::check_* / check_* call (Python: *check* call) not run",
     "remove-sync": "a __syncthreads() / __syncwarp() not run",
     "remove-return": "an early return (one inside an if) not taken",
-    "guard-true": "an if whose condition compares (a bounds check) made if (true); Python: an if that raises made if False",
+    "guard-true": "an if whose condition compares (a bounds check) made if (true); "
+                  "Python: an if that raises made if False",
     "swap-index": "threadIdx.x and threadIdx.y, blockIdx.x and blockIdx.y swapped",
 }
 
@@ -245,7 +246,8 @@ def _match_brace(s: str, o: int) -> int:
 _CPP_TOKEN = re.compile(r"""
   (?P<id>[A-Za-z_]\w*)
  |(?P<num>(?:0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)[uUlLfF]*)
- |(?P<op><<<|>>>|<<=|>>=|->|::|<=|>=|==|!=|&&|\|\||\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|<<|>>|[-+*/%<>=!&|^~?:;,.(){}\[\]])
+ |(?P<op><<<|>>>|<<=|>>=|->|::|<=|>=|==|!=|&&|\|\||\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|<<|>>
+       |[-+*/%<>=!&|^~?:;,.(){}\[\]])
 """, re.X)
 _KEYWORDS = {"return", "case", "if", "while", "for", "else", "do", "throw", "co_return", "sizeof", "template",
              "typename", "new", "delete", "operator"}
@@ -443,7 +445,8 @@ def py_mutants(text: str, file: str, exercise: str) -> list[Mutant]:
                 add("arithmetic", a, b, ARITHMETIC[t.string])
                 after = toks[i + 2] if i + 2 < len(toks) else None
                 if (t.string in ("+", "-") and q is not None and q.type == tokenize.NUMBER and q.string == "1"
-                        and text[a - 1] == " " and (after is None or after.string not in ("*", "/", "//", "%", "**", ".", "(", "["))):
+                        and text[a - 1] == " "
+                        and (after is None or after.string not in ("*", "/", "//", "%", "**", ".", "(", "["))):
                     add("drop-one", a - 1, off(*q.end), "")
         elif t.type == tokenize.NAME and t.string in ("and", "or"):
             add("logical", a, b, "or" if t.string == "and" else "and")
@@ -536,7 +539,8 @@ def classify(row: dict) -> tuple[str, str]:
     if row["status"] in BAD_STATUS:
         return "killed", f"{row['status']}: {(row.get('error') or '')[:200]}"
     if failed:
-        return "killed", f"{failed[0]['name']}: {failed[0]['reason'].splitlines()[0][:200] if failed[0]['reason'] else ''}"
+        first = (failed[0]["reason"] or "").splitlines()
+        return "killed", f"{failed[0]['name']}: {first[0][:200] if first else ''}"
     lost = [(g, v) for g, v in row.get("groups", {}).items() if v.get("state") in ("failed", "partial")]
     if lost:
         return "killed", f"{lost[0][0]}: {lost[0][1].get('reason', '')[:200]}"
@@ -588,11 +592,12 @@ class Entry:
 
 
 def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *, seed: int, timeout: float,
-                parallel: int, yardsticks: dict, references: dict[str, Path], compiling, log=print) -> None:
+                parallel: int, yardsticks: dict, references: dict[str, Path], compiling, on_yardstick=None) -> None:
     """Grade one round's mutants (their builds started by the caller) in one run of the gate: each in
     its own process that stops at its first failed check, several at once, each timing alone on the
     GPU and none while `compiling()`. `references` (exercise -> its reference folder, built in
-    `builds`) are timed first by a yardstick, once per run (`yardsticks`)."""
+    `builds`) are timed first by a yardstick, once per run (`yardsticks`); `on_yardstick()` is called
+    once it has ended (at once without one)."""
     from grader import gate
     from grader.grading import (default_resident, grading_job, grading_row, read_yardstick, yardstick_job,
                                 _build_result_path)
@@ -644,9 +649,17 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
         def done(job: gate.Job) -> None:
             if job.name in by_name:  # from its build's end: the time the mutant itself costs
                 by_name[job.name].grade_s = max(0.0, job.wall_s - job.held_s)
+            elif job is stick and on_yardstick is not None:
+                on_yardstick()
 
-        gate.run(list(jobs.values()), tmp, parallel=parallel, resident=default_resident(parallel),
-                 compiling=compiling, timeout=timeout, on_finish=done)
+        if stick is None and on_yardstick is not None:
+            on_yardstick()
+        try:
+            gate.run(list(jobs.values()), tmp, parallel=parallel, resident=default_resident(parallel),
+                     compiling=compiling, timeout=timeout, on_finish=done)
+        finally:
+            if on_yardstick is not None:
+                on_yardstick()
         if stick is not None:
             measured = read_yardstick(stick, tmp)
             for x in refs:
@@ -701,7 +714,7 @@ def summarize(results: list[dict], generated: dict[str, int], exercises: Sequenc
         count = {k: sum(r["outcome"] == k for r in mine) for k in ("stillborn", "killed", "survived", "equivalent")}
         graded = count["killed"] + count["survived"]
         rows.append({"exercise": x, "generated": generated.get(x, 0), "sampled": len(mine), **count,
-                     "not graded": sum(r["outcome"] not in ("stillborn", "killed", "survived", "equivalent") for r in mine),
+                     "not graded": len(mine) - sum(count.values()),
                      "kill_rate": count["killed"] / graded if graded else None})
     return rows
 
@@ -750,7 +763,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="which mutants are sampled (and the checks' seed)")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds: no round starts that would end after them; what was graded is reported")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant's grading process")
+    parser.add_argument("--timeout", type=float, default=240.0,
+                        help="seconds per mutant's grading process (its own time: not while it waits for its "
+                             "build or the GPU); past it the mutant is killed as timed out")
     parser.add_argument("--width", type=int, default=None,
                         help="mutants per exercise per round (default: about 24 per round in all)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="builds at once (default: the cores)")
@@ -823,7 +838,8 @@ def main(argv: list[str] | None = None) -> int:
                 todo[x].append(m)
     reused = sum(1 for r in results.values() if r.get("reused"))
     if reused:
-        print(f"{reused} mutant(s) graded by an earlier run with this grader and these solutions: kept (--fresh regrades)")
+        print(f"{reused} mutant(s) graded by an earlier run with this grader and these solutions: kept "
+              "(--fresh regrades)")
     count = sum(map(len, todo.values()))
     with_todo = [x for x in exercises if todo[x]]
     width = args.width or max(1, min(24, math.ceil(24 / max(1, len(with_todo)))))
@@ -843,14 +859,19 @@ def main(argv: list[str] | None = None) -> int:
     references = {x: SOLUTIONS / x for x in with_todo} if gpu else {}
     yardsticks: dict = {}
     rounds_s: list[float] = []
+    build_began: dict[int, float] = {}
     per_exercise: dict[str, list[tuple[float, float]]] = {}
 
     def start_round(r: int) -> list[Entry]:
         entries = []
-        for m, slot in schedule[r]:
+        # quick builds first: a round's first `parallel` processes start at once, and each runs its
+        # checks as soon as its own build is done (a .py mutant needs none, a .cu one the longest)
+        order = {".py": 0, ".cpp": 1, ".h": 2, ".cuh": 2, ".cu": 3}
+        for m, slot in sorted(schedule[r], key=lambda ms: order.get(Path(ms[0].file).suffix, 3)):
             folder = slot_folder(r, slot, m.exercise)
             write_slot(folder, m)
             entries.append(Entry(m, folder, f"r{r}-{m.exercise[:2]}-{slot}"))
+        build_began[r] = time.perf_counter()
         dirs = [e.folder for e in entries] + (list(references.values()) if r == 0 else [])
         builds.update(start_builds(dirs, args.jobs, pool, log=lambda *a: None))
         return entries
@@ -861,6 +882,7 @@ def main(argv: list[str] | None = None) -> int:
         last = rounds_s[-3:] or [now - began]
         return now + 1.5 * sum(last) / len(last)
 
+    timed = threading.Event()  # set once the run's yardstick has ended (round 0)
     interrupted = False
     try:
         current = start_round(0) if schedule else []
@@ -881,14 +903,31 @@ def main(argv: list[str] | None = None) -> int:
                 following["entries"] = entries  # last: `compiling` reads it
 
             mine = [builds[e.folder] for e in current]
-            watcher = threading.Thread(target=lambda: ([f.result() for f in mine], begin_next()), daemon=True)
+            built_at: list[float] = []
+
+            def watch(mine=mine, built_at=built_at, begin_next=begin_next) -> None:
+                for f in mine:
+                    f.result()
+                built_at.append(time.perf_counter())
+                timed.wait()  # the yardstick times the references with no compiler beside it
+                begin_next()
+
+            watcher = threading.Thread(target=watch, daemon=True)
             watcher.start()
-            grade_round(current, specs, builds, seed=args.seed, timeout=args.timeout,
-                        parallel=args.parallel or default_parallel(len(current)), yardsticks=yardsticks,
-                        references=references if r == 0 else {},
-                        # no timing until round r + 1's builds have started and ended (or will not start)
-                        compiling=lambda: (r + 1 < len(schedule) and "entries" not in following)
-                        or not all(f.done() for f in next_futures))
+            try:
+                grade_round(current, specs, builds, seed=args.seed, timeout=args.timeout,
+                            parallel=args.parallel or default_parallel(len(current)), yardsticks=yardsticks,
+                            references=references if r == 0 else {}, on_yardstick=timed.set,
+                            # no timing until round r + 1's builds have started and ended (or will not
+                            # start); they start once the yardstick, which runs first, has ended
+                            compiling=lambda: (r + 1 < len(schedule) and "entries" not in following and timed.is_set())
+                            or not all(f.done() for f in next_futures))
+            except Exception as e:  # a fault of this runner on one round: the others still count
+                import traceback
+
+                traceback.print_exc()
+                for entry in current:
+                    entry.outcome, entry.why = "not graded", f"the round failed: {type(e).__name__}: {e}"
             watcher.join()
             took = time.perf_counter() - t0
             rounds_s.append(took)
@@ -898,13 +937,17 @@ def main(argv: list[str] | None = None) -> int:
                 per_exercise.setdefault(e.mutant.exercise, []).append((e.build_s, e.grade_s))
             tally = {k: sum(e.outcome == k for e in current) for k in ("killed", "survived", "stillborn")}
             slowest = max(current, key=lambda e: e.build_s + e.grade_s)
-            print(f"round {r + 1}/{len(schedule)}: {len(current)} mutants in {took:.1f} s "
-                  f"({tally['killed']} killed, {tally['survived']} survived, {tally['stillborn']} stillborn; "
-                  f"slowest {slowest.mutant.exercise[:2]} build {slowest.build_s:.1f} s + grade {slowest.grade_s:.1f} s); "
+            # a round's builds start while the round before it grades
+            built = f"its builds took {built_at[0] - build_began[r]:.1f} s, " if built_at else ""
+            print(f"round {r + 1}/{len(schedule)}: {len(current)} mutants in {took:.1f} s ({built}"
+                  f"{tally['killed']} killed, {tally['survived']} survived, {tally['stillborn']} stillborn; "
+                  f"slowest {slowest.mutant.exercise[:2]} build {slowest.build_s:.1f} s "
+                  f"+ grade {slowest.grade_s:.1f} s); "
                   f"{time.perf_counter() - began:.0f} s elapsed", flush=True)
             for e in current:
                 if e.outcome == "survived":
-                    print(f"  survived {e.mutant.id}\n    {e.mutant.diff.replace(chr(10), chr(10) + '    ')}", flush=True)
+                    diff = e.mutant.diff.replace("\n", "\n    ")
+                    print(f"  survived {e.mutant.id}\n    {diff}", flush=True)
             write_report(args, results, every, exercises, device, began, equivalents)
             if "entries" not in following:
                 begin_next()
@@ -926,7 +969,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {x:26s} build {b:5.1f} s + grade {g:5.1f} s  ({len(times)} graded)")
         if rounds_s:
             done = sum(len(schedule[i]) for i in range(len(rounds_s)))
-            print(f"  wall: {sum(rounds_s) / done:.2f} s per mutant over {done} in {len(rounds_s)} round(s)")
+            left = count - done
+            print(f"  wall: {sum(rounds_s) / done:.2f} s per mutant over {done} in {len(rounds_s)} round(s)"
+                  + (f"; the {left} not graded would take about {left * sum(rounds_s) / done:.0f} s more"
+                     if left else ""))
     rows = write_report(args, results, every, exercises, device, began, equivalents)
     print()
     survivors = [r for r in results.values() if r["outcome"] == "survived"]

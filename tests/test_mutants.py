@@ -92,7 +92,8 @@ def test_cpp_operators_each_make_their_change():
 
 def test_cpp_comments_strings_preprocessor_and_registration_are_not_mutated():
     ms = mutants_of(CPP)
-    assert not [m for m in ms if m.line in (1, 2, 3, 12, 19, 20, 21)], [m.id for m in ms if m.line in (1, 2, 3, 12, 19, 20, 21)]
+    left_alone = (1, 2, 3, 12, 19, 20, 21)
+    assert not [m.id for m in ms if m.line in left_alone]
     # nor the string inside a mutated line, nor a pointer's `*`, nor the template-free `<<<`
     for m in ms:
         assert '"' not in m.old and m.old_line.count('"') == m.new_line.count('"')
