@@ -22,6 +22,12 @@
 #                                   TARGET= checks one tree (default: solutions and exercises). ~5 min on 2 cores
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
 #                                   (PUBLISH=1: into docs/results/<gpu>/ and the README's table)
+#   make mutants                    measure the grader: mutants of solutions/ (one change each: an operator, a
+#                                   constant, a threshold, a removed check, __syncthreads or early return, ...)
+#                                   graded, each stopping at its first failed check; the kill rate per exercise
+#                                   and the survivors, into mutants-report/ (EX= some exercises, N=300 mutants
+#                                   sampled, SEED=1 which ones, BUDGET=seconds: no round starts past it; a
+#                                   later run keeps what an earlier one graded with the same grader)
 #   make exercises                  regenerate exercises/ and the student notebooks from solutions/
 #                                   (FORCE=1 to overwrite edits in exercises/; EX= for some exercises only;
 #                                   HINTS=goal: each region states only its goal and size, its steps go to
@@ -58,6 +64,8 @@ SLURM_GPUS ?=
 SLURM_ACCOUNT ?=
 SLURM_DRY_RUN ?=
 COURSE_REPO ?=
+N ?=
+BUDGET ?=
 
 export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
 PY = py=$$(scripts/bootstrap.sh) || exit 1;
@@ -69,7 +77,7 @@ CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(GRADEBOOK),--out "$(GR
   $(if $(SLURM_GPUS),--gpus-per-task $(SLURM_GPUS)) $(if $(SLURM_ACCOUNT),--account $(SLURM_ACCOUNT)) \
   $(if $(SLURM_DRY_RUN),--dry-run)
 
-.PHONY: grade test archs bench exercises notebooks clean
+.PHONY: grade test archs bench mutants exercises notebooks clean
 
 grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
@@ -92,6 +100,10 @@ archs:
 bench:
 	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX)) $(if $(PUBLISH),--publish)
 
+mutants:
+	@$(PY) $$py -m grader.mutants $(if $(EX),--ex $(EX)) $(if $(N),--n $(N)) $(if $(SEED),--seed $(SEED)) \
+	  $(if $(BUDGET),--budget $(BUDGET))
+
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both
 exercises:
@@ -103,4 +115,4 @@ notebooks:
 
 # notebooks/release/ is tracked; the instructor's notebooks, notebooks/source/<unit>/, are generated
 clean:
-	rm -rf .build grade-report bench-report notebooks/source/*/ notebooks/gradebook.db
+	rm -rf .build grade-report bench-report mutants-report notebooks/source/*/ notebooks/gradebook.db

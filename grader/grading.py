@@ -181,14 +181,18 @@ def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
 
 
 def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | None,
-                workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool = False) -> gate.Job:
+                workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool = False,
+                first_failure: bool = False) -> gate.Job:
     """The process that grades one exercise folder (run by grader.gate, which contains its crashes
     and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
     waits, before loading the exercise, for the parent to write `_build_result_path`.
 
     `sanitize` runs the correctness checks (not the timing, not the slow checks) under
     compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
-    own allocation: a write past the end of an output is caught even when the answer is right."""
+    own allocation: a write past the end of an output is caught even when the answer is right.
+
+    `first_failure` stops the process at its first failed check (pytest's -x): not a grade (the
+    checks after it are not run), but all a mutant needs to be known killed (grader.mutants)."""
     results_path = _results_path(workdir, exercise)
     results_path.unlink(missing_ok=True)
     _build_result_path(workdir, exercise).unlink(missing_ok=True)
@@ -202,6 +206,8 @@ def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | Non
         cmd += ["-k", keyword]
     if quick or sanitize:
         cmd += ["-m", "not slow"]
+    if first_failure:
+        cmd.append("-x")
     cmd.append("--durations=5")  # in the log: where grading time goes
     child = _child_env(device)
     child[gate.BUILD_ENV] = str(_build_result_path(workdir, exercise))

@@ -6,6 +6,9 @@
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
 #                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 tune3 models
+#                                              mutants
+#   N=300 SEED=1 STAGES=mutants ...            the mutants stage: N mutants of EXS (default all) sampled with SEED,
+#                                              graded until the stage's time is spent; report in $OUT/mutants-report/
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -235,6 +238,13 @@ fi
 if want models; then
   run models "$(left)" python3 scripts/course_models.py
   grep -E "^[A-Z]|output|worst|PASS|FAIL|kernels|ms " "$L/models.log" | head -40
+fi
+if want mutants; then
+  # the grader's kill rate (grader.mutants); it stops starting rounds 30 s before the stage's time is out
+  run mutants "$(left)" make mutants EX="$EXS" N="${N:-300}" SEED="${SEED:-1}" BUDGET="$(( $(left) - 30 ))"
+  rm -rf "$OUT/mutants-report"; cp -r mutants-report "$OUT/" 2>/dev/null
+  grep -E "^round|^budget|^  [0-9][0-9]_|^  wall" "$L/mutants.log"
+  tail -16 "$L/mutants.log"
 fi
 if want bench; then
   run bench "$(left)" make bench EX="$EXS"

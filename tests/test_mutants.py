@@ -1,0 +1,242 @@
+"""grader.mutants: the enumerator, the sampler, materialization, the equivalents file, and one mutant of
+01 built as a real extension and graded killed by the checks a CPU runs."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from grader import mutants as M
+from tests.grading import SOLUTIONS
+
+CPP = """\
+#include <cstdint>  // a < b in a comment, n + 1
+#define LIMIT (a < b)
+// TORCH_CHECK(x < y, "in a comment");
+namespace {
+__global__ void k(const float* x, float* y, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = x[i] * 2.0f;
+  __syncthreads();
+}
+void launch(int64_t n) {
+  if (n == 0) return;
+  const char* s = "a < b, n + 1";
+  TORCH_CHECK(n <= 1024, "n must be at most 1024, got a - b");
+  course::check_cuda(t, "x");
+  int m = n + 1;
+  bool both = n > 4 && m != 3;
+}
+}  // namespace
+COURSE_LIBRARY(m) {
+  m.def("op(Tensor x, int n) -> Tensor");
+}
+"""
+
+PY = '''\
+"""Docstring: a < b and n + 1."""
+import torch
+
+from grader.build import load_library  # a < b
+
+lib = load_library(__file__)
+
+
+@torch.library.register_fake(lib.qualname("op"))
+def f(x, n: int = 3):
+    if n < 0:
+        raise ValueError("n < 0")  # n - 1
+    if x.dim() == 0:
+        return x
+    torch._check(n >= 1, lambda: "n + 1")
+    return x * n + 1
+'''
+
+
+def mutants_of(text, file="k.cu"):
+    return M.source_mutants(text, file, "99_synthetic")
+
+
+def changes(ms):
+    """(operator, line, the line after) of each mutant."""
+    return {(m.operator, m.line, m.new_line.strip()) for m in ms}
+
+
+def test_cpp_operators_each_make_their_change():
+    found = changes(mutants_of(CPP))
+    expected = {
+        ("relational", 7, "if (i <= n) y[i] = x[i] * 2.0f;"),
+        ("relational", 7, "if (i >= n) y[i] = x[i] * 2.0f;"),
+        ("relational", 11, "if (n != 0) return;"),
+        ("arithmetic", 7, "if (i < n) y[i] = x[i] / 2.0f;"),
+        ("arithmetic", 6, "const int64_t i = blockIdx.x * int64_t(blockDim.x) - threadIdx.x;"),
+        ("drop-one", 15, "int m = n;"),
+        ("arithmetic", 15, "int m = n - 1;"),
+        ("constant", 7, "if (i < n) y[i] = x[i] * 3.0f;"),
+        ("constant", 7, "if (i < n) y[i] = x[i] * 1.0f;"),
+        ("constant", 11, "if (n == 1) return;"),
+        ("threshold", 13, 'TORCH_CHECK(n <= 2048, "n must be at most 1024, got a - b");'),
+        ("threshold", 13, 'TORCH_CHECK(n <= 512, "n must be at most 1024, got a - b");'),
+        ("logical", 16, "bool both = n > 4 || m != 3;"),
+        ("remove-sync", 8, "if (false) __syncthreads();"),
+        ("remove-check", 13, 'if (false) TORCH_CHECK(n <= 1024, "n must be at most 1024, got a - b");'),
+        ("remove-check", 14, 'if (false) course::check_cuda(t, "x");'),
+        ("remove-return", 11, "if (n == 0) if (false) return;"),
+        ("guard-true", 7, "if (true) y[i] = x[i] * 2.0f;"),
+        ("swap-index", 6, "const int64_t i = blockIdx.y * int64_t(blockDim.x) + threadIdx.x;"),
+        ("swap-index", 6, "const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.y;"),
+    }
+    assert expected <= found, sorted(expected - found)
+
+
+def test_cpp_comments_strings_preprocessor_and_registration_are_not_mutated():
+    ms = mutants_of(CPP)
+    left_alone = (1, 2, 3, 12, 19, 20, 21)
+    assert not [m.id for m in ms if m.line in left_alone]
+    # nor the string inside a mutated line, nor a pointer's `*`, nor the template-free `<<<`
+    for m in ms:
+        assert '"' not in m.old and m.old_line.count('"') == m.new_line.count('"')
+    assert not [m for m in ms if m.line == 5]  # `const float* x`: a declarator, not a product
+
+
+def test_cpp_no_if_false_before_a_braceless_body_followed_by_else():
+    ms = mutants_of("void f(int n) {\n  if (n) TORCH_CHECK(n > 1, \"m\");\n  else g();\n}\n")
+    assert not [m for m in ms if m.operator == "remove-check"]
+
+
+def test_cpp_a_return_that_is_not_an_early_exit_is_kept():
+    ms = mutants_of("int f(int n) {\n  int m = n;\n  return m;\n}\n")
+    assert not [m for m in ms if m.operator == "remove-return"]
+
+
+def test_python_operators_each_make_their_change():
+    found = changes(mutants_of(PY, "op.py"))
+    expected = {
+        ("relational", 11, "if n <= 0:"),
+        ("relational", 11, "if n >= 0:"),
+        ("relational", 13, "if x.dim() != 0:"),
+        ("guard-true", 11, "if False:"),
+        ("remove-return", 14, "x"),
+        ("remove-check", 15, 'if False: torch._check(n >= 1, lambda: "n + 1")'),
+        ("arithmetic", 16, "return x / n + 1"),
+        ("arithmetic", 16, "return x * n - 1"),
+        ("drop-one", 16, "return x * n"),
+        ("constant", 10, "def f(x, n: int = 4):"),
+    }
+    assert expected <= found, sorted(expected - found)
+
+
+def test_python_docstrings_comments_imports_and_registration_are_not_mutated():
+    ms = mutants_of(PY, "op.py")
+    assert not [m for m in ms if m.line in (1, 2, 4, 6, 9)], [m.id for m in ms if m.line in (1, 2, 4, 6, 9)]
+    assert not [m for m in ms if m.line == 12 and m.operator != "arithmetic"]  # the raise's message is a string
+
+
+def test_ids_are_unique_stable_and_survive_an_edit_below():
+    ms = mutants_of(CPP)
+    ids = [m.id for m in ms]
+    assert len(ids) == len(set(ids))
+    assert ids == [m.id for m in mutants_of(CPP)]
+    edited = CPP.replace("int m = n + 1;", "int m = n + 2;  // changed")
+    above = {m.id for m in ms if m.line < 15}
+    assert above <= {m.id for m in mutants_of(edited)}
+    for m in ms:
+        number, file, line, op, digest = m.id.split(":")
+        assert (number, file, int(line), op, len(digest)) == ("99", "k.cu", m.line, m.operator, 8)
+
+
+def test_every_solution_mutant_changes_one_line_and_applies():
+    for folder in sorted(SOLUTIONS.iterdir()):
+        if not folder.is_dir():
+            continue
+        ms = M.exercise_mutants(folder)
+        assert ms, folder.name
+        assert len({m.id for m in ms}) == len(ms)
+        texts = {}
+        for m in ms[:: max(1, len(ms) // 40)]:
+            before = texts.setdefault(m.file, (folder / m.file).read_text())
+            after = m.apply(before).splitlines()
+            diff = [i for i, (a, b) in enumerate(zip(before.splitlines(), after)) if a != b]
+            assert diff == [m.line - 1] and len(after) == len(before.splitlines()), m.id
+
+
+def test_materialize_and_write_slot_differ_from_the_solution_in_exactly_one_line(tmp_path):
+    folder = SOLUTIONS / "01_leaky_relu"
+    ms = M.exercise_mutants(folder)
+    chosen = [next(m for m in ms if m.file.endswith(s)) for s in (".cu", ".cpp", ".py")]
+    slot = tmp_path / "slot" / folder.name
+    for m in chosen:
+        for dst in (m.materialize(tmp_path / m.operator / m.file), None):
+            if dst is None:
+                M.write_slot(slot, m)
+                dst = slot
+            lines = []
+            for p in sorted(folder.iterdir()):
+                if p.is_file():
+                    old, new = p.read_text().splitlines(), (dst / p.name).read_text().splitlines()
+                    assert len(old) == len(new)
+                    lines += [(p.name, i + 1) for i, (a, b) in enumerate(zip(old, new)) if a != b]
+            assert lines == [(m.file, m.line)], m.id
+    M.write_slot(slot, None)  # back to the solution
+    assert all((slot / p.name).read_bytes() == p.read_bytes() for p in folder.iterdir() if p.is_file())
+
+
+def test_sample_is_stratified_seeded_and_reproducible():
+    every = {x: M.exercise_mutants(SOLUTIONS / x) for x in ("01_leaky_relu", "03_transpose", "05_matmul")}
+    n = 20
+    a, b, c = M.sample(every, n, 1), M.sample(every, n, 1), M.sample(every, n, 2)
+    share = math.ceil(n / len(every))
+    assert {x: len(v) for x, v in a.items()} == {x: min(share, len(every[x])) for x in every}
+    assert {x: [m.id for m in v] for x, v in a.items()} == {x: [m.id for m in v] for x, v in b.items()}
+    assert {x: [m.id for m in v] for x, v in a.items()} != {x: [m.id for m in v] for x, v in c.items()}
+    # an exercise's pick does not depend on which other exercises are sampled
+    alone = M.sample({"03_transpose": every["03_transpose"]}, share, 1)
+    assert [m.id for m in alone["03_transpose"]] == [m.id for m in a["03_transpose"]]
+
+
+def test_rounds_hold_at_most_width_of_each_exercise_one_slot_each():
+    every = {x: M.exercise_mutants(SOLUTIONS / x)[:7] for x in ("01_leaky_relu", "02_elu")}
+    rounds = M.plan_rounds(every, 3)
+    assert [len(r) for r in rounds] == [6, 6, 2]
+    for r in rounds:
+        slots = [(m.exercise, s) for m, s in r]
+        assert len(slots) == len(set(slots)) and all(s < 3 for _, s in slots)
+
+
+def test_equivalents_file_parses_and_rejects_a_line_without_reason(tmp_path):
+    listed = M.read_equivalents()
+    assert all(len(k.split(":")) == 5 and v for k, v in listed.items())
+    bad = tmp_path / "eq.txt"
+    bad.write_text("# header\n01:leaky_relu.cu:100:constant:2a3e3ac6 # launch's shared memory unused\n")
+    assert M.read_equivalents(bad) == {"01:leaky_relu.cu:100:constant:2a3e3ac6": "launch's shared memory unused"}
+    bad.write_text("01:leaky_relu.cu:100:constant:2a3e3ac6\n")
+    with pytest.raises(ValueError):
+        M.read_equivalents(bad)
+
+
+def test_classify():
+    row = {"status": "graded", "tests": [{"name": "a", "outcome": "passed", "reason": ""}],
+           "groups": {"g": {"state": "passed"}}}
+    assert M.classify(row)[0] == "survived"
+    assert M.classify({**row, "groups": {"performance": {"state": "partial", "reason": "0.8x"}}})[0] == "killed"
+    assert M.classify({**row, "status": "timed out", "error": "hang"})[0] == "killed"
+    assert M.classify({"status": "build failed", "error": "x.cu:3: error: y", "tests": []})[0] == "stillborn"
+    load = {**row, "tests": [{"name": "a", "outcome": "failed", "reason": "could not load ex01: ImportError"}]}
+    assert M.classify(load)[0] == "stillborn"
+    fail = {**row, "tests": [{"name": "a", "outcome": "failed", "reason": "wrong values"}]}
+    assert M.classify(fail) == ("killed", "a: wrong values")
+
+
+def test_a_removed_input_check_of_01_is_built_and_graded_killed(tmp_path):
+    """End to end, on the CPU: 01's `course::check_cuda` removed, built as a real extension in its slot,
+    graded by the checks a CPU runs (the CPU-tensor input check catches it)."""
+    mutant = next(m for m in M.exercise_mutants(SOLUTIONS / "01_leaky_relu")
+                  if m.operator == "remove-check" and "check_cuda" in m.old_line)
+    assert M.main(["--ex", "01", "--id", mutant.id, "--out", str(tmp_path), "--fresh", "--timeout", "300"]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    (result,) = report["mutants"]
+    assert result["id"] == mutant.id and result["outcome"] == "killed", result
+    assert "input_checks" in result["why"] or "CPU" in result["why"], result
+    (row,) = report["exercises"]
+    assert (row["killed"], row["survived"], row["kill_rate"]) == (1, 0, 1.0)
