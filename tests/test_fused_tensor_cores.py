@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.env import REPO
+from grader import precision as probes
 from grader.specs import ex08_conv_bn_relu_inference as spec08
 from grader.specs import ex09_conv_bn_relu_training as spec09
 from tests import test_conv2d_tensor_cores as t06
@@ -445,15 +446,37 @@ def test_08_tolerance_accepts_tf32_and_rejects_a_dropped_tail(sh):
         assert rel(emulated08(t, sh, eps, k_keep=K - K % 16), ref) > 4 * tol
 
 
+@pytest.mark.parametrize("sh", [sh for _, sh in spec08.PROBE_SHAPES], ids=lambda sh: sh.name)
 @pytest.mark.parametrize("scale", spec08.RANGE_SCALES)
-def test_08_fp16_operands_fail_the_range_checks(scale):
-    sh = spec08.Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)  # as the spec's range check
+def test_08_fp16_operands_fail_the_range_checks(scale, sh):
+    """On every probed path (spec08.PROBE_SHAPES), as check_case scales a range probe's inputs."""
     t = cpu_case08(sh, seed=3, scale=scale)
     ref = spec08.reference(t, sh, 1e-5)
     tol = spec08.tf32_tolerance(t, sh.stride, sh.padding, sh.dilation, 1e-5)
     assert rel(emulated08(t, sh, 1e-5), ref) <= tol / 2
     err = rel(emulated08(t, sh, 1e-5, operands=fp16), ref)
     assert not err <= tol, (err, tol)  # NaN (1e5 overflows to inf) counts as failing
+
+
+def truncated(t: torch.Tensor) -> torch.Tensor:
+    """float32 -> TF32 as the tensor cores take an unrounded word: the low 13 bits dropped."""
+    return (t.float().view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+
+@pytest.mark.parametrize("sh", [sh for _, sh in spec08.PROBE_SHAPES], ids=lambda sh: sh.name)
+def test_08_truncated_operands_fail_the_positive_probe(sh):
+    """check_case's positive probe (x, weight and bias in [0.5, 1.5)) on every probed path: rounded TF32
+    within half the bound, x or the weight truncated outside it."""
+    assert sh.c * sh.r * sh.s >= probes.POSITIVE_MIN_K
+    t = cpu_case08(sh, seed=4)
+    g = torch.Generator().manual_seed(5)
+    t |= {k: probes.POSITIVE.draw(g, t[k].shape, device="cpu") for k in ("x", "weight", "bias")}
+    ref = spec08.reference(t, sh, 1e-5)
+    tol = spec08.tf32_tolerance(t, sh.stride, sh.padding, sh.dilation, 1e-5)
+    assert rel(emulated08(t, sh, 1e-5), ref) <= tol / 2
+    for k in ("x", "weight"):
+        err = rel(emulated08(t | {k: truncated(t[k])}, sh, 1e-5, operands=lambda v: v), ref)
+        assert err > 1.5 * tol, (k, err, tol)
 
 
 def cpu_layer09(sh, seed, scale=1.0):
