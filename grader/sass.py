@@ -114,16 +114,17 @@ def _run(args: list[str]) -> str:
 _SASS_ARCH = re.compile(r"^arch = (sm_\w+)", re.M)
 _SASS_FUNCTION = re.compile(r"^\s*Function : (\S+)", re.M)
 _PTX_ARCH = re.compile(r"^\.target\s+(sm_\w+)", re.M)
-_PTX_ENTRY = re.compile(r"^\.(?:visible\s+)?(?:entry|func)\s+(?:\([^)]*\)\s*)?(\w+)", re.M)
+_PTX_ENTRY = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(\w+)", re.M)
 
 
 def parse_sass(text: str) -> list[Code]:
     """`cuobjdump -sass` output -> one Code per ELF (architecture), functions by readable name."""
     codes: list[Code] = []
-    pieces = re.split(r"^(?=arch = )", text, flags=re.M)
+    # each embedded file opens with "Fatbin elf code:" (SASS) or "Fatbin ptx code:" (listed, not shown)
+    pieces = re.split(r"^Fatbin (?=\w+ code:)", text, flags=re.M)
     for piece in pieces:
         arch = _SASS_ARCH.search(piece)
-        if not arch:
+        if not piece.startswith("elf code:") or not arch:
             continue
         code = Code(arch.group(1))
         marks = list(_SASS_FUNCTION.finditer(piece))
