@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.env import REPO
+from grader import precision as probes
 from grader.specs import ex06_conv2d as spec06
 from tests.test_matmul_tensor_cores import C_MAP, TF32_A, TF32_B
 
@@ -429,17 +430,46 @@ def test_tf32_tolerance_accepts_tf32_and_rejects_a_dropped_tail(c):
         assert rel(kept, ref) > 10 * tol, (rel(kept, ref), tol)
 
 
-@pytest.mark.parametrize("scale", spec06.RANGE_SCALES)
-def test_fp16_operands_fail_the_range_checks(scale):
-    c = spec06.Case("range", 2, 24, 13, 11, 40, 3, 3, (1, 1), (1, 1))  # as ConvSpec._check_range
+def truncated(t: torch.Tensor) -> torch.Tensor:
+    """float32 -> TF32 as the tensor cores take an unrounded word: the low 13 bits dropped."""
+    return (t.float().view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+
+def _small_probe_cases():
+    """The spec's probe cases, the 128-channel tiles' one cut to one image (its K and geometry kept)."""
+    return [(path, c if c.n * c.h * c.w <= 4096 else spec06.Case(c.name, 1, c.cin, 16, 16, c.cout, c.kh, c.kw,
+                                                                  c.stride, c.padding)) for path, c in spec06.PROBE_CASES]
+
+
+@pytest.mark.parametrize("path,c", _small_probe_cases(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("probe", probes.RANGE_PROBES, ids=lambda p: p.label)
+def test_fp16_operands_fail_the_range_probes(probe, path, c):
+    """On every probed path: x and the bias scaled (as ConvSpec._check_probe), TF32 within half the
+    bound, FP16 operands outside it."""
     x, w, b = inputs(c, seed=3)
-    x, b = x * scale, b * scale
+    x, b = probe.scaled(x), probe.scaled(b)
     ref = F.conv2d(x.double(), w.double(), b.double(), c.stride, c.padding, c.dilation)
     tol = spec06.tf32_tolerance(x, w, b, c.stride, c.padding, c.dilation)
     assert rel(emulated(x, w, b, c.stride, c.padding, c.dilation), ref) <= tol / 2
     fp16 = emulated(x, w, b, c.stride, c.padding, c.dilation, operands=lambda t: t.half().float())
     err = rel(fp16, ref)
     assert not err <= tol, (err, tol)  # NaN (1e5 overflows to inf) counts as failing
+
+
+@pytest.mark.parametrize("path,c", _small_probe_cases(), ids=lambda v: v if isinstance(v, str) else "")
+def test_truncated_operands_fail_the_positive_probe(path, c):
+    """On every probed path (K >= POSITIVE_MIN_K): x, w and b in [0.5, 1.5), rounded TF32 within the
+    bound, either operand truncated outside it (grader.precision's derivation)."""
+    assert c.cin * c.kh * c.kw >= probes.POSITIVE_MIN_K
+    g = torch.Generator().manual_seed(4)
+    x, w, b = (probes.POSITIVE.draw(g, t.shape, device="cpu") for t in inputs(c))
+    ref = F.conv2d(x.double(), w.double(), b.double(), c.stride, c.padding, c.dilation)
+    tol = spec06.tf32_tolerance(x, w, b, c.stride, c.padding, c.dilation)
+    assert rel(emulated(x, w, b, c.stride, c.padding, c.dilation), ref) <= tol / 2
+    for ops in ((truncated, tf32), (tf32, truncated)):
+        xr, wr = ops[0](x).double(), ops[1](w).double()
+        err = rel(F.conv2d(xr, wr, b.double(), c.stride, c.padding, c.dilation).float(), ref)
+        assert err > 1.5 * tol, (err, tol)
 
 
 def test_range_check_is_declared():

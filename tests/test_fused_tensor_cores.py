@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.env import REPO
+from grader import precision as probes
 from grader.specs import ex08_conv_bn_relu_inference as spec08
 from grader.specs import ex09_conv_bn_relu_training as spec09
 from tests import test_conv2d_tensor_cores as t06
@@ -445,15 +446,37 @@ def test_08_tolerance_accepts_tf32_and_rejects_a_dropped_tail(sh):
         assert rel(emulated08(t, sh, eps, k_keep=K - K % 16), ref) > 4 * tol
 
 
+@pytest.mark.parametrize("sh", [sh for _, sh in spec08.PROBE_SHAPES], ids=lambda sh: sh.name)
 @pytest.mark.parametrize("scale", spec08.RANGE_SCALES)
-def test_08_fp16_operands_fail_the_range_checks(scale):
-    sh = spec08.Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)  # as the spec's range check
+def test_08_fp16_operands_fail_the_range_checks(scale, sh):
+    """On every probed path (spec08.PROBE_SHAPES), as check_case scales a range probe's inputs."""
     t = cpu_case08(sh, seed=3, scale=scale)
     ref = spec08.reference(t, sh, 1e-5)
     tol = spec08.tf32_tolerance(t, sh.stride, sh.padding, sh.dilation, 1e-5)
     assert rel(emulated08(t, sh, 1e-5), ref) <= tol / 2
     err = rel(emulated08(t, sh, 1e-5, operands=fp16), ref)
     assert not err <= tol, (err, tol)  # NaN (1e5 overflows to inf) counts as failing
+
+
+def truncated(t: torch.Tensor) -> torch.Tensor:
+    """float32 -> TF32 as the tensor cores take an unrounded word: the low 13 bits dropped."""
+    return (t.float().view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+
+@pytest.mark.parametrize("sh", [sh for _, sh in spec08.PROBE_SHAPES], ids=lambda sh: sh.name)
+def test_08_truncated_operands_fail_the_positive_probe(sh):
+    """check_case's positive probe (x, weight and bias in [0.5, 1.5)) on every probed path: rounded TF32
+    within half the bound, x or the weight truncated outside it."""
+    assert sh.c * sh.r * sh.s >= probes.POSITIVE_MIN_K
+    t = cpu_case08(sh, seed=4)
+    g = torch.Generator().manual_seed(5)
+    t |= {k: probes.POSITIVE.draw(g, t[k].shape, device="cpu") for k in ("x", "weight", "bias")}
+    ref = spec08.reference(t, sh, 1e-5)
+    tol = spec08.tf32_tolerance(t, sh.stride, sh.padding, sh.dilation, 1e-5)
+    assert rel(emulated08(t, sh, 1e-5), ref) <= tol / 2
+    for k in ("x", "weight"):
+        err = rel(emulated08(t | {k: truncated(t[k])}, sh, 1e-5, operands=lambda v: v), ref)
+        assert err > 1.5 * tol, (k, err, tol)
 
 
 def cpu_layer09(sh, seed, scale=1.0):
@@ -564,6 +587,54 @@ def test_09_backward_tolerances_accept_tf32(sh, training):
         gx_dropped, _ = emulated09_backward(*saved, drop_k8=True)
         ref, bound, floor = bounds["grad_input"]
         assert rel(gx_dropped, ref) > 4 * spec09.bound_tolerance(ref, bound, floor)
+
+
+def _probe_layer09(sh, probe, seed):
+    """cpu_layer09 made a precision probe's as the spec's check_tf32_forward and check_tf32_backward make it."""
+    t = cpu_layer09(sh, seed=seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    if probe.kind == "range":
+        return t | {"x": probe.scaled(t["x"]), "bias": probe.scaled(t["bias"])}
+    return t | {k: probe.draw(g, t[k].shape, device="cpu") for k in ("x", "weight", "bias")}
+
+
+@pytest.mark.parametrize("path,sh", spec09.PROBE_SHAPES, ids=lambda v: v if isinstance(v, str) else "")
+def test_09_probes_on_every_path(path, sh):
+    """Every probed path: the range probes (FP16 operands fail z's bound, TF32 passes), the positive
+    forward (x truncated fails z's bound) and the positive backward in eval (u or x truncated in grad_w,
+    u truncated in grad_x, fail; rounded TF32 passes)."""
+    for probe in probes.RANGE_PROBES:
+        t = _probe_layer09(sh, probe, 5)
+        ref, bound, floor = bounds09(t, sh, True)["z"]
+        tol = spec09.bound_tolerance(ref, bound, floor)
+        assert rel(emulated09_forward(t, sh, True)["z"], ref) <= tol / 2
+        assert not rel(emulated09_forward(t, sh, True, operands=fp16)["z"], ref) <= tol
+    t = _probe_layer09(sh, probes.POSITIVE, 6)
+    ref, bound, floor = bounds09(t, sh, True)["z"]
+    tol = spec09.bound_tolerance(ref, bound, floor)
+    assert rel(emulated09_forward(t, sh, True)["z"], ref) <= tol / 2
+    assert rel(emulated09_forward(t | {"x": truncated(t["x"])}, sh, True, operands=lambda v: v)["z"], ref) > 1.5 * tol
+    # the backward, eval: y > 0 everywhere, grad_y in [0.5, 1.5)
+    fwd = spec09._audit_forward(t["x"], t["weight"], t["bias"], t["bn_weight"], t["bn_bias"], t["running_mean"],
+                                t["running_var"], None, False, 0.1, 1e-5, sh.stride, sh.padding, sh.dilation, True)
+    y, z, mean, invstd = (v.float() for v in fwd)
+    assert (y > 0).all()
+    gy = probes.POSITIVE.draw(torch.Generator().manual_seed(7), y.shape, device="cpu")
+    saved = (gy, t["x"], t["weight"], z, y, t["bn_weight"], mean, invstd, False, sh.stride, sh.padding, sh.dilation)
+    bounds = spec09.tf32_backward_bounds(*saved)
+    tols = {name: spec09.bound_tolerance(*bounds[name]) for name in ("grad_input", "grad_weight")}
+    gx, gw = emulated09_backward(*saved)
+    assert rel(gx, bounds["grad_input"][0]) <= tols["grad_input"] / 2
+    assert rel(gw, bounds["grad_weight"][0]) <= tols["grad_weight"] / 2
+    dz, _, _ = spec09._dz(gy, z, y, t["bn_weight"], mean, invstd, False)
+    bn_scale = (t["bn_weight"].double() * invstd.double())
+    u = truncated((dz / bn_scale.view(1, -1, 1, 1)).float()).double()
+    w_scaled = tf32((t["weight"].double() * bn_scale.view(-1, 1, 1, 1)).float()).double()
+    gx_t = torch.nn.grad.conv2d_input(t["x"].shape, w_scaled, u, sh.stride, sh.padding, sh.dilation)
+    gw_t = torch.nn.grad.conv2d_weight(tf32(t["x"]).double(), t["weight"].shape, u, sh.stride, sh.padding,
+                                       sh.dilation) * bn_scale.view(-1, 1, 1, 1)
+    assert rel(gx_t, bounds["grad_input"][0]) > 1.3 * tols["grad_input"], (rel(gx_t, bounds["grad_input"][0]), tols)
+    assert rel(gw_t, bounds["grad_weight"][0]) > 1.3 * tols["grad_weight"], (rel(gw_t, bounds["grad_weight"][0]), tols)
 
 
 def test_tensor_core_groups_are_declared():

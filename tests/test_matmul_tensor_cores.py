@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader import precision as probes
 from grader.specs import ex05_matmul as spec05
 
 # ------------------------------------------------------------------------------ the hardware model
@@ -436,19 +437,51 @@ def truncated(x: torch.Tensor) -> torch.Tensor:
     return (x.float().view(torch.int32) & ~0x1FFF).view(torch.float32)
 
 
+def _probe_shapes():
+    """Every (M, N, K) the spec's probes run (grader.precision, on every path of PROBE_PATHS; a batch's
+    members alike)."""
+    return sorted({tuple(shape[-3:]) for paths in spec05.PROBE_PATHS.values() for _, shape in paths})
+
+
 def test_tolerance_tells_a_truncated_operand_from_a_rounded_one_on_positive_operands():
-    """The TF32 groups' positive operands: rounded to nearest, within the bound; either operand (or
-    both) truncated, outside it. On random signs a truncated operand passes (its bias cancels), which is
-    why the groups multiply positive operands too."""
+    """The tensor-core groups' positive operands on every probed path: rounded to nearest, within the
+    bound; either operand (or both) truncated, outside it. On random signs a truncated operand passes (its
+    bias cancels), which is why the groups multiply positive operands too."""
     g = torch.Generator().manual_seed(3)
-    for m, n, k in spec05.POSITIVE_SHAPES:
-        a, b = torch.rand(m, k, generator=g) + 0.5, torch.rand(k, n, generator=g) + 0.5
+    for m, n, k in _probe_shapes():
+        assert k >= probes.POSITIVE_MIN_K
+        a, b = probes.POSITIVE.draw(g, (m, k), device="cpu"), probes.POSITIVE.draw(g, (k, n), device="cpu")
         assert _within((tf32(a).double() @ tf32(b).double()).float(), a, b, spec05.TF32)
         for x, y in ((truncated(a), tf32(b)), (tf32(a), truncated(b)), (truncated(a), truncated(b))):
             assert not _within((x.double() @ y.double()).float(), a, b, spec05.TF32), (m, n, k)
-    m, n, k = spec05.POSITIVE_SHAPES[0]
+    m, n, k = _probe_shapes()[0]
     signed_a, signed_b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
     assert _within((truncated(signed_a).double() @ tf32(signed_b).double()).float(), signed_a, signed_b, spec05.TF32)
+
+
+@pytest.mark.parametrize("probe", probes.RANGE_PROBES, ids=lambda p: p.label)
+def test_range_probes_tell_bf16_from_fp16_operands(probe):
+    """BF16's range probes: bfloat16 operands near 1e5 or 1e-6 multiplied through FP16 (an m16n8k16 f16
+    mma fed the same bits rounded to half) fall outside BF16's bound; in float32 sums, within it."""
+    g = torch.Generator().manual_seed(11)
+    m, n, k = spec05.PROBE_PATHS[5][0][1]
+    a = probe.draw(g, (m, k), torch.bfloat16, device="cpu")
+    b = probe.draw(g, (k, n), torch.bfloat16, device="cpu")
+    assert _within((a.double() @ b.double()).to(torch.bfloat16), a, b, spec05.BF16)
+    fp16 = (a.half().double() @ b.half().double()).to(torch.bfloat16)
+    assert not _within(fp16, a, b, spec05.BF16)
+
+
+def test_positive_probe_tells_a_truncated_bf16_result():
+    """BF16's positive probe: C truncated to bfloat16 (round toward zero) falls outside the bound."""
+    g = torch.Generator().manual_seed(12)
+    m, n, k = spec05.PROBE_PATHS[5][0][1]
+    a = probes.POSITIVE.draw(g, (m, k), torch.bfloat16, device="cpu")
+    b = probes.POSITIVE.draw(g, (k, n), torch.bfloat16, device="cpu")
+    exact = (a.double() @ b.double()).float()
+    assert _within(exact.to(torch.bfloat16), a, b, spec05.BF16)
+    chopped = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+    assert not _within(chopped, a, b, spec05.BF16)
 
 
 def test_strict_fp32_tolerance_rejects_tf32():

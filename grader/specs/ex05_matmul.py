@@ -12,6 +12,8 @@ import torch
 from grader.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, assert_own_kernels, assert_rel_error, expect_error,
                            on_a_busy_stream, poison_next_allocation, relative_error, require_capability,
                            require_plain_tensor, transposed_copy, unmodified)
+from grader import precision as probes
+from grader import sass
 from grader.observe import SLEEP_KERNEL, KernelRule, kernel_function, observe
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 from grader.timer import math_mode
@@ -38,12 +40,20 @@ BF16 = Precision("BF16", torch.bfloat16, 0.0, 2.0**-8)  # bfloat16 inputs are ex
 SUM_U = 2.0**-24  # the tensor cores' float32 sums
 OPERAND_SIGMAS = 5.0  # operand rounding: the error's spread times 5 (about 8 standard deviations)
 SUM_SIGMAS = 4.0  # float32 summation, K terms: 4 sqrt(K) u (Higham's probabilistic bound, with margin)
-# magnitudes TF32 (8 exponent bits, as float32) holds and FP16 (5) does not: FP16 overflows at 65504,
-# and 1e-6 is below its smallest normal (6.1e-5), where it keeps 4 or 5 significant bits
-RANGE_SCALES = (1e5, 1e-6)
-# operands all in [0.5, 1.5) (MatmulSpec._check_positive): a truncated TF32 operand adds up past the bound
-# M, N, K: a short product, and a tall one (kernel 5 reads B^T there, rounded by another kernel)
-POSITIVE_SHAPES = ((130, 260, 2000), (2050, 130, 1000))
+# The precision probes (grader.precision: values near 1e5 and 1e-6, which FP16 cannot hold; operands in
+# [0.5, 1.5), where truncation adds up), each on every path of the tensor-core versions' plans, within the
+# group's own bound (tensor_core_bound): (path, (batch,) M, N, K), K >= probes.POSITIVE_MIN_K. The first
+# path's checks keep the probe's plain name. Version 5 (H100 plans): its tiles; split K over them (43
+# splits for TF32, 22 for BF16); float32's tall products (M >= 2048), which read B^T written rounded by
+# matmul_transpose_tf32 (bfloat16 takes its tiles there); a batch. Version 6: its tiles (float32 after
+# matmul_transpose_tf32's B^T), K not a multiple of 16 bytes (copies with rows padded), a tall product, a batch.
+RANGE_SCALES = probes.RANGE_SCALES
+PROBE_PATHS = {
+    5: (("tiles", (130, 260, 600)), ("split K", (48, 130, 4099)), ("M >= 2048, B^T", (2049, 130, 1001)),
+        ("batch", (3, 97, 101, 520))),
+    6: (("tiles", (130, 264, 600)), ("rows padded", (129, 257, 1031)), ("M >= 2048", (2049, 136, 1000)),
+        ("batch", (3, 97, 104, 520))),
+}
 
 
 def tensor_core_bound(a: torch.Tensor, b: torch.Tensor, precision: Precision) -> tuple[torch.Tensor, torch.Tensor]:
@@ -198,6 +208,14 @@ KERNELS5_BF16 = ("matmul_kernel5", "matmul_splitk_reduce")
 KERNELS6 = ("matmul_kernel6", "matmul_transpose_tf32")
 TENSOR_CORES = (("tensor_cores_tf32", 5, KERNELS5_TF32, TF32), ("tensor_cores_bf16", 5, KERNELS5_BF16, BF16),
                 ("wgmma_tf32", 6, KERNELS6, TF32), ("wgmma_bf16", 6, KERNELS6, BF16))
+# the instruction each tensor-core group's product kernel must hold in the code the GPU runs (grader.sass):
+# every instantiation of it for the group's element type
+INSTRUCTIONS = {
+    "tensor_cores_tf32": sass.MmaInstruction("mma", "tf32", ("matmul_kernel5",), "float"),
+    "tensor_cores_bf16": sass.MmaInstruction("mma", "bf16", ("matmul_kernel5",), "__nv_bfloat16"),
+    "wgmma_tf32": sass.MmaInstruction("wgmma", "tf32", ("matmul_kernel6",), "float"),
+    "wgmma_bf16": sass.MmaInstruction("wgmma", "bf16", ("matmul_kernel6",), "__nv_bfloat16"),
+}
 TENSOR_CORE_CAPABILITY = (8, 0)
 WGMMA_CAPABILITY = (9, 0)  # exactly 9.0, from a "9.0a" build (grader.checks.ARCH_SPECIFIC)
 
@@ -253,21 +271,16 @@ class MatmulSpec(Spec):
         self._expect(ctx, version, self._rand(ctx, group, name + "A", (m, k)), self._rand(ctx, group, name + "B", (k, n)),
                      f"{group}[M={m}, N={n}, K={k}]", group)
 
-    def _check_range(self, ctx: Context, version: int, group: str, scale: float) -> None:
-        m, n, k = 127, 129, 131
-        self._expect(ctx, version, self._rand(ctx, group, f"range{scale}A", (m, k), scale),
-                     self._rand(ctx, group, f"range{scale}B", (k, n), scale),
-                     f"{group}[values near {scale:g}, which float16 cannot hold (TF32 can)]", group)
-
-    def _check_positive(self, ctx: Context, version: int, group: str) -> None:
-        """Operands all in [0.5, 1.5): every product has the same sign, so an operand truncated to TF32
-        (its low 13 bits dropped: the tensor cores' own conversion, biased toward zero) shifts each sum
-        by about u |C| (K u times a typical product), far beyond the bound, which grows as sqrt(K); rounded
-        to nearest, the errors still cancel. (Random signs hide a truncation: its bias cancels too.)"""
-        for m, n, k in POSITIVE_SHAPES:
-            a = torch.rand(m, k, generator=ctx.generator(f"posA{m}"), device="cuda") + 0.5
-            b = torch.rand(k, n, generator=ctx.generator(f"posB{m}"), device="cuda") + 0.5
-            self._expect(ctx, version, a, b, f"{group}[operands in [0.5, 1.5), M={m}, N={n}, K={k}]", group)
+    def _check_probe(self, ctx: Context, version: int, group: str, probe: probes.Probe, path: str,
+                     shape: tuple[int, ...]) -> None:
+        """A precision probe's operands (grader.precision) on one planner path, within the group's bound.
+        (Random signs hide a truncation, its bias cancelling too; ordinary magnitudes hide FP16.)"""
+        *batch, m, n, k = shape
+        name = f"{group}{probe.label}{'x'.join(map(str, shape))}"
+        d = self._dtype(group)
+        a = probe.draw(ctx.generator(name + "A"), (*batch, m, k), d)
+        b = probe.draw(ctx.generator(name + "B"), (*batch, k, n), d)
+        self._expect(ctx, version, a, b, probes.what(group, probe, f"{path} {'x'.join(map(str, shape))}"), group)
 
     def checks(self) -> list[Check]:
         checks = CheckList()
@@ -300,12 +313,10 @@ class MatmulSpec(Spec):
             add(f"{group}[K = 0 gives zeros]", lambda ctx, v=version, g=group, d=dtype: self._expect(
                 ctx, v, torch.empty(37, 0, device="cuda", dtype=d), torch.empty(0, 45, device="cuda", dtype=d),
                 f"{g}[K = 0]", g))
-            if precision is TF32:
-                for scale in RANGE_SCALES:
-                    add(f"{group}[values near {scale:g}]",
-                        lambda ctx, v=version, g=group, sc=scale: self._check_range(ctx, v, g, sc))
-                add(f"{group}[positive operands: rounded to nearest, not truncated]",
-                    lambda ctx, v=version, g=group: self._check_positive(ctx, v, g))
+            for i, (path, shape) in enumerate(PROBE_PATHS.get(version, ()) if precision else ()):
+                for probe in probes.PROBES:
+                    add(probes.check_name(group, probe, None if i == 0 else f"{path}, {'x'.join(map(str, shape))}"),
+                        lambda ctx, v=version, g=group, p=probe, pa=path, s=shape: self._check_probe(ctx, v, g, p, pa, s))
             add(f"{group}[empty]", lambda ctx, v=version, g=group: self._check_empty(ctx, v, g))
             add(f"{group}[non-contiguous]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
             add(f"{group}[every layout of A and B]", lambda ctx, v=version, g=group: self._check_layouts(ctx, v, g))
@@ -317,6 +328,10 @@ class MatmulSpec(Spec):
             add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
             add(f"{group}[own kernel ran]", lambda ctx, v=version, g=group, kn=kernel: self._check_own(ctx, v, g, kn),
                 slow=True)
+            if group in INSTRUCTIONS:  # last: a wrong precision is reported by the value checks first
+                need = INSTRUCTIONS[group]
+                add(f"{group}[{need.describe()} in its kernels' machine code]",
+                    lambda ctx, need=need: sass.check(sass.library_of(ctx.exercise_dir), need))
         self._input_checks(checks)
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks

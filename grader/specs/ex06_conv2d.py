@@ -17,6 +17,8 @@ import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
                            require_capability, unmodified)
+from grader import precision as probes
+from grader import sass
 from grader.observe import KernelRule, kernel_function, observe
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 
@@ -36,12 +38,14 @@ REL_TOL = {torch.float32: 1e-5, torch.float64: 1e-11}
 # where TF32 lands near 4e-4 and a dropped K step or a wrong fragment near 1e-1 and above. FP16 has TF32's
 # 10-bit mantissa, so ordinary values cannot tell them apart; its 5 exponent bits can: the group also
 # convolves inputs near 1e5 (FP16 overflows at 65504) and near 1e-6 (below FP16's smallest normal), which
-# TF32 (float32's 8 exponent bits) holds. The strict groups' 1e-5 fails TF32 (about 4e-4).
+# TF32 (float32's 8 exponent bits) holds. The strict groups' 1e-5 fails TF32 (about 4e-4). Those range
+# probes and the positive one (x and weight in [0.5, 1.5): a truncated operand's bias adds up past the
+# bound, K >= grader.precision.POSITIVE_MIN_K) run on every path of version 3's plan (PROBE_CASES).
 TF32_U = 2.0**-11
 FP32_U = 2.0**-24
 OPERAND_SIGMAS = 5.0
 SUM_SIGMAS = 4.0
-RANGE_SCALES = (1e5, 1e-6)
+RANGE_SCALES = probes.RANGE_SCALES
 TENSOR_CORE_CAPABILITY = (8, 0)
 
 
@@ -168,6 +172,16 @@ RANDOM_CASES = 9  # the kinds in turn: dense, grouped, depthwise
 KINDS = ("dense", "grouped", "depthwise")
 KIND_LABELS = {"dense": "", "grouped": "groups 2", "depthwise": "depthwise"}  # the fixed audit call of each kind
 DEPTHWISE_PATH = "depthwise path"  # a depthwise group's audit calls
+# Version 3's paths for the precision probes (grader.precision), each K = cin kh kw >= 512: channels
+# innermost (cin % 16 == 0: the weight copied tap-major by conv2d_weight_kernel3), the weight's own order
+# with 16-byte weight loads (K % 4 == 0) and with 4-byte ones (K odd), and 128-channel tiles (more than
+# 64 channels and enough tiles to fill an H100's or H200's 132 SMs: 160 row tiles of 128 pixels).
+PROBE_CASES = (
+    ("channels innermost", Case("probe, channels innermost", 2, 64, 15, 13, 40, 3, 3, (1, 1), (1, 1))),
+    ("weight order, 16-byte loads", Case("probe, weight order", 2, 60, 14, 11, 24, 3, 3, (1, 1), (1, 1))),
+    ("weight order, K odd", Case("probe, K odd", 2, 67, 9, 12, 33, 3, 3, (1, 2), (1, 1))),
+    ("128-channel tiles", Case("probe, 128-channel tiles", 5, 64, 64, 64, 128, 3, 3, (1, 1), (1, 1))),
+)
 
 # The depthwise group's cases (groups == cin == cout, or a channel multiplier), version 2. 3x3 filters
 # (the direct kernel): MobileNet's at stride 1 and 2, rows whose last strip of outputs is partial (4 or 2
@@ -327,6 +341,11 @@ class ConvSpec(Spec):
     # versions that run on TF32 tensor cores: float32 only, dense (groups 1), graded with tf32_tolerance,
     # and only on GPUs of compute capability TENSOR_CORE_CAPABILITY (below it, not run and cost nothing)
     tf32_versions: tuple[int, ...] = ()
+    # (path, case) per precision probe of the TF32 versions (grader.precision); the first path's checks
+    # keep the probe's plain name
+    probe_cases: tuple[tuple[str, Case], ...] = ()
+    # group -> the instruction its kernels must hold in the code the GPU runs (grader.sass)
+    instructions: tuple[tuple[str, sass.MmaInstruction], ...] = ()
     # the version the op runs without a `version` argument under grading's math state (TF32 off): its
     # group also checks that call (a default that ignores torch.backends.cudnn.allow_tf32 fails it)
     default_version: int | None = None
@@ -433,10 +452,10 @@ class ConvSpec(Spec):
                 add(name, lambda ctx, v=version, n=name, k=kind, w=winograd: self._expect(
                     ctx, v, (as_winograd if w else lambda c: c)(self.random_case(ctx.generator(n, device="cpu"), n,
                                                                                   kind=k)), torch.float32, n))
-            if tf32:
-                for scale in RANGE_SCALES:
-                    add(f"{group}[values near {scale:g}]",
-                        lambda ctx, v=version, g=group, sc=scale: self._check_range(ctx, v, g, sc))
+            for i, (path, c) in enumerate(self.probe_cases if tf32 else ()):
+                for probe in probes.PROBES:
+                    add(probes.check_name(group, probe, None if i == 0 else path),
+                        lambda ctx, v=version, g=group, p=probe, pa=path, c=c: self._check_probe(ctx, v, g, p, pa, c))
             if version is not None and version == self.default_version and not depthwise:
                 c = next(c for c in CASES if c.name == "odd channels 67 -> 65")  # K = 603, off every tile
                 name = f"{group}[version=None with allow_tf32 off: strict fp32]"
@@ -445,18 +464,27 @@ class ConvSpec(Spec):
             add(f"{group}[non-contiguous inputs]", lambda ctx, v=version, g=group: self._check_noncontiguous(ctx, v, g))
             add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
             add(f"{group}[current stream]", lambda ctx, v=version, g=group: self._check_stream(ctx, v, g))
+            for need in (need for g, need in self.instructions if g == group):  # last: value checks report first
+                add(f"{group}[{need.describe()} in its kernels' machine code]",
+                    lambda ctx, need=need: sass.check(sass.library_of(ctx.exercise_dir), need))
         if AUTOGRAD in self.points:
             self._autograd_checks(checks)
         self._input_checks(checks)
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
 
-    def _check_range(self, ctx: Context, version, group: str, scale: float) -> None:
-        """Inputs near `scale` (1e5, 1e-6): TF32 holds them (float32's exponent), FP16 cannot."""
-        c = Case("range", 2, 24, 13, 11, 40, 3, 3, (1, 1), (1, 1))
-        x, w, b = self._inputs(ctx, f"{group}-range{scale:g}", c, torch.float32)
-        self._expect(ctx, version, c, torch.float32, f"{group}[x near {scale:g}, which float16 cannot hold (TF32 can)]",
-                     x * scale, w, b * scale)
+    def _check_probe(self, ctx: Context, version, group: str, probe: probes.Probe, path: str, c: Case) -> None:
+        """A precision probe on one path of the version's plan, within the TF32 bound: a range probe scales
+        x and the bias (x near 1e5 or 1e-6: TF32 holds them, FP16 cannot), the positive one draws x, the
+        weight and the bias in [0.5, 1.5) (a truncated operand's bias adds up)."""
+        name = f"{group}-{probe.label}-{c.name}"
+        x, w, b = self._inputs(ctx, name, c, torch.float32)
+        if probe.kind == "range":
+            x, b = probe.scaled(x), probe.scaled(b)
+        else:
+            g = ctx.generator(name + "-positive")
+            x, w, b = (probe.draw(g, t.shape) for t in (x, w, b))
+        self._expect(ctx, version, c, torch.float32, probes.what(group, probe, path), x, w, b)
 
     def _check_empty(self, ctx: Context, version, group: str = "") -> None:
         c = self._fixed(group, Case("empty batch", 0, 3, 8, 8, 4, 3, 3, (1, 1), (1, 1), bias=False))
@@ -938,6 +966,8 @@ SPEC = Conv2dSpec(
                      ("depthwise", 2, ("conv2d_depthwise_kernel", "conv2d_depthwise_tile_kernel")),
                      ("tensor_cores_tf32", 3, ("conv2d_kernel3", "conv2d_weight_kernel3"))),
     tf32_versions=(3,),
+    probe_cases=PROBE_CASES,
+    instructions=(("tensor_cores_tf32", sass.MmaInstruction("mma", "tf32", ("conv2d_kernel3",))),),
     default_version=2,
     cases=tuple(CASES),
     fp64_cases=tuple(FP64_CASES),

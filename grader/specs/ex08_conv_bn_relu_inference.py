@@ -13,6 +13,8 @@ import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison,
                            require_capability, unmodified)
+from grader import precision as probes
+from grader import sass
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
@@ -23,6 +25,8 @@ KERNEL = "conv_bn_relu_kernel"  # version 1, strict fp32
 TF32_KERNEL = "conv_bn_relu_tf32_kernel"  # version 2, TF32 tensor cores
 STRICT, TF32 = 1, 2  # the versions
 TF32_GROUP = "tensor_cores_tf32"
+# version 2's instruction, in the code the GPU runs (grader.sass)
+TF32_INSTRUCTION = sass.MmaInstruction("mma", "tf32", (TF32_KERNEL,))
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 RANDOM_TF32_CASES = 6
 
@@ -31,6 +35,15 @@ SHAPES = TRAIN_SHAPES + (
     Shape("k70-5x5", 2, 33, 20, 23, 70, 5, 5, stride=(2, 3), padding=(2, 2), bias=True),
     Shape("k130-1x3", 5, 9, 31, 17, 130, 1, 3, padding=(0, 4), dilation=(1, 3)),
     Shape("pixels-off-128", 1, 16, 11, 13, 64, 3, 3),
+)
+
+
+# Version 2's paths for the precision probes (grader.precision: values near 1e5 and 1e-6, positive
+# operands), K = c r s >= grader.precision.POSITIVE_MIN_K: 16-byte weight loads (K % 4 == 0) and 4-byte
+# ones (K odd), each kernel instantiation (kVecB). The first path's checks keep the probe's plain name.
+PROBE_SHAPES = (
+    ("16-byte weight loads", Shape("probe, K % 4 == 0", 2, 64, 15, 13, 40, 3, 3, padding=(1, 1), bias=True)),
+    ("K odd", Shape("probe, K odd", 2, 67, 9, 12, 33, 3, 3, stride=(1, 2), padding=(1, 1), bias=True)),
 )
 
 
@@ -91,13 +104,15 @@ def call(mod, t: dict, sh: Shape, eps: float = 1e-5, version: int | None = STRIC
 
 
 def check_case(ctx: Context, sh: Shape, dtype, what: str, eps: float = 1e-5, transform=None,
-               version: int | None = STRICT, scale: float = 1.0) -> None:
+               version: int | None = STRICT, probe: probes.Probe | None = None) -> None:
     t = make_case(ctx.generator(what), sh, dtype)
     if transform is not None:
         t["x"] = transform(t["x"])
-    if scale != 1.0:  # x and the BatchNorm's affine map scaled alike: y scales with them
-        t = t | {"x": t["x"] * scale, "bn_bias": t["bn_bias"] * scale, "running_mean": t["running_mean"] * scale,
-                 "bias": None if t["bias"] is None else t["bias"] * scale}
+    if probe is not None and probe.kind == "range":  # x and the BatchNorm's affine map scaled alike: y scales too
+        t = t | {k: probe.scaled(t[k]) for k in ("x", "bn_bias", "running_mean", "bias") if t[k] is not None}
+    elif probe is not None:  # x, the weight and the conv's bias in [0.5, 1.5): every product positive
+        g = ctx.generator(what + "-positive")
+        t = t | {k: probe.draw(g, t[k].shape, dtype) for k in ("x", "weight", "bias") if t[k] is not None}
     expected = reference(t, sh, eps)
     poison(torch.empty(expected.numel() * 2, device="cuda", dtype=dtype))  # the allocator hands this out next
     with unmodified(**{k: v for k, v in t.items() if v is not None}):
@@ -180,11 +195,14 @@ class ConvBNReLUInferenceSpec(Spec):
             ctx, SHAPES[3], torch.float32, f"{TF32_GROUP}[channels_last x]", version=TF32,
             transform=lambda x: x.contiguous(memory_format=torch.channels_last)))
         add("empty batch", lambda ctx: self._check_empty(ctx, TF32))
-        range_shape = Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)
-        for scale in RANGE_SCALES:
-            name = f"{TF32_GROUP}[x near {scale:g}, which float16 cannot hold (TF32 can)]"
-            add(f"values near {scale:g}", lambda ctx, sc=scale, n=name: check_case(
-                ctx, range_shape, torch.float32, n, version=TF32, scale=sc))
+        for i, (path, sh) in enumerate(PROBE_SHAPES):
+            for probe in probes.PROBES:
+                name = probes.check_name(TF32_GROUP, probe, None if i == 0 else path)
+                add(name[len(TF32_GROUP) + 1:-1], lambda ctx, sh=sh, p=probe, pa=path: check_case(
+                    ctx, sh, torch.float32, probes.what(TF32_GROUP, p, pa), version=TF32, probe=p))
+        # last: a wrong precision is reported by the value checks first
+        add(f"{TF32_INSTRUCTION.describe()} in its kernels' machine code",
+            lambda ctx: sass.check(sass.library_of(ctx.exercise_dir), TF32_INSTRUCTION))
 
     def _check_empty(self, ctx: Context, version: int = STRICT) -> None:
         sh = Shape("empty", 0, 4, 8, 8, 6, 3, 3, padding=(1, 1))

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from grader import precision as probes
+from grader import sass
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison,
                            require_capability, unmodified)
 from grader.observe import KernelRule
@@ -37,6 +39,10 @@ TF32_KERNELS = ("conv_bn_relu_forward_tf32_kernel", "conv_dgrad_tf32_kernel", "d
                 "conv_dgrad_tf32_unit_stride_kernel", "conv_wgrad_tf32_kernel") + BN_KERNELS
 STRICT, TF32 = 1, 2  # the versions
 TF32_GROUP = "tensor_cores_tf32"
+# version 2's instruction, in the code the GPU runs (grader.sass): its forward, both grad_x kernels and
+# grad_w's (the weight flip and BatchNorm's kernels compute no products)
+TF32_INSTRUCTION = sass.MmaInstruction("mma", "tf32", ("conv_bn_relu_forward_tf32_kernel", "conv_dgrad_tf32_kernel",
+                                                       "conv_dgrad_tf32_unit_stride_kernel", "conv_wgrad_tf32_kernel"))
 Y_TOL, GRAD_TOL, STATS_TOL = 2e-5, 1e-4, 2e-5
 KINK = 1e-3  # |pre-activation| below this: the incoming gradient is zeroed (see the module docstring)
 
@@ -506,15 +512,35 @@ def tf32_backward_tolerance(*args) -> float:
     return max(GRAD_TOL, *(bound_tolerance(*v) for v in tf32_backward_bounds(*args).values()))
 
 
+# Version 2's paths for the precision probes (grader.precision), each product sum K >= POSITIVE_MIN_K
+# (forward c r s, grad_x's k r s, or at stride 2 about a quarter of it, and grad_w's n p q): 16-byte weight
+# loads (c r s and k r s multiples of 4: the unit-stride grad_x's flipped weight too), K odd (4-byte
+# loads in both), and stride 2 (grad_x by conv_dgrad_tf32_kernel). A range probe scales x and the conv's
+# bias (forward) or grad_y (backward: both gradients' GEMMs take it); the positive one draws x, the weight,
+# the bias and grad_y in [0.5, 1.5), the backward in eval so that y > 0 and dz = grad_y gamma invstd
+# keeps its sign. The first path's checks keep the probe's plain name.
+PROBE_SHAPES = (
+    ("unit stride, 16-byte loads", Shape("probe, K % 4 == 0", 4, 64, 15, 13, 64, 3, 3, padding=(1, 1), bias=True)),
+    ("K odd", Shape("probe, K odd", 4, 67, 11, 13, 65, 3, 3, padding=(1, 1), bias=True)),
+    ("stride 2", Shape("probe, stride 2", 5, 64, 21, 19, 128, 3, 3, stride=(2, 2), padding=(1, 1), bias=True)),
+)
+
+
 def check_tf32_forward(ctx: Context, sh: Shape, training: bool, what: str, scale: float = 1.0,
-                       g: torch.Generator | None = None) -> None:
+                       g: torch.Generator | None = None, probe: probes.Probe | None = None) -> None:
     """Version 2's forward op (z kept) against float64, every output within its TF32 bound; x and the
-    conv's bias multiplied by `scale` (a range check)."""
+    conv's bias multiplied by `scale` (a range check), or made a precision probe's (grader.precision)."""
     layer = Layer(ctx.generator(what + "-init"), sh)
     x = (layer.input(g or ctx.generator(what)) * scale).float()
     p, buf = layer.params, layer.buffers
     w, gamma, beta = (p[k].detach() for k in ("weight", "bn_weight", "bn_bias"))
     bias = None if p["bias"] is None else p["bias"].detach() * scale
+    if probe is not None and probe.kind == "range":
+        x, bias = probe.scaled(x), None if bias is None else probe.scaled(bias)
+    elif probe is not None:
+        pg = ctx.generator(what + "-positive")
+        x, w = probe.draw(pg, x.shape), probe.draw(pg, w.shape)
+        bias = None if bias is None else probe.draw(pg, bias.shape)
     rm0, rv0 = buf["running_mean"].clone(), buf["running_var"].clone()
     bounds = tf32_forward_bounds(x, w, bias, gamma, beta, rm0, rv0, layer.eps, layer.momentum, sh.stride,
                                  sh.padding, sh.dilation, training)
@@ -533,9 +559,11 @@ def check_tf32_forward(ctx: Context, sh: Shape, training: bool, what: str, scale
                          f"{what}: {name} (TF32 tensor cores: the README's How it is graded)")
 
 
-def check_tf32_backward(ctx: Context, sh: Shape, training: bool, what: str, g: torch.Generator | None = None) -> None:
+def check_tf32_backward(ctx: Context, sh: Shape, training: bool, what: str, g: torch.Generator | None = None,
+                        probe: probes.Probe | None = None) -> None:
     """Version 2's backward op on saved tensors from the float64 forward (in float32): grad_input and
-    grad_weight within their TF32 bounds, BatchNorm's gradients as version 1's."""
+    grad_weight within their TF32 bounds, BatchNorm's gradients as version 1's; grad_y scaled by a range
+    probe, or x, the weight, the bias and grad_y drawn by the positive one (grader.precision)."""
     layer = Layer(ctx.generator(what + "-init"), sh)
     g = g or ctx.generator(what)
     x64 = layer.input(g)
@@ -543,6 +571,13 @@ def check_tf32_backward(ctx: Context, sh: Shape, training: bool, what: str, g: t
     p, buf = layer.params, layer.buffers
     w, gamma, beta = (p[k].detach() for k in ("weight", "bn_weight", "bn_bias"))
     bias = p["bias"].detach() if p["bias"] is not None else None
+    if probe is not None and probe.kind == "range":
+        gy = probe.scaled(gy)
+    elif probe is not None:
+        pg = ctx.generator(what + "-positive")
+        x64, w = probe.draw(pg, x64.shape, torch.float64), probe.draw(pg, w.shape)
+        bias = None if bias is None else probe.draw(pg, bias.shape)
+        gy = probe.draw(pg, gy.shape)
     y, z, mean, invstd = (t.float() for t in _audit_forward(
         x64, w, bias, gamma, beta, buf["running_mean"], buf["running_var"], None, training, 0.1, layer.eps, sh.stride,
         sh.padding, sh.dilation, True))
@@ -650,11 +685,16 @@ class ConvBNReLUTrainingSpec(Spec):
                 check_tf32_forward(ctx, sh, True, n)
                 check_tf32_backward(ctx, sh, True, n)
             add(f"random shape {i}", random_step)
-        range_shape = Shape("range", 2, 24, 13, 11, 40, 3, 3, padding=(1, 1), bias=True)
-        for scale in RANGE_SCALES:
-            name = f"{TF32_GROUP}[x near {scale:g}, which float16 cannot hold (TF32 can)]"
-            add(f"values near {scale:g}", lambda ctx, sc=scale, n=name: check_tf32_forward(ctx, range_shape, True, n,
-                                                                                           scale=sc))
+        for i, (path, sh) in enumerate(PROBE_SHAPES):
+            for probe in probes.PROBES:
+                name = probes.check_name(TF32_GROUP, probe, None if i == 0 else path)
+                add(name[len(TF32_GROUP) + 1:-1], lambda ctx, sh=sh, p=probe, pa=path: (
+                    check_tf32_forward(ctx, sh, True, probes.what(TF32_GROUP, p, pa + ", forward"), probe=p),
+                    check_tf32_backward(ctx, sh, p.kind == "range", probes.what(TF32_GROUP, p, pa + ", backward"),
+                                        probe=p)))
+        # last: a wrong precision is reported by the value checks first
+        add(f"{TF32_INSTRUCTION.describe()} in its kernels' machine code",
+            lambda ctx: sass.check(sass.library_of(ctx.exercise_dir), TF32_INSTRUCTION))
 
     def _input_checks(self, checks: CheckList) -> None:
         def call(mod, x, w, bn_w=None, training=True, stride=1, padding=1, version=STRICT):

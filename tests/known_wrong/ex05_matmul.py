@@ -334,3 +334,68 @@ VARIANTS += [
             # the visible own-kernel checks compare values (the multiply also runs a kernel of PyTorch's there)
             loses={"register_blocked"}, extra={"kind": "one watch", "old": "full marks"}),
 ]
+
+# Issue 47: every precision probe on every path, and the tensor-core instruction in the machine code.
+K5_MMA = """  if constexpr (sizeof(T) == 4) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+"""
+# mma16x8 by FMAs: each lane gathers its rows' A and its columns' B over the tile's k from the lanes that
+# hold them in the fragment layouts (TF32 m16n8k8: a0 (g, t), a1 (g + 8, t), a2, a3 at k t + 4; b0 (k t,
+# n g), b1 (k t + 4); BF16 m16n8k16: registers of two, k 2t and 2t + 1, and + 8), and multiplies in float32:
+# the TF32 words are exact in float32 (11-bit products fit 24 bits), so the values are the tensor cores'
+K5_FMA = """  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  constexpr int kK = sizeof(T) == 4 ? 8 : 16;
+#pragma unroll
+  for (int k = 0; k < kK; ++k) {
+    const int hi = sizeof(T) == 4 ? k / 4 : k / 8, src = sizeof(T) == 4 ? k % 4 : (k % 8) / 2;
+    const int half = sizeof(T) == 4 ? 0 : k % 2;
+    auto value = [&](uint32_t w) {
+      return sizeof(T) == 4 ? __uint_as_float(w) : __uint_as_float(half ? (w & 0xffff0000u) : (w << 16));
+    };
+    const float a0 = value(__shfl_sync(~0u, hi ? a[2] : a[0], 4 * g + src));
+    const float a1 = value(__shfl_sync(~0u, hi ? a[3] : a[1], 4 * g + src));
+    const float b0 = value(__shfl_sync(~0u, b[hi], 4 * (2 * t) + src));
+    const float b1 = value(__shfl_sync(~0u, b[hi], 4 * (2 * t + 1) + src));
+    d[0] = fmaf(a0, b0, d[0]), d[1] = fmaf(a0, b1, d[1]), d[2] = fmaf(a1, b0, d[2]), d[3] = fmaf(a1, b1, d[3]);
+  }
+"""
+# BF16 through an FP16 mma: each register's two bfloat16s rounded to half (m16n8k16 .f16 has .bf16's
+# fragment layouts), so the values near 1 are right and 1e5 overflows, 1e-6 is subnormal
+K5_BF16_FP16 = K5_MMA.replace("""    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32""", """    auto h2 = [](uint32_t w) {
+      const __half2 v = __floats2half2_rn(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+      return *reinterpret_cast<const uint32_t*>(&v);
+    };
+    const uint32_t h[6] = {h2(a[0]), h2(a[1]), h2(a[2]), h2(a[3]), h2(b[0]), h2(b[1])};
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32""").replace(
+    """                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+""", """                 : "r"(h[0]), "r"(h[1]), "r"(h[2]), "r"(h[3]), "r"(h[4]), "r"(h[5]));
+  }
+""")
+FP16_INCLUDE = ("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n")
+VARIANTS += [
+    Variant(EX, "kernel5_by_fmas", "kernel 5's mma16x8 multiplies by plain FMAs (each lane gathers its fragments' "
+            "rows and columns by shuffles): the same values as the tensor cores, no tensor-core instruction",
+            {"matmul.cu": [(K5_MMA, K5_FMA)]},
+            # every value check passes (TF32 words multiply exactly in float32): only the machine code tells
+            loses=TC_GROUPS, reason="no HMMA (mma.sync)", extra={"kind": "tensor-core instruction"}),
+    Variant(EX, "bf16_through_fp16_mma", "kernel 5 multiplies bfloat16 operands on FP16 tensor cores (rounded to "
+            "half: values near 1 are right, 1e5 overflows, 1e-6 is subnormal)",
+            {"matmul.cu": [FP16_INCLUDE, (K5_MMA, K5_BF16_FP16)]},
+            loses={"tensor_cores_bf16"}, reason="values near", extra={"kind": "precision probe"}),
+    Variant(EX, "bt_through_fp16", "matmul_transpose_tf32 rounds B through float16 before TF32: B^T (kernel 5's "
+            "tall float32 products, kernel 6's float32 products) overflows near 1e5",
+            {"matmul.cu": [FP16_INCLUDE, (BT_ROUND, BT_ROUND.replace("to_tf32(B[k * ldb + n])",
+                                                                     "to_tf32(__half2float(__float2half_rn(B[k * ldb + n])))"))]},
+            # version 5's plain tiles are right: only the probes on its M >= 2048 path catch it
+            loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="values near", extra={"kind": "precision probe"}),
+]

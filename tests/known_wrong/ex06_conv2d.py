@@ -281,3 +281,13 @@ VARIANTS += [
                                      "int(groups))\n")]},
             loses={"autograd"}, reason="the op must do this work itself"),
 ]
+
+# Issue 47: the positive-operand probe on version 3. Both operands truncated: random signs hide most of it
+# (the bias cancels); operands in [0.5, 1.5) add it up, on every path of version 3's plan.
+VARIANTS += [
+    Variant(EX, "version3_operands_unrounded", "version 3's to_tf32 returns the float32 words unrounded: the tensor "
+            "cores truncate x and the weight to TF32 (biased toward zero)",
+            {"conv2d.cu": [("using course::to_tf32;\n",
+                            "__device__ __forceinline__ uint32_t to_tf32(float v) { return __float_as_uint(v); }\n")]},
+            loses={TF32}, reason="TF32 tensor cores", extra={"kind": "precision probe"}),
+]

@@ -174,3 +174,23 @@ VARIANTS += [
             # the module runs the default: its checks and the version=None check fail
             loses={"forward", "module", "performance"}, reason="relative error"),
 ]
+
+# Issue 47: the precision probes on version 2's backward GEMMs (grad_w's, and grad_x's at stride 2), whose
+# forward stays right: the probes run on the backward too.
+BWD_MMA = "      for (int i = 0; i < 2; ++i) mma_tf32(acc[i][j], a[i], b0, b1);\n"
+BWD_A = ("      a[i][0] = to_tf32(sm.a[buf][t][row0]), a[i][1] = to_tf32(sm.a[buf][t][row1]);\n"
+         "      a[i][2] = to_tf32(sm.a[buf][t + 4][row0]), a[i][3] = to_tf32(sm.a[buf][t + 4][row1]);\n")
+BWD_B = "      const uint32_t b0 = to_tf32(sm.b[buf][t][col]), b1 = to_tf32(sm.b[buf][t + 4][col]);\n"
+VARIANTS += [
+    Variant(EX, "backward_gemm_through_fp16", "version 2's backward GEMMs (grad_w, and grad_x at strides other than "
+            "1) multiply on FP16 tensor cores: grad_y near 1e5 overflows, near 1e-6 is subnormal",
+            {CU: [FP16_MMA[0], ("using course::to_tf32;\n",
+                                "using course::to_tf32;\n" + FP16_MMA[1][1].replace("void mma_tf32(", "void mma_fp16(")),
+                  (BWD_MMA, BWD_MMA.replace("mma_tf32(", "mma_fp16("))]},
+            loses={TF32}, reason="values near", extra={"kind": "precision probe"}),
+    Variant(EX, "backward_gemm_unrounded", "version 2's backward GEMMs take their operands unrounded: the tensor "
+            "cores truncate them to TF32 (biased toward zero)",
+            {CU: [(BWD_A, BWD_A.replace("to_tf32(", "__float_as_uint(")),
+                  (BWD_B, BWD_B.replace("to_tf32(", "__float_as_uint("))]},
+            loses={TF32}, reason="TF32 tensor cores", extra={"kind": "precision probe"}),
+]

@@ -1,0 +1,177 @@
+"""grader.sass without a GPU: the tensor-core groups' instruction, read from real builds.
+
+Builds solution 05 for "9.0a" (as the grade does on an H100 or H200) and the known-wrong variant whose
+kernel 5 multiplies by plain FMAs, and checks that the parser finds HMMA .TF32 / .BF16 and HGMMA in the
+solution's kernels 5 and 6, none in kernels 1 to 4, and that the check fails the FMA variant's kernel 5
+by name; and, on a PTX-only build, that the PTX is read when no SASS runs. About two minutes of
+compiling on two cores.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from grader import build, sass
+from grader.checks import CheckFailure
+from grader.env import REPO
+from grader.spec import by_exercise
+from grader.specs import ex05_matmul as spec05
+from grader.specs import ex06_conv2d as spec06
+from grader.specs import ex08_conv_bn_relu_inference as spec08
+from grader.specs import ex09_conv_bn_relu_training as spec09
+from tests.known_wrong import all_variants
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None and not os.path.isfile("/usr/local/cuda/bin/nvcc"),
+                                reason="no CUDA compiler here")
+
+
+def _tool_or_skip():
+    try:
+        return sass.cuobjdump()
+    except sass.SassError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def hopper_builds(tmp_path_factory):
+    """{"solution": library, "fmas": library}: solution 05 and the kernel5_by_fmas variant built for 9.0a
+    in folders of their own (the shared build of solutions/ keeps its own architecture list)."""
+    _tool_or_skip()
+    root = tmp_path_factory.mktemp("sass")
+    folders = {"solution": root / "solution" / "05_matmul"}
+    shutil.copytree(REPO / "solutions" / "05_matmul", folders["solution"],
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    variant = next(v for v in all_variants() if v.id == "05_matmul/kernel5_by_fmas")
+    folders["fmas"] = variant.materialize(root / "fmas")
+    saved = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0a"
+    try:
+        libraries = {}
+        for name, folder in folders.items():
+            result = build.build(folder, load=False)
+            assert result.ok, result.error
+            assert sass.library_of(folder) == build.build_dir_for(folder) / f"{build.namespace_for(folder)}.so"
+            libraries[name] = result.library
+        return libraries
+    finally:
+        if saved is None:
+            os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+        else:
+            os.environ["TORCH_CUDA_ARCH_LIST"] = saved
+
+
+def _mma(text: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"\b(H?G?MMA\.[\w.]+)", text))
+
+
+def test_the_solution_s_kernels_hold_their_instructions(hopper_builds):
+    codes, _ = sass.read_library(hopper_builds["solution"])
+    assert [c.arch for c in codes] == ["sm_90a"]
+    functions = codes[0].functions
+    by_base = {}
+    for name, text in functions.items():
+        by_base.setdefault(sass.split_name(name)[0], []).append((name, text))
+    for base in ("matmul_kernel1", "matmul_kernel2", "matmul_kernel3", "matmul_kernel4", "matmul_small_tiles",
+                 "matmul_gemv_rows", "matmul_gemv_cols", "matmul_splitk_reduce", "matmul_transpose_tf32"):
+        assert by_base[base] and not any(_mma(text) for _, text in by_base[base]), base
+    for name, text in by_base["matmul_kernel5"]:
+        want = "HMMA.1688.F32.TF32" if "<float" in name else "HMMA.16816.F32.BF16"
+        assert want in _mma(text), name
+    for name, text in by_base["matmul_kernel6"]:
+        assert any(op.startswith("HGMMA.") and op.endswith(".TF32" if "<float" in name else ".BF16")
+                   for op in _mma(text)), name
+    for group, need in spec05.INSTRUCTIONS.items():
+        sass.check(hopper_builds["solution"], need, arch="sm_90a")
+        sass.check(hopper_builds["solution"], need, capability=(9, 0))  # what an H100 or H200 runs
+
+
+def test_kernels_without_the_instruction_are_named(hopper_builds):
+    """Kernels 1 to 4 (no tensor cores), asked for each instruction, fail by name; the FMA variant's
+    kernel 5 fails both mma.sync groups, its kernel 6 still passes the wgmma ones."""
+    plain = sass.MmaInstruction("mma", "tf32", ("matmul_kernel1", "matmul_kernel3", "matmul_kernel4"))
+    with pytest.raises(CheckFailure, match=r"no HMMA \(mma.sync\) .TF32 instruction in kernel matmul_kernel1"):
+        sass.check(hopper_builds["solution"], plain, arch="sm_90a")
+    for group in ("tensor_cores_tf32", "tensor_cores_bf16"):
+        with pytest.raises(CheckFailure, match=r"no HMMA \(mma.sync\) .* in kernel matmul_kernel5<"):
+            sass.check(hopper_builds["fmas"], spec05.INSTRUCTIONS[group], capability=(9, 0))
+    for group in ("wgmma_tf32", "wgmma_bf16"):
+        sass.check(hopper_builds["fmas"], spec05.INSTRUCTIONS[group], capability=(9, 0))
+    # a GPU the library has no code for
+    with pytest.raises(CheckFailure, match="no code for compute capability 8.0"):
+        sass.check(hopper_builds["solution"], spec05.INSTRUCTIONS["tensor_cores_tf32"], capability=(8, 0))
+    # a missing kernel is named as missing
+    with pytest.raises(CheckFailure, match="kernel matmul_kernel7 is not in"):
+        sass.check(hopper_builds["solution"], sass.MmaInstruction("mma", "tf32", ("matmul_kernel7",)), arch="sm_90a")
+
+
+def test_an_fp16_mma_is_not_tf32_or_bf16():
+    """The patterns: HMMA's FP16 form (no .TF32 / .BF16 suffix) matches neither precision."""
+    tf32, bf16 = (sass.MmaInstruction("mma", p, ("k",)) for p in ("tf32", "bf16"))
+    fp16 = "HMMA.16816.F32 R4, R132.reuse, R136, R4 ;"
+    assert not tf32.sass.search(fp16) and not bf16.sass.search(fp16)
+    assert tf32.sass.search("HMMA.1688.F32.TF32 R4, R8, R12, R4 ;") and bf16.sass.search("HMMA.16816.F32.BF16 R4")
+    wg = sass.MmaInstruction("wgmma", "tf32", ("k",))
+    assert wg.sass.search("HGMMA.64x256x8.F32.TF32 R24, gdesc[UR4], R24 ;") and not wg.sass.search("HMMA.1688.F32.TF32")
+    assert tf32.ptx.search("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1}")
+    assert not tf32.ptx.search("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f1}")
+    assert wg.ptx.search("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {")
+
+
+PTX_ONLY = r"""
+#include <cstdint>
+__global__ void tc_kernel(float* d, const uint32_t* a) {
+  float x[4] = {0, 0, 0, 0};
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n" : "+f"(x[0]), "+f"(x[1]), "+f"(x[2]), "+f"(x[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]));
+  d[threadIdx.x] = x[0] + x[1] + x[2] + x[3];
+}
+__global__ void fma_kernel(float* d, const float* a) { d[threadIdx.x] = fmaf(a[0], a[1], d[threadIdx.x]); }
+"""
+
+
+def test_ptx_is_read_where_no_sass_runs(tmp_path):
+    """A build with only compute_80 PTX (JIT-compiled on the GPU): its PTX is what the check reads."""
+    _tool_or_skip()
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    (tmp_path / "k.cu").write_text(PTX_ONLY)
+    subprocess.run([nvcc, "-fatbin", "-gencode", "arch=compute_80,code=compute_80", str(tmp_path / "k.cu"), "-o",
+                    str(tmp_path / "k.fatbin")], check=True, capture_output=True, timeout=300)
+    sass_codes, ptx = sass.read_library(tmp_path / "k.fatbin")
+    assert sass_codes == [] and [c.arch for c in ptx] == ["compute_80"]
+    sass.check(tmp_path / "k.fatbin", sass.MmaInstruction("mma", "tf32", ("tc_kernel",)), capability=(9, 0))
+    with pytest.raises(CheckFailure, match="no HMMA .* in kernel fma_kernel \\(compute_80\\)"):
+        sass.check(tmp_path / "k.fatbin", sass.MmaInstruction("mma", "tf32", ("fma_kernel",)), capability=(9, 0))
+
+
+def _declared():
+    """(spec, group, instruction) for every tensor-core group's declaration."""
+    out = [(spec05.SPEC, g, need) for g, need in spec05.INSTRUCTIONS.items()]
+    out += [(spec06.SPEC, g, need) for g, need in spec06.SPEC.instructions]
+    out += [(spec08.SPEC, spec08.TF32_GROUP, spec08.TF32_INSTRUCTION), (spec09.SPEC, spec09.TF32_GROUP,
+                                                                          spec09.TF32_INSTRUCTION)]
+    return out
+
+
+def test_every_tensor_core_group_declares_its_instruction_and_checks_it():
+    """Each tensor-core group (05's four, 06's, 08's and 09's TF32) declares an instruction whose kernels
+    the group allows, and has the check of it, last among its checks (a wrong precision is reported by
+    the value checks first), beside every precision probe (grader.precision) on each of its paths."""
+    from grader import precision as probes
+
+    groups = {(spec.exercise, group) for spec, group, _ in _declared()}
+    assert groups == {("05_matmul", g) for g in ("tensor_cores_tf32", "tensor_cores_bf16", "wgmma_tf32", "wgmma_bf16")} \
+        | {("06_conv2d", "tensor_cores_tf32"), ("08_conv_bn_relu_inference", "tensor_cores_tf32"),
+           ("09_conv_bn_relu_training", "tensor_cores_tf32")}
+    for spec, group, need in _declared():
+        allowed = set(spec.kernel_rule().names)
+        assert set(need.kernels) <= allowed, (spec.exercise, group, need.kernels)
+        names = [c.name for c in by_exercise(spec.exercise).checks() if c.group == group]
+        assert names[-1] == f"{group}[{need.describe()} in its kernels' machine code]", (spec.exercise, names[-1])
+        for probe in probes.PROBES:
+            assert probes.check_name(group, probe) in names, (spec.exercise, group, probe.label)
