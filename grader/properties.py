@@ -11,12 +11,19 @@ generates, for every op, in each dtype the spec lists:
   with the last two dims transposed): the right answer, or an error naming the argument (an
   interface may refuse them);
 - NaN and infinities where the call says the reference defines the result (IEEE propagation);
-- scalar parameters across their range (zero, negative, above one: the call's `scalars`);
+- every declared edge of every argument's domain (the call's `scalars` and `domains`: zero, negative,
+  above one, None, every flag and mode, tensor values at the op's special points), one at a time over
+  the fixed call, in every dtype (float64 too); a refused edge must raise an error naming it;
+- the state an op updates in place by design (running statistics: the call's `updates`), after the
+  call and at every edge, in every dtype;
 - the current stream, forward and backward: inside `torch.cuda.stream(s)`, with the inputs
   produced late on `s`, the answer is right;
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
-- gradients (calls with `grad_args`) at every scalar value and on a side stream;
+- gradients (calls with `grad_args`) at every declared edge, with each differentiable argument frozen
+  in turn (requires_grad=False while the others are differentiated), and on a side stream;
+- module entry points (Spec.module_options): each option's every edge built into PyTorch's own
+  modules and compared with them, or refused with an error naming the option;
 - which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each
   of its scalar values and for several random geometries, only the exercise's own
   (grader.observe.KernelRule), so a fall-back for one dtype, one parameter value or one kind of
@@ -35,6 +42,7 @@ host thread left running. Each property belongs to the group of its op's calls (
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 
 import torch
@@ -43,7 +51,7 @@ from grader.checks import LAYOUTS, CheckFailure, late_copies, poison_next_alloca
 from grader.fp64 import reference_device
 from grader.judge import clean, cotangent, gradients, names_one_of, resolve
 from grader.observe import WATCH, KernelRule, native_threads, observe
-from grader.spec import AuditCall, Check, Context, Spec, audit_seed
+from grader.spec import AuditCall, Check, Context, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
 
 ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
 
@@ -85,6 +93,31 @@ AUTOGRAD = "autograd"
 # normwise relative error allowed per dtype of the call's floating arguments: far below the rounding
 # of the next lower precision
 TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+# --- the dry run: which edges the generated checks reach, without calling any op ----------------------
+# (tests/test_coverage.py on the CPU) None: the checks run for real
+_reached: list | None = None
+
+
+@contextlib.contextmanager
+def dry_run():
+    """Inside, the edge, gradient and module-option checks call no op: each records the edge it would
+    reach, as (call label or entry point, argument, edge name, dtype), into the list yielded."""
+    global _reached
+    saved, _reached = _reached, []
+    try:
+        yield _reached
+    finally:
+        _reached = saved
+
+
+def _reach(label: str, argument: str, edge: str, dtype) -> bool:
+    """Record an edge reached; True in a dry run (the caller then skips the op)."""
+    if _reached is None:
+        return False
+    _reached.append((label, argument, edge, str(dtype).replace("torch.", "")))
+    return True
 
 
 def dtype_of(call: AuditCall) -> torch.dtype:
@@ -227,10 +260,13 @@ def _reference(call: AuditCall, args: list):
 
 
 def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = (),
-               visible: bool = False):
+               visible: bool = False, updates: bool = False):
     """The op on `args` gives the reference's answer (or, when `may_refuse` names arguments, an error
-    naming one of them), its kernels observed (`invoke`). Returns (output, expected), (None, None)
-    when refused."""
+    naming one of them), its kernels observed (`invoke`); with `updates`, the arguments it updates in
+    place by design hold the call's `updates` after it. Returns (output, expected), (None, None) when
+    refused."""
+    # the state the op updates in place by design, as it must be after the call (before it runs)
+    updated = call.updates(*_double(args)) if updates and call.updates is not None else {}
     try:
         out, expected = invoke(ctx, call, args, what, visible=visible)
     except ERRORS as e:
@@ -239,6 +275,8 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
             return None, None
         raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
     _compare(out, expected, tolerance(call), what)
+    for i, value in updated.items():
+        _compare(args[i], value, tolerance(call), f"{what}: `{call.names[i]}` after the call")
     return out, expected
 
 
@@ -277,6 +315,8 @@ def _observed(ctx: Context, call: AuditCall, fn, what: str, queued_ok: bool = Fa
 def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None) -> None:
     """<d(y . v)/d arg> through autograd against the reference differentiated in float64 (on a side
     stream whose inputs arrive late, when `stream` is given)."""
+    if _reached is not None:  # a dry run calls no op
+        return
     seed = ctx.seed_for(what)
     expected = gradients(call.reference, call, _double(args), seed)
     with torch.no_grad():
@@ -389,11 +429,47 @@ def _at_each_scalar(call: AuditCall):
             yield args, f"{call.names[i]}={value}"
 
 
-def _scalars(spec, calls: _Calls):
+def _edge_text(call: AuditCall, i: int, edge: Edge) -> str:
+    named = call.names[i]
+    return f"`{named}` {edge.name}" if edge.make is not None else f"{named}={edge.name}"
+
+
+def _at_each_edge(call: AuditCall):
+    """(argument index, Edge, fresh arguments, description) for every declared edge of the call, one at
+    a time over its own arguments."""
+    for i, edge in call.edges():
+        args = _fresh(call.args)
+        args[i] = edge.at(args[i])
+        yield i, edge, args, _edge_text(call, i, edge)
+
+
+def edge_dtypes(spec: Spec) -> list[torch.dtype]:
+    """The dtypes every edge is tried in: the spec's, and float64 (every op takes it; the judge too)."""
+    return list(dict.fromkeys([*_dtypes(spec), torch.float64]))
+
+
+def _edges(spec, calls: _Calls):
     def run(ctx):
-        for call in calls(ctx, "scalars", _dtypes(spec)[0], random_shapes=False):
-            for args, which in _at_each_scalar(call):
-                check_call(ctx, call, args, f"{_described(call)}, {which}")
+        for dtype in edge_dtypes(spec):
+            for call in calls(ctx, f"edges {dtype}", dtype, random_shapes=False):
+                for i, edge, args, which in _at_each_edge(call):
+                    if _reach(call.label, call.names[i], edge.name, dtype_of(call)):
+                        continue
+                    # a refused edge (a mode the interface does not support): an error naming the argument,
+                    # or the right answer
+                    check_call(ctx, call, args, f"{_described(call)}, {which}",
+                               may_refuse=(call.names[i],) if edge.refused else ())
+    return run
+
+
+def _updates(spec, calls: _Calls):
+    def run(ctx):
+        for dtype in edge_dtypes(spec):
+            for call in calls(ctx, f"updates {dtype}", dtype, random_shapes=False):
+                cases = [(_fresh(call.args), "", ())] + [(args, f", {which}", (call.names[i],) if edge.refused else ())
+                                                         for i, edge, args, which in _at_each_edge(call)]
+                for args, which, refusable in cases:
+                    check_call(ctx, call, args, f"{_described(call)}{which}", may_refuse=refusable, updates=True)
     return run
 
 
@@ -443,9 +519,21 @@ def _gradients_property(spec, calls: _Calls):
         for call in calls(ctx, "gradients", _dtypes(spec)[0], random_shapes=False):
             if not call.grad_args:
                 continue
-            check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)}")
-            for args, which in _at_each_scalar(call):
-                check_gradients(ctx, call, args, f"the gradients through {_described(call)}, {which}")
+            through = f"the gradients through {_described(call)}"
+            check_gradients(ctx, call, _fresh(call.args), through)
+            for i, edge, args, which in _at_each_edge(call):
+                if not edge.refused and not _reach(call.label, call.names[i], f"{edge.name} (gradients)",
+                                                   dtype_of(call)):
+                    check_gradients(ctx, call, args, f"{through}, {which}")
+            # each differentiable argument left out of autograd while the others are differentiated (a
+            # frozen parameter): the backward must still give the others theirs
+            if len(call.grad_args) > 1:
+                for i in call.grad_args:
+                    if _reach(call.label, call.names[i], frozen_edge(call.names[i]), dtype_of(call)):
+                        continue
+                    frozen = dataclasses.replace(call, grad_args=tuple(j for j in call.grad_args if j != i))
+                    check_gradients(ctx, frozen, _fresh(call.args), f"{through}, `{call.names[i]}` with "
+                                    "requires_grad=False (the others differentiated)")
             check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
                             "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
     return run
@@ -560,8 +648,11 @@ def property_checks(spec: Spec) -> list[Check]:
         add("non-contiguous arguments", _noncontiguous)
         if call.nonfinite:
             add("NaN and infinities", _nonfinite)
-        if call.scalars:
-            add("scalar parameters across their range", _scalars)
+        if call.edges():
+            add("every declared edge", _edges)
+        if call.updates is not None:
+            updates_group = call.updates_group if call.updates_group in spec.points else group
+            add("the state it updates, at every edge", _updates, updates_group)
         add("on the current stream", _stream)
         add("two results held at once", _held_at_once)
         if call.grad_args:
@@ -570,4 +661,34 @@ def property_checks(spec: Spec) -> list[Check]:
             add("own kernels in every dtype and shape", _own_kernels, slow=True)
         if call.registered:
             add("output metadata against the registered fake", _fake, slow=True)
-    return checks
+    return checks + module_checks(spec)
+
+
+def _module_options(entry: ModuleOptions):
+    def run(ctx):
+        for option, edges in entry.options.items():
+            for edge in edges:
+                if _reach(entry.name, option, edge.name, "module"):
+                    continue
+                chosen = {**entry.base, option: edge.value}
+                what = f"{entry.name} with {option}={edge.name}"
+                try:
+                    entry.check(ctx, chosen, what)
+                except ERRORS as e:
+                    # an option the entry point does not support: refused with an error naming it (or
+                    # computed as PyTorch's modules compute it)
+                    if edge.refused and names_one_of(clean(e), (option,)) and "not implemented yet" not in clean(e):
+                        continue
+                    raise CheckFailure(f"{what}: {type(e).__name__}: {clean(e)[:300]}") from None
+                except CheckFailure as e:
+                    if edge.refused:
+                        raise CheckFailure(f"{e} ({option}={edge.name} is not supported: refuse it with an error "
+                                           f"naming `{option}`, or compute it as PyTorch does)") from None
+                    raise
+    return run
+
+
+def module_checks(spec: Spec) -> list[Check]:
+    """One check per module entry point of `spec` (Spec.module_options): every option's every edge."""
+    return [Check(f"{entry.group}[{entry.name}: every option's edges]", entry.group, _module_options(entry))
+            for entry in spec.module_options()]

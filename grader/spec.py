@@ -81,6 +81,80 @@ class Benchmark:
     min_bytes: float | None = None
 
 
+# --- declared domains: every argument's edge values, each reached by some check ------------------
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge of an argument's domain, which the generated properties try in every dtype (one edge at
+    a time over the call's own arguments) and the coverage test (tests/test_coverage.py) requires some
+    check to reach: a value that replaces the argument (a scalar, a flag, a mode, a list), or, for a
+    tensor argument, `make(t)` giving the tensor at the edge (its values at the op's special points)."""
+
+    name: str  # as the report prints it: "0.0", "None", "negative", "exact zeros", "padding_mode='reflect'"
+    value: object = None
+    make: Callable | None = None  # tensor -> tensor, for a tensor argument's edge
+    # the op must refuse the edge with an error naming the argument (a mode the interface does not
+    # support), rather than compute it
+    refused: bool = False
+
+    def at(self, current):
+        """The argument at this edge, from its value in the base call."""
+        return self.make(current) if self.make is not None else self.value
+
+
+def values(*vs, refused: Sequence = ()) -> tuple[Edge, ...]:
+    """Value edges, named by repr (a float keeps its decimal point: 0.0 and 0 differ for an op)."""
+    return tuple(Edge(repr(v), v, refused=v in refused) for v in vs)
+
+
+def _exact_zeros(t):
+    """Every third element exactly 0, the rest as they were: the point where an activation's branch
+    (x > 0 against x >= 0) or a derivative's kink is decided."""
+    out = t.detach().clone()
+    out.view(-1)[::3] = 0
+    return out
+
+
+# edges of a tensor argument's values
+EXACT_ZEROS = Edge("exact zeros", make=_exact_zeros)
+NEGATIVE = Edge("negative", make=lambda t: -t.detach().abs())
+ZERO = Edge("zero", make=lambda t: t.detach() * 0)
+
+
+def _mixed_signs(t):
+    """|t| with every other element negated."""
+    import torch
+
+    signs = 1 - 2 * (torch.arange(t.numel(), device=t.device) % 2)
+    return t.detach().abs() * signs.reshape(t.shape).to(t.dtype)
+
+
+SIGNS = Edge("mixed signs", make=_mixed_signs)
+
+
+def frozen_edge(name: str) -> str:
+    """The edge of a differentiable argument left out of autograd while the others are differentiated
+    (grader.properties's gradient property runs it for each of a call's grad_args)."""
+    return f"requires_grad=False ({name} frozen, the others differentiated)"
+
+
+@dataclass
+class ModuleOptions:
+    """A module-level entry point (a from_modules constructor, an nn.Module wrapper) and its options'
+    domains: the generated check (grader.properties.module_checks) builds PyTorch's own modules with
+    each edge in turn (the others at `base`), passes them through the entry point and compares the
+    result with PyTorch's modules in every mode `check` tries, or requires the error naming the
+    option of an edge marked refused."""
+
+    name: str  # "ConvBNReLUInference.from_modules": the check's name and the report's
+    group: str  # the scored group the check belongs to
+    base: dict  # option -> its value where the other options are tried
+    options: dict  # option -> tuple of Edges
+    # check(ctx, options: dict, what: str) -> None: builds, runs and compares (raises CheckFailure);
+    # raises the entry point's own error for a refused edge
+    check: Callable = None
+
+
 @dataclass
 class AuditCall:
     """One valid call of an exercise's public op: the bad-input audit (tests/test_input_audit.py),
@@ -115,8 +189,19 @@ class AuditCall:
     # whether +-inf there is defined too (not where a mean of infinities meets a stable algorithm's
     # differences: inf - inf); NaN always is
     infinities: bool = True
-    # scalar arguments -> other valid values to try (e.g. a negative slope, one above 1)
+    # scalar arguments -> other valid values to try (e.g. a negative slope, one above 1): value edges of
+    # their domains, which the kernel watch also tries (grader.properties._at_each_scalar)
     scalars: dict = field(default_factory=dict)
+    # argument -> its domain's further edges (Edge): tensor values at the op's special points (exact
+    # zeros, negative weights), flags, modes, geometry; with `scalars`, every edge the generated
+    # properties try in every dtype (`edges()`), and the gradients at each (and with each of grad_args
+    # frozen in turn)
+    domains: dict = field(default_factory=dict)
+    # the float64 values the arguments in `mutates` hold after the call, from the arguments before it:
+    # {index: tensor} (running statistics a training step updates); compared by a property of their own
+    # (at the call and at each edge, in every dtype), in `updates_group` (default: the call's group)
+    updates: Callable[..., dict] | None = None
+    updates_group: str = ""
     # arguments the op updates in place by design (running statistics): not required unmodified
     mutates: tuple[int, ...] = ()
     exact: bool = False  # the op moves values without arithmetic: its result must be bit-exact
@@ -132,6 +217,15 @@ class AuditCall:
             raise ValueError(f"AuditCall {self.op}: {len(self.args)} arguments but {len(self.names)} names")
         self.label = self.label or self.op.rsplit(".", 1)[-1]
         self.group = self.group or ("backward" if "backward" in self.label else "forward")
+        for i in (*self.scalars, *self.domains):
+            if not 0 <= i < len(self.args):
+                raise ValueError(f"AuditCall {self.label}: a domain for argument {i} of {len(self.args)}")
+
+    def edges(self) -> list[tuple[int, Edge]]:
+        """Every declared edge, (argument index, Edge): the `scalars`' values, then the `domains`'."""
+        out = [(i, Edge(repr(v), v)) for i, vs in self.scalars.items() for v in vs]
+        out += [(i, e) for i, es in self.domains.items() for e in es]
+        return out
 
 
 # added to every audit_randn seed: the judge (grader.judge) draws its calls' values fresh for each
@@ -247,6 +341,10 @@ class Spec:
 
     # the floating dtypes the generated properties try (the first is the main one)
     property_dtypes: tuple = ("float32",)
+
+    def module_options(self) -> list[ModuleOptions]:
+        """The exercise's module-level entry points and their options' domains (ModuleOptions)."""
+        return []
 
     def kernel_rule(self):
         """Which kernels the exercise's ops may run (grader.observe.KernelRule); None: not checked."""
@@ -424,3 +522,27 @@ def import_exercise_module(exercise_dir: Path, spec: Spec) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def conv_padding_edges(in_hw, k_hw, stride, dilation, padding, transposed: bool = False,
+                       output_padding=(0, 0)) -> tuple[Edge, ...]:
+    """The padding edges of a convolution of this geometry, as [h, w] lists (as the ops take them):
+    none; 3 (past the 0 to 2 that the hand-written cases take); and the widest supported: for a
+    convolution, the kernel's reach plus one (border outputs read padding alone), for a transposed one
+    the largest that leaves an output row and column. Those leaving no output, and the call's own
+    padding, are left out."""
+    def out(d, p):
+        n, k, s, dil = in_hw[d], k_hw[d], stride[d], dilation[d]
+        if transposed:
+            return (n - 1) * s - 2 * p + dil * (k - 1) + output_padding[d] + 1
+        return (n + 2 * p - dil * (k - 1) - 1) // s + 1
+
+    if transposed:
+        widest = [max([p for p in range(0, 64) if out(d, p) >= 1], default=0) for d in range(2)]
+    else:
+        widest = [dilation[d] * (k_hw[d] - 1) + 1 for d in range(2)]
+    chosen = []
+    for name, p in (("0", [0, 0]), ("3", [3, 3]), ("widest", widest)):
+        if all(out(d, p[d]) >= 1 for d in range(2)) and p != list(padding) and p not in [c.value for c in chosen]:
+            chosen.append(Edge(f"{p} ({name})" if name == "widest" else repr(p), p))
+    return tuple(chosen)

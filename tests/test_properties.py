@@ -161,7 +161,7 @@ def _run(spec, module, only=None, seed=7) -> dict[str, str]:
 
 def test_every_property_is_generated_for_the_op():
     names = [c.name for c in property_checks(SPEC)]
-    for what in ("random shapes", "non-contiguous arguments", "NaN and infinities", "scalar parameters across their range",
+    for what in ("random shapes", "non-contiguous arguments", "NaN and infinities", "every declared edge",
                  "on the current stream", "two results held at once", "gradients", "output metadata"):
         assert any(what in n for n in names), (what, names)
     assert {c.group for c in property_checks(SPEC) if "gradients" in c.name} == {"autograd"}
@@ -174,7 +174,7 @@ def test_a_right_op_passes_every_property(seed):
 
 
 @pytest.mark.parametrize("op, property_, words", [
-    (_ignores_negative_scales, "scalar parameters", "a=-0.5"),
+    (_ignores_negative_scales, "every declared edge", "a=-0.5"),
     (_reads_strided_as_contiguous, "non-contiguous", "strided view"),
     (_drops_nan, "NaN and infinities", "NaN"),
     (_keeps_one_buffer_per_shape, "two results held at once", "shares memory with the first"),
@@ -195,3 +195,104 @@ def test_output_metadata_is_checked_against_the_registered_fake():
     found = _run(spec, _module(_right), only=["output metadata"])
     assert found and all("registered fake" in v for v in found.values()), found
     assert not any(_run(SPEC, _module(_right), only=["output metadata"]).values())
+
+
+# --- declared domains (grader.spec.Edge): every edge tried, the gradients frozen in turn, module options ---
+
+def _wrong_derivative_at_zero(x, a):
+    return torch.where(x >= 0, x, x * float(a))  # the same values; at 0 the derivative is 1, not a
+
+
+class _Product(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        if not all(ctx.needs_input_grad):  # wrong: a frozen argument loses the other's gradient too
+            return None, None
+        return g * y, g * x
+
+
+@dataclass
+class ProductSpec(Spec):
+    def audit_calls(self, device, dtype):
+        x = audit_randn(3, 5, device=device, dtype=dtype, seed=1)
+        y = audit_randn(3, 5, device=device, dtype=dtype, seed=2)
+        return [AuditCall("product", (x, y), ("x", "y"), lambda x, y: x.double() * y.double(), grad_args=(0, 1))]
+
+
+PRODUCT = ProductSpec(exercise="98_product", title="product", module="product.py", points={"forward": 1, "autograd": 1})
+
+
+def _zeros_spec():
+    from grader.spec import EXACT_ZEROS, Edge
+
+    class ZerosSpec(ScaleSpec):
+        def _call(self, x, a):
+            call = super()._call(x, a)
+            call.domains = {0: (EXACT_ZEROS,), 1: (Edge("-7.0", -7.0, refused=True),)}
+            return call
+    return ZerosSpec(exercise="99_scale", title="scale", module="scale.py", points={"forward": 1, "autograd": 1},
+                     property_dtypes=("float32", "float64"))
+
+
+def test_the_gradients_at_an_edge_of_a_tensor_argument_are_checked():
+    spec = _zeros_spec()
+    assert not any(_run(spec, _module(_right), only=["gradients", "every declared edge"]).values())
+    found = _run(spec, _module(_wrong_derivative_at_zero), only=["gradients"])
+    assert any("exact zeros" in v for v in found.values()), found
+
+
+def test_a_refused_edge_is_refused_or_right():
+    spec = _zeros_spec()
+
+    def refuses(x, a):
+        if a == -7.0:
+            raise ValueError(f"a={a} is not supported")
+        return _right(x, a)
+
+    def refuses_without_naming(x, a):
+        if a == -7.0:
+            raise ValueError("not supported")
+        return _right(x, a)
+
+    assert not any(_run(spec, _module(refuses), only=["every declared edge"]).values())
+    found = _run(spec, _module(refuses_without_naming), only=["every declared edge"])
+    assert found and all("a=-7.0" in v for v in found.values()), found
+
+
+def test_each_differentiable_argument_is_frozen_in_turn():
+    found = _run(PRODUCT, types.SimpleNamespace(product=lambda x, y: x * y), only=["gradients"])
+    assert found and not any(found.values()), found
+    found = _run(PRODUCT, types.SimpleNamespace(product=_Product.apply), only=["gradients"])
+    assert any("requires_grad=False" in v for v in found.values()), found
+
+
+def test_a_module_entry_point_tries_every_option_and_wants_a_refusal_named():
+    from grader.properties import module_checks
+    from grader.spec import ModuleOptions, values
+
+    def check(ctx, options, what):
+        if options["mode"] == "reflect":  # a module computing zeros' padding for it: wrong values
+            if ctx.module.refuses:
+                raise ValueError("mode='reflect' is not supported")
+            raise CheckFailure(f"{what}: relative error 0.3")
+        if options["scale"] != ctx.module.scale_used(options["scale"]):
+            raise CheckFailure(f"{what}: wrong")
+
+    entry = ModuleOptions("Thing.from_modules", "forward", base={"mode": "zeros", "scale": 1.0},
+                          options={"mode": values("reflect", refused=("reflect",)), "scale": values(0.0, None)},
+                          check=check)
+    spec = ScaleSpec(exercise="99_scale", title="scale", module="scale.py", points={"forward": 1})
+    spec.module_options = lambda: [entry]
+    (only,) = module_checks(spec)
+    right = types.SimpleNamespace(refuses=True, scale_used=lambda s: s)
+    only.run(Context(module=right, seed=1, exercise_dir=None))
+    for wrong, words in ((types.SimpleNamespace(refuses=False, scale_used=lambda s: s), "mode='reflect'"),
+                         (types.SimpleNamespace(refuses=True, scale_used=lambda s: s or 0.1), "scale=0.0")):
+        with pytest.raises(CheckFailure, match=words):
+            only.run(Context(module=wrong, seed=1, exercise_dir=None))

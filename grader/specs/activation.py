@@ -14,7 +14,8 @@ from grader.checks import (ELEMENTWISE_TOL, CheckFailure, Comparison, assert_bac
                            assert_own_kernels, expect_error, ops_called, poison_next_allocation, on_a_busy_stream,
                            require_free_memory, require_plain_tensor, unmodified)
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.spec import (EXACT_ZEROS, AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn,
+                         random_shape)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 # Sizes that break naive indexing: tiny, primes, just off multiples of 32, 256 and of 4/8-wide vectors.
@@ -256,11 +257,15 @@ class ActivationSpec(Spec):
     def _calls(self, x, g, p) -> list[AuditCall]:
         others = tuple(q for q in self.param_values if q != p)
         return [
+            # x exactly 0, where the op's branch is decided (x > 0 against x >= 0: the derivative there
+            # is the parameter's side), at this call's parameter (not 1), and in the gradients
             AuditCall(self.op, (x, p), ("x", self.param), lambda x, p: self.reference(x.double(), p), grad_args=(0,),
-                      registered=f"lib.ops.{self.op}", nonfinite=(0,), scalars={1: others}),
+                      registered=f"lib.ops.{self.op}", nonfinite=(0,), scalars={1: others},
+                      domains={0: (EXACT_ZEROS,)}),
             AuditCall(f"{self.op}_backward", (g, x, p), ("grad_output", "x", self.param),
                       lambda g, x, p: self.reference_grad(g.double(), x.double(), p),
-                      registered=f"lib.ops.{self.op}_backward", nonfinite=(0, 1), scalars={2: others}),
+                      registered=f"lib.ops.{self.op}_backward", nonfinite=(0, 1), scalars={2: others},
+                      domains={1: (EXACT_ZEROS,)}),
         ]
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:

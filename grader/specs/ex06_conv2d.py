@@ -20,7 +20,7 @@ from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, e
 from grader import precision as probes
 from grader import sass
 from grader.observe import KernelRule, kernel_function, observe
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
+from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -835,12 +835,17 @@ class ConvSpec(Spec):
         # meet the zero padding, where whether 0 * inf is computed is the kernel's choice
         # the autograd version's calls: their gradients too (the generated property, the judge)
         grads = (0, 1, 2) if bias is not None else (0, 1)
+        # the padding's edges (none, 3, the widest this geometry supports), one at a time
+        stride, padding = params[0], params[1]
+        dilation, output_padding = (params[4], params[2]) if self.transposed else (params[2], (0, 0))
+        edges = conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), stride, dilation, padding,
+                                   self.transposed, output_padding)
         return AuditCall(self.op, (x, w, bias, *params, *extra),
                          ("x", "weight", "bias", *names, *(("version",) if extra else ())),
                          self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
                          grad_args=grads if AUTOGRAD in self.points and version == self.autograd_version else (),
                          kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
-                         tolerance=self._audit_tolerance if tf32 else None,
+                         domains={4: edges}, tolerance=self._audit_tolerance if tf32 else None,
                          needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
 
     def _audit_tolerance(self, x, w, b, *params) -> float:

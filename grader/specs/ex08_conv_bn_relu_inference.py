@@ -16,7 +16,8 @@ from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, e
 from grader import precision as probes
 from grader import sass
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
+from grader.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
+                         Spec, audit_randn, conv_padding_edges, values)
 from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
 from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
 from grader.specs.ex09_conv_bn_relu_training import Shape
@@ -238,6 +239,22 @@ class ConvBNReLUInferenceSpec(Spec):
                 assert_rel_error(fused(x), seq(x), TOL[torch.float32],
                                  f"forward[module from Conv2d and BatchNorm2d, {label}, against Sequential in eval]")
 
+    def module_options(self) -> list[ModuleOptions]:
+        """ConvBNReLUInference.from_modules, every option of the Conv2d and the BatchNorm2d it takes (in
+        eval: the module is for inference, where momentum must change nothing); the modes and the
+        BatchNorm2d without affine parameters or running statistics it does not support are refused."""
+        return [ModuleOptions(
+            "ConvBNReLUInference.from_modules", "forward",
+            base={"bias": True, "padding_mode": "zeros", "eps": 1e-5, "momentum": 0.1, "affine": True,
+                  "track_running_stats": True},
+            options={"bias": values(False),
+                     "padding_mode": values("reflect", "replicate", "circular",
+                                            refused=("reflect", "replicate", "circular")),
+                     "eps": values(1e-3, 0.1), "momentum": values(0.0, None, 1.0),
+                     "affine": values(False, refused=(False,)),
+                     "track_running_stats": values(False, refused=(False,))},
+            check=_check_from_modules)]
+
     def _input_checks(self, checks: CheckList) -> None:
         def run(mod, x, w, bn_w=None, stride=1, padding=1, version=STRICT):
             k = w.shape[0]
@@ -343,6 +360,39 @@ class ConvBNReLUInferenceSpec(Spec):
         )
 
 
+def conv_bn_modules(g: torch.Generator, options: dict, cin: int = 5, cout: int = 6, padding: int = 2):
+    """nn.Conv2d(3x3, padding 2) and nn.BatchNorm2d built with `options` (bias, padding_mode, eps,
+    momentum, affine, track_running_stats), on the GPU, every parameter and buffer drawn from `g` (a CPU
+    generator): BatchNorm's weight of both signs, its running variance positive. Also exercise 09's."""
+    conv = torch.nn.Conv2d(cin, cout, 3, padding=padding, bias=options["bias"], padding_mode=options["padding_mode"])
+    bn = torch.nn.BatchNorm2d(cout, eps=options["eps"], momentum=options["momentum"], affine=options["affine"],
+                              track_running_stats=options["track_running_stats"])
+    with torch.no_grad():
+        conv.weight.copy_(torch.randn(conv.weight.shape, generator=g) * 0.3)
+        if conv.bias is not None:
+            conv.bias.copy_(torch.randn(cout, generator=g) * 0.2)
+        if bn.affine:
+            signs = 1 - 2 * (torch.arange(cout) % 2)
+            bn.weight.copy_((0.5 + torch.rand(cout, generator=g)) * signs)
+            bn.bias.copy_(torch.randn(cout, generator=g) * 0.3)
+        if bn.track_running_stats:
+            bn.running_mean.copy_(torch.randn(cout, generator=g) * 0.3)
+            bn.running_var.copy_(0.5 + torch.rand(cout, generator=g))
+            bn.num_batches_tracked.fill_(3)
+    return conv.cuda(), bn.cuda()
+
+
+def _check_from_modules(ctx: Context, options: dict, what: str) -> None:
+    """ConvBNReLUInference.from_modules(conv, bn) in eval against nn.Sequential(conv, bn, ReLU)."""
+    conv, bn = conv_bn_modules(torch.Generator().manual_seed(ctx.seed_for(what)), options)
+    seq = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
+    fused = ctx.module.ConvBNReLUInference.from_modules(conv, bn)
+    fused.eval()
+    x = torch.randn(2, 5, 9, 8, generator=ctx.generator(what), device="cuda")
+    with torch.no_grad():
+        assert_rel_error(fused(x), seq(x), TOL[torch.float32], f"forward[{what}, against Sequential in eval]")
+
+
 def _audit_reference(x, w, b, gamma, beta, mean, var, eps, stride, padding, dilation, version=STRICT):
     z = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride, padding, dilation)
     return F.relu(F.batch_norm(z, mean.double(), var.double(), gamma.double(), beta.double(), False, 0.0, eps))
@@ -365,11 +415,16 @@ def _call(x, w, bias, bn, conv, kind: str = "", version: int = STRICT) -> AuditC
     what = [f"version={version}", "bias" if bias is not None else "no bias"] + ([kind] if kind else [])
     tf32 = version == TF32
     what += ["TF32"] if tf32 else []
+    # the domains' edges: BatchNorm's weight (gamma) negative, zero and of both signs (a fold of the scale
+    # that loses its sign, a ReLU applied before it); eps 0 refused; the padding's edges
+    domains = {3: (NEGATIVE, ZERO, SIGNS), 7: (Edge("0.0", 0.0, refused=True),),
+               9: conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[0], conv[2], conv[1])}
     # NaN and infinities in x propagate through the convolution, BatchNorm and ReLU (torch.relu keeps NaN)
     return AuditCall("conv_bn_relu_inference", (x, w, bias, *bn, 1e-5, *conv, version), names, _audit_reference,
                      label=f"conv_bn_relu_inference({', '.join(what)})", group=TF32_GROUP if tf32 else "",
                      kernels=KernelRule((TF32_KERNEL if tf32 else KERNEL,)),
                      registered="lib.ops.conv_bn_relu_inference", nonfinite=(0,), scalars={7: (0.1, 1e-3)},
+                     domains=domains,
                      tolerance=_audit_tf32_tolerance if tf32 else None,
                      needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
 

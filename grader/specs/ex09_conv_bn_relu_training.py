@@ -23,7 +23,8 @@ from grader import sass
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison,
                            require_capability, unmodified)
 from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
+from grader.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
+                         Spec, audit_randn, conv_padding_edges, values)
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
 
@@ -288,6 +289,43 @@ def check_module_state(ctx: Context) -> None:
         assert_rel_error(other(x), seq(x), Y_TOL, "module: FusedConvBNReLU.from_sequential, eval forward")
 
 
+def check_from_modules(ctx: Context, options: dict, what: str) -> None:
+    """FusedConvBNReLU.from_modules(conv, bn) against nn.Sequential(conv, bn, ReLU) on copies of the same
+    modules, in the mode options["mode"]: two steps (the output, the running statistics and
+    num_batches_tracked after each), then the gradients of the convolution's and BatchNorm's weights."""
+    import copy
+
+    from grader.specs.ex08_conv_bn_relu_inference import conv_bn_modules
+
+    conv, bn = conv_bn_modules(torch.Generator().manual_seed(ctx.seed_for(what)), options)
+    seq = torch.nn.Sequential(copy.deepcopy(conv), copy.deepcopy(bn), torch.nn.ReLU())
+    fused = ctx.module.FusedConvBNReLU.from_modules(conv, bn)
+    training = options["mode"] == "train"
+    seq.train(training)
+    fused.train(training)
+    g = ctx.generator(what)
+    for step in range(2):
+        x = torch.randn(3, 5, 9, 8, generator=g, device="cuda") * (1 + step) + step
+        y, yr = fused(x), seq(x)
+        label = f"module: {what}, {options['mode']} step {step + 1}"
+        assert_rel_error(y, yr, Y_TOL, f"{label}: output")
+        if options["track_running_stats"]:
+            for name in ("running_mean", "running_var"):
+                assert_rel_error(getattr(fused.bn, name), getattr(seq[1], name), STATS_TOL, f"{label}: {name}")
+            if int(fused.bn.num_batches_tracked) != int(seq[1].num_batches_tracked):
+                raise CheckFailure(f"{label}: num_batches_tracked is {int(fused.bn.num_batches_tracked)}, expected "
+                                   f"{int(seq[1].num_batches_tracked)}")
+    v = torch.randn(y.shape, generator=g, device="cuda")
+    (y * v).sum().backward()
+    (yr * v).sum().backward()
+    for name, mine, ref in (("conv.weight", fused.conv.weight, seq[0].weight),
+                            ("bn.weight", getattr(fused.bn, "weight", None), seq[1].weight)):
+        if ref is not None:
+            if mine is None or mine.grad is None:
+                raise CheckFailure(f"module: {what}: no gradient reached {name}")
+            assert_rel_error(mine.grad, ref.grad, GRAD_TOL, f"module: {what}: the gradient of {name}")
+
+
 def _small_cnn(block, dtype=torch.float32):
     return torch.nn.Sequential(block(3, 16, 3, 1, 1, True), block(16, 32, 3, 2, 1, False),
                                block(32, 32, 3, 1, 2, False, dilation=2),
@@ -350,6 +388,35 @@ def _audit_forward(x, weight, bias, gamma, beta, running_mean, running_var, num_
     return y, (z if training or keep_z else z.new_empty(0)), mean, invstd
 
 
+def _audit_updates(x, weight, bias, gamma, beta, running_mean, running_var, num_batches_tracked, training,
+                   momentum, eps, stride, padding, dilation, *rest) -> dict:
+    """The running statistics after a call, in float64, as nn.BatchNorm2d leaves them: in training
+    (1 - m) running + m batch (the variance unbiased), m = momentum, or 1 / batches seen when it is None
+    (a cumulative average; momentum 0.0 leaves them as they were); num_batches_tracked + 1. In eval:
+    unchanged."""
+    if not training:
+        return {5: running_mean, 6: running_var, 7: num_batches_tracked}
+    z = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), stride, padding, dilation)
+    count = num_batches_tracked + 1
+    m = 1.0 / float(count) if momentum is None else momentum
+    return {5: (1 - m) * running_mean + m * z.mean((0, 2, 3)),
+            6: (1 - m) * running_var + m * z.var((0, 2, 3), unbiased=True), 7: count}
+
+
+def _domains(x, w, conv, momentum: int | None = None, eps: int = 10, gamma: int = 3, training: int | None = 8,
+             padding: int | None = 12) -> dict:
+    """The edges of a call's arguments (their indices): BatchNorm's weight negative, zero and of both
+    signs; the other mode; momentum and eps past their ranges (refused); the padding's edges."""
+    out = {gamma: (NEGATIVE, ZERO, SIGNS), eps: (Edge("0.0", 0.0, refused=True),)}
+    if momentum is not None:
+        out[momentum] = (Edge("1.5", 1.5, refused=True),)
+    if training is not None:
+        out[training] = values(False)
+    if padding is not None:
+        out[padding] = conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[0], conv[2], conv[1])
+    return out
+
+
 def _dz(grad_y, z, y, gamma, mean, invstd, training):
     """(dz, dgamma, dbeta) in float64 from the backward's saved tensors: the gradient reaching the
     convolution's output, and BatchNorm's parameter gradients."""
@@ -396,8 +463,10 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                        label=f"conv_bn_relu(training{tag})",
                        # not the bias: in training its gradient is 0, which a relative error cannot judge
                        grad_args=() if tf32 else (0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), infinities=False,
-                       # momentum None: the cumulative average, a path of its own
-                       scalars={9: (None, 0.3), 10: (1e-3,)},
+                       # momentum None: the cumulative average, a path of its own; 0.0: no update at all
+                       # (not None's average), 1.0: the batch's statistics alone
+                       scalars={9: (None, 0.0, 0.3, 1.0), 10: (1e-3,)}, domains=_domains(x, w, conv, momentum=9),
+                       updates=None if tf32 else _audit_updates, updates_group="running_stats",
                        tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14], outputs=("y",))) if tf32 else None,
                        **per_version)]
     for training in (True, False):
@@ -407,13 +476,17 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                                label=f"conv_bn_relu_forward({mode}{tag})", registered="lib.ops.conv_bn_relu_forward",
                                mutates=RUNNING if training else (), nonfinite=(0,),
                                # the batch's statistics of infinities: inf - inf in Welford's or Chan's updates
-                               infinities=not training, scalars={10: (0.1,)},
+                               infinities=not training,
+                               scalars={10: (0.1,), **({9: (None, 0.0, 1.0)} if training else {})},
+                               domains=_domains(x, w, conv, momentum=9, training=None),
+                               updates=None if tf32 else _audit_updates, updates_group="running_stats",
                                tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14])) if tf32 else None, **per_version))
         y, z, m, invstd = (t.to(x.dtype) for t in _audit_forward(*args))
         grad_y = r(*y.shape, seed=seed + 4)
         calls.append(AuditCall(
             "lib.ops.conv_bn_relu_backward", (grad_y, x, w, z, y, gamma, m, invstd, training, *conv, version),
             BACKWARD_NAMES + ("version",), _audit_backward, label=f"conv_bn_relu_backward({mode}{tag})",
+            domains={5: (NEGATIVE, ZERO, SIGNS)},
             registered="lib.ops.conv_bn_relu_backward",
             tolerance=(lambda *a: tf32_backward_tolerance(*a[:12])) if tf32 else None, **per_version))
     return calls
@@ -630,6 +703,10 @@ class ConvBNReLUTrainingSpec(Spec):
         checks.add("running_stats[momentum=0.3]", lambda ctx: check_running_stats(ctx, 0.3, "momentum=0.3"))
         checks.add("running_stats[momentum=None]",
                    lambda ctx: check_running_stats(ctx, None, "momentum=None (cumulative average)"))
+        # the edges of momentum's domain: 0.0 leaves the statistics as they were (not None's average), 1.0
+        # keeps the last batch's alone
+        checks.add("running_stats[momentum=0.0]", lambda ctx: check_running_stats(ctx, 0.0, "momentum=0.0"))
+        checks.add("running_stats[momentum=1.0]", lambda ctx: check_running_stats(ctx, 1.0, "momentum=1.0"))
         for sh in SHAPES:
             checks.add(f"backward[train-{sh.name}]", lambda ctx, sh=sh, n=f"backward[train-{sh.name}]":
                        check_step(ctx, layer(ctx, sh, n), True, n, backward=True, forward=False))
@@ -750,6 +827,22 @@ class ConvBNReLUTrainingSpec(Spec):
             torch.cuda.synchronize()
             assert_own_kernels(lambda: y.backward(gy), kernels,
                                f"backward ({'train' if training else 'eval'}, version={version})")
+
+    def module_options(self) -> list[ModuleOptions]:
+        """FusedConvBNReLU.from_modules, every option of the Conv2d and the BatchNorm2d it copies, in
+        training and in eval; the padding modes and the BatchNorm2d without affine parameters or running
+        statistics it does not support are refused."""
+        return [ModuleOptions(
+            "FusedConvBNReLU.from_modules", "module",
+            base={"bias": True, "padding_mode": "zeros", "eps": 1e-5, "momentum": 0.1, "affine": True,
+                  "track_running_stats": True, "mode": "train"},
+            options={"bias": values(False),
+                     "padding_mode": values("reflect", "replicate", "circular",
+                                            refused=("reflect", "replicate", "circular")),
+                     "eps": values(1e-3, 0.1), "momentum": values(0.0, None, 1.0, 0.3),
+                     "affine": values(False, refused=(False,)),
+                     "track_running_stats": values(False, refused=(False,)), "mode": values("train", "eval")},
+            check=check_from_modules)]
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def audit_calls(self, device, dtype) -> list[AuditCall]:

@@ -154,3 +154,23 @@ VARIANTS += [
             # the module runs the default too (its check comes first)
             loses={"forward", "performance"}, reason="relative error"),
 ]
+
+# Parameter values never graded (issue 47): each an edge of a declared domain (grader.spec.Edge), which the
+# generated checks reach in every dtype whatever the seed.
+VARIANTS += [
+    Variant(EX, "scale_loses_the_sign_of_gamma", "folds BatchNorm's scale as sqrt(gamma^2 / (var + eps)): right for "
+            "every positive gamma",
+            {CU: [("scale = gamma[m] / sqrt(running_var[m] + eps);",
+                   "scale = sqrt(gamma[m] * gamma[m] / (running_var[m] + eps));")]},
+            # both versions fold BatchNorm with fold_bn; the generated checks at bn_weight's edges (negative,
+            # mixed signs) and from_modules' BatchNorm weights of both signs
+            loses={"forward", TF32, "performance"}, reason="bn_weight", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "from_modules_accepts_padding_modes", "ConvBNReLUInference accepts a Conv2d whose padding_mode is not "
+            "'zeros' and pads with zeros anyway",
+            {"conv_bn_relu_inference.py": [('        if conv.groups != 1 or conv.padding_mode != "zeros":\n'
+                                            '            raise ValueError("only groups=1 and padding_mode=\'zeros\' '
+                                            'are supported")\n',
+                                            '        if conv.groups != 1:\n            raise ValueError("only groups=1 '
+                                            'is supported")\n')]},
+            loses={"forward", "performance"}, reason="padding_mode", extra={"kind": "coverage", "old": "full marks"}),
+]

@@ -16,8 +16,8 @@ VARIANTS = [
     Variant(EX, "biased_running_var", "the running variance is updated with the biased batch variance",
             {CU: [("f * (m2 / (n - 1))", "f * (m2 / n)")]},
             # the timed step's running statistics are verified too: a wrong one fails the timing; version 2's
-            # forward checks compare the running statistics too
-            loses={"running_stats", TF32, "performance"}, reason="running_var"),
+            # forward checks compare the running statistics too; and the module's, built by from_modules
+            loses={"running_stats", "module", TF32, "performance"}, reason="running_var"),
     Variant(EX, "relu_mask_from_gradient", "the ReLU mask is taken from the gradient's sign, not the forward output",
             {CU: [("return y > T(0) ? dy : T(0);", "return dy > T(0) ? dy : T(0);")]},
             loses={"backward", "autograd", "module", TF32, "performance"}, reason="relative error"),
@@ -193,4 +193,42 @@ VARIANTS += [
             {CU: [(BWD_A, BWD_A.replace("to_tf32(", "__float_as_uint(")),
                   (BWD_B, BWD_B.replace("to_tf32(", "__float_as_uint("))]},
             loses={TF32}, reason="TF32 tensor cores", extra={"kind": "precision probe"}),
+]
+
+# Parameter values never graded (issue 47): each an edge of a declared domain (grader.spec.Edge), which the
+# generated checks reach in every dtype whatever the seed.
+VARIANTS += [
+    Variant(EX, "momentum_zero_as_cumulative_average", "momentum 0.0 is taken as None (a cumulative average, "
+            "1 / batches seen) instead of leaving the running statistics as they were",
+            {CU: [("factor = momentum < 0 ? 1.0 / double(batches) : momentum;",
+                   "factor = momentum <= 0 ? 1.0 / double(batches) : momentum;")]},
+            # the generated check of the state updated at momentum's edge 0.0, running_stats[momentum=0.0], and
+            # from_modules' momentum 0.0 in training
+            loses={"running_stats", "module"}, reason="momentum=0.0",
+            extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "from_modules_drops_momentum", "from_modules builds the fused module with the default momentum 0.1, "
+            "not the BatchNorm2d's",
+            {"conv_bn_relu_training.py": [("conv.bias is not None, bn.eps, bn.momentum, device=p.device",
+                                           "conv.bias is not None, bn.eps, device=p.device")]},
+            loses={"module"}, reason="momentum=", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "from_modules_accepts_padding_modes", "from_modules accepts a Conv2d whose padding_mode is not "
+            "'zeros' and pads with zeros anyway",
+            {"conv_bn_relu_training.py": [('        if conv.groups != 1 or conv.padding_mode != "zeros":\n'
+                                           '            raise ValueError("only groups=1 and padding_mode=\'zeros\' are '
+                                           'supported")\n        if not (bn.affine',
+                                           '        if conv.groups != 1:\n            raise ValueError("only groups=1 '
+                                           'is supported")\n        if not (bn.affine')]},
+            loses={"module"}, reason="padding_mode", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "z_kept_only_for_gamma", "keeps z for the backward only when bn_weight needs a gradient (z feeds "
+            "grad_gamma), though every gradient needs it: with bn_weight frozen the backward fails",
+            {"conv_bn_relu_training.py": [("keep_z = any(ctx.needs_input_grad[:5])", "keep_z = ctx.needs_input_grad[3]")]},
+            # the generated gradient check with each differentiable argument frozen in turn
+            loses={"autograd"}, reason="requires_grad=False", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "scale_loses_the_sign_of_gamma", "BatchNorm's per-channel scale is |gamma| * invstd (the shift keeps "
+            "gamma's sign): right for every positive gamma",
+            {CU: [("scale[c] = T(double(gamma[c]) * invstd);", "scale[c] = T(fabs(double(gamma[c])) * invstd);")]},
+            # the forward of both versions (bn_stats_finalize_kernel serves both), the gradients through it, and
+            # the module's (BatchNorm weights of both signs)
+            loses={"forward", "autograd", "module", TF32, "performance"}, reason="bn_weight",
+            extra={"kind": "coverage", "old": "full marks"}),
 ]
