@@ -516,6 +516,10 @@ def _between_calls(spec, calls: _Calls):
             desc = _described(a)
             args = _fresh(a.args)
             tensors = [i for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+            # every tensor the steps swap in is made now: the calls then allocate alike (their outputs and
+            # workspaces at the same addresses), so a cache keyed by addresses meets its own key again
+            others = _fresh(b.args)
+            moved = {i: t for i, t in zip(tensors, _fresh([a.args[i] for i in tensors]))}
             for k in range(3):
                 check_call(ctx, a, args, f"{desc}, call {k + 1} on the same tensors")
             out1, _ = check_call(ctx, a, args, f"{desc}, on the same tensors again")
@@ -530,7 +534,6 @@ def _between_calls(spec, calls: _Calls):
                                    "tensors: a caller may keep or overwrite each)")
             del out1, out2
             held = []  # the arguments' old tensors stay alive: no new tensor takes their address
-            others = _fresh(b.args)
             for i in tensors:
                 name = a.names[i]
                 if not isinstance(others[i], torch.Tensor) or others[i].shape != args[i].shape \
@@ -541,7 +544,7 @@ def _between_calls(spec, calls: _Calls):
                 for again in ("", ", called again"):
                     check_call(ctx, a, args, f"{desc}, `{name}` changed in place (the same address, new values){again}")
                 held.append(args[i])
-                args[i] = _fresh([a.args[i]])[0]
+                args[i] = moved[i]
                 check_call(ctx, a, args, f"{desc}, `{name}` at a new address with other values (the old tensor still "
                            "alive)")
             expected = _reference(a, list(a.args))
