@@ -6,16 +6,25 @@ reference and what may be assumed of it (grader.spec.AuditCall). From those, `pr
 generates, for every op, in each dtype the spec lists:
 
 - random shapes: the calls of this run's random shapes give the reference's answer;
-- non-contiguous arguments: each tensor argument, and all at once, in each of three layouts of the
-  same values (every other element of a larger tensor; a crop of a wider one, last stride 1; dense
-  with the last two dims transposed): the right answer, or an error naming the argument (an
-  interface may refuse them);
+- non-contiguous arguments: each tensor argument, and all at once, in each layout of the same values
+  (grader.checks.LAYOUTS: every other element of a larger tensor; a crop of a wider one, last stride
+  1; dense with the last two dims transposed; and from three dims, a slice of a longer batch and a
+  narrowed view, whose batch and channel strides are larger than packed): the right answer, or an
+  error naming the argument (an interface may refuse them);
 - NaN and infinities where the call says the reference defines the result (IEEE propagation);
 - scalar parameters across their range (zero, negative, above one: the call's `scalars`);
 - the current stream, forward and backward: inside `torch.cuda.stream(s)`, with the inputs
   produced late on `s`, the answer is right;
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
+- output strides: the op's own result (the Python API's) laid out as the registered fake says, for
+  contiguous arguments and in every layout, and as PyTorch's op lays out a result it makes;
+- state between calls: the same tensors again (a result the caller overwrote never comes back),
+  each tensor argument changed in place and then moved to another address, and new values given on
+  a side stream: an op keeping results, a cache keyed by addresses, or a stream of its own for
+  inputs it has seen, answers the old values;
+- 1-D arguments one element longer (full grade and quick, group "input_checks" where graded): refused
+  with an error naming them where the reference refuses them;
 - gradients (calls with `grad_args`) at every scalar value and on a side stream;
 - which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each
   of its scalar values and for several random geometries, only the exercise's own
