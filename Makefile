@@ -3,6 +3,9 @@
 #   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
 #                                   QUICK=1 for the fast edit loop without slow checks and timing,
 #                                   SANITIZE=1 to run the correctness checks under compute-sanitizer,
+#                                   RACECHECK=1 to run every op's small calls (forward and backward) and the
+#                                   racecheck cases under compute-sanitizer racecheck (shared-memory races
+#                                   between threads: a missing __syncthreads; no timing; minutes, not seconds),
 #                                   VERBOSE=1 for every kernel's resource report and the compiler's warnings,
 #                                   PARALLEL=n to grade n exercises' checks at once, default the cores
 #                                   less two up to 12, 1 for one after another; a timing always runs alone;
@@ -46,6 +49,7 @@ K ?=
 SUBMISSIONS ?=
 QUICK ?=
 SANITIZE ?=
+RACECHECK ?=
 STRICT ?=
 VERBOSE ?=
 PARALLEL ?=
@@ -83,7 +87,7 @@ grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
 	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
-	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) \
+	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) $(if $(RACECHECK),--racecheck) \
 	    $(if $(VERBOSE),--verbose) \
 	    $(if $(PARALLEL),--parallel $(PARALLEL)); \
 	fi

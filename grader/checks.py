@@ -452,5 +452,33 @@ def transposed_copy(t: torch.Tensor) -> torch.Tensor | None:
     return None if view.is_contiguous() else view
 
 
+def batch_slice_copy(t: torch.Tensor) -> torch.Tensor | None:
+    """The same values as every other entry along dim 0 of a tensor twice as long there: each entry
+    (image, matrix) packed, but entries further apart than they are long (a code that reads the batch
+    stride as the product of the other sizes is wrong here, and every other layout hides it: their
+    rows or columns are not packed, so such a code copies them first); None below three dims or
+    where that is still contiguous (a batch of one)."""
+    if t.dim() < 3:
+        return None
+    base = torch.zeros((2 * t.shape[0], *t.shape[1:]), dtype=t.dtype, device=t.device)
+    view = base[::2]
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
+def narrowed_copy(t: torch.Tensor) -> torch.Tensor | None:
+    """The same values as a narrowed view of a tensor one longer in every dim but the first and the
+    last (x[:, 1:, 1:] of a wider NCHW tensor: fewer channels and rows than it holds), one entry in:
+    the rows stay packed, but the channel stride (dim 1 of four) and the batch stride are larger than
+    the sizes below them say; None below three dims."""
+    if t.dim() < 3:
+        return None
+    base = torch.zeros((t.shape[0], *(s + 1 for s in t.shape[1:-1]), t.shape[-1]), dtype=t.dtype, device=t.device)
+    view = base[(slice(None), *(slice(1, None) for _ in t.shape[1:-1]))]
+    view.copy_(t)
+    return None if view.is_contiguous() else view
+
+
 # the non-contiguous layouts every tensor argument is given, by what they catch
-LAYOUTS = {"strided view": strided_copy, "crop of a wider tensor": cropped_copy, "transposed layout": transposed_copy}
+LAYOUTS = {"strided view": strided_copy, "crop of a wider tensor": cropped_copy, "transposed layout": transposed_copy,
+           "slice of a longer batch": batch_slice_copy, "narrowed view (channels and rows not packed)": narrowed_copy}

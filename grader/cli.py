@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
-from grader.grading import (DEFAULT_TIMEOUT, default_parallel, device_cc, device_name, find_sanitizer, grade_target,
+from grader.grading import (DEFAULT_TIMEOUT, RACECHECK, default_parallel, device_cc, device_name, find_sanitizer, grade_target,
                             resolve_target, resource_reports)
 from grader.report import markdown, no_gpu_summary, resources_text, table
 from grader.results import write_json_atomic
@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")
     parser.add_argument("--sanitize", action="store_true",
                         help="run the correctness checks under compute-sanitizer memcheck (no timing; slow)")
+    parser.add_argument("--racecheck", action="store_true",
+                        help="run every op's small calls (and the checks named racecheck) under compute-sanitizer "
+                             "racecheck: shared-memory races between threads (no timing; minutes)")
     parser.add_argument("--strict", action="store_true",
                         help="a check this GPU cannot run (too little memory) costs its group, instead of nothing")
     parser.add_argument("--verbose", action="store_true",
@@ -63,15 +66,22 @@ def main(argv: list[str] | None = None) -> int:
         left_out.append("QUICK=1 skips the timing and the slow checks")
         print("quick mode: the timing and the slow checks (which kernels ran, gradcheck, opcheck, the largest "
               "inputs) are not run, so this is not a full grade")
+    if args.sanitize and args.racecheck:
+        parser.error("--sanitize and --racecheck each run the grade under compute-sanitizer: give one")
     if args.sanitize:
         left_out.append("SANITIZE=1 runs no timing and no slow checks")
         print(f"sanitize mode: the correctness checks run under {find_sanitizer()} memcheck; no timing")
+    if args.racecheck:
+        left_out.append("RACECHECK=1 runs only each op's small calls and the racecheck cases, no timing")
+        print(f"racecheck mode: each op's small calls and the racecheck cases run under {find_sanitizer()} racecheck; "
+              "no timing, and the groups' other checks are not run")
     if args.keyword:
         left_out.append(f"K={args.keyword!r} selected none of its checks")
     not_run_why = "; ".join(left_out) or None
     parallel = args.parallel if args.parallel is not None else default_parallel(len(chosen.exercises))
     rows = grade_target(target, chosen, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
-                        quick=args.quick, sanitize=args.sanitize, parallel=max(1, parallel), strict=args.strict)
+                        quick=args.quick, sanitize=RACECHECK if args.racecheck else args.sanitize,
+                        parallel=max(1, parallel), strict=args.strict)
     for name, error in SPEC_ERRORS.items():
         print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
     resource_reports(target, rows, device_cc())

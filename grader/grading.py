@@ -109,6 +109,7 @@ def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
 
 
 SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found an error (--error-exitcode)
+RACECHECK = "racecheck"  # grading_job's sanitize value for compute-sanitizer's racecheck (memcheck: True)
 
 
 def find_sanitizer() -> str:
@@ -118,7 +119,7 @@ def find_sanitizer() -> str:
             return str(candidate)
     found = shutil.which("compute-sanitizer")
     if not found:
-        raise SystemExit("SANITIZE=1 needs compute-sanitizer (part of the CUDA toolkit), which is not installed here")
+        raise SystemExit("SANITIZE=1 and RACECHECK=1 need compute-sanitizer (part of the CUDA toolkit), which is not installed here")
     return found
 
 
@@ -126,7 +127,8 @@ def sanitizer_errors(output: str) -> str:
     """The first errors compute-sanitizer reported, e.g. 'Invalid __global__ write of size 4 bytes
     at leaky_relu_kernel<float>(...)+0x2d0 ... Address 0x7f... is out of bounds', or '' if none."""
     lines = [l.removeprefix("=========").strip() for l in output.splitlines() if l.startswith("=========")]
-    first = [i for i, l in enumerate(lines) if l.startswith(("Invalid ", "Misaligned ", "Malloc/Free error"))]
+    first = [i for i, l in enumerate(lines) if l.startswith(("Invalid ", "Misaligned ", "Malloc/Free error",
+                                                             "Error: Race reported", "Warning: Race reported"))]
     if not first:
         return ""
     i = first[0]
@@ -181,7 +183,7 @@ def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
 
 
 def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | None,
-                workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool = False,
+                workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool | str = False,
                 first_failure: bool = False) -> gate.Job:
     """The process that grades one exercise folder (run by grader.gate, which contains its crashes
     and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
@@ -190,6 +192,10 @@ def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | Non
     `sanitize` runs the correctness checks (not the timing, not the slow checks) under
     compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
     own allocation: a write past the end of an output is caught even when the answer is right.
+    `sanitize="racecheck"` runs compute-sanitizer's racecheck instead, on the checks marked
+    `racecheck` (grader/suite/conftest.py: every op's fixed small calls, forward and backward, and the
+    specs' checks named "racecheck", shapes where a block's shared tile is reused): a shared-memory
+    hazard between threads (a missing barrier) is reported even when every answer happens to be right.
 
     `first_failure` stops the process at its first failed check (pytest's -x): not a grade (the
     checks after it are not run), but all a mutant needs to be known killed (grader.mutants)."""
@@ -204,7 +210,9 @@ def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | Non
            f"--timed-outputs={_timed_outputs_path(workdir, exercise)}"]
     if keyword:
         cmd += ["-k", keyword]
-    if quick or sanitize:
+    if sanitize == RACECHECK:
+        cmd += ["-m", "racecheck and not slow and not huge"]
+    elif quick or sanitize:
         cmd += ["-m", "not slow"]
     if first_failure:
         cmd.append("-x")
@@ -212,7 +220,12 @@ def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | Non
     child = _child_env(device)
     child[gate.BUILD_ENV] = str(_build_result_path(workdir, exercise))
     child["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the suite needs no installed plugin; loading them costs
-    if sanitize:
+    if sanitize == RACECHECK:
+        # hazards between threads of a block in shared memory; the caching allocator may stay on
+        cmd = [find_sanitizer(), "--tool", "racecheck", "--racecheck-report", "analysis", "--error-exitcode",
+               str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
+        child.update(COURSE_SANITIZE="1")
+    elif sanitize:
         # memory errors only: PyTorch's own probing of the CUDA API would otherwise be reported too
         cmd = [find_sanitizer(), "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode",
                str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
@@ -220,7 +233,7 @@ def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | Non
     return gate.Job(exercise, cmd, child, env.REPO)
 
 
-def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool = False,
+def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool | str = False,
                 seed: int | None = None, yardstick: dict | None = None, device: str | None = None,
                 strict: bool = False) -> dict:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
@@ -244,7 +257,8 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
         status, error = "error", _tail(output)
     found = sanitizer_errors(output) if sanitize else ""
     if sanitize and (found or job.returncode == SANITIZER_EXIT):
-        status, error = "memory errors", "compute-sanitizer: " + (found or "errors reported (see the log)")
+        status = "shared memory races" if sanitize == RACECHECK else "memory errors"
+        error = f"compute-sanitizer{' racecheck' if sanitize == RACECHECK else ''}: " + (found or "errors reported (see the log)")
     if data.get("tampered"):
         shown = ", ".join(data["tampered"][:5]) + (" ..." if len(data["tampered"]) > 5 else "")
         status, error = "tampered", f"the submission replaced functions the grader relies on: {shown}"
@@ -390,7 +404,7 @@ def selects_performance(keyword: str | None) -> bool:
 
 def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, timeout: float, jobs: int,
                  keyword: str | None = None, quick: bool = False, device: str | None = None,
-                 sanitize: bool = False, parallel: int = 1, yardsticks: dict | None = None, strict: bool = False,
+                 sanitize: bool | str = False, parallel: int = 1, yardsticks: dict | None = None, strict: bool = False,
                  log=print, compiling=None) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise.
 

@@ -6,10 +6,11 @@ reference and what may be assumed of it (grader.spec.AuditCall). From those, `pr
 generates, for every op, in each dtype the spec lists:
 
 - random shapes: the calls of this run's random shapes give the reference's answer;
-- non-contiguous arguments: each tensor argument, and all at once, in each of three layouts of the
-  same values (every other element of a larger tensor; a crop of a wider one, last stride 1; dense
-  with the last two dims transposed): the right answer, or an error naming the argument (an
-  interface may refuse them);
+- non-contiguous arguments: each tensor argument, and all at once, in each layout of the same values
+  (grader.checks.LAYOUTS: every other element of a larger tensor; a crop of a wider one, last stride
+  1; dense with the last two dims transposed; and from three dims, a slice of a longer batch and a
+  narrowed view, whose batch and channel strides are larger than packed): the right answer, or an
+  error naming the argument (an interface may refuse them);
 - NaN and infinities where the call says the reference defines the result (IEEE propagation);
 - every declared edge of every argument's domain (the call's `scalars` and `domains`: zero, negative,
   above one, None, every flag and mode, tensor values at the op's special points), one at a time over
@@ -24,6 +25,14 @@ generates, for every op, in each dtype the spec lists:
   in turn (requires_grad=False while the others are differentiated), and on a side stream;
 - module entry points (Spec.module_options): each option's every edge built into PyTorch's own
   modules and compared with them, or refused with an error naming the option;
+- output strides: the op's own result (the Python API's) laid out as the registered fake says, for
+  contiguous arguments and in every layout, and as PyTorch's op lays out a result it makes;
+- state between calls: the same tensors again (a result the caller overwrote never comes back),
+  each tensor argument changed in place and then moved to another address, and new values given on
+  a side stream: an op keeping results, a cache keyed by addresses, or a stream of its own for
+  inputs it has seen, answers the old values;
+- 1-D arguments one element longer (full grade and quick, group "input_checks" where graded): refused
+  with an error naming them where the reference refuses them;
 - which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each
   of its scalar values and for several random geometries, only the exercise's own
   (grader.observe.KernelRule), so a fall-back for one dtype, one parameter value or one kind of
@@ -576,6 +585,178 @@ def _own_kernels(spec, calls: _Calls):
     return run
 
 
+# --- output layout, state between calls, argument lengths ---------------------------------------
+
+def _fake_result(op, args: list):
+    """What the registered fake says `op` returns for `args`: fake tensors (shape, dtype, strides)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        return op(*[mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args])
+
+
+def _layout_difference(actual, expected, dtypes: bool = True) -> str | None:
+    """How the tensors of `actual` differ from those of `expected` in shape, dtype (unless `dtypes` is
+    False: a float64 reference's) or strides (those of dims longer than one: the others locate
+    nothing), or None."""
+    got, want = _tensors(actual), _tensors(expected)
+    if len(got) != len(want):
+        return f"{len(got)} tensors, expected {len(want)}"
+    for k, (a, e) in enumerate(zip(got, want)):
+        which = f"output {k}" if len(got) > 1 else "output"
+        if tuple(a.shape) != tuple(e.shape) or (dtypes and a.dtype != e.dtype):
+            return f"{which} is {list(a.shape)} {a.dtype}, expected {list(e.shape)} {e.dtype}"
+        if any(a.stride(d) != e.stride(d) for d in range(a.dim()) if a.shape[d] > 1):
+            return f"{which} has strides {list(a.stride())}, expected {list(e.stride())}"
+    return None
+
+
+def _output_strides(spec, calls: _Calls):
+    """The op's own results (the Python API's, which a test of the registered op alone never sees)
+    laid out as the registered fake says, for contiguous arguments and every layout of LAYOUTS; and,
+    for contiguous arguments, as PyTorch's op (the reference) lays out a result it makes (a view of an
+    input, as x.t(), is no layout a new tensor must copy)."""
+    def run(ctx):
+        for call in calls(ctx, "output strides", _dtypes(spec)[0], random_shapes=False):
+            registered = resolve(ctx.module, call.registered) if call.registered else None
+            for how in ("contiguous", *LAYOUTS):
+                args, chosen = _fresh(call.args), []
+                if how != "contiguous":
+                    chosen = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates
+                              and LAYOUTS[how](a) is not None]
+                    if not chosen:
+                        continue
+                    for i in chosen:
+                        args[i] = LAYOUTS[how](args[i])
+                what = f"{_described(call)}, {'contiguous arguments' if how == 'contiguous' else 'every argument as a ' + how}"
+                pytorch = None
+                if how == "contiguous":
+                    doubled = _double(args)
+                    with torch.no_grad():
+                        made = call.reference(*doubled)
+                    pytorch = None if _overlap(made, doubled) else made
+                out, _ = check_call(ctx, call, args, what, may_refuse=tuple(call.names[i] for i in chosen))
+                if out is None:
+                    continue  # refused, with an error naming the argument
+                if registered is not None:
+                    try:
+                        fake = _fake_result(registered, args)
+                    except ERRORS:
+                        fake = None  # a fake that fails where the op works: output metadata's opcheck says so
+                    problem = fake is not None and _layout_difference(out, fake)
+                    if problem:
+                        raise CheckFailure(f"{what}: the result differs from the registered fake's ({problem}); "
+                                           "torch.compile and every caller plan with the fake's layout")
+                problem = pytorch is not None and _layout_difference(out, pytorch, dtypes=False)
+                if problem:
+                    raise CheckFailure(f"{what}: the result is laid out otherwise than PyTorch's own op lays out "
+                                       f"its result ({problem}): return a new contiguous tensor")
+    return run
+
+
+def _between_calls(spec, calls: _Calls):
+    """State an op may not keep between calls, each call on the same tensor objects:
+    - called again, every call computes (a cache keyed by addresses, the output's included, warms up);
+    - a result the caller overwrote (with NaN) never comes back, and two results share no memory;
+    - each tensor argument in turn changed in place (the same address, new values: a cache or graph
+      keyed by addresses, or a memo, answers the old values), then moved (new values at a new address,
+      the old one still alive: a cache key that leaves that argument out replays the old address);
+    - every argument given new values inside `with torch.cuda.stream(s)` after a GPU sleep, and the op
+      called there: an op that runs inputs it has seen on a stream of its own reads the old values."""
+    def run(ctx):
+        side = DEVICE.side_stream()
+        first = calls(ctx, "between calls 1", _dtypes(spec)[0], random_shapes=False)
+        second = calls(ctx, "between calls 2", _dtypes(spec)[0], random_shapes=False)
+        for a, b in zip(first, second):
+            desc = _described(a)
+            args = _fresh(a.args)
+            tensors = [i for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+            # every tensor the steps swap in is made now: the calls then allocate alike (their outputs and
+            # workspaces at the same addresses), so a cache keyed by addresses meets its own key again
+            others = _fresh(b.args)
+            moved = {i: t for i, t in zip(tensors, _fresh([a.args[i] for i in tensors]))}
+            for k in range(3):
+                check_call(ctx, a, args, f"{desc}, call {k + 1} on the same tensors")
+            out1, _ = check_call(ctx, a, args, f"{desc}, on the same tensors again")
+            with torch.no_grad():
+                for t in _tensors(out1):
+                    if t.is_floating_point():
+                        t.detach().fill_(float("nan"))
+            what = f"{desc}, on the same tensors after the caller filled the previous result with NaN"
+            out2, _ = check_call(ctx, a, args, what)
+            if _overlap(out1, out2):
+                raise CheckFailure(f"{what}: the result shares memory with the previous one (an op returns new "
+                                   "tensors: a caller may keep or overwrite each)")
+            del out1, out2
+            held = []  # the arguments' old tensors stay alive: no new tensor takes their address
+            for i in tensors:
+                name = a.names[i]
+                if not isinstance(others[i], torch.Tensor) or others[i].shape != args[i].shape \
+                        or others[i].dtype != args[i].dtype or not args[i].numel():
+                    continue
+                with torch.no_grad():
+                    args[i].copy_(others[i])
+                for again in ("", ", called again"):
+                    check_call(ctx, a, args, f"{desc}, `{name}` changed in place (the same address, new values){again}")
+                held.append(args[i])
+                args[i] = moved[i]
+                check_call(ctx, a, args, f"{desc}, `{name}` at a new address with other values (the old tensor still "
+                           "alive)")
+            expected = _reference(a, list(a.args))
+            first_out = (_tensors(expected) or [None])[0]
+            fn = resolve(ctx.module, a.op)
+            DEVICE.sync()
+            with DEVICE.on(side):
+                if DEVICE.cuda:
+                    torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
+                with torch.no_grad():
+                    for i in tensors:
+                        args[i].copy_(a.args[i])
+                if first_out is not None:
+                    DEVICE.poison(first_out.numel(), dtype_of(a))
+                out = fn(*args)
+            DEVICE.sync()
+            _compare(out, expected, tolerance(a), f"{desc}: the same tensors, given new values inside "
+                     "`with torch.cuda.stream(s)` and the op called there (it reads them on the current stream, "
+                     "whatever it saw before)")
+            del held
+    return run
+
+
+def _wrong_lengths(spec, calls: _Calls):
+    """Each 1-D tensor argument of a call with several tensors one element longer (a per-channel
+    parameter too long for the others' shapes): where the reference refuses it, the op raises an
+    error naming it (reading the first elements only is no check); else the reference's result."""
+    def run(ctx):
+        for call in calls(ctx, "wrong lengths", _dtypes(spec)[0], random_shapes=False):
+            if sum(isinstance(t, torch.Tensor) for t in call.args) < 2:
+                continue
+            for i, t in enumerate(call.args):
+                if not isinstance(t, torch.Tensor) or t.dim() != 1:
+                    continue
+                args, name = _fresh(call.args), call.names[i]
+                args[i] = torch.cat([args[i], args[i][:1] if args[i].numel() else args[i].new_zeros(1)])
+                what = f"{_described(call)}, `{name}` one element longer ({args[i].numel()})"
+                try:
+                    _reference(call, args)
+                except ERRORS:
+                    pass  # refused by the reference: the op must refuse it too
+                else:
+                    check_call(ctx, call, args, what, may_refuse=(name,))
+                    continue
+                try:
+                    resolve(ctx.module, call.op)(*args)
+                    DEVICE.sync()
+                except ERRORS as e:
+                    msg = clean(e)
+                    if "not implemented yet" in msg or not names_one_of(msg, (name,)):
+                        raise CheckFailure(f"{what}: the error does not name `{name}`: {msg[:300]}") from None
+                    continue
+                raise CheckFailure(f"{what}: was accepted; an argument whose length disagrees with the others' "
+                                   f"shapes must be refused with an error naming `{name}`")
+    return run
+
+
 def _fake(spec, calls: _Calls):
     def run(ctx):
         for call in calls(ctx, "fake", _dtypes(spec)[0], random_shapes=False):
@@ -655,6 +836,12 @@ def property_checks(spec: Spec) -> list[Check]:
             add("the state it updates, at every edge", _updates, updates_group)
         add("on the current stream", _stream)
         add("two results held at once", _held_at_once)
+        add("output strides against the registered fake and PyTorch's", _output_strides)
+        add("state between calls on the same tensors", _between_calls)
+        tensors = [a for a in call.args if isinstance(a, torch.Tensor)]
+        if len(tensors) > 1 and any(a.dim() == 1 for a in tensors):
+            add("1-D arguments one element longer", _wrong_lengths,
+                grp="input_checks" if "input_checks" in spec.points else group)
         if call.grad_args:
             add("gradients", _gradients_property, grad_group)
         if call.kernels is not None or spec.kernel_rule() is not None:

@@ -58,7 +58,7 @@ def pythonpath_outside_the_checkout() -> str:
 
 
 def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
-          sanitize: bool = False, parallel: int = 1):
+          sanitize: bool | str = False, parallel: int = 1):
     specs = selected(exercises)
     return {row["exercise"]: row for row in grade_target(target, specs, seed=seed, timeout=timeout, jobs=JOBS,
                                                          keyword=keyword, sanitize=sanitize, parallel=parallel,

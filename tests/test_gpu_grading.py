@@ -29,9 +29,10 @@ def wanted(variant) -> bool:
 
 
 WANTED = [v for v in all_variants() if wanted(v)]
-GPU_VARIANTS = [v for v in WANTED if not v.extra.get("cpu") and not v.extra.get("timed")]
-# whose fault shows only in the timed part: graded in full, timing included
-TIMED_VARIANTS = [v for v in WANTED if v.extra.get("timed")]
+GPU_VARIANTS = [v for v in WANTED if not v.extra.get("cpu") and not v.extra.get("timed") and not v.extra.get("huge")]
+# whose fault shows only in the timed part, or in a check of more than 2^31 bytes: graded in full,
+# timing and huge checks included
+TIMED_VARIANTS = [v for v in WANTED if v.extra.get("timed") or v.extra.get("huge")]
 # Correctness is what the known-wrong suite is about; timing each variant would take minutes.
 QUICK = "not performance and not huge"
 
@@ -88,3 +89,20 @@ def test_sanitize_mode_catches_a_planted_out_of_bounds_write(tmp_path, variant):
     assert "Invalid __global__ write" in row["error"], row["error"]
     clean = grade(SOLUTIONS, [variant.exercise], sanitize=True, timeout=1800)[variant.exercise]
     assert clean["status"] == "graded", explain([clean])
+
+
+RACECHECK_VARIANTS = [v for v in all_variants() if v.extra.get("racecheck") and wanted(v)]
+
+
+@pytest.mark.parametrize("variant", RACECHECK_VARIANTS, ids=[v.id for v in RACECHECK_VARIANTS])
+def test_racecheck_mode_catches_a_planted_race(tmp_path, variant):
+    """`make grade RACECHECK=1`: the reference is clean under racecheck; a missing barrier whose race
+    rarely shows in the values is reported."""
+    variant.materialize(tmp_path / "planted")
+    rows = grade(tmp_path / "planted", [variant.exercise], sanitize="racecheck", timeout=1800)
+    row = rows[variant.exercise]
+    assert row["status"] == "shared memory races", explain(rows)
+    assert "Race reported" in row["error"], row["error"]
+    clean = grade(SOLUTIONS, [variant.exercise], sanitize="racecheck", timeout=1800)
+    assert clean[variant.exercise]["status"] == "graded", explain(clean)
+    assert not any(g["state"] == "failed" for g in clean[variant.exercise]["groups"].values()), explain(clean)

@@ -138,10 +138,36 @@ def _no_gradient(x, a):
     return _scale(x.detach(), float(a))
 
 
+def _column_major(x, a):
+    y = torch.ops.course_props_test.scale(x, float(a))
+    return y.t().contiguous().t() if y.dim() == 2 else y  # the right values, laid out column by column
+
+
+_memo = {}
+
+
+def _memo_without_copy(x, a):
+    """Keeps x alive and its result under x's address, shape and version: the same result object comes
+    back for an unchanged x (a caller that overwrote it gets the overwritten values)."""
+    key = (x.data_ptr(), tuple(x.shape), x._version, float(a))
+    if key not in _memo:
+        _memo[key] = (x, torch.ops.course_props_test.scale(x, float(a)))
+    return _memo[key][1]
+
+
+def _memo_by_address(x, a):
+    """A copy of the result kept under x's address and shape: stale once x changes in place."""
+    key = (x.data_ptr(), tuple(x.shape), float(a))
+    if key not in _memo:
+        _memo[key] = (x, torch.ops.course_props_test.scale(x, float(a)))
+    return _memo[key][1].clone()
+
+
 @pytest.fixture(autouse=True)
 def cpu(monkeypatch):
     monkeypatch.setattr(properties, "DEVICE", Device("cpu"))
     _kept.clear()
+    _memo.clear()
 
 
 def _run(spec, module, only=None, seed=7) -> dict[str, str]:
@@ -182,6 +208,9 @@ def test_a_right_op_passes_every_property(seed):
     (_returns_a_subclass, "random shapes", "plain torch.Tensor"),
     (_leaves_a_thread, "random shapes", "host thread"),
     (_no_gradient, "gradients", "does not require grad"),
+    (_column_major, "output strides", "registered fake"),
+    (_memo_without_copy, "state between calls", "filled the previous result with NaN"),
+    (_memo_by_address, "state between calls", "changed in place"),
 ])
 def test_each_kind_of_wrong_op_fails_its_property(op, property_, words):
     found = _run(SPEC, _module(op), only=[property_])
@@ -296,3 +325,19 @@ def test_a_module_entry_point_tries_every_option_and_wants_a_refusal_named():
                          (types.SimpleNamespace(refuses=True, scale_used=lambda s: s or 0.1), "scale=0.0")):
         with pytest.raises(CheckFailure, match=words):
             only.run(Context(module=wrong, seed=1, exercise_dir=None))
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 3, 4, 5), (1, 2, 3)])
+def test_the_batch_layouts_hold_the_same_values_with_larger_leading_strides(shape):
+    """grader.checks' batch layouts: the same values, the last dim packed, the batch stride (and for
+    the narrowed view the channel stride too) larger than packed."""
+    from grader.checks import batch_slice_copy, narrowed_copy
+
+    t = torch.randn(shape)
+    packed = t.stride()
+    sliced, narrowed = batch_slice_copy(t), narrowed_copy(t)
+    if shape[0] == 1:  # a batch of one: no batch stride matters, and a 3-D narrowed view is contiguous
+        assert sliced is None and narrowed is None
+        return
+    assert torch.equal(sliced, t) and sliced.stride()[1:] == packed[1:] and sliced.stride(0) == 2 * packed[0]
+    assert torch.equal(narrowed, t) and narrowed.stride(-1) == 1 and narrowed.stride(-2) == packed[-2]
+    assert all(narrowed.stride(d) > packed[d] for d in range(len(shape) - 2))  # batch and channel strides
+    assert batch_slice_copy(torch.randn(4, 5)) is None and narrowed_copy(torch.randn(4, 5)) is None

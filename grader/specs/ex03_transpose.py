@@ -22,6 +22,10 @@ SHAPES = ((1, 1), (1, 7), (7, 1), (1, 1000), (1000, 1), (2, 3), (31, 33), (32, 3
 LARGE_SHAPES = ((4099, 3001), (2048, 4096))
 # More row tiles than gridDim.y may have (65535 x 64 rows): the kernel must loop over them.
 TALL = (4_200_001, 3)
+# The smallest matrix whose first block moves two full row tiles (65536 of them: gridDim.y is 65535),
+# reusing its shared tile: a race between the first tile's reads and the second's writes (a missing
+# barrier at the end of the loop) shows under compute-sanitizer racecheck (RACECHECK=1).
+TWO_TILES = (65536 * 64, 2)
 
 
 def _short(dtype: torch.dtype) -> str:
@@ -63,6 +67,8 @@ class TransposeSpec(Spec):
                 checks.add(name, lambda ctx, n=name, s=shape, d=dtype: self._expect(ctx, _rand(ctx, n, s, d), n))
         checks.add("forward[tall: more than 65535 row tiles]", lambda ctx: self._expect(
             ctx, _rand(ctx, "tall", TALL), f"forward[tall {TALL[0]}x{TALL[1]}: more than 65535 row tiles]"))
+        checks.add("forward[racecheck: a block moving two row tiles]", lambda ctx: self._expect(
+            ctx, _rand(ctx, "two tiles", TWO_TILES), f"forward[{TWO_TILES[0]}x{TWO_TILES[1]}: a block moving two row tiles]"))
         checks.add("forward[non-contiguous]", self._check_noncontiguous)
         checks.add("forward[unaligned view]", lambda ctx: self._expect(
             ctx, _rand(ctx, "unaligned", (1 + 45 * 77,), torch.float16)[1:].view(45, 77), "forward[unaligned view]"))

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
-                           on_a_busy_stream, unmodified)
+                           on_a_busy_stream, require_free_memory, require_plain_tensor, unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
@@ -79,6 +79,7 @@ class StencilSpec(Spec):
             checks.add(f"forward[{name}]", lambda ctx, n=name, s=shape, k=k: self._case(ctx, n, s, k))
         checks.add("forward[filter changes between calls]", self._check_filter_changes)
         checks.add("forward[non-contiguous]", self._check_noncontiguous)
+        checks.add("forward[huge: a batch of more than 2^31 pixels]", self._check_huge_batch, slow=True, huge=True)
         checks.add("forward[empty]", self._check_empty)
         checks.add("forward[output poisoned]", self._check_poisoned)
         checks.add("forward[current stream]", self._check_stream)
@@ -127,6 +128,27 @@ class StencilSpec(Spec):
         self._expect(ctx, base[1].t(), w, "forward[x = base.t(), a transposed view]")
         self._expect(ctx, base[:, ::2, 1::3], w, "forward[x = base[:, ::2, 1::3], a strided view]")
         self._expect(ctx, base[0], w.t(), "forward[weight = w.t(), a transposed view]")
+
+    def _check_huge_batch(self, ctx: Context) -> None:
+        """2^19 + 3 images of 64 x 64 (2^31 + 12288 pixels, 16 GiB in and out): image b starts at
+        b * H * W, past 2^31 for the last three, where a 32-bit image offset wraps. Checked on the last
+        64 images, the first 8 and 56 drawn between them."""
+        batch, side = (1 << 19) + 3, 64
+        numel = batch * side * side
+        require_free_memory(2 * 4 * numel + (1 << 30), "the check of a batch of more than 2^31 pixels")
+        x = torch.empty((batch, side, side), device="cuda")
+        x.normal_(generator=ctx.generator("huge"))
+        w = _rand(ctx, "huge-w", (3, 3), scale=0.5)
+        y = ctx.module.stencil2d(x, w)
+        torch.cuda.synchronize()
+        what = f"forward[huge: {batch} images of {side} x {side}, more than 2^31 pixels]"
+        require_plain_tensor(y, what)
+        if tuple(y.shape) != tuple(x.shape):
+            raise CheckFailure(f"{what}: shape {tuple(y.shape)}, expected {tuple(x.shape)}")
+        between = torch.randint(8, batch - 64, (56,), generator=torch.Generator().manual_seed(ctx.seed_for("huge")))
+        picks = torch.cat([torch.arange(batch - 64, batch), torch.arange(8), between]).to("cuda")
+        xs = x[picks]
+        assert_close(y[picks], reference(xs, w), tolerance(xs, w), f"{what}, on the images {batch - 64} to {batch - 1}, 0 to 7 and 56 between (index 0 here is image {batch - 64})")
 
     def _check_empty(self, ctx: Context) -> None:
         w = _rand(ctx, "empty-w", (3, 3))

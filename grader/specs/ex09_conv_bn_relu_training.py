@@ -199,9 +199,9 @@ def check_step(ctx: Context, layer: Layer, training: bool, what: str, backward: 
         raise CheckFailure(f"{what}: a layer without bias got a bias")
 
 
-def check_running_stats(ctx: Context, momentum, what: str) -> None:
+def check_running_stats(ctx: Context, momentum, what: str, bias_offset: float = 0.0) -> None:
     shape = Shape("stats", 4, 16, 15, 13, 24, 3, 3, padding=(1, 1), bias=True)
-    layer = Layer(ctx.generator(what), shape, momentum=momentum)
+    layer = Layer(ctx.generator(what), shape, momentum=momentum, bias_offset=bias_offset)
     g = ctx.generator(what + "x")
     for step in range(4):
         x64 = layer.input(g) * (1 + step) + step  # the statistics move from step to step
@@ -707,6 +707,10 @@ class ConvBNReLUTrainingSpec(Spec):
         # keeps the last batch's alone
         checks.add("running_stats[momentum=0.0]", lambda ctx: check_running_stats(ctx, 0.0, "momentum=0.0"))
         checks.add("running_stats[momentum=1.0]", lambda ctx: check_running_stats(ctx, 1.0, "momentum=1.0"))
+        # channels near 1000 with a spread near 1: E[z^2] - E[z]^2 in float32 loses the running variance
+        checks.add("running_stats[stable statistics: channel means 1000 times their spread]",
+                   lambda ctx: check_running_stats(ctx, 0.1, "channel means near 1000, spread near 1",
+                                                   bias_offset=1000.0))
         for sh in SHAPES:
             checks.add(f"backward[train-{sh.name}]", lambda ctx, sh=sh, n=f"backward[train-{sh.name}]":
                        check_step(ctx, layer(ctx, sh, n), True, n, backward=True, forward=False))

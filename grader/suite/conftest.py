@@ -17,6 +17,10 @@ from grader import env
 
 env.configure()
 
+# the generated properties that RACECHECK=1 runs (grader.grading): every op's fixed small calls, the
+# forward on the current stream and the backward through autograd
+RACECHECK_PROPERTIES = ("[on the current stream]", "[gradients]")
+
 
 def _warm_up() -> None:
     """The CUDA context (tenths of a second) and the modules the integrity snapshot watches (so that
@@ -62,6 +66,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
     config.addinivalue_line("markers", "slow: skipped in the quick edit-grade loop")
     config.addinivalue_line("markers", "huge: allocates more than 2^31 bytes (one such check at a time)")
+    config.addinivalue_line("markers", "racecheck: run under compute-sanitizer racecheck by RACECHECK=1 (small cases)")
     if config.getoption("--results"):
         config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results")), config), "course-results")
 
@@ -125,6 +130,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if check is not None and check.huge:
             item.add_marker(pytest.mark.huge)
+        if check is not None and (check.name.endswith(RACECHECK_PROPERTIES) or "racecheck" in check.name):
+            item.add_marker(pytest.mark.racecheck)
 
 
 @pytest.fixture(scope="session")

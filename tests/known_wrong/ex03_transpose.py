@@ -101,3 +101,26 @@ VARIANTS += [
             loses={"forward", "autograd", "performance"}, keeps={"input_checks"},
             extra={"kind": "integrity", "old": "full marks"}),
 ]
+
+# Layouts and state (issue: grader trust, point 5), each written against the grader before them.
+VARIANTS += [
+    Variant(EX, "column_major_output", "returns the right values laid out column by column "
+            "(y.t().contiguous().t()): the registered fake, and PyTorch's x.t().contiguous(), say row-major",
+            {"transpose.py": [(CALL, "    return lib.ops.transpose(x).t().contiguous().t()\n")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="registered fake",
+            extra={"kind": "layout", "old": "full marks"}),
+    Variant(EX, "memo_without_a_copy", "keeps each small input alive with its result, under its address, shape, "
+            "strides and version, and returns that same result tensor when called on it unchanged",
+            {"transpose.py": [after_lib("\n_memo = {}\n"),
+                              takes_over(CALL, "x.is_cuda and x.numel() < 1 << 20",
+                                         "_memo.setdefault((x.data_ptr(), tuple(x.shape), x.stride(), x.dtype, x._version), "
+                                         "(x, lib.ops.transpose(x)))[1]")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="filled the previous result with NaN",
+            extra={"kind": "state", "old": "full marks"}),
+    # the loop's last barrier matters only to a block that moves a second tile (more than 65535 row
+    # tiles): its race rarely changes a value, so only RACECHECK=1 must see it (loses nothing here)
+    Variant(EX, "no_trailing_syncthreads", "no barrier at the end of the tile loop: a block's next tile is written "
+            "into shared memory while its slower warps still read the previous one",
+            {"transpose.cu": [("    __syncthreads();\n  }\n  // END SOLUTION\n", "  }\n  // END SOLUTION\n")]},
+            loses=set(), keeps=KEEPS, extra={"racecheck": True, "kind": "race", "old": "full marks"}),
+]

@@ -94,3 +94,23 @@ VARIANTS += [
             # before the rework the judge's audit calls (their own random values) and the timed rows saw it
             loses=ALL, status="tampered", reason="_rand", extra={"kind": "integrity", "old": "loses forward, performance"}),
 ]
+
+# Layouts and state (issue: grader trust, point 5), each written against the grader before them.
+IMAGE = "    const float* image = in + b * height64 * width64;"
+DST = "    float* dst = out + b * height64 * width64;"
+VARIANTS += [
+    Variant(EX, "trusts_a_packed_batch_stride", "copies x only when its rows are not packed (last stride 1, row "
+            "stride W), then reads image b at b * H * W: a slice of a longer batch, or images cropped from taller "
+            "ones, is read as if its images were packed",
+            {"stencil2d.cpp": [(COPY, "  const at::Tensor xc = x.stride(-1) == 1 && x.stride(-2) == x.size(-1) ? x "
+                                      ": x.contiguous();")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="slice of a longer batch",
+            extra={"kind": "layout", "old": "full marks"}),
+    # shown only by the huge check (a batch of 2^31 + 12288 pixels): graded in full
+    Variant(EX, "image_offset_32_bit", "image b starts at a 32-bit offset (uint32_t(b * H * W)): past 2^31 pixels "
+            "the last images read and write the first ones",
+            {"stencil2d.cu": [(IMAGE, "    const float* image = in + static_cast<uint32_t>(b * height64 * width64);"),
+                              (DST, "    float* dst = out + static_cast<uint32_t>(b * height64 * width64);")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="more than 2^31 pixels",
+            extra={"huge": True, "kind": "coverage", "old": "full marks"}),
+]

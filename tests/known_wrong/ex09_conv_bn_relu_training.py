@@ -54,7 +54,9 @@ VARIANTS += [
             "channels centred near 0, wrong where the mean is large against the spread",
             {CU: [(TILE_M2, TILE_M2.replace("(v[j] - mean) * (v[j] - mean)", "v[j] * v[j]")
                    + "      m2 -= T(nvalid) * mean * mean;\n")]},
-            loses={"forward", "performance"}, reason="stable statistics", extra={"kind": "coverage", "old": "full marks"}),
+            # the running variance too: running_stats meets channels whose mean is 1000 times their spread
+            loses={"forward", "running_stats", "performance"}, reason="stable statistics",
+            extra={"kind": "coverage", "old": "full marks"}),
     Variant(EX, "backward_on_a_side_stream", "the backward's kernels run on a stream of the pool, not the current one",
             {"conv_bn_relu_training.cpp": [("scratch.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream());",
                                             "scratch.mutable_data_ptr<scalar_t>(), c10::cuda::getStreamFromPool());")]},
