@@ -919,10 +919,24 @@ class Conv2dSpec(ConvSpec):
                 "kernel2 implicit GEMM": lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=2)}
 
 
+# The launchers' branches (grader/paths.py): versions 1 and 2 in float32 and float64 (the implicit GEMM's
+# two tiles, groups, the depthwise kernels and the GEMM where their tile does not fit), version 3 (TF32,
+# float32: tap-major K or the weight's order, wide or narrow tiles, 16-byte weight copies), and the
+# weight gradient's batch chunks (conv2d.py)
+_BOTH = ("float32", "float64")
+PATHS = {
+    "v1": _BOTH, "v2.gemm128": _BOTH, "v2.gemm64": _BOTH, "v2.grouped": _BOTH, "v2.depthwise3x3.four": _BOTH,
+    "v2.depthwise3x3.two": _BOTH, "v2.depthwise_tile": _BOTH, "v2.depthwise_to_gemm": _BOTH,
+    "v3": (), "v3.tap_major.wide": (), "v3.tap_major.narrow": (), "v3.wide.vec_b": (), "v3.wide.scalar_b": (),
+    "v3.narrow.vec_b": (), "v3.narrow.scalar_b": (),
+    "wgrad.chunked": _BOTH, "wgrad.chunked_v3_as_v2": ("float32",), "wgrad.batch_pieces": ("float32",),
+}
+
 SPEC = Conv2dSpec(
     exercise="06_conv2d",
     title="2-D convolution: direct and implicit GEMM",
     module="conv2d.py",
+    paths=PATHS,
     points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "tensor_cores_tf32": 2, "autograd": 2, "input_checks": 1,
             "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),
