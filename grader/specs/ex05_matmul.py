@@ -136,8 +136,10 @@ VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200,
 # their rows padded; B^T's padded with zeros), K shorter than one 128-byte k step, N one past a
 # 256-column tile and M one past a 128-row one, several k steps with a partial last one.
 VERSION6_SHAPES = ((129, 257, 33), (300, 513, 1030), (7, 5, 3), (257, 1000, 4097), (1, 300, 70))
-# batches (versions 4 to 6): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
-BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
+# batches (versions 4 to 6): (batch, M, N, K), with one, odd and vector-shaped members, a split one, and a
+# tall one with an odd K (version 5's float32 B^T, A read 4 bytes at a time: grader/paths.py's v5.bt.scalar_a)
+BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000),
+           (2, 2049, 65, 33))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
 MANY = 65535 + 7
 # Products whose plan depends on the GPU's SM count (kernel 4's tiles are 128 x 128; tests/test_matmul_shapes.py

@@ -210,6 +210,8 @@ GRADCHECK_CASES = [
     Case("depthwise 3x3 stride 2", 2, 3, 9, 7, 3, 3, 3, (2, 2), (1, 1), groups=3),
     Case("channel multiplier 2, dilation 2", 1, 2, 8, 8, 4, 3, 3, (1, 1), (2, 2), (2, 2), groups=2),
     Case("4 images in 2 chunks", 4, 2, 24, 24, 3, 3, 3, (1, 1), (1, 1)),
+    # grouped and chunked on every GPU (conv2d.py's weight_grad_chunks: 2304 products per weight, 2 chunks)
+    Case("groups 2, 4 images in 2 chunks", 4, 4, 24, 24, 4, 3, 3, (1, 1), (1, 1), groups=2),
 ]
 GRADIENT_CASES = [
     Case("stride (2, 1), dilation (1, 2)", 2, 6, 12, 11, 8, 3, 2, (2, 1), (1, 1), (1, 2)),
@@ -217,6 +219,8 @@ GRADIENT_CASES = [
     Case("groups 4", 2, 8, 10, 10, 12, 3, 3, (1, 1), (1, 1), groups=4),
     Case("depthwise 3x3", 2, 8, 14, 14, 8, 3, 3, (1, 1), (1, 1), groups=8),
     Case("8 images in chunks, on a side stream", 8, 4, 32, 32, 6, 3, 3, (1, 1), (1, 1)),
+    # grouped and chunked on every GPU, not only where a random case happens to be (8 chunks of 1 image)
+    Case("groups 4, 8 images in chunks", 8, 8, 32, 32, 8, 3, 3, (1, 1), (1, 1), groups=4),
 ]
 
 
