@@ -496,8 +496,11 @@ class Library:
         if self._took is None:
             import ctypes
 
-            self._took = ctypes.CDLL(self.path).course_took
-            self._took.argtypes = [ctypes.c_char_p]
+            # a library whose binding file does not include course/ops.h has no set: nothing is marked
+            found = getattr(ctypes.CDLL(self.path), "course_took", None)
+            if found is not None:
+                found.argtypes = [ctypes.c_char_p]
+            self._took = found or (lambda _name: None)
         self._took(f"{name}/{str(dtype).removeprefix('torch.')}".encode() if dtype is not None else name.encode())
 
 
