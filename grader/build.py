@@ -485,9 +485,23 @@ class Library:
         self.namespace = result.namespace
         self.path = result.library
         self.ops = getattr(torch.ops, result.namespace)
+        self._took = None  # the library's course_took, once asked for
 
     def qualname(self, op: str) -> str:
         return f"{self.namespace}::{op}"
+
+    def took(self, name: str, dtype=None) -> None:
+        """Mark a branch of the exercise's Python code as taken, as `course::took` marks one of its C++
+        code, in the library's own set (grader/paths.py): "name", or "name/float32" for a torch dtype."""
+        if self._took is None:
+            import ctypes
+
+            # a library whose binding file does not include course/ops.h has no set: nothing is marked
+            found = getattr(ctypes.CDLL(self.path), "course_took", None)
+            if found is not None:
+                found.argtypes = [ctypes.c_char_p]
+            self._took = found or (lambda _name: None)
+        self._took(f"{name}/{str(dtype).removeprefix('torch.')}".encode() if dtype is not None else name.encode())
 
 
 _loaded: dict[str, Library] = {}

@@ -307,6 +307,10 @@ class Spec:
     # the reference when solutions/ is absent (a student release)
     solution_vs_baseline: float = 1.0
     description: str = ""
+    # the branches of the reference's launchers and planners (grader/paths.py): name -> the dtypes each
+    # must be reached in by a checked call ("float32", ...; () for a branch marked without a dtype).
+    # tests/test_coverage_paths.py holds it to the markers in solutions/, tests/test_gpu_grading.py to a grade
+    paths: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     @property
     def number(self) -> str:

@@ -2,6 +2,7 @@
 known-wrong submission loses exactly the points it should, with the reason it should."""
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -9,6 +10,7 @@ import pytest
 
 from tests.grading import (EXERCISES, SOLUTIONS, check_variant, explain, grade, grade_variants, grade_variants_timed,
                            selected)
+from grader import paths
 from tests.known_wrong import all_variants
 
 pytestmark = pytest.mark.gpu
@@ -38,13 +40,49 @@ QUICK = "not performance and not huge"
 
 
 @pytest.fixture(scope="module")
-def solution_rows():
-    return grade(SOLUTIONS)
+def solution_paths_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("paths")
+
+
+@pytest.fixture(scope="module")
+def solution_rows(solution_paths_dir):
+    # every grading process writes the planner paths its library took (grader/paths.py)
+    saved = os.environ.get(paths.ENV)
+    os.environ[paths.ENV] = str(solution_paths_dir / "{exercise}.json")
+    try:
+        return grade(SOLUTIONS)
+    finally:
+        if saved is None:
+            os.environ.pop(paths.ENV, None)
+        else:
+            os.environ[paths.ENV] = saved
 
 
 def test_solutions_earn_full_marks(solution_rows):
     for row in solution_rows.values():
         assert row["points"] == row["max_points"], explain(solution_rows)
+
+
+def test_declared_paths_are_reached(solution_rows, solution_paths_dir):
+    """Every branch a spec declares (Spec.paths) is taken by some call of the solution's full grade (checks,
+    judge and timing: every one of them checked), in every dtype declared. Prints what was reached."""
+    missing, report = {}, []
+    for spec in selected():
+        if spec.exercise not in solution_rows:
+            continue
+        found = solution_paths_dir / f"{spec.exercise}.json"
+        assert found.is_file(), f"{spec.exercise}: its grading process wrote no paths ({paths.ENV})"
+        taken = set(json.loads(found.read_text())["taken"])
+        unreached = paths.unreached(spec, taken)
+        report.append(f"{spec.exercise}: {len(paths.expected(spec)) - len(unreached)} of {len(paths.expected(spec))} "
+                      f"declared paths reached" + (f"; unreached: {', '.join(unreached)}" if unreached else ""))
+        undeclared = sorted(t for t in taken if t not in paths.expected(spec))
+        if undeclared:
+            report.append(f"{spec.exercise}: taken, not declared for that dtype: {', '.join(undeclared)}")
+        if unreached:
+            missing[spec.exercise] = unreached
+    print("\n".join(report))
+    assert not missing, "declared planner paths no checked call took:\n" + "\n".join(report)
 
 
 def test_stubs_earn_nothing_and_say_not_implemented():

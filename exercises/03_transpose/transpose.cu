@@ -39,6 +39,9 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
 
 template <typename scalar_t>
 void transpose_cuda(const scalar_t* in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+  // (planner paths: more row tiles than gridDim.y holds, which the kernel strides over; past 2^31 elements)
+  if (cols > 0 && course::ceil_div<int64_t>(rows, kTile) > kMaxGridY) course::took<scalar_t>("grid_stride_rows");
+  if (rows * cols >= (int64_t(1) << 31)) course::took<scalar_t>("past_2^31");
   // BEGIN SOLUTION
   // TODO: return early for an empty matrix; launch transpose_kernel on `stream` with blocks of
   // TODO: (kBlockX, kBlockY) threads and a grid of (ceil(cols / kTile), min(ceil(rows / kTile), kMaxGridY))

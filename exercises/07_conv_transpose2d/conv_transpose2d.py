@@ -201,6 +201,10 @@ def _weight_grad(x, grad_y, weight_shape, stride, padding, dilation, groups, ver
     for start in range(0, x.shape[0], step):
         xs, gs = x[start:start + step], grad_y[start:start + step]
         chunks = layer_chunks(xs.shape[0], weight_shape, xs.shape[2:], groups, _sms(x))
+        if chunks > 1:  # (planner paths: grader/paths.py)
+            lib.took("wgrad.chunked", x.dtype)
+        if start > 0:  # a batch past int32 indices, in pieces
+            lib.took("wgrad.batch_pieces", x.dtype)
         part = conv_transpose2d_weight_grad(_op(version), xs, gs, weight_shape, stride, padding, dilation, groups,
                                             chunks)
         total = part if total is None else total + part

@@ -1194,13 +1194,16 @@ void launch_forward(int version, dim3 grid, const scalar_t* x, const scalar_t* w
                     cudaStream_t stream) {
   if constexpr (kTf32Type<scalar_t>) {
     if (version == 2) {
+      course::took(training ? "v2.forward.train" : "v2.forward.eval");  // (planner paths: course/paths.h)
       check_version2();
       // 16-byte weight copies: every row of C*R*S floats starts on 16 bytes
       if ((s.C * s.R * s.S) % 4 == 0 && course::is_aligned16(w)) {
+        course::took("v2.forward.vec_w");
         conv_bn_relu_forward_tf32_kernel<true><<<grid, kTcThreads, 0, stream>>>(
             x, w, bias, s, training, gamma, beta, running_mean, running_var, float(eps), z, y, part_mean, part_m2,
             save_mean, save_invstd);
       } else {
+        course::took("v2.forward.scalar_w");
         conv_bn_relu_forward_tf32_kernel<false><<<grid, kTcThreads, 0, stream>>>(
             x, w, bias, s, training, gamma, beta, running_mean, running_var, float(eps), z, y, part_mean, part_m2,
             save_mean, save_invstd);
@@ -1209,6 +1212,7 @@ void launch_forward(int version, dim3 grid, const scalar_t* x, const scalar_t* w
       return;
     }
   }
+  course::took<scalar_t>(training ? "v1.forward.train" : "v1.forward.eval");
   TORCH_CHECK(version == 1, "version 2 (TF32 tensor cores) takes float32 only");
   conv_bn_relu_forward_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(x, w, bias, s, training, gamma, beta,
                                                                        running_mean, running_var, scalar_t(eps), z, y,
@@ -1232,17 +1236,21 @@ void launch_dgrad(int version, dim3 grid, const scalar_t* u, const scalar_t* w, 
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         static_assert(BN == kTcPixels && BM == kTcChannels, "gemm_grid's tiles are the forward engine's");
         if ((d.C * d.R * d.S) % 4 == 0) {  // 16-byte copies of wflip's rows (the allocator aligns its start)
+          course::took("v2.dgrad.unit_stride.vec_w");
           conv_dgrad_tf32_unit_stride_kernel<true><<<grid, kTcThreads, 0, stream>>>(u, wflip, d, grad_x);
         } else {
+          course::took("v2.dgrad.unit_stride.scalar_w");
           conv_dgrad_tf32_unit_stride_kernel<false><<<grid, kTcThreads, 0, stream>>>(u, wflip, d, grad_x);
         }
       } else {
+        course::took("v2.dgrad.strided");
         conv_dgrad_tf32_kernel<kUnitStride><<<grid, kThreads, 0, stream>>>(u, w, gamma, invstd, s, grad_x);
       }
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       return;
     }
   }
+  course::took<scalar_t>(kUnitStride ? "v1.dgrad.unit_stride" : "v1.dgrad.strided");
   TORCH_CHECK(version == 1, "version 2 (TF32 tensor cores) takes float32 only");
   conv_dgrad_kernel<scalar_t, kUnitStride><<<grid, kThreads, 0, stream>>>(u, w, gamma, invstd, s, grad_x);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -1252,14 +1260,17 @@ void launch_dgrad(int version, dim3 grid, const scalar_t* u, const scalar_t* w, 
 template <typename scalar_t>
 void launch_wgrad(int version, dim3 grid, const scalar_t* u, const scalar_t* x, const scalar_t* gamma,
                   const scalar_t* invstd, const ConvShape& s, int chunk, scalar_t* out, cudaStream_t stream) {
+  course::took<scalar_t>(grid.z > 1 ? "wgrad.splitk" : "wgrad.whole");  // (planner paths: course/paths.h)
   if constexpr (kTf32Type<scalar_t>) {
     if (version == 2) {
+      course::took("v2.wgrad");
       check_version2();
       conv_wgrad_tf32_kernel<<<grid, kThreads, 0, stream>>>(u, x, gamma, invstd, s, chunk, out);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       return;
     }
   }
+  course::took<scalar_t>("v1.wgrad");
   TORCH_CHECK(version == 1, "version 2 (TF32 tensor cores) takes float32 only");
   conv_wgrad_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(u, x, gamma, invstd, s, chunk, out);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -17,6 +17,7 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <course/paths.h>  // course::took: run()'s branches, observed by the grader
 
 #include "cudnn_conv.h"
 
@@ -691,6 +692,7 @@ bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan,
   bool capture_now = false;
   std::shared_ptr<Graph> g = graphs().find(key, &capture_now);
   if (!g && capture_now) {
+    course::took("graph.capture");
     std::shared_ptr<Graph> fresh = capture(device, plan, a, b, ws);
     const bool trusted = fresh->exec && graph_reproduces_call(device, *fresh, a, b, ws);
     if (!trusted) fresh->exec.reset();  // remembered as failed: this key runs the plain call
@@ -698,6 +700,7 @@ bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan,
     if (g == fresh) return trusted;  // this call's output is already written (by the graph if trusted)
   }
   if (!g || !g->exec) return false;
+  course::took("graph.replay");
   std::lock_guard<std::mutex> lock(g->launch_mu);
   if (cudaGraphLaunch(g->exec.get(), a.stream) != cudaSuccess) {
     (void)cudaGetLastError();  // nothing was queued: the plain call runs instead
@@ -712,7 +715,15 @@ bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan,
 
 void run(const Args& a, const Buffers& b) {
   DeviceHandle& device = handle_for(a.device);
+  // (planner paths: course/paths.h) the op, its dtype and math; below, the plan cache and the graphs
+  if (a.dtype == CUDNN_DATA_DOUBLE) {
+    course::took<double>(a.op == Op::kForward ? "forward" : a.op == Op::kBackwardData ? "backward_data" : "backward_filter");
+  } else {
+    course::took<float>(a.op == Op::kForward ? "forward" : a.op == Op::kBackwardData ? "backward_data" : "backward_filter");
+  }
+  if (a.dtype == CUDNN_DATA_FLOAT) course::took(a.allow_tf32 ? "math.tf32_allowed" : "math.strict");
   if (a.mode == Mode::kUncached) {
+    course::took("mode.uncached");
     // Everything built for this call and destroyed when it returns: the cost the cache removes.
     Plan plan = describe(a);
     BoundHandle h(device, a.stream);
@@ -724,6 +735,7 @@ void run(const Args& a, const Buffers& b) {
   }
   const Key key = make_key(a);
   std::shared_ptr<const Plan> plan = cache().find(key);
+  course::took(plan ? "plan.hit" : a.mode == Mode::kBenchmark ? "plan.miss.benchmark" : "plan.miss.heuristic");
   if (!plan) {
     auto fresh = std::make_shared<Plan>(describe(a));
     {

@@ -8,10 +8,17 @@ def _grad(g: torch.Tensor, x: torch.Tensor, negative_slope: float) -> torch.Tens
     return torch.where(x > 0, g, g * negative_slope)
 
 
+# The launchers' branches (grader/paths.py): the kernels' 16-byte loops and scalar ones in every dtype,
+# and a tensor past 2^31 elements (the huge checks: float16)
+PATHS = {**{f"{op}.{path}": ("float32", "float16", "bfloat16", "float64")
+            for op in ("forward", "backward") for path in ("vector16", "scalar")},
+         "forward.past_2^31": ("float16",), "backward.past_2^31": ("float16",)}
+
 SPEC = ActivationSpec(
     exercise="01_leaky_relu",
     title="LeakyReLU(negative_slope)",
     module="leaky_relu.py",
+    paths=PATHS,
     points={"forward": 4, "backward": 2, "input_checks": 1, "autograd": 1, "performance": 2},
     perf_requires=("forward",),
     solution_vs_baseline=1.0,

@@ -180,10 +180,15 @@ class TransposeSpec(Spec):
         )
 
 
+# The launcher's branches (grader/paths.py): more row tiles than gridDim.y holds (the kernel's grid
+# stride over them), and a matrix past 2^31 elements
+PATHS = {"grid_stride_rows": ("float32",), "past_2^31": ("float16",)}
+
 SPEC = TransposeSpec(
     exercise="03_transpose",
     title="Transpose through a shared-memory tile",
     module="transpose.py",
+    paths=PATHS,
     points={"forward": 5, "input_checks": 1, "autograd": 1, "performance": 3},
     perf_requires=("forward",),
     # gradcheck goes through the Python wrapper: x.t().contiguous() there would pass it

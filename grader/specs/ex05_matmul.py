@@ -146,8 +146,10 @@ VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200,
 # their rows padded; B^T's padded with zeros), K shorter than one 128-byte k step, N one past a
 # 256-column tile and M one past a 128-row one, several k steps with a partial last one.
 VERSION6_SHAPES = ((129, 257, 33), (300, 513, 1030), (7, 5, 3), (257, 1000, 4097), (1, 300, 70))
-# batches (versions 4 to 6): (batch, M, N, K), with one, odd and vector-shaped members, and a split one
-BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000))
+# batches (versions 4 to 6): (batch, M, N, K), with one, odd and vector-shaped members, a split one, and a
+# tall one with an odd K (version 5's float32 B^T, A read 4 bytes at a time: grader/paths.py's v5.bt.scalar_a)
+BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000),
+           (2, 2049, 65, 33))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
 MANY = 65535 + 7
 # Products whose plan depends on the GPU's SM count (kernel 4's tiles are 128 x 128; tests/test_matmul_shapes.py
@@ -645,10 +647,37 @@ class MatmulSpec(Spec):
                 for group, v, _ in self.versions_graded if self.precision(group) is None}
 
 
+# The planners' and launchers' branches (grader/paths.py), each in the dtypes it can take: versions 1-3
+# and 4 are float32 (marked without a dtype), 5 and 6 float32 and bfloat16 (B^T and the matrix-vector
+# kernels float32 only)
+_F32, _BOTH = ("float32",), ("float32", "bfloat16")
+PATHS = {
+    "v1": (), "v2": (), "v3.vec_a_vec_b": (), "v3.vec_a": (), "v3.vec_b": (), "v3.scalar": (),
+    # version 4: kernel 4's tiles (B in 16-byte copies or not; A, B, both read transposed in place),
+    # the small tiles, stream-K, a split tail, split K, batches (and more than one launch's gridDim.z)
+    "v4.tiles.vec_b": (), "v4.tiles.scalar_b": (), "v4.tiles.a_mT": (), "v4.tiles.b_mT": (),
+    "v4.tiles.a_mT_b_mT": (), "v4.small32": (), "v4.small64": (), "v4.small128": (), "small.vec4": (),
+    "small.scalar": (), "v4.streamk": (), "v4.streamk.vec16": (), "v4.streamk.scalar": (), "v4.split_tail": (),
+    "v4.splitk": (), "v4.batched": (), "v4.batch_over_grid_z": (),
+    # the matrix-vector kernels (versions 4 and 5, float32), and a transposed view read in place
+    "gemv_rows.vec16": (), "gemv_rows.scalar": (), "gemv_rows.splitk": (), "gemv_cols.vec16": (),
+    "gemv_cols.scalar": (), "gemv_cols.splitk": (), "gemv_cols_narrow.vec16": (), "gemv_cols_narrow.scalar": (),
+    "matvec.a_mT": (), "matvec.b_mT": (),
+    "splitk_reduce.vec4": _BOTH, "splitk_reduce.scalar": _BOTH,
+    # version 5: its tiles (A, B in 16-byte copies or not), B^T rounded first (tall float32), the
+    # matrix-vector kernels, split K, batches
+    "v5.tiles": _BOTH, "v5.vec_a_vec_b": _BOTH, "v5.vec_a": _BOTH, "v5.vec_b": _BOTH, "v5.scalar": _BOTH,
+    "v5.bt": _F32, "v5.bt.vec_a": _F32, "v5.bt.scalar_a": _F32, "v5.matvec": _F32, "v5.splitk": _BOTH,
+    "v5.batched": _BOTH, "v5.batch_over_grid_z": _BOTH,
+    # version 6: wgmma tiles, K == 0, batches, rows copied into a padded workspace for TMA
+    "v6.tiles": _BOTH, "v6.k0": _BOTH, "v6.batched": _BOTH, "v6.padded_copy": _BOTH,
+}
+
 SPEC = MatmulSpec(
     exercise="05_matmul",
     title="Matrix product: naive, shared-memory tiles, register blocking, cp.async pipeline, tensor cores (mma.sync, wgmma)",
     module="matmul.py",
+    paths=PATHS,
     points={"naive": 2, "shared_tiles": 2, "register_blocked": 3, "async_pipeline": 2,
             "tensor_cores_tf32": 2, "tensor_cores_bf16": 1, "wgmma_tf32": 1, "wgmma_bf16": 1,
             "input_checks": 1, "registration": 1,

@@ -224,6 +224,8 @@ GRADCHECK_CASES = [
     Case("depthwise 3x3 stride 2", 2, 3, 9, 7, 3, 3, 3, (2, 2), (1, 1), groups=3),
     Case("channel multiplier 2, dilation 2", 1, 2, 8, 8, 4, 3, 3, (1, 1), (2, 2), (2, 2), groups=2),
     Case("4 images in 2 chunks", 4, 2, 24, 24, 3, 3, 3, (1, 1), (1, 1)),
+    # grouped and chunked on every GPU (conv2d.py's weight_grad_chunks: 2304 products per weight, 2 chunks)
+    Case("groups 2, 4 images in 2 chunks", 4, 4, 24, 24, 4, 3, 3, (1, 1), (1, 1), groups=2),
 ]
 GRADIENT_CASES = [
     Case("stride (2, 1), dilation (1, 2)", 2, 6, 12, 11, 8, 3, 2, (2, 1), (1, 1), (1, 2)),
@@ -231,6 +233,8 @@ GRADIENT_CASES = [
     Case("groups 4", 2, 8, 10, 10, 12, 3, 3, (1, 1), (1, 1), groups=4),
     Case("depthwise 3x3", 2, 8, 14, 14, 8, 3, 3, (1, 1), (1, 1), groups=8),
     Case("8 images in chunks, on a side stream", 8, 4, 32, 32, 6, 3, 3, (1, 1), (1, 1)),
+    # grouped and chunked on every GPU, not only where a random case happens to be (8 chunks of 1 image)
+    Case("groups 4, 8 images in chunks", 8, 8, 32, 32, 8, 3, 3, (1, 1), (1, 1), groups=4),
 ]
 
 
@@ -952,10 +956,24 @@ class Conv2dSpec(ConvSpec):
                 "kernel2 implicit GEMM": lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=2)}
 
 
+# The launchers' branches (grader/paths.py): versions 1 and 2 in float32 and float64 (the implicit GEMM's
+# two tiles, groups, the depthwise kernels and the GEMM where their tile does not fit), version 3 (TF32,
+# float32: tap-major K or the weight's order, wide or narrow tiles, 16-byte weight copies), and the
+# weight gradient's batch chunks (conv2d.py)
+_BOTH = ("float32", "float64")
+PATHS = {
+    "v1": _BOTH, "v2.gemm128": _BOTH, "v2.gemm64": _BOTH, "v2.grouped": _BOTH, "v2.depthwise3x3.four": _BOTH,
+    "v2.depthwise3x3.two": _BOTH, "v2.depthwise_tile": _BOTH, "v2.depthwise_to_gemm": _BOTH,
+    "v3": (), "v3.tap_major.wide": (), "v3.tap_major.narrow": (), "v3.wide.vec_b": (), "v3.wide.scalar_b": (),
+    "v3.narrow.vec_b": (), "v3.narrow.scalar_b": (),
+    "wgrad.chunked": _BOTH, "wgrad.chunked_v3_as_v2": ("float32",), "wgrad.batch_pieces": ("float32",),
+}
+
 SPEC = Conv2dSpec(
     exercise="06_conv2d",
     title="2-D convolution: direct and implicit GEMM",
     module="conv2d.py",
+    paths=PATHS,
     points={"direct": 2, "implicit_gemm": 3, "depthwise": 2, "tensor_cores_tf32": 2, "autograd": 2, "input_checks": 1,
             "registration": 1, "performance": 3},
     perf_requires=("implicit_gemm",),

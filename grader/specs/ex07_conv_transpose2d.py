@@ -107,10 +107,20 @@ class ConvTranspose2dSpec(ConvSpec):
                 "kernel3 Winograd": lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1, version=3)}
 
 
+# The launchers' branches (grader/paths.py): version 2's kernels (stride phases, 3x3, 1x1, other
+# filters; groups; phases past one launch's gridDim.z), version 3 (Winograd), the weight gradient's chunks
+_BOTH = ("float32", "float64")
+PATHS = {
+    "v1": _BOTH, "v2.phases": _BOTH, "v2.3x3": _BOTH, "v2.1x1": _BOTH, "v2.one_phase": _BOTH, "v2.grouped": _BOTH,
+    "v2.phase_launches": _BOTH, "v3.winograd": _BOTH, "v3.grouped": _BOTH,
+    "wgrad.chunked": _BOTH, "wgrad.batch_pieces": ("float32",),
+}
+
 SPEC = ConvTranspose2dSpec(
     exercise="07_conv_transpose2d",
     title="transposed 2-D convolution",
     module="conv_transpose2d.py",
+    paths=PATHS,
     points={"gather": 2, "implicit_gemm": 3, "winograd": 2, "autograd": 2, "input_checks": 1, "registration": 1,
             "performance": 3},
     perf_requires=("implicit_gemm",),

@@ -429,10 +429,17 @@ def _call(x, w, bias, bn, conv, kind: str = "", version: int = STRICT) -> AuditC
                      needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
 
 
+# The launchers' branches (grader/paths.py): with and without a bias, the kernels' 16-byte stores of 4
+# pixels or single ones, version 2's (TF32, float32) 16-byte weight copies
+_BOTH = ("float32", "float64")
+PATHS = {"bias": _BOTH, "no_bias": _BOTH, "v1.store_vec4": _BOTH, "v1.store_scalar": _BOTH,
+         "v2.store_vec4": (), "v2.store_scalar": (), "v2.vec_w": (), "v2.scalar_w": ()}
+
 SPEC = ConvBNReLUInferenceSpec(
     exercise="08_conv_bn_relu_inference",
     title="Conv2d + BatchNorm2d (eval) + ReLU in one kernel",
     module="conv_bn_relu_inference.py",
+    paths=PATHS,
     points={"forward": 5, TF32_GROUP: 2, "input_checks": 1, "performance": 4},
     perf_tiers=((0.5, 0.5), (0.85, 1.0)),
     perf_requires=("forward",),

@@ -964,10 +964,24 @@ def _reference_step(inp):
     return [y.detach(), *grads, running_mean, running_var]
 
 
+# The launchers' branches (grader/paths.py): forward in training and eval, grad_x at unit stride or
+# not, grad_w whole or split, per version (2: TF32, float32), with and without a bias, momentum or the
+# cumulative average, eval keeping z or not
+_BOTH = ("float32", "float64")
+PATHS = {
+    "v1.forward.train": _BOTH, "v1.forward.eval": _BOTH, "v1.dgrad.unit_stride": _BOTH, "v1.dgrad.strided": _BOTH,
+    "v1.wgrad": _BOTH, "wgrad.whole": _BOTH, "wgrad.splitk": _BOTH,
+    "v2.forward.train": (), "v2.forward.eval": (), "v2.forward.vec_w": (), "v2.forward.scalar_w": (),
+    "v2.dgrad.unit_stride.vec_w": (), "v2.dgrad.unit_stride.scalar_w": (), "v2.dgrad.strided": (), "v2.wgrad": (),
+    "bias": _BOTH, "no_bias": _BOTH, "train.momentum": _BOTH, "train.cumulative_average": _BOTH,
+    "eval": _BOTH, "eval.keep_z": _BOTH,
+}
+
 SPEC = ConvBNReLUTrainingSpec(
     exercise="09_conv_bn_relu_training",
     title="Conv2d + BatchNorm2d + ReLU, training (full backward)",
     module="conv_bn_relu_training.py",
+    paths=PATHS,
     points={"forward": 3, "running_stats": 2, "backward": 4, "autograd": 2, "module": 2, TF32_GROUP: 2,
             "input_checks": 1, "performance": 3},
     perf_tiers=((0.5, 0.5), (0.85, 1.0)),

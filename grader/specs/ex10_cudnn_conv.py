@@ -1206,10 +1206,18 @@ def conv_flops(x_shape, k, ks=3) -> int:
     return 2 * n * k * c * ks * ks * h * w
 
 
+# run()'s branches (grader/paths.py): each op in each dtype, strict or TF32 math, the uncached mode,
+# the plan cache's hits and misses (benchmarked or heuristic), graphs captured and replayed
+_BOTH = ("float32", "float64")
+PATHS = {"forward": _BOTH, "backward_data": _BOTH, "backward_filter": _BOTH, "math.strict": (),
+         "math.tf32_allowed": (), "mode.uncached": (), "plan.hit": (), "plan.miss.benchmark": (),
+         "plan.miss.heuristic": (), "graph.capture": (), "graph.replay": ()}
+
 SPEC = CudnnConvSpec(
     exercise="10_cudnn_conv",
     title="cuDNN convolution with cached plans",
     module="cudnn_conv.py",
+    paths=PATHS,
     points={"descriptors": 1, "forward": 3, "backward": 3, "cache": 2, "threads": 1, "streams": 1,
             "input_checks": 1, "performance": 3},
     perf_requires=("forward",),

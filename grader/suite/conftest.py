@@ -76,6 +76,10 @@ _exit_status: list[int] = []
 
 def pytest_sessionfinish(session, exitstatus):
     _exit_status.append(int(exitstatus))
+    if os.environ.get("COURSE_PATHS_OUT") and session.config.getoption("--exercise-dir"):
+        from grader import paths  # the planner paths the exercise's library took (grader/paths.py)
+
+        paths.record(Path(session.config.getoption("--exercise-dir")), os.environ["COURSE_PATHS_OUT"])
     if _fp64_work and _fp64_work[0] is not None:
         _fp64_work[0].save(os.environ["COURSE_COUNT_FP64"].replace("{exercise}", _spec(session.config).exercise))
 

@@ -97,6 +97,9 @@ unsigned blocks_for(int64_t n) {
 
 template <typename scalar_t>
 void elu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double alpha, cudaStream_t stream) {
+  // (planner paths: the kernel's 16-byte loop or its scalar one, a pointer off 16 bytes; n past 2^31)
+  if (n > 0) course::took<scalar_t>(course::is_aligned16(x, y) ? "forward.vector16" : "forward.scalar");
+  if (n >= (int64_t(1) << 31)) course::took<scalar_t>("forward.past_2^31");
   // BEGIN SOLUTION
   // GOAL: run elu_kernel over the n elements (n may be 0) on `stream`; report a failed launch.
   // TODO: launch elu_kernel as in exercise 01, passing alpha by value as course::opmath_t<scalar_t>.
@@ -111,6 +114,8 @@ void elu_forward_cuda(const scalar_t* x, scalar_t* y, int64_t n, double alpha, c
 template <typename scalar_t>
 void elu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, scalar_t* grad_x, int64_t n,
                               double alpha, cudaStream_t stream) {
+  if (n > 0) course::took<scalar_t>(course::is_aligned16(grad_y, x, grad_x) ? "backward.vector16" : "backward.scalar");
+  if (n >= (int64_t(1) << 31)) course::took<scalar_t>("backward.past_2^31");
   // BEGIN SOLUTION
   // GOAL: run elu_backward_kernel over the n elements (n may be 0) on `stream`; report a failed launch.
   // TODO: launch elu_backward_kernel like the forward launcher does.

@@ -121,6 +121,10 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
 
 template <int K>
 void launch(const float* in, float* out, int64_t batch, int64_t height, int64_t width, cudaStream_t stream) {
+  // (planner paths: each filter size; more row tiles than gridDim.y holds; an image batch past 2^31 pixels)
+  course::took(K == 1 ? "k1" : K == 3 ? "k3" : K == 5 ? "k5" : "k7");
+  if (width > 0 && batch * course::ceil_div<int64_t>(height, kTileH) > kMaxGridY) course::took("grid_stride_tiles");
+  if (batch * height * width >= (int64_t(1) << 31)) course::took("past_2^31");
   // BEGIN SOLUTION
   // GOAL: run stencil2d_kernel<K> over every image of the batch on `stream`; report a failed launch.
   // TODO: launch stencil2d_kernel<K> on `stream` with (kBlockX, kBlockY) blocks and a grid of

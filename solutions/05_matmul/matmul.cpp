@@ -62,10 +62,12 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
   int64_t M = c_rows, N = c_cols;
   bool trans_a = false, trans_b = false;
   if (matvec && c_cols == 1 && transposed_view(A)) {  // C^T = x^T A^T: 1 x K by A's storage, K x M
+    course::took("matvec.a_mT");  // (planner paths: course/paths.h)
     a = B.mT().contiguous();
     b = A.mT();
     M = 1, N = c_rows;
   } else if (matvec && c_rows == 1 && transposed_view(B)) {  // C^T = B^T x^T: B's storage, N x K, by K x 1
+    course::took("matvec.b_mT");
     a = B.mT();
     b = A.mT().contiguous();
     M = c_cols, N = 1;
@@ -92,6 +94,7 @@ at::Tensor matmul(const at::Tensor& A, const at::Tensor& B, int64_t version) {
     const int64_t elems = 16 / a.element_size();
     const auto rows_aligned = [&](at::Tensor& t, int64_t rows, int64_t cols) {
       if (cols % elems == 0 && reinterpret_cast<std::uintptr_t>(t.const_data_ptr()) % 16 == 0) return cols;
+      bf16 ? course::took<at::BFloat16>("v6.padded_copy") : course::took<float>("v6.padded_copy");
       const int64_t ld = (cols + elems - 1) / elems * elems;
       at::Tensor padded = at::zeros({batch, rows, ld}, t.options());
       padded.narrow(2, 0, cols).copy_(t.reshape({batch, rows, cols}));

@@ -1627,6 +1627,8 @@ void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N,
   const bool vec_a = K % Tile5<T>::kElems == 0 && course::is_aligned16(A);
   const bool vec_b = N % Tile5<T>::kElems == 0 && course::is_aligned16(B);
   allow_smem5<T, kBt>();
+  course::took<T>(kBt ? (vec_a ? "v5.bt.vec_a" : "v5.bt.scalar_a")
+                  : vec_a ? (vec_b ? "v5.vec_a_vec_b" : "v5.vec_a") : vec_b ? "v5.vec_b" : "v5.scalar");
   // BEGIN SOLUTION
   // GOAL: run the matmul_kernel5<T, vec_a, vec_b, kBt> that the operands allow on `stream`; report a failed launch.
   // TODO: launch matmul_kernel5<T, vec_a, vec_b, kBt> on `stream` with kThreads5 threads per block,
@@ -2031,8 +2033,10 @@ template <int BM>
 void launch_small_tiles(bool vec, dim3 grid, const float* a, const float* b, float* out, int64_t M, int64_t N,
                         int64_t K, int64_t k_split, int64_t splits, cudaStream_t stream) {
   if (vec) {
+    course::took("small.vec4");
     matmul_small_tiles<BM, true><<<grid, kSmallThreads, 0, stream>>>(a, b, out, M, N, K, k_split, splits);
   } else {
+    course::took("small.scalar");
     matmul_small_tiles<BM, false><<<grid, kSmallThreads, 0, stream>>>(a, b, out, M, N, K, k_split, splits);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -2043,11 +2047,14 @@ void launch_small_tiles(bool vec, dim3 grid, const float* a, const float* b, flo
 void launch_gemv(const Plan& plan, const float* a, const float* b, float* o, int64_t M, int64_t N, int64_t K,
                  unsigned z, cudaStream_t stream) {
   const unsigned splits = static_cast<unsigned>(plan.splits);
+  if (splits > 1) course::took(plan.path == Path::kGemvRows ? "gemv_rows.splitk" : "gemv_cols.splitk");
   if (plan.path == Path::kGemvRows) {
     const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(M, kGemvRowsPerBlock)), splits, z);
     if (K % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(a, b)) {
+      course::took("gemv_rows.vec16");
       matmul_gemv_rows<true><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
     } else {
+      course::took("gemv_rows.scalar");
       matmul_gemv_rows<false><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
     }
   } else {
@@ -2056,15 +2063,19 @@ void launch_gemv(const Plan& plan, const float* a, const float* b, float* o, int
     if (plan.path == Path::kGemvCols) {
       const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvColsPerBlock)), splits, z);
       if (vec) {
+        course::took("gemv_cols.vec16");
         matmul_gemv_cols<true, kGemvColsPerBlock><<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
       } else {
+        course::took("gemv_cols.scalar");
         matmul_gemv_cols<false, kGemvColsPerBlock><<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
       }
     } else {
       const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvColsNarrow)), splits, z);
       if (vec) {
+        course::took("gemv_cols_narrow.vec16");
         matmul_gemv_cols<true, kGemvColsNarrow><<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
       } else {
+        course::took("gemv_cols_narrow.scalar");
         matmul_gemv_cols<false, kGemvColsNarrow><<<grid, kGemvThreads, 0, stream>>>(a, b, o, N, K, plan.k_split);
       }
     }
@@ -2093,9 +2104,11 @@ void launch_splitk_reduce(const float* workspace, T* C, int64_t batch, int64_t M
   // product's time (H100: 32 x 1280 by 1280 x 1000 15.6 -> 14.4 us, 0.80x -> 0.87x of cuBLAS; 24 x 512 by
   // 512 x 1024 0.82x -> 0.91x; 1 x 768 by 768 x 3072 1.06x -> 1.26x)
   if (vec) {
+    course::took<T>("splitk_reduce.vec4");
     course::launch_after_previous(matmul_splitk_reduce<T, 4>, blocks, kGemvThreads, 0, stream, workspace, C, MN, total,
                                   splits, group, slices);
   } else {
+    course::took<T>("splitk_reduce.scalar");
     course::launch_after_previous(matmul_splitk_reduce<T, 1>, blocks, kGemvThreads, 0, stream, workspace, C, MN, total,
                                   splits, group, slices);
   }
@@ -2115,9 +2128,11 @@ void launch_streamk(const float* A, const float* B, float* C, int64_t M, int64_t
   const int64_t tiles = course::ceil_div<int64_t>(M, kBM4) * course::ceil_div<int64_t>(N, kBN4);
   // as kernel 4's launch: 16-byte copies of B and float4 stores of C need N % 4 == 0 and both aligned
   if (N % 4 == 0 && course::is_aligned16(B) && course::is_aligned16(C)) {
+    course::took("v4.streamk.vec16");
     matmul_kernel4_streamk<true><<<static_cast<unsigned>(workers), kThreads4, 0, stream>>>(A, B, C, workspace, M, N,
                                                                                          K, workers);
   } else {
+    course::took("v4.streamk.scalar");
     matmul_kernel4_streamk<false><<<static_cast<unsigned>(workers), kThreads4, 0, stream>>>(A, B, C, workspace, M, N,
                                                                                           K, workers);
   }
@@ -2129,6 +2144,7 @@ void launch_streamk(const float* A, const float* B, float* C, int64_t M, int64_t
 }  // namespace
 
 void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+  course::took("v1");  // (planner paths: course/paths.h)
   // BEGIN SOLUTION
   // GOAL: run matmul_kernel1 over all of C on `stream`, refusing an M its grid cannot cover, and
   // GOAL: report a failed launch.
@@ -2147,6 +2163,7 @@ void matmul_cuda1(const float* A, const float* B, float* C, int64_t M, int64_t N
 }
 
 void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+  course::took("v2");
   // BEGIN SOLUTION
   // GOAL: run matmul_kernel2 over all of C on `stream`, refusing an M its grid cannot cover, and
   // GOAL: report a failed launch.
@@ -2168,6 +2185,7 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
   // float4 paths need rows that start on 16-byte boundaries: K (or N) a multiple of 4, aligned bases.
   const bool vec_a = K % 4 == 0 && course::is_aligned16(A);
   const bool vec_b = N % 4 == 0 && course::is_aligned16(B, C);
+  course::took(vec_a ? (vec_b ? "v3.vec_a_vec_b" : "v3.vec_a") : vec_b ? "v3.vec_b" : "v3.scalar");
   // BEGIN SOLUTION
   // GOAL: run the matmul_kernel3 that vec_a and vec_b allow on `stream`; report a failed launch.
   // TODO: launch matmul_kernel3<vec_a, vec_b> (four instantiations: pick with if/else) on `stream`
@@ -2201,10 +2219,13 @@ void launch_kernel4_transposed(bool trans_a, bool trans_b, bool vec_b, dim3 grid
     kernel<<<grid, kThreads4, 0, stream>>>(A, B, out, M, N, K, plan.k_split, plan.splits);
   };
   if (trans_a && trans_b) {
+    course::took("v4.tiles.a_mT_b_mT");  // (planner paths: course/paths.h)
     vec_b ? launch(matmul_kernel4<true, true, true>) : launch(matmul_kernel4<false, true, true>);
   } else if (trans_a) {
+    course::took("v4.tiles.a_mT");
     vec_b ? launch(matmul_kernel4<true, true, false>) : launch(matmul_kernel4<false, true, false>);
   } else {
+    course::took("v4.tiles.b_mT");
     vec_b ? launch(matmul_kernel4<true, false, true>) : launch(matmul_kernel4<false, false, true>);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -2219,6 +2240,7 @@ void launch4(const Plan& plan, const float* A, const float* B, float* out, int64
   // gridDim.z holds batch elements x splits, at most 65535: a larger batch takes several launches
   const int64_t per_launch = kMaxGridZ / plan.splits;
   for (int64_t b0 = 0; b0 < batch; b0 += per_launch) {
+    if (b0 > 0) course::took("v4.batch_over_grid_z");
     const int64_t nb = std::min(per_launch, batch - b0);
     const float* a = A + b0 * M * K;
     const float* b = B + b0 * K * N;
@@ -2234,10 +2256,13 @@ void launch4(const Plan& plan, const float* A, const float* B, float* out, int64
                       static_cast<unsigned>(course::ceil_div<int64_t>(M, rows)), z * splits);
       const bool vec = K % 4 == 0 && N % 4 == 0 && plan.k_split % 4 == 0 && course::is_aligned16(A, B, out);
       if (rows == 32) {
+        course::took("v4.small32");
         launch_small_tiles<32>(vec, grid, a, b, o, M, N, K, plan.k_split, plan.splits, stream);
       } else if (rows == 64) {
+        course::took("v4.small64");
         launch_small_tiles<64>(vec, grid, a, b, o, M, N, K, plan.k_split, plan.splits, stream);
       } else {
+        course::took("v4.small128");
         launch_small_tiles<128>(vec, grid, a, b, o, M, N, K, plan.k_split, plan.splits, stream);
       }
       continue;
@@ -2252,6 +2277,7 @@ void launch4(const Plan& plan, const float* A, const float* B, float* out, int64
       launch_kernel4_transposed(trans_a, trans_b, vec_b, grid, a, b, o, M, N, K, plan, stream);
       continue;
     }
+    course::took(vec_b ? "v4.tiles.vec_b" : "v4.tiles.scalar_b");
     // BEGIN SOLUTION
     // GOAL: run the matmul_kernel4 that vec_b allows on `stream`; report a failed launch.
     // TODO: launch matmul_kernel4<vec_b> (two instantiations: pick with if/else) on `stream` with
@@ -2281,11 +2307,14 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
   // A transposed A's rows are its storage's columns, so a tail of rows is not a matrix kernel 4 reads:
   // its tail runs whole (the workspace goes unused)
   if (plan.head_rows > 0 && trans_a) plan = {plan.path, 1, K};
+  if (batch > 1) course::took("v4.batched");  // (planner paths: course/paths.h)
   if (plan.path == Path::kStreamK) {
+    course::took("v4.streamk");
     launch_streamk(A, B, C, M, N, K, workspace, stream);
     return;
   }
   if (plan.head_rows > 0) {  // the head straight into C, then the tail's splits, summed into C's rows
+    course::took("v4.split_tail");
     const int64_t head = plan.head_rows, tail = M - head;
     launch4({plan.path, 1, K}, A, B, C, 1, head, N, K, stream, false, trans_b);
     launch4(plan, A + head * K, B, workspace, 1, tail, N, K, stream, false, trans_b);
@@ -2293,6 +2322,7 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
     return;
   }
   launch4(plan, A, B, plan.splits > 1 ? workspace : C, batch, M, N, K, stream, trans_a, trans_b);
+  if (plan.splits > 1) course::took("v4.splitk");
   if (plan.splits > 1) launch_splitk_reduce(workspace, C, batch, M * N, plan.splits, stream);
 }
 
@@ -2316,7 +2346,9 @@ void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, 
   const int64_t ldbt = padded16<float>(K), bt_floats = bt ? batch * N * ldbt : 0;
   float* partials = plan.splits > 1 ? workspace + bt_floats : nullptr;
   const int64_t per_launch = kMaxGridZ / plan.splits;
+  if (batch > 1) course::took<T>("v5.batched");  // (planner paths: course/paths.h)
   for (int64_t b0 = 0; b0 < batch; b0 += per_launch) {
+    if (b0 > 0) course::took<T>("v5.batch_over_grid_z");
     const int64_t nb = std::min(per_launch, batch - b0);
     const T* a = A + b0 * M * K;
     const T* b = B + b0 * K * N;
@@ -2324,18 +2356,22 @@ void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, 
     float* partial = partials ? partials + b0 * plan.splits * M * N : nullptr;  // [nb, splits, M, N]
     if constexpr (sizeof(T) == 4) {  // float32: the matrix-vector kernels, or B^T (plan5, reads_bt5)
       if (plan.path != Path::kTiles) {
+        course::took<T>("v5.matvec");
         launch_gemv(plan, a, b, partial ? partial : c, M, N, K, static_cast<unsigned>(nb), stream);
         continue;
       }
       if (bt) {
+        course::took<T>("v5.bt");
         uint32_t* b_t = reinterpret_cast<uint32_t*>(workspace) + b0 * N * ldbt;
         launch_transpose_tf32(b, N, b_t, nb, K, N, ldbt, stream);
         launch5<T, true>(a, reinterpret_cast<const T*>(b_t), c, partial, M, N, K, ldbt, nb, plan, stream);
         continue;
       }
     }
+    course::took<T>("v5.tiles");
     launch5<T, false>(a, b, c, partial, M, N, K, 0, nb, plan, stream);
   }
+  if (plan.splits > 1) course::took<T>("v5.splitk");
   if (plan.splits > 1) launch_splitk_reduce(partials, C, batch, M * N, plan.splits, stream);
 }
 
@@ -2368,6 +2404,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
   check_grid_rows(M, kBM6, "version 6");
   check_kernel6();
   if (K == 0) {  // no k steps: C is zeros (0.0 is all-zero bits in float32 and bfloat16)
+    course::took<T>("v6.k0");
     C10_CUDA_CHECK(cudaMemsetAsync(C, 0, size_t(batch * M * N) * sizeof(T), stream));
     return;
   }
@@ -2388,6 +2425,8 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
   }
   const CUtensorMap map_a = tensor_map6(A, batch, M, K, lda, kBM6);
   C10_CUDA_CHECK(cudaFuncSetAttribute(matmul_kernel6<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem6));
+  course::took<T>("v6.tiles");  // (planner paths: course/paths.h)
+  if (batch > 1) course::took<T>("v6.batched");
   // BEGIN SOLUTION
   // GOAL: run matmul_kernel6<T> over every batch element on `stream`; report a failed launch.
   // TODO: for each range of at most kMaxGridZ batch elements from element0: a grid of (ceil(N / kBN6),

@@ -810,9 +810,12 @@ void launch_implicit_gemm(const scalar_t* x, const scalar_t* weight, const scala
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t blocks128 = course::ceil_div<int64_t>(M, 128) * course::ceil_div(s.cout / s.groups, BN) * s.groups;
+  if (s.groups > 1) course::took<scalar_t>("v2.grouped");  // (planner paths: course/paths.h)
   if (blocks128 >= 4 * int64_t(sms)) {
+    course::took<scalar_t>("v2.gemm128");
     launch_implicit_gemm_tiles<scalar_t, 128>(x, weight, bias, y, s, stream);
   } else {
+    course::took<scalar_t>("v2.gemm64");
     launch_implicit_gemm_tiles<scalar_t, 64>(x, weight, bias, y, s, stream);
   }
 }
@@ -831,8 +834,10 @@ bool launch_depthwise(const scalar_t* x, const scalar_t* weight, const scalar_t*
     const int64_t items = s.n * s.cout * s.ho * course::ceil_div<int64_t>(s.wo, four ? 4 : 2);
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(course::ceil_div<int64_t>(items, kDwThreads), INT32_MAX));
     if (four) {
+      course::took<scalar_t>("v2.depthwise3x3.four");  // (planner paths: course/paths.h)
       conv2d_depthwise_kernel<scalar_t, 4><<<blocks, kDwThreads, 0, stream>>>(x, weight, bias, y, s);
     } else {
+      course::took<scalar_t>("v2.depthwise3x3.two");
       conv2d_depthwise_kernel<scalar_t, 2><<<blocks, kDwThreads, 0, stream>>>(x, weight, bias, y, s);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -841,6 +846,7 @@ bool launch_depthwise(const scalar_t* x, const scalar_t* weight, const scalar_t*
   DepthwiseTile t;
   dim3 grid;
   if (!depthwise_tile(s, sizeof(scalar_t), t, grid)) return false;
+  course::took<scalar_t>("v2.depthwise_tile");
   conv2d_depthwise_tile_kernel<scalar_t><<<grid, kDwThreads, 0, stream>>>(x, weight, bias, y, s, t);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
@@ -880,6 +886,7 @@ void launch_tensor_cores(const float* x, const float* weight, const float* bias,
   // 16-byte weight copies where every row of K = cin kh kw floats starts on 16 bytes
   const bool vec_b = (s.cin * s.kh * s.kw) % 4 == 0 && course::is_aligned16(weight);
   if (conv2d_weight_scratch(s, 3)) {  // cin % 16 == 0 (kBK3)
+    course::took(wide ? "v3.tap_major.wide" : "v3.tap_major.narrow");  // (planner paths: course/paths.h)
     TORCH_CHECK(weight_t != nullptr && course::is_aligned16(weight_t), "version 3: no 16-byte aligned weight scratch");
     const int64_t total = int64_t(s.cout) * s.cin * s.kh * s.kw;
     conv2d_weight_kernel3<<<course::grid_for(total, 256), 256, 0, stream>>>(weight, weight_t, total, s.cin, s.kh * s.kw);
@@ -887,9 +894,11 @@ void launch_tensor_cores(const float* x, const float* weight, const float* bias,
     wide ? launch_tensor_core_tiles<128, true, true>(x, weight_t, bias, y, s, stream)
          : launch_tensor_core_tiles<64, true, true>(x, weight_t, bias, y, s, stream);
   } else if (wide) {
+    course::took(vec_b ? "v3.wide.vec_b" : "v3.wide.scalar_b");
     vec_b ? launch_tensor_core_tiles<128, false, true>(x, weight, bias, y, s, stream)
           : launch_tensor_core_tiles<128, false, false>(x, weight, bias, y, s, stream);
   } else {
+    course::took(vec_b ? "v3.narrow.vec_b" : "v3.narrow.scalar_b");
     vec_b ? launch_tensor_core_tiles<64, false, true>(x, weight, bias, y, s, stream)
           : launch_tensor_core_tiles<64, false, false>(x, weight, bias, y, s, stream);
   }
@@ -904,12 +913,15 @@ void conv2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias
               "version must be 1 (direct), 2 (implicit GEMM) or 3 (implicit GEMM on TF32 tensor cores)");
   TORCH_CHECK(version != 3 || s.groups == 1, "groups must be 1 for version 3 (TF32 tensor cores)");
   if (version == 1) {
+    course::took<scalar_t>("v1");  // (planner paths: course/paths.h)
     launch_direct(x, weight, bias, y, s, stream);
   } else if (version == 2 && s.groups == s.cin && launch_depthwise(x, weight, bias, y, s, stream)) {
     // depthwise (one input channel per group): done, unless its tile did not fit (then the GEMM)
   } else if (version == 2) {
+    if (s.groups == s.cin) course::took<scalar_t>("v2.depthwise_to_gemm");  // its tile did not fit
     launch_implicit_gemm(x, weight, bias, y, s, stream);
   } else if constexpr (std::is_same_v<scalar_t, float>) {
+    course::took("v3");
     launch_tensor_cores(x, weight, bias, y, s, weight_scratch, stream);
   } else {
     TORCH_CHECK(false, "x must be float32 for version 3 (TF32 tensor cores), but is float64");

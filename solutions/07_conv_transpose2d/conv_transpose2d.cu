@@ -564,6 +564,7 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   if (total == 0) return;  // a grid of 0 blocks is an error
   if (version == 1) {
+    course::took<scalar_t>("v1");  // (planner paths: course/paths.h)
     // BEGIN SOLUTION
     // GOAL: run conv_transpose2d_kernel1 over every output element on `stream`; report a failed launch.
     // TODO: launch conv_transpose2d_kernel1<scalar_t> on `stream` with kThreads threads per block and
@@ -575,6 +576,11 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
     // END SOLUTION
     return;
   }
+  // (planner paths: course/paths.h) version 2's kernel for the stride phases and the filter; launches of phases
+  course::took<scalar_t>(s.stride_h * s.stride_w > 1 ? "v2.phases" : s.kh == 3 && s.kw == 3 ? "v2.3x3"
+                         : s.kh == 1 && s.kw == 1 ? "v2.1x1" : "v2.one_phase");
+  if (s.groups > 1) course::took<scalar_t>("v2.grouped");
+  if (s.stride_h * s.stride_w > std::max(1, 65535 / s.groups)) course::took<scalar_t>("v2.phase_launches");
   // BEGIN SOLUTION
   // GOAL: run conv_transpose2d_kernel2 over every 64 x 128 tile of every group's part of every stride
   // GOAL: phase of y on `stream`, in several launches where groups x phases pass gridDim.z's limit
@@ -627,6 +633,8 @@ void conv_transpose2d_winograd_cuda(const scalar_t* x, const scalar_t* weight, c
                                     const ConvTranspose2dShape& s, scalar_t* workspace, cudaStream_t stream) {
   const int64_t tiles = winograd_tiles(s);
   if (tiles == 0 || s.cout == 0) return;
+  course::took<scalar_t>("v3.winograd");  // (planner paths: course/paths.h)
+  if (s.groups > 1) course::took<scalar_t>("v3.grouped");
   const int th = course::ceil_div(s.ho, 4), tw = course::ceil_div(s.wo, 4), cout_g = s.cout / s.groups;
   scalar_t* U = workspace;                      // (36, cin, cout_g)
   scalar_t* V = U + 36 * int64_t(s.cin) * cout_g;  // (36, cin, tiles)

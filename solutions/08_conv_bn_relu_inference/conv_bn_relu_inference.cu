@@ -518,9 +518,13 @@ void launch_tf32(const float* x, const float* w, const float* bias, const float*
   course::check_tensor_cores(conv_bn_relu_tf32_kernel<false>, "version 2 (TF32 tensor cores)");
   if (s.N * s.P * s.Q == 0) return;
   // 16-byte weight copies: every row of C*R*S floats starts on 16 bytes
+  // (planner paths: course/paths.h) the kernel's 16-byte stores of 4 pixels, or one by one
+  course::took((s.P * s.Q) % 4 == 0 && course::is_aligned16(y) ? "v2.store_vec4" : "v2.store_scalar");
   if ((s.C * s.R * s.S) % 4 == 0 && course::is_aligned16(w)) {
+    course::took("v2.vec_w");
     launch_tf32_tiles<true>(x, w, bias, gamma, beta, running_mean, running_var, float(eps), s, y, stream);
   } else {
+    course::took("v2.scalar_w");
     launch_tf32_tiles<false>(x, w, bias, gamma, beta, running_mean, running_var, float(eps), s, y, stream);
   }
 }
@@ -532,6 +536,7 @@ void conv_bn_relu_inference_cuda(const scalar_t* x, const scalar_t* w, const sca
                                  const scalar_t* beta, const scalar_t* running_mean, const scalar_t* running_var,
                                  double eps, const ConvShape& s, int version, scalar_t* y, cudaStream_t stream) {
   TORCH_CHECK(version == 1 || version == 2, "version must be 1 (strict fp32) or 2 (TF32 tensor cores)");
+  course::took<scalar_t>(bias != nullptr ? "bias" : "no_bias");  // (planner paths: course/paths.h)
   if (version == 2) {
     if constexpr (std::is_same_v<scalar_t, float>) {
       launch_tf32(x, w, bias, gamma, beta, running_mean, running_var, eps, s, y, stream);
@@ -540,6 +545,8 @@ void conv_bn_relu_inference_cuda(const scalar_t* x, const scalar_t* w, const sca
     }
     return;
   }
+  // (planner paths: course/paths.h) the kernel's 16-byte stores of 4 pixels, or one by one
+  course::took<scalar_t>((s.P * s.Q) % 4 == 0 && course::is_aligned16(y) ? "v1.store_vec4" : "v1.store_scalar");
   // BEGIN SOLUTION
   // GOAL: version 1: run conv_bn_relu_kernel over the whole output (possibly empty) on `stream`; report a
   // GOAL: failed launch.

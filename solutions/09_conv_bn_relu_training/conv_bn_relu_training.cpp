@@ -128,7 +128,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "conv_bn_relu_forward", [&] {
     const scalar_t* bp = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
+    course::took<scalar_t>(bp != nullptr ? "bias" : "no_bias");  // (planner paths: course/paths.h)
     if (training) {
+      course::took<scalar_t>(momentum.has_value() ? "train.momentum" : "train.cumulative_average");
       at::Tensor part = at::empty({2 * int64_t(conv_bn_relu_stat_tiles(s)) * s.K}, opts);
       at::Tensor scale_shift = at::empty({2 * s.K}, opts);
       conv_bn_relu_train_forward_cuda<scalar_t>(
@@ -140,6 +142,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> conv_bn_relu_forward(
           save_invstd.mutable_data_ptr<scalar_t>(), part.mutable_data_ptr<scalar_t>(),
           scale_shift.mutable_data_ptr<scalar_t>(), static_cast<int>(version), stream);
     } else {
+      course::took<scalar_t>(keep_z ? "eval.keep_z" : "eval");
       conv_bn_relu_eval_forward_cuda<scalar_t>(
           x.const_data_ptr<scalar_t>(), weight.const_data_ptr<scalar_t>(), bp, gamma.const_data_ptr<scalar_t>(),
           beta.const_data_ptr<scalar_t>(), running_mean.const_data_ptr<scalar_t>(),

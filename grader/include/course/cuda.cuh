@@ -16,6 +16,8 @@
 #include <c10/util/Exception.h>      // TORCH_CHECK
 #include <c10/util/Half.h>
 
+#include <course/paths.h>  // course::took: a launcher's branches, observed by the grader
+
 namespace course {
 
 // Number of blocks of `block` threads needed to cover `n` items.
