@@ -704,7 +704,8 @@ def _between_calls(spec, calls: _Calls):
                            "alive)")
             expected = _reference(a, list(a.args))
             first_out = (_tensors(expected) or [None])[0]
-            fn = resolve(ctx.module, a.op)
+            side_desc = f"{desc}: the same tensors, given new values on a side stream"
+            fn = _observed(ctx, a, resolve(ctx.module, a.op), side_desc, queued_ok=True)
             DEVICE.sync()
             with DEVICE.on(side):
                 if DEVICE.cuda:
