@@ -7,13 +7,14 @@ were dispatched. A `KernelRule` says which of those an exercise's op may run.
 
 One watch (`WATCH`): an op must not be able to tell a checked call from an observed one, so that
 what it does when its kernels are looked at is what it does when its values are, and the reverse.
-The grading process starts the watch before the submission is imported and keeps it on to the end:
-a profiler session (CPU and GPU activity, every thread) held by a thread of its own, which every
-call of the op runs under. Because the session belongs to another thread, the queries an op can
-make on its own thread (`torch.autograd.profiler._is_profiler_enabled`,
-`torch._C._autograd._profiler_enabled()`, `_profiler_type()`) read "not profiling" for every call,
-checked, observed or timed alike. Two kinds of observation window, each restarting the session
-around one call (so the window holds that call's work alone):
+The grading process starts the watch before the submission is imported and keeps it to the end: a
+thread of its own that holds a profiler session (CPU and GPU activity, every thread) around each
+call the grader observes, and none between them (a session running between windows recorded all of
+the grader's own work too, whose parsing at every window doubled a grade's time). Because the
+session belongs to another thread, the queries an op can make on its own thread
+(`torch.autograd.profiler._is_profiler_enabled`, `torch._C._autograd._profiler_enabled()`,
+`_profiler_type()`) read "not profiling" for every call, checked, observed or timed alike. Two
+kinds of observation window, each holding one call's work alone:
 
 - hidden (`observe(fn, hidden=True)`): the watch's own session; the op sees nothing change. The
   grader's value checks (grader.properties.invoke), the huge checks and the timed calls it watches
@@ -27,6 +28,7 @@ The sessions have one configuration (the same activities) whichever the window.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -73,8 +75,8 @@ def _session(every_thread: bool):
 
 
 class Watch:
-    """The process-wide watch: a profiler session held by a thread of its own from `start()` on,
-    restarted around each observation window (see the module's docstring)."""
+    """The process-wide watch: a thread of its own from `start()` on, which holds a profiler session
+    around each hidden observation window (see the module's docstring)."""
 
     def __init__(self) -> None:
         self._thread: threading.Thread | None = None
@@ -103,7 +105,6 @@ class Watch:
             pass
         self._thread = threading.Thread(target=self._serve, name="course-watch", daemon=True)
         self._thread.start()
-        self._ask("start")
 
     def stop(self) -> None:
         """End the watch (the grader's own tests; the grading process keeps it to its end)."""
@@ -148,13 +149,24 @@ class Watch:
             raise reply
         return reply
 
-    def restarted(self) -> None:
-        """Between windows: a fresh session, the last one's events discarded."""
-        self._ask("stop")
-        self._ask("start")
-
 
 WATCH = Watch()
+
+
+@contextlib.contextmanager
+def visible_session():
+    """A profiler session on this thread (one the op can see), as the visible windows of `observe`
+    hold, for a check that reads the profiler's events itself (10's no-PyTorch-convolution check):
+    kineto runs one session at a time, so none may be opened beside the watch's."""
+    if WATCH.open:
+        raise RuntimeError("visible_session inside another observation window")
+    WATCH.open += 1
+    try:
+        with _session(every_thread=False) as prof:
+            yield prof
+    finally:
+        WATCH.open -= 1
+        WATCH.windows += 1
 
 
 def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = False) -> tuple[object, Observation]:
@@ -174,8 +186,6 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
         WATCH.start()
     if cuda and not queued_ok:
         torch.cuda.synchronize()
-    if WATCH.on:
-        WATCH._ask("stop")
     WATCH.open += 1
     prof = None
     try:
@@ -195,8 +205,6 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
     finally:
         WATCH.open -= 1
         WATCH.windows += 1
-        if WATCH.on:
-            WATCH._ask("start")
     seen = Observation()
     for e in prof.events():
         if e.device_type == DeviceType.CUDA:
