@@ -38,3 +38,55 @@ def test_a_math_mode_never_left_prints_nothing_at_exit(tmp_path):
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Exception ignored" not in proc.stderr + proc.stdout, proc.stderr
+
+
+def _exercise_like(tmp_path: Path):
+    """A folder laid out like an exercise: a .cpp registering op `scale` as `scale_front`, and a Python
+    wrapper whose op raises what PyTorch raises when a CPU tensor reaches c10::cuda::CUDAGuard."""
+    import importlib.util
+
+    (tmp_path / "scale.cpp").write_text('COURSE_LIBRARY_IMPL(CompositeExplicitAutograd, m) {\n'
+                                        '  m.impl("scale", &scale_front);\n}\n')
+    (tmp_path / "scale.py").write_text(
+        "class _Ops:\n"
+        "    def scale(self, x):\n"
+        "        raise RuntimeError('CUDAGuardImpl initialized with non-CUDA DeviceType: cpu')\n"
+        "class lib:\n"
+        "    ops = _Ops()\n"
+        "def scale(x):\n"
+        "    return lib.ops.scale(x)\n")
+    spec = importlib.util.spec_from_file_location("scale_under_test", tmp_path / "scale.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_cpu_tensor_at_the_cuda_guard_points_to_the_students_check(tmp_path):
+    from grader.checks import CheckFailure, error_message, expect_error
+
+    module = _exercise_like(tmp_path)
+    with pytest.raises(CheckFailure) as caught:
+        expect_error(lambda m: m.scale(0), module, names=("x must", "`x`"), what="a CPU tensor")
+    text = str(caught.value)
+    assert text.startswith("a CPU tensor: scale.cpp: scale_front(): a CPU tensor reached the CUDA guard"), text
+    assert "course::check_*" in text and "x must" not in text  # no list of patterns
+    # the judge's direct call of lib.ops.<op> (no `ops.<op>(` line in the traceback): by the op's name
+    try:
+        getattr(module.lib.ops, "scale")(0)
+    except RuntimeError as e:
+        assert error_message(e, module, op="lib.ops.scale").startswith("scale.cpp: scale_front(): ")
+    # and it names no argument: the judge requires a refusal that names one
+    from grader.judge import names_one_of
+
+    assert not names_one_of(text.split(": ", 1)[1], ("x", "A", "input", "weight", "bias", "grad_output"))
+
+
+def test_an_error_that_names_no_argument_says_which_argument_it_should_name():
+    from grader.checks import CheckFailure, expect_error
+
+    def refuse():
+        raise RuntimeError("expected a CUDA tensor")
+
+    with pytest.raises(CheckFailure) as caught:
+        expect_error(refuse, names=("A must", "A is", "`A`", "A's"), what="a CPU A")
+    assert str(caught.value) == "a CPU A: raised an error that does not name A: expected a CUDA tensor"
