@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(rows, not_run_why=not_run_why) if gpu else no_gpu_summary(rows))
     full = args.verbose or len(rows) == 1
-    texts = [resources_text(r["exercise"], r.get("resources"), verbose=args.verbose, full=full) for r in rows]
+    texts = [resources_text(r["exercise"], r.get("resources"), verbose=args.verbose, full=full, build=r.get("build"))
+             for r in rows]
     if any(texts):
         print()
         print("\n\n".join(t for t in texts if t) if full else "\n".join(t for t in texts if t))

@@ -497,4 +497,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             else:
                 rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
                                       yardsticks.get((device, e)), device, strict)
+            if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
+                rows[e]["build"] = {"cached": bool(builds[d].result().get("cached")),
+                                    "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)}
     return [rows[e] for e in chosen.exercises if e in rows]

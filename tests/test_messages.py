@@ -90,3 +90,60 @@ def test_an_error_that_names_no_argument_says_which_argument_it_should_name():
     with pytest.raises(CheckFailure) as caught:
         expect_error(refuse, names=("A must", "A is", "`A`", "A's"), what="a CPU A")
     assert str(caught.value) == "a CPU A: raised an error that does not name A: expected a CUDA tensor"
+
+
+def _no_gpu_rows():
+    from grader.scoring import score_exercise
+    from grader.spec import by_exercise
+
+    leaky = by_exercise("01_leaky_relu")
+    gpu_skip = "Skipped: no CUDA GPU on this machine: GPU checks skipped"
+    tests = [{"name": f"forward[{i}]", "group": "forward", "outcome": "skipped", "reason": gpu_skip,
+              "properties": {}} for i in range(3)]
+    tests += [{"name": "input_checks[cpu x]", "group": "input_checks", "outcome": "passed", "reason": "",
+               "properties": {}},
+              {"name": "input_checks[cpu grad]", "group": "input_checks", "outcome": "failed",
+               "reason": "was accepted", "properties": {}}]
+    ok = score_exercise(leaky, tests)
+    broken = score_exercise(leaky, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
+    broken["exercise"] = "02_elu"
+    return ok, broken
+
+
+@pytest.mark.parametrize("state", ["all compiled", "one failed", "none compiled", "no GPU check"])
+def test_the_no_gpu_footer_says_what_happened(state):
+    """After a build failure the footer said "everything above was compiled ... the 0 checks that need
+    a GPU": it must be true in every state."""
+    ok, broken = _no_gpu_rows()
+    rows = {"all compiled": [ok], "one failed": [ok, broken], "none compiled": [broken],
+            "no GPU check": [dict(ok, tests=[t for t in ok["tests"] if "GPU" not in t["reason"]])]}[state]
+    text = report.no_gpu_summary(rows)
+    footer = " ".join(text.split("\n\n")[-1].split())
+    assert ("everything above was compiled" in footer) == (state in ("all compiled", "no GPU check")), footer
+    assert "0 checks" not in footer
+    if state == "one failed":
+        assert "1 of 2 exercises compiled" in footer and "02_elu (build failed) did not" in footer
+        assert "the 3 checks that need a GPU" in footer
+    if state == "none compiled":
+        assert "no exercise compiled" in footer and "need a GPU (" not in footer
+    if state == "no GPU check":
+        assert "no check that needs a GPU was selected" in footer
+    # each exercise names the CPU checks that ran, and how each went
+    if state != "none compiled":
+        first = " ".join(text.split("\n")[0:2])
+        assert "input_checks[cpu x] passed" in first and "input_checks[cpu grad] FAILED" in first, text
+
+
+def test_verbose_says_fresh_or_cached_and_no_warnings():
+    """VERBOSE=1: whether the build was compiled now or cached, and "no compiler warnings" when the
+    compiler gave none (it printed nothing then); the kernel-less stub does not contradict "compiled"."""
+    stub = {"arch": "sm_90a", "archs": ["sm_90a"], "arch_why": "no GPU here", "kernels": [], "warnings": [],
+            "missing": ["leaky_relu_kernel"], "notes": []}
+    text = report.resources_text("01_leaky_relu", stub, verbose=True, build={"cached": True, "wall_s": 0.0})
+    assert "build: cached" in text and "no compiler warnings about 01_leaky_relu's files" in text
+    assert "no kernel compiled" not in text and "compiled, but no kernel is instantiated yet" in text
+    text = report.resources_text("01_leaky_relu", dict(stub, warnings=["a.cu(1): warning #177-D: x"]), verbose=True,
+                                 build={"cached": False, "wall_s": 12.3})
+    assert "build: fresh (compiled in this run, 12.3 s)" in text and "warning #177-D" in text
+    assert "no compiler warnings" not in text
+    assert report.resources_text("01_leaky_relu", stub, full=False) == "01_leaky_relu: compiled, but no kernel is instantiated yet"
