@@ -147,3 +147,30 @@ def test_verbose_says_fresh_or_cached_and_no_warnings():
     assert "build: fresh (compiled in this run, 12.3 s)" in text and "warning #177-D" in text
     assert "no compiler warnings" not in text
     assert report.resources_text("01_leaky_relu", stub, full=False) == "01_leaky_relu: compiled, but no kernel is instantiated yet"
+
+
+@pytest.mark.parametrize("args", [
+    ["-m", "grader", "--frobnicate"],
+    ["-m", "grader", "--ex", "99"],
+    ["-m", "grader", "--ex", "01,99"],
+    ["-m", "grader", "--target", "/no/such/folder"],
+    ["-m", "grader.classroom", "/no/such/class"],
+    ["-m", "grader.classroom", "{empty}"],
+    ["-m", "grader.classroom", "{class}", "--ex", "99"],
+    ["-m", "grader.classroom", "{class}", "--frobnicate"],
+], ids=["unknown option", "unknown EX", "unknown EX in a list", "missing TARGET", "missing SUBMISSIONS",
+        "empty class", "class with an unknown EX", "class with an unknown option"])
+def test_a_wrong_usage_is_one_line_on_stderr(args, tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "class" / "student1").mkdir(parents=True)
+    args = [a.format(empty=tmp_path / "empty", **{"class": tmp_path / "class"}) for a in args]
+    proc = _run(*args, "--out", str(tmp_path / "out"))
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_a_comma_list_of_exercises_is_a_list():
+    assert cli.exercise_names(["04,09,10"]) == cli.exercise_names(["04", "09", "10"]) == ["04", "09", "10"]
+    assert cli.exercise_names(["04, 09", ""]) == ["04", "09"]
