@@ -10,7 +10,7 @@ at once.
 
 Only the device half is compiled here (`nvcc -cubin`: the front end, cicc and ptxas for that
 architecture, so inline PTX an architecture lacks fails here). The rest of a build does not depend
-on the architecture, so compiling it seven times would prove nothing more: the `.cpp` bindings are
+on the architecture, so compiling it once per architecture would prove nothing more: the `.cpp` bindings are
 host C++ that nvcc never sees, and the host half of a `.cu` sees no `__CUDA_ARCH__`; every regular
 build (`make grade`, and `make test`'s tests/test_builds.py for every solution and stub) compiles
 both.

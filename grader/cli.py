@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
-from grader.grading import (DEFAULT_TIMEOUT, default_parallel, device_cc, device_name, find_sanitizer, grade_target,
-                            resolve_target, resource_reports)
+from grader.grading import (DEFAULT_TIMEOUT, PARALLEL_DEFAULT, default_parallel, device_cc, device_name,
+                            find_sanitizer, grade_target, resolve_target, resource_reports)
 from grader.report import markdown, no_gpu_summary, resources_text, table
 from grader.results import write_json_atomic
 from grader.spec import SPEC_ERRORS, Selection
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "
-                             "1 grades one after another. Default: the cores less two, at most 12, one per 7.5 GiB of free GPU memory")
+                             f"1 grades one after another. Default: {PARALLEL_DEFAULT}")
     parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
     parser.add_argument("--quick", action="store_true",
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")

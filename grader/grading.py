@@ -329,6 +329,10 @@ def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
 
 
 GIB_PER_PROCESS = 7.5  # free GPU memory to allow per grading process that runs its checks
+CORES_SPARED, PARALLEL_MAX = 2, 12  # default_parallel: the cores less two (the parent, the builds), at most 12
+# PARALLEL's default as the Makefile, the README and `python -m grader --help` state it (tests/test_messages.py)
+PARALLEL_DEFAULT = (f"the cores less {CORES_SPARED}, at most {PARALLEL_MAX}, "
+                    f"one per {GIB_PER_PROCESS:g} GiB of free GPU memory")
 # What a grading process still holds once its checks are done and it waits for its timing: its CUDA
 # context with cuBLAS and cuDNN loaded (0.7 GiB measured on an H100)
 GIB_PER_WAITING_PROCESS = 1.0
@@ -348,7 +352,7 @@ def default_parallel(count: int) -> int:
     fits: each timing waits for every running check to end, and a process started later makes every
     other one wait for its checks. `python -m grader` prints the most memory each exercise's checks
     held."""
-    n = min(count, max(1, (os.cpu_count() or 2) - 2), 12)
+    n = min(count, max(1, (os.cpu_count() or 2) - CORES_SPARED), PARALLEL_MAX)
     if n <= 1:
         return 1
     free = _free_gib()
