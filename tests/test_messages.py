@@ -174,3 +174,67 @@ def test_a_wrong_usage_is_one_line_on_stderr(args, tmp_path):
 def test_a_comma_list_of_exercises_is_a_list():
     assert cli.exercise_names(["04,09,10"]) == cli.exercise_names(["04", "09", "10"]) == ["04", "09", "10"]
     assert cli.exercise_names(["04, 09", ""]) == ["04", "09"]
+
+
+# ------------------------------------------------------------------ the same defaults everywhere
+
+def _norm(text: str) -> str:
+    return " ".join(text.replace("`", "").split())
+
+
+def _makefile_help() -> str:
+    """The Makefile's help block: its leading comment lines."""
+    lines = []
+    for line in (REPO / "Makefile").read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#"))
+    return _norm("\n".join(lines))
+
+
+def _help(module: str) -> str:
+    proc = _run("-m", module, "--help")
+    assert proc.returncode == 0, proc.stderr
+    return _norm(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def texts() -> dict[str, str]:
+    return {"Makefile": _makefile_help(), "README.md": _norm((REPO / "README.md").read_text()),
+            "python -m grader --help": _help("grader"), "python -m grader.archs --help": _help("grader.archs")}
+
+
+def test_parallel_has_one_default_everywhere(texts):
+    from grader.grading import PARALLEL_DEFAULT
+
+    for where in ("Makefile", "README.md", "python -m grader --help"):
+        assert _norm(PARALLEL_DEFAULT) in texts[where], f"{where} does not state PARALLEL's default as {PARALLEL_DEFAULT!r}"
+
+
+NUMBER_WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def test_the_architectures_are_counted_and_listed_as_grader_archs_has_them(texts):
+    listed = " ".join(archs.ARCHS)
+    assert listed in texts["Makefile"] and listed in texts["python -m grader.archs --help"], listed
+    assert ", ".join(archs.ARCHS[:-1]) + " and " + archs.ARCHS[-1] in texts["README.md"]
+    for where, text in texts.items():
+        for m in re.finditer(r"\b(?:all|each of the|the) (\w+) (?:supported |GPU )*architectures", text):
+            count = NUMBER_WORDS.get(m.group(1), int(m.group(1)) if m.group(1).isdigit() else None)
+            assert count in (None, len(archs.ARCHS)), f"{where}: {m.group(0)!r}, but grader.archs has {len(archs.ARCHS)}"
+    # make test's one architecture without a GPU, as the Makefile sets it and the README says
+    test_arch = re.search(r"^TEST_ARCH = (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1)
+    assert test_arch in archs.ARCHS
+    assert f"one architecture, {test_arch}" in texts["README.md"] and f"architecture, {test_arch}" in texts["Makefile"]
+    assert "TORCH_CUDA_ARCH_LIST" not in (REPO / ".ci" / "run").read_text().split("set -euo")[1]  # CI: make test's
+
+
+def test_switching_hint_levels_says_it_needs_force_everywhere(texts):
+    for where in ("Makefile", "README.md"):
+        sentence = next((s for s in re.split(r"(?<=[.;)])\s", texts[where]) if "Switching a level" in s), "")
+        assert "needs FORCE=1" in sentence, f"{where} does not say that switching a hint level needs FORCE=1"
+
+
+def test_a_list_of_exercises_is_shown_both_ways(texts):
+    for where in ("Makefile", "README.md"):
+        assert 'EX="04 09 10"' in texts[where] and "EX=04,09,10" in texts[where], where
