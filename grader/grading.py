@@ -289,6 +289,13 @@ def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: 
     return found + judge.timed_verdicts(spec, timed_outputs, device, excused=excused)
 
 
+def pytest_session_s(output: str) -> float | None:
+    """The seconds pytest's summary line gives its session (`3 failed, 80 passed in 28.03s`), from a
+    grading process's output; None when it has none (it crashed or was killed)."""
+    found = re.findall(r"\bin (\d+(?:\.\d+)?)s\b", output[-2000:] if output else "")
+    return float(found[-1]) if found else None
+
+
 def _tail(text: str, limit: int = 3000) -> str:
     return text[-limit:] if text else ""
 
@@ -477,6 +484,10 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                     peak = 0
                 if peak:
                     notes.append(f"its largest check held {peak / 1024:.1f} GiB of the GPU")
+                session = pytest_session_s(job.output)
+                outside = job.wall_s - job.held_s - job.waited_s - (session or 0.0)
+                if session is not None and outside >= 5:  # start-up and exit, which should take seconds
+                    notes.append(f"{session:.1f} s in pytest's session, {outside:.1f} s outside it")
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
 
             gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
@@ -499,8 +510,12 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             elif not builds[d].result()["ok"]:
                 rows[e] = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
             else:
+                scoring = time.perf_counter()
                 rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
                                       yardsticks.get((device, e)), device, strict)
+                scoring = time.perf_counter() - scoring
+                if scoring >= 2:  # the judge's re-checks here, outside the grading process
+                    log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")
             if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
                 rows[e]["build"] = {"cached": bool(builds[d].result().get("cached")),
                                     "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)}
