@@ -170,6 +170,31 @@ def yardstick_job(references: dict[str, Path | None], workdir: Path, device: str
     return gate.Job(YARDSTICK, cmd, child, env.REPO, light=True)
 
 
+def _timing_ran(workdir: Path, exercise: str) -> bool:
+    """Whether the exercise's grading process ran its timing (passed or failed; not skipped, as when a
+    check it requires failed, nor cut short before it)."""
+    try:
+        tests = json.loads(_results_path(workdir, exercise).read_text())["tests"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return any(t.get("name") == "performance" and t.get("outcome") in ("passed", "failed") for t in tests)
+
+
+def run_yardstick(references: dict[str, Path | None], builds: dict[Path, Future], workdir: Path, device: str | None,
+                  timeout: float, compiling=None, log=print) -> dict[str, dict]:
+    """Time `references` (exercise -> reference folder) in the yardstick's own process, alone on the
+    GPU (after the grading processes; in a class, after its builds too: `compiling`); its numbers
+    by exercise (read_yardstick)."""
+    stick = yardstick_job(references, workdir, device)
+    needs = {e: builds[ref] for e, ref in references.items() if ref is not None}
+    wait_all(needs.values())
+    ok = {e: {"ok": f.result()["ok"]} for e, f in needs.items()}
+    write_json_atomic(_build_result_path(workdir, YARDSTICK), {"ok": all(v["ok"] for v in ok.values()), **ok})
+    log(f"timing the reference of {len(references)} exercise(s) beside PyTorch and the device's limit ...")
+    gate.run([stick], workdir, parallel=1, timeout=timeout, compiling=compiling)
+    return read_yardstick(stick, workdir)
+
+
 def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
     """The yardstick's numbers by exercise; an exercise it could not measure gets {"error": why}
     (its speed then cannot be scored)."""
@@ -405,9 +430,10 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
     importing: they are needed only to score. `device` (a CUDA_VISIBLE_DEVICES entry) pins the
     grading processes to one GPU. `parallel` exercises run their checks at once, and each timing
     runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1).
-    The reference, PyTorch and the device's limit are timed by a yardstick process per exercise
-    (grader.yardstick); `yardsticks`, a dict kept by the caller across calls, holds its numbers by
-    (device, exercise), so that a class's students are measured against one yardstick per GPU.
+    The reference, PyTorch and the device's limit are timed by a yardstick process (grader.yardstick)
+    once the grading processes have ended, for the exercises whose timing ran; `yardsticks`, a dict
+    kept by the caller across calls, holds its numbers by (device, exercise), so that a class's
+    students are measured against one yardstick per GPU.
     `compiling()` says whether other builds still run on this machine (grader.gate.run)."""
     chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
     gpu = env.gpu_present()
@@ -436,8 +462,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                 share = max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(gradings))))
                 for job in gradings.values():
                     job.env["OMP_NUM_THREADS"] = str(share)
-            stick = yardstick_job(references, tmp, device) if references else None
-            jobs_by_name = {j.name: j for j in [*gradings.values(), stick] if j is not None}
+            jobs_by_name = dict(gradings)
             for job in jobs_by_name.values():
                 job.held = True
             builds = start_builds(to_build, jobs, pool, log)
@@ -458,8 +483,6 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                     jobs_by_name[name].held = False
 
             waits = {e: {e: builds[target / e]} for e in gradings}
-            if stick is not None:
-                waits[YARDSTICK] = {e: builds[ref] for e, ref in references.items() if ref is not None}
             for name, needs in waits.items():
                 settle(name, needs)
                 for f in needs.values():
@@ -493,9 +516,13 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
                      compiling=compiling,
                      timeout=timeout, on_finish=done)
-        if stick is not None:
-            measured = read_yardstick(stick, tmp)
-            for e in references:
+        # The yardstick, once every grading process has ended (no submitted code is alive), for the
+        # exercises whose timing ran: a stub's timing does not run (its checks fail first), and timing
+        # its reference anyway made a grade of the stubs wait for every reference's timing.
+        timed_here = {e: ref for e, ref in references.items() if _timing_ran(tmp, e)}
+        if timed_here:
+            measured = run_yardstick(timed_here, builds, tmp, device, timeout, compiling, log)
+            for e in timed_here:
                 yardsticks[(device, e)] = measured.get(e) or measured.get("*") or {"error": "not measured"}
         # every build has ended here (a process may end before its build: no check needed it)
         loaded = chosen.specs()
