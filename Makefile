@@ -63,10 +63,14 @@ SLURM_GPUS ?=
 SLURM_ACCOUNT ?=
 SLURM_DRY_RUN ?=
 
+# EX=04,09,10 or EX="04 09 10": the same list for every target
+comma := ,
+EXS = $(strip $(subst $(comma), ,$(EX)))
+
 export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
 PY = py=$$(scripts/bootstrap.sh) || exit 1;
 
-GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)") $(if $(STRICT),--strict)
+GRADE_ARGS = $(if $(EXS),--ex $(EXS)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)") $(if $(STRICT),--strict)
 CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") $(if $(FORCE),--force) \
   $(if $(SLURM),--slurm) $(if $(SLURM_TASKS),--tasks $(SLURM_TASKS)) \
   $(if $(SLURM_PARTITION),--partition $(SLURM_PARTITION)) $(if $(SLURM_TIME),--time-min $(SLURM_TIME)) \
@@ -99,15 +103,15 @@ test:
 
 # TARGET only when given (its default, exercises, is make grade's): both trees otherwise
 archs:
-	@$(PY) $$py -m grader.archs $(if $(EX),--ex $(EX)) $(if $(filter-out file,$(origin TARGET)),--target $(TARGET))
+	@$(PY) $$py -m grader.archs $(if $(EXS),--ex $(EXS)) $(if $(filter-out file,$(origin TARGET)),--target $(TARGET))
 
 bench:
-	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX)) $(if $(PUBLISH),--publish)
+	@$(PY) $$py -m grader.benchmarks $(if $(EXS),--ex $(EXS)) $(if $(PUBLISH),--publish)
 
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(HINTS),--hints $(HINTS)) $(if $(EX),--ex $(EX)) && \
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(HINTS),--hints $(HINTS)) $(if $(EXS),--ex $(EXS)) && \
 	  $$py -m grader.notebook_release release
 
 notebooks:
