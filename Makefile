@@ -1,14 +1,16 @@
 # The course's commands. Each sets up its own environment (scripts/bootstrap.sh) on first use.
 #
-#   make grade                      grade your exercises/ (EX=01 for one, SEED=n to replay inputs,
+#   make grade                      grade your exercises/ (EX=01 for one, EX="04 09 10" or EX=04,09,10 for
+#                                   several, SEED=n to replay inputs,
 #                                   QUICK=1 for the fast edit loop without slow checks and timing,
 #                                   SANITIZE=1 to run the correctness checks under compute-sanitizer,
 #                                   RACECHECK=1 to run every op's small calls (forward and backward) and the
 #                                   racecheck cases under compute-sanitizer racecheck (shared-memory races
 #                                   between threads: a missing __syncthreads; no timing; minutes, not seconds),
 #                                   VERBOSE=1 for every kernel's resource report and the compiler's warnings,
-#                                   PARALLEL=n to grade n exercises' checks at once, default the cores
-#                                   less two up to 12, 1 for one after another; a timing always runs alone;
+#                                   PARALLEL=n to grade n exercises' checks at once, default: the cores
+#                                   less 2, at most 12, one per 7.5 GiB of free GPU memory; 1 for one
+#                                   after another; a timing always runs alone;
 #                                   STRICT=1: a check this GPU cannot run, for lack of memory, costs points)
 #   make grade TARGET=solutions     grade the reference solutions
 #   make grade SUBMISSIONS=dir      grade a class: one folder per student, into the gradebook dir.gradebook/
@@ -18,9 +20,12 @@
 #                                   SLURM_TIME minutes per task, SLURM_GPUS per task, SLURM_ACCOUNT;
 #                                   SLURM_DRY_RUN=1 prints the job script)
 #   make test                       the repository's own tests (GPU tests skip without a GPU; EX= narrows,
-#                                   TESTS=tests/test_classroom.py runs one file)
-#   make archs                      compile every solution's and stub's kernels (.cu) for each GPU architecture
-#                                   the course supports (compute capability 7.5 8.0 8.6 8.9 9.0 10.0 12.0),
+#                                   TESTS=tests/test_classroom.py runs one file); prints the 30 slowest
+#                                   tests and every skip's reason. Without a GPU it builds for one
+#                                   architecture, 9.0a (TORCH_CUDA_ARCH_LIST="7.5;9.0a" asks for others;
+#                                   on a GPU, the GPU's own); every architecture is `make archs`'
+#   make archs                      compile every solution's and stub's kernels (.cu) for each of the 8 GPU
+#                                   architectures the course supports (7.5 8.0 8.6 8.9 9.0 9.0a 10.0 12.0),
 #                                   no GPU needed; a table of compiled / the compiler's error. EX= narrows,
 #                                   TARGET= checks one tree (default: solutions and exercises). ~5 min on 2 cores
 #   make bench                      time every reference kernel beside PyTorch and the hardware limit
@@ -35,7 +40,9 @@
 #                                   (FORCE=1 to overwrite edits in exercises/; EX= for some exercises only;
 #                                   HINTS=goal: each region states only its goal and size, its steps go to
 #                                   the README's collapsed Hints; HINTS=steps, the default: the steps in the
-#                                   region; without HINTS each exercise keeps its level; notebooks: steps)
+#                                   region; without HINTS each exercise keeps its level; notebooks: steps.
+#                                   Switching a level rewrites exercises/, so it needs FORCE=1 whenever
+#                                   exercises/ differs from git's, as after an earlier switch)
 #   make notebooks                  the notebooks from notebooks/source/<unit>.py (jupytext), and their
 #                                   nbgrader student release, notebooks/release/ (committed);
 #                                   COURSE_REPO=https://github.com/OWNER/NAME: the repository the Colab
@@ -71,10 +78,14 @@ COURSE_REPO ?=
 N ?=
 BUDGET ?=
 
+# EX=04,09,10 or EX="04 09 10": the same list for every target
+comma := ,
+EXS = $(strip $(subst $(comma), ,$(EX)))
+
 export CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,)
 PY = py=$$(scripts/bootstrap.sh) || exit 1;
 
-GRADE_ARGS = $(if $(EX),--ex $(EX)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)") $(if $(STRICT),--strict)
+GRADE_ARGS = $(if $(EXS),--ex $(EXS)) $(if $(SEED),--seed $(SEED)) $(if $(K),-k "$(K)") $(if $(STRICT),--strict)
 CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") $(if $(FORCE),--force) \
   $(if $(SLURM),--slurm) $(if $(SLURM_TASKS),--tasks $(SLURM_TASKS)) \
   $(if $(SLURM_PARTITION),--partition $(SLURM_PARTITION)) $(if $(SLURM_TIME),--time-min $(SLURM_TIME)) \
@@ -92,17 +103,25 @@ grade:
 	    $(if $(PARALLEL),--parallel $(PARALLEL)); \
 	fi
 
-# pytest exits 5 when it collected no test: that must fail, not pass silently.
+# One architecture where there is no GPU to ask (make grade's default there is two, a T4's and
+# Hopper's: twice the nvcc time of every build); TORCH_CUDA_ARCH_LIST given is kept. The 30 slowest
+# tests and every skip's reason (-ra) are printed. pytest exits 5 when it collected no test: that
+# must fail, not pass silently.
+TEST_ARCH = 9.0a
+TEST_REPORT = -ra --durations=30
 test:
-	@$(PY) EX="$(EX)" $$py -m pytest $(TESTS) $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) if [ -z "$${TORCH_CUDA_ARCH_LIST:-}" ] && \
+	  ! $$py -c 'import sys; from grader import env; sys.exit(0 if env.gpu_present() else 1)'; then \
+	  export TORCH_CUDA_ARCH_LIST="$(TEST_ARCH)"; echo "make test: building for $(TEST_ARCH) (no GPU here)"; fi; \
+	EX="$(EX)" $$py -m pytest $(TESTS) $(TEST_REPORT) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 # TARGET only when given (its default, exercises, is make grade's): both trees otherwise
 archs:
-	@$(PY) $$py -m grader.archs $(if $(EX),--ex $(EX)) $(if $(filter-out file,$(origin TARGET)),--target $(TARGET))
+	@$(PY) $$py -m grader.archs $(if $(EXS),--ex $(EXS)) $(if $(filter-out file,$(origin TARGET)),--target $(TARGET))
 
 bench:
-	@$(PY) $$py -m grader.benchmarks $(if $(EX),--ex $(EX)) $(if $(PUBLISH),--publish)
+	@$(PY) $$py -m grader.benchmarks $(if $(EXS),--ex $(EXS)) $(if $(PUBLISH),--publish)
 
 mutants:
 	@$(PY) $$py -m grader.mutants $(if $(EX),--ex $(EX)) $(if $(N),--n $(N)) $(if $(SEED),--seed $(SEED)) \
@@ -111,7 +130,7 @@ mutants:
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(HINTS),--hints $(HINTS)) $(if $(EX),--ex $(EX)) && \
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(HINTS),--hints $(HINTS)) $(if $(EXS),--ex $(EXS)) && \
 	  $$py -m grader.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
 
 notebooks:

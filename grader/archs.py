@@ -10,7 +10,7 @@ at once.
 
 Only the device half is compiled here (`nvcc -cubin`: the front end, cicc and ptxas for that
 architecture, so inline PTX an architecture lacks fails here). The rest of a build does not depend
-on the architecture, so compiling it seven times would prove nothing more: the `.cpp` bindings are
+on the architecture, so compiling it once per architecture would prove nothing more: the `.cpp` bindings are
 host C++ that nvcc never sees, and the host half of a `.cu` sees no `__CUDA_ARCH__`; every regular
 build (`make grade`, and `make test`'s tests/test_builds.py for every solution and stub) compiles
 both.
@@ -232,7 +232,10 @@ def folders_of(targets: list[str], exercises: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from grader.cli import UsageParser, exercise_names  # as `python -m grader`: one-line usage errors, EX lists
+
+    parser = UsageParser(prog="python -m grader.archs", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dirs", nargs="*", type=Path, help="exercise folders (default: those of --target)")
     parser.add_argument("--target", nargs="+", default=["solutions", "exercises"],
                         help="solutions, exercises or a folder laid out like them (default: solutions exercises)")
@@ -244,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="a line per compile as it finishes")
     args = parser.parse_args(argv)
     archs = [a for value in args.arch for a in value.replace(",", " ").split()]
-    folders = [d.resolve() for d in args.dirs] if args.dirs else folders_of(args.target, args.ex)
+    folders = [d.resolve() for d in args.dirs] if args.dirs else folders_of(args.target, exercise_names(args.ex))
     missing = [d for d in folders if not d.is_dir() or not kernel_sources(d)]
     if missing or not folders:
         raise SystemExit(f"no .cu sources in {', '.join(map(str, missing)) or 'the chosen folders'}")

@@ -271,6 +271,55 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.detach().contiguous().view(ints)
 
 
+# PyTorch's own message when a CPU tensor reaches the device guard of an op's C++ front end
+# (c10::cuda::CUDAGuard): the op's input checks let it through
+_GUARD_ERROR = "CUDAGuardImpl initialized with non-CUDA DeviceType"
+
+
+def _op_front_end(tb, args, op: str | None = None) -> tuple[str, str] | None:
+    """(.cpp file, C++ function) registered for the op whose call raised (traceback `tb`): the last
+    Python frame calling `ops.<op>(` names the op (else `op`, the name the caller called), the
+    exercise folder's `m.impl("<op>", &fn)` the function. The folder is that frame's, else that of a
+    module among `args`."""
+    import traceback
+    from pathlib import Path
+
+    frames = traceback.extract_tb(tb)
+    folders = [Path(f.filename).parent for f in frames]
+    folders += [Path(a.__file__).parent for a in args if getattr(a, "__file__", None)]
+    called = [(m.group(1), Path(f.filename).parent) for f in reversed(frames)
+              if (m := re.search(r"\bops\.(\w+)\s*\(", f.line or ""))]
+    for name, home in called + ([(op.rsplit(".", 1)[-1], None)] if op else []):
+        for folder in dict.fromkeys([home, *folders] if home else folders):
+            for cpp in sorted(folder.glob("*.cpp")):
+                fn = re.search(rf'impl\(\s*"{name}"\s*,\s*&?\s*([\w:]+)', cpp.read_text(errors="replace"))
+                if fn:
+                    return cpp.name, fn.group(1).split("::")[-1]
+    return None
+
+
+def error_message(e: BaseException, *args, op: str | None = None) -> str:
+    """An op's error as a student reads it: without PyTorch's C++ stack, and where a CPU tensor got
+    past the op's input checks to its CUDA device guard (PyTorch's "CUDAGuardImpl initialized with
+    non-CUDA DeviceType: cpu"), the student's .cpp file and function whose checks must refuse it
+    (worded so as to name no argument: the judge requires a refusal naming one).
+    `args`: what the call was given (the exercise's module among them, to find its folder); `op`:
+    the op's name where the traceback holds no `ops.<op>(` call (a direct call of `lib.ops.<op>`)."""
+    msg = str(e).split("\nException raised from")[0].strip()
+    if _GUARD_ERROR not in msg:
+        return msg
+    where = _op_front_end(e.__traceback__, args, op)
+    place = f"{where[0]}: {where[1]}()" if where else "the op's C++ front end (its .cpp file)"
+    return (f"{place}: a CPU tensor reached the CUDA guard (PyTorch: {msg}); the checks before the "
+            "guard (course::check_* in course/ops.h, or TORCH_CHECK) must refuse it, naming the argument")
+
+
+def _argument_names(names: tuple[str, ...]) -> str:
+    """The arguments a list of message patterns looks for ("x must", "`x`", "A's" -> x, A)."""
+    found = [m.group(0) for m in (re.search(r"[A-Za-z_]\w*", n.removesuffix("'s")) for n in names) if m]
+    return " or ".join(dict.fromkeys(found)) or "the argument"
+
+
 def expect_error(fn, *args, names: tuple[str, ...] = (), what: str = "") -> str:
     """Require `fn(*args)` to raise a RuntimeError/ValueError/TypeError whose message names one of
     `names`; return the message. A crash of the process is not an error message: the grader's
@@ -278,14 +327,14 @@ def expect_error(fn, *args, names: tuple[str, ...] = (), what: str = "") -> str:
     try:
         fn(*args)
     except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
-        msg = str(e).split("\nException raised from")[0].strip()
+        msg = error_message(e, *args)
     else:
         msg = None
     if msg is not None:
-        if "not implemented yet" in msg:
+        if "not implemented yet" in msg or _GUARD_ERROR in msg:
             raise CheckFailure(f"{what}: {msg}")
         if names and not any(n in msg for n in names):
-            raise CheckFailure(f"{what}: raised an error that does not name the argument ({', '.join(names)}): {msg[:200]}")
+            raise CheckFailure(f"{what}: raised an error that does not name {_argument_names(names)}: {msg[:200]}")
         return msg
     if torch.cuda.is_available():
         torch.cuda.synchronize()

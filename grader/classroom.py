@@ -160,7 +160,8 @@ def student_folders(root: Path, out: Path, names: list[str] | None = None) -> li
     if names is not None:
         every = [d for d in every if d.name in set(names)]
     if not every:
-        raise SystemExit(f"no student folders in {root}")
+        raise SystemExit(f"no student folders in {root}" + (" by those names" if names is not None else "")
+                         + ": a class is one folder per student, each laid out like exercises/")
     return every
 
 
@@ -396,10 +397,12 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.classroom", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from grader.cli import UsageParser, exercise_names
+
+    parser = UsageParser(prog="python -m grader.classroom", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", type=Path)
-    parser.add_argument("--ex", nargs="*", default=[])
+    parser.add_argument("--ex", nargs="*", default=[], help="exercise numbers or names, by spaces or commas")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
@@ -425,7 +428,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env.configure()
     root = args.submissions.resolve()
+    if not root.is_dir():  # a wrong usage is one line (SystemExit prints it on stderr), no traceback
+        raise SystemExit(f"SUBMISSIONS={args.submissions}: no such folder (a class is a folder of student folders)")
     out = (args.out or default_folder(root)).resolve()
+    student_folders(root, out)  # an empty class: said before anything is written
+    specs = select(exercise_names(args.ex))  # an unknown exercise too
     check_class(out, root)
     kept = (manifest(out) or {}).get("seed")  # a re-run grades with the class's seed: see grader.gradebook
     seed = args.seed if args.seed is not None else kept if kept is not None else secrets.randbelow(2**31)
@@ -433,7 +440,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None and not out.exists() and (old / "gradebook.csv").exists() and manifest(old) is None:
         print(f"note: a class's gradebook is now {out}, no longer {old}, which this run leaves alone")
     kept_note = ", the gradebook's" if args.seed is None and kept is not None else ""
-    specs = select(args.ex)
     if args.slurm:
         opts = SlurmOptions(tasks=args.tasks, partition=args.partition, time_min=args.time_min,
                             gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,

@@ -16,24 +16,38 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
-from grader.grading import (DEFAULT_TIMEOUT, RACECHECK, default_parallel, device_cc, device_name, find_sanitizer, grade_target,
-                            resolve_target, resource_reports)
+from grader.grading import (DEFAULT_TIMEOUT, PARALLEL_DEFAULT, RACECHECK, default_parallel, device_cc, device_name,
+                            find_sanitizer, grade_target, resolve_target, resource_reports)
 from grader.report import markdown, no_gpu_summary, resources_text, table
 from grader.results import write_json_atomic
 from grader.spec import SPEC_ERRORS, Selection
 
 
+class UsageParser(argparse.ArgumentParser):
+    """argparse, with a wrong usage said in one line on stderr (exit status 2), not the whole usage
+    block: `python -m grader: unrecognized arguments: --frob (python -m grader --help lists the options)`."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} ({self.prog} --help lists the options)\n")
+
+
+def exercise_names(values: list[str]) -> list[str]:
+    """EX="04 09 10" (several arguments) or EX=04,09,10 (one, commas): the names, in order."""
+    return [name for value in values for name in value.replace(",", " ").split()]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = UsageParser(prog="python -m grader", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="exercises", help="exercises (default), solutions, or a folder")
-    parser.add_argument("--ex", nargs="*", default=[], help="exercise numbers or names (default: all)")
+    parser.add_argument("--ex", nargs="*", default=[],
+                        help="exercise numbers or names, separated by spaces or commas (default: all)")
     parser.add_argument("--seed", type=int, default=None, help="replay a run's random inputs")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
     parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "
-                             "1 grades one after another. Default: the cores less two, at most 12, one per 7.5 GiB of free GPU memory")
+                             f"1 grades one after another. Default: {PARALLEL_DEFAULT}")
     parser.add_argument("-k", dest="keyword", help="only the checks matching this pytest -k expression")
     parser.add_argument("--quick", action="store_true",
                         help="the fast edit-grade loop: skip the slow checks and the timing (not a full grade)")
@@ -52,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     env.configure()
     # by name now; the specs (each imports torch: seconds) import in the background, beside the builds
-    chosen = Selection.start([e for e in args.ex if e])
+    chosen = Selection.start(exercise_names(args.ex))
     target = resolve_target(args.target)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     gpu = env.gpu_present()
@@ -90,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(rows, not_run_why=not_run_why) if gpu else no_gpu_summary(rows))
     full = args.verbose or len(rows) == 1
-    texts = [resources_text(r["exercise"], r.get("resources"), verbose=args.verbose, full=full) for r in rows]
+    texts = [resources_text(r["exercise"], r.get("resources"), verbose=args.verbose, full=full, build=r.get("build"))
+             for r in rows]
     if any(texts):
         print()
         print("\n\n".join(t for t in texts if t) if full else "\n".join(t for t in texts if t))

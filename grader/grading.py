@@ -172,6 +172,31 @@ def yardstick_job(references: dict[str, Path | None], workdir: Path, device: str
     return gate.Job(YARDSTICK, cmd, child, env.REPO, light=True)
 
 
+def _timing_ran(workdir: Path, exercise: str) -> bool:
+    """Whether the exercise's grading process ran its timing (passed or failed; not skipped, as when a
+    check it requires failed, nor cut short before it)."""
+    try:
+        tests = json.loads(_results_path(workdir, exercise).read_text())["tests"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return any(t.get("name") == "performance" and t.get("outcome") in ("passed", "failed") for t in tests)
+
+
+def run_yardstick(references: dict[str, Path | None], builds: dict[Path, Future], workdir: Path, device: str | None,
+                  timeout: float, compiling=None, log=print) -> dict[str, dict]:
+    """Time `references` (exercise -> reference folder) in the yardstick's own process, alone on the
+    GPU (after the grading processes; in a class, after its builds too: `compiling`); its numbers
+    by exercise (read_yardstick)."""
+    stick = yardstick_job(references, workdir, device)
+    needs = {e: builds[ref] for e, ref in references.items() if ref is not None}
+    wait_all(needs.values())
+    ok = {e: {"ok": f.result()["ok"]} for e, f in needs.items()}
+    write_json_atomic(_build_result_path(workdir, YARDSTICK), {"ok": all(v["ok"] for v in ok.values()), **ok})
+    log(f"timing the reference of {len(references)} exercise(s) beside PyTorch and the device's limit ...")
+    gate.run([stick], workdir, parallel=1, timeout=timeout, compiling=compiling)
+    return read_yardstick(stick, workdir)
+
+
 def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
     """The yardstick's numbers by exercise; an exercise it could not measure gets {"error": why}
     (its speed then cannot be scored)."""
@@ -309,6 +334,13 @@ def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: 
     return found + judge.timed_verdicts(spec, timed_outputs, device, excused=excused)
 
 
+def pytest_session_s(output: str) -> float | None:
+    """The seconds pytest's summary line gives its session (`3 failed, 80 passed in 28.03s`), from a
+    grading process's output; None when it has none (it crashed or was killed)."""
+    found = re.findall(r"\bin (\d+(?:\.\d+)?)s\b", output[-2000:] if output else "")
+    return float(found[-1]) if found else None
+
+
 def _tail(text: str, limit: int = 3000) -> str:
     return text[-limit:] if text else ""
 
@@ -349,6 +381,10 @@ def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
 
 
 GIB_PER_PROCESS = 7.5  # free GPU memory to allow per grading process that runs its checks
+CORES_SPARED, PARALLEL_MAX = 2, 12  # default_parallel: the cores less two (the parent, the builds), at most 12
+# PARALLEL's default as the Makefile, the README and `python -m grader --help` state it (tests/test_messages.py)
+PARALLEL_DEFAULT = (f"the cores less {CORES_SPARED}, at most {PARALLEL_MAX}, "
+                    f"one per {GIB_PER_PROCESS:g} GiB of free GPU memory")
 # What a grading process still holds once its checks are done and it waits for its timing: its CUDA
 # context with cuBLAS and cuDNN loaded (0.7 GiB measured on an H100)
 GIB_PER_WAITING_PROCESS = 1.0
@@ -368,7 +404,7 @@ def default_parallel(count: int) -> int:
     fits: each timing waits for every running check to end, and a process started later makes every
     other one wait for its checks. `python -m grader` prints the most memory each exercise's checks
     held."""
-    n = min(count, max(1, (os.cpu_count() or 2) - 2), 12)
+    n = min(count, max(1, (os.cpu_count() or 2) - CORES_SPARED), PARALLEL_MAX)
     if n <= 1:
         return 1
     free = _free_gib()
@@ -414,9 +450,10 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
     importing: they are needed only to score. `device` (a CUDA_VISIBLE_DEVICES entry) pins the
     grading processes to one GPU. `parallel` exercises run their checks at once, and each timing
     runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1).
-    The reference, PyTorch and the device's limit are timed by a yardstick process per exercise
-    (grader.yardstick); `yardsticks`, a dict kept by the caller across calls, holds its numbers by
-    (device, exercise), so that a class's students are measured against one yardstick per GPU.
+    The reference, PyTorch and the device's limit are timed by a yardstick process (grader.yardstick)
+    once the grading processes have ended, for the exercises whose timing ran; `yardsticks`, a dict
+    kept by the caller across calls, holds its numbers by (device, exercise), so that a class's
+    students are measured against one yardstick per GPU.
     `compiling()` says whether other builds still run on this machine (grader.gate.run)."""
     chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
     gpu = env.gpu_present()
@@ -445,8 +482,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                 share = max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(gradings))))
                 for job in gradings.values():
                     job.env["OMP_NUM_THREADS"] = str(share)
-            stick = yardstick_job(references, tmp, device) if references else None
-            jobs_by_name = {j.name: j for j in [*gradings.values(), stick] if j is not None}
+            jobs_by_name = dict(gradings)
             for job in jobs_by_name.values():
                 job.held = True
             builds = start_builds(to_build, jobs, pool, log)
@@ -467,8 +503,6 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                     jobs_by_name[name].held = False
 
             waits = {e: {e: builds[target / e]} for e in gradings}
-            if stick is not None:
-                waits[YARDSTICK] = {e: builds[ref] for e, ref in references.items() if ref is not None}
             for name, needs in waits.items():
                 settle(name, needs)
                 for f in needs.values():
@@ -493,14 +527,22 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
                     peak = 0
                 if peak:
                     notes.append(f"its largest check held {peak / 1024:.1f} GiB of the GPU")
+                session = pytest_session_s(job.output)
+                outside = job.wall_s - job.held_s - job.waited_s - (session or 0.0)
+                if session is not None and outside >= 5:  # start-up and exit, which should take seconds
+                    notes.append(f"{session:.1f} s in pytest's session, {outside:.1f} s outside it")
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
 
             gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
                      compiling=compiling,
                      timeout=timeout, on_finish=done)
-        if stick is not None:
-            measured = read_yardstick(stick, tmp)
-            for e in references:
+        # The yardstick, once every grading process has ended (no submitted code is alive), for the
+        # exercises whose timing ran: a stub's timing does not run (its checks fail first), and timing
+        # its reference anyway made a grade of the stubs wait for every reference's timing.
+        timed_here = {e: ref for e, ref in references.items() if _timing_ran(tmp, e)}
+        if timed_here:
+            measured = run_yardstick(timed_here, builds, tmp, device, timeout, compiling, log)
+            for e in timed_here:
                 yardsticks[(device, e)] = measured.get(e) or measured.get("*") or {"error": "not measured"}
         # every build has ended here (a process may end before its build: no check needed it)
         loaded = chosen.specs()
@@ -515,6 +557,13 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             elif not builds[d].result()["ok"]:
                 rows[e] = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
             else:
+                scoring = time.perf_counter()
                 rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
                                       yardsticks.get((device, e)), device, strict)
+                scoring = time.perf_counter() - scoring
+                if scoring >= 2:  # the judge's re-checks here, outside the grading process
+                    log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")
+            if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
+                rows[e]["build"] = {"cached": bool(builds[d].result().get("cached")),
+                                    "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)}
     return [rows[e] for e in chosen.exercises if e in rows]

@@ -38,7 +38,7 @@ from types import ModuleType
 import torch
 
 from grader import env
-from grader.checks import LAYOUTS, cuda_context_lost, relative_error
+from grader.checks import LAYOUTS, cuda_context_lost, error_message, relative_error
 from grader.results import save_atomic
 from grader.spec import AuditCall, Spec, audit_seed, derived_seed
 
@@ -238,7 +238,7 @@ def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, d
                     _sync(device)
                     outputs[name] = {"accepted": True}
                 except Exception as e:  # noqa: BLE001: the error is the answer
-                    outputs[name] = {"error": clean(e)[:500]}
+                    outputs[name] = {"error": error_message(e, module, op=call.op)[:500]}
                 save_atomic(path, outputs)
     except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
         traceback.print_exc()

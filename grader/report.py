@@ -131,10 +131,26 @@ def _needs_gpu(t: dict) -> bool:
     return t["outcome"] in ("skipped", "not run") and "GPU" in (t.get("reason") or "")
 
 
+def _cpu_checks(ran: list[dict]) -> str:
+    """The CPU checks that ran, by name: `its CPU check input_checks[cpu x] passed`, or with each
+    failure named (`its 3 CPU checks: a FAILED, b FAILED, c passed`)."""
+    if not ran:
+        return "no check runs without a GPU"
+    failed = [t for t in ran if t["outcome"] == "failed"]
+    plural = "s" if len(ran) != 1 else ""
+    if not failed:
+        return f"its CPU check{plural} {', '.join(t['name'] for t in ran)} passed"
+    if len(ran) == 1:
+        return f"its CPU check {ran[0]['name']} FAILED"
+    return f"its {len(ran)} CPU checks: " + ", ".join(
+        f"{t['name']} {'FAILED' if t['outcome'] == 'failed' else 'passed'}" for t in ran)
+
+
 def no_gpu_summary(rows: list[dict], width: int = 120) -> str:
-    """The grade on a machine without a GPU: one line per exercise saying that it compiled, how its
-    checks that run on the CPU went (they count: a failure is reported, and fails the run) and how
-    many checks need a GPU; no score table, which would read as a failure; where to get a GPU."""
+    """The grade on a machine without a GPU: one line per exercise saying that it compiled, which of
+    its checks ran on the CPU and how they went (they count: a failure is reported, and fails the
+    run) and how many checks need a GPU; no score table, which would read as a failure; a footer
+    true to what happened (what compiled, what did not); where to get a GPU."""
     lines, gpu_checks = [], 0
     for row in rows:
         name = row["exercise"]
@@ -147,25 +163,38 @@ def no_gpu_summary(rows: list[dict], width: int = 120) -> str:
         need = sum(_needs_gpu(t) for t in tests)
         gpu_checks += need
         ran = [t for t in tests if t["outcome"] in ("passed", "failed")]
-        failed = [t for t in ran if t["outcome"] == "failed"]
-        if not ran:
-            cpu = "no check runs without a GPU"
-        elif failed:
-            cpu = f"{len(failed)} of its {len(ran)} CPU check{'s' if len(ran) != 1 else ''} FAILED"
-        else:
-            cpu = f"its {len(ran)} CPU check{'s' if len(ran) != 1 else ''} passed"
-        lines.append(f"{name}: compiled; {cpu}; {need} check{'s' if need != 1 else ''} need a GPU")
+        line = f"{name}: compiled; {_cpu_checks(ran)}; {need} check{'s' if need != 1 else ''} need a GPU"
+        lines += textwrap.wrap(line, width=width, subsequent_indent="    ")
         for group, g in row["groups"].items():
             if g["state"] == "failed":
                 first, *rest = f"{group}: {g['reason']}".splitlines() or [""]
                 lines.append("    - " + "\n".join(textwrap.wrap(first, width=width - 6, subsequent_indent="      ")))
                 lines.extend("      " + r for r in rest[:12])
     lines.append("")
-    lines += textwrap.wrap(f"No CUDA GPU on this machine: everything above was compiled and its CPU checks ran; the "
-                           f"{gpu_checks} checks that need a GPU (correctness on the GPU, speed) were not run, and "
-                           "points are given only by a grade that runs them.", width=min(width, 100))
+    lines += textwrap.wrap(_no_gpu_footer(rows, gpu_checks), width=min(width, 100))
     lines += textwrap.wrap(FREE_GPUS, width=min(width, 100))
     return "\n".join(lines)
+
+
+def _no_gpu_footer(rows: list[dict], gpu_checks: int) -> str:
+    """What the run without a GPU did, in every state: all compiled, some did not, none did."""
+    compiled = [r for r in rows if r["status"] == "graded"]
+    others = [r for r in rows if r["status"] != "graded"]
+    gpu_part = (f"the {gpu_checks} check{'s' if gpu_checks != 1 else ''} that need a GPU (correctness on the GPU, "
+                "speed) were not run, and points are given only by a grade that runs them." if gpu_checks else
+                "no check that needs a GPU was selected.")
+    if not rows:
+        return "No CUDA GPU on this machine, and no exercise was selected."
+    if not compiled:
+        what = "compiled" if all(r["status"] == "build failed" for r in others) else "could be graded"
+        return (f"No CUDA GPU on this machine, and no exercise {what}: the reasons are above (a build error "
+                "names its file and line). Without a GPU, a grade compiles and runs the CPU checks only; the "
+                "checks that need a GPU run where there is one.")
+    if not others:
+        return ("No CUDA GPU on this machine: everything above was compiled and its CPU checks ran; " + gpu_part)
+    named = ", ".join(f"{r['exercise']} ({r['status']})" for r in others)
+    return (f"No CUDA GPU on this machine: {len(compiled)} of {len(rows)} exercises compiled and ran their CPU "
+            f"checks; {named} did not (the reasons are above). Of those that compiled, " + gpu_part)
 
 
 def markdown(rows: list[dict], header: dict) -> str:
@@ -256,11 +285,25 @@ def _kernel_order(report: dict) -> list[dict]:
     return [k for k in report.get("kernels", []) if k["arch"] == report.get("arch")]
 
 
-def resources_text(exercise: str, report: dict | None, verbose: bool = False, full: bool = True) -> str:
+def build_line(build: dict | None) -> str:
+    """How this run got the exercise's library: compiled now (and how long it took) or the cached
+    build of unchanged sources (whose compiler output, warnings included, is that earlier build's)."""
+    if not build:
+        return ""
+    if build.get("cached"):
+        return "  build: cached (the sources are unchanged since it was compiled; its warnings are that build's)"
+    seconds = build.get("wall_s") or build.get("seconds")
+    return "  build: fresh (compiled in this run" + (f", {seconds:.1f} s)" if seconds else ")")
+
+
+def resources_text(exercise: str, report: dict | None, verbose: bool = False, full: bool = True,
+                   build: dict | None = None) -> str:
     """The resource report of one exercise for the terminal: per kernel (the architecture the GPU
     runs, else the newest built) registers, spills, shared memory, block size and occupancy, a note
     for each spill or limited occupancy, and the compiler's warnings (their count unless `verbose`).
-    `full` False: one summary line (a grade of many exercises; report.md has the tables)."""
+    `full` False: one summary line (a grade of many exercises; report.md has the tables). `verbose`
+    also says whether the build was fresh or cached (`build`: the build's result) and that the
+    compiler gave no warning, when it gave none."""
     if not report:
         return ""
     if report.get("error"):
@@ -271,7 +314,7 @@ def resources_text(exercise: str, report: dict | None, verbose: bool = False, fu
     others = [a for a in report.get("archs", []) if a != report.get("arch")]
     where = f"{report.get('arch')}" + (f"; also built for {', '.join(others)}" if others else "")
     if not full and not kernels:
-        return f"{exercise}: no kernel compiled yet"
+        return f"{exercise}: compiled, but no kernel is instantiated yet"
     if not full:
         regs = [k["registers"] for k in kernels]
         occ = [o["occupancy"] for k in kernels for o in k.get("occupancy") or []]
@@ -284,8 +327,8 @@ def resources_text(exercise: str, report: dict | None, verbose: bool = False, fu
         return summary
     if not kernels:
         missing = report.get("missing") or []
-        lines.append(f"{exercise}: no kernel compiled yet" + (
-            f" (nothing instantiates {', '.join(missing)}: the launches that would are yours to write)" if missing else ""))
+        lines.append(f"{exercise}: compiled, but no kernel is instantiated yet" + (
+            f" (nothing launches {', '.join(missing)}: the launches that would are yours to write)" if missing else ""))
     else:
         lines.append(f"{exercise}: resources per kernel, from ptxas ({where}; {report.get('arch_why')})")
     head = ("kernel", "registers", "spills (B)", "shared mem", "block", "occupancy")
@@ -303,9 +346,13 @@ def resources_text(exercise: str, report: dict | None, verbose: bool = False, fu
         lines.append(f"  - not compiled yet (nothing instantiates them): {', '.join(report['missing'])}")
     if report.get("unknown_logs"):
         lines.append(f"  - no compiler report kept for {', '.join(report['unknown_logs'])}: `make clean` and grade again")
+    if verbose and build_line(build):
+        lines.append(build_line(build))
     if warnings and verbose:
         lines.append(f"  compiler warnings in {exercise}'s files:")
         lines.extend("    " + l for w in warnings for l in w.splitlines())
+    elif verbose:
+        lines.append(f"  no compiler warnings about {exercise}'s files")
     elif warnings:
         lines.append(f"  - the compiler warned {len(warnings)} time{'s' if len(warnings) != 1 else ''} about "
                      f"your files: `make grade EX={exercise[:2]} VERBOSE=1` shows where")

@@ -1,13 +1,12 @@
 """Every kernel compiles for every GPU architecture the course claims (grader.archs, `make archs`).
 
-What runs where. The full set (every solution's and every stub's .cu for all seven architectures,
-140 nvcc runs) took 553 CPU-seconds here (2026-11-25): about 4.6 minutes of CI's 2 cores when they
-are idle (12.5 minutes on this shared machine), too much to add to the 14 minutes CI takes. So
-with fewer than FULL_SET_CORES cores (CI) these tests compile one solution per unit (CI_SUBSET) for
-two architectures (SUBSET_ARCHS): 7.5, the oldest, where every `__CUDA_ARCH__ >= 800` guard takes its
-other side, and 9.0, where the cp.async and tensor-core paths compile; the other five take 9.0's
-paths (2026-11-26: seven architectures cost CI 102 s, over its 25 minutes). With more cores (a GPU
-host) they compile the full set for all seven; `make archs` compiles the full set anywhere.
+What runs where. The full set (every solution's and every stub's .cu for each architecture of
+archs.ARCHS) costs about 10 CPU-minutes: on CI's 2 cores it would take most of the 20 minutes
+`make test` has there. So with fewer than FULL_SET_CORES cores (CI) these tests compile one
+solution per unit (CI_SUBSET) for two architectures (SUBSET_ARCHS): 7.5, the oldest, where every
+`__CUDA_ARCH__ >= 800` guard takes its other side, and 9.0a, where the cp.async and tensor-core
+paths and 05's wgmma compile; the others take 9.0's paths. With more cores (a GPU host) they
+compile the full set for every architecture; `make archs` compiles the full set anywhere.
 """
 from __future__ import annotations
 

@@ -409,10 +409,10 @@ def test_without_a_gpu_each_exercise_is_one_line_and_the_free_gpus_are_named():
     broken = score_exercise(LEAKY, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
     broken["exercise"] = "02_elu"
     text = report.no_gpu_summary([ok])
-    assert text.splitlines()[0] == "01_leaky_relu: compiled; its 1 CPU check passed; 5 checks need a GPU"
+    assert text.splitlines()[0] == "01_leaky_relu: compiled; its CPU check input_checks[cpu x] passed; 5 checks need a GPU"
     assert "0/" not in text and "total" not in text and "Google Colab" in text and "Kaggle" in text
     text = report.no_gpu_summary([bad, broken])
-    assert "01_leaky_relu: compiled; 1 of its 1 CPU check FAILED; 5 checks need a GPU" in text
+    assert "01_leaky_relu: compiled; its CPU check input_checks[cpu x] FAILED; 5 checks need a GPU" in text
     assert "input_checks: input_checks[cpu x]: no error for a CPU x" in text
     assert "02_elu: build failed: leaky_relu.cu(97)" in text
     md = report.markdown([ok], {"target": "t", "seed": 7, "gpu": False})

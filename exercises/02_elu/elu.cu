@@ -12,10 +12,10 @@ namespace {
 
 // exp(x) - 1 without the cancellation of computing exp(x) first: for |x| << 1, exp(x) rounds to
 // 1 + (a few ulps), and subtracting 1 leaves mostly rounding error.
-__device__ __forceinline__ float expm1_of(float x) { return expm1f(x); }
-__device__ __forceinline__ double expm1_of(double x) { return expm1(x); }
-__device__ __forceinline__ float exp_of(float x) { return expf(x); }
-__device__ __forceinline__ double exp_of(double x) { return exp(x); }
+[[maybe_unused]] __device__ __forceinline__ float expm1_of(float x) { return expm1f(x); }
+[[maybe_unused]] __device__ __forceinline__ double expm1_of(double x) { return expm1(x); }
+[[maybe_unused]] __device__ __forceinline__ float exp_of(float x) { return expf(x); }
+[[maybe_unused]] __device__ __forceinline__ double exp_of(double x) { return exp(x); }
 
 // The activation and its derivative for one element, in opmath (float for half types).
 template <typename opmath>
@@ -83,7 +83,7 @@ __global__ void elu_backward_kernel(const scalar_t* __restrict__ grad_y, const s
   }
 }
 
-constexpr int kThreads = 256;
+[[maybe_unused]] constexpr int kThreads = 256;
 
 // Blocks for n elements: a thread per 16-byte vector, covering the tensor (course::cover_grid
 // says why that beats a grid of one occupancy wave here).

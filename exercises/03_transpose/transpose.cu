@@ -11,10 +11,11 @@
 
 namespace {
 
-constexpr int kTile = 64;     // a 64 x 64 tile; a warp reads or writes 32 consecutive elements at a time
+// a 64 x 64 tile; a warp reads or writes 32 consecutive elements at a time
+[[maybe_unused]] constexpr int kTile = 64;
 constexpr int kBlockX = 32;   // 32 x 8 threads per block: each thread moves 2 columns x 8 rows = 16
 constexpr int kBlockY = 8;    // elements, so many loads are in flight before the block waits at a barrier
-constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
+[[maybe_unused]] constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
 
 // Grid (ceil(cols / 64), min(ceil(rows / 64), 65535)), block (32, 8). Block (bx, by) moves the tile
 // of input rows [64 by, 64 by + 64) x input columns [64 bx, 64 bx + 64) (and, grid-stride, the tiles

@@ -36,11 +36,12 @@ constexpr int64_t kMaxGridY = 65535;  // CUDA's limit on gridDim.y (row tiles go
 constexpr int64_t kMaxGridZ = 65535;  // and on gridDim.z (batch elements, and K splits, go there)
 
 // ---------------------------------------------------------------------------------- kernel 1
-constexpr int kBlock1X = 32, kBlock1Y = 8;
+[[maybe_unused]] constexpr int kBlock1X = 32, kBlock1Y = 8;
 
 // Grid (ceil(N / 32), ceil(M / 8)), block (32, 8): thread (tx, ty) computes C[row][col] with
 // row = 8 by + ty, col = 32 bx + tx. A warp reads one B row segment (coalesced) and one A element
 // (a broadcast) per k.
+[[maybe_unused]]
 __global__ void matmul_kernel1(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                                int64_t M, int64_t N, int64_t K) {
   // BEGIN SOLUTION
@@ -57,10 +58,11 @@ constexpr int kTile2 = 32;
 // For each 32-wide step of k, the block copies a 32 x 32 tile of A and of B into shared memory
 // (thread (tx, ty) copies one element of each, zero outside the matrices), then every thread
 // reads 32 values of each from shared memory.
+[[maybe_unused]]
 __global__ void matmul_kernel2(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                                int64_t M, int64_t N, int64_t K) {
-  __shared__ float As[kTile2][kTile2];
-  __shared__ float Bs[kTile2][kTile2];
+  [[maybe_unused]] __shared__ float As[kTile2][kTile2];
+  [[maybe_unused]] __shared__ float Bs[kTile2][kTile2];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t row = int64_t(blockIdx.y) * kTile2 + ty;
   const int64_t col = int64_t(blockIdx.x) * kTile2 + tx;
@@ -77,7 +79,7 @@ __global__ void matmul_kernel2(const float* __restrict__ A, const float* __restr
 }
 
 // ---------------------------------------------------------------------------------- kernel 3
-constexpr int kBM = 128, kBN = 128, kBK = 8;  // block tile: 128 x 128 outputs, 8-deep k steps
+[[maybe_unused]] constexpr int kBM = 128, kBN = 128, kBK = 8;  // block tile: 128 x 128 outputs, 8-deep k steps
 constexpr int kTM = 8, kTN = 8;               // outputs per thread: 8 x 8, in registers
 constexpr int kThreads3 = (kBM / kTM) * (kBN / kTN);  // 256
 
@@ -113,7 +115,7 @@ __device__ __forceinline__ void load_stage(Stage& s, const float* __restrict__ A
 
 // Registers -> shared memory. A is stored transposed (As[k][m]) so that a thread's 8 rows of one k
 // are two float4 reads, like B's 8 columns.
-__device__ __forceinline__ void store_stage(const Stage& s, float (*As)[kBM], float (*Bs)[kBN]) {
+[[maybe_unused]] __device__ __forceinline__ void store_stage(const Stage& s, float (*As)[kBM], float (*Bs)[kBN]) {
   const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < 4; ++i) As[4 * (tid % 2) + i][tid / 2] = s.a[i];
@@ -348,7 +350,7 @@ __device__ __forceinline__ void tile_product4(Stage4 (&ring)[kStages4], const fl
     if (s < steps) loader.load(ring[s]);
     cp_async_commit();
   }
-  int read = 0, write = kStages4 - 1;  // the stage computed on now, the stage being filled
+  [[maybe_unused]] int read = 0, write = kStages4 - 1;  // the stage computed on now, the stage being filled
   for (int64_t step = 0; step < steps; ++step) {
     // BEGIN SOLUTION
     // TODO: wait until this step's copies have landed (cp_async_wait<kStages4 - 2>: only the newer
@@ -926,7 +928,7 @@ __device__ __forceinline__ int swizzle_b(int k, int c) {
 // one 16-byte row each from an address given by a lane: lane l gives row l % 8 of matrix l / 8. Lane
 // l receives, in r[i], word l % 4 of row l / 4 of matrix i. `.trans` transposes each matrix (16-bit
 // elements): lane l receives elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) (row, column).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+[[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -937,7 +939,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
 }
 
 // the same from a shared-memory address (kernel 6 addresses its ring so: TMA and wgmma take them)
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t shared_row) {
+[[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t shared_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -947,7 +949,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t shared_ro
 #endif
 }
 
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+[[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -1574,7 +1576,7 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
 // them (16-byte chunk c of row r at c ^ (r % 8)), groups of 8 rows 1024 bytes apart (stride byte
 // offset). K-major (B^T: a row is 128 bytes of k), the leading byte offset is unused; N-major
 // (bfloat16 B: a row is 64 columns of one k), it is the distance to the next 64 columns' box.
-__device__ __forceinline__ uint64_t smem_descriptor(uint32_t addr, uint32_t leading = 16) {
+[[maybe_unused]] __device__ __forceinline__ uint64_t smem_descriptor(uint32_t addr, uint32_t leading = 16) {
   return uint64_t((addr & 0x3FFFF) >> 4)      // start address / 16
          | uint64_t(leading >> 4) << 16       // leading byte offset
          | uint64_t(1024 >> 4) << 32          // stride byte offset: from one 8-row group to the next
@@ -1586,6 +1588,7 @@ template <typename T>
 __device__ __forceinline__ uint64_t b_descriptor(uint32_t stage_b, int ks) {
   return Tile6<T>::kBTransposed ? smem_descriptor(stage_b + 32 * ks) : smem_descriptor(stage_b + 2048 * ks, 8192);
 }
+[[maybe_unused]]
 __device__ __forceinline__ void wgmma_fence() { COURSE_SM90A(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");) }
 __device__ __forceinline__ void wgmma_commit() {
   COURSE_SM90A(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");)

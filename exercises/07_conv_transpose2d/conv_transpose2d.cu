@@ -19,7 +19,7 @@ namespace {
 // The input row (or column) whose scatter reaches output position o through the tap at offset
 // k_off = k * dilation, or -1 when none does: o + pad - k_off must be a non-negative multiple of the
 // stride, and the quotient a position inside the input (0 <= i < in_size).
-__device__ __forceinline__ int source_index(int o, int k_off, int pad, int stride, int in_size) {
+[[maybe_unused]] __device__ __forceinline__ int source_index(int o, int k_off, int pad, int stride, int in_size) {
   const int t = o + pad - k_off;
   if (t < 0 || t % stride != 0) return -1;
   const int i = t / stride;
@@ -45,7 +45,7 @@ __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const s
   }
 }
 
-constexpr int kThreads = 256;  // kernel 1
+[[maybe_unused]] constexpr int kThreads = 256;  // kernel 1
 
 // ---------------------------------------------------------------- kernel 2: implicit GEMM
 // Stride phases. Output row oh receives tap r from input row ih = (oh + pad - r dil) / stride, where
@@ -73,10 +73,11 @@ __device__ __forceinline__ int gcd_int(int x, int y) {
 }
 
 // Stride 1: the one phase, every tap (what phase_1d gives, as constants the compiler can fold).
+[[maybe_unused]]
 __device__ __forceinline__ Phase1D unit_phase(int out, int k, int pad, int dil) { return {0, out, 0, k, 1, dil, pad}; }
 
 // Phase `first` (0 <= first < stride) of an axis of `out` outputs, a kernel of k taps.
-__device__ __forceinline__ Phase1D phase_1d(int first, int out, int k, int stride, int pad, int dil) {
+[[maybe_unused]] __device__ __forceinline__ Phase1D phase_1d(int first, int out, int k, int stride, int pad, int dil) {
   Phase1D p;
   p.first = first;
   p.count = first < out ? (out - first + stride - 1) / stride : 0;
@@ -108,7 +109,7 @@ __device__ __forceinline__ Phase1D phase_1d(int first, int out, int k, int strid
 // 64 + tx*4 + {0..3} (two groups of 4, so the float4 shared-memory reads are conflict-free).
 constexpr int BM = 64, BN = 128, BK = 8, kGemmThreads = 128;
 constexpr int kAStride = BM + 4, kBStride = BN + 4;  // padded rows: transposed stores hit 32 banks
-constexpr int kRowsPerPass = kGemmThreads / BK;      // A loaders: 16 rows per pass, 4 passes
+[[maybe_unused]] constexpr int kRowsPerPass = kGemmThreads / BK;      // A loaders: 16 rows per pass, 4 passes
 
 template <typename T>
 struct Smem {  // double-buffered k-slices of A (as [k][m]) and B (as [k][n])
@@ -116,11 +117,11 @@ struct Smem {  // double-buffered k-slices of A (as [k][m]) and B (as [k][n])
   alignas(32) T b[2][BK][kBStride];
 };
 
-__device__ __forceinline__ int row_of(int i) {
+[[maybe_unused]] __device__ __forceinline__ int row_of(int i) {
   const int ty = threadIdx.x / 16;
   return i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + (i - 4);
 }
-__device__ __forceinline__ int col_of(int j) {
+[[maybe_unused]] __device__ __forceinline__ int col_of(int j) {
   const int tx = threadIdx.x % 16;
   return j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + (j - 4);
 }

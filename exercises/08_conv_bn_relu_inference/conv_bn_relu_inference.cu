@@ -24,7 +24,7 @@ namespace {
 // 64 + tx*4 + {0..3} (two groups of 4, so the float4 shared-memory reads are conflict-free).
 constexpr int BM = 64, BN = 128, BK = 8, kThreads = 128;
 constexpr int kAStride = BM + 4, kBStride = BN + 4;  // padded rows: transposed stores hit 32 banks
-constexpr int kRowsPerPass = kThreads / BK;           // A loaders: 16 rows per pass, 4 passes
+[[maybe_unused]] constexpr int kRowsPerPass = kThreads / BK;           // A loaders: 16 rows per pass, 4 passes
 
 template <typename T>
 struct Smem {  // double-buffered k-slices of A (as [k][m]) and B (as [k][n])
@@ -32,11 +32,11 @@ struct Smem {  // double-buffered k-slices of A (as [k][m]) and B (as [k][n])
   alignas(32) T b[2][BK][kBStride];
 };
 
-__device__ __forceinline__ int row_of(int i) {
+[[maybe_unused]] __device__ __forceinline__ int row_of(int i) {
   const int ty = threadIdx.x / 16;
   return i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + (i - 4);
 }
-__device__ __forceinline__ int col_of(int j) {
+[[maybe_unused]] __device__ __forceinline__ int col_of(int j) {
   const int tx = threadIdx.x % 16;
   return j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + (j - 4);
 }

@@ -60,7 +60,7 @@ std::string ref(const std::array<int64_t, 4>& a) {
 
 // Strict fp32 must stay on FMA units. With TF32 allowed, ask for Tensor Core math explicitly: with
 // CUDNN_DEFAULT_MATH, cuDNN 9.19's legacy Find offered no TF32 algorithm on an H100 (strict speed).
-cudnnMathType_t math_type_for(const Args& a) {
+[[maybe_unused]] cudnnMathType_t math_type_for(const Args& a) {
   if (a.dtype != CUDNN_DATA_FLOAT) return CUDNN_DEFAULT_MATH;
   return a.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
 }
@@ -293,7 +293,7 @@ bool workspace_size(cudnnHandle_t h, const Plan& p, Op op, int algo, size_t* byt
 }
 
 // cuDNN's heuristic: its ranking of the algorithms, best first, without running any.
-std::vector<Candidate> heuristic_candidates(cudnnHandle_t h, const Plan& p, Op op) {
+[[maybe_unused]] std::vector<Candidate> heuristic_candidates(cudnnHandle_t h, const Plan& p, Op op) {
   const int count = algorithm_count(h, op);
   int returned = 0;
   switch (op) {
@@ -324,7 +324,7 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 
 // A workspace for cudnnFind...Ex: as large as the hungriest algorithm wants (capped), halved while
 // the allocator is out of memory; algorithms that need more than it get are reported as failed.
-c10::DataPtr find_workspace(cudnnHandle_t h, const Plan& p, Op op, size_t* bytes) {
+[[maybe_unused]] c10::DataPtr find_workspace(cudnnHandle_t h, const Plan& p, Op op, size_t* bytes) {
   size_t largest = 0;
   for (int algo = 0, n = algorithm_count(h, op); algo < n; ++algo) {
     size_t need = 0;
@@ -343,6 +343,7 @@ c10::DataPtr find_workspace(cudnnHandle_t h, const Plan& p, Op op, size_t* bytes
 
 // Benchmark: cuDNN runs every algorithm on the call's own buffers (it writes the output, which the
 // real call overwrites next) and returns them fastest first.
+[[maybe_unused]]
 std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op op, const Buffers& b, void* workspace,
                                             size_t workspace_bytes) {
   const int count = algorithm_count(h, op);
@@ -377,7 +378,7 @@ std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op o
 // sum of products: it rounds more. Strict fp32 skips them: cuDNN's non-fused Winograd gradient of the
 // weight measured up to 7.6e-6 off float64 for 3x3 kernels (H200), and a 5x5 one chosen by timing on
 // an H100 1.7e-3 once (the algorithm was not recorded), where strict fp32 is held to 1e-5.
-bool transforms_the_data(Op op, int algo) {
+[[maybe_unused]] bool transforms_the_data(Op op, int algo) {
   switch (op) {
     case Op::kForward:
       return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||

@@ -14,15 +14,15 @@ namespace {
 
 // The filter, row-major. Every thread of a warp reads the same tap at the same time, which is
 // what the constant cache serves best (one broadcast per warp).
-__constant__ float c_filter[kMaxFilter * kMaxFilter];
+[[maybe_unused]] __constant__ float c_filter[kMaxFilter * kMaxFilter];
 
 constexpr int kBlockX = 32;  // threads per block along x: one warp per row of outputs
 constexpr int kBlockY = 8;   // threads per block along y
 constexpr int kCols = 2;     // outputs per thread along x, kBlockX apart (each warp access stays coalesced)
 constexpr int kRows = 8;     // outputs per thread along y, adjacent (the tile rows they share are read once)
-constexpr int kTileW = kBlockX * kCols;  // a block's output tile: 64 columns ...
-constexpr int kTileH = kBlockY * kRows;  // ... by 64 rows
-constexpr int kMaxGridY = 65535;         // CUDA's limit on gridDim.y
+[[maybe_unused]] constexpr int kTileW = kBlockX * kCols;  // a block's output tile: 64 columns ...
+[[maybe_unused]] constexpr int kTileH = kBlockY * kRows;  // ... by 64 rows
+[[maybe_unused]] constexpr int kMaxGridY = 65535;         // CUDA's limit on gridDim.y
 constexpr int64_t kMaxSide = int64_t(1) << 30;  // the kernel's 32-bit rows and columns stay below 2^31
 
 // Grid (ceil(W / 64), min(B * ceil(H / 64), 65535)), block (32, 8). Block (bx, t) computes the

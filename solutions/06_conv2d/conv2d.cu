@@ -65,9 +65,9 @@ __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* _
 // (m = (n, oh, ow): BM output pixels; BN output channels) with BM threads, each an 8x8 register
 // block; the K loop (k = (ci, kh, kw)) takes BK columns of the im2col'd input at a time.
 constexpr int BN = 64;
-constexpr int BK = 8;
-constexpr int TM = 8;  // output pixels per thread: 4 in the tile's first half, 4 in its second
-constexpr int TN = 8;  // output channels per thread, split the same way
+[[maybe_unused]] constexpr int BK = 8;
+[[maybe_unused]] constexpr int TM = 8;  // output pixels per thread: 4 in the tile's first half, 4 in its second
+[[maybe_unused]] constexpr int TN = 8;  // output channels per thread, split the same way
 
 // Version 2, implicit GEMM: grid (ceil(M / BM), ceil(cout_g / BN), groups), BM threads; block z is
 // the GEMM of group z (its cin_g = cin / groups input channels, cout_g = cout / groups output
@@ -251,7 +251,7 @@ template <typename scalar_t, int kCols>
 __global__ void __launch_bounds__(kDwThreads)
     conv2d_depthwise_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                             const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s) {
-  constexpr int K = 3;
+  [[maybe_unused]] constexpr int K = 3;
   const int strips = (s.wo + kCols - 1) / kCols;
   const int64_t items = s.n * s.cout * s.ho * strips;
   const int mult = s.cout / s.groups;
@@ -275,7 +275,8 @@ __global__ void __launch_bounds__(kDwThreads)
     const int64_t in_plane = mult == 1 ? plane : (plane / s.cout) * s.cin + co / mult;
     const scalar_t* xp = x + in_plane * hw;  // the input channel's plane
     const int ow0 = strip * kCols;
-    const int ih0 = oh * s.stride_h - s.pad_h, iw0 = ow0 * s.stride_w - s.pad_w;  // tap (0, 0) of output ow0
+    // tap (0, 0) of output ow0
+    [[maybe_unused]] const int ih0 = oh * s.stride_h - s.pad_h, iw0 = ow0 * s.stride_w - s.pad_w;
     scalar_t* yp = y + (plane * s.ho + oh) * s.wo + ow0;
     // BEGIN SOLUTION
     // GOAL: yp[j] for each j < kCols with ow0 + j < wo: bias[co] (0 when bias is nullptr) + the sum over
@@ -520,8 +521,8 @@ __device__ __forceinline__ int swizzle3(int k, int m) { return m ^ (((k >> 2) & 
 template <int BN3>
 __device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[kMTiles3][kNTiles3][4], int wm0, int wn0,
                                            int lane) {
-  const int g = lane / 4, t = lane % 4;
-  uint32_t b[kNTiles3][4];  // b[j][e]: channel wn0 + 8 j + g at the stage's k = 4 t + e, as TF32
+  [[maybe_unused]] const int g = lane / 4, t = lane % 4;
+  [[maybe_unused]] uint32_t b[kNTiles3][4];  // b[j][e]: channel wn0 + 8 j + g at the stage's k = 4 t + e, as TF32
   // BEGIN SOLUTION
   // GOAL: b[j][e] = the weight of channel wn0 + 8 j + g at the stage's k = 4 t + e, rounded to TF32.
   // TODO: for each j < kNTiles3: one float4 from &st.B[wn0 + 8 j + g][4 t]; b[j][e] = to_tf32 of its e-th float.
@@ -533,7 +534,7 @@ __device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[k
   // END SOLUTION
 #pragma unroll
   for (int step = 0; step < 2; ++step) {
-    uint32_t a[kMTiles3][4];  // a[i]: tile i's A fragment (a0 .. a3) for this step, as TF32
+    [[maybe_unused]] uint32_t a[kMTiles3][4];  // a[i]: tile i's A fragment (a0 .. a3) for this step, as TF32
     // BEGIN SOLUTION
     // GOAL: a[i] = mma tile i's A fragment for this step (a0 .. a3 as drawn above, with the renumbered
     // GOAL: k and pixels), rounded to TF32.
@@ -762,7 +763,7 @@ __global__ void conv2d_weight_kernel3(const float* __restrict__ weight, float* _
   }
 }
 
-constexpr int kDirectThreads = 256;
+[[maybe_unused]] constexpr int kDirectThreads = 256;
 
 template <typename scalar_t>
 void launch_direct(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y, const Conv2dShape& s,
@@ -855,7 +856,7 @@ bool launch_depthwise(const scalar_t* x, const scalar_t* weight, const scalar_t*
 template <int BN3, bool kTapMajor, bool kVecB>
 void launch_tensor_core_tiles(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
                               cudaStream_t stream) {
-  constexpr int threads = 2 * BN3;
+  [[maybe_unused]] constexpr int threads = 2 * BN3;
   // BEGIN SOLUTION
   // GOAL: run conv2d_kernel3<BN3, kTapMajor, kVecB> over the whole output on `stream`; report a failed launch.
   // TODO: launch conv2d_kernel3<BN3, kTapMajor, kVecB> on `stream`: a grid of ceil(M / kBM3) x ceil(cout / BN3)

@@ -1048,8 +1048,8 @@ __device__ __forceinline__ void gemm_tile_tf32(const LoadA& la, const LoadB& lb,
   la.store(sm.a[0], ra);
   lb.store(sm.b[0], rb);
   __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wr = (warp / 2) * 32, wc = (warp % 2) * 64;
+  [[maybe_unused]] const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  [[maybe_unused]] const int wr = (warp / 2) * 32, wc = (warp % 2) * 64;
   int buf = 0;
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
     const bool more = k0 + BK < k_end;
@@ -1125,7 +1125,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
 // at padding dil (R - 1) - pad (negative padding only shifts the window), stride 1, the same dilation,
 // giving H x W. So version 2 runs it through the forward's engine (tc_conv_gemm: cp.async ring, 16 k per
 // stage and barrier) instead of gemm_tile_tf32's 8-k slices; strided layers keep conv_dgrad_tf32_kernel.
-ConvShape dgrad_as_forward(const ConvShape& s) {
+[[maybe_unused]] ConvShape dgrad_as_forward(const ConvShape& s) {
   ConvShape d = s;
   d.C = s.K, d.H = s.P, d.W = s.Q;  // the convolution's input: dZ
   d.K = s.C, d.P = s.H, d.Q = s.W;  // its output: grad_x
@@ -1136,7 +1136,7 @@ ConvShape dgrad_as_forward(const ConvShape& s) {
 
 // wflip[c][k][r][s] = w[k][c][R-1-r][S-1-s] * gamma[k] * invstd[k]: the filters of dgrad_as_forward, with
 // the BatchNorm scale folded in as DgradWeightA folds it (dZ = bn_scale * u).
-__global__ void dgrad_flip_weights_kernel(const float* __restrict__ w, const float* __restrict__ gamma,
+[[maybe_unused]] __global__ void dgrad_flip_weights_kernel(const float* __restrict__ w, const float* __restrict__ gamma,
                                           const float* __restrict__ invstd, ConvShape s, float* __restrict__ wflip) {
   const int64_t total = int64_t(s.K) * s.C * s.R * s.S;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
@@ -1178,7 +1178,7 @@ __global__ void __launch_bounds__(kTcThreads, 3)
 }
 
 // Version 2 of conv_wgrad_kernel: its grid, split and loaders, the products on TF32 tensor cores.
-__global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 registers
+[[maybe_unused]] __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 registers
     conv_wgrad_tf32_kernel(const float* __restrict__ u, const float* __restrict__ x, const float* __restrict__ gamma,
                            const float* __restrict__ invstd, ConvShape s, int chunk, float* __restrict__ out) {
   __shared__ Smem<float> sm;
@@ -1350,7 +1350,7 @@ void conv_bn_relu_train_forward_cuda(const scalar_t* x, const scalar_t* w, const
                                      int64_t* num_batches_tracked, double momentum, double eps, const ConvShape& s,
                                      scalar_t* z, scalar_t* y, scalar_t* save_mean, scalar_t* save_invstd,
                                      scalar_t* part, scalar_t* scale_shift, int version, cudaStream_t stream) {
-  const int PQ = s.P * s.Q, count = s.N * PQ, tiles = conv_bn_relu_stat_tiles(s);
+  [[maybe_unused]] const int PQ = s.P * s.Q, count = s.N * PQ, tiles = conv_bn_relu_stat_tiles(s);
   // BEGIN SOLUTION
   // GOAL: the training forward on `stream`: z and its statistics, then BatchNorm's batch statistics,
   // GOAL: then y; report a failed launch.
@@ -1396,7 +1396,7 @@ void conv_bn_relu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, const
                                 bool training, int version, const ConvShape& s, scalar_t* grad_x, scalar_t* grad_w,
                                 scalar_t* grad_bias, scalar_t* grad_gamma, scalar_t* grad_beta, scalar_t* u,
                                 scalar_t* scratch, cudaStream_t stream) {
-  const int PQ = s.P * s.Q, count = s.N * PQ, CRS = s.C * s.R * s.S;
+  [[maybe_unused]] const int PQ = s.P * s.Q, count = s.N * PQ, CRS = s.C * s.R * s.S;
   // BEGIN SOLUTION
   // GOAL: the backward on `stream`: the gradients of BatchNorm and ReLU, then grad_x and grad_w;
   // GOAL: report a failed launch.

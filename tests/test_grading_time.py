@@ -1,0 +1,45 @@
+"""Where a grade's time goes, on the CPU: the yardstick times only the exercises whose timing ran (a
+stub's timing never runs: its checks fail first), and the log can tell a grading process's own
+checks from its start-up and exit."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grader import grading
+
+
+@pytest.mark.parametrize("outcome, timed", [("passed", True), ("failed", True), ("skipped", False),
+                                            ("not run", False), (None, False)])
+def test_the_reference_is_timed_only_where_the_timing_ran(tmp_path, outcome, timed):
+    tests = [{"name": "forward[0]", "group": "forward", "outcome": "failed"}]
+    if outcome is not None:
+        tests.append({"name": "performance", "group": "performance", "outcome": outcome})
+    grading._results_path(tmp_path, "09_x").write_text(json.dumps({"tests": tests, "running": None}))
+    assert grading._timing_ran(tmp_path, "09_x") is timed
+    assert grading._timing_ran(tmp_path, "10_missing") is False  # the process saved nothing
+
+
+def test_pytest_s_session_time_is_read_from_a_grading_log():
+    log = "....F\n0.50s call     grader/suite/test_exercise.py::test_check[a]\n3 failed, 80 passed in 28.03s\n"
+    assert grading.pytest_session_s(log) == 28.03
+    assert grading.pytest_session_s("=== 1 passed, 2 skipped in 1.99s (0:00:01) ===") == 1.99
+    assert grading.pytest_session_s("Fatal Python error: Segmentation fault") is None
+
+
+def test_the_yardstick_runs_after_the_grading_processes_with_its_builds_said(tmp_path):
+    """run_yardstick: the references' builds said to the yardstick's process, which runs alone (here,
+    without a GPU, it answers that it cannot time) and whose numbers come back by exercise."""
+    from concurrent.futures import Future
+
+    from tests.grading import SOLUTIONS
+
+    built: Future = Future()
+    built.set_result({"ok": True})
+    ref = SOLUTIONS / "01_leaky_relu"
+    logged = []
+    measured = grading.run_yardstick({"01_leaky_relu": ref}, {ref: built}, tmp_path, None, 120, log=logged.append)
+    assert json.loads(grading._build_result_path(tmp_path, grading.YARDSTICK).read_text()) == {
+        "ok": True, "01_leaky_relu": {"ok": True}}
+    assert "01_leaky_relu" in measured and logged and "1 exercise(s)" in logged[0], (measured, logged)
