@@ -73,8 +73,9 @@ __device__ __forceinline__ int gcd_int(int x, int y) {
 }
 
 // Stride 1: the one phase, every tap (what phase_1d gives, as constants the compiler can fold).
-[[maybe_unused]]
-__device__ __forceinline__ Phase1D unit_phase(int out, int k, int pad, int dil) { return {0, out, 0, k, 1, dil, pad}; }
+[[maybe_unused]] __device__ __forceinline__ Phase1D unit_phase(int out, int k, int pad, int dil) {
+  return {0, out, 0, k, 1, dil, pad};
+}
 
 // Phase `first` (0 <= first < stride) of an axis of `out` outputs, a kernel of k taps.
 [[maybe_unused]] __device__ __forceinline__ Phase1D phase_1d(int first, int out, int k, int stride, int pad, int dil) {

@@ -40,9 +40,8 @@ constexpr int64_t kMaxGridZ = 65535;  // and on gridDim.z (batch elements, and K
 // Grid (ceil(N / 32), ceil(M / 8)), block (32, 8): thread (tx, ty) computes C[row][col] with
 // row = 8 by + ty, col = 32 bx + tx. A warp reads one B row segment (coalesced) and one A element
 // (a broadcast) per k.
-[[maybe_unused]]
-__global__ void matmul_kernel1(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                               int64_t M, int64_t N, int64_t K) {
+[[maybe_unused]] __global__ void matmul_kernel1(const float* __restrict__ A, const float* __restrict__ B,
+                                                float* __restrict__ C, int64_t M, int64_t N, int64_t K) {
   // BEGIN SOLUTION
   // GOAL: this thread's element of C = A B (the geometry above the kernel), accumulated in float.
   // TODO: compute this thread's row and col; if both are inside C, sum A[row][k] * B[k][col] over
@@ -64,9 +63,8 @@ constexpr int kTile2 = 32;
 // For each 32-wide step of k, the block copies a 32 x 32 tile of A and of B into shared memory
 // (thread (tx, ty) copies one element of each, zero outside the matrices), then every thread
 // reads 32 values of each from shared memory.
-[[maybe_unused]]
-__global__ void matmul_kernel2(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                               int64_t M, int64_t N, int64_t K) {
+[[maybe_unused]] __global__ void matmul_kernel2(const float* __restrict__ A, const float* __restrict__ B,
+                                                float* __restrict__ C, int64_t M, int64_t N, int64_t K) {
   [[maybe_unused]] __shared__ float As[kTile2][kTile2];
   [[maybe_unused]] __shared__ float Bs[kTile2][kTile2];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -1753,8 +1751,9 @@ template <typename T>
 __device__ __forceinline__ uint64_t b_descriptor(uint32_t stage_b, int ks) {
   return Tile6<T>::kBTransposed ? smem_descriptor(stage_b + 32 * ks) : smem_descriptor(stage_b + 2048 * ks, 8192);
 }
-[[maybe_unused]]
-__device__ __forceinline__ void wgmma_fence() { COURSE_SM90A(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");) }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_fence() {
+  COURSE_SM90A(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");)
+}
 __device__ __forceinline__ void wgmma_commit() {
   COURSE_SM90A(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");)
 }

@@ -390,9 +390,8 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 
 // Benchmark: cuDNN runs every algorithm on the call's own buffers (it writes the output, which the
 // real call overwrites next) and returns them fastest first.
-[[maybe_unused]]
-std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op op, const Buffers& b, void* workspace,
-                                            size_t workspace_bytes) {
+[[maybe_unused]] std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op op, const Buffers& b,
+                                                             void* workspace, size_t workspace_bytes) {
   const int count = algorithm_count(h, op);
   int returned = 0;
   switch (op) {
