@@ -126,14 +126,18 @@ def parse_sass(text: str) -> list[Code]:
         arch = _SASS_ARCH.search(piece)
         if not piece.startswith("elf code:") or not arch:
             continue
-        code = Code(arch.group(1))
-        marks = list(_SASS_FUNCTION.finditer(piece))
-        names = demangle([m.group(1) for m in marks])
-        for i, m in enumerate(marks):
-            end = marks[i + 1].start() if i + 1 < len(marks) else len(piece)
-            code.functions[names[m.group(1)]] = piece[m.end():end]
-        codes.append(code)
+        codes.append(_split(Code(arch.group(1)), piece, _SASS_FUNCTION))
     return codes
+
+
+def _split(code: Code, piece: str, function: re.Pattern) -> Code:
+    """`code` with the functions of one embedded file, each the text from its mark to the next."""
+    marks = list(function.finditer(piece))
+    names = demangle([m.group(1) for m in marks])
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(piece)
+        code.functions[names[m.group(1)]] = piece[m.end():end]
+    return code
 
 
 def parse_ptx(text: str) -> list[Code]:
@@ -143,13 +147,7 @@ def parse_ptx(text: str) -> list[Code]:
         target = _PTX_ARCH.search(piece)
         if not target:
             continue
-        code = Code("compute_" + target.group(1).removeprefix("sm_"))
-        marks = list(_PTX_ENTRY.finditer(piece))
-        names = demangle([m.group(1) for m in marks])
-        for i, m in enumerate(marks):
-            end = marks[i + 1].start() if i + 1 < len(marks) else len(piece)
-            code.functions[names[m.group(1)]] = piece[m.end():end]
-        codes.append(code)
+        codes.append(_split(Code("compute_" + target.group(1).removeprefix("sm_")), piece, _PTX_ENTRY))
     return codes
 
 
