@@ -230,6 +230,67 @@ class Comparison:
         return None
 
 
+# --- a call's tolerance: one home for the generated properties and the judge -------------------------
+# normwise relative error by the lowest precision among a call's floating tensors: far below the
+# rounding of the next lower precision
+CALL_TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+def call_dtype(call) -> torch.dtype:
+    """The floating dtype of an AuditCall's tensors (the lowest precision among them; float64 if none)."""
+    order = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
+    found = {a.dtype for a in call.args if isinstance(a, torch.Tensor) and a.is_floating_point()}
+    return next((d for d in order if d in found), torch.float64)
+
+
+def call_tolerance(call) -> float:
+    """The normwise relative error an AuditCall's result may have: none for an op that only moves
+    values, the call's own tolerance where it gives one (a float, or a function of its arguments),
+    else by its dtype (CALL_TOLERANCE)."""
+    if call.exact:
+        return 0.0
+    if call.tolerance is not None:
+        return float(call.tolerance(*call.args) if callable(call.tolerance) else call.tolerance)
+    return CALL_TOLERANCE[call_dtype(call)]
+
+
+def output_problem(actual, expected, tol: float, what: str, same_device: bool = False) -> str | None:
+    """Why `actual` (a tensor, or a tuple/list of them) does not match `expected` (None where not
+    compared), or None: the same shape, NaN and infinities at the same positions, and the finite values
+    within `tol` in norm (relative to the reference's). One home for the generated properties and the
+    judge; `same_device` also requires the reference's device."""
+    if expected is None:
+        return None
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+            return f"{what}: expected {len(expected)} outputs, got {type(actual).__name__}"
+        for k, (a, e) in enumerate(zip(actual, expected)):
+            problem = output_problem(a, e, tol, f"{what}[{k}]", same_device)
+            if problem:
+                return problem
+        return None
+    if not isinstance(actual, torch.Tensor):
+        return f"{what}: expected a tensor, got {type(actual).__name__}"
+    if tuple(actual.shape) != tuple(expected.shape):
+        return f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}"
+    if same_device and actual.device != expected.device:
+        return f"{what}: on {actual.device}, expected on {expected.device}"
+    e = expected.to(torch.float64)
+    a = actual.detach().to(e.device, torch.float64)
+    for name, test in (("NaN", torch.isnan), ("+inf", lambda t: t == float("inf")), ("-inf", lambda t: t == -float("inf"))):
+        differ = test(a) != test(e)
+        if bool(differ.any()):
+            i = differ.nonzero()[0].tolist()
+            return (f"{what}: at {i} got {a[tuple(i)].item():.8g}, expected {e[tuple(i)].item():.8g} "
+                    f"({name} where the reference has{' none' if not bool(test(e)[tuple(i)]) else ' one'})")
+    finite = torch.isfinite(e)
+    err, ref = torch.linalg.vector_norm((a - e)[finite]).item(), torch.linalg.vector_norm(e[finite]).item()
+    rel = err / ref if ref > 0 else err
+    if not rel <= tol:
+        return f"{what}: relative error {rel:.3g} exceeds {tol:g}"
+    return None
+
+
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     """‖actual - expected‖ / ‖expected‖ in float64 (inf if actual has NaN/inf)."""
     a, e = actual.to(torch.float64), expected.to(torch.float64)

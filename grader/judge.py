@@ -38,7 +38,8 @@ from types import ModuleType
 import torch
 
 from grader import env
-from grader.checks import LAYOUTS, cuda_context_lost, error_message, relative_error
+from grader.checks import LAYOUTS, cuda_context_lost, error_message, output_problem, relative_error
+from grader.checks import call_tolerance as tolerance  # noqa: F401 (the judge's name for it)
 from grader.results import save_atomic
 from grader.spec import AuditCall, Spec, audit_seed, derived_seed
 
@@ -63,39 +64,10 @@ def is_tensor(a) -> bool:
     return isinstance(a, torch.Tensor)
 
 
-def tolerance(call: AuditCall) -> float:
-    """Normwise relative error allowed: far below the rounding of a lower precision (none for an op
-    that only moves values)."""
-    if call.exact:
-        return 0.0
-    if call.tolerance is not None:
-        return float(call.tolerance(*call.args) if callable(call.tolerance) else call.tolerance)
-    dtypes = {a.dtype for a in call.args if is_tensor(a) and a.is_floating_point()}
-    return 1e-10 if dtypes == {torch.float64} else 1e-5
-
-
 def compare(actual, expected, tol: float, what: str) -> str | None:
-    """None when `actual` matches `expected` (a tensor, or a tuple with None where not compared)."""
-    if expected is None:
-        return None
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            return f"{what}: expected {len(expected)} outputs, got {type(actual).__name__}"
-        for k, (a, e) in enumerate(zip(actual, expected)):
-            problem = compare(a, e, tol, f"{what}[{k}]")
-            if problem:
-                return problem
-        return None
-    if not is_tensor(actual):
-        return f"{what}: expected a tensor, got {type(actual).__name__}"
-    if tuple(actual.shape) != tuple(expected.shape):
-        return f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}"
-    if actual.device != expected.device:
-        return f"{what}: on {actual.device}, expected on {expected.device}"
-    err = relative_error(actual, expected)
-    if not err <= tol:
-        return f"{what}: relative error {err:.3g} exceeds {tol:g}"
-    return None
+    """None when `actual` matches `expected` (a tensor, or a tuple with None where not compared), on
+    its device: grader.checks.output_problem, the generated properties' comparison."""
+    return output_problem(actual, expected, tol, what, same_device=True)
 
 
 def names_one_of(msg: str, names) -> bool:

@@ -57,6 +57,7 @@ import math
 import torch
 
 from grader.checks import LAYOUTS, CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
+from grader.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.fp64 import reference_device
 from grader.judge import clean, cotangent, gradients, names_one_of, resolve
 from grader.observe import WATCH, KernelRule, native_threads, observe
@@ -99,10 +100,6 @@ class Device:
 
 DEVICE = Device("cuda")
 AUTOGRAD = "autograd"
-# normwise relative error allowed per dtype of the call's floating arguments: far below the rounding
-# of the next lower precision
-TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}
-
 
 # --- the dry run: which edges the generated checks reach, without calling any op ----------------------
 # (tests/test_coverage.py on the CPU) None: the checks run for real
@@ -129,22 +126,6 @@ def _reach(label: str, argument: str, edge: str, dtype) -> bool:
     return True
 
 
-def dtype_of(call: AuditCall) -> torch.dtype:
-    """The floating dtype of the call's tensors (the lowest precision among them)."""
-    order = [torch.bfloat16, torch.float16, torch.float32, torch.float64]
-    found = {a.dtype for a in call.args if isinstance(a, torch.Tensor) and a.is_floating_point()}
-    return next((d for d in order if d in found), torch.float64)
-
-
-def tolerance(call: AuditCall) -> float:
-    """The call's own tolerance where it gives one (a float, or a function of its arguments), else by dtype."""
-    if call.exact:
-        return 0.0
-    if call.tolerance is not None:
-        return float(call.tolerance(*call.args) if callable(call.tolerance) else call.tolerance)
-    return TOLERANCE[dtype_of(call)]
-
-
 def _tensors(value) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
@@ -167,32 +148,13 @@ def _double(args) -> list:
 # --- comparing, NaN-aware ------------------------------------------------------------------------
 
 def _compare(actual, expected, tol: float, what: str) -> None:
-    """`actual` (tensors, or a tuple/list of them) against `expected` (float64, None where
-    not compared): equal NaN and infinity positions, and the finite values within `tol` in norm."""
-    if expected is None:
-        return
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            raise CheckFailure(f"{what}: expected {len(expected)} outputs, got {type(actual).__name__}")
-        for k, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, tol, f"{what}[{k}]")
-        return
-    require_plain_tensor(actual, what)
-    if tuple(actual.shape) != tuple(expected.shape):
-        raise CheckFailure(f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}")
-    e = expected.to(torch.float64)
-    a = actual.detach().to(e.device, torch.float64)
-    for name, test in (("NaN", torch.isnan), ("+inf", lambda t: t == float("inf")), ("-inf", lambda t: t == -float("inf"))):
-        differ = test(a) != test(e)
-        if bool(differ.any()):
-            i = differ.nonzero()[0].tolist()
-            raise CheckFailure(f"{what}: at {i} got {a[tuple(i)].item():.8g}, expected {e[tuple(i)].item():.8g} "
-                               f"({name} where the reference has{' none' if not bool(test(e)[tuple(i)]) else ' one'})")
-    finite = torch.isfinite(e)
-    err, ref = torch.linalg.vector_norm((a - e)[finite]).item(), torch.linalg.vector_norm(e[finite]).item()
-    rel = err / ref if ref > 0 else err
-    if not rel <= tol:
-        raise CheckFailure(f"{what}: relative error {rel:.3g} exceeds {tol:g}")
+    """`actual` (plain tensors, or a tuple/list of them) against `expected` (float64, None where not
+    compared): grader.checks.output_problem, raised."""
+    for t in _tensors(actual):
+        require_plain_tensor(t, what)
+    problem = output_problem(actual, expected, tol, what)
+    if problem:
+        raise CheckFailure(problem)
 
 
 # --- one call, watched ---------------------------------------------------------------------------
