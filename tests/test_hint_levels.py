@@ -1,4 +1,4 @@
-"""The `goal` hint level (`make exercises HINTS=goal`), generated here into a scratch folder: every
+"""The `goal` hint level (`make exercises LEVEL=goal`), generated here into a scratch folder: every
 region keeps only its goal and size, its steps (the TODO lines) are in the README's collapsed Hints
 in order, and the goal stubs of one exercise per unit compile and load as real extensions. The
 committed exercises/ is the `steps` level, which tests/test_stubs.py keeps in sync.
@@ -48,7 +48,7 @@ def test_every_exercise_says_it_is_at_the_goal_level(goal_tree):
     assert stubs.levels_of(goal_tree) == {d.name: "goal" for d in SOLUTIONS.iterdir() if d.is_dir()}
     for path in goal_tree.rglob("*"):
         if path.is_file() and (path.suffix in stubs.COMMENT or path.suffix == ".md"):
-            assert "by `make exercises HINTS=goal`" in path.read_text().splitlines()[0], path
+            assert "by `make exercises LEVEL=goal`" in path.read_text().splitlines()[0], path
 
 
 def test_every_region_is_reduced_to_its_goal_and_size(goal_tree):
