@@ -351,3 +351,12 @@ def test_the_open_level_asks_the_target_share():
         m, t = stubs.line_counts(folder)["open"]
         mine, total = mine + m, total + t
     assert mine >= stubs.OPEN_TARGET * total, f"the open level asks {mine} of {total} code lines of 05 to 10"
+
+
+def test_each_readme_lists_what_each_level_asks():
+    """The solutions' READMEs hold their per-level list as the markers make it (`make exercises`
+    rewrites it; the student copies are generated from them)."""
+    for folder in sorted(d for d in stubs.SOLUTIONS.iterdir() if d.is_dir()):
+        readme = (folder / "README.md").read_text()
+        assert stubs.LIST_BEGIN in readme, f"{folder.name}/README.md has no per-level list: run `make exercises`"
+        assert stubs.readme_with_level_list(readme, folder) == readme, f"{folder.name}: run `make exercises`"
