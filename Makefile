@@ -38,9 +38,12 @@
 #                                   later run keeps what an earlier one graded with the same grader)
 #   make exercises                  regenerate exercises/ and the student notebooks from solutions/
 #                                   (FORCE=1 to overwrite edits in exercises/; EX= for some exercises only;
-#                                   HINTS=goal: each region states only its goal and size, its steps go to
-#                                   the README's collapsed Hints; HINTS=steps, the default: the steps in the
-#                                   region; without HINTS each exercise keeps its level; notebooks: steps.
+#                                   LEVEL=steps, the default: each region with its steps; LEVEL=goal: each
+#                                   region states only its goal and size, its steps go to the README's
+#                                   collapsed Hints; LEVEL=open: whole kernels and functions, each with its
+#                                   goal and size; HINTS= is another name for LEVEL=; without LEVEL each
+#                                   exercise keeps its level; notebooks: steps. It prints the student's and
+#                                   the given code lines per exercise and level (docs/authoring.md).
 #                                   Switching a level rewrites exercises/, so it needs FORCE=1 whenever
 #                                   exercises/ differs from git's, as after an earlier switch)
 #   make notebooks                  the notebooks from notebooks/source/<unit>.py (jupytext), and their
@@ -63,6 +66,7 @@ PARALLEL ?=
 PUBLISH ?=
 FORCE ?=
 HINTS ?=
+LEVEL ?=
 PYTEST_ARGS ?=
 TESTS ?= tests
 WORKERS ?=
@@ -130,7 +134,7 @@ mutants:
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(HINTS),--hints $(HINTS)) $(if $(EXS),--ex $(EXS)) && \
+	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(or $(LEVEL),$(HINTS)),--level $(or $(LEVEL),$(HINTS))) $(if $(EXS),--ex $(EXS)) && \
 	  $$py -m grader.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
 
 notebooks:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from grader.env import REPO
 from grader.notebooks import MAGIC, NB_BEGIN, NB_END, SOLUTIONS, parse_solution_cell
-from grader.regions import find_region, regions_of
+from grader.regions import find_region, regions_of, source_lines
 
 NOTEBOOKS = REPO / "notebooks"
 SOURCE = NOTEBOOKS / "source"
@@ -302,7 +302,7 @@ def region_context(target: str, name: str) -> str:
     """The given code around a region (its signature and comments), as a fenced block for markdown."""
     exercise, file = target.split("/", 1)
     path = SOLUTIONS / exercise / file
-    lines = path.read_text().splitlines()
+    lines = source_lines(path)  # without the open level's lines, as the regions are counted
     region = find_region(path, name)
     head = region.context(lines)
     # an earlier region of the same function (its own cell) is shown as a placeholder, not as its solution
@@ -327,7 +327,7 @@ def excerpt(target: str, start: str, name: str) -> str:
     which for a struct's member or a kernel's epilogue is a page of unrelated code."""
     exercise, file = target.split("/", 1)
     path = SOLUTIONS / exercise / file
-    lines = path.read_text().splitlines()
+    lines = source_lines(path)  # without the open level's lines, as the regions are counted
     region = find_region(path, name)
     first = next(i for i, line in enumerate(lines) if start in line)
     if first >= region.begin:

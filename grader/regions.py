@@ -2,9 +2,9 @@
 used by the student copies (grader/stubs.py) and by the notebooks (their `%%solution` cells).
 
     // BEGIN SOLUTION            (`# BEGIN SOLUTION` in Python)
-    // GOAL: what to achieve     the region's goal: all a `make exercises HINTS=goal` copy keeps
+    // GOAL: what to achieve     the region's goal: all a `make exercises LEVEL=goal` copy keeps
     // TODO: what to write ...   the steps, kept in the student copy (the default level, `steps`)
-                                 and in the notebook's cell; at HINTS=goal, in the README's Hints
+                                 and in the notebook's cell; at LEVEL=goal, in the README's Hints
     // STUB: code                optional: what the student copy runs instead (grader/stubs.py)
     ... reference code ...
     // END SOLUTION
@@ -12,6 +12,20 @@ used by the student copies (grader/stubs.py) and by the notebooks (their `%%solu
 A marker is a line holding only the language's comment prefix (once or repeated) and the words.
 Nested, unterminated and stray END markers are errors (RegionError, naming the file and line). A
 region is named by the function around it ("leaky_relu_kernel"; "f#2" for the second region in f).
+
+The open level (`make exercises LEVEL=open`) widens the regions to whole kernels and functions with
+an outer region that holds solution regions (the one nesting allowed):
+
+    // BEGIN OPEN                (`# BEGIN OPEN` in Python)
+    // GOAL: what the whole ...  what the open-level copy says (at least one line)
+    // STUB: code                optional, as above: what the open-level copy runs instead
+    ... given code and BEGIN/END SOLUTION regions ...
+    // END OPEN
+
+Only the open level blanks it (into a BEGIN/END SOLUTION region of the student's file); the other
+levels, the notebooks and every reader of regions here see the file without its OPEN lines (the
+markers and the GOAL/STUB lines that open it): `inner_lines`. An OPEN region inside another, or one
+that a solution region straddles, is an error.
 """
 from __future__ import annotations
 
@@ -21,6 +35,7 @@ from pathlib import Path
 
 COMMENT = {".cu": "//", ".cuh": "//", ".cpp": "//", ".h": "//", ".hpp": "//", ".py": "#"}
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
+OPEN_BEGIN, OPEN_END = "BEGIN OPEN", "END OPEN"
 GOAL, TODO, STUB = "GOAL:", "TODO", "STUB:"  # the comment lines a region opens with (after the prefix)
 
 
@@ -32,6 +47,79 @@ def marker(line: str, prefix: str) -> str | None:
     """BEGIN or END when the line is a marker comment, else None."""
     m = re.match(rf"\s*{re.escape(prefix)}+\s*({BEGIN}|{END})\s*$", line)
     return m.group(1) if m else None
+
+
+def open_marker(line: str, prefix: str) -> str | None:
+    """OPEN_BEGIN or OPEN_END when the line is an open-level marker comment, else None."""
+    m = re.match(rf"\s*{re.escape(prefix)}+\s*({OPEN_BEGIN}|{OPEN_END})\s*$", line)
+    return m.group(1) if m else None
+
+
+def _is_open_header(line: str, prefix: str) -> bool:
+    return line.strip().startswith((f"{prefix} {GOAL}", f"{prefix} {STUB}"))
+
+
+def open_spans(lines: list[str], prefix: str, where: str) -> list[tuple[int, int, int]]:
+    """(begin, body, end) of each OPEN region: the 0-based indices of its BEGIN OPEN line, of its first
+    line after the GOAL/STUB lines that open it, and of its END OPEN line. Checks how OPEN and
+    SOLUTION markers nest (spans() checks the SOLUTION markers among themselves)."""
+    found: list[tuple[int, int, int]] = []
+    open_at: int | None = None
+    solution_at: int | None = None
+    for i, line in enumerate(lines):
+        m, s = open_marker(line, prefix), marker(line, prefix)
+        if s == BEGIN:
+            solution_at = i
+        elif s == END:
+            solution_at = None
+        elif m == OPEN_BEGIN:
+            if open_at is not None:
+                raise RegionError(f"{where}:{i + 1}: nested {OPEN_BEGIN} (the open region opened at line "
+                                  f"{open_at + 1} is not closed)")
+            if solution_at is not None:
+                raise RegionError(f"{where}:{i + 1}: {OPEN_BEGIN} inside the solution region opened at line "
+                                  f"{solution_at + 1} (an open region holds solution regions, not the reverse)")
+            open_at = i
+        elif m == OPEN_END:
+            if open_at is None:
+                raise RegionError(f"{where}:{i + 1}: {OPEN_END} without a {OPEN_BEGIN}")
+            if solution_at is not None:
+                raise RegionError(f"{where}:{i + 1}: {OPEN_END} inside the solution region opened at line "
+                                  f"{solution_at + 1} (close it first)")
+            body = open_at + 1
+            while body < i and _is_open_header(lines[body], prefix):
+                body += 1
+            if not any(lines[j].strip().startswith(f"{prefix} {GOAL}") for j in range(open_at + 1, body)):
+                raise RegionError(f"{where}:{open_at + 1}: an open region needs a `{prefix} {GOAL} ...` line "
+                                  f"right after {OPEN_BEGIN}, saying what the student writes there")
+            found.append((open_at, body, i))
+            open_at = None
+    if open_at is not None:
+        raise RegionError(f"{where}:{open_at + 1}: {OPEN_BEGIN} is never closed by {OPEN_END}")
+    return found
+
+
+def open_lines(lines: list[str], prefix: str, where: str) -> set[int]:
+    """The indices of the lines that only the open level reads: each OPEN region's markers and the
+    GOAL/STUB lines that open it."""
+    out: set[int] = set()
+    for begin, body, end in open_spans(lines, prefix, where):
+        out.update(range(begin, body))
+        out.add(end)
+    return out
+
+
+def inner_lines(lines: list[str], prefix: str, where: str = "<text>") -> list[str]:
+    """The lines without the open level's own (what the steps and goal levels and the notebooks read)."""
+    spans(lines, prefix, where)  # a SOLUTION marker error is reported at its line in the whole file
+    drop = open_lines(lines, prefix, where)
+    return [l for i, l in enumerate(lines) if i not in drop]
+
+
+def source_lines(path: Path) -> list[str]:
+    """A source file's lines as the regions' readers see them: without the open level's lines."""
+    path = Path(path)
+    return inner_lines(path.read_text().splitlines(), COMMENT[path.suffix], str(path))
 
 
 def spans(lines: list[str], prefix: str, where: str) -> list[tuple[int, int]]:
@@ -85,7 +173,7 @@ class Region:
 
     def teaching_lines(self) -> list[str]:
         """The TODO and code lines (what a notebook cell shows), dedented; STUB lines are the
-        student copy's business, not the student's, and GOAL lines the HINTS=goal copy's (a notebook
+        student copy's business, not the student's, and GOAL lines the LEVEL=goal copy's (a notebook
         gives the steps: its cells hold the TODO lines)."""
         kept = [l for l in self.lines if not l.strip().startswith((f"{self.prefix} {STUB}", f"{self.prefix} {GOAL}"))]
         return [(l[len(self.indent):] if l.startswith(self.indent) else l).rstrip() for l in kept]
@@ -134,7 +222,7 @@ def regions_of(path: Path, text: str | None = None) -> list[Region]:
     """The solution regions of one source file, named by their enclosing function."""
     path = Path(path)
     prefix = COMMENT[path.suffix]
-    lines = (path.read_text() if text is None else text).splitlines()
+    lines = inner_lines((path.read_text() if text is None else text).splitlines(), prefix, str(path))
     regions: list[Region] = []
     seen: dict[str, int] = {}
     for begin, end in spans(lines, prefix, str(path)):
@@ -156,8 +244,9 @@ def find_region(path: Path, name: str) -> Region:
 
 
 def replace_regions(text: str, suffix: str, bodies: dict[str, list[str]]) -> str:
-    """`text` with the inside of each named region replaced by `bodies[name]` (re-indented)."""
-    lines = text.splitlines()
+    """`text` (without its open level's lines) with the inside of each named region replaced by
+    `bodies[name]` (re-indented)."""
+    lines = inner_lines(text.splitlines(), COMMENT[suffix])
     out: list[str] = []
     last = 0
     for r in regions_of(Path("x" + suffix), text):

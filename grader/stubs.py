@@ -15,11 +15,16 @@ region also names the README's collapsed hint that holds its TODO lines: the REA
 becomes <details> blocks, its general hints first, then one block per region with its steps.
 A Python region with no STUB line gets `raise NotImplementedError(...)`. Nested, unterminated and
 stray END markers are errors. Files without regions are copied unchanged. Each file's header line
-says the level (`make exercises HINTS=goal`; no HINTS for `steps`), and --check reads it from
-there, so a student tree at either level, or with levels mixed by exercise, checks as in sync.
+says the level (`make exercises LEVEL=goal`; no LEVEL for `steps`), and --check reads it from
+there, so a student tree at any level, or with levels mixed by exercise, checks as in sync.
+At the open level (`LEVEL=open`) each OPEN region (grader/regions.py) becomes one region stating
+its goal and size, whole kernels and functions; the other levels do not see the OPEN lines.
+`make exercises` also prints what each level asks (the student's code lines and the given ones) and
+rewrites that table in docs/authoring.md.
 
     python -m grader.stubs                  write exercises/, each exercise at the level it has
-    python -m grader.stubs --hints goal     write exercises/ at the goal level (--hints steps: back)
+    python -m grader.stubs --level goal     write exercises/ at the goal level (--level steps: back;
+                                            --hints is another name for --level)
     python -m grader.stubs --ex 03 04       rewrite only those exercise folders
     python -m grader.stubs --check          exit 1 if exercises/ differs from what would be written
 """
@@ -46,19 +51,28 @@ GENERATED_NOTE = ("GENERATED from solutions/{rel} by `make exercises{hints}`: ed
 SKIP = {"__pycache__", ".ipynb_checkpoints"}
 
 # How much a region's comment gives away: `steps` (its TODO lines, the default) or `goal` (its GOAL
-# lines; the TODO lines go to the README's Hints, collapsed).
-LEVELS = ("steps", "goal")
+# lines; the TODO lines go to the README's Hints, collapsed); `open` blanks whole kernels and
+# functions (the OPEN regions, grader/regions.py) and states only their goals.
+LEVELS = ("steps", "goal", "open")
 DEFAULT_LEVEL = "steps"
 # the order of a README's hint blocks: the kernels' file first, then the binding's, then Python
 HINT_FILE_ORDER = {".cu": 0, ".cuh": 0, ".cpp": 1, ".h": 1, ".hpp": 1, ".py": 2}
 
 
 def stub_text(text: str, suffix: str, where: str, level: str = DEFAULT_LEVEL) -> str:
-    """The student version of one source file's text, at hint level `level`."""
+    """The student version of one source file's text, at level `level`."""
     if level not in LEVELS:
-        raise ValueError(f"unknown hint level {level!r}: choose one of {', '.join(LEVELS)}")
+        raise ValueError(f"unknown level {level!r}: choose one of {', '.join(LEVELS)}")
     prefix = COMMENT[suffix]
     lines = text.splitlines(keepends=True)
+    regions.spans(lines, prefix, where)
+    if level == "open":
+        return _open_text(lines, prefix, where)
+    # the steps and goal levels read the file without the open level's lines (the OPEN markers and
+    # the GOAL/STUB lines that open them); errors still name the line of the whole file
+    drop = regions.open_lines(lines, prefix, where)
+    number = [i for i in range(len(lines)) if i not in drop]
+    lines = [l for i, l in enumerate(lines) if i not in drop]
     found = regions.spans(lines, prefix, where)
     titles = hint_titles(text, where) if level == "goal" else [None] * len(found)
     # A region's line in the stub's messages is counted without the GOAL lines above it: a goal
@@ -68,9 +82,35 @@ def stub_text(text: str, suffix: str, where: str, level: str = DEFAULT_LEVEL) ->
     last = 0
     for (begin, end), title in zip(found, titles):
         out += lines[last : begin + 1]
-        out += _stub_region(lines[begin + 1 : end], prefix, regions.indent_of(lines[begin]), where, begin + 1, title,
-                            message_line=begin + 1 - sum(goal_lines[:begin]))
+        out += _stub_region(lines[begin + 1 : end], prefix, regions.indent_of(lines[begin]), where, number[begin] + 1,
+                            title, message_line=begin + 1 - sum(goal_lines[:begin]))
         last = end
+    out += lines[last:]
+    return "".join(out)
+
+
+def _open_text(lines: list[str], prefix: str, where: str) -> str:
+    """The open level: each OPEN region becomes one solution region stating the OPEN region's goal,
+    its size and its STUB lines; a solution region outside every OPEN region keeps its goal and size
+    (its steps are not given at this level)."""
+    opens = regions.open_spans(lines, prefix, where)
+    outside = [(b, b, e) for b, e in regions.spans(lines, prefix, where)
+               if not any(ob < b < oe for ob, _, oe in opens)]
+    out: list[str] = []
+    last = 0
+    for begin, body, end in sorted(opens + outside):
+        out += lines[last:begin]
+        indent = regions.indent_of(lines[begin])
+        out.append(f"{indent}{prefix} {regions.BEGIN}\n")
+        if body == begin:  # a solution region outside the open ones: its goal, not its steps
+            out += _stub_region(lines[begin + 1 : end], prefix, indent, where, begin + 1, goal_only=True,
+                                message_line=len(out))
+        else:  # the open region's own GOAL and STUB lines, and the size of all its code
+            size = sum(_is_code(l, prefix) for l in lines[body:end])
+            out += _stub_region(lines[begin + 1 : body] + [indent + "x\n"] * size, prefix, indent, where, begin + 1,
+                                goal_only=True, message_line=len(out))
+        out.append(f"{indent}{prefix} {regions.END}\n")
+        last = end + 1
     out += lines[last:]
     return "".join(out)
 
@@ -94,9 +134,10 @@ def _is_code(line: str, prefix: str) -> bool:
 
 
 def _stub_region(lines: list[str], prefix: str, indent: str, where: str, begin_line: int,
-                 hint_title: str | None = None, message_line: int | None = None) -> list[str]:
+                 hint_title: str | None = None, message_line: int | None = None, goal_only: bool = False) -> list[str]:
     """The stub of one region: its TODO lines (or, given the title of its README hint, its GOAL
-    lines as TODO lines and a pointer to that hint), its size, and its STUB lines."""
+    lines as TODO lines and a pointer to that hint; or, goal_only, its GOAL lines alone), its size,
+    and its STUB lines."""
     todo, goal, stub = [], [], []
     for line in lines:
         s = line.strip()
@@ -106,13 +147,13 @@ def _stub_region(lines: list[str], prefix: str, indent: str, where: str, begin_l
             goal.append(f"{indent}{prefix} TODO:{s[len(prefix) + 1 + len(regions.GOAL):].rstrip()}\n")
         elif s.startswith(f"{prefix} STUB:"):
             stub.append(indent + s[len(prefix) + len(" STUB:") :].strip() + "\n")
-    if not todo:
+    if not todo and not (goal_only and goal):
         raise RegionError(f"{where}:{begin_line}: a solution region needs a `{prefix} TODO: ...` line saying what to write")
     size = sum(_is_code(l, prefix) for l in lines)
-    if hint_title is not None:
+    if hint_title is not None or goal_only:
         if not goal:
-            raise RegionError(f"{where}:{begin_line}: HINTS=goal needs a `{prefix} GOAL: ...` line in every region, "
-                              f"saying what the region must achieve (its TODO lines are the steps)")
+            raise RegionError(f"{where}:{begin_line}: LEVEL=goal and LEVEL=open need a `{prefix} GOAL: ...` line in "
+                              f"every region, saying what the region must achieve (its TODO lines are the steps)")
         todo = goal
     todo.append(f"{indent}{prefix} TODO: (the reference solution takes about {size} line{'s' if size != 1 else ''})\n")
     if hint_title is not None:
@@ -150,7 +191,7 @@ def readme_with_hints(readme: str, folder: Path, where: str) -> str:
     try:
         start = next(i for i, l in enumerate(lines) if l.strip() == "## Hints")
     except StopIteration:
-        raise RegionError(f"{where}: HINTS=goal needs a `## Hints` section to put the regions' steps in") from None
+        raise RegionError(f"{where}: LEVEL=goal needs a `## Hints` section to put the regions' steps in") from None
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     general = "\n".join(lines[start + 1 : end]).strip("\n")
     blocks = [f"<details>\n<summary>General hints</summary>\n\n{general}\n\n</details>"] if general.strip() else []
@@ -175,7 +216,7 @@ def readme_with_hints(readme: str, folder: Path, where: str) -> str:
 
 
 def _header(suffix: str, rel: str, level: str = DEFAULT_LEVEL) -> str:
-    note = GENERATED_NOTE.format(rel=rel, hints="" if level == DEFAULT_LEVEL else f" HINTS={level}")
+    note = GENERATED_NOTE.format(rel=rel, hints="" if level == DEFAULT_LEVEL else f" LEVEL={level}")
     if suffix == ".md":
         return f"<!-- {note} -->\n"
     return f"{COMMENT[suffix]} {note}\n"
@@ -185,7 +226,7 @@ def level_of(folder: Path) -> str:
     """The hint level a generated exercise folder has: its README's header line says it."""
     readme = folder / "README.md"
     first = readme.read_text().split("\n", 1)[0] if readme.is_file() else ""
-    m = re.search(r"`make exercises HINTS=(\w+)`", first)
+    m = re.search(r"`make exercises (?:LEVEL|HINTS)=(\w+)`", first)
     return m.group(1) if m and m.group(1) in LEVELS else DEFAULT_LEVEL
 
 
@@ -220,6 +261,153 @@ def generate(solutions: Path = SOLUTIONS, out: Path = EXERCISES, hints: str | di
             shutil.copy2(src, dst)
         written.append(dst)
     return written
+
+
+# --- what each level asks: the student's lines and the given ones ----------------------------------
+
+DOC = REPO / "docs" / "authoring.md"
+TABLE_BEGIN = "<!-- the level table: generated by `make exercises` (grader/stubs.py, level_table) -->"
+TABLE_END = "<!-- end of the level table -->"
+OPEN_TARGET = 0.40  # the open level's share of the kernel code of 05 to 10 that is the student's
+OPEN_EXERCISES = ("05", "06", "07", "08", "09", "10")
+
+
+def line_counts(folder: Path) -> dict[str, tuple[int, int]]:
+    """Per level, (the student's code lines, all code lines) of one solutions/ exercise: over its
+    .cu, .cpp, .h and .py files (the shared course headers are not the exercise's), a code line being
+    one that is neither blank nor a whole-line comment. At steps and goal the student writes the
+    solution regions; at open, the OPEN regions and the solution regions outside them."""
+    inner = total = wide = 0
+    for src in sorted(p for p in folder.iterdir() if p.suffix in COMMENT):
+        prefix = COMMENT[src.suffix]
+        lines = src.read_text().splitlines()
+        code = [_is_code(l, prefix) for l in lines]
+        found = regions.spans(lines, prefix, str(src))
+        opens = regions.open_spans(lines, prefix, str(src))
+        total += sum(code)
+        mine = {i for b, e in found for i in range(b, e)}
+        inner += sum(code[i] for i in mine)
+        mine |= {i for b, _, e in opens for i in range(b, e)}
+        wide += sum(code[i] for i in mine)
+    return {"steps": (inner, total), "goal": (inner, total), "open": (wide, total)}
+
+
+def _share(mine: int, total: int) -> str:
+    return f"{mine} of {total} ({100 * mine / total:.0f}%)" if total else "0 of 0"
+
+
+def level_table(solutions: Path = SOLUTIONS) -> str:
+    """The Markdown table of what each level asks, per exercise, with the sum over 05 to 10."""
+    rows = ["| exercise | steps and goal: the student's code lines | open: the student's code lines |",
+            "|---|---|---|"]
+    sums = {"steps": [0, 0], "open": [0, 0]}
+    for folder in sorted(d for d in solutions.iterdir() if d.is_dir()):
+        counts = line_counts(folder)
+        rows.append(f"| {folder.name} | {_share(*counts['steps'])} | {_share(*counts['open'])} |")
+        if folder.name[:2] in OPEN_EXERCISES:
+            for level in sums:
+                sums[level][0] += counts[level][0]
+                sums[level][1] += counts[level][1]
+    rows.append(f"| {OPEN_EXERCISES[0]} to {OPEN_EXERCISES[-1]} | {_share(*sums['steps'])} | {_share(*sums['open'])} |")
+    return "\n".join(rows) + "\n"
+
+
+def doc_with_table(doc: str, table: str) -> str:
+    """docs/authoring.md with the table between its markers replaced by `table`."""
+    if TABLE_BEGIN not in doc or TABLE_END not in doc:
+        raise RegionError(f"{DOC}: the level table needs its markers {TABLE_BEGIN!r} and {TABLE_END!r}")
+    head, rest = doc.split(TABLE_BEGIN, 1)
+    return head + TABLE_BEGIN + "\n" + table + TABLE_END + rest.split(TABLE_END, 1)[1]
+
+
+LIST_BEGIN = "<!-- generated by `make exercises` (grader/stubs.py, level_list): what each level asks -->"
+LIST_END = "<!-- end of the level list -->"
+LIST_SECTION = "## What is yours, per level"
+
+
+def _named(folder: Path, level: str) -> list[str]:
+    """Per source file, the functions the student writes at `level`: `file: f, g` (a function whose
+    OPEN region holds all of it written `f (whole)`)."""
+    out = []
+    for src in sorted((p for p in folder.iterdir() if p.suffix in COMMENT),
+                      key=lambda p: (HINT_FILE_ORDER.get(p.suffix, 9), p.name)):
+        text = src.read_text()
+        if level == "open":
+            stub = stub_text(text, src.suffix, src.name, "open")
+            opened = {regions._definition_name(stub.splitlines(), regions._definition_line(stub.splitlines(), b))
+                      for b, _, _ in regions.open_spans(text.splitlines(), COMMENT[src.suffix], src.name)
+                      for b in [_open_begin_in_stub(stub, text, src.suffix, b)]}
+            names = [r.name.split("#")[0] for r in regions.regions_of(src, stub)]
+            names = [f"{n} (whole)" if n in opened else n for n in names]
+        else:
+            names = [r.name.split("#")[0] for r in regions.regions_of(src, text)]
+        names = list(dict.fromkeys(names))
+        if names:
+            out.append(f"`{src.name}`: " + ", ".join(names))
+    return out
+
+
+def _open_begin_in_stub(stub: str, text: str, suffix: str, begin: int) -> int:
+    """The line of the stub where the OPEN region beginning at line `begin` of the solution starts:
+    the nth BEGIN SOLUTION of the stub, n counted over the solution's OPEN and outside regions."""
+    prefix = COMMENT[suffix]
+    lines = text.splitlines()
+    opens = regions.open_spans(lines, prefix, "x")
+    outside = [b for b, e in regions.spans(lines, prefix, "x") if not any(ob < b < oe for ob, _, oe in opens)]
+    order = sorted([b for b, _, _ in opens] + outside)
+    stub_begins = [b for b, _ in regions.spans(stub.splitlines(), prefix, "x")]
+    return stub_begins[order.index(begin)]
+
+
+def level_list(folder: Path) -> str:
+    """The README's per-level list of what is the student's and what is given, from the markers."""
+    counts = line_counts(folder)
+    inner, total = counts["steps"]
+    wide = counts["open"][0]
+    opened = any(regions.open_spans(p.read_text().splitlines(), COMMENT[p.suffix], p.name)
+                 for p in folder.iterdir() if p.suffix in COMMENT)
+    steps = (f"- **steps** and **goal** (`make exercises`, `LEVEL=goal`): yours are the regions in "
+             + "; ".join(_named(folder, "steps")) + f" ({inner} of the {total} code lines).")
+    if opened:
+        open_ = (f"- **open** (`LEVEL=open`): yours are " + "; ".join(_named(folder, "open"))
+                 + f" ({wide} of the {total} code lines; whole: all of the function's body, its signature and the "
+                 f"comment above it given).")
+    else:
+        open_ = "- **open** (`LEVEL=open`): the same as goal (this exercise has no wider regions)."
+    given = ("- **Given** at every level: everything else (the bindings and registration, the launch helpers and "
+             "the other functions not listed, the shared course headers).")
+    return "\n".join([steps, open_, given]) + "\n"
+
+
+def readme_with_level_list(readme: str, folder: Path) -> str:
+    """A solution README with its per-level list rewritten (a new section before `## Hints` if none)."""
+    block = LIST_BEGIN + "\n" + level_list(folder) + LIST_END
+    if LIST_BEGIN in readme and LIST_END in readme:
+        head, rest = readme.split(LIST_BEGIN, 1)
+        return head + block + rest.split(LIST_END, 1)[1]
+    if "\n## Hints\n" not in readme:
+        raise RegionError(f"{folder}/README.md: needs a `## Hints` section to put the per-level list before")
+    head, rest = readme.split("\n## Hints\n", 1)
+    return head + f"\n{LIST_SECTION}\n\n{block}\n\n## Hints\n" + rest
+
+
+def write_level_lists(solutions: Path = SOLUTIONS) -> None:
+    for folder in sorted(d for d in solutions.iterdir() if d.is_dir()):
+        readme = folder / "README.md"
+        text = readme.read_text()
+        new = readme_with_level_list(text, folder)
+        if new != text:
+            readme.write_text(new)
+
+
+def write_level_table() -> str:
+    table = level_table()
+    if DOC.is_file():
+        text = DOC.read_text()
+        new = doc_with_table(text, table)
+        if new != text:
+            DOC.write_text(new)
+    return table
 
 
 def differences(expected_root: Path, actual_root: Path) -> list[str]:
@@ -265,10 +453,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only report differences")
     parser.add_argument("--force", action="store_true", help="overwrite uncommitted changes in exercises/")
     parser.add_argument("--ex", nargs="*", default=[], help="only these exercise folders (numbers or names)")
-    parser.add_argument("--hints", choices=LEVELS, default=None,
-                        help="how much each region's comment gives away: steps (its TODO lines) or goal (its goal "
-                             "and size; the steps go to the README's Hints); default: the level each exercise has "
-                             "now (steps for a new one)")
+    parser.add_argument("--level", "--hints", dest="level", choices=LEVELS, default=None,
+                        help="what the student writes: steps (each region with its TODO lines), goal (each region "
+                             "with its goal and size; the steps go to the README's Hints) or open (whole kernels and "
+                             "functions, each with its goal and size); --hints is another name for --level; "
+                             "default: the level each exercise has now (steps for a new one)")
     args = parser.parse_args(argv)
     if args.check:
         problems = check()
@@ -277,13 +466,14 @@ def main(argv: list[str] | None = None) -> int:
         print("exercises/ is in sync with solutions/" if not problems else "run `make exercises` to regenerate")
         return 1 if problems else 0
     if args.ex:
-        return _regenerate_some(args.ex, args.hints, args.force)
+        return _regenerate_some(args.ex, args.level, args.force)
     edits = _student_edits()
     if edits and not args.force:
         print("exercises/ has uncommitted changes; regenerating would overwrite them:", *edits, sep="\n  ")
         print("commit or stash them, or run `make exercises FORCE=1`")
         return 1
-    hints = args.hints or levels_of(EXERCISES)
+    hints = args.level or levels_of(EXERCISES)
+    write_level_lists()  # the solutions' READMEs first: the student copies are generated from them
     with tempfile.TemporaryDirectory() as tmp:
         generated = Path(tmp) / "exercises"
         generate(SOLUTIONS, generated, hints)  # fails on a bad region before anything is touched
@@ -296,9 +486,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_levels() -> None:
-    goal = [name for name, level in levels_of(EXERCISES).items() if level == "goal"]
-    if goal:
-        print(f"hints at the goal level (steps in each README's Hints): {', '.join(goal)}")
+    for shown in ("goal", "open"):
+        names = [name for name, level in levels_of(EXERCISES).items() if level == shown]
+        if names:
+            print(f"at the {shown} level: {', '.join(names)}")
+    print("what each level asks (also in docs/authoring.md; a code line is neither blank nor a comment):")
+    print(write_level_table(), end="")
 
 
 def _regenerate_some(names: list[str], hints: str | None = None, force: bool = False) -> int:
@@ -323,7 +516,7 @@ def _regenerate_some(names: list[str], hints: str | None = None, force: bool = F
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(generated / folder.name, target)
-        print(f"wrote exercises/{folder.name}" + (f" (HINTS={level})" if level != DEFAULT_LEVEL else ""))
+        print(f"wrote exercises/{folder.name}" + (f" (LEVEL={level})" if level != DEFAULT_LEVEL else ""))
     return 0
 
 

@@ -238,3 +238,18 @@ def test_switching_hint_levels_says_it_needs_force_everywhere(texts):
 def test_a_list_of_exercises_is_shown_both_ways(texts):
     for where in ("Makefile", "README.md"):
         assert 'EX="04 09 10"' in texts[where] and "EX=04,09,10" in texts[where], where
+
+
+def test_the_levels_are_stated_alike_everywhere(texts):
+    """`make exercises LEVEL=...`: the Makefile, the README and `python -m grader.stubs --help` name
+    every level of grader.stubs.LEVELS and say that HINTS= (--hints) is another name for it."""
+    from grader.stubs import LEVELS
+
+    stated = {"Makefile": texts["Makefile"], "README.md": texts["README.md"],
+              "python -m grader.stubs --help": _help("grader.stubs")}
+    for where, text in stated.items():
+        flag = "--level" if where.startswith("python") else "LEVEL="
+        for level in LEVELS:
+            assert f"{level} (" in text or f"{flag}{level}" in text or f"{level}:" in text, f"{where} does not state {level}"
+        alias = "--hints is another name for --level" if flag == "--level" else "HINTS= is another name for LEVEL="
+        assert alias in text, f"{where} does not say {alias!r}"

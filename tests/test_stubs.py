@@ -97,7 +97,7 @@ def test_named_regions_are_the_stubbed_ones():
     assert region.teaching_lines() == ["// TODO: return the answer.", "int a = 40;", "return a + 2;"]
 
 
-# --- hint levels: HINTS=steps (the TODO lines, the default) and HINTS=goal (the GOAL lines) ----------
+# --- hint levels: LEVEL=steps (the TODO lines, the default) and LEVEL=goal (the GOAL lines) ----------
 
 GOAL_CPP = """int f() {
   // BEGIN SOLUTION
@@ -132,9 +132,9 @@ def test_steps_level_ignores_goal_lines():
 
 
 def test_goal_level_needs_a_goal_in_every_region():
-    with pytest.raises(stubs.RegionError, match=r"x.cpp:2: HINTS=goal needs a `// GOAL: \.\.\.` line"):
+    with pytest.raises(stubs.RegionError, match=r"x.cpp:2: LEVEL=goal and LEVEL=open need a `// GOAL: \.\.\.` line"):
         stubs.stub_text(CPP, ".cpp", "x.cpp", "goal")
-    with pytest.raises(ValueError, match="unknown hint level 'some'"):
+    with pytest.raises(ValueError, match="unknown level 'some'"):
         stubs.stub_text(CPP, ".cpp", "x.cpp", "some")
 
 
@@ -172,7 +172,7 @@ def test_goal_readme_has_the_hints_collapsed_from_gentle_to_explicit(tmp_path):
     out = tmp_path / "exercises"
     stubs.generate(src.parent, out, "goal")
     readme = (out / "99_two" / "README.md").read_text()
-    assert readme.splitlines()[0] == ("<!-- GENERATED from solutions/99_two/README.md by `make exercises HINTS=goal`: "
+    assert readme.splitlines()[0] == ("<!-- GENERATED from solutions/99_two/README.md by `make exercises LEVEL=goal`: "
                                       "edit only inside the BEGIN/END SOLUTION regions. -->")
     hints = readme.split("## Hints\n")[1].split("## Run")[0]
     summaries = [l for l in hints.splitlines() if l.startswith("<summary>")]
@@ -207,7 +207,7 @@ def test_each_exercise_checks_at_the_level_its_header_says(tmp_path):
 
 
 def test_every_region_of_the_solutions_opens_with_its_goal():
-    """HINTS=goal needs a goal in every region: its GOAL lines first, then the TODO lines (the steps)."""
+    """LEVEL=goal needs a goal in every region: its GOAL lines first, then the TODO lines (the steps)."""
     missing = []
     for path in sorted(stubs.SOLUTIONS.rglob("*")):
         if path.suffix not in stubs.COMMENT or stubs.SKIP.intersection(path.parts):
@@ -218,3 +218,145 @@ def test_every_region_of_the_solutions_opens_with_its_goal():
             if not n or region.lines[:n] != region.goal or not region.lines[n].strip().startswith(f"{region.prefix} TODO"):
                 missing.append(where)
     assert not missing, "regions that do not open with `GOAL:` lines, then `TODO` lines:\n" + "\n".join(missing)
+
+
+# --- the open level: OPEN regions hold solution regions, and only LEVEL=open blanks them --------------
+
+OPEN_CU = """__global__ void k(float* y, int n) {
+  // BEGIN OPEN
+  // GOAL: the whole kernel: y[i] = 2 i for i < n.
+  int i = threadIdx.x;
+  // BEGIN SOLUTION
+  // GOAL: store.
+  // TODO: y[i] = 2 * i
+  if (i < n) y[i] = 2 * i;
+  // END SOLUTION
+  // END OPEN
+}
+int f() {
+  // BEGIN OPEN
+  // GOAL: the answer.
+  // STUB: TORCH_CHECK(false, "f is not implemented yet");
+  int a = 40;
+  // BEGIN SOLUTION
+  // GOAL: add.
+  // TODO: return a + 2
+  // STUB: TORCH_CHECK(false, "f is not implemented yet");
+  return a + 2;
+  // END SOLUTION
+  // END OPEN
+}
+int g() {
+  // BEGIN SOLUTION
+  // GOAL: one.
+  // TODO: return 1
+  // STUB: TORCH_CHECK(false, "g is not implemented yet");
+  return 1;
+  // END SOLUTION
+}
+"""
+
+
+def test_open_level_blanks_the_open_regions_whole():
+    out = stubs.stub_text(OPEN_CU, ".cu", "x.cu", "open")
+    assert out == """__global__ void k(float* y, int n) {
+  // BEGIN SOLUTION
+  // TODO: the whole kernel: y[i] = 2 i for i < n.
+  // TODO: (the reference solution takes about 2 lines)
+  // END SOLUTION
+}
+int f() {
+  // BEGIN SOLUTION
+  // TODO: the answer.
+  // TODO: (the reference solution takes about 2 lines)
+  TORCH_CHECK(false, "f is not implemented yet");
+  // END SOLUTION
+}
+int g() {
+  // BEGIN SOLUTION
+  // TODO: one.
+  // TODO: (the reference solution takes about 1 line)
+  TORCH_CHECK(false, "g is not implemented yet");
+  // END SOLUTION
+}
+"""
+    assert [r.name for r in regions.regions_of(Path("x.cu"), out)] == ["k", "f", "g"]
+
+
+def test_the_other_levels_and_the_notebooks_do_not_see_the_open_lines():
+    for level in ("steps", "goal"):
+        assert stubs.stub_text(OPEN_CU, ".cu", "x.cu", level) == stubs.stub_text(_no_open(OPEN_CU), ".cu", "x.cu", level)
+    ours = regions.regions_of(Path("x.cu"), OPEN_CU)
+    theirs = regions.regions_of(Path("x.cu"), _no_open(OPEN_CU))
+    assert [(r.name, r.begin, r.end, r.lines) for r in ours] == [(r.name, r.begin, r.end, r.lines) for r in theirs]
+
+
+def _no_open(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    drop = regions.open_lines([l.rstrip("\n") for l in lines], "//", "x.cu")
+    return "".join(l for i, l in enumerate(lines) if i not in drop)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("int f() {\n// BEGIN OPEN\n// GOAL: a\n// BEGIN OPEN\n// END OPEN\n// END OPEN\n}\n", "x.cu:4: nested BEGIN OPEN"),
+        ("int f() {\n// BEGIN SOLUTION\n// TODO: a\n// BEGIN OPEN\n// END SOLUTION\n}\n", "x.cu:4: BEGIN OPEN inside the solution region"),
+        ("int f() {\n// BEGIN OPEN\n// GOAL: a\n// BEGIN SOLUTION\n// TODO: a\n// END OPEN\n// END SOLUTION\n}\n",
+         "x.cu:6: END OPEN inside the solution region opened at line 4"),
+        ("int f() {\n// BEGIN OPEN\n// GOAL: a\n}\n", "x.cu:2: BEGIN OPEN is never closed"),
+        ("int f() {\n// END OPEN\n}\n", "x.cu:2: END OPEN without"),
+        ("int f() {\n// BEGIN OPEN\nint x;\n// END OPEN\n}\n", "x.cu:2: an open region needs a `// GOAL: ...` line"),
+    ],
+)
+def test_bad_open_regions_are_errors_with_line_numbers(text, message):
+    for level in stubs.LEVELS:
+        with pytest.raises(stubs.RegionError, match=message):
+            stubs.stub_text(text, ".cu", "x.cu", level)
+    with pytest.raises(regions.RegionError, match=message):
+        regions.regions_of(Path("x.cu"), text)
+
+
+def test_a_region_error_names_the_line_of_the_whole_file():
+    text = "int f() {\n// BEGIN OPEN\n// GOAL: a\n// BEGIN SOLUTION\nint x;\n// END SOLUTION\n// END OPEN\n}\n"
+    with pytest.raises(stubs.RegionError, match="x.cu:4: a solution region needs"):
+        stubs.stub_text(text, ".cu", "x.cu")
+
+
+def test_open_level_python_region_raises():
+    py = ("def f():\n    # BEGIN OPEN\n    # GOAL: all of f.\n    a = 1\n    # BEGIN SOLUTION\n    # GOAL: b.\n"
+          "    # TODO: return a.\n    return a\n    # END SOLUTION\n    # END OPEN\n")
+    out = stubs.stub_text(py, ".py", "x.py", "open")
+    assert "raise NotImplementedError(" in out and "return a" not in out
+    compile(out, "x.py", "exec")
+
+
+def test_the_line_counts_of_a_level(tmp_path):
+    folder = tmp_path / "99_x"
+    folder.mkdir()
+    (folder / "x.cu").write_text(OPEN_CU)
+    # code lines: k: signature, i =, if, }, f: signature, a =, return, }, g: signature, return, }
+    assert stubs.line_counts(folder) == {"steps": (3, 11), "goal": (3, 11), "open": (5, 11)}
+
+
+def test_the_level_table_in_the_docs_is_generated():
+    doc = stubs.DOC.read_text()
+    assert stubs.doc_with_table(doc, stubs.level_table()) == doc, "run `make exercises` to regenerate the level table"
+
+
+def test_the_open_level_asks_the_target_share():
+    """At the open level the student writes at least OPEN_TARGET of the code of 05 to 10."""
+    mine = total = 0
+    for folder in sorted(d for d in stubs.SOLUTIONS.iterdir() if d.is_dir() and d.name[:2] in stubs.OPEN_EXERCISES):
+        m, t = stubs.line_counts(folder)["open"]
+        mine, total = mine + m, total + t
+    assert mine >= stubs.OPEN_TARGET * total, f"the open level asks {mine} of {total} code lines of 05 to 10"
+
+
+def test_each_readme_lists_what_each_level_asks():
+    """The solutions' READMEs hold their per-level list as the markers make it (`make exercises`
+    rewrites it; the student copies are generated from them)."""
+    for folder in sorted(d for d in stubs.SOLUTIONS.iterdir() if d.is_dir()):
+        readme = (folder / "README.md").read_text()
+        assert stubs.LIST_BEGIN in readme, f"{folder.name}/README.md has no per-level list: run `make exercises`"
+        assert stubs.readme_with_level_list(readme, folder) == readme, f"{folder.name}: run `make exercises`"

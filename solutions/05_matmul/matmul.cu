@@ -104,6 +104,9 @@ struct Stage {
 template <bool kVecA, bool kVecB>
 __device__ __forceinline__ void load_stage(Stage& s, const float* __restrict__ A, const float* __restrict__ B,
                                            int64_t M, int64_t N, int64_t K, int64_t m0, int64_t n0, int64_t k0) {
+  // BEGIN OPEN
+  // GOAL: write load_stage whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int tid = threadIdx.x;
   const int64_t ar = m0 + tid / 2, ak = k0 + 4 * (tid % 2);
   if (kVecA) {
@@ -121,15 +124,20 @@ __device__ __forceinline__ void load_stage(Stage& s, const float* __restrict__ A
 #pragma unroll
     for (int i = 0; i < 4; ++i) s.b[i] = (bk < K && bn + i < N) ? B[bk * N + bn + i] : 0.0f;
   }
+  // END OPEN
 }
 
 // Registers -> shared memory. A is stored transposed (As[k][m]) so that a thread's 8 rows of one k
 // are two float4 reads, like B's 8 columns.
 [[maybe_unused]] __device__ __forceinline__ void store_stage(const Stage& s, float (*As)[kBM], float (*Bs)[kBN]) {
+  // BEGIN OPEN
+  // GOAL: write store_stage whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < 4; ++i) As[4 * (tid % 2) + i][tid / 2] = s.a[i];
   *reinterpret_cast<float4*>(&Bs[tid / 32][4 * (tid % 32)]) = make_float4(s.b[0], s.b[1], s.b[2], s.b[3]);
+  // END OPEN
 }
 
 // Grid (ceil(N / 128), ceil(M / 128)), 256 threads. Block (bx, by) computes the 128 x 128 tile of C
@@ -142,6 +150,9 @@ template <bool kVecA, bool kVecB>
 __global__ void __launch_bounds__(kThreads3, 2)
     matmul_kernel3(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                    int64_t N, int64_t K) {
+  // BEGIN OPEN
+  // GOAL: write matmul_kernel3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   __shared__ __align__(16) float As[2][kBK][kBM];
   __shared__ __align__(16) float Bs[2][kBK][kBN];
   // Thread (tx, ty) of a 16 x 16 layout; each warp is a 4 x 8 patch of it, so its float4 reads of As
@@ -208,6 +219,7 @@ __global__ void __launch_bounds__(kThreads3, 2)
       }
     }
   }
+  // END OPEN
 }
 
 // ---------------------------------------------------------------------------------- kernel 4
@@ -378,6 +390,9 @@ __device__ __forceinline__ void tile_product4(Stage4 (&ring)[kStages4], const fl
                                               const float* __restrict__ B, int64_t M, int64_t N, int64_t K,
                                               int64_t k0, int64_t k_len, int64_t m0, int64_t n0, int arow, int bcol,
                                               float (&acc)[kTM4][kTN4]) {
+  // BEGIN OPEN
+  // GOAL: write tile_product4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int64_t steps = course::ceil_div<int64_t>(k_len, kBK4);
   Loader4<kVecB, kTransA, kTransB> loader(A, B, M, N, K, k0, k_len, m0, n0);
 
@@ -429,6 +444,7 @@ __device__ __forceinline__ void tile_product4(Stage4 (&ring)[kStages4], const fl
     // END SOLUTION
   }
   cp_async_wait<0>();  // only empty groups can be pending here, but leave none behind
+  // END OPEN
 }
 
 // Write a thread's 16 x 8 outputs into `out` (rows x cols, row-major) at rows m0 + arow + ..., columns
@@ -437,6 +453,9 @@ __device__ __forceinline__ void tile_product4(Stage4 (&ring)[kStages4], const fl
 template <bool kVec>
 __device__ __forceinline__ void store_tile4(float* __restrict__ out, const float (&acc)[kTM4][kTN4], int64_t rows,
                                             int64_t cols, int64_t m0, int64_t n0, int arow, int bcol) {
+  // BEGIN OPEN
+  // GOAL: write store_tile4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
 #pragma unroll
   for (int i = 0; i < kTM4; ++i) {
     const int64_t row = m0 + arow + 16 * (i / 4) + i % 4;
@@ -455,6 +474,7 @@ __device__ __forceinline__ void store_tile4(float* __restrict__ out, const float
       }
     }
   }
+  // END OPEN
 }
 
 // Grid (ceil(N / 128), ceil(M / 128), batch x splits), 128 threads (2 x 2 warps, each 64 x 64 of C), 16 x 8
@@ -467,6 +487,9 @@ template <bool kVecB, bool kTransA = false, bool kTransB = false>
 __global__ void __launch_bounds__(kThreads4, 2)
     matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                    int64_t N, int64_t K, int64_t k_split, int64_t splits) {
+  // BEGIN OPEN
+  // GOAL: write matmul_kernel4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.25 KiB
   const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
   const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
@@ -483,6 +506,7 @@ __global__ void __launch_bounds__(kThreads4, 2)
   float acc[kTM4][kTN4] = {};
   tile_product4<kVecB, kTransA, kTransB>(ring, A, B, M, N, K, k0, k_len, m0, n0, arow, bcol, acc);
   store_tile4<kVecB>(C, acc, M, N, m0, n0, arow, bcol);
+  // END OPEN
 }
 
 // Stream-K (given): kernel 4's tiles when they fill more than two thirds of the SMs but less than a
@@ -501,6 +525,8 @@ template <bool kVecB>
 __global__ void __launch_bounds__(kThreads4, 2)
     matmul_kernel4_streamk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                            float* __restrict__ workspace, int64_t M, int64_t N, int64_t K, int64_t workers) {
+  // BEGIN OPEN
+  // GOAL: write matmul_kernel4_streamk whole: what the README's Interface asks of it, as the reference does.
   __shared__ __align__(16) Stage4 ring[kStages4];
   const int64_t tile_cols = course::ceil_div<int64_t>(N, kBN4);
   const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
@@ -524,6 +550,7 @@ __global__ void __launch_bounds__(kThreads4, 2)
     }
     it += last - first;
   }
+  // END OPEN
 }
 
 // The worker whose iterations hold iteration `it` (streamk_begin(w) <= it < streamk_begin(w + 1)).
@@ -539,6 +566,9 @@ __device__ __forceinline__ int64_t streamk_worker(int64_t it, int64_t total, int
 __global__ void __launch_bounds__(256)
     matmul_streamk_fixup(const float* __restrict__ workspace, float* __restrict__ C, int64_t M, int64_t N, int64_t K,
                          int64_t workers) {
+  // BEGIN OPEN
+  // GOAL: write matmul_streamk_fixup whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   course::wait_for_previous();  // launched overlapping the workers (launch_streamk)
   const int64_t tile_cols = course::ceil_div<int64_t>(N, kBN4);
   const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
@@ -557,6 +587,7 @@ __global__ void __launch_bounds__(256)
   }
   const float out[4] = {sum.x, sum.y, sum.z, sum.w};
   for (int j = 0; j < 4 && col + j < N; ++j) C[row * N + col + j] = out[j];
+  // END OPEN
 }
 
 // ---------------------------------------------------------------------------------- version 4's other shapes
@@ -586,6 +617,9 @@ template <bool kVec>
 __global__ void __launch_bounds__(kGemvThreads)
     matmul_gemv_rows(const float* __restrict__ A, const float* __restrict__ x, float* __restrict__ out, int64_t M,
                      int64_t K, int64_t k_split) {
+  // BEGIN OPEN
+  // GOAL: write matmul_gemv_rows whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp;
   if (row >= M) return;  // the whole warp
@@ -611,6 +645,7 @@ __global__ void __launch_bounds__(kGemvThreads)
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
   if (lane == 0) out[(batch * gridDim.y + split) * M + row] = acc;
+  // END OPEN
 }
 
 // Grid (ceil(N / W), splits, batch), 256 threads, W = kBlockCols: block x computes columns c0 = W x ..
@@ -629,6 +664,9 @@ template <bool kVec, int kBlockCols>
 __global__ void __launch_bounds__(kGemvThreads)
     matmul_gemv_cols(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ out, int64_t N,
                      int64_t K, int64_t k_split) {
+  // BEGIN OPEN
+  // GOAL: write matmul_gemv_cols whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   constexpr int kRowLanes = kBlockCols / 4, kWarpRows = 32 / kRowLanes;  // lanes a row, rows a warp
   constexpr int kBlockRows = kGemvColsWarps * kWarpRows;            // rows the block reads at once
   __shared__ __align__(16) float sums[kGemvColsWarps][kBlockCols];
@@ -672,6 +710,7 @@ __global__ void __launch_bounds__(kGemvThreads)
     for (int w = 1; w < kGemvColsWarps; ++w) total += sums[w][threadIdx.x];
     out[(batch * gridDim.y + split) * N + c] = total;
   }
+  // END OPEN
 }
 
 // Small tiles: a product with a side of 64 or less whose 128 x 128 tiles are fewer than the SMs (a
@@ -701,6 +740,9 @@ constexpr int64_t kSmallSide = 64;             // the longest short side that ta
 template <bool kVec>
 __device__ __forceinline__ void load_quad(float (&v)[4], const float* __restrict__ src, int64_t row, int64_t col,
                                           int64_t ld, bool inside, int64_t cols) {
+  // BEGIN OPEN
+  // GOAL: write load_quad whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   if (kVec) {
     const float4 q = inside && col < cols ? *reinterpret_cast<const float4*>(src + row * ld + col)
                                           : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -709,12 +751,15 @@ __device__ __forceinline__ void load_quad(float (&v)[4], const float* __restrict
 #pragma unroll
     for (int e = 0; e < 4; ++e) v[e] = inside && col + e < cols ? src[row * ld + col + e] : 0.f;
   }
+  // END OPEN
 }
 
 template <int BM, bool kVec>
 __global__ void __launch_bounds__(kSmallThreads, 2)  // up to 128 registers: capped at 64, one spilled
     matmul_small_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                        int64_t N, int64_t K, int64_t k_split, int64_t splits) {
+  // BEGIN OPEN
+  // GOAL: write matmul_small_tiles whole: what the README's Interface asks of it, as the reference does.
   constexpr int BN = kSmallArea / BM, kBNQuads = BN / 4, kKQuads = kSmallBK / 4;  // float4s per row of B, of A
   constexpr int kAQuads = BM * kSmallBK / 4, kBQuads = kSmallBK * kBNQuads;  // float4s per step
   constexpr int kAPer = (kAQuads + kSmallThreads - 1) / kSmallThreads;  // float4s a thread loads per step
@@ -801,6 +846,7 @@ __global__ void __launch_bounds__(kSmallThreads, 2)  // up to 128 registers: cap
       }
     }
   }
+  // END OPEN
 }
 
 // Two neighbouring outputs (x at p[0], y at p[1]) in C's type: float, or bfloat16 rounded to nearest.
@@ -852,6 +898,8 @@ template <typename T, int kVec>
 __global__ void __launch_bounds__(kGemvThreads)
     matmul_splitk_reduce(const float* __restrict__ ws, T* __restrict__ C, int64_t MN, int64_t total,
                          int64_t splits, int64_t group, int slices) {
+  // BEGIN OPEN
+  // GOAL: write matmul_splitk_reduce whole: what the README's Interface asks of it, as the reference does.
   __shared__ float slice_sums[kVec][kGemvThreads];
   course::wait_for_previous();  // launched overlapping the product that wrote ws (launch_splitk_reduce)
   const int units = kGemvThreads / slices;  // per block and pass
@@ -904,6 +952,7 @@ __global__ void __launch_bounds__(kGemvThreads)
     }
     __syncthreads();  // slice_sums is rewritten by the next pass
   }
+  // END OPEN
 }
 
 // ---------------------------------------------------------------------------------- kernel 5
@@ -1040,6 +1089,9 @@ constexpr int64_t padded16(int64_t n) {
 // read float32 B so: K-major, like A, and already rounded.
 __global__ void __launch_bounds__(256) matmul_transpose_tf32(const float* __restrict__ B, uint32_t* __restrict__ Bt,
                                                         int64_t K, int64_t N, int64_t ldb, int64_t Kp) {
+  // BEGIN OPEN
+  // GOAL: write matmul_transpose_tf32 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   __shared__ uint32_t tile[32][33];  // 33: a column of the tile spans all 32 banks
   const int64_t k0 = int64_t(blockIdx.y) * 32, n0 = int64_t(blockIdx.x) * 32;
   B += int64_t(blockIdx.z) * K * ldb;
@@ -1053,6 +1105,7 @@ __global__ void __launch_bounds__(256) matmul_transpose_tf32(const float* __rest
     const int64_t n = n0 + i, k = k0 + threadIdx.x;
     if (n < N && k < Kp) Bt[n * Kp + k] = tile[threadIdx.x][i];
   }
+  // END OPEN
 }
 
 // B^T of `batch` matrices B (K x N, rows ldb apart) into bt ([batch][N][Kp] words), rounded to TF32:
@@ -1210,6 +1263,9 @@ struct Loader5 {
 template <typename T, bool kBt>
 __device__ __forceinline__ void load_fragments5(const Stage5<T>& s, int ks, uint32_t (&a)[kMTiles5][4],
                                                 uint32_t (&b)[kNTiles5][2], int wrow, int wcol, int lane) {
+  // BEGIN OPEN
+  // GOAL: write load_fragments5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: a[i] (the A fragment of the warp's tile row i: rows wrow + 16 i ..) and b[j] (the B fragment of
   // GOAL: its tile column j: columns wcol + 8 j ..) of mma k step ks (chunks 2 ks and 2 ks + 1 of A).
@@ -1254,12 +1310,16 @@ __device__ __forceinline__ void load_fragments5(const Stage5<T>& s, int ks, uint
     }
   }
   // END SOLUTION
+  // END OPEN
 }
 
 // acc[i][j] (the warp's 16 x 8 tile i, j) += a[i] b[j] for all 4 x 8 tiles: one mma k step.
 template <typename T, bool kBt>
 __device__ __forceinline__ void mma_fragments5(float (&acc)[kMTiles5][kNTiles5][4], uint32_t (&a)[kMTiles5][4],
                                                uint32_t (&b)[kNTiles5][2]) {
+  // BEGIN OPEN
+  // GOAL: write mma_fragments5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: every acc[i][j] gains the product of fragments a[i] and b[j] through mma16x8.
   // TODO: for float, first round each word of a, and of b unless it came from B^T (kBt: rounded when
@@ -1284,6 +1344,7 @@ __device__ __forceinline__ void mma_fragments5(float (&acc)[kMTiles5][kNTiles5][
     for (int j = 0; j < kNTiles5; ++j) mma16x8<T>(acc[i][j], a[i], b[j]);
   }
   // END SOLUTION
+  // END OPEN
 }
 
 // Write the warp's 4 x 8 tiles of 16 x 8 (acc) to C at rows row0 + 16 i, columns col0 + 8 j, with the
@@ -1291,6 +1352,9 @@ __device__ __forceinline__ void mma_fragments5(float (&acc)[kMTiles5][kNTiles5][
 template <typename T>
 __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[kMTiles5][kNTiles5][4], int64_t M,
                                          int64_t N, int64_t row0, int64_t col0, int lane) {
+  // BEGIN OPEN
+  // GOAL: write store_c5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: every element of the warp's 64 x 64 tile of C that lies inside C (row < M, column < N) holds
   // GOAL: its sum from acc, in C's type; nothing outside C is written.
@@ -1320,6 +1384,7 @@ __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[k
     }
   }
   // END SOLUTION
+  // END OPEN
 }
 
 // Grid (ceil(N / 128), ceil(M / 128), batch x splits), 128 threads (2 x 2 warps, each a 64 x 64 tile of C
@@ -1334,6 +1399,9 @@ template <typename T, bool kVecA, bool kVecB, bool kBt>
 __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
     matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ partial,
                    int64_t M, int64_t N, int64_t K, int64_t ldbt, int64_t k_split, int64_t splits) {
+  // BEGIN OPEN
+  // GOAL: write matmul_kernel5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   extern __shared__ __align__(128) unsigned char smem5[];  // kSmem5 bytes: 3 x 32 KiB
   Stage5<T>* ring = reinterpret_cast<Stage5<T>*>(smem5);
   const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
@@ -1407,6 +1475,7 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
   } else {
     store_c5<T>(C + batch * M * N, acc, M, N, m0 + wrow, n0 + wcol, lane);
   }
+  // END OPEN
 }
 
 void check_grid_rows(int64_t M, int64_t rows_per_block, const char* version) {
@@ -1466,6 +1535,10 @@ Plan split_k(Path path, int64_t K, int64_t want, int64_t most, int64_t align) {
 // multiple of `align`, the kernel's k step, and at least `min_k`); plan4 below states the rule.
 Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int64_t sms, int64_t align,
                  int64_t min_k) {
+  // BEGIN OPEN
+  // GOAL: write split_tiles whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "split_tiles is not implemented yet");
   if (tiles < sms && K >= 2 * min_k && (K >= 4 * std::max(M, N) || 3 * tiles <= 2 * sms)) {
     const int64_t most = std::min(K / min_k, kMaxSplits);
     const int64_t slots = 2 * sms;
@@ -1484,6 +1557,7 @@ Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int6
     return split_k(path, K, want, most, align);
   }
   return {path, 1, K};
+  // END OPEN
 }
 
 // Kernel 4's tiles that fill one or two waves of `slots` blocks (as many as the GPU runs at once) and
@@ -1495,6 +1569,10 @@ Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int6
 // what it saved (8192 x 2304 x 768, 4 waves: 0.94x -> 0.92x); kernel 5's waves are 4-5 times shorter,
 // so it never paid there (8192 x 768 x 768: 0.72x -> 0.50x of cuBLAS TF32).
 Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t bn, int64_t slots, int64_t align) {
+  // BEGIN OPEN
+  // GOAL: write split_tail whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "split_tail is not implemented yet");
   const int64_t cols = course::ceil_div<int64_t>(N, bn), rows = course::ceil_div<int64_t>(M, bm);
   const int64_t head = rows * cols / slots * slots / cols;  // whole rows of tiles within the whole waves
   const int64_t tail = (rows - head) * cols;
@@ -1503,6 +1581,7 @@ Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t 
   Plan plan = split_k(path, K, want, want, align);
   if (plan.splits > 1) plan.head_rows = head * bm;
   return plan;
+  // END OPEN
 }
 
 // The rule. N == 1 (also M == N == 1): a warp per row of A; M == 1: a block per 128 columns of B.
@@ -1523,6 +1602,10 @@ Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t 
 // sum where K does not dominate (1400 x 1400 x 700, 121 tiles: 0.76x whole, 0.75x in 2): those tiles,
 // up to 90% of the blocks the GPU holds, take stream-K instead (below, and matmul_kernel4_streamk).
 Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
+  // BEGIN OPEN
+  // GOAL: write plan4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "plan4 is not implemented yet");
   const int64_t sms = sm_count();
   if (N == 1) {
     const int64_t blocks = course::ceil_div<int64_t>(M, kGemvRowsPerBlock) * batch;
@@ -1568,6 +1651,7 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
     }
   }
   return plan;
+  // END OPEN
 }
 
 // Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
@@ -1619,6 +1703,9 @@ bool reads_bt5(const Plan& plan, int64_t M, int64_t K) {
 template <typename T, bool kBt>
 void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N, int64_t K, int64_t ldbt,
              int64_t batch, const Plan& plan, cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write launch5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // grid z: the batch elements x the splits (blockIdx.z = element * splits + split)
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN5)),
                   static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)), static_cast<unsigned>(batch * plan.splits));
@@ -1660,6 +1747,7 @@ void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N,
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
+  // END OPEN
 }
 
 // ---------------------------------------------------------------------------------- kernel 6
@@ -1817,6 +1905,9 @@ __device__ __forceinline__ void wgmma256(float (&d)[128], const uint32_t (&a)[4]
 // wgmma k step ks (32 bytes of each row: chunks 2 ks and 2 ks + 1).
 template <typename T>
 __device__ __forceinline__ void load_a6(uint32_t (&a)[Tile6<T>::kMmaSteps][4], uint32_t stage_a, int wrow, int lane) {
+  // BEGIN OPEN
+  // GOAL: write load_a6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: a[ks] is this lane's A fragment of wgmma k step ks (mma.sync's layout: a[ks][0] row g, a[ks][1]
   // GOAL: row g + 8, a[ks][2] and a[ks][3] the same rows 16 bytes further along k; g = lane / 4 below wrow),
@@ -1835,6 +1926,7 @@ __device__ __forceinline__ void load_a6(uint32_t (&a)[Tile6<T>::kMmaSteps][4], u
     }
   }
   // END SOLUTION
+  // END OPEN
 }
 
 // The ring's stage `step % kStages6` and its two mbarriers: full (the producer's TMA copies landed:
@@ -1854,6 +1946,9 @@ struct Ring6 {
 template <typename T>
 __device__ __forceinline__ void produce6(const CUtensorMap* map_a, const CUtensorMap* map_b, const Ring6& ring,
                                          int64_t steps, int m0, int n0, int element) {
+  // BEGIN OPEN
+  // GOAL: write produce6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   constexpr int kBK = Tile6<T>::kBK;
   for (int64_t step = 0; step < steps; ++step) {
     if (step >= kStages6) mbar_wait(ring.empty_bar(step), Ring6::parity(step - kStages6));
@@ -1868,6 +1963,7 @@ __device__ __forceinline__ void produce6(const CUtensorMap* map_a, const CUtenso
       for (int q = 0; q < kBN6 / 64; ++q) tma_load_3d(stage + kABytes6 + 8192 * q, map_b, n0 + 64 * q, k, element, full);
     }
   }
+  // END OPEN
 }
 
 // One k step of a consumer warpgroup: wait for the stage's copies, read and round this warp's A
@@ -1879,6 +1975,9 @@ template <typename T>
 __device__ __forceinline__ void consume6(float (&d)[128], uint32_t (&a)[Tile6<T>::kMmaSteps][4],
                                          uint32_t (&a_prev)[Tile6<T>::kMmaSteps][4], const Ring6& ring, int64_t step,
                                          int arow, int lane) {
+  // BEGIN OPEN
+  // GOAL: write consume6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   mbar_wait(ring.full_bar(step), Ring6::parity(step));
   const uint32_t stage = ring.stage(step);
   // BEGIN SOLUTION
@@ -1902,6 +2001,7 @@ __device__ __forceinline__ void consume6(float (&d)[128], uint32_t (&a)[Tile6<T>
     for (int w = 0; w < 4; ++w) keep(a_prev[ks][w]);
   }
   if (step > 0 && lane == 0) mbar_arrive(ring.empty_bar(step - 1));
+  // END OPEN
 }
 
 // Grid (ceil(N / 256), ceil(M / 128), batch elements), 384 threads, kSmem6 bytes of dynamic shared
@@ -1915,6 +2015,9 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads6, 1)
     matmul_kernel6(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                    T* __restrict__ C, int64_t M, int64_t N, int64_t K, int element0) {
+  // BEGIN OPEN
+  // GOAL: write matmul_kernel6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   extern __shared__ __align__(1024) unsigned char smem6[];
   // TMA's 128-byte swizzle repeats every 1024 bytes: the ring starts on such a boundary
   const uint32_t base = (static_cast<uint32_t>(__cvta_generic_to_shared(smem6)) + 1023) & ~1023u;
@@ -1970,6 +2073,7 @@ __global__ void __launch_bounds__(kThreads6, 1)
       }
     }
   }
+  // END OPEN
 }
 
 // Version 6 runs only on a compute capability 9.0 GPU (wgmma and TMA are sm_90a's own: not on 10.0 or
@@ -2181,6 +2285,8 @@ void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N
 }
 
 void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write matmul_cuda3 whole: what the README's Interface asks of it: run the matmul_kernel3 that vec_a and vec_b allow on `stream`; report a failed launch.
   check_grid_rows(M, kBM, "version 3");
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN)),
                   static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM)));
@@ -2204,6 +2310,7 @@ void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // END SOLUTION
+  // END OPEN
 }
 
 int64_t matmul_workspace4(int64_t batch, int64_t M, int64_t N, int64_t K) {
@@ -2300,6 +2407,8 @@ void launch4(const Plan& plan, const float* A, const float* B, float* out, int64
 
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   float* workspace, cudaStream_t stream, bool trans_a, bool trans_b) {
+  // BEGIN OPEN
+  // GOAL: write matmul_cuda4 whole: what the README's Interface asks of it, as the reference does.
   check_grid_rows(M, kBM4, "version 4");
   Plan plan = plan4(batch, M, N, K);
   TORCH_CHECK((plan.splits == 1 && plan.path != Path::kStreamK) || workspace != nullptr, "matmul_cuda4: this product "
@@ -2326,6 +2435,7 @@ void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64
   launch4(plan, A, B, plan.splits > 1 ? workspace : C, batch, M, N, K, stream, trans_a, trans_b);
   if (plan.splits > 1) course::took("v4.splitk");
   if (plan.splits > 1) launch_splitk_reduce(workspace, C, batch, M * N, plan.splits, stream);
+  // END OPEN
 }
 
 namespace {
@@ -2336,6 +2446,9 @@ namespace {
 template <typename T>
 void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, int64_t K, float* workspace,
              cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write matmul5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   check_grid_rows(M, kBM5, "version 5");
   // tensor cores take TF32 and BF16 from compute capability 8.0 on, and only from code compiled for such
   // a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path)
@@ -2375,6 +2488,7 @@ void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, 
   }
   if (plan.splits > 1) course::took<T>("v5.splitk");
   if (plan.splits > 1) launch_splitk_reduce(partials, C, batch, M * N, plan.splits, stream);
+  // END OPEN
 }
 
 }  // namespace
@@ -2403,6 +2517,9 @@ namespace {
 template <typename T>
 void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t batch, int64_t M, int64_t N,
              int64_t K, float* workspace, cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write matmul6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   check_grid_rows(M, kBM6, "version 6");
   check_kernel6();
   if (K == 0) {  // no k steps: C is zeros (0.0 is all-zero bits in float32 and bfloat16)
@@ -2443,6 +2560,7 @@ void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t bat
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   // END SOLUTION
+  // END OPEN
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ __device__ __forceinline__ scalar_t load_padded(const scalar_t* __restrict__ pla
 template <typename scalar_t>
 __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s) {
+  // BEGIN OPEN
+  // GOAL: write conv2d_kernel1 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     // BEGIN SOLUTION
@@ -59,6 +62,7 @@ __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* _
     y[i] = acc;
     // END SOLUTION
   }
+  // END OPEN
 }
 
 // The implicit GEMM's tiles. A block computes a BM x BN tile of the output matrix Y[m][co]
@@ -79,6 +83,9 @@ template <typename scalar_t, int BM>
 __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                                      const scalar_t* __restrict__ bias, scalar_t* __restrict__ y,
                                                      Conv2dShape s) {
+  // BEGIN OPEN
+  // GOAL: write conv2d_kernel2 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   constexpr int kThreads = BM * BN / (TM * TN);
   static_assert(kThreads == BM, "one im2col row per thread");
   constexpr int kBPerThread = BK * BN / kThreads;  // weights each thread loads per K step
@@ -224,6 +231,7 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
       }
     }
   }
+  // END OPEN
 }
 
 // ---------------------------------------------------------------- the depthwise path (version 2)
@@ -251,6 +259,9 @@ template <typename scalar_t, int kCols>
 __global__ void __launch_bounds__(kDwThreads)
     conv2d_depthwise_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                             const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s) {
+  // BEGIN OPEN
+  // GOAL: write conv2d_depthwise_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   [[maybe_unused]] constexpr int K = 3;
   const int strips = (s.wo + kCols - 1) / kCols;
   const int64_t items = s.n * s.cout * s.ho * strips;
@@ -311,6 +322,7 @@ __global__ void __launch_bounds__(kDwThreads)
       if (ow0 + j < s.wo) yp[j] = acc[j];
     // END SOLUTION
   }
+  // END OPEN
 }
 
 // The tile kernel (given code): filters other than 3x3.
@@ -337,6 +349,9 @@ __global__ void __launch_bounds__(kDwThreads)
     conv2d_depthwise_tile_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                  const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s,
                                  DepthwiseTile t) {
+  // BEGIN OPEN
+  // GOAL: write conv2d_depthwise_tile_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   __shared__ __align__(16) scalar_t tile[kDwSmemBytes / sizeof(scalar_t)];  // [planes][in_rows][in_cols]
   const int kh_n = s.kh, kw_n = s.kw;
   const int64_t planes = s.n * s.cout;
@@ -416,12 +431,17 @@ __global__ void __launch_bounds__(kDwThreads)
       if (j < nrows && oh < s.ho) yp[int64_t(oh) * s.wo] = acc[j];
     }
   }
+  // END OPEN
 }
 
 // The depthwise tile for s (elements of elem_bytes) and its grid: whole planes, several a block, when
 // a plane has few outputs; else a tile of rows (and of 64 columns past 128). False when even one
 // output's input does not fit in shared memory, or the grid would be too large: the GEMM runs then.
 bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, dim3& grid) {
+  // BEGIN OPEN
+  // GOAL: write depthwise_tile whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "depthwise_tile is not implemented yet");
   const int64_t cap = kDwSmemBytes / elem_bytes;
   const int64_t planes = s.n * s.cout;
   auto in_rows = [&](int64_t rows) { return (rows - 1) * s.stride_h + int64_t(s.dil_h) * (s.kh - 1) + 1; };
@@ -457,6 +477,7 @@ bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, 
        static_cast<int>(in_cols(cols)), static_cast<int>(row_tiles)};
   grid = dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
   return true;
+  // END OPEN
 }
 
 // ---------------------------------------------------------------------------------- version 3
@@ -521,6 +542,9 @@ __device__ __forceinline__ int swizzle3(int k, int m) { return m ^ (((k >> 2) & 
 template <int BN3>
 __device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[kMTiles3][kNTiles3][4], int wm0, int wn0,
                                            int lane) {
+  // BEGIN OPEN
+  // GOAL: write mma_stage3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   [[maybe_unused]] const int g = lane / 4, t = lane % 4;
   [[maybe_unused]] uint32_t b[kNTiles3][4];  // b[j][e]: channel wn0 + 8 j + g at the stage's k = 4 t + e, as TF32
   // BEGIN SOLUTION
@@ -562,6 +586,7 @@ __device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[k
     }
     // END SOLUTION
   }
+  // END OPEN
 }
 
 // Y's tile in acc -> y: the warp's 64 x 32 outputs (pixels m0 + [0, 64), channels co0 + [0, 32)) + bias,
@@ -572,6 +597,9 @@ __device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[k
 __device__ __forceinline__ void store_y3(float* __restrict__ y, const float* __restrict__ bias,
                                          const float (&acc)[kMTiles3][kNTiles3][4], const Conv2dShape& s, int64_t m0,
                                          int co0, int lane) {
+  // BEGIN OPEN
+  // GOAL: write store_y3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: y[n][co][oh][ow] = Y[m][co] + bias[co] (0 without bias) for each of the warp's pixels m < M and
   // GOAL: channels co < cout, from acc as the comment above lays it out; nothing outside y is written.
@@ -615,6 +643,7 @@ __device__ __forceinline__ void store_y3(float* __restrict__ y, const float* __r
     }
   }
   // END SOLUTION
+  // END OPEN
 }
 
 // Version 3, implicit GEMM on tensor cores: grid (ceil(M / 128), ceil(cout / BN3)), 2 BN3 threads = 2 x (BN3 / 32)
@@ -639,6 +668,9 @@ template <int BN3, bool kTapMajor, bool kVecB>
 __global__ void __launch_bounds__(2 * BN3, kMinBlocks3<BN3>)
     conv2d_kernel3(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
                    float* __restrict__ y, Conv2dShape s) {
+  // BEGIN OPEN
+  // GOAL: write conv2d_kernel3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   constexpr int kThreads = 2 * BN3;
   constexpr int kAPer = kBM3 * kBK3 / kThreads;  // k of one im2col row a thread gathers per step: 8 or 16
   constexpr int kBRows = kThreads / 4;           // channel rows of B copied per pass (2 passes)
@@ -749,18 +781,23 @@ __global__ void __launch_bounds__(2 * BN3, kMinBlocks3<BN3>)
   }
   cp_async_wait<0>();
   store_y3(y, bias, acc, s, m0 + wm0, co0 + wn0, lane);
+  // END OPEN
 }
 
 // weight (cout, cin, kh, kw) -> weight_t (cout, kh, kw, cin), the tap-major order of version 3's K:
 // a grid-stride loop over weight_t's elements (neighbouring threads write neighbouring channels).
 __global__ void conv2d_weight_kernel3(const float* __restrict__ weight, float* __restrict__ weight_t, int64_t total,
                                       int cin, int khw) {
+  // BEGIN OPEN
+  // GOAL: write conv2d_weight_kernel3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int ci = static_cast<int>(i % cin);
     const int64_t row = i / cin;  // co khw + tap
     const int tap = static_cast<int>(row % khw);
     weight_t[i] = weight[(row - tap) * cin + int64_t(ci) * khw + tap];
   }
+  // END OPEN
 }
 
 [[maybe_unused]] constexpr int kDirectThreads = 256;
@@ -801,6 +838,8 @@ void launch_implicit_gemm_tiles(const scalar_t* x, const scalar_t* weight, const
 template <typename scalar_t>
 void launch_implicit_gemm(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                           const Conv2dShape& s, cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write launch_implicit_gemm whole: what the README's Interface asks of it, as the reference does.
   const int64_t M = s.n * s.ho * s.wo;
   if (M == 0 || s.cout == 0) return;
   TORCH_CHECK(s.groups <= 65535, "groups: version 2's implicit GEMM takes at most 65535 groups (one grid layer "
@@ -819,6 +858,7 @@ void launch_implicit_gemm(const scalar_t* x, const scalar_t* weight, const scala
     course::took<scalar_t>("v2.gemm64");
     launch_implicit_gemm_tiles<scalar_t, 64>(x, weight, bias, y, s, stream);
   }
+  // END OPEN
 }
 
 // The depthwise kernels over the whole output: the direct one for 3x3 filters, else the tile kernel when
@@ -872,6 +912,8 @@ void launch_tensor_core_tiles(const float* x, const float* weight, const float* 
 
 void launch_tensor_cores(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
                          float* weight_t, cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write launch_tensor_cores whole: what the README's Interface asks of it, as the reference does.
   // version 3 runs only where tensor cores take TF32 (compute capability 8.0 and newer) and only from
   // code compiled for such a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path)
   course::check_tensor_cores(conv2d_kernel3<64, false, false>, "version 3");
@@ -903,6 +945,7 @@ void launch_tensor_cores(const float* x, const float* weight, const float* bias,
     vec_b ? launch_tensor_core_tiles<64, false, true>(x, weight, bias, y, s, stream)
           : launch_tensor_core_tiles<64, false, false>(x, weight, bias, y, s, stream);
   }
+  // END OPEN
 }
 
 }  // namespace

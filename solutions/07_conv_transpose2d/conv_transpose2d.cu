@@ -32,6 +32,9 @@ template <typename scalar_t>
 __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                         const scalar_t* __restrict__ bias, scalar_t* __restrict__ y,
                                         ConvTranspose2dShape s) {
+  // BEGIN OPEN
+  // GOAL: write conv_transpose2d_kernel1 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     // BEGIN SOLUTION
@@ -67,6 +70,7 @@ __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const s
     y[i] = acc;
     // END SOLUTION
   }
+  // END OPEN
 }
 
 [[maybe_unused]] constexpr int kThreads = 256;  // kernel 1
@@ -103,6 +107,10 @@ __device__ __forceinline__ int gcd_int(int x, int y) {
 
 // Phase `first` (0 <= first < stride) of an axis of `out` outputs, a kernel of k taps.
 [[maybe_unused]] __device__ __forceinline__ Phase1D phase_1d(int first, int out, int k, int stride, int pad, int dil) {
+  // BEGIN OPEN
+  // GOAL: write phase_1d whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: return {};
   Phase1D p;
   p.first = first;
   p.count = first < out ? (out - first + stride - 1) / stride : 0;
@@ -120,6 +128,7 @@ __device__ __forceinline__ int gcd_int(int x, int y) {
   p.taps = p.tap0 < 0 ? 0 : (k - p.tap0 + p.step - 1) / p.step;
   p.in0 = p.tap0 < 0 ? 0 : (first + pad - p.tap0 * dil) / stride;  // a whole number: exact
   return p;
+  // END OPEN
 }
 
 // y as one GEMM per group g and phase (a, b), C[M x Ncol] = A[M x Kred] * B[Kred x Ncol], its operands
@@ -156,6 +165,9 @@ struct Smem {  // double-buffered k-slices of A (as [k][m]) and B (as [k][n])
 template <typename T, class LoadA, class LoadB>
 __device__ __forceinline__ void gemm_tile(const LoadA& la, const LoadB& lb, int k_begin, int k_end, Smem<T>& sm,
                                           T (&acc)[8][8]) {
+  // BEGIN OPEN
+  // GOAL: write gemm_tile whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -196,6 +208,7 @@ __device__ __forceinline__ void gemm_tile(const LoadA& la, const LoadB& lb, int 
       buf ^= 1;
     }
   }
+  // END OPEN
 }
 
 // A: thread t loads rows t/8 + 16i (i < 4) at reduction index t%8 (ci, i, j): the phase's tap (r_i, s_j).
@@ -296,6 +309,9 @@ template <typename T, bool kUnitStride, int K3 = 0>
 __global__ void __launch_bounds__(kGemmThreads, 4)
     conv_transpose2d_kernel2(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                              T* __restrict__ y, ConvTranspose2dShape s, int phase0) {
+  // BEGIN OPEN
+  // GOAL: write conv_transpose2d_kernel2 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   __shared__ Smem<T> sm;
   // (stride 1: one phase, blockIdx.z the group itself: a division less, and one register less across the
   // loop, where a group kept in a register pushed the tap counters out to reloads and cost 5-13%)
@@ -349,6 +365,7 @@ __global__ void __launch_bounds__(kGemmThreads, 4)
       }
     }
   }
+  // END OPEN
 }
 
 // ---------------------------------------------------------------- version 3: Winograd F(4x4, 3x3)
@@ -379,6 +396,9 @@ constexpr int kWinoThreads = 128;
 // G v for a column of 3 filter taps: 6 values (the weight transform's columns, then its rows).
 template <typename T>
 __device__ __forceinline__ void winograd_g(const T (&g)[3], T (&o)[6]) {
+  // BEGIN OPEN
+  // GOAL: write winograd_g whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: o = G g, G the 6 x 3 matrix above.
   // TODO: one line per row of G: o[0] = g[0] / 4, o[1] = -(g[0] + g[1] + g[2]) / 6, and so on (divide, as
@@ -390,6 +410,7 @@ __device__ __forceinline__ void winograd_g(const T (&g)[3], T (&o)[6]) {
   o[4] = g[0] / 24 - g[1] / 12 + g[2] / 6;
   o[5] = g[2];
   // END SOLUTION
+  // END OPEN
 }
 
 // U[xi][ci][co] = (G g G^T)[xi] for g = w[ci][co] flipped: the grouped 1 x 1 weight (36 cin, cout_g).
@@ -397,6 +418,9 @@ __device__ __forceinline__ void winograd_g(const T (&g)[3], T (&o)[6]) {
 template <typename T>
 __global__ void winograd_weight_kernel(const T* __restrict__ w, T* __restrict__ U, int cin, int cout_g,
                                        T* __restrict__ flags, int64_t tiles) {
+  // BEGIN OPEN
+  // GOAL: write winograd_weight_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < tiles) flags[i] = T(0);
   if (i >= int64_t(cin) * cout_g) return;
@@ -416,11 +440,15 @@ __global__ void winograd_weight_kernel(const T* __restrict__ w, T* __restrict__ 
 #pragma unroll
     for (int b = 0; b < 6; ++b) U[(a * 6 + b) * plane + i] = u[b];
   }
+  // END OPEN
 }
 
 // B^T v for a column of 6 (the same code transforms the columns, then the rows).
 template <typename T>
 __device__ __forceinline__ void winograd_bt(const T (&d)[6], T (&o)[6]) {
+  // BEGIN OPEN
+  // GOAL: write winograd_bt whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: o = B^T d, B^T the 6 x 6 matrix above.
   // TODO: one line per row of B^T, its zeros left out: o[0] = 4 d[0] - 5 d[2] + d[4], and so on.
@@ -431,6 +459,7 @@ __device__ __forceinline__ void winograd_bt(const T (&d)[6], T (&o)[6]) {
   o[4] = 2 * d[1] - d[2] - 2 * d[3] + d[4];
   o[5] = 4 * d[1] - 5 * d[3] + d[5];
   // END SOLUTION
+  // END OPEN
 }
 
 // V[xi][ci][t] = (B^T d B)[xi], d the 6 x 6 input tile of tile t (image n, tile row ty, column tx) in
@@ -438,6 +467,9 @@ __device__ __forceinline__ void winograd_bt(const T (&d)[6], T (&o)[6]) {
 template <typename T>
 __global__ void winograd_input_kernel(const T* __restrict__ x, T* __restrict__ V, T* __restrict__ flags,
                                       ConvTranspose2dShape s, int pc_h, int pc_w, int th, int tw) {
+  // BEGIN OPEN
+  // GOAL: write winograd_input_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int64_t tiles = s.n * th * tw;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= tiles * s.cin) return;
@@ -473,11 +505,15 @@ __global__ void winograd_input_kernel(const T* __restrict__ x, T* __restrict__ V
 #pragma unroll
     for (int c = 0; c < 6; ++c) out[(r * 6 + c) * plane] = o[c];
   }
+  // END OPEN
 }
 
 // A^T v for a column of 6: 4 values.
 template <typename T>
 __device__ __forceinline__ void winograd_at(const T (&m)[6], T (&o)[4]) {
+  // BEGIN OPEN
+  // GOAL: write winograd_at whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: o = A^T m, A^T the 4 x 6 matrix above.
   // TODO: the rows of A^T share sums and differences: with s1 = m[1] + m[2], d1 = m[1] - m[2],
@@ -488,6 +524,7 @@ __device__ __forceinline__ void winograd_at(const T (&m)[6], T (&o)[4]) {
   o[2] = s1 + 4 * s2;
   o[3] = d1 + 8 * d2 + m[5];
   // END SOLUTION
+  // END OPEN
 }
 
 // A tile whose input holds a NaN or an infinity: the transforms would spread it to outputs that never
@@ -496,6 +533,9 @@ __device__ __forceinline__ void winograd_at(const T (&m)[6], T (&o)[4]) {
 template <typename T>
 __device__ void winograd_direct_tile(const T* __restrict__ x, const T* __restrict__ w, T b, T* __restrict__ dst,
                                      const ConvTranspose2dShape& s, int64_t n, int co, int y0, int x0) {
+  // BEGIN OPEN
+  // GOAL: write winograd_direct_tile whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int cin_g = s.cin / s.groups, cout_g = s.cout / s.groups, g = co / cout_g;
   for (int r = 0; r < 4 && y0 + r < s.ho; ++r)
     for (int c = 0; c < 4 && x0 + c < s.wo; ++c) {
@@ -514,6 +554,7 @@ __device__ void winograd_direct_tile(const T* __restrict__ x, const T* __restric
       }
       dst[(y0 + r) * s.wo + x0 + c] = acc;
     }
+  // END OPEN
 }
 
 // y's 4 x 4 tile t of channel co = A^T M A + bias[co], M[xi][co][t]; only what lies inside y is written.
@@ -521,6 +562,9 @@ template <typename T>
 __global__ void winograd_output_kernel(const T* __restrict__ M, const T* __restrict__ flags, const T* __restrict__ x,
                                        const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
                                        ConvTranspose2dShape s, int th, int tw) {
+  // BEGIN OPEN
+  // GOAL: write winograd_output_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   const int64_t tiles = s.n * th * tw;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= tiles * s.cout) return;
@@ -556,6 +600,7 @@ __global__ void winograd_output_kernel(const T* __restrict__ M, const T* __restr
     for (int c = 0; c < 4; ++c)
       if (x0 + c < s.wo) dst[(y0 + r) * s.wo + x0 + c] = o[c] + b;
   }
+  // END OPEN
 }
 
 }  // namespace
@@ -563,6 +608,10 @@ __global__ void winograd_output_kernel(const T* __restrict__ M, const T* __restr
 template <typename scalar_t>
 void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                            const ConvTranspose2dShape& s, int version, cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write conv_transpose2d_cuda whole: what the README's Interface asks of it: run conv_transpose2d_kernel1 over every output element on `stream`; report a failed launch.
+  // GOAL: run conv_transpose2d_kernel2 over every 64 x 128 tile of every group's part of every stride
+  // GOAL: phase of y on `stream`, in several launches where groups x phases pass gridDim.z's limit
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   if (total == 0) return;  // a grid of 0 blocks is an error
   if (version == 1) {
@@ -614,6 +663,7 @@ void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scal
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   // END SOLUTION
+  // END OPEN
 }
 
 // Version 3's tiles: ceil(ho / 4) x ceil(wo / 4) per image.
@@ -633,6 +683,9 @@ int64_t conv_transpose2d_workspace3(const ConvTranspose2dShape& s) {
 template <typename scalar_t>
 void conv_transpose2d_winograd_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                                     const ConvTranspose2dShape& s, scalar_t* workspace, cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: write conv_transpose2d_winograd_cuda whole: what the README's Interface asks of it: M = the 36 products per group, by version 2's launcher: a grouped 1 x 1 transposed
+  // GOAL: convolution of V (one image of 36 cin channels, 1 x tiles pixels) by U, into M.
   const int64_t tiles = winograd_tiles(s);
   if (tiles == 0 || s.cout == 0) return;
   course::took<scalar_t>("v3.winograd");  // (planner paths: course/paths.h)
@@ -675,6 +728,7 @@ void conv_transpose2d_winograd_cuda(const scalar_t* x, const scalar_t* weight, c
   winograd_output_kernel<scalar_t><<<wino_blocks(tiles * s.cout), kWinoThreads, 0, stream>>>(
       M, flags, x, weight, bias, y, s, th, tw);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // END OPEN
 }
 
 // The binding file dispatches on dtype; these are the types it may ask for.

@@ -129,6 +129,9 @@ class BoundHandle {
 // ------------------------------------------------------------------------------------- the key
 
 Key make_key(const Args& a) {
+  // BEGIN OPEN
+  // GOAL: write make_key whole: what the README's Interface asks of it: a key that tells apart any two calls that need different plans.
+  // STUB: TORCH_CHECK(false, "make_key is not implemented yet");
   Key key;
   // BEGIN SOLUTION
   // GOAL: a key that tells apart any two calls that need different plans.
@@ -150,6 +153,7 @@ Key make_key(const Args& a) {
   key.dilation = a.dilation;
   // END SOLUTION
   return key;
+  // END OPEN
 }
 
 }  // namespace
@@ -157,6 +161,9 @@ Key make_key(const Args& a) {
 // ------------------------------------------------------------------------------- descriptors
 
 Plan describe(const Args& a) {
+  // BEGIN OPEN
+  // GOAL: write describe whole: what the README's Interface asks of it: the plan's x, w and convolution descriptors from `a`, and its output shape and y descriptor.
+  // STUB: TORCH_CHECK(false, "describe is not implemented yet");
   Plan plan;  // its constructor created the four descriptors; they are destroyed with it
   plan.x = a.x;
   plan.w = a.w;
@@ -190,6 +197,7 @@ Plan describe(const Args& a) {
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan.bias_desc.get(), CUDNN_TENSOR_NCHW, a.dtype, 1, as_int(out_channels), 1,
                                          1));
   return plan;
+  // END OPEN
 }
 
 namespace {
@@ -241,6 +249,9 @@ class PlanCache {
 };
 
 std::shared_ptr<const Plan> PlanCache::find(const Key& key) {
+  // BEGIN OPEN
+  // GOAL: write find whole: what the README's Interface asks of it: `found` = the plan cached under key (or none), with the LRU order and the counts kept up to date.
+  // STUB: TORCH_CHECK(false, "find is not implemented yet");
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const Plan> found;
   // BEGIN SOLUTION
@@ -258,9 +269,13 @@ std::shared_ptr<const Plan> PlanCache::find(const Key& key) {
   }
   // END SOLUTION
   return found;
+  // END OPEN
 }
 
 std::shared_ptr<const Plan> PlanCache::insert(const Key& key, std::shared_ptr<const Plan> plan) {
+  // BEGIN OPEN
+  // GOAL: write insert whole: what the README's Interface asks of it: cache plan under key unless a plan is there already; `kept` = the plan cached under key.
+  // STUB: TORCH_CHECK(false, "insert is not implemented yet");
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const Plan> kept;
   // BEGIN SOLUTION
@@ -280,6 +295,7 @@ std::shared_ptr<const Plan> PlanCache::insert(const Key& key, std::shared_ptr<co
   }
   // END SOLUTION
   return kept;
+  // END OPEN
 }
 
 PlanCache& cache() {
@@ -341,6 +357,10 @@ bool workspace_size(cudnnHandle_t h, const Plan& p, Op op, int algo, size_t* byt
 
 // cuDNN's heuristic: its ranking of the algorithms, best first, without running any.
 [[maybe_unused]] std::vector<Candidate> heuristic_candidates(cudnnHandle_t h, const Plan& p, Op op) {
+  // BEGIN OPEN
+  // GOAL: write heuristic_candidates whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "heuristic_candidates is not implemented yet");
   const int count = algorithm_count(h, op);
   int returned = 0;
   switch (op) {
@@ -364,6 +384,7 @@ bool workspace_size(cudnnHandle_t h, const Plan& p, Op op, int algo, size_t* byt
     }
   }
   return {};
+  // END OPEN
 }
 
 // Largest workspace a benchmark may give the algorithms: what the hungriest one asks for, up to this.
@@ -372,6 +393,10 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 // A workspace for cudnnFind...Ex: as large as the hungriest algorithm wants (capped), halved while
 // the allocator is out of memory; algorithms that need more than it get are reported as failed.
 [[maybe_unused]] c10::DataPtr find_workspace(cudnnHandle_t h, const Plan& p, Op op, size_t* bytes) {
+  // BEGIN OPEN
+  // GOAL: write find_workspace whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "find_workspace is not implemented yet");
   size_t largest = 0;
   for (int algo = 0, n = algorithm_count(h, op); algo < n; ++algo) {
     size_t need = 0;
@@ -386,12 +411,17 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
       *bytes /= 2;
     }
   }
+  // END OPEN
 }
 
 // Benchmark: cuDNN runs every algorithm on the call's own buffers (it writes the output, which the
 // real call overwrites next) and returns them fastest first.
 [[maybe_unused]] std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op op, const Buffers& b,
                                                              void* workspace, size_t workspace_bytes) {
+  // BEGIN OPEN
+  // GOAL: write benchmark_candidates whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "benchmark_candidates is not implemented yet");
   const int count = algorithm_count(h, op);
   int returned = 0;
   switch (op) {
@@ -418,6 +448,7 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
     }
   }
   return {};
+  // END OPEN
 }
 
 // Whether an algorithm computes through a transform of the data (Winograd, FFT) rather than a direct
@@ -425,6 +456,10 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 // weight measured up to 7.6e-6 off float64 for 3x3 kernels (H200), and a 5x5 one chosen by timing on
 // an H100 1.7e-3 once (the algorithm was not recorded), where strict fp32 is held to 1e-5.
 [[maybe_unused]] bool transforms_the_data(Op op, int algo) {
+  // BEGIN OPEN
+  // GOAL: write transforms_the_data whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "transforms_the_data is not implemented yet");
   switch (op) {
     case Op::kForward:
       return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
@@ -437,10 +472,14 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
              algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
   }
   return false;
+  // END OPEN
 }
 
 // Sets plan.algo, plan.math and plan.workspace_bytes.
 void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
+  // BEGIN OPEN
+  // GOAL: write choose_algorithm whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: the plan's algorithm, math type and workspace size: the best candidate cuDNN offers that
   // GOAL: the call allows.
@@ -477,12 +516,16 @@ void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t
   TORCH_CHECK(workspace_size(h, plan, a.op, plan.algo, &plan.workspace_bytes),
               "cuDNN cannot size the workspace of the algorithm it chose (", std::to_string(plan.algo), ")");
   // END SOLUTION
+  // END OPEN
 }
 
 // -------------------------------------------------------------------------------------- the call
 
 // The bias, added to the output the call has just written (y for the forward, x for backward-data).
 void add_bias(const Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
+  // BEGIN OPEN
+  // GOAL: write add_bias whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: every element of the call's output (b.y for the forward, b.x for backward-data) in channel c
   // GOAL: gains b.bias[c], on the handle's stream.
@@ -494,11 +537,15 @@ void add_bias(const Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h
   CUDNN_CHECK(cudnnAddTensor(h, one(a.dtype), plan.bias_desc.get(), b.bias, one(a.dtype),
                              forward ? plan.y_desc.get() : plan.x_desc.get(), forward ? b.y : b.x));
   // END SOLUTION
+  // END OPEN
 }
 
 // `ws` is plan.workspace_bytes of scratch that run() took from allocate_workspace: run() needs its
 // address before the call (it is part of the launch cache's key, below).
 void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataPtr& ws, cudnnHandle_t h) {
+  // BEGIN OPEN
+  // GOAL: write execute whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
   // BEGIN SOLUTION
   // GOAL: run the plan's convolution (forward, backward data or backward filter, by a.op) into b.
   // TODO: run plan.algo with cudnnConvolutionForward (writes b.y), ...BackwardData (writes b.x) or
@@ -526,6 +573,7 @@ void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataP
   }
   // END SOLUTION
   if (b.bias != nullptr) add_bias(plan, a, b, h);  // queued after the convolution, on the same stream
+  // END OPEN
 }
 
 // A plan found under this call's key must describe this call's tensors. If it does not, the key
@@ -566,6 +614,9 @@ struct GraphKeyHash {
 };
 
 GraphKey graph_key(const Plan* plan, const Args& a, const Buffers& b, const void* workspace) {
+  // BEGIN OPEN
+  // GOAL: write graph_key whole: what the README's Interface asks of it, as the reference does.
+  // STUB: TORCH_CHECK(false, "graph_key is not implemented yet");
   GraphKey k;
   k.plan = reinterpret_cast<uintptr_t>(plan);
   k.x = reinterpret_cast<uintptr_t>(b.x);
@@ -575,6 +626,7 @@ GraphKey graph_key(const Plan* plan, const Args& a, const Buffers& b, const void
   k.workspace = reinterpret_cast<uintptr_t>(workspace);
   k.device = static_cast<uintptr_t>(a.device);
   return k;
+  // END OPEN
 }
 
 // RAII owners: a captured graph (dropped once instantiated) and its executable form.
@@ -689,6 +741,10 @@ bool caller_is_capturing(cudaStream_t stream) {
 // key then always runs the plain call); it is never an error for the caller.
 std::shared_ptr<Graph> capture(DeviceHandle& device, std::shared_ptr<const Plan> plan, const Args& a,
                                const Buffers& b, const c10::DataPtr& ws) {
+  // BEGIN OPEN
+  // GOAL: write capture whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "capture is not implemented yet");
   auto entry = std::make_shared<Graph>();
   entry->plan = std::move(plan);
   GraphOwner graph;
@@ -724,6 +780,7 @@ std::shared_ptr<Graph> capture(DeviceHandle& device, std::shared_ptr<const Plan>
   if (ok && cudaGraphInstantiateWithFlags(&exec, graph.get(), 0) == cudaSuccess) entry->exec.reset(exec);
   if (!entry->exec) (void)cudaGetLastError();
   return entry;
+  // END OPEN
 }
 
 // Sets *differs when a and b differ in any of their n bytes.
@@ -751,6 +808,10 @@ std::pair<void*, size_t> output_of(const Plan& p, const Args& a, const Buffers& 
 // the plain call again.
 bool graph_reproduces_call(DeviceHandle& device, const Graph& g, const Args& a, const Buffers& b,
                            const c10::DataPtr& ws) {
+  // BEGIN OPEN
+  // GOAL: write graph_reproduces_call whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "graph_reproduces_call is not implemented yet");
   const auto [out, bytes] = output_of(*g.plan, a, b);
   {
     BoundHandle h(device, a.stream);
@@ -775,6 +836,7 @@ bool graph_reproduces_call(DeviceHandle& device, const Graph& g, const Args& a, 
   }
   if (!ok) (void)cudaGetLastError();
   return ok;
+  // END OPEN
 }
 
 // Runs the call as a graph when it can: true when it was replayed (or captured now and launched),
@@ -782,6 +844,10 @@ bool graph_reproduces_call(DeviceHandle& device, const Graph& g, const Args& a, 
 // call, or a key whose capture failed or did not reproduce the plain call).
 bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan, const Args& a, const Buffers& b,
                   const c10::DataPtr& ws) {
+  // BEGIN OPEN
+  // GOAL: write run_as_graph whole: what its comment above says (its launch geometry and mapping included), as the reference does;
+  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // STUB: TORCH_CHECK(false, "run_as_graph is not implemented yet");
   if (!graphs_on.load(std::memory_order_relaxed) || caller_is_capturing(a.stream)) return false;
   const GraphKey key = graph_key(plan.get(), a, b, ws.get());
   bool capture_now = false;
@@ -802,6 +868,7 @@ bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan,
     return false;
   }
   return true;
+  // END OPEN
 }
 
 }  // namespace
@@ -809,6 +876,8 @@ bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan,
 // ------------------------------------------------------------------------------------------- run
 
 void run(const Args& a, const Buffers& b) {
+  // BEGIN OPEN
+  // GOAL: write run whole: what the README's Interface asks of it, as the reference does.
   DeviceHandle& device = handle_for(a.device);
   // (planner paths: course/paths.h) the op, its dtype and math; below, the plan cache and the graphs
   if (a.dtype == CUDNN_DATA_DOUBLE) {
@@ -844,6 +913,7 @@ void run(const Args& a, const Buffers& b) {
   if (run_as_graph(device, plan, a, b, ws)) return;
   BoundHandle h(device, a.stream);
   execute(*plan, a, b, ws, h.get());
+  // END OPEN
 }
 
 void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& dy_shape,
