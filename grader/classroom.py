@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import env
-from grader.grading import DEFAULT_TIMEOUT, default_parallel, grade_target, rounds, start_builds
+from grader.grading import default_parallel, grade_target, rounds, start_builds
 from grader.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
                               grading_key, load_report, manifest, stale, write_gradebook, write_report)
+from grader.options import DEFAULT_TIMEOUT, GradeOptions
 from grader.report import table
 from grader.scoring import score_exercise
 from grader.slurm import SlurmOptions, job_script, run_array
@@ -105,18 +106,17 @@ def read_submission(student: Path, specs: list[Spec], out: Path) -> Submission:
     return Submission(folder, content, error)
 
 
-def plan(root: Path, specs: list[Spec], *, seed: int, out: Path, keyword: str | None, force: bool, strict: bool,
-         students: list[str] | None = None):
-    """Each student's submission and key, and why each student to grade is graded (the others'
-    reports show what grading them again would): (students, submissions, keys, why)."""
+def plan(root: Path, specs: list[Spec], options: GradeOptions, *, out: Path, students: list[str] | None = None):
+    """Each student's submission and key (under `options`), and why each student to grade is graded
+    (the others' reports show what grading them again would): (students, submissions, keys, why)."""
     every = student_folders(root, out, students)
-    claim(out, root, seed)
+    claim(out, root, options.seed)
     subs = {s.name: read_submission(s, specs, out) for s in every}
     exercises = [sp.exercise for sp in specs]
-    keys = {name: grading_key(seed, exercises, keyword, sub.content, strict) for name, sub in subs.items()}
+    keys = {name: grading_key(options, exercises, sub.content) for name, sub in subs.items()}
     why = {}
     for s in every:
-        reason = "--force" if force else stale(load_report(out, s.name), keys[s.name])
+        reason = "--force" if options.force else stale(load_report(out, s.name), keys[s.name])
         if reason is not None:
             why[s.name] = reason
     return every, subs, keys, why
@@ -189,10 +189,11 @@ def worker_devices(workers: int | None) -> list[str | None]:
     return [gpus[i % len(gpus)] if gpus else None for i in range(count)]
 
 
-def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
-                force: bool = False, keyword: str | None = None, devices: list[str | None] | None = None,
-                students: list[str] | None = None, write_book: bool = True, strict: bool = False) -> dict[str, list[dict]]:
-    """Grade every student folder of `root` (or the named `students`) into `out`.
+def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Path,
+                devices: list[str | None] | None = None, students: list[str] | None = None,
+                write_book: bool = True) -> dict[str, list[dict]]:
+    """Grade every student folder of `root` (or the named `students`) into `out`, under `options`
+    (its seed set; `options.jobs` builds at once; `options.parallel` None: `default_parallel` per round).
 
     What is graded is one copy per distinct exercise folder (`stored`): identical folders (an
     untouched stub, the same files handed in twice) are built and graded once, and each student with
@@ -202,12 +203,12 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
     timing runs alone (grader.gate). A result depends only on the content and the seed, never on the
     student, the round, the worker or the GPU, so the gradebook is the same as a serial run's. The
     reference, PyTorch and the device's limit are timed once per exercise and GPU (grader.yardstick)
-    and every copy graded on that GPU is scored against them. `strict`: a check a GPU cannot run for
+    and every copy graded on that GPU is scored against them. `options.strict`: a check a GPU cannot run for
     lack of memory costs its group (the gradebook lists such checks either way).
     """
     began = time.perf_counter()
-    every, subs, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force, strict=strict,
-                                  students=students)
+    seed, jobs = options.seed, options.jobs
+    every, subs, keys, why = plan(root, specs, options, out=out, students=students)
     yardsticks: dict = {}  # (device, exercise) -> the yardstick's numbers, shared by every copy
     todo = [s.name for s in every if s.name in why]
     units: dict[str, tuple[Spec, Path]] = {}  # content hash -> its spec, and the copy that is graded
@@ -299,9 +300,10 @@ def grade_class(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout:
                 for d in digests:  # a folder laid out like exercises/; the builds are the copies' own
                     (target / units[d][0].exercise).symlink_to(units[d][1].resolve(), target_is_directory=True)
                 round_specs = [units[d][0] for d in digests]
-                found = grade_target(target, round_specs, seed=seed, timeout=timeout, jobs=1, keyword=keyword,
-                                     device=device, yardsticks=yardsticks, strict=strict, log=lambda *a: None,
-                                     parallel=default_parallel(len(digests)),
+                # built above: jobs=1; parallel per round, unless given
+                parallel = options.parallel if options.parallel is not None else default_parallel(len(digests))
+                found = grade_target(target, round_specs, options.replace(jobs=1, parallel=parallel),
+                                     device=device, yardsticks=yardsticks, log=lambda *a: None,
                                      compiling=lambda: not all(f.done() for f in builds.values()))
                 by_exercise = {r["exercise"]: r for r in found}
         except Exception as e:  # a grader fault on one round must not lose the others
@@ -364,19 +366,21 @@ def throughput_line(handed_in: int, wall_s: float, busy_s: float, workers: int) 
             f"({busy_s:.0f} s of the workers' time)")
 
 
-def grade_slice(students: list[str], root: str, exercises: list[str], seed: int, out: str, timeout: float,
-                jobs: int, force: bool, keyword: str | None, strict: bool = False) -> dict[str, float]:
-    """One Slurm array task: grade these students into `out`; return their totals."""
+def grade_slice(students: list[str], root: str, exercises: list[str], out: str, options: dict) -> dict[str, float]:
+    """One Slurm array task: grade these students into `out` under `options` (GradeOptions.to_json,
+    read back here whole); return their totals."""
     env.configure()
-    results = grade_class(Path(root), select(exercises), seed=seed, out=Path(out), timeout=timeout, jobs=jobs,
-                          force=force, keyword=keyword, students=students, write_book=False, strict=strict)
+    results = grade_class(Path(root), select(exercises), GradeOptions.from_json(options), out=Path(out),
+                          students=students, write_book=False)
     return {s: sum(r["points"] for r in rows) for s, rows in results.items()}
 
 
-def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path, timeout: float, jobs: int,
-                         force: bool, keyword: str | None, opts: SlurmOptions) -> dict[str, list[dict]]:
-    """Grade the class as a Slurm job array (grader.slurm), then write the gradebook here."""
-    every, _, keys, why = plan(root, specs, seed=seed, out=out, keyword=keyword, force=force, strict=False)
+def grade_class_on_slurm(root: Path, specs: list[Spec], options: GradeOptions, *, out: Path,
+                         opts: SlurmOptions) -> dict[str, list[dict]]:
+    """Grade the class as a Slurm job array (grader.slurm), then write the gradebook here; each task
+    is given `options` whole (as JSON)."""
+    seed, force = options.seed, options.force
+    every, _, keys, why = plan(root, specs, options, out=out)
     students = [d.name for d in every]
     todo = [s for s in students if s in why]
 
@@ -386,7 +390,7 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], *, seed: int, out: Path,
     if force:  # an old report must not stand in for a regrade whose task fails
         for s in todo:
             (out / s / "report.json").unlink(missing_ok=True)
-    args = (str(root), [s.exercise for s in specs], seed, str(out), timeout, jobs, force, keyword)
+    args = (str(root), [s.exercise for s in specs], str(out), options.to_json())
     # the task by its importable name, which submitit pickles as a reference (under `python -m
     # grader.classroom` this module is __main__, whose functions would be pickled whole)
     task = importlib.import_module("grader.classroom").grade_slice
@@ -440,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None and not out.exists() and (old / "gradebook.csv").exists() and manifest(old) is None:
         print(f"note: a class's gradebook is now {out}, no longer {old}, which this run leaves alone")
     kept_note = ", the gradebook's" if args.seed is None and kept is not None else ""
+    options = GradeOptions.from_args(args, seed=seed)  # the one value every step below is given
     if args.slurm:
         opts = SlurmOptions(tasks=args.tasks, partition=args.partition, time_min=args.time_min,
                             gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
@@ -448,16 +453,13 @@ def main(argv: list[str] | None = None) -> int:
             print(job_script(out / ".submitit", opts, len(student_folders(root, out))), end="")
             return 0
         print(f"grading the class in {root} (seed {seed}{kept_note}) into {out} as a Slurm job array")
-        results = grade_class_on_slurm(root, specs, seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
-                                       force=args.force, keyword=args.keyword, opts=opts)
+        results = grade_class_on_slurm(root, specs, options, out=out, opts=opts)
     else:
         print(f"grading the class in {root} (seed {seed}{kept_note}) into {out}")
         if not env.gpu_present():
             print("no CUDA GPU here: submissions are compiled and the GPU checks are skipped")
         start = time.perf_counter()
-        results = grade_class(root, specs, seed=seed, out=out, timeout=args.timeout, jobs=args.jobs,
-                              force=args.force, keyword=args.keyword, devices=worker_devices(args.workers),
-                              strict=args.strict)
+        results = grade_class(root, specs, options, out=out, devices=worker_devices(args.workers))
         print(f"graded {len(results)} student(s) in {time.perf_counter() - start:.0f} s")
     if len(results) <= 10:
         for student, rows in results.items():

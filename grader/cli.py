@@ -16,8 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
-from grader.grading import (DEFAULT_TIMEOUT, PARALLEL_DEFAULT, RACECHECK, default_parallel, device_cc, device_name,
-                            find_sanitizer, grade_target, resolve_target, resource_reports)
+from grader.grading import (PARALLEL_DEFAULT, device_cc, device_name, find_sanitizer, grade_target, resolve_target,
+                            resource_reports)
+from grader.options import DEFAULT_TIMEOUT, GradeOptions
 from grader.report import markdown, no_gpu_summary, resources_text, table
 from grader.results import write_json_atomic
 from grader.spec import SPEC_ERRORS, Selection
@@ -92,10 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.keyword:
         left_out.append(f"K={args.keyword!r} selected none of its checks")
     not_run_why = "; ".join(left_out) or None
-    parallel = args.parallel if args.parallel is not None else default_parallel(len(chosen.exercises))
-    rows = grade_target(target, chosen, seed=seed, timeout=args.timeout, jobs=args.jobs, keyword=args.keyword,
-                        quick=args.quick, sanitize=RACECHECK if args.racecheck else args.sanitize,
-                        parallel=max(1, parallel), strict=args.strict)
+    parallel = None if args.parallel is None else max(1, args.parallel)  # 0 or less: one after another, as 1
+    options = GradeOptions.from_args(args, seed=seed, parallel=parallel)  # the one value every step below is given
+    rows = grade_target(target, chosen, options)
     for name, error in SPEC_ERRORS.items():
         print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
     resource_reports(target, rows, device_cc())

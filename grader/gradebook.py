@@ -41,6 +41,7 @@ import json
 from pathlib import Path
 
 from grader import env
+from grader.options import GradeOptions
 from grader.report import feedback_html, markdown, plot_student, reasons
 from grader.results import write_json_atomic, write_text_atomic
 from grader.spec import Spec
@@ -118,13 +119,14 @@ def grader_version() -> str:
     return content_hash(env.REPO / "grader", "grader")[:16]
 
 
-def grading_key(seed: int, exercises: list[str], keyword: str | None, content: dict[str, str | None],
-                strict: bool = False) -> dict:
+def grading_key(options: GradeOptions, exercises: list[str], content: dict[str, str | None]) -> dict:
     """What a student's grade depends on. `content`: exercise -> content hash of the submitted folder
     (None when there is none), and "notebooks" -> the hash of the notebooks it was assembled from;
-    `strict`: whether a check this GPU cannot run costs its group."""
-    return {"grader": grader_version(), "seed": seed, "exercises": list(exercises), "keyword": keyword,
-            "strict": strict, "content": dict(content)}
+    of `options`, those that change a grade: the seed, the keyword, `strict` (whether a check this GPU
+    cannot run costs its group), and the modes that leave checks out (quick, sanitize, first_failure)."""
+    return {"grader": grader_version(), "seed": options.seed, "exercises": list(exercises), "keyword": options.keyword,
+            "strict": options.strict, "quick": options.quick, "sanitize": options.sanitize,
+            "first_failure": options.first_failure, "content": dict(content)}
 
 
 def stale(report: dict | None, key: dict) -> str | None:
@@ -145,6 +147,9 @@ def stale(report: dict | None, key: dict) -> str | None:
         why.append(f"the seed changed ({old.get('seed')} -> {key['seed']})")
     if old.get("exercises") != key["exercises"] or old.get("keyword") != key["keyword"]:
         why.append("the exercise selection changed")
+    modes = [m for m in ("strict", "quick", "sanitize", "first_failure") if old.get(m, False) != key[m]]
+    if modes:
+        why.append(f"the grading options changed ({', '.join(modes)})")
     if old.get("grader") != key["grader"]:
         why.append("the grader changed")
     if not why and old != key:

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Sequence
 
 from grader import build, env, gate
+from grader.options import DEFAULT_TIMEOUT, RACECHECK, GradeOptions
 from grader.results import peak_check_mib, write_json_atomic
 from grader.scoring import score_exercise
 from grader.spec import Selection, Spec
 
-DEFAULT_TIMEOUT = 600  # seconds per exercise's grading process; a hang costs only that exercise
 BUILD_TIMEOUT = 900
 
 
@@ -109,7 +109,6 @@ def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
 
 
 SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found an error (--error-exitcode)
-RACECHECK = "racecheck"  # grading_job's sanitize value for compute-sanitizer's racecheck (memcheck: True)
 
 
 def find_sanitizer() -> str:
@@ -207,14 +206,14 @@ def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
         return {"*": {"error": "the reference timing failed" + (f": {tail}" if tail else "")}}
 
 
-def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | None,
-                workdir: Path, quick: bool = False, device: str | None = None, sanitize: bool | str = False,
-                first_failure: bool = False) -> gate.Job:
+def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: GradeOptions,
+                device: str | None = None) -> gate.Job:
     """The process that grades one exercise folder (run by grader.gate, which contains its crashes
     and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
-    waits, before loading the exercise, for the parent to write `_build_result_path`.
+    waits, before loading the exercise, for the parent to write `_build_result_path`. Of `options`,
+    it takes the seed, the keyword (pytest's -k), quick, sanitize and first_failure.
 
-    `sanitize` runs the correctness checks (not the timing, not the slow checks) under
+    `options.sanitize` runs the correctness checks (not the timing, not the slow checks) under
     compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
     own allocation: a write past the end of an output is caught even when the answer is right.
     `sanitize="racecheck"` runs compute-sanitizer's racecheck instead, on the checks marked
@@ -222,8 +221,11 @@ def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | Non
     specs' checks named "racecheck", shapes where a block's shared tile is reused): a shared-memory
     hazard between threads (a missing barrier) is reported even when every answer happens to be right.
 
-    `first_failure` stops the process at its first failed check (pytest's -x): not a grade (the
+    `options.first_failure` stops the process at its first failed check (pytest's -x): not a grade (the
     checks after it are not run), but all a mutant needs to be known killed (grader.mutants)."""
+    if options.seed is None:
+        raise ValueError("a grading process needs the run's seed (GradeOptions.seed)")
+    seed, keyword, sanitize = options.seed, options.keyword, options.sanitize
     results_path = _results_path(workdir, exercise)
     results_path.unlink(missing_ok=True)
     _build_result_path(workdir, exercise).unlink(missing_ok=True)
@@ -237,9 +239,9 @@ def grading_job(exercise: str, exercise_dir: Path, seed: int, keyword: str | Non
         cmd += ["-k", keyword]
     if sanitize == RACECHECK:
         cmd += ["-m", "racecheck and not slow and not huge"]
-    elif quick or sanitize:
+    elif options.quick or sanitize:
         cmd += ["-m", "not slow"]
-    if first_failure:
+    if options.first_failure:
         cmd.append("-x")
     cmd.append("--durations=5")  # in the log: where grading time goes
     child = _child_env(device)
@@ -438,17 +440,16 @@ def selects_performance(keyword: str | None) -> bool:
         return True
 
 
-def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, timeout: float, jobs: int,
-                 keyword: str | None = None, quick: bool = False, device: str | None = None,
-                 sanitize: bool | str = False, parallel: int = 1, yardsticks: dict | None = None, strict: bool = False,
-                 log=print, compiling=None) -> list[dict]:
-    """Build and grade every selected exercise of one target folder; one row per exercise.
+def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: GradeOptions, *,
+                 device: str | None = None, yardsticks: dict | None = None, log=print, compiling=None) -> list[dict]:
+    """Build and grade every selected exercise of one target folder; one row per exercise, graded
+    under `options` (its seed must be set; `options.parallel` None: `default_parallel`).
 
     Each grading process starts at once, beside the builds: it imports torch and collects its
     checks while its exercise (and the reference it is timed against) compiles, then waits for the
     parent's word, its clock stopped (grader.gate). `specs` may be a Selection whose specs are still
     importing: they are needed only to score. `device` (a CUDA_VISIBLE_DEVICES entry) pins the
-    grading processes to one GPU. `parallel` exercises run their checks at once, and each timing
+    grading processes to one GPU. `options.parallel` exercises run their checks at once, and each timing
     runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1).
     The reference, PyTorch and the device's limit are timed by a yardstick process (grader.yardstick)
     once the grading processes have ended, for the exercises whose timing ran; `yardsticks`, a dict
@@ -456,10 +457,12 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
     students are measured against one yardstick per GPU.
     `compiling()` says whether other builds still run on this machine (grader.gate.run)."""
     chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
+    seed, timeout, jobs, keyword, sanitize = options.seed, options.timeout, options.jobs, options.keyword, options.sanitize
+    parallel = max(1, options.parallel if options.parallel is not None else default_parallel(len(chosen.exercises)))
     gpu = env.gpu_present()
     present = [e for e in chosen.exercises if (target / e).is_dir()]
     solutions = env.REPO / "solutions"
-    timed = gpu and not quick and not sanitize and selects_performance(keyword)
+    timed = gpu and not options.quick and not sanitize and selects_performance(keyword)
     yardsticks = {} if yardsticks is None else yardsticks
     references: dict[str, Path | None] = {}  # exercise -> the reference its yardstick times (None: PyTorch's x ratio)
     for e in present if timed else []:
@@ -475,7 +478,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         tmp = Path(tmp)
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
-            gradings = {e: grading_job(e, target / e, seed, keyword, tmp, quick, device, sanitize) for e in present}
+            gradings = {e: grading_job(e, target / e, tmp, options, device) for e in present}
             if "OMP_NUM_THREADS" not in os.environ:
                 # PyTorch's CPU ops (references, the judge's inputs) would each take every core, and
                 # `parallel` processes doing so at once spend their time preempting one another
@@ -559,7 +562,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, *, seed: int, 
             else:
                 scoring = time.perf_counter()
                 rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
-                                      yardsticks.get((device, e)), device, strict)
+                                      yardsticks.get((device, e)), device, options.strict)
                 scoring = time.perf_counter() - scoring
                 if scoring >= 2:  # the judge's re-checks here, outside the grading process
                     log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")

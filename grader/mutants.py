@@ -601,6 +601,7 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
     from grader import gate
     from grader.grading import (default_resident, grading_job, grading_row, read_yardstick, yardstick_job,
                                 _build_result_path)
+    from grader.options import GradeOptions
     from grader.results import write_json_atomic
     from grader.scoring import score_exercise
 
@@ -611,7 +612,7 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
         for e in entries:
             work = tmp / e.name
             work.mkdir()
-            job = grading_job(e.mutant.exercise, e.folder, seed, None, work, first_failure=True)
+            job = grading_job(e.mutant.exercise, e.folder, work, GradeOptions(seed=seed, first_failure=True))
             job.name = e.name
             job.env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(entries)))))
             job.held = True

@@ -39,7 +39,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader import regions
+from grader import readme_tables, regions
 from grader.env import REPO
 from grader.regions import COMMENT, RegionError
 
@@ -465,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             print(p)
         print("exercises/ is in sync with solutions/" if not problems else "run `make exercises` to regenerate")
         return 1 if problems else 0
+    readme_tables.write()  # each solutions/ README's points table from its spec, before exercises/ copies it
     if args.ex:
         return _regenerate_some(args.ex, args.level, args.force)
     edits = _student_edits()

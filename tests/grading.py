@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grader import env, spec
 from grader.grading import build_all, grade_target, rounds
+from grader.options import GradeOptions
 from grader.report import table
 from tests.known_wrong import Variant
 
@@ -60,9 +61,8 @@ def pythonpath_outside_the_checkout() -> str:
 def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
           sanitize: bool | str = False, parallel: int = 1):
     specs = selected(exercises)
-    return {row["exercise"]: row for row in grade_target(target, specs, seed=seed, timeout=timeout, jobs=JOBS,
-                                                         keyword=keyword, sanitize=sanitize, parallel=parallel,
-                                                         log=quiet)}
+    options = GradeOptions(seed=seed, timeout=timeout, jobs=JOBS, keyword=keyword, sanitize=sanitize, parallel=parallel)
+    return {row["exercise"]: row for row in grade_target(target, specs, options, log=quiet)}
 
 
 def explain(rows) -> str:

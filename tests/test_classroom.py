@@ -19,6 +19,7 @@ from grader import env, gradebook, notebook_authoring
 from grader.classroom import grade_class, grade_class_on_slurm, main, worker_devices
 from grader.env import visible_gpus
 from grader.gradebook import outcomes
+from grader.options import GradeOptions
 from grader.slurm import SlurmOptions, job_script, slices
 from grader.spec import select
 from tests.conftest import HAS_GPU
@@ -44,7 +45,7 @@ def classroom(tmp_path_factory):
     (notebook,) = notebook_authoring.write(["unit1_scalar_kernels"], root / "notebooks")  # the instructor's
     shutil.copy(notebook, subs / "dave" / notebook.name)
     out = root / "gradebook"
-    results = grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS)
+    results = grade_class(subs, select(UNIT1), GradeOptions(seed=7, jobs=JOBS), out=out)
     return subs, out, results
 
 
@@ -162,7 +163,7 @@ def test_notebook_submission_is_assembled_into_the_exercise(classroom):
 def test_rerun_resumes_without_regrading(classroom):
     subs, out, _ = classroom
     before = (out / "alice" / "report.json").stat().st_mtime_ns
-    grade_class(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS)
+    grade_class(subs, select(UNIT1), GradeOptions(seed=7, jobs=JOBS), out=out)
     assert (out / "alice" / "report.json").stat().st_mtime_ns == before
 
 
@@ -171,7 +172,7 @@ def test_parallel_workers_give_the_serial_gradebook(classroom, tmp_path):
     gives the same gradebook."""
     subs, _, parallel = classroom
     assert len(worker_devices(2)) == 2
-    serial = grade_class(subs, select(UNIT1), seed=7, out=tmp_path / "serial", timeout=600, jobs=JOBS,
+    serial = grade_class(subs, select(UNIT1), GradeOptions(seed=7, jobs=JOBS), out=tmp_path / "serial",
                          devices=worker_devices(1))
     assert outcomes(parallel) == outcomes(serial)
     rows = list(csv.DictReader((tmp_path / "serial" / "gradebook.csv").open()))
@@ -184,8 +185,7 @@ def test_slurm_job_array_with_submitits_local_executor(classroom, tmp_path):
     subs, _, serial = classroom
     out = tmp_path / "slurm"
     opts = SlurmOptions(tasks=2, cluster="local", time_min=30)
-    results = grade_class_on_slurm(subs, select(UNIT1), seed=7, out=out, timeout=600, jobs=JOBS, force=False,
-                                   keyword=None, opts=opts)
+    results = grade_class_on_slurm(subs, select(UNIT1), GradeOptions(seed=7, jobs=JOBS), out=out, opts=opts)
     assert outcomes(results) == outcomes(serial)
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     assert {(r["student_id"], r["assignment"]) for r in rows} == {(s, ex) for s in STUDENTS for ex in UNIT1}
@@ -236,8 +236,7 @@ def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
     # the repository off the path, the rest kept (submitit itself may come from PYTHONPATH)
     opts = SlurmOptions(tasks=1, cluster="local", time_min=5, retries=1,
                         setup=["cd /", f"export PYTHONPATH={pythonpath_outside_the_checkout()}"])
-    results = grade_class_on_slurm(subs, select(["01"]), seed=7, out=out, timeout=600, jobs=1, force=False,
-                                   keyword=None, opts=opts)
+    results = grade_class_on_slurm(subs, select(["01"]), GradeOptions(seed=7), out=out, opts=opts)
     row = results["erin"][0]
     assert row["status"] == "grader error" and "Slurm task" in row["error"], row
     assert "No module named 'grader'" in row["error"], row["error"]  # the task's own error, not just "failed"
@@ -252,7 +251,7 @@ def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
     whole class, with no error): each fails, saying why."""
     from grader.grading import grade_target
 
-    (row,) = grade_target(SOLUTIONS, select(["01"]), seed=1, timeout=300, jobs=1, quick=True, device="0",
+    (row,) = grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=1, timeout=300, quick=True), device="0",
                           log=lambda *a: None)
     forward = row["groups"]["forward"]
     assert forward["state"] == "failed", forward
@@ -269,13 +268,13 @@ def grade_counting(subs, out, ex=("02",), seed=7, **kwargs):
     calls = []
     real = classroom_module.grade_target
 
-    def counting(target, specs, **kw):
+    def counting(target, specs, *a, **kw):
         calls.extend((target / s.exercise).resolve() for s in specs)
-        return real(target, specs, **kw)
+        return real(target, specs, *a, **kw)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(classroom_module, "grade_target", counting)
-        results = grade_class(subs, select(list(ex)), seed=seed, out=out, timeout=600, jobs=JOBS, **kwargs)
+        results = grade_class(subs, select(list(ex)), GradeOptions(seed=seed, jobs=JOBS, **kwargs), out=out)
     return results, calls
 
 
@@ -376,7 +375,7 @@ def test_an_interrupt_stops_the_class_before_its_next_round(small, tmp_path, mon
     subs, out = copy_of(small, tmp_path)
     graded, main = [], threading.main_thread().ident
 
-    def interrupted_in_the_first_round(target, specs, **kwargs):
+    def interrupted_in_the_first_round(target, specs, *args, **kwargs):
         graded.append(target)
         if len(graded) == 1:
             signal.pthread_kill(main, signal.SIGINT)
@@ -394,7 +393,7 @@ def test_an_interrupt_stops_the_class_before_its_next_round(small, tmp_path, mon
     monkeypatch.setattr(classroom_module, "start_builds", built)
     (out / "gradebook.json").write_text(json.dumps({"seed": 1, "students": {s: [] for s in SMALL}}))  # a stale one
     with pytest.raises(KeyboardInterrupt):
-        grade_class(subs, select(["02"]), seed=1, out=out, timeout=600, jobs=1, force=True, devices=[None])
+        grade_class(subs, select(["02"]), GradeOptions(seed=1, force=True), out=out, devices=[None])
     time.sleep(2)  # a round still queued would have started by now
     assert len(graded) == 1, graded
     # the gradebook holds only the students finished before the interrupt (none: it came during the
