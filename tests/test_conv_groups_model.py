@@ -742,7 +742,7 @@ def test_the_models_follow_the_sources():
                  "ih0 = ph.in0 + q;", "iw0 = pw.in0 + p;",
                  "for (int r = 0; r < p.step && r < k; ++r) {", "if ((r * dil) % stride == want) {",
                  "p.in0 = p.tap0 < 0 ? 0 : (first + pad - p.tap0 * dil) / stride;",
-                 "__device__ __forceinline__ Phase1D unit_phase(int out, int k, int pad, int dil) { return {0, out, 0, k, 1, dil, pad}; }",
+                 "__device__ __forceinline__ Phase1D unit_phase(int out, int k, int pad, int dil) {\n  return {0, out, 0, k, 1, dil, pad};\n}",
                  "colbase[j] = int64_t(n) * s.cout * HWo + (ph.first + q * s.stride_h) * s.wo + pw.first + p * s.stride_w;",
                  "base = x + (int64_t(n) * s.cin + int64_t(group) * (s.cin / s.groups)) * H * W;",
                  "const int co = group * cout_g + m0 + row_of(i);"):
