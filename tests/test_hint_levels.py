@@ -125,16 +125,20 @@ def goal_builds(goal_tree):
     return build_all([goal_tree / f.name for f in BUILT_FOLDERS], JOBS, log=quiet)
 
 
-@pytest.mark.parametrize("name", [f.name for f in BUILT_FOLDERS])
-def test_goal_stubs_compile_and_load(goal_builds, goal_tree, name):
-    folder = goal_tree / name
-    result = goal_builds[folder]
-    assert result["ok"], f"{folder} failed to build:\n{result.get('error')}"
-    lib = build.load_library(folder)
+def _built_and_registered(builds: dict, folder: Path) -> None:
+    """The stub folder built, and its library loads and registers its ops."""
     import torch
 
+    result = builds[folder]
+    assert result["ok"], f"{folder} failed to build:\n{result.get('error')}"
+    lib = build.load_library(folder)
     registered = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith(lib.namespace + "::")]
     assert registered, f"{folder}: the library registered no op under {lib.namespace}"
+
+
+@pytest.mark.parametrize("name", [f.name for f in BUILT_FOLDERS])
+def test_goal_stubs_compile_and_load(goal_builds, goal_tree, name):
+    _built_and_registered(goal_builds, goal_tree / name)
 
 
 # --- the open level (`make exercises LEVEL=open`) -------------------------------------------------------
@@ -179,7 +183,4 @@ def open_builds(open_tree):
 
 @pytest.mark.parametrize("name", [f.name for f in OPEN_FOLDERS])
 def test_open_stubs_compile_and_load(open_builds, open_tree, name):
-    folder = open_tree / name
-    result = open_builds[folder]
-    assert result["ok"], f"{folder} failed to build:\n{result.get('error')}"
-    build.load_library(folder)
+    _built_and_registered(open_builds, open_tree / name)
