@@ -6,7 +6,7 @@
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
 #                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 tune3 models
-#                                              mutants
+#                                              mutants openstubs paths
 #   N=300 SEED=1 STAGES=mutants ...            the mutants stage: N mutants of EXS (default all) sampled with SEED,
 #                                              graded until the stage's time is spent; report in $OUT/mutants-report/
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
@@ -91,6 +91,19 @@ if want stubs; then
   grep -A50 "^exercise" "$L/grade_stubs.log" | grep -v "^      " | head -30
 fi
 
+if want openstubs; then
+  # the stubs at the `open` level (make exercises LEVEL=open), generated into a scratch folder: zero
+  # points there too, each exercise with its reason
+  open=.build/level-open-gpu/exercises
+  python3 -c "import sys; from pathlib import Path; from grader import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'open')" "$open"
+  run grade_open_stubs "$(left)" make grade TARGET="$open" EX="$EXS"
+  grep -A50 "^exercise" "$L/grade_open_stubs.log" | grep -v "^      " | head -30
+fi
+if want paths; then
+  # the planner paths the solutions' full grade reaches (Spec.paths; tests/test_gpu_grading.py fails on one unreached)
+  run paths "$(left)" make test TESTS=tests/test_gpu_grading.py PYTEST_ARGS="-q -s -k declared_paths"
+  grep -E "declared paths reached|passed|failed" "$L/paths.log" | head -14
+fi
 if want goalstubs; then
   # the stubs at the `goal` hint level (make exercises HINTS=goal), generated into a scratch folder
   # beside the tracked tree: zero points there too, each exercise with its reason
