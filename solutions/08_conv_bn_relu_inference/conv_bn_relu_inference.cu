@@ -43,7 +43,11 @@ struct Smem {  // double-buffered k-slices of A (as [k][m]) and B (as [k][n])
 // NaN stays NaN, as in torch.relu (a comparison with NaN is false, so v passes through).
 template <typename T>
 __device__ __forceinline__ T relu(T v) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: return {};
   return v < T(0) ? T(0) : v;
+  // END OPEN
 }
 
 // acc = A[tile rows, k_begin:k_end] * B[k_begin:k_end, tile cols]. Loads of slice k+1 from global
@@ -120,12 +124,15 @@ struct FwdWeightA : ByK<T> {
   const T* w;
   int rows, ld, m0;
   __device__ void load(int k0, int k_end, T (&r)[ByK<T>::kRegs]) const {
+    // BEGIN OPEN
+    // GOAL: X
     const int k = k0 + threadIdx.x % BK;
 #pragma unroll
     for (int i = 0; i < ByK<T>::kRegs; ++i) {
       const int m = m0 + threadIdx.x / BK + i * kRowsPerPass;
       r[i] = (k < k_end && m < rows) ? w[m * ld + k] : T(0);
     }
+    // END OPEN
   }
 };
 
@@ -136,6 +143,8 @@ struct Im2colB : ByColumn<T> {
   int h0, w0;     // p*sh - ph, q*sw - pw
   int H, W, R, S, RS, dh, dw;
   __device__ Im2colB(const T* x, const ConvShape& s, int col, int ncols) {
+    // BEGIN OPEN
+    // GOAL: X
     H = s.H; W = s.W; R = s.R; S = s.S; RS = s.R * s.S; dh = s.dil_h; dw = s.dil_w;
     base = nullptr;
     h0 = w0 = 0;
@@ -145,6 +154,7 @@ struct Im2colB : ByColumn<T> {
       h0 = p * s.stride_h - s.pad_h;
       w0 = q * s.stride_w - s.pad_w;
     }
+    // END OPEN
   }
   __device__ void load(int k0, int k_end, T (&r)[BK]) const {
     // BEGIN SOLUTION
@@ -176,6 +186,8 @@ struct Im2colB : ByColumn<T> {
 template <typename T>
 __device__ __forceinline__ void store4(T* out, const int (&colbase)[8], const bool (&valid)[8], int g, int row_offset,
                                        const T (&v)[4], bool vec_ok) {
+  // BEGIN OPEN
+  // GOAL: X
   if (vec_ok && valid[4 * g + 3]) {
     course::Vec<T, 4> pack;
 #pragma unroll
@@ -186,6 +198,7 @@ __device__ __forceinline__ void store4(T* out, const int (&colbase)[8], const bo
     for (int j = 0; j < 4; ++j)
       if (valid[4 * g + j]) out[colbase[4 * g + j] + row_offset] = v[j];
   }
+  // END OPEN
 }
 
 // BatchNorm in eval mode (and the conv's bias) as an affine map of channel m's convolution: both
@@ -431,6 +444,8 @@ __device__ __forceinline__ void tc_conv_gemm(const float* __restrict__ x, const 
 // the 4 pixels from m, a multiple of 4, lie in one image, 16-byte aligned), else one by one.
 __device__ __forceinline__ void store_pixels4(float* __restrict__ out, const ConvShape& s, int m, int co, int M,
                                               const float (&v)[4], bool vec_ok) {
+  // BEGIN OPEN
+  // GOAL: X
   const int PQ = s.P * s.Q;
   if (vec_ok) {
     const int n = m / PQ;
@@ -444,6 +459,7 @@ __device__ __forceinline__ void store_pixels4(float* __restrict__ out, const Con
       out[(int64_t(n) * s.K + co) * PQ + (mr - n * PQ)] = v[r];
     }
   }
+  // END OPEN
 }
 
 // Version 2: grid (ceil(N*P*Q / 128), ceil(K / 64)), 128 threads (4 warps): a 128-pixel x 64-channel
@@ -527,6 +543,8 @@ void launch_tf32_tiles(const float* x, const float* w, const float* bias, const 
 void launch_tf32(const float* x, const float* w, const float* bias, const float* gamma, const float* beta,
                  const float* running_mean, const float* running_var, double eps, const ConvShape& s, float* y,
                  cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: X
   course::check_tensor_cores(conv_bn_relu_tf32_kernel<false>, "version 2 (TF32 tensor cores)");
   if (s.N * s.P * s.Q == 0) return;
   // 16-byte weight copies: every row of C*R*S floats starts on 16 bytes
@@ -539,6 +557,7 @@ void launch_tf32(const float* x, const float* w, const float* bias, const float*
     course::took("v2.scalar_w");
     launch_tf32_tiles<false>(x, w, bias, gamma, beta, running_mean, running_var, float(eps), s, y, stream);
   }
+  // END OPEN
 }
 
 }  // namespace

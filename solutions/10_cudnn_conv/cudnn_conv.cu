@@ -32,6 +32,9 @@ std::string last_cudnn_error() {
 }
 
 size_t KeyHash::operator()(const Key& key) const {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "KeyHash is not implemented yet");
   // FNV-1a over the key's 64-bit words (it is all int64_t, no padding, so equal keys hash equally):
   // 21 steps per lookup instead of 168 for its bytes. The last line mixes the high bits down.
   uint64_t words[sizeof(Key) / sizeof(uint64_t)];
@@ -42,6 +45,7 @@ size_t KeyHash::operator()(const Key& key) const {
     h *= 1099511628211ull;
   }
   return static_cast<size_t>(h ^ (h >> 29));
+  // END OPEN
 }
 
 namespace {
@@ -60,20 +64,32 @@ std::string ref(const std::array<int64_t, 4>& a) {
 // Strict fp32 must stay on FMA units. With TF32 allowed, ask for Tensor Core math explicitly: with
 // CUDNN_DEFAULT_MATH, cuDNN 9.19's legacy Find offered no TF32 algorithm on an H100 (strict speed).
 [[maybe_unused]] cudnnMathType_t math_type_for(const Args& a) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "math_type_for is not implemented yet");
   if (a.dtype != CUDNN_DATA_FLOAT) return CUDNN_DEFAULT_MATH;
   return a.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  // END OPEN
 }
 
 // alpha = 1 and beta = 0 (overwrite the output), in the type cuDNN expects for the data type.
 const void* one(cudnnDataType_t t) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "one is not implemented yet");
   static const float f = 1.0f;
   static const double d = 1.0;
   return t == CUDNN_DATA_DOUBLE ? static_cast<const void*>(&d) : static_cast<const void*>(&f);
+  // END OPEN
 }
 const void* zero(cudnnDataType_t t) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "zero is not implemented yet");
   static const float f = 0.0f;
   static const double d = 0.0;
   return t == CUDNN_DATA_DOUBLE ? static_cast<const void*>(&d) : static_cast<const void*>(&f);
+  // END OPEN
 }
 
 // A workspace from PyTorch's caching allocator: after the first call of a size it is a free-list
@@ -91,6 +107,9 @@ struct DeviceHandle {
 };
 
 DeviceHandle& handle_for(int device) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "handle_for is not implemented yet");
   static std::mutex mu;
   static std::unordered_map<int, std::unique_ptr<DeviceHandle>> handles;
   std::lock_guard<std::mutex> lock(mu);
@@ -101,6 +120,7 @@ DeviceHandle& handle_for(int device) {
     slot = std::move(fresh);
   }
   return *slot;
+  // END OPEN
 }
 
 // The device's handle, locked and bound to the caller's stream for as long as this object lives.
@@ -213,21 +233,31 @@ class PlanCache {
   std::shared_ptr<const Plan> insert(const Key& key, std::shared_ptr<const Plan> plan);
 
   CacheStats stats() {
+    // BEGIN OPEN
+    // GOAL: X
+    // STUB: TORCH_CHECK(false, "PlanCache::stats is not implemented yet");
     std::lock_guard<std::mutex> lock(mu_);
     int64_t workspace = 0;
     for (const Entry& e : lru_) workspace = std::max<int64_t>(workspace, e.second->workspace_bytes);
     return {hits_, misses_, evictions_, static_cast<int64_t>(lru_.size()), static_cast<int64_t>(capacity_), workspace};
+    // END OPEN
   }
   void clear() {
+    // BEGIN OPEN
+    // GOAL: X
     std::lock_guard<std::mutex> lock(mu_);
     index_.clear();
     lru_.clear();
     hits_ = misses_ = evictions_ = 0;
+    // END OPEN
   }
   void set_capacity(size_t capacity) {
+    // BEGIN OPEN
+    // GOAL: X
     std::lock_guard<std::mutex> lock(mu_);
     capacity_ = capacity;
     evict_over_capacity();
+    // END OPEN
   }
 
  private:
@@ -235,9 +265,12 @@ class PlanCache {
 
   void evict_over_capacity() {  // the caller holds mu_
     while (lru_.size() > capacity_) {
+      // BEGIN OPEN
+      // GOAL: X
       index_.erase(lru_.back().first);
       lru_.pop_back();
       ++evictions_;
+      // END OPEN
     }
   }
 
@@ -316,14 +349,21 @@ struct Candidate {
 
 template <typename Perf>
 std::vector<Candidate> to_candidates(const std::vector<Perf>& perf, int returned) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "to_candidates is not implemented yet");
   std::vector<Candidate> out;
   for (int i = 0; i < returned; ++i) {
     out.push_back({static_cast<int>(perf[i].algo), perf[i].status, perf[i].memory, perf[i].mathType, perf[i].time});
   }
   return out;
+  // END OPEN
 }
 
 int algorithm_count(cudnnHandle_t h, Op op) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "algorithm_count is not implemented yet");
   int count = 0;
   switch (op) {
     case Op::kForward: CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count)); break;
@@ -331,10 +371,14 @@ int algorithm_count(cudnnHandle_t h, Op op) {
     case Op::kBackwardFilter: CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count)); break;
   }
   return count;
+  // END OPEN
 }
 
 // The workspace `algo` needs with the plan's current math type; false if cuDNN does not support it here.
 bool workspace_size(cudnnHandle_t h, const Plan& p, Op op, int algo, size_t* bytes) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "workspace_size is not implemented yet");
   cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
   switch (op) {
     case Op::kForward:
@@ -353,6 +397,7 @@ bool workspace_size(cudnnHandle_t h, const Plan& p, Op op, int algo, size_t* byt
       break;
   }
   return s == CUDNN_STATUS_SUCCESS;
+  // END OPEN
 }
 
 // cuDNN's heuristic: its ranking of the algorithms, best first, without running any.
@@ -603,6 +648,9 @@ struct GraphKey {
 
 struct GraphKeyHash {
   size_t operator()(const GraphKey& key) const {
+    // BEGIN OPEN
+    // GOAL: X
+    // STUB: TORCH_CHECK(false, "GraphKeyHash is not implemented yet");
     const uintptr_t words[] = {key.plan, key.x, key.w, key.y, key.bias, key.workspace, key.device};
     uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, as KeyHash
     for (uintptr_t w : words) {
@@ -610,6 +658,7 @@ struct GraphKeyHash {
       h *= 1099511628211ull;
     }
     return static_cast<size_t>(h ^ (h >> 29));
+    // END OPEN
   }
 };
 
@@ -657,6 +706,9 @@ class GraphCache {
   // The graph (or remembered failure) for key, or null. When null, *capture says that this is the
   // key's second call, so the caller should capture it now.
   std::shared_ptr<Graph> find(const GraphKey& key, bool* capture) {
+    // BEGIN OPEN
+    // GOAL: X
+    // STUB: TORCH_CHECK(false, "GraphCache::find is not implemented yet");
     std::lock_guard<std::mutex> lock(mu_);
     *capture = false;
     auto it = graphs_.find(key);
@@ -672,10 +724,14 @@ class GraphCache {
       seen_.insert(key);
     }
     return nullptr;
+    // END OPEN
   }
 
   // Keeps `graph` under key (or the one another thread captured first) and returns it.
   std::shared_ptr<Graph> insert(const GraphKey& key, std::shared_ptr<Graph> graph) {
+    // BEGIN OPEN
+    // GOAL: X
+    // STUB: TORCH_CHECK(false, "GraphCache::insert is not implemented yet");
     std::lock_guard<std::mutex> lock(mu_);
     auto it = graphs_.find(key);
     if (it != graphs_.end()) return it->second.graph;
@@ -687,6 +743,7 @@ class GraphCache {
     }
     graphs_.emplace(key, Slot{graph, ++tick_});
     return graph;
+    // END OPEN
   }
 
   void stats(CacheStats* s) {
@@ -727,12 +784,16 @@ std::atomic<bool> graphs_on{true};
 // capture): then the plain call must run, so that cuDNN's launches are recorded into the caller's
 // graph. A failed query (e.g. the legacy stream while a blocking stream captures) counts as capturing.
 bool caller_is_capturing(cudaStream_t stream) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "caller_is_capturing is not implemented yet");
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
     (void)cudaGetLastError();  // clear the (non-sticky) error the query left
     return true;
   }
   return status != cudaStreamCaptureStatusNone;
+  // END OPEN
 }
 
 // Records the plan's call on the device's private capture stream and instantiates it. The handle is
@@ -793,10 +854,14 @@ __global__ void bytes_differ_kernel(const unsigned char* a, const unsigned char*
 
 // The buffer a call writes, and its size in bytes.
 std::pair<void*, size_t> output_of(const Plan& p, const Args& a, const Buffers& b) {
+  // BEGIN OPEN
+  // GOAL: X
+  // STUB: TORCH_CHECK(false, "output_of is not implemented yet");
   const std::array<int64_t, 4>& shape = a.op == Op::kForward ? p.y : a.op == Op::kBackwardData ? p.x : p.w;
   void* out = a.op == Op::kForward ? b.y : a.op == Op::kBackwardData ? b.x : b.w;
   const size_t element = a.dtype == CUDNN_DATA_DOUBLE ? 8 : 4;
   return {out, element * static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3])};
+  // END OPEN
 }
 
 // A captured graph is trusted only once it has reproduced the plain call bit for bit: the plain call
@@ -918,12 +983,15 @@ void run(const Args& a, const Buffers& b) {
 
 void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& dy_shape,
                    const void* dy, void* db) {
+  // BEGIN OPEN
+  // GOAL: X
   TensorDesc dy_desc, db_desc;  // two descriptors per call: cheap next to a convolution's plan
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(dy_desc.get(), CUDNN_TENSOR_NCHW, dtype, as_int(dy_shape[0]),
                                          as_int(dy_shape[1]), as_int(dy_shape[2]), as_int(dy_shape[3])));
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(db_desc.get(), CUDNN_TENSOR_NCHW, dtype, 1, as_int(dy_shape[1]), 1, 1));
   BoundHandle h(handle_for(device), stream);
   CUDNN_CHECK(cudnnConvolutionBackwardBias(h.get(), one(dtype), dy_desc.get(), dy, zero(dtype), db_desc.get(), db));
+  // END OPEN
 }
 
 CacheStats cache_stats() {
