@@ -105,8 +105,8 @@ template <bool kVecA, bool kVecB>
 __device__ __forceinline__ void load_stage(Stage& s, const float* __restrict__ A, const float* __restrict__ B,
                                            int64_t M, int64_t N, int64_t K, int64_t m0, int64_t n0, int64_t k0) {
   // BEGIN OPEN
-  // GOAL: write load_stage whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: fill the stage's registers with this k step's A and B elements the comment above assigns to the thread,
+  // GOAL: zeros outside M x K and K x N; one 16-byte load per 4-wide group when kVecA/kVecB (README Background: Kernel 3).
   const int tid = threadIdx.x;
   const int64_t ar = m0 + tid / 2, ak = k0 + 4 * (tid % 2);
   if (kVecA) {
@@ -131,8 +131,8 @@ __device__ __forceinline__ void load_stage(Stage& s, const float* __restrict__ A
 // are two float4 reads, like B's 8 columns.
 [[maybe_unused]] __device__ __forceinline__ void store_stage(const Stage& s, float (*As)[kBM], float (*Bs)[kBN]) {
   // BEGIN OPEN
-  // GOAL: write store_stage whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: write the stage's registers into the shared tiles, A transposed (As[k][m]) so that the inner loop reads a
+  // GOAL: thread's rows as float4s; no two lanes of a warp on different words of one bank (Background: Kernel 3).
   const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < 4; ++i) As[4 * (tid % 2) + i][tid / 2] = s.a[i];
@@ -151,8 +151,9 @@ __global__ void __launch_bounds__(kThreads3, 2)
     matmul_kernel3(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                    int64_t N, int64_t K) {
   // BEGIN OPEN
-  // GOAL: write matmul_kernel3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: C = A B for this block's 128 x 128 tile (fp32 FMAs, any M, N, K: edges off the tile's multiple, K = 0, int64 sizes),
+  // GOAL: each element of A and B read from global memory once per tile and each shared value reused across a thread's
+  // GOAL: 8 x 8 outputs; the next k step's loads in flight while this one computes (Background: Kernel 3: register blocking).
   __shared__ __align__(16) float As[2][kBK][kBM];
   __shared__ __align__(16) float Bs[2][kBK][kBN];
   // Thread (tx, ty) of a 16 x 16 layout; each warp is a 4 x 8 patch of it, so its float4 reads of As
@@ -391,8 +392,9 @@ __device__ __forceinline__ void tile_product4(Stage4 (&ring)[kStages4], const fl
                                               int64_t k0, int64_t k_len, int64_t m0, int64_t n0, int arow, int bcol,
                                               float (&acc)[kTM4][kTN4]) {
   // BEGIN OPEN
-  // GOAL: write tile_product4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: acc += this tile's A rows times B columns over [k0, k0 + k_len) through the 3-stage cp.async ring: the copies
+  // GOAL: of later stages in flight while a stage is multiplied, one barrier per stage, zeros past M, N and the k range
+  // GOAL: (Background: Kernel 4: cp.async and a multi-stage ring).
   const int64_t steps = course::ceil_div<int64_t>(k_len, kBK4);
   Loader4<kVecB, kTransA, kTransB> loader(A, B, M, N, K, k0, k_len, m0, n0);
 
@@ -454,8 +456,8 @@ template <bool kVec>
 __device__ __forceinline__ void store_tile4(float* __restrict__ out, const float (&acc)[kTM4][kTN4], int64_t rows,
                                             int64_t cols, int64_t m0, int64_t n0, int arow, int bcol) {
   // BEGIN OPEN
-  // GOAL: write store_tile4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: write the thread's 16 x 8 outputs into `out` where they lie inside rows x cols, 16-byte stores when kVec
+  // GOAL: (Background: Kernel 4).
 #pragma unroll
   for (int i = 0; i < kTM4; ++i) {
     const int64_t row = m0 + arow + 16 * (i / 4) + i % 4;
@@ -488,8 +490,9 @@ __global__ void __launch_bounds__(kThreads4, 2)
     matmul_kernel4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                    int64_t N, int64_t K, int64_t k_split, int64_t splits) {
   // BEGIN OPEN
-  // GOAL: write matmul_kernel4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the block's 128 x 128 tile of its batch element and split of K, into C (one split) or its own matrix of the
+  // GOAL: split-K workspace (several), for every layout kTransA/kTransB names; exact at every edge, batch and split
+  // GOAL: (Background: Kernel 4, Shape classes (version 4), Batches).
   __shared__ __align__(16) Stage4 ring[kStages4];  // 3 x 8.25 KiB
   const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
   const int64_t k_len = k_split < K - k0 ? k_split : K - k0;
@@ -526,7 +529,9 @@ __global__ void __launch_bounds__(kThreads4, 2)
     matmul_kernel4_streamk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                            float* __restrict__ workspace, int64_t M, int64_t N, int64_t K, int64_t workers) {
   // BEGIN OPEN
-  // GOAL: write matmul_kernel4_streamk whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: stream-K: the GPU's `workers` blocks share the K steps of all tiles evenly; a worker that owns a whole tile
+  // GOAL: writes C, one that shares it writes its part into the workspace for matmul_streamk_fixup; every output
+  // GOAL: summed in a fixed order (the same bits every run) (Background: Shape classes (version 4)).
   __shared__ __align__(16) Stage4 ring[kStages4];
   const int64_t tile_cols = course::ceil_div<int64_t>(N, kBN4);
   const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
@@ -567,8 +572,8 @@ __global__ void __launch_bounds__(256)
     matmul_streamk_fixup(const float* __restrict__ workspace, float* __restrict__ C, int64_t M, int64_t N, int64_t K,
                          int64_t workers) {
   // BEGIN OPEN
-  // GOAL: write matmul_streamk_fixup whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: C's outputs of the shared tiles = the sum of the workers' parts in worker order (deterministic), as the
+  // GOAL: comment above lays out the grid; 16-byte accesses where aligned (Background: Shape classes (version 4)).
   course::wait_for_previous();  // launched overlapping the workers (launch_streamk)
   const int64_t tile_cols = course::ceil_div<int64_t>(N, kBN4);
   const int64_t steps = course::ceil_div<int64_t>(K, kBK4);
@@ -618,8 +623,8 @@ __global__ void __launch_bounds__(kGemvThreads)
     matmul_gemv_rows(const float* __restrict__ A, const float* __restrict__ x, float* __restrict__ out, int64_t M,
                      int64_t K, int64_t k_split) {
   // BEGIN OPEN
-  // GOAL: write matmul_gemv_rows whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: out[z][y][r] = row r of A times x over split y's k range, for N == 1: one warp per row, coalesced (float4
+  // GOAL: where kVec) loads of A, the lanes' partial sums added in a fixed order (Background: Shape classes (version 4)).
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp;
   if (row >= M) return;  // the whole warp
@@ -665,8 +670,9 @@ __global__ void __launch_bounds__(kGemvThreads)
     matmul_gemv_cols(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ out, int64_t N,
                      int64_t K, int64_t k_split) {
   // BEGIN OPEN
-  // GOAL: write matmul_gemv_cols whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: out = x A over this split's k for M == 1: a block's warps read whole rows of B (coalesced, 16-byte loads where
+  // GOAL: aligned), several loads in flight per thread, the partial sums combined in a fixed order (the comment above
+  // GOAL: says why W = 128 or 16) (Background: Shape classes (version 4)).
   constexpr int kRowLanes = kBlockCols / 4, kWarpRows = 32 / kRowLanes;  // lanes a row, rows a warp
   constexpr int kBlockRows = kGemvColsWarps * kWarpRows;            // rows the block reads at once
   __shared__ __align__(16) float sums[kGemvColsWarps][kBlockCols];
@@ -741,8 +747,7 @@ template <bool kVec>
 __device__ __forceinline__ void load_quad(float (&v)[4], const float* __restrict__ src, int64_t row, int64_t col,
                                           int64_t ld, bool inside, int64_t cols) {
   // BEGIN OPEN
-  // GOAL: write load_quad whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: v = the 4 floats at src[row * ld + col ..], zeros when not `inside` or past `cols`; one 16-byte load when kVec.
   if (kVec) {
     const float4 q = inside && col < cols ? *reinterpret_cast<const float4*>(src + row * ld + col)
                                           : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -759,7 +764,9 @@ __global__ void __launch_bounds__(kSmallThreads, 2)  // up to 128 registers: cap
     matmul_small_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int64_t M,
                        int64_t N, int64_t K, int64_t k_split, int64_t splits) {
   // BEGIN OPEN
-  // GOAL: write matmul_small_tiles whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: C (or the split's workspace matrix) for small tiles: the tile, loader and kVec contract of the comment above
+  // GOAL: this kernel, fp32 FMAs, exact at every edge and split; each operand element read once per tile from global
+  // GOAL: memory (Background: Shape classes (version 4)).
   constexpr int BN = kSmallArea / BM, kBNQuads = BN / 4, kKQuads = kSmallBK / 4;  // float4s per row of B, of A
   constexpr int kAQuads = BM * kSmallBK / 4, kBQuads = kSmallBK * kBNQuads;  // float4s per step
   constexpr int kAPer = (kAQuads + kSmallThreads - 1) / kSmallThreads;  // float4s a thread loads per step
@@ -899,7 +906,8 @@ __global__ void __launch_bounds__(kGemvThreads)
     matmul_splitk_reduce(const float* __restrict__ ws, T* __restrict__ C, int64_t MN, int64_t total,
                          int64_t splits, int64_t group, int slices) {
   // BEGIN OPEN
-  // GOAL: write matmul_splitk_reduce whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: C = the sum over the splits of the split-K workspace ([batch][splits][M][N] float32), in split order (the same
+  // GOAL: bits every run), cast to C's type, for every element of every batch element (int64 indices) (Background: Shape classes (version 4)).
   __shared__ float slice_sums[kVec][kGemvThreads];
   course::wait_for_previous();  // launched overlapping the product that wrote ws (launch_splitk_reduce)
   const int units = kGemvThreads / slices;  // per block and pass
@@ -1090,8 +1098,8 @@ constexpr int64_t padded16(int64_t n) {
 __global__ void __launch_bounds__(256) matmul_transpose_tf32(const float* __restrict__ B, uint32_t* __restrict__ Bt,
                                                         int64_t K, int64_t N, int64_t ldb, int64_t Kp) {
   // BEGIN OPEN
-  // GOAL: write matmul_transpose_tf32 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: Bt[e][n][k] = B[e][k][n] rounded to TF32 (round to nearest, kept as bits) for k < K, 0 up to Kp: reads and
+  // GOAL: writes both coalesced through a shared tile without bank conflicts (Background: Kernel 5: tensor cores).
   __shared__ uint32_t tile[32][33];  // 33: a column of the tile spans all 32 banks
   const int64_t k0 = int64_t(blockIdx.y) * 32, n0 = int64_t(blockIdx.x) * 32;
   B += int64_t(blockIdx.z) * K * ldb;
@@ -1264,8 +1272,9 @@ template <typename T, bool kBt>
 __device__ __forceinline__ void load_fragments5(const Stage5<T>& s, int ks, uint32_t (&a)[kMTiles5][4],
                                                 uint32_t (&b)[kNTiles5][2], int wrow, int wcol, int lane) {
   // BEGIN OPEN
-  // GOAL: write load_fragments5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: this warp's A and B fragments of k step ks from the stage, in the mma's fragment layout, for T = float
+  // GOAL: (TF32) or bfloat16 and for B^T (kBt); ldmatrix where it applies, the swizzle keeping every read free of bank
+  // GOAL: conflicts (Background: ldmatrix, The XOR swizzle).
   // BEGIN SOLUTION
   // GOAL: a[i] (the A fragment of the warp's tile row i: rows wrow + 16 i ..) and b[j] (the B fragment of
   // GOAL: its tile column j: columns wcol + 8 j ..) of mma k step ks (chunks 2 ks and 2 ks + 1 of A).
@@ -1318,8 +1327,8 @@ template <typename T, bool kBt>
 __device__ __forceinline__ void mma_fragments5(float (&acc)[kMTiles5][kNTiles5][4], uint32_t (&a)[kMTiles5][4],
                                                uint32_t (&b)[kNTiles5][2]) {
   // BEGIN OPEN
-  // GOAL: write mma_fragments5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: acc += a b for the warp's 4 x 8 mma tiles, one mma.sync k step; float A/B rounded to TF32 (round to nearest)
+  // GOAL: first (Background: Kernel 5: tensor cores, Accuracy).
   // BEGIN SOLUTION
   // GOAL: every acc[i][j] gains the product of fragments a[i] and b[j] through mma16x8.
   // TODO: for float, first round each word of a, and of b unless it came from B^T (kBt: rounded when
@@ -1353,8 +1362,7 @@ template <typename T>
 __device__ __forceinline__ void store_c5(T* __restrict__ C, const float (&acc)[kMTiles5][kNTiles5][4], int64_t M,
                                          int64_t N, int64_t row0, int64_t col0, int lane) {
   // BEGIN OPEN
-  // GOAL: write store_c5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the warp's accumulators into C in C's type, as the C fragment's layout places them, only inside M x N.
   // BEGIN SOLUTION
   // GOAL: every element of the warp's 64 x 64 tile of C that lies inside C (row < M, column < N) holds
   // GOAL: its sum from acc, in C's type; nothing outside C is written.
@@ -1400,8 +1408,9 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
     matmul_kernel5(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ partial,
                    int64_t M, int64_t N, int64_t K, int64_t ldbt, int64_t k_split, int64_t splits) {
   // BEGIN OPEN
-  // GOAL: write matmul_kernel5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: kernel 4's contract (tile, batch, split into C or the workspace) with the products on tensor cores: the
+  // GOAL: cp.async ring feeding swizzled stages, fragments from ldmatrix, fp32 accumulation (Background: Kernel 5, ldmatrix,
+  // GOAL: The XOR swizzle, Which GPUs run kernel 5).
   extern __shared__ __align__(128) unsigned char smem5[];  // kSmem5 bytes: 3 x 32 KiB
   Stage5<T>* ring = reinterpret_cast<Stage5<T>*>(smem5);
   const int64_t z = blockIdx.z, batch = z / splits, k0 = (z - batch * splits) * k_split;
@@ -1536,8 +1545,8 @@ Plan split_k(Path path, int64_t K, int64_t want, int64_t most, int64_t align) {
 Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int64_t sms, int64_t align,
                  int64_t min_k) {
   // BEGIN OPEN
-  // GOAL: write split_tiles whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the plan for `tiles` tiles: how many splits of K (each a multiple of `align`, at least `min_k`) fill the GPU
+  // GOAL: without a second, mostly idle wave or a workspace larger than the rule in plan4's comment (Background: Shape classes).
   // STUB: TORCH_CHECK(false, "split_tiles is not implemented yet");
   if (tiles < sms && K >= 2 * min_k && (K >= 4 * std::max(M, N) || 3 * tiles <= 2 * sms)) {
     const int64_t most = std::min(K / min_k, kMaxSplits);
@@ -1570,8 +1579,8 @@ Plan split_tiles(Path path, int64_t M, int64_t N, int64_t K, int64_t tiles, int6
 // so it never paid there (8192 x 768 x 768: 0.72x -> 0.50x of cuBLAS TF32).
 Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t bn, int64_t slots, int64_t align) {
   // BEGIN OPEN
-  // GOAL: write split_tail whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the plan that runs the whole waves of tiles as they are and splits K only for the tail rows, as the comment
+  // GOAL: above explains; none when the tail would not gain (Background: Shape classes (version 4)).
   // STUB: TORCH_CHECK(false, "split_tail is not implemented yet");
   const int64_t cols = course::ceil_div<int64_t>(N, bn), rows = course::ceil_div<int64_t>(M, bm);
   const int64_t head = rows * cols / slots * slots / cols;  // whole rows of tiles within the whole waves
@@ -1603,8 +1612,8 @@ Plan split_tail(Path path, int64_t M, int64_t N, int64_t K, int64_t bm, int64_t 
 // up to 90% of the blocks the GPU holds, take stream-K instead (below, and matmul_kernel4_streamk).
 Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   // BEGIN OPEN
-  // GOAL: write plan4 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: version 4's plan for batch x M x N x K: the path (tiles, small tiles, stream-K, split-K, matrix-vector) and
+  // GOAL: its splits, by the rules the comment above measures (Background: Shape classes (version 4)).
   // STUB: TORCH_CHECK(false, "plan4 is not implemented yet");
   const int64_t sms = sm_count();
   if (N == 1) {
@@ -1704,8 +1713,8 @@ template <typename T, bool kBt>
 void launch5(const T* A, const T* B, T* C, float* partial, int64_t M, int64_t N, int64_t K, int64_t ldbt,
              int64_t batch, const Plan& plan, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write launch5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: run kernel 5 over every batch element and split of the plan on `stream` (several launches where batch x
+  // GOAL: splits pass gridDim.z's 65,535), then the split-K reduction when there are splits; report a failed launch.
   // grid z: the batch elements x the splits (blockIdx.z = element * splits + split)
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN5)),
                   static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM5)), static_cast<unsigned>(batch * plan.splits));
@@ -1906,8 +1915,8 @@ __device__ __forceinline__ void wgmma256(float (&d)[128], const uint32_t (&a)[4]
 template <typename T>
 __device__ __forceinline__ void load_a6(uint32_t (&a)[Tile6<T>::kMmaSteps][4], uint32_t stage_a, int wrow, int lane) {
   // BEGIN OPEN
-  // GOAL: write load_a6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: this warp's rounded (TF32) or raw (BF16) A fragments of one stage, from the TMA's swizzled box, by ldmatrix
+  // GOAL: (Background: Kernel 6: wgmma, TMA and warp specialization).
   // BEGIN SOLUTION
   // GOAL: a[ks] is this lane's A fragment of wgmma k step ks (mma.sync's layout: a[ks][0] row g, a[ks][1]
   // GOAL: row g + 8, a[ks][2] and a[ks][3] the same rows 16 bytes further along k; g = lane / 4 below wrow),
@@ -1947,8 +1956,8 @@ template <typename T>
 __device__ __forceinline__ void produce6(const CUtensorMap* map_a, const CUtensorMap* map_b, const Ring6& ring,
                                          int64_t steps, int m0, int n0, int element) {
   // BEGIN OPEN
-  // GOAL: write produce6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the producer: keep the ring full, each stage's A and B boxes copied by TMA once its consumers released it,
+  // GOAL: its full barrier told the bytes to expect (Background: Kernel 6).
   constexpr int kBK = Tile6<T>::kBK;
   for (int64_t step = 0; step < steps; ++step) {
     if (step >= kStages6) mbar_wait(ring.empty_bar(step), Ring6::parity(step - kStages6));
@@ -1976,8 +1985,8 @@ __device__ __forceinline__ void consume6(float (&d)[128], uint32_t (&a)[Tile6<T>
                                          uint32_t (&a_prev)[Tile6<T>::kMmaSteps][4], const Ring6& ring, int64_t step,
                                          int arow, int lane) {
   // BEGIN OPEN
-  // GOAL: write consume6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: one consumer k step: the stage's wgmmas into d, A from registers, B from shared memory, at most one group in
+  // GOAL: flight, the stage released once it is no longer read (Background: Kernel 6).
   mbar_wait(ring.full_bar(step), Ring6::parity(step));
   const uint32_t stage = ring.stage(step);
   // BEGIN SOLUTION
@@ -2016,8 +2025,8 @@ __global__ void __launch_bounds__(kThreads6, 1)
     matmul_kernel6(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                    T* __restrict__ C, int64_t M, int64_t N, int64_t K, int element0) {
   // BEGIN OPEN
-  // GOAL: write matmul_kernel6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: C's 128 x 256 tile of this batch element: one producer warp feeding a TMA ring, two consumer warpgroups running
+  // GOAL: wgmma, fp32 accumulators stored in C's type inside M x N (Background: Kernel 6: wgmma, TMA and warp specialization).
   extern __shared__ __align__(1024) unsigned char smem6[];
   // TMA's 128-byte swizzle repeats every 1024 bytes: the ring starts on such a boundary
   const uint32_t base = (static_cast<uint32_t>(__cvta_generic_to_shared(smem6)) + 1023) & ~1023u;
@@ -2286,7 +2295,8 @@ void matmul_cuda2(const float* A, const float* B, float* C, int64_t M, int64_t N
 
 void matmul_cuda3(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write matmul_cuda3 whole: what the README's Interface asks of it: run the matmul_kernel3 that vec_a and vec_b allow on `stream`; report a failed launch.
+  // GOAL: run matmul_kernel3 over the whole of C on `stream` (nothing when C is empty), picking the 16-byte loader
+  // GOAL: variant where K or N and the pointers allow it; report a failed launch.
   check_grid_rows(M, kBM, "version 3");
   const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kBN)),
                   static_cast<unsigned>(course::ceil_div<int64_t>(M, kBM)));
@@ -2408,7 +2418,8 @@ void launch4(const Plan& plan, const float* A, const float* B, float* out, int64
 void matmul_cuda4(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N, int64_t K,
                   float* workspace, cudaStream_t stream, bool trans_a, bool trans_b) {
   // BEGIN OPEN
-  // GOAL: write matmul_cuda4 whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: version 4 on `stream`: plan4's path for this shape and layout (trans_a, trans_b) with its splits, the
+  // GOAL: workspace's reduction or fix-up after, every batch size (gridDim.z's limit); report a failed launch (Interface).
   check_grid_rows(M, kBM4, "version 4");
   Plan plan = plan4(batch, M, N, K);
   TORCH_CHECK((plan.splits == 1 && plan.path != Path::kStreamK) || workspace != nullptr, "matmul_cuda4: this product "
@@ -2447,8 +2458,8 @@ template <typename T>
 void matmul5(const T* A, const T* B, T* C, int64_t batch, int64_t M, int64_t N, int64_t K, float* workspace,
              cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write matmul5 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: version 5 on `stream`, as plan5 says: kernel 5 (split-K into the workspace where tiles are few) or version
+  // GOAL: 4's matrix-vector kernels; batches past gridDim.z's limit in several launches; report a failed launch.
   check_grid_rows(M, kBM5, "version 5");
   // tensor cores take TF32 and BF16 from compute capability 8.0 on, and only from code compiled for such
   // a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path)
@@ -2518,8 +2529,8 @@ template <typename T>
 void matmul6(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t batch, int64_t M, int64_t N,
              int64_t K, float* workspace, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write matmul6 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: version 6 on `stream`: for float32, B^T rounded to TF32 into the workspace, then kernel 6 with its TMA maps
+  // GOAL: over every batch element (several launches past gridDim.z's limit); refused where sm_90a is missing.
   check_grid_rows(M, kBM6, "version 6");
   check_kernel6();
   if (K == 0) {  // no k steps: C is zeros (0.0 is all-zero bits in float32 and bfloat16)

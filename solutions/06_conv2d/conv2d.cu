@@ -28,8 +28,8 @@ template <typename scalar_t>
 __global__ void conv2d_kernel1(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                                const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s) {
   // BEGIN OPEN
-  // GOAL: write conv2d_kernel1 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: y = conv2d(x, weight) + bias for every output element (groups, stride, padding, dilation; int64 indices,
+  // GOAL: any grid size), accumulating in the type's opmath; coalesced reads of x (Background: Direct (version 1)).
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     // BEGIN SOLUTION
@@ -84,8 +84,9 @@ __global__ void __launch_bounds__(BM) conv2d_kernel2(const scalar_t* __restrict_
                                                      const scalar_t* __restrict__ bias, scalar_t* __restrict__ y,
                                                      Conv2dShape s) {
   // BEGIN OPEN
-  // GOAL: write conv2d_kernel2 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the block's tile of its group's implicit GEMM (y = W * im2col(x)) + bias, exact at every edge of M,
+  // GOAL: cout_g and K; each element gathered from global memory once per tile and reused from registers, the next
+  // GOAL: K step's loads in flight (Background: Implicit GEMM (version 2), Groups).
   constexpr int kThreads = BM * BN / (TM * TN);
   static_assert(kThreads == BM, "one im2col row per thread");
   constexpr int kBPerThread = BK * BN / kThreads;  // weights each thread loads per K step
@@ -260,8 +261,8 @@ __global__ void __launch_bounds__(kDwThreads)
     conv2d_depthwise_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ weight,
                             const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s) {
   // BEGIN OPEN
-  // GOAL: write conv2d_depthwise_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: depthwise y for this thread's strip of outputs (+ bias), zeros outside x; neighbouring threads on
+  // GOAL: neighbouring outputs so that L1 serves the overlap (Background: Depthwise convolutions are bound by memory).
   [[maybe_unused]] constexpr int K = 3;
   const int strips = (s.wo + kCols - 1) / kCols;
   const int64_t items = s.n * s.cout * s.ho * strips;
@@ -350,8 +351,8 @@ __global__ void __launch_bounds__(kDwThreads)
                                  const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, Conv2dShape s,
                                  DepthwiseTile t) {
   // BEGIN OPEN
-  // GOAL: write conv2d_depthwise_tile_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: depthwise y for the block's tile (+ bias): its input (with halo) copied once into shared memory, coalesced,
+  // GOAL: then every output computed from it; exact at every edge (Background: Depthwise convolutions).
   __shared__ __align__(16) scalar_t tile[kDwSmemBytes / sizeof(scalar_t)];  // [planes][in_rows][in_cols]
   const int kh_n = s.kh, kw_n = s.kw;
   const int64_t planes = s.n * s.cout;
@@ -439,8 +440,8 @@ __global__ void __launch_bounds__(kDwThreads)
 // output's input does not fit in shared memory, or the grid would be too large: the GEMM runs then.
 bool depthwise_tile(const Conv2dShape& s, int64_t elem_bytes, DepthwiseTile& t, dim3& grid) {
   // BEGIN OPEN
-  // GOAL: write depthwise_tile whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the tile (planes, rows, columns) and grid for s whose shared-memory input fits; false when none fits or the
+  // GOAL: grid would be too large (Background: Depthwise convolutions).
   // STUB: TORCH_CHECK(false, "depthwise_tile is not implemented yet");
   const int64_t cap = kDwSmemBytes / elem_bytes;
   const int64_t planes = s.n * s.cout;
@@ -543,8 +544,8 @@ template <int BN3>
 __device__ __forceinline__ void mma_stage3(const Stage3<BN3>& st, float (&acc)[kMTiles3][kNTiles3][4], int wm0, int wn0,
                                            int lane) {
   // BEGIN OPEN
-  // GOAL: write mma_stage3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: acc += one stage's products on TF32 tensor cores (m16n8k8, inputs rounded to nearest), every shared-memory
+  // GOAL: read 16 bytes and free of bank conflicts (Background: The m16n8k8 fragments, How the gather feeds it).
   [[maybe_unused]] const int g = lane / 4, t = lane % 4;
   [[maybe_unused]] uint32_t b[kNTiles3][4];  // b[j][e]: channel wn0 + 8 j + g at the stage's k = 4 t + e, as TF32
   // BEGIN SOLUTION
@@ -598,8 +599,8 @@ __device__ __forceinline__ void store_y3(float* __restrict__ y, const float* __r
                                          const float (&acc)[kMTiles3][kNTiles3][4], const Conv2dShape& s, int64_t m0,
                                          int co0, int lane) {
   // BEGIN OPEN
-  // GOAL: write store_y3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the warp's outputs + bias into y where they lie inside it, 16-byte stores where 4 pixels share an image and
+  // GOAL: are aligned (Background: The m16n8k8 fragments).
   // BEGIN SOLUTION
   // GOAL: y[n][co][oh][ow] = Y[m][co] + bias[co] (0 without bias) for each of the warp's pixels m < M and
   // GOAL: channels co < cout, from acc as the comment above lays it out; nothing outside y is written.
@@ -669,8 +670,9 @@ __global__ void __launch_bounds__(2 * BN3, kMinBlocks3<BN3>)
     conv2d_kernel3(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
                    float* __restrict__ y, Conv2dShape s) {
   // BEGIN OPEN
-  // GOAL: write conv2d_kernel3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: version 3: the block's tile of y = conv(x, w) + bias on TF32 tensor cores through a cp.async ring, the
+  // GOAL: gather in the K order the template picks, zeros outside x and the sizes (Background: Why TF32, How the gather
+  // GOAL: feeds it, The order of K is yours).
   constexpr int kThreads = 2 * BN3;
   constexpr int kAPer = kBM3 * kBK3 / kThreads;  // k of one im2col row a thread gathers per step: 8 or 16
   constexpr int kBRows = kThreads / 4;           // channel rows of B copied per pass (2 passes)
@@ -789,8 +791,7 @@ __global__ void __launch_bounds__(2 * BN3, kMinBlocks3<BN3>)
 __global__ void conv2d_weight_kernel3(const float* __restrict__ weight, float* __restrict__ weight_t, int64_t total,
                                       int cin, int khw) {
   // BEGIN OPEN
-  // GOAL: write conv2d_weight_kernel3 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: weight_t = weight in tap-major order (cout, kh, kw, cin), every element, coalesced writes.
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int ci = static_cast<int>(i % cin);
     const int64_t row = i / cin;  // co khw + tap
@@ -839,7 +840,7 @@ template <typename scalar_t>
 void launch_implicit_gemm(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                           const Conv2dShape& s, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write launch_implicit_gemm whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: run conv2d_kernel2 over every tile of every group on `stream` (nothing when y is empty); report a failed launch.
   const int64_t M = s.n * s.ho * s.wo;
   if (M == 0 || s.cout == 0) return;
   TORCH_CHECK(s.groups <= 65535, "groups: version 2's implicit GEMM takes at most 65535 groups (one grid layer "
@@ -913,7 +914,8 @@ void launch_tensor_core_tiles(const float* x, const float* weight, const float* 
 void launch_tensor_cores(const float* x, const float* weight, const float* bias, float* y, const Conv2dShape& s,
                          float* weight_t, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write launch_tensor_cores whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: version 3 on `stream`: the tap-major weight copy where the kernel wants it, then conv2d_kernel3 over y with
+  // GOAL: the template that fits (16-byte weight copies where aligned); refused without TF32 tensor cores.
   // version 3 runs only where tensor cores take TF32 (compute capability 8.0 and newer) and only from
   // code compiled for such a GPU (a 7.5 build JIT-compiled on an H100 has no tensor-core path)
   course::check_tensor_cores(conv2d_kernel3<64, false, false>, "version 3");

@@ -33,8 +33,8 @@ __global__ void conv_transpose2d_kernel1(const scalar_t* __restrict__ x, const s
                                         const scalar_t* __restrict__ bias, scalar_t* __restrict__ y,
                                         ConvTranspose2dShape s) {
   // BEGIN OPEN
-  // GOAL: write conv_transpose2d_kernel1 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: y = conv_transpose2d(x, weight) + bias for every output element, by gather: only the taps that reach it
+  // GOAL: (groups, stride, padding, dilation, output_padding; int64 indices) (Background: Scatter or gather).
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     // BEGIN SOLUTION
@@ -108,8 +108,7 @@ __device__ __forceinline__ int gcd_int(int x, int y) {
 // Phase `first` (0 <= first < stride) of an axis of `out` outputs, a kernel of k taps.
 [[maybe_unused]] __device__ __forceinline__ Phase1D phase_1d(int first, int out, int k, int stride, int pad, int dil) {
   // BEGIN OPEN
-  // GOAL: write phase_1d whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the taps and first output of stride phase `first` along one axis (Background: Stride phases).
   // STUB: return {};
   Phase1D p;
   p.first = first;
@@ -166,8 +165,8 @@ template <typename T, class LoadA, class LoadB>
 __device__ __forceinline__ void gemm_tile(const LoadA& la, const LoadB& lb, int k_begin, int k_end, Smem<T>& sm,
                                           T (&acc)[8][8]) {
   // BEGIN OPEN
-  // GOAL: write gemm_tile whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: acc = A * B for the tile over [k_begin, k_end): each element loaded from global memory once per tile, the next
+  // GOAL: slice's loads in flight while this one is multiplied (Background: Version 2: an implicit GEMM).
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -310,8 +309,8 @@ __global__ void __launch_bounds__(kGemmThreads, 4)
     conv_transpose2d_kernel2(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                              T* __restrict__ y, ConvTranspose2dShape s, int phase0) {
   // BEGIN OPEN
-  // GOAL: write conv_transpose2d_kernel2 whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the block's tile of one stride phase of one group of y (+ bias): an implicit GEMM over only that phase's taps,
+  // GOAL: exact at every edge (Background: Version 2: an implicit GEMM, Stride phases).
   __shared__ Smem<T> sm;
   // (stride 1: one phase, blockIdx.z the group itself: a division less, and one register less across the
   // loop, where a group kept in a register pushed the tap counters out to reloads and cost 5-13%)
@@ -397,8 +396,7 @@ constexpr int kWinoThreads = 128;
 template <typename T>
 __device__ __forceinline__ void winograd_g(const T (&g)[3], T (&o)[6]) {
   // BEGIN OPEN
-  // GOAL: write winograd_g whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: o = G g for a column of 3 taps (README: Version 3: Winograd).
   // BEGIN SOLUTION
   // GOAL: o = G g, G the 6 x 3 matrix above.
   // TODO: one line per row of G: o[0] = g[0] / 4, o[1] = -(g[0] + g[1] + g[2]) / 6, and so on (divide, as
@@ -419,8 +417,7 @@ template <typename T>
 __global__ void winograd_weight_kernel(const T* __restrict__ w, T* __restrict__ U, int cin, int cout_g,
                                        T* __restrict__ flags, int64_t tiles) {
   // BEGIN OPEN
-  // GOAL: write winograd_weight_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: U = G g G^T for every (ci, co) of the flipped weight, and the tiles' flags cleared (Version 3: Winograd).
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < tiles) flags[i] = T(0);
   if (i >= int64_t(cin) * cout_g) return;
@@ -447,8 +444,7 @@ __global__ void winograd_weight_kernel(const T* __restrict__ w, T* __restrict__ 
 template <typename T>
 __device__ __forceinline__ void winograd_bt(const T (&d)[6], T (&o)[6]) {
   // BEGIN OPEN
-  // GOAL: write winograd_bt whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: o = B^T d for a column of 6 (Version 3: Winograd).
   // BEGIN SOLUTION
   // GOAL: o = B^T d, B^T the 6 x 6 matrix above.
   // TODO: one line per row of B^T, its zeros left out: o[0] = 4 d[0] - 5 d[2] + d[4], and so on.
@@ -468,8 +464,8 @@ template <typename T>
 __global__ void winograd_input_kernel(const T* __restrict__ x, T* __restrict__ V, T* __restrict__ flags,
                                       ConvTranspose2dShape s, int pc_h, int pc_w, int th, int tw) {
   // BEGIN OPEN
-  // GOAL: write winograd_input_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: V = B^T d B for every input tile and channel, zeros outside x; a tile's flag set when its input is not finite
+  // GOAL: (Version 3: Winograd).
   const int64_t tiles = s.n * th * tw;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= tiles * s.cin) return;
@@ -512,8 +508,7 @@ __global__ void winograd_input_kernel(const T* __restrict__ x, T* __restrict__ V
 template <typename T>
 __device__ __forceinline__ void winograd_at(const T (&m)[6], T (&o)[4]) {
   // BEGIN OPEN
-  // GOAL: write winograd_at whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: o = A^T m for a column of 6 (Version 3: Winograd).
   // BEGIN SOLUTION
   // GOAL: o = A^T m, A^T the 4 x 6 matrix above.
   // TODO: the rows of A^T share sums and differences: with s1 = m[1] + m[2], d1 = m[1] - m[2],
@@ -534,8 +529,7 @@ template <typename T>
 __device__ void winograd_direct_tile(const T* __restrict__ x, const T* __restrict__ w, T b, T* __restrict__ dst,
                                      const ConvTranspose2dShape& s, int64_t n, int co, int y0, int x0) {
   // BEGIN OPEN
-  // GOAL: write winograd_direct_tile whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the direct sum for one 4 x 4 output tile (+ bias), inside y only (Version 3: Winograd, non-finite inputs).
   const int cin_g = s.cin / s.groups, cout_g = s.cout / s.groups, g = co / cout_g;
   for (int r = 0; r < 4 && y0 + r < s.ho; ++r)
     for (int c = 0; c < 4 && x0 + c < s.wo; ++c) {
@@ -563,8 +557,7 @@ __global__ void winograd_output_kernel(const T* __restrict__ M, const T* __restr
                                        const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y,
                                        ConvTranspose2dShape s, int th, int tw) {
   // BEGIN OPEN
-  // GOAL: write winograd_output_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: y's tile = A^T M A + bias where its input was finite, the direct sum otherwise; only inside y.
   const int64_t tiles = s.n * th * tw;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= tiles * s.cout) return;
@@ -609,9 +602,8 @@ template <typename scalar_t>
 void conv_transpose2d_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                            const ConvTranspose2dShape& s, int version, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write conv_transpose2d_cuda whole: what the README's Interface asks of it: run conv_transpose2d_kernel1 over every output element on `stream`; report a failed launch.
-  // GOAL: run conv_transpose2d_kernel2 over every 64 x 128 tile of every group's part of every stride
-  // GOAL: phase of y on `stream`, in several launches where groups x phases pass gridDim.z's limit
+  // GOAL: run the version the caller asks for on `stream` over every output: version 1 over every element; version 2
+  // GOAL: over every tile of every group and stride phase (several launches past gridDim.z's limit); report a failed launch.
   const int64_t total = s.n * s.cout * s.ho * s.wo;
   if (total == 0) return;  // a grid of 0 blocks is an error
   if (version == 1) {
@@ -684,8 +676,8 @@ template <typename scalar_t>
 void conv_transpose2d_winograd_cuda(const scalar_t* x, const scalar_t* weight, const scalar_t* bias, scalar_t* y,
                                     const ConvTranspose2dShape& s, scalar_t* workspace, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write conv_transpose2d_winograd_cuda whole: what the README's Interface asks of it: M = the 36 products per group, by version 2's launcher: a grouped 1 x 1 transposed
-  // GOAL: convolution of V (one image of 36 cin channels, 1 x tiles pixels) by U, into M.
+  // GOAL: version 3 on `stream`: the weight and input transforms, the 36 grouped products by version 2's launcher, the
+  // GOAL: output transform; report a failed launch (Version 3: Winograd).
   const int64_t tiles = winograd_tiles(s);
   if (tiles == 0 || s.cout == 0) return;
   course::took<scalar_t>("v3.winograd");  // (planner paths: course/paths.h)

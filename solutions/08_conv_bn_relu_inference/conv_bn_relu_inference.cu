@@ -44,7 +44,7 @@ struct Smem {  // double-buffered k-slices of A (as [k][m]) and B (as [k][n])
 template <typename T>
 __device__ __forceinline__ T relu(T v) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: ReLU that keeps NaN as torch.relu does.
   // STUB: return {};
   return v < T(0) ? T(0) : v;
   // END OPEN
@@ -125,7 +125,7 @@ struct FwdWeightA : ByK<T> {
   int rows, ld, m0;
   __device__ void load(int k0, int k_end, T (&r)[ByK<T>::kRegs]) const {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: r = the weight matrix's A[rows of this thread][k], 0 past `rows` and k_end (Background: Implicit GEMM).
     const int k = k0 + threadIdx.x % BK;
 #pragma unroll
     for (int i = 0; i < ByK<T>::kRegs; ++i) {
@@ -144,7 +144,8 @@ struct Im2colB : ByColumn<T> {
   int H, W, R, S, RS, dh, dw;
   __device__ Im2colB(const T* x, const ConvShape& s, int col, int ncols) {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: the loader's state for column `col`: its image's base in x and the top-left input pixel of its output pixel
+    // GOAL: (nullptr past ncols), decoded once so that load() does no divisions (Background: Index decoding is the hidden cost).
     H = s.H; W = s.W; R = s.R; S = s.S; RS = s.R * s.S; dh = s.dil_h; dw = s.dil_w;
     base = nullptr;
     h0 = w0 = 0;
@@ -187,7 +188,7 @@ template <typename T>
 __device__ __forceinline__ void store4(T* out, const int (&colbase)[8], const bool (&valid)[8], int g, int row_offset,
                                        const T (&v)[4], bool vec_ok) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: 4 consecutive columns of one row into `out` where valid: one 16-byte store when they are one aligned run.
   if (vec_ok && valid[4 * g + 3]) {
     course::Vec<T, 4> pack;
 #pragma unroll
@@ -208,8 +209,7 @@ __device__ __forceinline__ void fold_bn(int m, const T* __restrict__ bias, const
                                         const T* __restrict__ beta, const T* __restrict__ running_mean,
                                         const T* __restrict__ running_var, T eps, T& scale, T& shift) {
   // BEGIN OPEN
-  // GOAL: write fold_bn whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: scale and shift of channel m: BatchNorm (eval) and the bias folded into one affine map (Background).
   // BEGIN SOLUTION
   // GOAL: scale and shift of channel m such that scale * conv + shift = BatchNorm(conv + bias).
   // TODO: fold BatchNorm (and the conv's bias, which may be nullptr) into scale and shift so that
@@ -231,8 +231,9 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
                         const T* __restrict__ gamma, const T* __restrict__ beta, const T* __restrict__ running_mean,
                         const T* __restrict__ running_var, T eps, T* __restrict__ y) {
   // BEGIN OPEN
-  // GOAL: write conv_bn_relu_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: y = relu(BatchNorm(conv(x, w) + bias)) for the block's 64 x 128 tile (fp32 or float64, exact at every edge,
+  // GOAL: C*R*S = 0 included), BatchNorm folded per channel and applied to the accumulators in registers, y written once,
+  // GOAL: 16-byte stores where aligned (Background: Implicit GEMM, Tiling and register blocking, The epilogue).
   __shared__ Smem<T> sm;
   __shared__ T tile_scale[BM], tile_shift[BM];
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
@@ -445,7 +446,7 @@ __device__ __forceinline__ void tc_conv_gemm(const float* __restrict__ x, const 
 __device__ __forceinline__ void store_pixels4(float* __restrict__ out, const ConvShape& s, int m, int co, int M,
                                               const float (&v)[4], bool vec_ok) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: the 4 pixels from m of channel co into y, inside M only: one 16-byte store when vec_ok.
   const int PQ = s.P * s.Q;
   if (vec_ok) {
     const int n = m / PQ;
@@ -472,8 +473,8 @@ __global__ void __launch_bounds__(kTcThreads, 3)
                              const float* __restrict__ running_mean, const float* __restrict__ running_var, float eps,
                              float* __restrict__ y) {
   // BEGIN OPEN
-  // GOAL: write conv_bn_relu_tf32_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: version 2's tile: the given TF32 engine's accumulators, then BatchNorm and ReLU on the fragments in registers
+  // GOAL: and y written once, 16-byte stores where aligned (Background: Version 2: TF32 tensor cores).
   __shared__ __align__(128) TcStage ring[kTcStages];
   __shared__ float tile_scale[kTcChannels], tile_shift[kTcChannels];
   const int m0 = blockIdx.x * kTcPixels, co0 = blockIdx.y * kTcChannels;
@@ -544,7 +545,8 @@ void launch_tf32(const float* x, const float* w, const float* bias, const float*
                  const float* running_mean, const float* running_var, double eps, const ConvShape& s, float* y,
                  cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: version 2 over the whole output on `stream` (nothing when it is empty), the 16-byte weight copies where
+  // GOAL: every weight row is aligned; refused where there are no TF32 tensor cores.
   course::check_tensor_cores(conv_bn_relu_tf32_kernel<false>, "version 2 (TF32 tensor cores)");
   if (s.N * s.P * s.Q == 0) return;
   // 16-byte weight copies: every row of C*R*S floats starts on 16 bytes
@@ -567,8 +569,8 @@ void conv_bn_relu_inference_cuda(const scalar_t* x, const scalar_t* w, const sca
                                  const scalar_t* beta, const scalar_t* running_mean, const scalar_t* running_var,
                                  double eps, const ConvShape& s, int version, scalar_t* y, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write conv_bn_relu_inference_cuda whole: what the README's Interface asks of it: version 1: run conv_bn_relu_kernel over the whole output (possibly empty) on `stream`; report a
-  // GOAL: failed launch.
+  // GOAL: the op on `stream`: version 1 (fp32 or float64) or version 2 (float32 only), over the whole output (possibly
+  // GOAL: empty); a clear error for a bad version or dtype; report a failed launch (Interface).
   TORCH_CHECK(version == 1 || version == 2, "version must be 1 (strict fp32) or 2 (TF32 tensor cores)");
   course::took<scalar_t>(bias != nullptr ? "bias" : "no_bias");  // (planner paths: course/paths.h)
   if (version == 2) {

@@ -324,8 +324,8 @@ __device__ __forceinline__ void channel_params(int m, bool training, const T* __
                                                T eps, T* __restrict__ save_mean, T* __restrict__ save_invstd, T& b,
                                                T& scale, T& shift) {
   // BEGIN OPEN
-  // GOAL: write channel_params whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: what channel m's epilogue needs: the bias, and in eval BatchNorm folded into scale and shift (saving the
+  // GOAL: statistics used when save_mean is given) (Background: The forward in training).
   b = bias != nullptr ? bias[m] : T(0);
   if (!training) {  // eval: BN(conv + b) = scale * conv + shift
     const T invstd = T(1) / sqrt(running_var[m] + eps);
@@ -351,8 +351,8 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
                                 T* __restrict__ z, T* __restrict__ y, T* __restrict__ part_mean, T* __restrict__ part_m2,
                                 T* __restrict__ save_mean, T* __restrict__ save_invstd) {
   // BEGIN OPEN
-  // GOAL: write conv_bn_relu_forward_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: training: z = conv + bias for the tile, and each channel's (mean, M2) over the tile's pixels; eval: y =
+  // GOAL: relu(BatchNorm(z)) written once; exact at every edge (Background: The forward in training, Stable statistics).
   __shared__ Smem<T> sm;
   __shared__ T tile_scale[BM], tile_shift[BM], tile_bias[BM];
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
@@ -453,8 +453,8 @@ __global__ void bn_stats_finalize_kernel(const T* __restrict__ part_mean, const 
                                          T* __restrict__ running_mean, T* __restrict__ running_var,
                                          int64_t* __restrict__ num_batches_tracked) {
   // BEGIN OPEN
-  // GOAL: write bn_stats_finalize_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: per channel: merge the tiles' (count, mean, M2) stably (in double), save mean and invstd, the scale and
+  // GOAL: shift for y, and the running statistics as nn.BatchNorm2d updates them (Background: Stable statistics, Running statistics).
   __shared__ double factor, warp_sums[32][33], channel_mean[32];
   if (threadIdx.x == 0) {  // nn.BatchNorm2d: momentum None means a cumulative average, 1 / batches seen
     const int64_t batches = *num_batches_tracked + 1;
@@ -520,8 +520,8 @@ template <typename T>
 __global__ void bn_relu_apply_kernel(const T* __restrict__ z, const T* __restrict__ scale, const T* __restrict__ shift,
                                      T* __restrict__ y, int K, int PQ) {
   // BEGIN OPEN
-  // GOAL: write bn_relu_apply_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: y = relu(scale * z + shift) for every element of this plane, 16-byte accesses where the plane is aligned for
+  // GOAL: them (Background: Where fusion saves memory traffic).
   const int c = blockIdx.x % K;
   const T sc = scale[c], sh = shift[c];
   const T* zp = z + int64_t(blockIdx.x) * PQ;
@@ -543,8 +543,7 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ z, const T* __restric
 template <typename T>
 __device__ __forceinline__ T relu_masked_grad(T dy, T y) {
   // BEGIN OPEN
-  // GOAL: write relu_masked_grad whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: dy where the forward output y was positive, else 0 (Background: The backward, step by step).
   // STUB: return {};
   // BEGIN SOLUTION
   // GOAL: the gradient that passes back through the ReLU.
@@ -559,8 +558,7 @@ __device__ __forceinline__ T relu_masked_grad(T dy, T y) {
 template <typename A>
 __device__ __forceinline__ A block_sum(A v, A* scratch /* 32 */) {
   // BEGIN OPEN
-  // GOAL: write block_sum whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the sum of v over the block, valid in thread 0 (warp shuffles, then shared memory).
   // STUB: return {};
   for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
@@ -580,8 +578,7 @@ __global__ void bn_relu_backward_reduce_kernel(const T* __restrict__ dy, const T
                                                const T* __restrict__ z, const T* __restrict__ mean, int N, int K,
                                                int PQ, T* __restrict__ part) {
   // BEGIN OPEN
-  // GOAL: write bn_relu_backward_reduce_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: per (channel, split): the sums of g and g (z - mean) over its images' pixels, deterministic (Background: The backward).
   using acc_t = course::opmath_t<T>;
   __shared__ acc_t scratch[32];
   const int c = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
@@ -617,8 +614,8 @@ __global__ void bn_relu_backward_kernel(const T* __restrict__ dy, const T* __res
                                         T* __restrict__ grad_gamma, T* __restrict__ grad_beta,
                                         T* __restrict__ grad_bias) {
   // BEGIN OPEN
-  // GOAL: write bn_relu_backward_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: u = g - (dbeta + xhat dgamma) / M (training; g in eval) for this plane, and the channel's grad_gamma, grad_beta
+  // GOAL: and grad_bias (Background: The backward, step by step).
   __shared__ T sums[2];
   const int c = blockIdx.x % K;
   if (threadIdx.x < 32) {  // merge the reduce kernel's partial sums (fixed order: deterministic)
@@ -667,8 +664,8 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     conv_dgrad_kernel(const T* __restrict__ u, const T* __restrict__ w, const T* __restrict__ gamma,
                       const T* __restrict__ invstd, ConvShape s, T* __restrict__ grad_x) {
   // BEGIN OPEN
-  // GOAL: write conv_dgrad_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: grad_x for the block's tile: the transposed convolution of dZ = gamma invstd u with the filters, an implicit
+  // GOAL: GEMM with the BatchNorm factor applied in the loader (Background: The backward, step by step).
   __shared__ Smem<T> sm;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int HW = s.H * s.W, ncols = s.N * HW, RS = s.R * s.S;
@@ -703,8 +700,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     conv_wgrad_kernel(const T* __restrict__ u, const T* __restrict__ x, const T* __restrict__ gamma,
                       const T* __restrict__ invstd, ConvShape s, int chunk, T* __restrict__ out) {
   // BEGIN OPEN
-  // GOAL: write conv_wgrad_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: grad_w's tile over this split's chunk of N*P*Q, into out[z] (or grad_w with one split) (Background: The backward).
   __shared__ Smem<T> sm;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int PQ = s.P * s.Q, CRS = s.C * s.R * s.S, nred = s.N * PQ;
@@ -732,8 +728,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
 template <typename T>
 __global__ void conv_wgrad_reduce_kernel(const T* __restrict__ partial, int splits, int n, T* __restrict__ grad_w) {
   // BEGIN OPEN
-  // GOAL: write conv_wgrad_reduce_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: grad_w = the sum of the split-K partials in a fixed order (the same bits every run).
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     course::opmath_t<T> sum = 0;
     for (int z = 0; z < splits; ++z) sum += partial[int64_t(z) * n + i];
@@ -926,8 +921,7 @@ __device__ __forceinline__ void store_pixels4(float* __restrict__ out, const Con
 // (lane = 4 g + t: this lane's t, every g), in each of them.
 __device__ __forceinline__ float warp_channel_sum(float v) {
   // BEGIN OPEN
-  // GOAL: write warp_channel_sum whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: v summed over the 8 lanes that hold the same channels, in each of them (Background: Version 2).
   // STUB: return {};
   // BEGIN SOLUTION
   // GOAL: return the sum of v over the 8 lanes whose lane % 4 is this lane's (every g = lane / 4).
@@ -957,8 +951,8 @@ __global__ void __launch_bounds__(kTcThreads, 3)
                                      float* __restrict__ part_mean, float* __restrict__ part_m2,
                                      float* __restrict__ save_mean, float* __restrict__ save_invstd) {
   // BEGIN OPEN
-  // GOAL: write conv_bn_relu_forward_tf32_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: version 2's forward tile on TF32 tensor cores: z + bias and the channel statistics from the fragments, or
+  // GOAL: eval's folded BatchNorm and ReLU, stored 16 bytes at a time where aligned (Background: Version 2: The forward).
   __shared__ __align__(128) TcStage ring[kTcStages];
   __shared__ float tile_scale[kTcChannels], tile_shift[kTcChannels], tile_bias[kTcChannels];
   __shared__ float red[2][kTcChannels];  // per channel of the tile, a sum over each half of its pixels
@@ -1148,8 +1142,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
     conv_dgrad_tf32_kernel(const float* __restrict__ u, const float* __restrict__ w, const float* __restrict__ gamma,
                            const float* __restrict__ invstd, ConvShape s, float* __restrict__ grad_x) {
   // BEGIN OPEN
-  // GOAL: write conv_dgrad_tf32_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: conv_dgrad_kernel's contract with the products on TF32 tensor cores (Background: Version 2: The other backward GEMMs).
   __shared__ Smem<float> sm;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int HW = s.H * s.W, ncols = s.N * HW, RS = s.R * s.S;
@@ -1198,8 +1191,7 @@ __global__ void __launch_bounds__(kThreads, 4)  // 4 blocks per SM: <= 128 regis
 [[maybe_unused]] __global__ void dgrad_flip_weights_kernel(const float* __restrict__ w, const float* __restrict__ gamma,
                                           const float* __restrict__ invstd, ConvShape s, float* __restrict__ wflip) {
   // BEGIN OPEN
-  // GOAL: write dgrad_flip_weights_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: wflip = the flipped, transposed filters times gamma invstd, every element (Background: The data gradient with unit strides).
   const int64_t total = int64_t(s.K) * s.C * s.R * s.S;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int ss = int(i % s.S), r = int(i / s.S % s.R);
@@ -1217,8 +1209,7 @@ __global__ void __launch_bounds__(kTcThreads, 3)
     conv_dgrad_tf32_unit_stride_kernel(const float* __restrict__ u, const float* __restrict__ wflip, ConvShape d,
                                        float* __restrict__ grad_x) {
   // BEGIN OPEN
-  // GOAL: write conv_dgrad_tf32_unit_stride_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: grad_x = conv(u, wflip) through the forward's engine (Background: The data gradient with unit strides is a forward convolution).
   __shared__ __align__(128) TcStage ring[kTcStages];
   const int m0 = blockIdx.x * kTcPixels, co0 = blockIdx.y * kTcChannels;
   const int M = d.N * d.P * d.Q;
@@ -1249,8 +1240,7 @@ __global__ void __launch_bounds__(kTcThreads, 3)
     conv_wgrad_tf32_kernel(const float* __restrict__ u, const float* __restrict__ x, const float* __restrict__ gamma,
                            const float* __restrict__ invstd, ConvShape s, int chunk, float* __restrict__ out) {
   // BEGIN OPEN
-  // GOAL: write conv_wgrad_tf32_kernel whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: conv_wgrad_kernel's contract with the products on TF32 tensor cores (Background: The other backward GEMMs).
   __shared__ Smem<float> sm;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int PQ = s.P * s.Q, CRS = s.C * s.R * s.S, nred = s.N * PQ;
@@ -1422,8 +1412,8 @@ void conv_bn_relu_train_forward_cuda(const scalar_t* x, const scalar_t* w, const
                                      scalar_t* z, scalar_t* y, scalar_t* save_mean, scalar_t* save_invstd,
                                      scalar_t* part, scalar_t* scale_shift, int version, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write conv_bn_relu_train_forward_cuda whole: what the README's Interface asks of it: the training forward on `stream`: z and its statistics, then BatchNorm's batch statistics,
-  // GOAL: then y; report a failed launch.
+  // GOAL: the training forward on `stream`: z and its statistics, BatchNorm's batch statistics, then y (or eval's one
+  // GOAL: kernel); empty batches and version 2 as the Interface says; report a failed launch.
   [[maybe_unused]] const int PQ = s.P * s.Q, count = s.N * PQ, tiles = conv_bn_relu_stat_tiles(s);
   // BEGIN SOLUTION
   // GOAL: the training forward on `stream`: z and its statistics, then BatchNorm's batch statistics,
@@ -1472,8 +1462,8 @@ void conv_bn_relu_backward_cuda(const scalar_t* grad_y, const scalar_t* x, const
                                 scalar_t* grad_bias, scalar_t* grad_gamma, scalar_t* grad_beta, scalar_t* u,
                                 scalar_t* scratch, cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: write conv_bn_relu_backward_cuda whole: what the README's Interface asks of it: the backward on `stream`: the gradients of BatchNorm and ReLU, then grad_x and grad_w;
-  // GOAL: report a failed launch.
+  // GOAL: the backward on `stream`: the gradients of BatchNorm and ReLU, then grad_x and grad_w (split-K where the
+  // GOAL: reduction is long); report a failed launch (Interface).
   [[maybe_unused]] const int PQ = s.P * s.Q, count = s.N * PQ, CRS = s.C * s.R * s.S;
   // BEGIN SOLUTION
   // GOAL: the backward on `stream`: the gradients of BatchNorm and ReLU, then grad_x and grad_w;

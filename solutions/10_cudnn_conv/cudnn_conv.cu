@@ -33,7 +33,7 @@ std::string last_cudnn_error() {
 
 size_t KeyHash::operator()(const Key& key) const {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: a well-mixed hash of the whole key, equal keys hashing equally (Background: The key is everything that changes the plan).
   // STUB: TORCH_CHECK(false, "KeyHash is not implemented yet");
   // FNV-1a over the key's 64-bit words (it is all int64_t, no padding, so equal keys hash equally):
   // 21 steps per lookup instead of 168 for its bytes. The last line mixes the high bits down.
@@ -65,7 +65,7 @@ std::string ref(const std::array<int64_t, 4>& a) {
 // CUDNN_DEFAULT_MATH, cuDNN 9.19's legacy Find offered no TF32 algorithm on an H100 (strict speed).
 [[maybe_unused]] cudnnMathType_t math_type_for(const Args& a) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: strict fp32 on FMA units, TF32 allowed: Tensor Core math asked for explicitly, float64: the default (Background: Math mode).
   // STUB: TORCH_CHECK(false, "math_type_for is not implemented yet");
   if (a.dtype != CUDNN_DATA_FLOAT) return CUDNN_DEFAULT_MATH;
   return a.allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
@@ -75,7 +75,7 @@ std::string ref(const std::array<int64_t, 4>& a) {
 // alpha = 1 and beta = 0 (overwrite the output), in the type cuDNN expects for the data type.
 const void* one(cudnnDataType_t t) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: alpha = 1 in the type cuDNN expects for the data type (float for float32, double for float64).
   // STUB: TORCH_CHECK(false, "one is not implemented yet");
   static const float f = 1.0f;
   static const double d = 1.0;
@@ -84,7 +84,7 @@ const void* one(cudnnDataType_t t) {
 }
 const void* zero(cudnnDataType_t t) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: beta = 0 in the type cuDNN expects for the data type.
   // STUB: TORCH_CHECK(false, "zero is not implemented yet");
   static const float f = 0.0f;
   static const double d = 0.0;
@@ -108,7 +108,7 @@ struct DeviceHandle {
 
 DeviceHandle& handle_for(int device) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: the device's one cuDNN handle, created on first use, safe when threads ask at once (Background: One handle per device).
   // STUB: TORCH_CHECK(false, "handle_for is not implemented yet");
   static std::mutex mu;
   static std::unordered_map<int, std::unique_ptr<DeviceHandle>> handles;
@@ -150,7 +150,7 @@ class BoundHandle {
 
 Key make_key(const Args& a) {
   // BEGIN OPEN
-  // GOAL: write make_key whole: what the README's Interface asks of it: a key that tells apart any two calls that need different plans.
+  // GOAL: a key that tells apart any two calls that need different plans, and no more (Background: The key is everything that changes the plan).
   // STUB: TORCH_CHECK(false, "make_key is not implemented yet");
   Key key;
   // BEGIN SOLUTION
@@ -182,7 +182,8 @@ Key make_key(const Args& a) {
 
 Plan describe(const Args& a) {
   // BEGIN OPEN
-  // GOAL: write describe whole: what the README's Interface asks of it: the plan's x, w and convolution descriptors from `a`, and its output shape and y descriptor.
+  // GOAL: the plan's descriptors for `a` (x, w, the grouped convolution with its math type, y from cuDNN's output shape,
+  // GOAL: the bias) (Background: Descriptors are the expensive, reusable part, Groups, The bias).
   // STUB: TORCH_CHECK(false, "describe is not implemented yet");
   Plan plan;  // its constructor created the four descriptors; they are destroyed with it
   plan.x = a.x;
@@ -234,7 +235,7 @@ class PlanCache {
 
   CacheStats stats() {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: the cache's counts, size, capacity and largest cached workspace, read under the lock.
     // STUB: TORCH_CHECK(false, "PlanCache::stats is not implemented yet");
     std::lock_guard<std::mutex> lock(mu_);
     int64_t workspace = 0;
@@ -244,7 +245,7 @@ class PlanCache {
   }
   void clear() {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: empty the cache and its counts, under the lock.
     std::lock_guard<std::mutex> lock(mu_);
     index_.clear();
     lru_.clear();
@@ -253,7 +254,7 @@ class PlanCache {
   }
   void set_capacity(size_t capacity) {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: a new capacity, evicting what is over it, under the lock.
     std::lock_guard<std::mutex> lock(mu_);
     capacity_ = capacity;
     evict_over_capacity();
@@ -264,14 +265,15 @@ class PlanCache {
   using Entry = std::pair<Key, std::shared_ptr<const Plan>>;
 
   void evict_over_capacity() {  // the caller holds mu_
+    // BEGIN OPEN
+    // GOAL: drop least recently used plans until the cache holds at most capacity_, each counted in evictions_
+    // GOAL: (Background: Thread safety and bounds).
     while (lru_.size() > capacity_) {
-      // BEGIN OPEN
-      // GOAL: X
       index_.erase(lru_.back().first);
       lru_.pop_back();
       ++evictions_;
-      // END OPEN
     }
+    // END OPEN
   }
 
   std::mutex mu_;
@@ -283,7 +285,8 @@ class PlanCache {
 
 std::shared_ptr<const Plan> PlanCache::find(const Key& key) {
   // BEGIN OPEN
-  // GOAL: write find whole: what the README's Interface asks of it: `found` = the plan cached under key (or none), with the LRU order and the counts kept up to date.
+  // GOAL: the plan cached under key (or none), a hit moved to most recently used, hits and misses counted, safe
+  // GOAL: across threads in O(1) (Background: Thread safety and bounds).
   // STUB: TORCH_CHECK(false, "find is not implemented yet");
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const Plan> found;
@@ -307,7 +310,7 @@ std::shared_ptr<const Plan> PlanCache::find(const Key& key) {
 
 std::shared_ptr<const Plan> PlanCache::insert(const Key& key, std::shared_ptr<const Plan> plan) {
   // BEGIN OPEN
-  // GOAL: write insert whole: what the README's Interface asks of it: cache plan under key unless a plan is there already; `kept` = the plan cached under key.
+  // GOAL: cache plan under key unless another thread cached one first; return the plan now cached; evict over capacity (O(1)).
   // STUB: TORCH_CHECK(false, "insert is not implemented yet");
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<const Plan> kept;
@@ -350,7 +353,7 @@ struct Candidate {
 template <typename Perf>
 std::vector<Candidate> to_candidates(const std::vector<Perf>& perf, int returned) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: cuDNN's performance results as Candidates, the first `returned`.
   // STUB: TORCH_CHECK(false, "to_candidates is not implemented yet");
   std::vector<Candidate> out;
   for (int i = 0; i < returned; ++i) {
@@ -362,7 +365,7 @@ std::vector<Candidate> to_candidates(const std::vector<Perf>& perf, int returned
 
 int algorithm_count(cudnnHandle_t h, Op op) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: how many algorithms cuDNN has for this operation (Background: Choosing the algorithm).
   // STUB: TORCH_CHECK(false, "algorithm_count is not implemented yet");
   int count = 0;
   switch (op) {
@@ -377,7 +380,7 @@ int algorithm_count(cudnnHandle_t h, Op op) {
 // The workspace `algo` needs with the plan's current math type; false if cuDNN does not support it here.
 bool workspace_size(cudnnHandle_t h, const Plan& p, Op op, int algo, size_t* bytes) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: the workspace algo needs under the plan's math type; false where cuDNN does not support it (Background: Workspace).
   // STUB: TORCH_CHECK(false, "workspace_size is not implemented yet");
   cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
   switch (op) {
@@ -403,8 +406,7 @@ bool workspace_size(cudnnHandle_t h, const Plan& p, Op op, int algo, size_t* byt
 // cuDNN's heuristic: its ranking of the algorithms, best first, without running any.
 [[maybe_unused]] std::vector<Candidate> heuristic_candidates(cudnnHandle_t h, const Plan& p, Op op) {
   // BEGIN OPEN
-  // GOAL: write heuristic_candidates whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: cuDNN's heuristic ranking for this operation, best first, running nothing (Background: Choosing the algorithm).
   // STUB: TORCH_CHECK(false, "heuristic_candidates is not implemented yet");
   const int count = algorithm_count(h, op);
   int returned = 0;
@@ -439,8 +441,8 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 // the allocator is out of memory; algorithms that need more than it get are reported as failed.
 [[maybe_unused]] c10::DataPtr find_workspace(cudnnHandle_t h, const Plan& p, Op op, size_t* bytes) {
   // BEGIN OPEN
-  // GOAL: write find_workspace whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: a workspace for benchmarking: what the hungriest algorithm asks (capped), halved while the allocator is out of
+  // GOAL: memory (Background: Workspace).
   // STUB: TORCH_CHECK(false, "find_workspace is not implemented yet");
   size_t largest = 0;
   for (int algo = 0, n = algorithm_count(h, op); algo < n; ++algo) {
@@ -464,8 +466,7 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 [[maybe_unused]] std::vector<Candidate> benchmark_candidates(cudnnHandle_t h, const Plan& p, Op op, const Buffers& b,
                                                              void* workspace, size_t workspace_bytes) {
   // BEGIN OPEN
-  // GOAL: write benchmark_candidates whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: every algorithm timed by cuDNN on the call's own buffers, fastest first (Background: Choosing the algorithm).
   // STUB: TORCH_CHECK(false, "benchmark_candidates is not implemented yet");
   const int count = algorithm_count(h, op);
   int returned = 0;
@@ -502,8 +503,7 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 // an H100 1.7e-3 once (the algorithm was not recorded), where strict fp32 is held to 1e-5.
 [[maybe_unused]] bool transforms_the_data(Op op, int algo) {
   // BEGIN OPEN
-  // GOAL: write transforms_the_data whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: whether algo computes through a transformed domain (FFT, Winograd), which strict fp32 must skip (Background: Math mode).
   // STUB: TORCH_CHECK(false, "transforms_the_data is not implemented yet");
   switch (op) {
     case Op::kForward:
@@ -523,8 +523,8 @@ constexpr size_t kMaxFindWorkspace = size_t(4) << 30;
 // Sets plan.algo, plan.math and plan.workspace_bytes.
 void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
   // BEGIN OPEN
-  // GOAL: write choose_algorithm whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the plan's algorithm, math type and workspace size: the best candidate the call allows (strict fp32: no Tensor
+  // GOAL: Core math and no transforms); a clear error when none is usable (Background: Choosing the algorithm, Math mode, Workspace).
   // BEGIN SOLUTION
   // GOAL: the plan's algorithm, math type and workspace size: the best candidate cuDNN offers that
   // GOAL: the call allows.
@@ -569,8 +569,7 @@ void choose_algorithm(Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t
 // The bias, added to the output the call has just written (y for the forward, x for backward-data).
 void add_bias(const Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h) {
   // BEGIN OPEN
-  // GOAL: write add_bias whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the bias added to the op's output, per channel, on the handle's stream (Background: The bias).
   // BEGIN SOLUTION
   // GOAL: every element of the call's output (b.y for the forward, b.x for backward-data) in channel c
   // GOAL: gains b.bias[c], on the handle's stream.
@@ -589,8 +588,8 @@ void add_bias(const Plan& plan, const Args& a, const Buffers& b, cudnnHandle_t h
 // address before the call (it is part of the launch cache's key, below).
 void execute(const Plan& plan, const Args& a, const Buffers& b, const c10::DataPtr& ws, cudnnHandle_t h) {
   // BEGIN OPEN
-  // GOAL: write execute whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: the plan's convolution for a.op (forward, backward data, backward filter) into b with the plan's workspace,
+  // GOAL: then the bias where there is one.
   // BEGIN SOLUTION
   // GOAL: run the plan's convolution (forward, backward data or backward filter, by a.op) into b.
   // TODO: run plan.algo with cudnnConvolutionForward (writes b.y), ...BackwardData (writes b.x) or
@@ -649,7 +648,7 @@ struct GraphKey {
 struct GraphKeyHash {
   size_t operator()(const GraphKey& key) const {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: a hash of the graph key's words, equal keys equally.
     // STUB: TORCH_CHECK(false, "GraphKeyHash is not implemented yet");
     const uintptr_t words[] = {key.plan, key.x, key.w, key.y, key.bias, key.workspace, key.device};
     uint64_t h = 1469598103934665603ull;  // FNV-1a over the words, as KeyHash
@@ -664,7 +663,7 @@ struct GraphKeyHash {
 
 GraphKey graph_key(const Plan* plan, const Args& a, const Buffers& b, const void* workspace) {
   // BEGIN OPEN
-  // GOAL: write graph_key whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: a key naming the plan, every buffer the call touches, the workspace and the device.
   // STUB: TORCH_CHECK(false, "graph_key is not implemented yet");
   GraphKey k;
   k.plan = reinterpret_cast<uintptr_t>(plan);
@@ -707,7 +706,7 @@ class GraphCache {
   // key's second call, so the caller should capture it now.
   std::shared_ptr<Graph> find(const GraphKey& key, bool* capture) {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: the graph (or remembered failure) for key; otherwise remember the key, and say `capture` on its second call.
     // STUB: TORCH_CHECK(false, "GraphCache::find is not implemented yet");
     std::lock_guard<std::mutex> lock(mu_);
     *capture = false;
@@ -730,7 +729,7 @@ class GraphCache {
   // Keeps `graph` under key (or the one another thread captured first) and returns it.
   std::shared_ptr<Graph> insert(const GraphKey& key, std::shared_ptr<Graph> graph) {
     // BEGIN OPEN
-    // GOAL: X
+    // GOAL: keep graph under key unless one is there; evict the least recently used past capacity; count captures and failures.
     // STUB: TORCH_CHECK(false, "GraphCache::insert is not implemented yet");
     std::lock_guard<std::mutex> lock(mu_);
     auto it = graphs_.find(key);
@@ -785,7 +784,7 @@ std::atomic<bool> graphs_on{true};
 // graph. A failed query (e.g. the legacy stream while a blocking stream captures) counts as capturing.
 bool caller_is_capturing(cudaStream_t stream) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: whether the caller is capturing `stream` (a failed query counts as capturing).
   // STUB: TORCH_CHECK(false, "caller_is_capturing is not implemented yet");
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
@@ -803,8 +802,8 @@ bool caller_is_capturing(cudaStream_t stream) {
 std::shared_ptr<Graph> capture(DeviceHandle& device, std::shared_ptr<const Plan> plan, const Args& a,
                                const Buffers& b, const c10::DataPtr& ws) {
   // BEGIN OPEN
-  // GOAL: write capture whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: capture the plan's call into a graph on the device's capture stream (the handle bound there only for the
+  // GOAL: capture, bound back after) and instantiate it; any failure gives an entry without exec, never an error.
   // STUB: TORCH_CHECK(false, "capture is not implemented yet");
   auto entry = std::make_shared<Graph>();
   entry->plan = std::move(plan);
@@ -855,7 +854,7 @@ __global__ void bytes_differ_kernel(const unsigned char* a, const unsigned char*
 // The buffer a call writes, and its size in bytes.
 std::pair<void*, size_t> output_of(const Plan& p, const Args& a, const Buffers& b) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: the buffer the call writes and its size in bytes.
   // STUB: TORCH_CHECK(false, "output_of is not implemented yet");
   const std::array<int64_t, 4>& shape = a.op == Op::kForward ? p.y : a.op == Op::kBackwardData ? p.x : p.w;
   void* out = a.op == Op::kForward ? b.y : a.op == Op::kBackwardData ? b.x : b.w;
@@ -874,8 +873,8 @@ std::pair<void*, size_t> output_of(const Plan& p, const Args& a, const Buffers& 
 bool graph_reproduces_call(DeviceHandle& device, const Graph& g, const Args& a, const Buffers& b,
                            const c10::DataPtr& ws) {
   // BEGIN OPEN
-  // GOAL: write graph_reproduces_call whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: run the call, keep its output, overwrite it, replay the graph, compare bit for bit: true when the graph
+  // GOAL: reproduced it (the output is right either way).
   // STUB: TORCH_CHECK(false, "graph_reproduces_call is not implemented yet");
   const auto [out, bytes] = output_of(*g.plan, a, b);
   {
@@ -910,8 +909,8 @@ bool graph_reproduces_call(DeviceHandle& device, const Graph& g, const Args& a, 
 bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan, const Args& a, const Buffers& b,
                   const c10::DataPtr& ws) {
   // BEGIN OPEN
-  // GOAL: write run_as_graph whole: what its comment above says (its launch geometry and mapping included), as the reference does;
-  // GOAL: the checks grade it through the op, as the README's Interface and Budget say.
+  // GOAL: replay (or capture on its second call) this key's graph on the caller's stream; false when the plain call must
+  // GOAL: run (graphs off, the caller capturing, first call, failed capture).
   // STUB: TORCH_CHECK(false, "run_as_graph is not implemented yet");
   if (!graphs_on.load(std::memory_order_relaxed) || caller_is_capturing(a.stream)) return false;
   const GraphKey key = graph_key(plan.get(), a, b, ws.get());
@@ -942,7 +941,8 @@ bool run_as_graph(DeviceHandle& device, const std::shared_ptr<const Plan>& plan,
 
 void run(const Args& a, const Buffers& b) {
   // BEGIN OPEN
-  // GOAL: write run whole: what the README's Interface asks of it, as the reference does.
+  // GOAL: the call on a.stream: uncached, or the plan from the cache (built and inserted on a miss), its workspace from the
+  // GOAL: caching allocator, run as a graph where it can be, else executed (Interface; Background: Workspace).
   DeviceHandle& device = handle_for(a.device);
   // (planner paths: course/paths.h) the op, its dtype and math; below, the plan cache and the graphs
   if (a.dtype == CUDNN_DATA_DOUBLE) {
@@ -984,7 +984,7 @@ void run(const Args& a, const Buffers& b) {
 void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& dy_shape,
                    const void* dy, void* db) {
   // BEGIN OPEN
-  // GOAL: X
+  // GOAL: db = the per-channel sum of dy, on `stream`, through cuDNN (Background: The bias).
   TensorDesc dy_desc, db_desc;  // two descriptors per call: cheap next to a convolution's plan
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(dy_desc.get(), CUDNN_TENSOR_NCHW, dtype, as_int(dy_shape[0]),
                                          as_int(dy_shape[1]), as_int(dy_shape[2]), as_int(dy_shape[3])));
