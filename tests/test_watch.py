@@ -14,9 +14,8 @@ import torch
 from grader import properties
 from grader.checks import CheckFailure
 from grader.observe import WATCH, KernelRule, Observation, observe, profiler_visible
-from grader.properties import Device, property_checks
-from grader.spec import Context
-from tests.test_properties import SPEC, ScaleSpec, _module
+from grader.properties import Device
+from tests.test_properties import SPEC, ScaleSpec, _module, _run
 
 QUERIES = {
     "torch.autograd.profiler._is_profiler_enabled": lambda: bool(torch.autograd.profiler._is_profiler_enabled),
@@ -60,18 +59,8 @@ def _fallback(x, a):
 
 
 def _checks(spec, module, only=()):
-    ctx = Context(module=module, seed=5, exercise_dir=None)
-    ctx.extra["kernel rule"] = {"spec": spec.kernel_rule()}
-    found = {}
-    for check in property_checks(spec):
-        if only and not any(o in check.name for o in only):
-            continue
-        try:
-            check.run(ctx)
-            found[check.name] = ""
-        except CheckFailure as e:
-            found[check.name] = str(e)
-    return found
+    """Every generated check, the own-kernel ones too, under the spec's kernel rule."""
+    return _run(spec, module, only or None, seed=5, own_kernels=True)
 
 
 def test_what_an_op_can_ask_reads_the_same_in_a_value_check_as_outside_any_window():
@@ -114,7 +103,7 @@ def test_an_op_taking_pytorchs_path_when_no_profiler_shows_loses_its_value_check
     def op(x, a):
         return _right(x, a) if ask() else _fallback(x, a)
 
-    found = _checks(WATCHED, _module(op), only=["random shapes", "non-contiguous", "scalar parameters", "gradients"])
+    found = _checks(WATCHED, _module(op), only=["random shapes", "non-contiguous", "every declared edge", "gradients"])
     assert found and all(found.values()), found
     assert all(f"PyTorch's {FALLBACK}" in v for v in found.values()), found
 
