@@ -440,6 +440,30 @@ def selects_performance(keyword: str | None) -> bool:
         return True
 
 
+def release_when_built(jobs: dict[str, gate.Job], waits: list[tuple[str, dict[str, Future], Path]]) -> None:
+    """For each (job name, the builds it needs, its build-result file): once those builds are done (at
+    once when it needs none), write what built into the file its process waits for and release the
+    job (its clock runs again). Each job is settled once, whichever build finishes last."""
+    lock = threading.Lock()
+    settled: set[str] = set()
+
+    def settle(name: str, needs: dict[str, Future], result_file: Path) -> None:
+        with lock:
+            if name in settled or not all(f.done() for f in needs.values()):
+                return
+            settled.add(name)
+        try:
+            ok = {k: {"ok": f.result()["ok"]} for k, f in needs.items()}
+            write_json_atomic(result_file, {"ok": all(v["ok"] for v in ok.values()), **ok})
+        finally:
+            jobs[name].held = False
+
+    for name, needs, result_file in waits:
+        for f in needs.values():
+            f.add_done_callback(lambda _f, a=(name, needs, result_file): settle(*a))
+        settle(name, needs, result_file)
+
+
 def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: GradeOptions, *,
                  device: str | None = None, yardsticks: dict | None = None, log=print, compiling=None) -> list[dict]:
     """Build and grade every selected exercise of one target folder; one row per exercise, graded
@@ -489,27 +513,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             for job in jobs_by_name.values():
                 job.held = True
             builds = start_builds(to_build, jobs, pool, log)
-            settled: set[str] = set()
-            lock = threading.Lock()
-
-            def settle(name: str, needs: dict[str, Future]) -> None:
-                """Once a job's builds are done (at once when it needs none): tell its process what
-                built, restart its clock."""
-                with lock:
-                    if name in settled or not all(f.done() for f in needs.values()):
-                        return
-                    settled.add(name)
-                try:
-                    ok = {e: {"ok": f.result()["ok"]} for e, f in needs.items()}
-                    write_json_atomic(_build_result_path(tmp, name), {"ok": all(v["ok"] for v in ok.values()), **ok})
-                finally:
-                    jobs_by_name[name].held = False
-
-            waits = {e: {e: builds[target / e]} for e in gradings}
-            for name, needs in waits.items():
-                settle(name, needs)
-                for f in needs.values():
-                    f.add_done_callback(lambda _f, name=name, needs=needs: settle(name, needs))
+            release_when_built(jobs_by_name, [(e, {e: builds[target / e]}, _build_result_path(tmp, e))
+                                              for e in gradings])
             if len(gradings) > 1 and parallel <= 1 and timed:
                 # one after another: build everything first, so that no timing runs beside a compiler
                 wait_all(builds.values())

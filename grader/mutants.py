@@ -599,10 +599,9 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
     `builds`) are timed first by a yardstick, once per run (`yardsticks`); `on_yardstick()` is called
     once it has ended (at once without one)."""
     from grader import gate
-    from grader.grading import (default_resident, grading_job, grading_row, read_yardstick, yardstick_job,
-                                _build_result_path)
+    from grader.grading import (default_resident, grading_job, grading_row, read_yardstick, release_when_built,
+                                yardstick_job, _build_result_path)
     from grader.options import GradeOptions
-    from grader.results import write_json_atomic
     from grader.scoring import score_exercise
 
     gpu = env.gpu_present()
@@ -623,28 +622,11 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
             stick = yardstick_job(refs, tmp)
             stick.held = True
             jobs[stick.name] = stick
-        lock = threading.Lock()
-        settled: set[str] = set()
-
-        def settle(name: str, needs: dict[str, Future], result_file: Path) -> None:
-            with lock:
-                if name in settled or not all(f.done() for f in needs.values()):
-                    return
-                settled.add(name)
-            try:
-                ok = {k: {"ok": f.result()["ok"]} for k, f in needs.items()}
-                write_json_atomic(result_file, {"ok": all(v["ok"] for v in ok.values()), **ok})
-            finally:
-                jobs[name].held = False
-
         waits = [(e.name, {e.mutant.exercise: builds[e.folder]}, _build_result_path(tmp / e.name, e.mutant.exercise))
                  for e in entries]
         if stick is not None:
             waits.append((stick.name, {x: builds[r] for x, r in refs.items()}, _build_result_path(tmp, stick.name)))
-        for name, needs, result_file in waits:
-            for f in needs.values():
-                f.add_done_callback(lambda _f, a=(name, needs, result_file): settle(*a))
-            settle(name, needs, result_file)
+        release_when_built(jobs, waits)
         by_name = {e.name: e for e in entries}
 
         def done(job: gate.Job) -> None:
