@@ -186,10 +186,9 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
         WATCH.start()
     if cuda and not queued_ok:
         torch.cuda.synchronize()
-    WATCH.open += 1
-    prof = None
-    try:
-        if hidden:
+    if hidden:
+        WATCH.open += 1
+        try:
             WATCH._ask("start")
             try:
                 result = fn()
@@ -197,14 +196,14 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
                     torch.cuda.synchronize()
             finally:
                 prof = WATCH._ask("stop")
-        else:
-            with _session(every_thread=False) as prof:
-                result = fn()
-                if cuda:
-                    torch.cuda.synchronize()
-    finally:
-        WATCH.open -= 1
-        WATCH.windows += 1
+        finally:
+            WATCH.open -= 1
+            WATCH.windows += 1
+    else:
+        with visible_session() as prof:
+            result = fn()
+            if cuda:
+                torch.cuda.synchronize()
     seen = Observation()
     for e in prof.events():
         if e.device_type == DeviceType.CUDA:
