@@ -28,12 +28,17 @@ BUILT = ("01_leaky_relu",)
 SIZE = re.compile(r"TODO: \(the reference solution takes about (\d+) lines?\)$")
 
 
+def _fresh_tree(root: Path, level: str) -> Path:
+    """The student copies of every exercise at `level`, generated anew into `root`."""
+    if root.exists():
+        shutil.rmtree(root)
+    stubs.generate(SOLUTIONS, root, level)
+    return root
+
+
 @pytest.fixture(scope="module")
 def goal_tree() -> Path:
-    if GOAL_ROOT.exists():
-        shutil.rmtree(GOAL_ROOT)
-    stubs.generate(SOLUTIONS, GOAL_ROOT, "goal")
-    return GOAL_ROOT
+    return _fresh_tree(GOAL_ROOT, "goal")
 
 
 def _sources(folder: Path) -> list[Path]:
@@ -151,10 +156,7 @@ OPEN_BUILT = ("06_conv2d",)
 
 @pytest.fixture(scope="module")
 def open_tree() -> Path:
-    if OPEN_ROOT.exists():
-        shutil.rmtree(OPEN_ROOT)
-    stubs.generate(SOLUTIONS, OPEN_ROOT, "open")
-    return OPEN_ROOT
+    return _fresh_tree(OPEN_ROOT, "open")
 
 
 def test_open_stubs_say_their_level_and_hold_plain_regions(open_tree):
