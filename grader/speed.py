@@ -13,12 +13,12 @@ a timed call indistinguishable from a checked one, and checked:
   each call's output is checked in full against the float64 reference with a chance decided after
   the call returned, and always the last; the elements of some of them are saved for the parent to
   re-check (grader.judge). A wrong timed output fails the correctness group it belongs to.
-- Watched: every timed call runs under the process-wide watch (grader.observe.WATCH), as every
-  checked call does, so the op sees the same state whether it is checked, observed or timed; a few
-  timed calls are observed through it (hidden windows, which the op cannot query), which sees every
-  kernel of the process with its stream and duration: each must be the exercise's own and on the
-  timed stream, and the timed median may not be far below what those kernels took. The yardstick
-  times the reference and PyTorch under the same watch, so the overhead is on both sides of the ratio.
+- Watched: a few timed calls are observed in the process-wide watch's hidden windows
+  (grader.observe.WATCH), as the checked calls are, so the op sees the same state whether it is
+  checked, observed or timed; the watch sees every kernel of the process with its stream and
+  duration: each must be the exercise's own and on the timed stream, and the timed median may not be
+  far below what those kernels took. Between its windows the watch profiles nothing, so the other
+  timed calls, and the yardstick's, run without a profiler's overhead.
   Host threads left running by a call are counted, and the device must be idle after the end event.
 - One state: the global math flags are the exercise's for the whole process (Spec.math), checks
   and timing alike.
@@ -290,8 +290,8 @@ def measure_yardstick(spec: Spec, reference_module) -> dict:
     device's limit, on inputs refilled as the submission's are."""
     from grader.observe import WATCH
 
-    # under the watch the submissions are timed under (grader.observe.WATCH): its overhead, if any, is
-    # in both rates of the ratio
+    # the watch's thread as the submissions' processes have it (grader.observe.WATCH; idle between
+    # its windows), so both sides of the ratio are timed in the same state
     WATCH.start()
     bench = spec.benchmark()
     flush = L2Flusher()
