@@ -269,16 +269,19 @@ def _observed(ctx: Context, call: AuditCall, fn, what: str, queued_ok: bool = Fa
     for calls made by something else than `invoke` (the forward of a gradient check; the backward
     that follows runs under the watch too, unobserved)."""
     rule = _rule(ctx, call) if _watching() else None
-    if rule is None:
-        return fn
+    return fn if rule is None else watched(fn, rule, what, queued_ok)
 
-    def call_(*args):
-        out, seen = observe(lambda: fn(*args), cpu_ops=rule.needs_cpu_ops, hidden=True, queued_ok=queued_ok)
+
+def watched(fn, rule: KernelRule, what: str, queued_ok: bool = False):
+    """`fn`, each call of it in the watch's hidden window, failing (CheckFailure) when a kernel the
+    rule does not allow ran (no work is required: a value check's call may have none to do)."""
+    def call(*args, **kwargs):
+        out, seen = observe(lambda: fn(*args, **kwargs), cpu_ops=rule.needs_cpu_ops, hidden=True, queued_ok=queued_ok)
         problem = rule.problem(seen, what, expect_work=False)
         if problem:
             raise CheckFailure(problem)
         return out
-    return call_
+    return call
 
 
 # --- gradients -----------------------------------------------------------------------------------
