@@ -33,6 +33,11 @@ generates, for every op, in each dtype the spec lists:
   inputs it has seen, answers the old values;
 - 1-D arguments one element longer (full grade and quick, group "input_checks" where graded): refused
   with an error naming them where the reference refuses them;
+- each tensor argument alone on a second GPU, where the machine has two (group "input_checks" where
+  graded): the right answer or an error naming it;
+- integer-list arguments (stride, padding, dilation) with each component alone at -1 and at 0, and one
+  value shorter and longer (group "input_checks" where graded): refused with an error naming them where
+  the reference refuses them, else the reference's answer or that error;
 - which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each
   of its scalar values and for several random geometries, only the exercise's own
   (grader.observe.KernelRule), so a fall-back for one dtype, one parameter value or one kind of
@@ -689,10 +694,33 @@ def _between_calls(spec, calls: _Calls):
     return run
 
 
+def _refused_as_the_reference_refuses(ctx: Context, call: AuditCall, args: list, i: int, what: str) -> None:
+    """Argument `i` changed in `args`: where the reference refuses the call, the op raises an error
+    naming the argument (computing something, or reading only part of it, is no check); where the
+    reference computes it, the op gives the reference's answer or refuses it naming the argument (an
+    interface may support less than PyTorch)."""
+    name = call.names[i]
+    try:
+        _reference(call, args)
+    except Exception:  # noqa: BLE001: refused by the reference (however it says so): the op must refuse too
+        pass
+    else:
+        check_call(ctx, call, args, what, may_refuse=(name,))
+        return
+    try:
+        resolve(ctx.module, call.op)(*args)
+        DEVICE.sync()
+    except ERRORS as e:
+        msg = clean(e)
+        if "not implemented yet" in msg or not names_one_of(msg, (name,)):
+            raise CheckFailure(f"{what}: the error does not name `{name}`: {msg[:300]}") from None
+        return
+    raise CheckFailure(f"{what}: was accepted, where PyTorch refuses it; refuse it with an error naming `{name}`")
+
+
 def _wrong_lengths(spec, calls: _Calls):
     """Each 1-D tensor argument of a call with several tensors one element longer (a per-channel
-    parameter too long for the others' shapes): where the reference refuses it, the op raises an
-    error naming it (reading the first elements only is no check); else the reference's result."""
+    parameter too long for the others' shapes): refused as the reference refuses it."""
     def run(ctx):
         for call in calls(ctx, "wrong lengths", _dtypes(spec)[0], random_shapes=False):
             if sum(isinstance(t, torch.Tensor) for t in call.args) < 2:
@@ -700,26 +728,59 @@ def _wrong_lengths(spec, calls: _Calls):
             for i, t in enumerate(call.args):
                 if not isinstance(t, torch.Tensor) or t.dim() != 1:
                     continue
-                args, name = _fresh(call.args), call.names[i]
+                args = _fresh(call.args)
                 args[i] = torch.cat([args[i], args[i][:1] if args[i].numel() else args[i].new_zeros(1)])
-                what = f"{_described(call)}, `{name}` one element longer ({args[i].numel()})"
-                try:
-                    _reference(call, args)
-                except ERRORS:
-                    pass  # refused by the reference: the op must refuse it too
-                else:
-                    check_call(ctx, call, args, what, may_refuse=(name,))
-                    continue
-                try:
-                    resolve(ctx.module, call.op)(*args)
-                    DEVICE.sync()
-                except ERRORS as e:
-                    msg = clean(e)
-                    if "not implemented yet" in msg or not names_one_of(msg, (name,)):
-                        raise CheckFailure(f"{what}: the error does not name `{name}`: {msg[:300]}") from None
-                    continue
-                raise CheckFailure(f"{what}: was accepted; an argument whose length disagrees with the others' "
-                                   f"shapes must be refused with an error naming `{name}`")
+                _refused_as_the_reference_refuses(
+                    ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` one element longer ({args[i].numel()})")
+    return run
+
+
+def _int_lists(call: AuditCall) -> list[int]:
+    """The call's arguments that are lists of integers (a convolution's stride, padding, dilation)."""
+    return [i for i, a in enumerate(call.args) if isinstance(a, (list, tuple)) and a
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in a)]
+
+
+def list_variants(value) -> list[tuple[list, str]]:
+    """Each component of an integer list alone at -1 and at 0, and the list one shorter and one longer:
+    the values a check of one component, or of the length, decides (`a[0] >= 1 && a[1] >= 1`)."""
+    value = list(value)
+    out = []
+    for j, v in enumerate(value):
+        for bad in (-1, 0):
+            if v != bad:
+                out.append((value[:j] + [bad] + value[j + 1:], f"component {j} = {bad}"))
+    out.append((value[:-1], f"{len(value) - 1} values"))
+    out.append((value + value[-1:], f"{len(value) + 1} values"))
+    return out
+
+
+def _list_components(spec, calls: _Calls):
+    """Each integer-list argument with one component at -1 or 0 (the others as they were), and one value
+    shorter or longer: where PyTorch's reference refuses it, the op refuses it naming the argument;
+    where it computes it, the op gives its answer or refuses naming the argument."""
+    def run(ctx):
+        for call in calls(ctx, "list components", _dtypes(spec)[0], random_shapes=False):
+            for i in _int_lists(call):
+                for value, which in list_variants(call.args[i]):
+                    args = _fresh(call.args)
+                    args[i] = type(call.args[i])(value)
+                    _refused_as_the_reference_refuses(
+                        ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` = {value} ({which})")
+    return run
+
+
+def _other_gpu(spec, calls: _Calls):
+    """Each tensor argument alone on a second GPU (where there is one): the right answer, or an error
+    naming it, as PyTorch's ops give; a kernel reading it through the first GPU's pointers is neither."""
+    def run(ctx):
+        for call in calls(ctx, "other gpu", _dtypes(spec)[0], random_shapes=False):
+            for i, t in enumerate(call.args):
+                if isinstance(t, torch.Tensor):
+                    args = _fresh(call.args)
+                    args[i] = args[i].to("cuda:1")
+                    check_call(ctx, call, args, f"{_described(call)}, `{call.names[i]}` on cuda:1",
+                               may_refuse=(call.names[i],))
     return run
 
 
@@ -807,6 +868,12 @@ def property_checks(spec: Spec) -> list[Check]:
         tensors = [a for a in call.args if isinstance(a, torch.Tensor)]
         if len(tensors) > 1 and any(a.dim() == 1 for a in tensors):
             add("1-D arguments one element longer", _wrong_lengths,
+                grp="input_checks" if "input_checks" in spec.points else group)
+        if DEVICE.cuda and torch.cuda.is_available() and torch.cuda.device_count() > 1:
+            add("each tensor argument on another GPU", _other_gpu,
+                grp="input_checks" if "input_checks" in spec.points else group)
+        if _int_lists(call):
+            add("each component of its list arguments", _list_components,
                 grp="input_checks" if "input_checks" in spec.points else group)
         if call.grad_args:
             add("gradients", _gradients_property, grad_group)

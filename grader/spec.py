@@ -528,6 +528,20 @@ def import_exercise_module(exercise_dir: Path, spec: Spec) -> ModuleType:
     return module
 
 
+def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False) -> tuple[Edge, ...]:
+    """The edge of a convolution's input `x` at its smallest size along both spatial axes: where the
+    (dilated) kernel just fits the padded input, so the output is 1 x 1 (`>=` against `>` in a size
+    check; a transposed convolution's smallest input is 1 x 1). None where `x` is that size already."""
+    if transposed:
+        hw = [1, 1]
+    else:
+        hw = [max(1, dilation[d] * (k_hw[d] - 1) + 1 - 2 * padding[d]) for d in range(2)]
+    if list(hw) == list(in_hw) or any(hw[d] > in_hw[d] for d in range(2)):
+        return ()
+    h, w = hw
+    return (Edge(f"{h} x {w} (the smallest input)", make=lambda t: t[..., :h, :w].contiguous()),)
+
+
 def conv_padding_edges(in_hw, k_hw, stride, dilation, padding, transposed: bool = False,
                        output_padding=(0, 0)) -> tuple[Edge, ...]:
     """The padding edges of a convolution of this geometry, as [h, w] lists (as the ops take them):

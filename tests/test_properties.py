@@ -344,3 +344,58 @@ def test_the_batch_layouts_hold_the_same_values_with_larger_leading_strides(shap
     assert torch.equal(narrowed, t) and narrowed.stride(-1) == 1 and narrowed.stride(-2) == packed[-2]
     assert all(narrowed.stride(d) > packed[d] for d in range(len(shape) - 2))  # batch and channel strides
     assert batch_slice_copy(torch.randn(4, 5)) is None and narrowed_copy(torch.randn(4, 5)) is None
+
+
+# --- a convolution's geometry: list arguments component by component, the smallest input ---
+
+def _conv_spec():
+    from grader.spec import conv_smallest_input
+
+    class ConvSpec(Spec):
+        def audit_calls(self, device, dtype):
+            x = audit_randn(2, 3, 9, 8, device=device, dtype=dtype, seed=1)
+            w = audit_randn(4, 3, 3, 2, device=device, dtype=dtype, seed=2)
+            stride, padding, dilation = [1, 2], [1, 0], [2, 1]
+            return [AuditCall("conv", (x, w, stride, padding, dilation), ("x", "weight", "stride", "padding", "dilation"),
+                              lambda x, w, s, p, d: torch.nn.functional.conv2d(x.double(), w.double(), None, s, p, d),
+                              domains={0: conv_smallest_input((9, 8), (3, 2), dilation, padding)})]
+    return ConvSpec(exercise="97_conv", title="conv", module="conv.py", points={"forward": 1, "input_checks": 1})
+
+
+def _checked_conv(x, w, stride, padding, dilation, size_check=">="):
+    for name, v, least in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
+        if len(v) != 2 or v[0] < least or v[1] < least:
+            raise ValueError(f"{name} must be 2 values >= {least}, got {list(v)}")
+    for d in range(2):
+        reach = dilation[d] * (w.shape[2 + d] - 1) + 1
+        fits = x.shape[2 + d] + 2 * padding[d] >= reach if size_check == ">=" else x.shape[2 + d] + 2 * padding[d] > reach
+        if not fits:
+            raise ValueError(f"x of shape {list(x.shape)} is smaller than the dilated kernel plus padding")
+    return torch.nn.functional.conv2d(x, w, None, stride, padding, dilation)
+
+
+def test_each_component_of_a_list_argument_and_the_smallest_input_are_checked():
+    spec = _conv_spec()
+    names = [c.name for c in property_checks(spec)]
+    assert any("each component of its list arguments" in n for n in names), names
+    assert not any(_run(spec, types.SimpleNamespace(conv=_checked_conv)).values())
+
+    def second_dilation_unchecked(x, w, stride, padding, dilation):  # `d[0] >= 1 && d[1] >= 1` as `d[0] >= 1 || ...`
+        return _checked_conv(x, w, stride, padding, [dilation[0], max(1, dilation[1])])
+
+    def too_long_padding_accepted(x, w, stride, padding, dilation):
+        return _checked_conv(x, w, stride, list(padding)[:2], dilation)
+
+    def refuses_without_naming(x, w, stride, padding, dilation):
+        if min(stride) < 1:
+            raise ValueError("bad geometry")
+        return _checked_conv(x, w, stride, padding, dilation)
+
+    for op, words in ((second_dilation_unchecked, "`dilation` = [2, -1]"), (too_long_padding_accepted, "3 values"),
+                      (refuses_without_naming, "does not name `stride`")):
+        found = _run(spec, types.SimpleNamespace(conv=op), only=["list arguments"])
+        assert any(words in v for v in found.values()), found
+    # a size check off by one (`>` for `>=`) refuses the smallest input PyTorch computes
+    found = _run(spec, types.SimpleNamespace(conv=lambda *a: _checked_conv(*a, size_check=">")),
+                 only=["every declared edge"])
+    assert any("smallest input" in v for v in found.values()), found

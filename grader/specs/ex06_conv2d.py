@@ -20,7 +20,8 @@ from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, e
 from grader import precision as probes
 from grader import sass
 from grader.observe import KernelRule, kernel_function, observe
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges
+from grader.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
+                         conv_smallest_input)
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -851,7 +852,8 @@ class ConvSpec(Spec):
                          self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
                          grad_args=grads if AUTOGRAD in self.points and version == self.autograd_version else (),
                          kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
-                         domains={4: edges}, tolerance=self._audit_tolerance if tf32 else None,
+                         domains={0: conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), dilation, padding,
+                                                         self.transposed), 4: edges}, tolerance=self._audit_tolerance if tf32 else None,
                          needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
 
     def _audit_tolerance(self, x, w, b, *params) -> float:

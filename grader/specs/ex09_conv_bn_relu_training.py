@@ -24,7 +24,7 @@ from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, e
                            require_capability, unmodified)
 from grader.observe import KernelRule
 from grader.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
-                         Spec, audit_randn, conv_padding_edges, values)
+                         Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
 
@@ -406,7 +406,8 @@ def _audit_updates(x, weight, bias, gamma, beta, running_mean, running_var, num_
 def _domains(x, w, conv, momentum: int | None = None, eps: int = 10, gamma: int = 3, training: int | None = 8,
              padding: int | None = 12) -> dict:
     """The edges of a call's arguments (their indices): BatchNorm's weight negative, zero and of both
-    signs; the other mode; momentum and eps past their ranges (refused); the padding's edges."""
+    signs; the other mode; momentum and eps past their ranges (refused); the padding's edges and x at
+    its smallest size."""
     out = {gamma: (NEGATIVE, ZERO, SIGNS), eps: (Edge("0.0", 0.0, refused=True),)}
     if momentum is not None:
         out[momentum] = (Edge("1.5", 1.5, refused=True),)
@@ -414,6 +415,7 @@ def _domains(x, w, conv, momentum: int | None = None, eps: int = 10, gamma: int 
         out[training] = values(False)
     if padding is not None:
         out[padding] = conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[0], conv[2], conv[1])
+        out[0] = conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[2], conv[1])
     return out
 
 
