@@ -16,8 +16,9 @@ sample of them, stratified by exercise and seeded, is built and graded as a stud
     equivalent   listed in tests/mutants/equivalent.txt with the reason it cannot be told apart
 
 The kill rate is killed / (killed + survived). Reports go to mutants-report/ (report.json,
-report.md); results are reused by a later run while the solution and the grader are unchanged
-(`--fresh` grades everything again), so a sample too large for one GPU lease finishes over several.
+report.md); results are reused by a later run while the solution and the grader are unchanged, and a
+kill while the solution alone is (a grader that gains checks still kills it; a survivor is graded
+again); `--fresh` grades everything again. So a sample too large for one GPU lease finishes over several.
 
 Speed: mutants are written into a few fixed "slot" folders per exercise, so each slot keeps its
 ninja build folder and only the changed file recompiles (grader.build); a round builds and grades
@@ -750,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per mutant's grading process (its own time: not while it waits for its "
                              "build or the GPU); past it the mutant is killed as timed out")
     parser.add_argument("--width", type=int, default=None,
-                        help="mutants per exercise per round (default: about 24 per round in all)")
+                        help="mutants per exercise per round (default: about 48 per round in all)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="builds at once (default: the cores)")
     parser.add_argument("--parallel", type=int, default=None, help="grading processes running checks at once")
     parser.add_argument("--fresh", action="store_true", help="grade again mutants an earlier run graded")
@@ -792,13 +793,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     grader_key = tree_hash(env.REPO / "grader")
-    keys = {x: hashlib.sha256(f"{grader_key}\0{tree_hash(SOLUTIONS / x)}".encode()).hexdigest()[:16] for x in exercises}
+    solution_keys = {x: tree_hash(SOLUTIONS / x) for x in exercises}
+    keys = {x: hashlib.sha256(f"{grader_key}\0{solution_keys[x]}".encode()).hexdigest()[:16] for x in exercises}
     previous: dict[str, dict] = {}
     if not args.fresh and (args.out / "report.json").is_file():
         try:
             for r in json.loads((args.out / "report.json").read_text()).get("mutants", []):
-                if r.get("key") == keys.get(r["exercise"]) and r["outcome"] in FINAL:
+                if r["outcome"] not in FINAL:
+                    continue
+                if r.get("key") == keys.get(r["exercise"]):
                     previous[r["id"]] = r
+                elif r["outcome"] != "survived" and r.get("solution_key") == solution_keys.get(r["exercise"]):
+                    # a kill (or a build failure) of the same program stays one under a later grader: the
+                    # grader only gains checks, and the solutions' full marks and the known-wrong suite
+                    # keep each check failing what it failed; a survivor is graded again
+                    previous[r["id"]] = {**r, "earlier_grader": True}
         except (ValueError, KeyError):
             previous = {}
 
@@ -806,7 +815,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def record(m: Mutant, outcome: str, why: str, **extra) -> None:
         results[m.id] = {"id": m.id, "exercise": m.exercise, "file": m.file, "line": m.line, "operator": m.operator,
-                         "diff": m.diff, "outcome": outcome, "why": why, "key": keys[m.exercise], **extra}
+                         "diff": m.diff, "outcome": outcome, "why": why, "key": keys[m.exercise],
+                         "solution_key": solution_keys[m.exercise], "grader_key": grader_key, **extra}
 
     todo: dict[str, list[Mutant]] = {}
     for x in exercises:
@@ -821,11 +831,12 @@ def main(argv: list[str] | None = None) -> int:
                 todo[x].append(m)
     reused = sum(1 for r in results.values() if r.get("reused"))
     if reused:
-        print(f"{reused} mutant(s) graded by an earlier run with this grader and these solutions: kept "
-              "(--fresh regrades)")
+        earlier = sum(1 for r in results.values() if r.get("reused") and r.get("earlier_grader"))
+        print(f"{reused} mutant(s) graded by an earlier run of these solutions: kept (--fresh regrades)"
+              + (f"; {earlier} of them kills by an earlier grader" if earlier else ""))
     count = sum(map(len, todo.values()))
     with_todo = [x for x in exercises if todo[x]]
-    width = args.width or max(1, min(24, math.ceil(24 / max(1, len(with_todo)))))
+    width = args.width or max(1, min(48, math.ceil(48 / max(1, len(with_todo)))))
     schedule = plan_rounds({x: todo[x] for x in with_todo}, width)
     specs = chosen.specs()
     gpu = env.gpu_present()
