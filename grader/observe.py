@@ -33,6 +33,7 @@ import os
 import queue
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 
 
@@ -84,6 +85,7 @@ class Watch:
         self._replies: queue.Queue = queue.Queue()
         self.open = 0  # observation windows open now (a window inside another observes nothing new)
         self.windows = 0  # windows observed so far (hidden and visible)
+        self.overhead_s = 0.0  # their cost beyond the calls they held: sessions, synchronizing, reading events
 
     @property
     def on(self) -> bool:
@@ -181,6 +183,8 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
 
     if WATCH.open:  # inside another window: that one observes this call
         return fn(), Observation()
+    began = time.perf_counter()
+    inside = 0.0
     cuda = torch.cuda.is_available()
     if hidden:
         WATCH.start()
@@ -191,9 +195,11 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
         try:
             WATCH._ask("start")
             try:
+                t = time.perf_counter()
                 result = fn()
                 if cuda:
                     torch.cuda.synchronize()
+                inside = time.perf_counter() - t
             finally:
                 prof = WATCH._ask("stop")
         finally:
@@ -201,9 +207,11 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
             WATCH.windows += 1
     else:
         with visible_session() as prof:
+            t = time.perf_counter()
             result = fn()
             if cuda:
                 torch.cuda.synchronize()
+            inside = time.perf_counter() - t
     seen = Observation()
     for e in prof.events():
         if e.device_type == DeviceType.CUDA:
@@ -212,6 +220,7 @@ def observe(fn, cpu_ops: bool = False, hidden: bool = False, queued_ok: bool = F
         elif cpu_ops and e.name.startswith("aten::"):
             seen.ops.append(e.name)
     seen.kernels.sort(key=lambda k: k.start_s)
+    WATCH.overhead_s += time.perf_counter() - began - inside
     return result, seen
 
 

@@ -84,6 +84,15 @@ def pytest_sessionfinish(session, exitstatus):
         _fp64_work[0].save(os.environ["COURSE_COUNT_FP64"].replace("{exercise}", _spec(session.config).exercise))
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Where grading time goes, beside pytest's slowest durations: the watch's observation windows."""
+    from grader.observe import WATCH
+
+    if WATCH.windows:
+        terminalreporter.write_line(f"observation windows: {WATCH.windows}, their profiler sessions "
+                                    f"{WATCH.overhead_s:.1f} s beyond the calls they held")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """Run by the grader (its results are written after every test), the process ends here, without

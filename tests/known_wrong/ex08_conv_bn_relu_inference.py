@@ -206,3 +206,16 @@ VARIANTS += [
             {"conv_bn_relu_inference.cpp": [("t.dim() == 1 && t.size(0) == channels", "t.dim() == 1 && t.size(0) >= channels")]},
             loses={"input_checks"}, reason="was accepted", extra={"kind": "input check", "old": "full marks"}),
 ]
+VARIANTS += [
+    Variant(EX, "dilation_second_value_unchecked", "the dilation check reads `dilation[0] >= 1 || dilation[1] >= 1` "
+            "(one value of the pair checked): a dilation of [1, 0] or [1, -1] is convolved",
+            {"conv_bn_relu_inference.cpp": [("dilation.size() == 2 && dilation[0] >= 1 && dilation[1] >= 1",
+                                              "dilation.size() == 2 && dilation[0] >= 1 || dilation[1] >= 1")]},
+            # the generated property: each component of each list argument alone at -1 and 0
+            loses={"input_checks"}, reason="dilation", extra={"kind": "input check", "old": "full marks"}),
+    Variant(EX, "padding_length_unchecked", "the padding check reads `padding.size() == 2 || ...`: a padding of "
+            "three values is accepted (its first two used)",
+            {"conv_bn_relu_inference.cpp": [("padding.size() == 2 && padding[0] >= 0 && padding[1] >= 0",
+                                              "padding.size() == 2 || padding[0] >= 0 && padding[1] >= 0")]},
+            loses={"input_checks"}, reason="padding", extra={"kind": "input check", "old": "full marks"}),
+]
