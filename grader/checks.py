@@ -243,14 +243,16 @@ def call_dtype(call) -> torch.dtype:
     return next((d for d in order if d in found), torch.float64)
 
 
-def call_tolerance(call) -> float:
+def call_tolerance(call, args=None) -> float:
     """The normwise relative error an AuditCall's result may have: none for an op that only moves
-    values, the call's own tolerance where it gives one (a float, or a function of its arguments),
-    else by its dtype (CALL_TOLERANCE)."""
+    values, the call's own tolerance where it gives one (a float, or a function of the arguments: those
+    given, e.g. the call at one of its edges, else the call's own), else by its dtype (CALL_TOLERANCE)."""
     if call.exact:
         return 0.0
     if call.tolerance is not None:
-        return float(call.tolerance(*call.args) if callable(call.tolerance) else call.tolerance)
+        if not callable(call.tolerance):
+            return float(call.tolerance)
+        return float(call.tolerance(*(call.args if args is None else args)))
     return CALL_TOLERANCE[call_dtype(call)]
 
 

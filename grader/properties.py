@@ -250,9 +250,9 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
         if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
             return None, None
         raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
-    _compare(out, expected, tolerance(call), what)
+    _compare(out, expected, tolerance(call, args), what)
     for i, value in updated.items():
-        _compare(args[i], value, tolerance(call), f"{what}: `{call.names[i]}` after the call")
+        _compare(args[i], value, tolerance(call, args), f"{what}: `{call.names[i]}` after the call")
     return out, expected
 
 
@@ -298,6 +298,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
         return
     seed = ctx.seed_for(what)
     expected = gradients(call.reference, call, _double(args), seed)
+    tol = max(tolerance(call, args), 1e-5)
     with torch.no_grad():
         out = call.reference(*_double(args))
     shape = out.shape if isinstance(out, torch.Tensor) else ()
@@ -325,7 +326,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     for k, (a, e) in enumerate(zip(actual, expected)):
         if a is None:
             raise CheckFailure(f"{what}: no gradient reached `{call.names[call.grad_args[k]]}`")
-        _compare(a, e, max(tolerance(call), 1e-5), f"{what}, d/d{call.names[call.grad_args[k]]}")
+        _compare(a, e, tol, f"{what}, d/d{call.names[call.grad_args[k]]}")
 
 
 # --- the properties ------------------------------------------------------------------------------
@@ -694,26 +695,29 @@ def _between_calls(spec, calls: _Calls):
     return run
 
 
-def _refused_as_the_reference_refuses(ctx: Context, call: AuditCall, args: list, i: int, what: str) -> None:
+def _refused_as_the_reference_refuses(ctx: Context, call: AuditCall, args: list, i: int, what: str,
+                                      named: tuple[str, ...] | None = None) -> None:
     """Argument `i` changed in `args`: where the reference refuses the call, the op raises an error
-    naming the argument (computing something, or reading only part of it, is no check); where the
-    reference computes it, the op gives the reference's answer or refuses it naming the argument (an
-    interface may support less than PyTorch)."""
+    naming the argument, or one of `named` (computing something, or reading only part of it, is no
+    check); where the reference computes it, the op gives the reference's answer or refuses it naming
+    one of them (an interface may support less than PyTorch)."""
     name = call.names[i]
+    named = named or (name,)
     try:
         _reference(call, args)
     except Exception:  # noqa: BLE001: refused by the reference (however it says so): the op must refuse too
         pass
     else:
-        check_call(ctx, call, args, what, may_refuse=(name,))
+        check_call(ctx, call, args, what, may_refuse=named)
         return
     try:
         resolve(ctx.module, call.op)(*args)
         DEVICE.sync()
     except ERRORS as e:
         msg = clean(e)
-        if "not implemented yet" in msg or not names_one_of(msg, (name,)):
-            raise CheckFailure(f"{what}: the error does not name `{name}`: {msg[:300]}") from None
+        if "not implemented yet" in msg or not names_one_of(msg, named):
+            which = f"`{name}`" if len(named) == 1 else f"`{name}` or another argument"
+            raise CheckFailure(f"{what}: the error does not name {which}: {msg[:300]}") from None
         return
     raise CheckFailure(f"{what}: was accepted, where PyTorch refuses it; refuse it with an error naming `{name}`")
 
@@ -757,8 +761,9 @@ def list_variants(value) -> list[tuple[list, str]]:
 
 def _list_components(spec, calls: _Calls):
     """Each integer-list argument with one component at -1 or 0 (the others as they were), and one value
-    shorter or longer: where PyTorch's reference refuses it, the op refuses it naming the argument;
-    where it computes it, the op gives its answer or refuses naming the argument."""
+    shorter or longer: where PyTorch's reference refuses it, the op refuses it; where it computes it,
+    the op gives its answer or refuses it. A refusal names an argument: this one, or another that the
+    changed geometry makes inconsistent (a backward's grad_output no longer the forward's shape)."""
     def run(ctx):
         for call in calls(ctx, "list components", _dtypes(spec)[0], random_shapes=False):
             for i in _int_lists(call):
@@ -766,7 +771,8 @@ def _list_components(spec, calls: _Calls):
                     args = _fresh(call.args)
                     args[i] = type(call.args[i])(value)
                     _refused_as_the_reference_refuses(
-                        ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` = {value} ({which})")
+                        ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` = {value} ({which})",
+                        named=(call.names[i], *(n for n in call.names if n != call.names[i])))
     return run
 
 

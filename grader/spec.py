@@ -528,18 +528,29 @@ def import_exercise_module(exercise_dir: Path, spec: Spec) -> ModuleType:
     return module
 
 
-def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False) -> tuple[Edge, ...]:
-    """The edge of a convolution's input `x` at its smallest size along both spatial axes: where the
-    (dilated) kernel just fits the padded input, so the output is 1 x 1 (`>=` against `>` in a size
-    check; a transposed convolution's smallest input is 1 x 1). None where `x` is that size already."""
-    if transposed:
-        hw = [1, 1]
-    else:
-        hw = [max(1, dilation[d] * (k_hw[d] - 1) + 1 - 2 * padding[d]) for d in range(2)]
-    if list(hw) == list(in_hw) or any(hw[d] > in_hw[d] for d in range(2)):
-        return ()
-    h, w = hw
-    return (Edge(f"{h} x {w} (the smallest input)", make=lambda t: t[..., :h, :w].contiguous()),)
+def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False, stride=(1, 1),
+                        output_padding=(0, 0)) -> tuple[Edge, ...]:
+    """The edges of a convolution's input `x` at its smallest height, and at its smallest width (each
+    axis alone, the other as it was): for a convolution, where the (dilated) kernel just fits the padded
+    input, so that axis of the output is 1 (`>=` against `>` in a size check); for a transposed one, the
+    smallest input that leaves an output row (column). An axis already at its smallest has none."""
+    def smallest(d: int) -> int:
+        if not transposed:
+            return max(1, dilation[d] * (k_hw[d] - 1) + 1 - 2 * padding[d])
+        n = 1
+        while (n - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k_hw[d] - 1) + output_padding[d] + 1 < 1:
+            n += 1
+        return n
+
+    def crop(d: int, n: int):
+        return lambda t: t.narrow(t.dim() - 2 + d, 0, n).contiguous()
+
+    edges = []
+    for d, axis in enumerate(("height", "width")):
+        n = smallest(d)
+        if n < in_hw[d]:
+            edges.append(Edge(f"{axis} {n} (the smallest input)", make=crop(d, n)))
+    return tuple(edges)
 
 
 def conv_padding_edges(in_hw, k_hw, stride, dilation, padding, transposed: bool = False,

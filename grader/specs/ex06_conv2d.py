@@ -853,7 +853,8 @@ class ConvSpec(Spec):
                          grad_args=grads if AUTOGRAD in self.points and version == self.autograd_version else (),
                          kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
                          domains={0: conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), dilation, padding,
-                                                         self.transposed), 4: edges}, tolerance=self._audit_tolerance if tf32 else None,
+                                                         self.transposed, stride, output_padding), 4: edges},
+                         tolerance=self._audit_tolerance if tf32 else None,
                          needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
 
     def _audit_tolerance(self, x, w, b, *params) -> float:
