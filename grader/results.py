@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import tempfile
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class ResultsRecorder:
         self.snapshot: Snapshot | None = None  # taken before any submitted code runs
         self.tampered: list[str] = []
         self.finished = 0
+        self.own_s = 0.0  # this recorder's own time (writing the file, the integrity checks): in the log
 
     def watch(self) -> None:
         manager = self.config.pluginmanager if self.config is not None else None
@@ -71,10 +73,13 @@ class ResultsRecorder:
     # The check and the writer are bound when this module is imported, before any submitted code
     # runs: replacing Snapshot.changed or write_json_atomic later does not change what is called
     # here (and is itself reported, both being in the snapshot).
-    def _flush(self, check: bool = False, deep: bool = False, _changed=Snapshot.changed, _write=write_json_atomic):
+    def _flush(self, check: bool = False, deep: bool = False, _changed=Snapshot.changed, _write=write_json_atomic,
+               _clock=time.perf_counter):
+        began = _clock()
         if check and self.snapshot is not None and not self.tampered:
             self.tampered = _changed(self.snapshot, deep=deep)
         _write(self.path, {"tests": list(self.tests.values()), "running": self.running, "tampered": self.tampered})
+        self.own_s += _clock() - began
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.running = nodeid.split("::")[-1]
@@ -105,6 +110,7 @@ class ResultsRecorder:
         elif report.when == "call" and report.passed and entry["outcome"] == "not run":
             entry["outcome"] = "passed"
         entry["properties"].update(dict(report.user_properties))
+        entry["seconds"] = round(entry.get("seconds", 0.0) + report.duration, 3)  # setup, call and teardown
         self._flush()
 
     def pytest_runtest_logfinish(self, nodeid, location):
@@ -116,6 +122,9 @@ class ResultsRecorder:
 
     def pytest_sessionfinish(self, session, exitstatus):
         self._flush(check=True, deep=True)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.write_line(f"results file and integrity checks: {self.own_s:.1f} s")
 
     def pytest_collection_finish(self, session):
         # the group of each selected check (after -k/-m), so the scorer needs no spec import
