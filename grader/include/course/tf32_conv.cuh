@@ -16,7 +16,9 @@
 //   - tc_conv_gemm<kVecB>: the whole reduction, acc = the warp's tile of conv(x, w) (no bias).
 // The including exercise supplies the kernel around it: its name and launch (grid (ceil(N*P*Q /
 // kTcPixels), ceil(K / kTcChannels)), kTcThreads threads, the ring as a __shared__ array of kTcStages
-// TcStage), and the epilogue, which reads the accumulators as the comment at tc_conv_gemm lays them out.
+// TcStage), and the epilogue, which reads the accumulators as the comment above tc_conv_gemm lays them
+// out (tc_conv_gemm passes a barrier, so the epilogue's parameters written before it are published).
+// 06 does not include this header: there the student writes the engine (conv2d_kernel3, mma_stage3).
 // `Shape` is the exercise's ConvShape (N, C, H, W, K, R, S, P, Q, strides, paddings, dilations).
 // The PTX wrappers are course/cuda.cuh's; compiled for a GPU below 8.0 they do nothing, and the
 // exercises' launchers refuse version 2 there (course::check_tensor_cores).
