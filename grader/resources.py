@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import build
+from grader import build, env
 from grader.report import kib, pct
 
 # ------------------------------------------------------------------------------------ occupancy
@@ -270,6 +270,7 @@ _CONST_DECL = re.compile(
     r"\b(?:static\s+)?(?:constexpr|const)\s+(?:unsigned\s+int|unsigned|int|int64_t|int32_t|uint32_t|size_t|"
     r"std::size_t|long|auto)\s+(?P<decls>\w+\s*=[^;{}]*);")
 _DIM3_DECL = re.compile(r"\bdim3\s+(?P<name>\w+)\s*[({](?P<args>[^;]*)[)}]\s*;")
+_COURSE_INCLUDE = re.compile(r'#\s*include\s*[<"](?P<path>course/[\w./]+)[>"]')
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -302,6 +303,17 @@ def _match_back(text: str, end: int, open_ch: str, close_ch: str) -> int:
     return -1
 
 
+def _constants(text: str, file: str) -> list[Definition]:
+    """The integer constants (`constexpr`, `const`) a source defines, where it defines them."""
+    defs = []
+    for m in _CONST_DECL.finditer(text):
+        for decl in _split_top(m.group("decls")):
+            name, _, expr = decl.partition("=")
+            if expr:
+                defs.append(Definition(name.strip(), expr.strip(), file, m.start()))
+    return defs
+
+
 def scan_sources(exercise_dir: Path) -> tuple[list[KernelDef], list[Launch], list[Definition], str]:
     """The exercise's kernels, their launches and the constants those may name; and the text of
     every source (to look for a raised shared-memory limit)."""
@@ -317,11 +329,7 @@ def scan_sources(exercise_dir: Path) -> tuple[list[KernelDef], list[Launch], lis
                 if p:
                     params.append(p.split()[-1])
             kernels.append(KernelDef(m.group("name"), params, path.name, _line_of(text, m.start("name"))))
-        for m in _CONST_DECL.finditer(text):
-            for decl in _split_top(m.group("decls")):
-                name, _, expr = decl.partition("=")
-                if expr:
-                    defs.append(Definition(name.strip(), expr.strip(), path.name, m.start()))
+        defs += _constants(text, path.name)
         for m in _DIM3_DECL.finditer(text):
             defs.append(Definition(m.group("name"), f"dim3({m.group('args')})", path.name, m.start()))
         for m in re.finditer(r"<<<", text):
@@ -355,6 +363,11 @@ def scan_sources(exercise_dir: Path) -> tuple[list[KernelDef], list[Launch], lis
             targs = _split_top(name[lt + 1:name.rfind(">")]) if lt >= 0 else None
             callee = (name[:lt] if lt >= 0 else name).strip().split("::")[-1]
             launches.append(Launch(callee, targs, args[2], args[3], path.name, _line_of(text, m.start()), m.start()))
+    # a launch may name a constant of a course header the exercise includes (e.g. course/tf32_conv.cuh's
+    # kTcThreads): its constants count too, after the exercise's own of that name
+    for header in sorted({m.group("path") for text in texts for m in _COURSE_INCLUDE.finditer(text)}):
+        if (env.INCLUDE_DIR / header).is_file():
+            defs += _constants(strip_comments((env.INCLUDE_DIR / header).read_text(errors="replace")), header)
     return kernels, launches, defs, "\n".join(texts)
 
 

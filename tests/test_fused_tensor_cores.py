@@ -2,8 +2,9 @@
 and their grading tolerances against emulated TF32 and FP16 arithmetic.
 
 1. The forward engine (tc_conv_gemm, mma_stage: the gather and weight copies, the swizzle, the fragment
-   reads, the mma) is exercise 06's version 3 with a 64-channel tile, written into each exercise's own
-   file. Its lines are asserted verbatim in both files (ENGINE_LINES), and tests/test_conv2d_tensor_cores.py's
+   reads, the mma) is exercise 06's version 3 with a 64-channel tile, given to both exercises in one
+   course header, course/tf32_conv.cuh. Its lines are asserted verbatim there (ENGINE_LINES), both files
+   are asserted to take it from there and to hold no copy, and tests/test_conv2d_tensor_cores.py's
    model of 06's engine (run with BN3 = 64, the same arithmetic) computes the accumulators; the
    epilogues modelled here (08: BatchNorm and the ReLU on the fragments; 09: z and the tile's statistics
    in training, y in eval) must reassemble the layer exactly (small integers, float64), every output
@@ -35,10 +36,11 @@ from tests.test_conv2d_tensor_cores import WARP, Conflicts, Problem, tf32
 
 SOURCE08 = (REPO / "solutions" / "08_conv_bn_relu_inference" / "conv_bn_relu_inference.cu").read_text()
 SOURCE09 = (REPO / "solutions" / "09_conv_bn_relu_training" / "conv_bn_relu_training.cu").read_text()
+ENGINE = (REPO / "grader" / "include" / "course" / "tf32_conv.cuh").read_text()
 BN = 64  # the engine's channels per block: 06's model with BN3 = 64
 
-# the engine's lines, the same in both files; each is 06's version-3 arithmetic for BN3 = 64 under the
-# names of ConvShape (tid = 06's a_row with a_k = 0, as 128 threads gather 128 rows)
+# the engine's lines, in the header both exercises include; each is 06's version-3 arithmetic for BN3 = 64
+# under the names of ConvShape (tid = 06's a_row with a_k = 0, as 128 threads gather 128 rows)
 ENGINE_LINES = [
     "constexpr int kTcPixels = 128;", "constexpr int kTcChannels = 64;", "constexpr int kTcK = 16;",
     "constexpr int kTcStages = 3;", "constexpr int kTcThreads = 128;",
@@ -62,8 +64,14 @@ ENGINE_LINES = [
     "cp_async16(&st.B[row][4 * b_c], ok ? src : w, ok);",
     "cp_async4(&st.B[row][4 * b_c + e], ok ? src + e : w, ok);",
     "const int steps = (CRS + kTcK - 1) / kTcK;",
-    "out[(int64_t(n) * s.K + co) * PQ + (mr - n * PQ)] = v[r];",
+]
+# each exercise's own lines around the engine: its tile's origin, the warp's part of it, the 16-byte store
+KERNEL_LINES = [
+    "#include <course/tf32_conv.cuh>",
+    "using namespace course::tf32_conv;",
     "const int m0 = blockIdx.x * kTcPixels, co0 = blockIdx.y * kTcChannels;",
+    "const int wm0 = (warp / 2) * kWarpPixels, wn0 = (warp % 2) * kWarpChannels;",
+    "out[(int64_t(n) * s.K + co) * PQ + (mr - n * PQ)] = v[r];",
 ]
 EPILOGUE08 = [
     "const int ch = wn0 + 8 * j + 2 * t + c, co = co0 + ch;",
@@ -113,13 +121,23 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-@pytest.mark.parametrize("source, lines", [(SOURCE08, ENGINE_LINES + EPILOGUE08), (SOURCE09, ENGINE_LINES + EPILOGUE09),
-                                           (SOURCE09, GEMM_TILE_TF32)], ids=["08", "09 forward", "09 backward"])
+@pytest.mark.parametrize("source, lines", [(ENGINE, ENGINE_LINES), (SOURCE08, KERNEL_LINES + EPILOGUE08),
+                                           (SOURCE09, KERNEL_LINES + EPILOGUE09), (SOURCE09, GEMM_TILE_TF32)],
+                         ids=["engine", "08", "09 forward", "09 backward"])
 def test_transliterated_lines_are_the_kernels(source, lines):
     text = flat(source)
     missing = [line for line in lines if flat(line) not in text]
     assert not missing, f"a TF32 kernel changed; update the model in this test: {missing}"
     assert (t06.BM, t06.BK, t06.WM, t06.WN, t06.STAGES) == (128, 16, 64, 32, 3)  # 06's model: the same tiles
+
+
+@pytest.mark.parametrize("source", [SOURCE08, SOURCE09], ids=["08", "09"])
+def test_the_exercises_take_the_engine_from_the_header(source):
+    """One home for the engine: an exercise file that defines any of its parts again (a copy drifts from the
+    header the model above follows) fails here."""
+    parts = ["int kTcPixels", "int kTcK ", "struct TcStage", "int swizzle(", "void mma_stage(", "void tc_conv_gemm(",
+             "cp_async_wait<"]
+    assert not [p for p in parts if p in source], "the TF32 engine belongs in course/tf32_conv.cuh only"
 
 
 # ------------------------------------------------------------------------ the forward engine, modelled

@@ -119,6 +119,24 @@ void launch_plain(float* p, cudaStream_t s) {
     assert [(c["block"], c["dynamic_smem"], c["where"]) for c in plain] == [(256, 0, "k.cu:12")]
 
 
+def test_a_launch_may_name_a_constant_of_an_included_course_header(tmp_path):
+    """08's and 09's TF32 kernels launch with kTcThreads, which course/tf32_conv.cuh defines; a constant of
+    the exercise's own comes first."""
+    (tmp_path / "k.cu").write_text("""#include <course/tf32_conv.cuh>
+__global__ void tc(float* p) {}
+__global__ void own(float* p) {}
+constexpr int kTcStages = 7;
+void launch(float* p, cudaStream_t s) {
+  tc<<<1, kTcThreads, 0, s>>>(p);
+  own<<<1, kTcStages * 32, 0, s>>>(p);
+}
+""")
+    kernels, launches, defs, _ = resources.scan_sources(tmp_path)
+    blocks = {k.name: [c["block"] for c in resources.launch_configs(k, [], [l for l in launches if l.kernel == k.name],
+                                                                    defs)] for k in kernels}
+    assert blocks == {"tc": [128], "own": [224]}
+
+
 def test_an_overlapped_launch_is_read_like_a_triple_chevron_one(tmp_path):
     (tmp_path / "k.cu").write_text("""
 constexpr int kThreads = 256;

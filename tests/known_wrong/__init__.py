@@ -102,7 +102,7 @@ def _on_a_side_stream(op):
 """
 
 
-# The TF32 kernels' mma (06's version 3, 08's and 09's TF32 kernels) on FP16 tensor cores instead:
+# The TF32 kernels' mma (06's version 3, 09's backward GEMMs) on FP16 tensor cores instead:
 # edits of a kernel file that include cuda_fp16.h and replace its `using course::mma_tf32;` by a
 # function of that name. m16n8k8 f16 takes A row g (g + 8) at k 2t, 2t + 1 in one register and B column g at k 2t,
 # 2t + 1 in another; the TF32 fragment's k t and t + 4 become k 2t and 2t + 1 (the same pairs of A and B
