@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import torch
 
 from grader.checks import (CheckFailure, Comparison, Tolerance, assert_close, assert_own_kernels, expect_error,
-                           on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor, unmodified)
+                           on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor,
+                           unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
