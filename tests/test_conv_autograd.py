@@ -605,12 +605,14 @@ def grade_on_the_cpu(monkeypatch):
 
 
 def _autograd_checks(exercise: str):
-    """The autograd group's checks, hand-written and generated, but the profiler's (GPU only)."""
+    """The autograd group's checks, hand-written and generated, but the profiler's and the huge one (GPU
+    only: it asks for more than 8 GiB of free GPU memory)."""
     from grader import spec
     from grader.properties import property_checks
 
     s = spec.by_exercise(exercise)
-    return [c for c in s.checks() + property_checks(s) if c.group == "autograd" and "own kernels" not in c.name]
+    return [c for c in s.checks() + property_checks(s)
+            if c.group == "autograd" and "own kernels" not in c.name and not c.huge]
 
 
 def _failures(checks, module, first_only=False) -> dict[str, str]:
@@ -635,6 +637,31 @@ def test_the_autograd_group_passes_the_solution(ex06, ex07, grade_on_the_cpu, ex
     names = " ".join(c.name for c in checks)
     assert "gradcheck" in names and "random shape" in names and "[gradients]" in names and "opcheck" in names
     assert _failures(checks, module) == {}
+
+
+@pytest.mark.parametrize("exercise", ("06", "07"))
+def test_the_huge_gradient_check_on_its_case_made_small(ex06, ex07, grade_on_the_cpu, monkeypatch, exercise):
+    """The huge weight-gradient check (ConvSpec._check_huge_gradient) on its case cut to 64 images of
+    15 x 15 (the batch's pieces need more than 2^31 elements: a GPU's, where test_gpu_grading's declared
+    paths see them taken): the solution passes, a weight gradient 1% off fails."""
+    from dataclasses import replace
+
+    from grader import spec
+    from grader.checks import CheckFailure
+    from grader.specs import ex06_conv2d
+
+    monkeypatch.setattr(ex06_conv2d, "require_free_memory", lambda nbytes, what: None)
+    module = (ex06 if exercise == "06" else ex07)[0]
+    s = spec.by_exercise(exercise)
+    small = replace(s.huge_gradient_case, n=64, h=15, w=15, padding=(4, 4) if s.transposed else (0, 0))
+    (check,) = [c for c in replace(s, huge_gradient_case=small).checks() if c.huge]
+    assert check.group == "autograd"
+    ctx = _CpuContext(module, 3)
+    check.run(ctx)
+    right = module._weight_grad
+    monkeypatch.setattr(module, "_weight_grad", lambda *args: right(*args) * 1.01)
+    with pytest.raises(CheckFailure, match="relative error"):
+        check.run(ctx)
 
 
 _counter = itertools.count()

@@ -121,6 +121,7 @@ class ActivationSpec(Spec):
         checks.add("backward[zeros in x]", self._check_backward_at_zero)
         checks.add("backward[empty]", lambda ctx: self._expect_backward(
             ctx, torch.empty(0, 3, device="cuda"), torch.empty(0, 3, device="cuda"), default, "backward[empty]"))
+        checks.add("backward[huge]", self._check_large_backward, slow=True, huge=True)
         checks.add("backward[own kernel ran]", self._check_own_backward, slow=True)
         checks.add("input_checks[cpu tensor]", lambda ctx: expect_error(
             self._fn(ctx), torch.randn(8), default, names=("x",), what="a CPU tensor"), needs_gpu=False)
@@ -191,20 +192,45 @@ class ActivationSpec(Spec):
         """More than 2^31 elements, where a 32-bit index overflows: float16 in and out (8 GiB), the
         float64 reference computed piece by piece (so a 12 GB card runs it)."""
         require_free_memory(2 * 2 * LARGE_ELEMENTS + (3 << 28), "the check of more than 2^31 elements")
-        g = ctx.generator("large")
-        x = torch.empty(LARGE_ELEMENTS, dtype=torch.float16, device="cuda")
-        x.normal_(0, self.input_scale, generator=g)
+        x = self._large(ctx, "large", self.input_scale)
         y = self._fn(ctx)(x, self.param_values[0])
         torch.cuda.synchronize()
-        require_plain_tensor(y, "forward[huge]")
-        if tuple(y.shape) != tuple(x.shape):
-            raise CheckFailure(f"forward[huge]: shape {tuple(y.shape)}, expected {tuple(x.shape)}")
+        self._compare_large(y, x.shape, "forward[huge: 2^31+7 float16 elements]",
+                            lambda s: self.reference(x[s].to(torch.float64), self.param_values[0]))
+
+    def _check_large_backward(self, ctx: Context) -> None:
+        """The backward past 2^31 elements (the launcher's `backward.past_2^31`): grad_output, x and
+        grad_x in float16 are three tensors of 4 GiB, 12.75 GiB with the pieces of the reference. A card
+        without that much free skips it (not run here, it costs nothing), as a 12 GB one does; the
+        forward's check still runs there. grad_output and x are distinct tensors, so a wrapped index in
+        either read shows (one tensor passed as both would hide a wrap in one of them behind the other)."""
+        require_free_memory(3 * 2 * LARGE_ELEMENTS + (3 << 28), "the backward's check of more than 2^31 elements")
+        g = self._large(ctx, "large grad", 1.0)
+        x = self._large(ctx, "large x", self.input_scale)
+        dx = self._bwd(ctx)(g, x, self.param_values[0])
+        torch.cuda.synchronize()
+        self._compare_large(dx, x.shape, "backward[huge: 2^31+7 float16 elements]",
+                            lambda s: self.reference_grad(g[s].to(torch.float64), x[s].to(torch.float64),
+                                                          self.param_values[0]))
+
+    def _large(self, ctx: Context, name: str, scale: float) -> torch.Tensor:
+        """LARGE_ELEMENTS float16 values drawn on the GPU (no float32 copy of 8 GiB on the way)."""
+        t = torch.empty(LARGE_ELEMENTS, dtype=torch.float16, device="cuda")
+        return t.normal_(0, scale, generator=ctx.generator(name))
+
+    @staticmethod
+    def _compare_large(out, shape, what: str, expected) -> None:
+        """`out` (a plain tensor of `shape`) against `expected(slice)`, the float64 reference of those
+        elements, piece by piece; the end, where a 32-bit index goes wrong, first (a clear message)."""
+        check = what.split(":")[0] + "]"
+        require_plain_tensor(out, check)
+        if tuple(out.shape) != tuple(shape):
+            raise CheckFailure(f"{check}: shape {tuple(out.shape)}, expected {tuple(shape)}")
         chunk = 1 << 24
-        cmp = Comparison(ELEMENTWISE_TOL[torch.float16], "forward[huge: 2^31+7 float16 elements]")
-        # the end is where a 32-bit index goes wrong: checked first, for a clear message
+        cmp = Comparison(ELEMENTWISE_TOL[torch.float16], what)
         for start in [LARGE_ELEMENTS - chunk] + list(range(0, LARGE_ELEMENTS - chunk, chunk)):
-            xs = x[start:start + chunk]
-            cmp.add(y[start:start + chunk], self.reference(xs.to(torch.float64), self.param_values[0]), offset=start)
+            piece = slice(start, start + chunk)
+            cmp.add(out[piece], expected(piece), offset=start)
             if cmp.bad:
                 break
         problem = cmp.problem()

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
-                           on_a_busy_stream, unmodified)
+from grader.checks import (CheckFailure, Comparison, Tolerance, assert_close, assert_own_kernels, expect_error,
+                           on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor,
+                           unmodified)
 from grader.observe import KernelRule
 from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
@@ -26,6 +27,10 @@ TALL = (4_200_001, 3)
 # reusing its shared tile: a race between the first tile's reads and the second's writes (a missing
 # barrier at the end of the loop) shows under compute-sanitizer racecheck (RACECHECK=1).
 TWO_TILES = (65536 * 64, 2)
+# More than 2^31 elements (float16, 4 GiB in and 4 out; the launcher's `past_2^31`): both offsets,
+# r * cols + c read and c * rows + r written, pass 2^31 in the last rows and columns, and neither side
+# is a multiple of the 64-wide tile
+HUGE = (32771, 65537)
 
 
 def _short(dtype: torch.dtype) -> str:
@@ -69,6 +74,7 @@ class TransposeSpec(Spec):
             ctx, _rand(ctx, "tall", TALL), f"forward[tall {TALL[0]}x{TALL[1]}: more than 65535 row tiles]"))
         checks.add("forward[racecheck: a block moving two row tiles]", lambda ctx: self._expect(
             ctx, _rand(ctx, "two tiles", TWO_TILES), f"forward[{TWO_TILES[0]}x{TWO_TILES[1]}: a block moving two row tiles]"))
+        checks.add("forward[huge: more than 2^31 elements]", self._check_huge, slow=True, huge=True)
         checks.add("forward[non-contiguous]", self._check_noncontiguous)
         checks.add("forward[unaligned view]", lambda ctx: self._expect(
             ctx, _rand(ctx, "unaligned", (1 + 45 * 77,), torch.float16)[1:].view(45, 77), "forward[unaligned view]"))
@@ -97,6 +103,29 @@ class TransposeSpec(Spec):
     def _check_own(self, ctx: Context) -> None:
         x = _rand(ctx, "own", (1000, 1003))  # made outside the profiled call
         assert_own_kernels(lambda: ctx.module.transpose(x), self.kernels, "forward")
+
+    def _check_huge(self, ctx: Context) -> None:
+        """A HUGE float16 matrix (2^31 + 229,379 elements, where a 32-bit offset wraps), compared exactly
+        block of output rows by block, the last (whose offsets are past 2^31) first. 8.75 GiB of free
+        memory: a card without it skips the check (not run here, it costs nothing)."""
+        rows, cols = HUGE
+        require_free_memory(2 * 2 * rows * cols + (3 << 28), "the check of more than 2^31 elements")
+        x = torch.empty(HUGE, dtype=torch.float16, device="cuda").normal_(generator=ctx.generator("huge"))
+        y = ctx.module.transpose(x)
+        torch.cuda.synchronize()
+        what = f"forward[huge: {rows}x{cols} float16, more than 2^31 elements]"
+        require_plain_tensor(y, what)
+        if tuple(y.shape) != (cols, rows) or y.dtype != x.dtype:
+            raise CheckFailure(f"{what}: {tuple(y.shape)} {y.dtype}, expected {(cols, rows)} {x.dtype}")
+        step = (1 << 24) // rows  # output rows a block: 2^24 elements
+        cmp = Comparison(EXACT, what)
+        for i in [cols - step] + list(range(0, cols - step, step)):
+            cmp.add(y[i:i + step], x[:, i:i + step].t(), offset=i * rows)
+            if cmp.bad:
+                break
+        problem = cmp.problem()
+        if problem:
+            raise CheckFailure(problem)
 
     def _check_noncontiguous(self, ctx: Context) -> None:
         base = _rand(ctx, "noncontig", (301, 517))

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
-                           require_capability, unmodified)
+                           require_capability, require_free_memory, unmodified)
 from grader import precision as probes
 from grader import sass
 from grader.observe import KernelRule, kernel_function, observe
@@ -164,11 +164,19 @@ GROUPED_CASES = [
     Case("groups 2, odd sizes, stride (2, 1)", 2, 6, 21, 18, 10, 3, 5, (2, 1), (1, 2), (1, 2), groups=2),
     Case("groups 4, dilation 2, no padding", 1, 12, 16, 15, 8, 3, 3, (1, 1), (0, 0), (2, 2), False, groups=4),
     Case("groups 2, 70 channels a group (two channel tiles)", 2, 10, 9, 11, 140, 3, 3, (1, 1), (1, 1), groups=2),
+    # depthwise with a 2x2 filter dilated to 81 x 81 pixels: one output's input is more than version 2's
+    # depthwise tile holds (6144 floats, 3072 doubles), so its GEMM takes the call (`v2.depthwise_to_gemm`)
+    Case("depthwise 2x2 dilation 80 (no depthwise tile fits: the GEMM)", 2, 3, 83, 85, 3, 2, 2, (1, 1), (1, 1),
+         (80, 80), groups=3),
 ]
 CASES += GROUPED_CASES
-FP64_CASES = [c for c in CASES if c.name.startswith("k")] + [CASES[9], CASES[12], CASES[17]] + [
-    c for c in GROUPED_CASES if c.name in ("depthwise 3x3", "depthwise x2 multiplier", "resnext 32 groups of 4",
-                                           "groups 2, odd sizes, stride (2, 1)")]
+# in float64 too: the square cases, a stride, a dilation, odd channels, version 2's 128-pixel tiles (its
+# `v2.gemm128/float64`), and grouped ones, the GEMM taking a depthwise call among them
+FP64_CASES = [c for c in CASES if c.name.startswith("k")] + [
+    c for c in CASES if c.name in ("stride (2, 1)", "dilation (2, 3)", "odd channels 67 -> 65",
+                                   "2x8x190x190, 8 -> 72 (large tiles)", "depthwise 3x3", "depthwise x2 multiplier",
+                                   "resnext 32 groups of 4", "groups 2, odd sizes, stride (2, 1)",
+                                   "depthwise 2x2 dilation 80 (no depthwise tile fits: the GEMM)")]
 RANDOM_CASES = 9  # the kinds in turn: dense, grouped, depthwise
 KINDS = ("dense", "grouped", "depthwise")
 KIND_LABELS = {"dense": "", "grouped": "groups 2", "depthwise": "depthwise"}  # the fixed audit call of each kind
@@ -176,12 +184,14 @@ DEPTHWISE_PATH = "depthwise path"  # a depthwise group's audit calls
 # Version 3's paths for the precision probes (grader.precision), each K = cin kh kw >= 512: channels
 # innermost (cin % 16 == 0: the weight copied tap-major by conv2d_weight_kernel3), the weight's own order
 # with 16-byte weight loads (K % 4 == 0) and with 4-byte ones (K odd), and 128-channel tiles (more than
-# 64 channels and enough tiles to fill an H100's or H200's 132 SMs: 160 row tiles of 128 pixels).
+# 64 channels and enough tiles to fill an H100's or H200's 132 SMs: 160 row tiles of 128 pixels), with
+# channels innermost and in the weight's order with 4-byte loads (57 channels, K = 513; 192 row tiles).
 PROBE_CASES = (
     ("channels innermost", Case("probe, channels innermost", 2, 64, 15, 13, 40, 3, 3, (1, 1), (1, 1))),
     ("weight order, 16-byte loads", Case("probe, weight order", 2, 60, 14, 11, 24, 3, 3, (1, 1), (1, 1))),
     ("weight order, K odd", Case("probe, K odd", 2, 67, 9, 12, 33, 3, 3, (1, 2), (1, 1))),
     ("128-channel tiles", Case("probe, 128-channel tiles", 5, 64, 64, 64, 128, 3, 3, (1, 1), (1, 1))),
+    ("128-channel tiles, K odd", Case("probe, 128-channel tiles, K odd", 6, 57, 64, 64, 72, 3, 3, (1, 1), (1, 1))),
 )
 
 # The depthwise group's cases (groups == cin == cout, or a channel multiplier), version 2. 3x3 filters
@@ -237,6 +247,13 @@ GRADIENT_CASES = [
     # grouped and chunked on every GPU, not only where a random case happens to be (8 chunks of 1 image)
     Case("groups 4, 8 images in chunks", 8, 8, 32, 32, 8, 3, 3, (1, 1), (1, 1), groups=4),
 ]
+# A batch whose weight gradient the backward computes in pieces (conv2d.py's `wgrad.batch_pieces`): the
+# identity's convolution holds the batch's x planes (n x 75 x 75, one channel) as one image its op
+# indexes with int, so past 2^31 - 2 elements it goes in pieces of 381,774 images, here one full and one
+# of 27,720 (6.8% of the sum: dropped or counted twice it is off by about 0.26, the tolerance 3.8e-3).
+# A 3x3 filter at stride 3 keeps y and its gradient at a ninth of x: 8.6 GiB for x, 11.5 GiB free asked.
+HUGE_GRADIENT_CASE = Case("huge: 409494 images of 75x75, the weight gradient in 2 pieces", 409_494, 1, 75, 75, 1, 3, 3,
+                          (3, 3), (0, 0), bias=False)
 
 
 def random_case(g: torch.Generator, name: str, batch: int = 4, cin: int = 40, size: int = 40,
@@ -363,6 +380,9 @@ class ConvSpec(Spec):
     gradcheck_cases: tuple[Case, ...] = ()
     gradient_cases: tuple[Case, ...] = ()
     backward_versions: tuple[int, ...] = ()
+    # a float32 case past 2^31 elements whose weight gradient goes in pieces (checked through the
+    # autograd version, alone among grading processes: a huge check), or None
+    huge_gradient_case: Case | None = None
 
     # --- helpers -------------------------------------------------------------------------------
     def call(self, ctx: Context, x, w, b, c: Case, version: int | None):
@@ -649,6 +669,10 @@ class ConvSpec(Spec):
             name = f"{AUTOGRAD}[float32, random shape {i}]"
             checks.add(name, lambda ctx, n=name, k=KINDS[i % len(KINDS)]: self._check_gradients(
                 ctx, self.random_case(ctx.generator(n, device="cpu"), n, kind=k), version, n))
+        if self.huge_gradient_case is not None:
+            checks.add(f"{AUTOGRAD}[float32, huge: a batch past 2^31 elements, the weight gradient in pieces]",
+                       lambda ctx, c=self.huge_gradient_case: self._check_huge_gradient(ctx, c, version),
+                       slow=True, huge=True)
         checks.add(f"{AUTOGRAD}[opcheck]", self._check_autograd_opcheck, slow=True)
 
     def backward_kernel_names(self, version) -> tuple[str, ...]:
@@ -701,6 +725,36 @@ class ConvSpec(Spec):
             properties.check_gradients(ctx, call, list(call.args), f"{what} ({describe(c, self.transposed)}) inside "
                                        "`with torch.cuda.stream(s)` (the backward too runs on the current stream)",
                                        stream=properties.DEVICE.side_stream())
+
+    def _check_huge_gradient(self, ctx: Context, c: Case, version) -> None:
+        """The weight's gradient of case c (float32, x past 2^31 elements, no bias, x not differentiated)
+        through autograd, against float64 autograd of PyTorch's op summed over pieces of the batch, at
+        gradient_tolerance. The memory it needs is x, y and y's gradient, and for a transposed convolution
+        x's flipped copy the backward makes of up to 2^31 elements; a card without it skips the check (not
+        run here, it costs nothing)."""
+        what = f"{AUTOGRAD}[huge: the weight's gradient of a batch past 2^31 elements]"
+        ho, wo = self._out_hw(c)
+        x_numel, y_numel = c.n * c.cin * c.h * c.w, c.n * c.cout * ho * wo
+        flipped = min(x_numel, 2**31) if self.transposed else 0
+        require_free_memory(4 * (x_numel + 2 * y_numel + flipped) + (1 << 30), "the gradient check past 2^31 elements")
+        g = ctx.generator("huge gradient")
+        shape = weight_shape(c, self.transposed)
+        w = randn(g, shape, torch.float32, (shape[1] * c.kh * c.kw) ** -0.5).requires_grad_()
+        # drawn in place (randn's float32 product would hold a second x)
+        x = torch.empty((c.n, c.cin, c.h, c.w), device=w.device).normal_(generator=g)
+        y = self.call(ctx, x, w, None, c, version)
+        if tuple(y.shape) != (c.n, c.cout, ho, wo):
+            raise CheckFailure(f"{what}: y of shape {tuple(y.shape)}, expected {(c.n, c.cout, ho, wo)}")
+        grad_y = torch.empty_like(y).normal_(generator=g)
+        (grad_w,) = torch.autograd.grad(y, w, grad_y)
+        del y
+        w64 = w.detach().double().requires_grad_()
+        expected = torch.zeros_like(w64)
+        step = max(1, 2**25 // (c.cin * c.h * c.w))  # images a piece of the reference: 256 MiB of x in float64
+        for i in range(0, c.n, step):
+            piece = self._reference(x[i:i + step].double(), w64, None, c)
+            expected += torch.autograd.grad(piece, w64, grad_y[i:i + step].double())[0]
+        assert_rel_error(grad_w, expected, self.gradient_tolerance(c), f"{what} ({describe(c, self.transposed)})")
 
     def _check_gradcheck(self, ctx: Context, c: Case, version) -> None:
         """torch.autograd.gradcheck in float64 (fast mode: random directions) through the op, x, weight
@@ -1009,4 +1063,5 @@ SPEC = Conv2dSpec(
     gradcheck_cases=tuple(GRADCHECK_CASES),
     gradient_cases=tuple(GRADIENT_CASES),
     backward_versions=(1, 2, 3),
+    huge_gradient_case=HUGE_GRADIENT_CASE,
 )

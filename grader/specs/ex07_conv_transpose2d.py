@@ -35,6 +35,14 @@ T_CASES += [
          True, (1, 1)),
     Case("stride (3, 2), dilation (2, 3)", 2, 4, 6, 7, 6, 3, 2, (3, 2), (2, 1), (2, 3), True, (1, 0)),
 ]
+# more groups x stride phases than one launch's gridDim.z holds (65535; the launcher's
+# `v2.phase_launches`): 256 groups of 2 -> 1 channels at stride (16, 17), 272 phases, 255 a launch (255
+# x 256 = 65280 layers), so phases 255-271 go in a second launch; with padding 1 three of them, (15, 0),
+# (15, 1) and (15, 16), hold taps (a second launch that restarts at phase 0 never writes them)
+PHASE_LAUNCHES = Case("groups 256, stride (16, 17): phases in two launches", 1, 512, 2, 2, 256, 3, 3, (16, 17), (1, 1),
+                      groups=256)
+T_CASES.append(PHASE_LAUNCHES)
+T_FP64_CASES.append(PHASE_LAUNCHES)
 
 # The autograd group's cases (see ex06_conv2d.GRADCHECK_CASES), with output_padding: beyond the
 # stride where the dilation allows it, and a padding beyond d (k - 1) (the data gradient's stride-1
@@ -57,6 +65,13 @@ T_GRADIENT_CASES = [
     Case("depthwise 4x4 stride 2", 2, 8, 7, 7, 8, 4, 4, (2, 2), (1, 1), groups=8),
     Case("8 images in chunks, on a side stream", 8, 4, 32, 32, 6, 3, 3, (1, 1), (1, 1)),
 ]
+# A batch whose weight gradient the backward computes in pieces (conv_transpose2d.py's
+# `wgrad.batch_pieces`; see ex06_conv2d.HUGE_GRADIENT_CASE): x's planes (n x 75 x 75, one channel) are
+# the identity's kernel, which its op indexes with int: pieces of 381,774 images, here one full and one
+# of 27,720. A padding of 25 crops y to 27 x 27 (y and its gradient 2.2 GiB); the backward's flipped copy
+# of a piece of x adds 8 GiB to x's 8.6: 19.8 GiB free asked.
+T_HUGE_GRADIENT_CASE = Case("huge: 409494 images of 75x75, the weight gradient in 2 pieces", 409_494, 1, 75, 75, 1, 3,
+                            3, (1, 1), (25, 25), bias=False)
 
 
 def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -> Case:
@@ -148,4 +163,5 @@ SPEC = ConvTranspose2dSpec(
     gradcheck_cases=tuple(T_GRADCHECK_CASES),
     gradient_cases=tuple(T_GRADIENT_CASES),
     backward_versions=(1, 2, 3),
+    huge_gradient_case=T_HUGE_GRADIENT_CASE,
 )

@@ -291,3 +291,14 @@ VARIANTS += [
                             "__device__ __forceinline__ uint32_t to_tf32(float v) { return __float_as_uint(v); }\n")]},
             loses={TF32}, reason="TF32 tensor cores", extra={"kind": "precision probe"}),
 ]
+
+# Planner paths no checked call took (issue 47): the weight gradient of a batch past 2^31 elements goes in
+# pieces (`wgrad.batch_pieces`), which only the autograd group's huge check reaches: graded in full
+VARIANTS += [
+    Variant(EX, "weight_gradient_drops_later_pieces", "the weight gradient of a batch in pieces keeps the first "
+            "piece's sum and drops the others",
+            {"conv2d.py": [("total = part if total is None else total + part",
+                            "total = part if total is None else total")]},
+            loses={"autograd"}, reason="past 2^31 elements",
+            extra={"huge": True, "kind": "coverage", "old": "full marks"}),
+]
