@@ -22,8 +22,18 @@ _backward_bias = lib.ops.conv2d_backward_bias.default
 _transpose = lib.ops.conv_transpose2d.default
 
 
-def _pair(v):
-    return [v, v] if isinstance(v, int) else list(v)
+def _pair(v, name: str) -> list:
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v)
+    if len(v) != 2:  # refused here, before a size is computed from it
+        raise ValueError(f"{name} must be an int or 2 values (height, width), but is {v}")
+    return v
+
+
+def _pairs(**named) -> list:
+    """Each argument as a pair, in the order given: _pairs(stride=1, padding=(0, 1))."""
+    return [_pair(v, name) for name, v in named.items()]
 
 
 def _mode(mode) -> int:
@@ -46,20 +56,23 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, mode
     weight (C_out, C_in / groups, kH, kW), bias None or (C_out,)."""
     # _needs_grad inlined: this is the path whose host time is measured (cheapest tests first)
     if (x.requires_grad or weight.requires_grad or getattr(bias, "requires_grad", False)) and torch.is_grad_enabled():
-        return _Conv2d.apply(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups, _mode(mode))
+        geometry = _pairs(stride=stride, padding=padding, dilation=dilation)
+        return _Conv2d.apply(x, weight, bias, *geometry, groups, _mode(mode))
     return _conv2d(x, weight, bias, stride, padding, dilation, groups, _mode(mode))
 
 
 def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=0, dilation=1, groups=1,
                           mode="benchmark"):
     """The gradient of conv2d with respect to its input of shape input_size (cuDNN's backward-data)."""
-    return _backward_input(grad_output, weight, list(input_size), _pair(stride), _pair(padding), _pair(dilation),
+    geometry = _pairs(stride=stride, padding=padding, dilation=dilation)
+    return _backward_input(grad_output, weight, list(input_size), *geometry,
                            groups, _mode(mode))
 
 
 def conv2d_backward_weight(grad_output, x, weight_size, stride=1, padding=0, dilation=1, groups=1, mode="benchmark"):
     """The gradient of conv2d with respect to its weight of shape weight_size (cuDNN's backward-filter)."""
-    return _backward_weight(grad_output, x, list(weight_size), _pair(stride), _pair(padding), _pair(dilation),
+    geometry = _pairs(stride=stride, padding=padding, dilation=dilation)
+    return _backward_weight(grad_output, x, list(weight_size), *geometry,
                             groups, _mode(mode))
 
 
@@ -87,7 +100,7 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     """Like F.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation): the
     backward-data of the convolution whose weight is `weight` (C_in, C_out / groups, kH, kW), plus bias
     (None or (C_out,))."""
-    s, p, op, d = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
+    s, p, op, d = _pairs(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
     if x.dim() != 4 or weight.dim() != 4:
         raise ValueError(f"x and weight must have 4 dimensions, but have shapes {tuple(x.shape)}, {tuple(weight.shape)}")
     if not isinstance(groups, int) or groups < 1:
@@ -174,7 +187,8 @@ def _transpose_fake(x, weight, bias, output_size, stride, padding, dilation, gro
 
 def describe(x_size, w_size, stride=1, padding=0, dilation=1, groups=1, dtype=torch.float32):
     """The output shape cuDNN's descriptors give for this convolution (needs no GPU)."""
-    return tuple(lib.ops.describe(list(x_size), list(w_size), _pair(stride), _pair(padding), _pair(dilation), groups,
+    geometry = _pairs(stride=stride, padding=padding, dilation=dilation)
+    return tuple(lib.ops.describe(list(x_size), list(w_size), *geometry, groups,
                                   dtype == torch.float64))
 
 
