@@ -20,7 +20,9 @@ there, so a student tree at any level, or with levels mixed by exercise, checks 
 At the open level (`LEVEL=open`) each OPEN region (grader/regions.py) becomes one region stating
 its goal and size, whole kernels and functions; the other levels do not see the OPEN lines.
 `make exercises` also prints what each level asks (the student's code lines and the given ones) and
-rewrites that table in docs/authoring.md.
+rewrites that table in docs/authoring.md. At every level, a given declaration that only the blanked
+code used is marked [[maybe_unused]] in the student's copy (mark_unused), so an untouched stub
+compiles without warnings about code the student did not write.
 
     python -m grader.stubs                  write exercises/, each exercise at the level it has
     python -m grader.stubs --level goal     write exercises/ at the goal level (--level steps: back;
@@ -37,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader import readme_tables, regions
@@ -67,7 +70,7 @@ def stub_text(text: str, suffix: str, where: str, level: str = DEFAULT_LEVEL) ->
     lines = text.splitlines(keepends=True)
     regions.spans(lines, prefix, where)
     if level == "open":
-        return _open_text(lines, prefix, where)
+        return mark_unused(_open_text(lines, prefix, where), suffix, text)
     # the steps and goal levels read the file without the open level's lines (the OPEN markers and
     # the GOAL/STUB lines that open them); errors still name the line of the whole file
     drop = regions.open_lines(lines, prefix, where)
@@ -86,7 +89,7 @@ def stub_text(text: str, suffix: str, where: str, level: str = DEFAULT_LEVEL) ->
                             title, message_line=begin + 1 - sum(goal_lines[:begin]))
         last = end
     out += lines[last:]
-    return "".join(out)
+    return mark_unused("".join(out), suffix, text)
 
 
 def _open_text(lines: list[str], prefix: str, where: str) -> str:
@@ -263,6 +266,348 @@ def generate(solutions: Path = SOLUTIONS, out: Path = EXERCISES, hints: str | di
     return written
 
 
+# --- given code that only the blanked code used -----------------------------------------------------
+#
+# A stub keeps the given helpers (functions, constants, a kernel's locals) that the reference's
+# regions call; once the regions are blanked, nothing in the student's file refers to them, and the
+# compiler says "declared but never referenced" about code the student did not write (a student who
+# reads warnings about the course's code learns to ignore warnings). So the stub marks each such
+# declaration [[maybe_unused]], by a rule: a C++ declaration of the given code whose name the blanked
+# code used and that occurs nowhere else in the stub's code (a name, not a type check: a helper whose
+# name something else also has stays unmarked, and so does one used implicitly, such as a container's
+# operator== or a smart pointer's deleter; tests/test_stub_warnings.py finds those, and the solution
+# marks them itself). Left alone, since the compiler does not warn about them: a function with
+# external linkage, a class's data members, a local constructed with arguments (a lock guard).
+
+MAYBE_UNUSED = "[[maybe_unused]]"
+# nvcc ignores [[maybe_unused]] on a class's members: a class (or a member defined outside it) whose
+# members only the student's code uses is compiled with the warning off, for its lines only
+SUPPRESS_UNUSED = ["#pragma nv_diagnostic push\n",
+                   "#pragma nv_diag_suppress 177  // generated: only your code uses some of what follows\n"]
+RESTORE_UNUSED = "#pragma nv_diagnostic pop\n"
+# nvcc's front end warns about unused declarations; the host compiler runs without -Wall (torch's
+# extension build), so a .cpp file's given helpers need no mark
+_CPP = {".cu", ".cuh"}
+_WORD = re.compile(r"[A-Za-z_]\w*")
+# statements that start like a declaration but are not one
+_NOT_A_TYPE = {"return", "else", "case", "goto", "throw", "new", "delete", "using", "typedef", "if", "while", "for",
+               "switch", "do", "sizeof", "static_assert", "struct", "class", "union", "enum", "namespace", "friend",
+               "public", "private", "protected", "template", "typename", "operator", "co_return", "co_yield", "default"}
+_SPECIFIERS = {"static", "inline", "constexpr", "const", "volatile", "extern", "__device__", "__host__", "__global__",
+               "__forceinline__", "__noinline__", "__constant__", "__shared__", "__managed__", "unsigned", "signed",
+               "thread_local", "mutable", "auto", "register", "__restrict__"}
+_TEMPLATE_HEAD = re.compile(r"template\s*<(?:[^<>]|<[^<>]*>)*>\s*")
+_ARGS = r"<(?:[^<>;(){}]|<(?:[^<>;(){}]|<[^<>;(){}]*>)*>)*>"  # template arguments, nested twice
+_ATTR = r"(?:__\w+__\s*\((?:[^()]|\([^()]*\))*\)|\[\[[^\]]*\]\])"  # __launch_bounds__(..), [[nodiscard]]
+# A declaration's start: its specifiers and type (words, qualified or templated, each followed by a
+# space or a pointer or reference), the declared name, then what follows a declarator: ( = [ { ; ,
+_DECLARATION = re.compile(rf"^((?:(?:{_ATTR}|[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*{_ARGS})?)"
+                          rf"(?:\s*[*&]+\s*|\s+))+?)"
+                          rf"(?P<owner>(?:[A-Za-z_]\w*::)*)([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*([(=\[{{;,])")
+
+
+def _code_lines(text: str) -> list[str]:
+    """Each line of C++ text with its comments and string and character literals blanked (so that
+    a name in a message or a comment is not a use of it)."""
+    out, block = [], False
+    for line in text.splitlines():
+        code, i = [], 0
+        while i < len(line):
+            if block:
+                end = line.find("*/", i)
+                if end < 0:
+                    i = len(line)
+                else:
+                    block, i = False, end + 2
+                continue
+            c = line[i]
+            if line.startswith("//", i):
+                break
+            if line.startswith("/*", i):
+                block, i = True, i + 2
+                continue
+            if c in "\"'" and not (c == "'" and i and line[i - 1].isalnum()):  # 1'000 is a number
+                j = i + 1
+                while j < len(line) and line[j] != c:
+                    j += 2 if line[j] == "\\" else 1
+                code.append(c + " " * max(0, min(j, len(line)) - i - 1) + c)
+                i = j + 1
+                continue
+            code.append(c)
+            i += 1
+        out.append("".join(code))
+    return out
+
+
+@dataclass
+class _Frame:
+    kind: str  # "anon" (an anonymous namespace), "ns" (a named one), "class" (a class, struct or union),
+    #            "enum", "block" (a function's body, a statement's, an initializer)
+    name: str  # the class's or the function's name ("" for others)
+    template: bool  # a template's body: the compiler checks its uses only where it is instantiated
+    first: int  # the line its head starts on
+
+
+def _scopes(code: list[str]) -> list[tuple[tuple[_Frame, ...], bool, bool]]:
+    """For each line: the braces open where it starts, outermost first; whether a statement starts
+    there (not the continuation of one, such as a signature's second line); and whether that
+    statement is a template's (`template <...>` before it)."""
+    out, stack, pending, first = [], [], "", 0
+    for n, line in enumerate(code):
+        head = pending.strip()
+        templated = bool(_TEMPLATE_HEAD.fullmatch(head + " ")) if head else line.lstrip().startswith("template")
+        out.append((tuple(stack), not head or templated, templated))
+        if line.lstrip().startswith("#") or re.match(r"\s*(?:public|private|protected|default)\s*:\s*$", line):
+            continue  # a preprocessor line or a label ends no statement and starts none
+        for c in line:
+            if not pending.strip():
+                first = n
+            if c == "{":
+                head = pending.strip()
+                template = head.startswith("template")
+                name = ""
+                if re.search(r"\bnamespace$", head):
+                    kind = "anon"
+                elif re.search(r"\bnamespace\s+[\w:]+$", head) or re.search(r'\bextern\s*"\s*"$', head):
+                    kind = "ns"
+                elif re.search(r"\benum\b", head):
+                    kind = "enum"
+                elif (m := re.search(r"(?:^|[\s;>])(?:struct|class|union)\s+(\w+)[^()]*$", head)) and "=" not in head:
+                    kind, name = "class", m.group(1)
+                else:
+                    kind = "block"
+                    m = re.search(r"([A-Za-z_]\w*)\s*\(", regions._ATTRIBUTE.sub(" ", _TEMPLATE_HEAD.sub(" ", head)))
+                    name = m.group(1) if m else ""
+                stack.append(_Frame(kind, name, template, first))
+                pending = ""
+            elif c in "};":
+                if c == "}" and stack:
+                    stack.pop()
+                pending = ""
+            else:
+                pending += c
+        pending += " "
+    return out
+
+
+def _declared(code: str) -> tuple[int, list[str], str, bool] | None:
+    """A line that starts a declaration: (where [[maybe_unused]] goes, the names it declares, what
+    follows the first name, whether that name is qualified: a member defined outside its class), or
+    None."""
+    if code.lstrip().startswith("#"):
+        return None
+    code = re.sub(_ATTR, lambda m: " " * len(m.group(0)), code)  # __launch_bounds__(256) is no name
+    indent = len(code) - len(code.lstrip())
+    head = _TEMPLATE_HEAD.match(code[indent:])
+    at = indent + (head.end() if head else 0)
+    m = _DECLARATION.match(code[at:])
+    if not m:
+        return None
+    words = _WORD.findall(re.sub(_ATTR, " ", m.group(1)))
+    if not words or any(w in _NOT_A_TYPE for w in words):
+        return None
+    names = [m.group(3)]
+    if m.group(4) != "(":  # more declarators after commas at depth 0: `int a = 0, b = 1;`
+        depth = 0
+        for i in range(at + m.end() - 1, len(code)):
+            c = code[i]
+            depth += (c in "([{") - (c in ")]}")
+            if c == "," and depth == 0:
+                more = re.match(r"\s*[*&]*\s*([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*[=\[{;,]", code[i + 1 :])
+                if more:
+                    names.append(more.group(1))
+            elif c == ";" and depth == 0:
+                break
+    return at, names, m.group(4), bool(m.group("owner"))
+
+
+def _occurrences(code: list[str]) -> list[dict[str, int]]:
+    """Per line, how often each name occurs; `Q::name` counts for `name` only where Q is a class or
+    namespace of this file (`c10::cuda::CUDACachingAllocator::get` is not this file's `get`)."""
+    own = set(re.findall(r"\b(?:struct|class|union|namespace)\s+([A-Za-z_]\w*)", "\n".join(code)))
+    out = []
+    for line in code:
+        found: dict[str, int] = {}
+        for m in re.finditer(r"(?:([A-Za-z_]\w*)\s*::\s*)?([A-Za-z_]\w*)", line):
+            for w in filter(None, m.groups()):
+                found[w] = found.get(w, 0) + 1
+            if m.group(1) and m.group(1) not in own:
+                found[m.group(2)] -= 1
+        out.append(found)
+    return out
+
+
+@dataclass
+class _Declaration:
+    line: int
+    at: int  # where [[maybe_unused]] goes
+    names: list[str]
+    lines: range  # its signature's and its body's
+    markable: bool  # the compiler may warn about it (see mark_unused)
+    external: bool  # a function other files may call: never dead
+    context: str | None  # the template whose instantiation decides whether it is compiled, if any
+    context_body: set[int]  # the lines of that template's body
+    owner: _Frame | None  # the class it is a member of
+    qualified: bool  # a member defined outside its class (`PlanCache::find`)
+
+
+def mark_unused(text: str, suffix: str, source: str) -> str:
+    """The stub `text` of the solution file `source`, with [[maybe_unused]] on each given declaration
+    (a function, a constant, a local variable) that the solution uses and the stub no longer does:
+    its name occurs only on its declarations, inside them (a recursion, an overload calling another),
+    or in dead code (declarations unused themselves, templates nothing instantiates any more: a helper
+    of a helper that only the blanked code called). Never marked, since the compiler does not warn
+    about them: a function with external linkage, a class's data members, a local constructed with
+    arguments (a lock guard), a template, anything inside a template nothing instantiates; nor a
+    declaration that says it already."""
+    if suffix not in _CPP:
+        return text
+    lines = text.splitlines(keepends=True)
+    code = _code_lines(text)
+    per_line = _occurrences(code)
+    before: dict[str, int] = {}
+    for counts in _occurrences(_code_lines(source)):
+        for n, k in counts.items():
+            before[n] = before.get(n, 0) + k
+    scopes = _scopes(code)
+
+    def span(i: int) -> range:  # a statement's lines from line i: its signature's and its body's
+        depth, end = len(scopes[i][0]), i + 1
+        while end < len(code) and (len(scopes[end][0]) > depth or not scopes[end][1]):
+            end += 1
+        return range(i, end)
+
+    inside: dict[int, set[int]] = {}  # a frame (its id) -> the lines inside its braces
+    for j, (frames, _, _) in enumerate(scopes):
+        for f in frames:
+            inside.setdefault(id(f), set()).add(j)
+
+    def opened(i: int) -> _Frame | None:  # the braces the declaration at line i opens (its body)
+        depth = len(scopes[i][0])
+        for j in range(i + 1, len(code)):
+            if len(scopes[j][0]) > depth:
+                return scopes[j][0][depth]
+            if scopes[j][1]:
+                return None
+        return None
+
+    found: list[_Declaration] = []
+    # names declared as something else than a use: data members and parameters (`bool* capture` is
+    # no use of a function `capture`)
+    other_declarations: dict[str, dict[int, int]] = {}
+    for i, (line, (frames, starts, templated)) in enumerate(zip(code, scopes)):
+        kinds = [f.kind for f in frames]
+        if not starts or (kinds and kinds[-1] == "enum"):
+            continue
+        d = _declared(line)
+        if d is None:
+            continue
+        at, names, follows, qualified = d
+        if follows == "(":  # a function's parameters, on the lines of its signature
+            for j in span(i):
+                if j > i and len(scopes[j][0]) > len(frames):
+                    break
+                params = code[j][at + code[j][at:].index("(") + 1:] if j == i else code[j]
+                for name in re.findall(r"[\w>*&\]]\s+[*&]*\s*([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*(?=[,)=])", params):
+                    other_declarations.setdefault(name, {}).setdefault(j, 0)
+                    other_declarations[name][j] += 1
+        specifiers = set(_WORD.findall(line[:at] + line[at:].split(names[0], 1)[0]))
+        inner = kinds[-1] if kinds else "ns"
+        external = (inner in ("ns", "anon") and follows == "(" and "anon" not in kinds and not templated
+                    and not specifiers & {"static", "inline", "__forceinline__", "__device__", "__global__"})
+        in_template = templated or any(f.template for f in frames)
+        markable = not (external or templated or MAYBE_UNUSED in line
+                        or (inner == "block" and (follows in "({"  # a guard, used by living
+                                                  or in_template))  # a template's local: never reported
+                        or (inner == "class" and follows != "(" and "static" not in specifiers))  # a data member
+        # what an instantiation decides: the outermost function body around it (a member function of a
+        # class template is compiled only where called), else the outermost class template
+        context, frame = None, None
+        if in_template:
+            frame = next((f for f in frames if f.kind == "block"), None) or next((f for f in frames if f.template), None)
+            context = frame.name if frame else None
+            if follows == "(" and inner != "block":  # a function template, or a class template's member
+                context, frame = names[0], opened(i)
+        owner = frames[-1] if inner == "class" else None
+        found.append(_Declaration(i, at, names, span(i), markable, external, context,
+                                  inside.get(id(frame), set()) if frame else set(), owner, qualified))
+    declaring: dict[str, set[int]] = {}  # name -> the lines of its declarations' signatures and bodies
+    declared_at: dict[str, dict[int, int]] = {}  # name -> the lines declaring it -> how many times
+    for d in found:
+        for n in d.names:
+            declaring.setdefault(n, set()).update(d.lines[1:])
+            declared_at.setdefault(n, {})[d.line] = declared_at.get(n, {}).get(d.line, 0) + 1
+    for n, at_lines in other_declarations.items():
+        for j, k in at_lines.items():
+            declared_at.setdefault(n, {})[j] = declared_at.get(n, {}).get(j, 0) + k
+    # a name used inside a class that declares it is that member's, not another declaration's
+    members: dict[str, dict[int, set[int]]] = {}  # name -> the classes declaring it -> their bodies
+    for d in found:
+        if d.owner is not None:
+            for n in d.names:
+                members.setdefault(n, {})[id(d.owner)] = inside.get(id(d.owner), set())
+
+    accessed = []  # per line, the names used as members of an object (`a.load`), with their counts
+    for line in code:
+        counts: dict[str, int] = {}
+        for name in re.findall(r"(?:\.|->)\s*([A-Za-z_]\w*)", line):
+            counts[name] = counts.get(name, 0) + 1
+        accessed.append(counts)
+
+    def others(n: str, d: _Declaration) -> set[int]:  # where n is another class's own member
+        return {j for owner, lines in members.get(n, {}).items() if owner != id(d.owner) for j in lines
+                if n not in accessed[j]}
+
+    where: dict[str, list[int]] = {}
+    for i, counts in enumerate(per_line):
+        for n, k in counts.items():
+            if k > 0:
+                where.setdefault(n, []).append(i)
+
+    def used(n: str, outside: set[int] | range, dead: set[int], free: bool = False) -> bool:
+        """Whether n occurs in live code outside `outside`, its declarators not counted (nor, for a
+        `free` name, one not a class's member, its uses as an object's member)."""
+        at = declared_at.get(n, {})
+        return any(per_line[i][n] > at.get(i, 0) + (accessed[i].get(n, 0) if free else 0)
+                   and i not in outside and i not in dead for i in where.get(n, []))
+
+    # The compiler counts a use in code it compiles, not in the body of a template nothing
+    # instantiates: such bodies are dead, and what only they use is unused in turn.
+    dead: set[int] = set()
+    changed = True
+    while changed:
+        grown = set(dead)
+        for d in found:
+            if d.context is not None and not used(d.context, declaring.get(d.context, set()) | d.context_body, dead):
+                grown.update(d.context_body)
+        changed = grown != dead
+        dead = grown
+    wraps: dict[int, int] = {}  # first line -> last line of code to compile under SUPPRESS_UNUSED
+    for d in found:
+        unused = any(before.get(n, 0) > sum(declared_at[n].values())  # the solution uses it, the stub does not
+                     and not used(n, declaring[n] | others(n, d), dead, free=d.owner is None and not d.qualified)
+                     for n in d.names)
+        if not d.markable or not unused or (d.context is not None and d.line in dead):
+            continue
+        if d.owner is not None:  # nvcc ignores [[maybe_unused]] on a member: its whole class, then
+            wraps[d.owner.first] = max(inside[id(d.owner)])
+        elif d.qualified:  # a member defined outside its class: that definition
+            wraps[d.line] = d.lines[-1]
+        else:
+            lines[d.line] = lines[d.line][:d.at] + MAYBE_UNUSED + " " + lines[d.line][d.at:]
+    if wraps:
+        out, last = [], -1
+        for i, line in enumerate(lines):
+            if i in wraps and i > last:
+                out += SUPPRESS_UNUSED
+                last = wraps[i]
+            out.append(line)
+            if i == last:
+                out.append(RESTORE_UNUSED)
+        lines = out
+    return "".join(lines)
+
+
 # --- what each level asks: the student's lines and the given ones ----------------------------------
 
 DOC = REPO / "docs" / "authoring.md"
@@ -325,6 +670,45 @@ LIST_END = "<!-- end of the level list -->"
 LIST_SECTION = "## What is yours, per level"
 
 
+def _enclosing(lines: list[str], at: int) -> int | None:
+    """The line of the nearest definition above line `at` that is less indented than it (the first
+    line of a signature that continues on more lines), or None."""
+    depth = len(regions.indent_of(lines[at]))
+    for i in range(at - 1, -1, -1):
+        line = lines[i]
+        if line.strip() and len(regions.indent_of(line)) < depth and not line.lstrip().startswith(("//", "#", "}", ")")):
+            return i
+    return None
+
+
+_NOT_A_FUNCTION = re.compile(r"\s*(?:(?:for|if|while|switch|do|else|try|catch)\b|(?:public|private|protected)\s*:)|.*\]\s*\(")
+
+
+def _function_name(lines: list[str], at: int) -> str:
+    """What a reader calls the function around line `at`: `f`, a member `Class::f` (C++) or
+    `Class.f` (Python), `Class::operator()`; a loop, a branch or a lambda is climbed out of."""
+    i = _enclosing(lines, at)
+    while i is not None and _NOT_A_FUNCTION.match(lines[i]):
+        i = _enclosing(lines, i)
+    if i is None:
+        return "?"
+    py = re.match(r"\s*def\s+(\w+)", lines[i])
+    if py:
+        name = py.group(1)
+    else:  # the signature may continue on the next lines, and carry attributes before the name
+        text = " ".join(l.split("//")[0] for l in lines[i : i + 8])
+        m = re.search(r"([\w:~]*operator\s*\(\s*\)|[\w:~]+)\s*\(", regions._ATTRIBUTE.sub(" ", text))
+        name = re.sub(r"\s+", "", m.group(1)) if m else lines[i].strip()
+    if "::" not in name and regions.indent_of(lines[i]):  # a member defined in its class: name the class
+        outer = _enclosing(lines, i)
+        while outer is not None and _NOT_A_FUNCTION.match(lines[outer]):
+            outer = _enclosing(lines, outer)
+        c = re.match(r"\s*(?:class|struct)\s+(\w+)", lines[outer]) if outer is not None else None
+        if c:
+            name = f"{c.group(1)}{'.' if py else '::'}{name}"
+    return name
+
+
 def _named(folder: Path, level: str) -> list[str]:
     """Per source file, the functions the student writes at `level`: `file: f, g` (a function whose
     OPEN region holds all of it written `f (whole)`)."""
@@ -332,15 +716,16 @@ def _named(folder: Path, level: str) -> list[str]:
     for src in sorted((p for p in folder.iterdir() if p.suffix in COMMENT),
                       key=lambda p: (HINT_FILE_ORDER.get(p.suffix, 9), p.name)):
         text = src.read_text()
+        prefix = COMMENT[src.suffix]
         if level == "open":
-            stub = stub_text(text, src.suffix, src.name, "open")
-            opened = {regions._definition_name(stub.splitlines(), regions._definition_line(stub.splitlines(), b))
-                      for b, _, _ in regions.open_spans(text.splitlines(), COMMENT[src.suffix], src.name)
-                      for b in [_open_begin_in_stub(stub, text, src.suffix, b)]}
-            names = [r.name.split("#")[0] for r in regions.regions_of(src, stub)]
-            names = [f"{n} (whole)" if n in opened else n for n in names]
+            stub = stub_text(text, src.suffix, src.name, "open").splitlines()
+            whole = {_open_begin_in_stub("\n".join(stub), text, src.suffix, b)
+                     for b, _, _ in regions.open_spans(text.splitlines(), prefix, src.name)}
+            names = [_function_name(stub, b) + (" (whole)" if b in whole else "")
+                     for b, _ in regions.spans(stub, prefix, src.name)]
         else:
-            names = [r.name.split("#")[0] for r in regions.regions_of(src, text)]
+            lines = regions.source_lines(src)
+            names = [_function_name(lines, b) for b, _ in regions.spans(lines, prefix, src.name)]
         names = list(dict.fromkeys(names))
         if names:
             out.append(f"`{src.name}`: " + ", ".join(names))

@@ -111,3 +111,18 @@ def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None
     if v.reason:
         text = " ".join(lost) + " " + row.get("error", "")
         assert v.reason in text, f"{v.id}: expected {v.reason!r} among the reasons\n{explain([row])}"
+
+
+def level_tree(level: str) -> Path:
+    """The student copies of every exercise at hint level `level`, generated anew under .build/
+    (`goal`: .build/hints-goal/exercises/, `open`: .build/level-open/exercises/): builds there are
+    cached by source hash, so a second run compiles nothing."""
+    import shutil
+
+    from grader import stubs
+
+    root = env.BUILD_ROOT / ("hints-goal" if level == "goal" else f"level-{level}") / "exercises"
+    if root.exists():
+        shutil.rmtree(root)
+    stubs.generate(SOLUTIONS, root, level)
+    return root

@@ -10,16 +10,14 @@ temporary folder: its builds are cached by source hash like those of exercises/,
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from grader import build, env, regions, stubs
+from grader import build, regions, stubs
 from grader.grading import build_all
-from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, quiet
+from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, level_tree, quiet
 
-GOAL_ROOT = env.BUILD_ROOT / "hints-goal" / "exercises"
 # Built at the goal level: one exercise. A goal stub is its steps stub but for comments (every
 # exercise is checked so below, and test_builds compiles every steps stub), so one build shows the
 # generator's output compiles; one per unit cost CI (2 cores) about 2.5 minutes more (01: 21 s, 05: 24 s,
@@ -28,17 +26,9 @@ BUILT = ("01_leaky_relu",)
 SIZE = re.compile(r"TODO: \(the reference solution takes about (\d+) lines?\)$")
 
 
-def _fresh_tree(root: Path, level: str) -> Path:
-    """The student copies of every exercise at `level`, generated anew into `root`."""
-    if root.exists():
-        shutil.rmtree(root)
-    stubs.generate(SOLUTIONS, root, level)
-    return root
-
-
 @pytest.fixture(scope="module")
 def goal_tree() -> Path:
-    return _fresh_tree(GOAL_ROOT, "goal")
+    return level_tree("goal")
 
 
 def _sources(folder: Path) -> list[Path]:
@@ -148,7 +138,6 @@ def test_goal_stubs_compile_and_load(goal_builds, goal_tree, name):
 
 # --- the open level (`make exercises LEVEL=open`) -------------------------------------------------------
 
-OPEN_ROOT = env.BUILD_ROOT / "level-open" / "exercises"
 # Built at the open level: one exercise with OPEN regions (06: about 50 s on CI's 2 cores). The others
 # were built once by hand (05, 07, 08, 09, 10 compile; see the commit that added this).
 OPEN_BUILT = ("06_conv2d",)
@@ -156,7 +145,7 @@ OPEN_BUILT = ("06_conv2d",)
 
 @pytest.fixture(scope="module")
 def open_tree() -> Path:
-    return _fresh_tree(OPEN_ROOT, "open")
+    return level_tree("open")
 
 
 def test_open_stubs_say_their_level_and_hold_plain_regions(open_tree):

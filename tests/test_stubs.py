@@ -360,3 +360,134 @@ def test_each_readme_lists_what_each_level_asks():
         readme = (folder / "README.md").read_text()
         assert stubs.LIST_BEGIN in readme, f"{folder.name}/README.md has no per-level list: run `make exercises`"
         assert stubs.readme_with_level_list(readme, folder) == readme, f"{folder.name}: run `make exercises`"
+
+
+# --- given code the blanked code leaves unused: [[maybe_unused]] by a rule (mark_unused) ---------------
+
+UNUSED_CU = """namespace {
+constexpr int kOnlyBlanked = 4;
+constexpr int kStillUsed = 8;
+__device__ int helper(int x) { return x + kStillUsed; }
+int host_helper(int v) { return v; }
+struct Cache {
+  int find(int k) { return k; }
+  static constexpr int kCap = 2;
+  int size_ = 0;
+};
+template <typename T>
+__device__ T tmpl_helper(T v) { return v; }
+template <typename T>
+struct Tile {
+  static constexpr int kK = 4;
+  static constexpr int kSteps = 8;
+};
+static_assert(Tile<float>::kSteps == 8, "Tile<float> is instantiated");
+}  // namespace
+
+int external_run(int n) {  // other files may call it: never marked
+  int kept = n, gone = 2;
+  int scratch = kStillUsed;
+  // BEGIN SOLUTION
+  // GOAL: everything used.
+  // TODO: use everything.
+  Cache c;
+  std::lock_guard<std::mutex> lock(mu);
+  return helper(gone) + host_helper(scratch) + c.find(Cache::kCap) + tmpl_helper(n) + Tile<float>::kK + kOnlyBlanked;
+  // END SOLUTION
+  return kept;
+}
+"""
+
+
+def _marked(out: str) -> set[str]:
+    return {l.strip() for l in out.splitlines() if stubs.MAYBE_UNUSED in l}
+
+
+def test_given_code_that_only_the_blanked_code_used_is_marked_maybe_unused():
+    out = stubs.stub_text(UNUSED_CU, ".cu", "x.cu")
+    marked = _marked(out)
+    assert marked == {f"{stubs.MAYBE_UNUSED} {line}" for line in [
+        "constexpr int kOnlyBlanked = 4;", "__device__ int helper(int x) { return x + kStillUsed; }",
+        "int host_helper(int v) { return v; }", "int kept = n, gone = 2;", "int scratch = kStillUsed;"]}
+    # nvcc ignores the attribute on members (Cache::find, Cache::kCap, Tile::kK): their classes are
+    # compiled with the warning off, and only they
+    lines = out.splitlines()
+    for head in ["struct Cache {", "template <typename T>\nstruct Tile {"]:
+        first = head.splitlines()[0]
+        at = next(i for i, l in enumerate(lines) if l == first and "\n".join(lines[i:i + 2]).startswith(head))
+        assert lines[at - 2 : at] == [l.rstrip("\n") for l in stubs.SUPPRESS_UNUSED], head
+        assert lines[lines.index("};", at) + 1] == stubs.RESTORE_UNUSED.rstrip("\n"), head
+    assert out.count(stubs.RESTORE_UNUSED) == 2
+    # not marked: kStillUsed (a given helper uses it), tmpl_helper (a template is never reported unused),
+    # kSteps (the static_assert uses it), size_ (a data member), external_run (other files may call it),
+    # c and lock (constructed locals: the compiler does not report them)
+    unmarked = "".join(l for l in out.splitlines(keepends=True) if l not in [*stubs.SUPPRESS_UNUSED, stubs.RESTORE_UNUSED])
+    assert unmarked.replace(stubs.MAYBE_UNUSED + " ", "") == stubs.stub_text(UNUSED_CU, ".cpp", "x.cpp")
+    # the mark is on the student's copy only: the solution's text and every level's graded code agree
+    code = [l for l in out.splitlines() if not l.strip().startswith("//")]
+    assert code == [l for l in stubs.stub_text(UNUSED_CU, ".cu", "x.cu", "goal").splitlines()
+                    if not l.strip().startswith("//")]
+
+
+def test_a_helper_of_a_template_nothing_instantiates_is_marked_and_its_locals_are_not():
+    cu = """namespace {
+__device__ void cp(float* d) { *d = 0; }
+template <typename T>
+__device__ void tile(T* p) {
+  int i = 0;
+  cp(p + i);
+}
+}  // namespace
+__global__ void kernel(float* p) {
+  // BEGIN SOLUTION
+  // TODO: one tile.
+  tile(p);
+  // END SOLUTION
+}
+"""
+    marked = _marked(stubs.stub_text(cu, ".cu", "x.cu"))
+    assert marked == {f"{stubs.MAYBE_UNUSED} __device__ void cp(float* d) {{ *d = 0; }}"}
+
+
+def test_a_member_used_through_another_object_stays_used():
+    cu = """namespace {
+struct A { __device__ void load(int* p) { *p = 1; } };
+struct B {
+  A a;
+  __device__ void load(int* p) { a.load(p); }
+};
+}  // namespace
+__global__ void kernel(int* p) {
+  B b;
+  b.load(p);
+  // BEGIN SOLUTION
+  // TODO: nothing.
+  // END SOLUTION
+}
+"""
+    assert not _marked(stubs.stub_text(cu, ".cu", "x.cu"))
+
+
+def test_a_binding_file_is_not_marked():
+    """The host compiler builds .cpp files without -Wall (torch's extension build): no warning to hide."""
+    assert stubs.MAYBE_UNUSED not in stubs.stub_text(UNUSED_CU, ".cpp", "x.cpp")
+
+
+def test_a_parameter_or_data_member_of_the_same_name_is_no_use():
+    cu = """namespace {
+struct Handle {
+  int capture = 0;  // a data member: no use of the function
+};
+bool find(int key, bool* capture) { return key > 0; }  // its parameter: no use of the function
+int capture(Handle& h) { return h.capture; }
+}  // namespace
+int run(Handle& h) {
+  // BEGIN SOLUTION
+  // GOAL: the capture.
+  // TODO: capture.
+  return capture(h) + find(1, nullptr);
+  // END SOLUTION
+}
+"""
+    marked = _marked(stubs.stub_text(cu, ".cu", "x.cu"))
+    assert f"{stubs.MAYBE_UNUSED} int capture(Handle& h) {{ return h.capture; }}" in marked

@@ -115,12 +115,18 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
 class _Conv2d(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, stride, padding, dilation, groups, mode):
+        # BEGIN OPEN
+        # GOAL: y = conv2d(x, weight) + bias through the registered op, keeping what backward needs on ctx.
         ctx.save_for_backward(x, weight)
         ctx.conf = (stride, padding, dilation, groups, mode)
         return _conv2d(x, weight, bias, stride, padding, dilation, groups, mode)
+        # END OPEN
 
     @staticmethod
     def backward(ctx, grad):
+        # BEGIN OPEN
+        # GOAL: the gradients of x, weight and bias that autograd asks for (ctx.needs_input_grad), each by one of
+        # GOAL: this file's ops with the forward's stride, padding, dilation, groups and mode; None for the rest.
         x, weight = ctx.saved_tensors
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
@@ -130,6 +136,7 @@ class _Conv2d(torch.autograd.Function):
         if ctx.needs_input_grad[2]:
             grad_b = _backward_bias(grad)
         return grad_x, grad_w, grad_b, None, None, None, None, None
+        # END OPEN
 
 
 class _ConvTranspose2d(torch.autograd.Function):
@@ -137,12 +144,20 @@ class _ConvTranspose2d(torch.autograd.Function):
     # and dL/dbias = dL/dy summed over N, H and W.
     @staticmethod
     def forward(ctx, x, weight, bias, size, stride, padding, dilation, groups, mode):
+        # BEGIN OPEN
+        # GOAL: y = conv_transpose2d(x, weight) + bias of shape `size` through the registered op, keeping what backward
+        # GOAL: needs on ctx.
         ctx.save_for_backward(x, weight)
         ctx.conf = (stride, padding, dilation, groups, mode)
         return _transpose(x, weight, bias, size, stride, padding, dilation, groups, mode)
+        # END OPEN
 
     @staticmethod
     def backward(ctx, grad):
+        # BEGIN OPEN
+        # GOAL: the gradients autograd asks for, each by one of this file's ops: y is the backward-data of the
+        # GOAL: convolution of y with weight, so each gradient is one of that convolution's three operations
+        # GOAL: (Background: Groups, the same filter read backwards); None for the rest.
         x, weight = ctx.saved_tensors
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
@@ -152,6 +167,7 @@ class _ConvTranspose2d(torch.autograd.Function):
         if ctx.needs_input_grad[2]:
             grad_b = _backward_bias(grad)
         return grad_x, grad_w, grad_b, None, None, None, None, None, None
+        # END OPEN
 
 
 # Shapes for tracing (torch.compile, fake tensors).
