@@ -100,7 +100,7 @@ CLASS_ARGS = $(if $(WORKERS),--workers $(WORKERS)) $(if $(GRADEBOOK),--out "$(GR
 
 grade:
 	@$(PY) if [ -n "$(SUBMISSIONS)" ]; then \
-	  $$py -m grader.classroom "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
+	  $$py -m grader.classroom.grade "$(SUBMISSIONS)" $(GRADE_ARGS) $(CLASS_ARGS); \
 	else \
 	  $$py -m grader --target "$(TARGET)" $(GRADE_ARGS) $(if $(QUICK),--quick) $(if $(SANITIZE),--sanitize) $(if $(RACECHECK),--racecheck) \
 	    $(if $(VERBOSE),--verbose) \
@@ -122,23 +122,23 @@ test:
 
 # TARGET only when given (its default, exercises, is make grade's): both trees otherwise
 archs:
-	@$(PY) $$py -m grader.archs $(if $(EXS),--ex $(EXS)) $(if $(filter-out file,$(origin TARGET)),--target $(TARGET))
+	@$(PY) $$py -m grader.run.archs $(if $(EXS),--ex $(EXS)) $(if $(filter-out file,$(origin TARGET)),--target $(TARGET))
 
 bench:
-	@$(PY) $$py -m grader.benchmarks $(if $(EXS),--ex $(EXS)) $(if $(PUBLISH),--publish)
+	@$(PY) $$py -m grader.bench.benchmarks $(if $(EXS),--ex $(EXS)) $(if $(PUBLISH),--publish)
 
 mutants:
-	@$(PY) $$py -m grader.mutants $(if $(EX),--ex $(EX)) $(if $(N),--n $(N)) $(if $(SEED),--seed $(SEED)) \
+	@$(PY) $$py -m grader.run.mutants $(if $(EX),--ex $(EX)) $(if $(N),--n $(N)) $(if $(SEED),--seed $(SEED)) \
 	  $(if $(BUDGET),--budget $(BUDGET))
 
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both
 exercises:
-	@$(PY) $$py -m grader.stubs $(if $(FORCE),--force) $(if $(or $(LEVEL),$(HINTS)),--level $(or $(LEVEL),$(HINTS))) $(if $(EXS),--ex $(EXS)) && \
-	  $$py -m grader.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
+	@$(PY) $$py -m grader.authoring.stubs $(if $(FORCE),--force) $(if $(or $(LEVEL),$(HINTS)),--level $(or $(LEVEL),$(HINTS))) $(if $(EXS),--ex $(EXS)) && \
+	  $$py -m grader.authoring.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
 
 notebooks:
-	@$(PY) $$py -m grader.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
+	@$(PY) $$py -m grader.authoring.notebook_release release $(if $(COURSE_REPO),--repo "$(COURSE_REPO)")
 
 # notebooks/release/ is tracked; the instructor's notebooks, notebooks/source/<unit>/, are generated
 clean:

@@ -1,6 +1,6 @@
 """nbgrader configuration of the course: run nbgrader from the repository root.
 
-    python -m grader.notebook_release release (make notebooks) the student release, notebooks/release/
+    python -m grader.authoring.notebook_release release (make notebooks) the student release, notebooks/release/
     nbgrader autograde unit1_scalar_kernels   grade notebooks/submitted/<student>/<unit>/ (needs a GPU)
     nbgrader generate_feedback unit1_scalar_kernels
 
@@ -20,7 +20,7 @@ from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from grader.nbgrader_feedback import HideHiddenTestsInTracebacks  # noqa: E402
+from grader.classroom.nbgrader_feedback import HideHiddenTestsInTracebacks  # noqa: E402
 
 c = get_config()  # noqa: F821 (defined by traitlets when it loads this file)
 

@@ -1,5 +1,5 @@
 import sys
 
-from grader.cli import main
+from grader.run.cli import main
 
 sys.exit(main())

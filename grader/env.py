@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-INCLUDE_DIR = REPO / "grader" / "include"
+INCLUDE_DIR = REPO / "grader" / "toolchain" / "include"
 BUILD_ROOT = Path(os.environ.get("COURSE_BUILD_DIR", REPO / ".build"))
 
 # Covers Colab's T4 (7.5) and Hopper (9.0a: 9.0 with its own wgmma and TMA, 05's kernel 6) when no GPU

@@ -4,19 +4,19 @@
     python3 scripts/course_models.py --root exercises     a student's tree instead of solutions/
     python3 scripts/course_models.py --models MobileNetV2 --time-batch 64
 
-Per model (grader.models, built through grader.course_models.CourseLayers: 09's FusedConvBNReLU in
+Per model (grader.bench.models, built through grader.bench.course_models.CourseLayers: 09's FusedConvBNReLU in
 training and 08's inference fusion in eval where a dense convolution is followed by BatchNorm and ReLU,
 10's conv2d + PyTorch's BatchNorm2d elsewhere; weights copied from PyTorch's model):
 1. Errors against PyTorch's model in strict float32 (TF32 off), at --batch x 3 x --size x --size:
    normwise and largest absolute of the training output, the gradients of every parameter (the worst
    and the median over parameters), BatchNorm's running statistics after the step, the eval output
    and the eval-mode gradients; beside each, PyTorch's own float32 and the course's distance to
-   PyTorch's model in float64. PASS / FAIL by the tolerances of grader/course_models.py (the same
+   PyTorch's model in float64. PASS / FAIL by the tolerances of grader/bench/course_models.py (the same
    as tests/test_course_models.py's).
 2. The profiler's word: no PyTorch convolution ran in the course model's training step, eval forward
-   and eval backward, and 10's, 09's and 08's ops did (grader.course_models.check_course_kernels).
+   and eval backward, and 10's, 09's and 08's ops did (grader.bench.course_models.check_course_kernels).
 3. One training step (forward and backward) of the course model and of PyTorch's, timed with
-   grader.timer.time_fn (median GPU time, L2 flushed, two input sets rotated) at --time-batch x 3 x
+   grader.verify.timer.time_fn (median GPU time, L2 flushed, two input sets rotated) at --time-batch x 3 x
    --time-size x --time-size, in strict float32 and in TF32 (PyTorch's default for convolutions; the
    course's 10 follows the same flag, 09's kernels are float32), PyTorch with cuDNN's autotuner on.
 """
@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from grader import course_models as cm  # noqa: E402
-from grader.checks import CheckFailure  # noqa: E402
-from grader.models import MODELS  # noqa: E402
-from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
+from grader.bench import course_models as cm  # noqa: E402
+from grader.verify.checks import CheckFailure  # noqa: E402
+from grader.bench.models import MODELS  # noqa: E402
+from grader.verify.timer import L2Flusher, math_mode, time_fn  # noqa: E402
 
 
 def row(what: str, e: cm.Errors) -> str:
@@ -60,7 +60,7 @@ def report_errors(r: cm.Comparison) -> bool:
     print(f"  {'num_batches_tracked':44s} {'    equal' if r.batches_tracked_equal else 'DIFFERENT'}")
     print(row("eval output", r.eval_output))
     problems = r.problems()
-    print(f"  tolerances (grader/course_models.py): {'PASS' if not problems else 'FAIL'}")
+    print(f"  tolerances (grader/bench/course_models.py): {'PASS' if not problems else 'FAIL'}")
     for p in problems[:10]:
         print(f"    {p}")
     return not problems

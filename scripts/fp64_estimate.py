@@ -1,4 +1,4 @@
-"""The float64 work of a grade (counted by grader.fp64), and what it would cost on a T4.
+"""The float64 work of a grade (counted by grader.verify.fp64), and what it would cost on a T4.
 
     COURSE_COUNT_FP64='/tmp/fp64/{exercise}.json' make grade TARGET=solutions
     python scripts/fp64_estimate.py /tmp/fp64

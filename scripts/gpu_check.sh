@@ -95,7 +95,7 @@ if want openstubs; then
   # the stubs at the `open` level (make exercises LEVEL=open), generated into a scratch folder: zero
   # points there too, each exercise with its reason
   open=.build/level-open-gpu/exercises
-  python3 -c "import sys; from pathlib import Path; from grader import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'open')" "$open"
+  python3 -c "import sys; from pathlib import Path; from grader.authoring import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'open')" "$open"
   run grade_open_stubs "$(left)" make grade TARGET="$open" EX="$EXS"
   grep -A50 "^exercise" "$L/grade_open_stubs.log" | grep -v "^      " | head -30
 fi
@@ -108,7 +108,7 @@ if want goalstubs; then
   # the stubs at the `goal` hint level (make exercises HINTS=goal), generated into a scratch folder
   # beside the tracked tree: zero points there too, each exercise with its reason
   goal=.build/hints-goal-gpu/exercises
-  python3 -c "import sys; from pathlib import Path; from grader import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'goal')" "$goal"
+  python3 -c "import sys; from pathlib import Path; from grader.authoring import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'goal')" "$goal"
   run grade_goal_stubs "$(left)" make grade TARGET="$goal" EX="$EXS"
   grep -A50 "^exercise" "$L/grade_goal_stubs.log" | grep -v "^      " | head -30
 fi
@@ -124,7 +124,7 @@ if want edit; then
   done
   cp /tmp/edit/report/report.json "$L/edit_quick_report.json" 2>/dev/null
   # where the quick grade's time goes: its grading process alone, every test's duration, every import
-  run edit_profile "$(left)" python3 -X importtime -m pytest grader/suite -q -p no:cacheprovider --rootdir=. \
+  run edit_profile "$(left)" python3 -X importtime -m pytest grader/run/suite -q -p no:cacheprovider --rootdir=. \
     --exercise-dir=/tmp/edit/01_leaky_relu --seed=1 -m "not slow" --durations=0
 fi
 if want test; then
@@ -210,7 +210,7 @@ if want ballast; then
   for free in ${BALLAST_FREE:-14.5 11 7.5}; do
     python3 scripts/ballast.py "$free" > "$L/ballast_$free.txt" 2>&1 & bp=$!
     sleep 8; cat "$L/ballast_$free.txt"
-    # and the float64 references on the CPU, as on the consumer cards simulated (grader.fp64)
+    # and the float64 references on the CPU, as on the consumer cards simulated (grader.verify.fp64)
     COURSE_REFERENCE_DEVICE=cpu run "grade_solutions_${free}GiB_free" "$(left)" make grade TARGET=solutions EX="$EXS" SEED=3
     kill $bp; wait $bp 2>/dev/null
     grep -E "^0|^10|^total|not run|out of memory|OutOfMemory" "$L/grade_solutions_${free}GiB_free.log" | head -20
@@ -225,9 +225,9 @@ if want ptx; then
   done
 fi
 if want fp64; then
-  # the float64 work of a grade of the reference, counted per exercise (grader.fp64)
+  # the float64 work of a grade of the reference, counted per exercise (grader.verify.fp64)
   mkdir -p "$L/fp64"; fp64=$(cd "$L/fp64" && pwd)  # absolute: the grading processes run elsewhere
-  # references on the CPU, as on a T4 (grader.fp64.reference_device): what the estimate is for
+  # references on the CPU, as on a T4 (grader.verify.fp64.reference_device): what the estimate is for
   COURSE_REFERENCE_DEVICE=cpu COURSE_COUNT_FP64="$fp64/{exercise}.json" run grade_fp64_count "$(left)" make grade TARGET=solutions EX="$EXS" SEED=5
   python3 scripts/fp64_estimate.py "$fp64" | tee "$L/fp64_estimate.txt"
 fi
@@ -253,7 +253,7 @@ if want models; then
   grep -E "^[A-Z]|output|worst|PASS|FAIL|kernels|ms " "$L/models.log" | head -40
 fi
 if want mutants; then
-  # the grader's kill rate (grader.mutants); it stops starting rounds 30 s before the stage's time is out
+  # the grader's kill rate (grader.run.mutants); it stops starting rounds 30 s before the stage's time is out
   run mutants "$(left)" make mutants EX="$EXS" N="${N:-300}" SEED="${SEED:-1}" BUDGET="$(( $(left) - 30 ))"
   rm -rf "$OUT/mutants-report"; cp -r mutants-report "$OUT/" 2>/dev/null
   grep -E "^round|^budget|^  [0-9][0-9]_|^  wall" "$L/mutants.log"

@@ -4,7 +4,7 @@
 
 1. Builds solutions/10_cudnn_conv with the grader's build (cached by source hash) and imports it.
 2. Host time per call on 1x16x7x7, 16 -> 16, 3x3, padding 1, strict fp32, cudnn.benchmark on:
-   2000 calls in loops of 200 with no sync inside a loop, divided (grader.benchmark_extras's
+   2000 calls in loops of 200 with no sync inside a loop, divided (grader.bench.benchmark_extras's
    host_us_per_call), for F.conv2d, our Python API (cached in both algorithm modes, uncached; cached
    with the launch cache on, which replays a CUDA graph since every call has the same buffers, and
    off), our op without the Python wrapper (both ways), and torch.empty (the allocation every call
@@ -19,7 +19,7 @@
    cudnnBackendExecute, with the variant pack kept and built per call. The difference between (4) and
    (4b) is what the legacy API itself costs per call.
 5. Throughput against F.conv2d on the two graded shapes, strict fp32 and TF32 (the spec's
-   throughput(): grader.timer.time_fn, median, L2 flushed).
+   throughput(): grader.verify.timer.time_fn, median, L2 flushed).
 6. Every legacy algorithm cuDNN offers for those shapes under each math type (FMA, TENSOR_OP,
    TENSOR_OP_ALLOW_CONVERSION, DEFAULT): cudnnFind's times, then the fastest two re-timed with
    time_fn and their error against float64, beside F.conv2d's time. This says whether any algorithm
@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from grader import benchmark_extras as extras  # noqa: E402
+from grader.bench import benchmark_extras as extras  # noqa: E402
 from grader import env  # noqa: E402
-from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
-from grader.spec import import_exercise_module  # noqa: E402
+from grader.verify.timer import L2Flusher, math_mode, time_fn  # noqa: E402
+from grader.verify.spec import import_exercise_module  # noqa: E402
 from grader.specs import ex10_cudnn_conv as ex10  # noqa: E402
 
 HOST_TARGET_US = 10.0

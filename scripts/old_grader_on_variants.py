@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.grading import rounds  # noqa: E402
+from grader.run.grading import rounds  # noqa: E402
 from tests.known_wrong import all_variants  # noqa: E402
 
 

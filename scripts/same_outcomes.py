@@ -1,5 +1,5 @@
 """Whether two gradebooks agree on the students they share: every exercise's status and every group's
-state but speed (grader.gradebook.outcomes). For a class graded concurrently against the same
+state but speed (grader.classroom.gradebook.outcomes). For a class graded concurrently against the same
 students graded one at a time: `python scripts/same_outcomes.py A/gradebook.json B/gradebook.json`."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from grader.gradebook import outcomes  # noqa: E402
+from grader.classroom.gradebook import outcomes  # noqa: E402
 
 
 def main(first: str, second: str) -> int:

@@ -10,7 +10,7 @@ solution's solutions/05_matmul/matmul.cu, so candidate 0 is always the current k
 cp.async candidates C1..C6 described in that file. Prints each kernel's registers, spills and
 occupancy; checks every candidate against a float64 product on odd shapes (output memory filled
 with NaN first, so an unwritten element fails); then times each at 4096^3 (and 8192^3) with
-grader.timer.time_fn (L2 flushed, warm-up, median of at least 20 samples) beside torch.matmul in
+grader.verify.timer.time_fn (L2 flushed, warm-up, median of at least 20 samples) beside torch.matmul in
 strict fp32 (TF32 off), in two interleaved rounds, and prints TFLOP/s and the ratio to cuBLAS.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from torch.utils.cpp_extension import load_inline
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
+from grader.verify.timer import L2Flusher, math_mode, time_fn  # noqa: E402
 
 BIND = r"""
 #include <string>
@@ -143,7 +143,7 @@ def build(verbose: bool = False):
     src = (ROOT / "scripts" / "sweep_matmul.cu").read_text()
     return load_inline("sweep_matmul", cpp_sources=BIND, cuda_sources=src, functions=["run", "name", "attributes"],
                        extra_cuda_cflags=["-O3", "-lineinfo"] + (["-Xptxas=-v"] if verbose else []), verbose=verbose,
-                       extra_include_paths=[str(ROOT / "solutions" / "05_matmul"), str(ROOT / "grader" / "include")])
+                       extra_include_paths=[str(ROOT / "solutions" / "05_matmul"), str(ROOT / "grader" / "toolchain" / "include")])
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ Builds scripts/sweep_stencil.cu (the current solution and six candidates, each t
 file's header says what each one changes) into one extension, checks every candidate against a
 float64 F.conv2d on odd shapes for K = 1, 3, 5, 7 (output poisoned with NaN first, so an unwritten
 pixel fails), then times each on one 8192 x 8192 fp32 image with a 3 x 3 and a 7 x 7 filter, beside
-`x.clone()` and F.conv2d (cuDNN autotuned, strict fp32), with grader/timer.py's timer (L2 flushed
+`x.clone()` and F.conv2d (cuDNN autotuned, strict fp32), with grader/verify/timer.py's timer (L2 flushed
 before every call, a GPU sleep hiding the host's dispatch, median of 60 after warm-up), in two
 rounds. GB/s counts one read and one write of the image, as `make bench` does. Also prints each
 kernel's registers, shared memory and resident blocks per SM.
@@ -25,8 +25,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.cpp_extension import load  # noqa: E402
 
-from grader.timer import L2Flusher, time_fn, tuned_strict_fp32  # noqa: E402
-from grader.checks import CheckFailure, assert_close  # noqa: E402
+from grader.verify.timer import L2Flusher, time_fn, tuned_strict_fp32  # noqa: E402
+from grader.verify.checks import CheckFailure, assert_close  # noqa: E402
 from grader.specs.ex04_stencil2d import reference, tolerance  # noqa: E402
 
 BINDING = r'''
@@ -84,9 +84,9 @@ def build():
     mod = load(
         name="sweep_stencil",
         sources=[str(binding), str(ROOT / "scripts" / "sweep_stencil.cu")],
-        extra_include_paths=[str(ROOT / "grader" / "include"), str(ROOT / "solutions" / "04_stencil2d")],
+        extra_include_paths=[str(ROOT / "grader" / "toolchain" / "include"), str(ROOT / "solutions" / "04_stencil2d")],
         extra_cflags=["-O2"],
-        extra_cuda_cflags=["-O3", "-lineinfo"],  # the grader's flags (grader/build.py)
+        extra_cuda_cflags=["-O3", "-lineinfo"],  # the grader's flags (grader/toolchain/build.py)
         build_directory=str(build_dir),
         verbose=False,
     )

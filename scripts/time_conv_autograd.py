@@ -7,7 +7,7 @@ gradients computed by the exercise's own forward op) beside PyTorch's, on model 
 Builds solutions/06_conv2d and solutions/07_conv_transpose2d (cached, as the grader does). Per layer:
 first the gradients of x, weight and bias (and the output) against PyTorch's op in float64, normwise,
 ours and PyTorch's float32 side by side; then one forward and backward (torch.autograd.grad of the
-output for a fixed upstream gradient, so nothing accumulates) timed with grader.timer.time_fn (CUDA
+output for a fixed upstream gradient, so nothing accumulates) timed with grader.verify.timer.time_fn (CUDA
 events, warm-up, L2 flushed, median of many runs, two input sets rotated), ours and PyTorch's (cuDNN's
 autotuner on), in two math modes:
 
@@ -34,8 +34,8 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from grader.checks import relative_error  # noqa: E402
-from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
+from grader.verify.checks import relative_error  # noqa: E402
+from grader.verify.timer import L2Flusher, math_mode, time_fn  # noqa: E402
 
 
 @dataclass(frozen=True)

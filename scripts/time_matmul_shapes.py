@@ -6,7 +6,7 @@
     python3 scripts/time_matmul_shapes.py --version 6 [--bf16]   # kernel 6 (Hopper's wgmma), the same
 
 Builds solutions/05_matmul (cached, as the grader does), checks each product against float64 first
-(normwise), then times it with grader.timer.time_fn (L2 flushed, warm-up, median) beside torch.matmul
+(normwise), then times it with grader.verify.timer.time_fn (L2 flushed, warm-up, median) beside torch.matmul
 with TF32 off, on two rotated input sets, and prints the median time, TFLOP/s, GB/s of distinct data
 (A, B and C once), the ratio to cuBLAS (cuBLAS time / ours: above 1 is faster), and both errors against
 float64. Issue 20's goal: at least 0.8x on each class, the large-K error within 10x of cuBLAS's.
@@ -24,8 +24,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from grader.checks import relative_error  # noqa: E402
-from grader.timer import L2Flusher, math_mode, time_fn  # noqa: E402
+from grader.verify.checks import relative_error  # noqa: E402
+from grader.verify.timer import L2Flusher, math_mode, time_fn  # noqa: E402
 
 # (class, batch, M, N, K[, layout]); batch 0: 2-D operands
 SHAPES = [

@@ -7,7 +7,7 @@ Each configuration is a copy of solutions/06_conv2d whose version-3 constants (r
 per SM the register budget must allow for 64- and 128-channel tiles) are rewritten; the copies are
 built in parallel (one process each, as the grader builds), checked against float64 with 06's TF32
 tolerance, then timed on the benchmark's shape and the extra shapes of `make bench` with
-grader.timer.time_fn (L2 flushed, median) beside F.conv2d with TF32 allowed and cuDNN's autotuner on.
+grader.verify.timer.time_fn (L2 flushed, median) beside F.conv2d with TF32 allowed and cuDNN's autotuner on.
 One row per configuration and shape (a developer's tool: nothing is graded or written to the repo).
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ def write_copy(name: str, config: tuple, out: Path) -> Path:
 
 
 def build(folder: Path) -> tuple[bool, str]:
-    done = subprocess.run([sys.executable, "-m", "grader.build", str(folder)], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "grader.toolchain.build", str(folder)], cwd=REPO, capture_output=True, text=True)
     return done.returncode == 0, done.stderr[-3000:]
 
 
@@ -72,9 +72,9 @@ def measure(folders: dict[str, Path]) -> list[dict]:
     import torch
     import torch.nn.functional as F
 
-    from grader.spec import by_exercise, import_exercise_module
+    from grader.verify.spec import by_exercise, import_exercise_module
     from grader.specs.ex06_conv2d import tf32_tolerance
-    from grader.timer import L2Flusher, math_mode, time_fn
+    from grader.verify.timer import L2Flusher, math_mode, time_fn
 
     spec = by_exercise("06_conv2d")
     flush = L2Flusher()

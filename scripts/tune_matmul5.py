@@ -5,7 +5,7 @@
 Each configuration is a copy of solutions/05_matmul whose kernel-5 constants (block tile, warps,
 ring depth, blocks per SM) are rewritten; the copies are built in parallel (one process each, as the
 grader builds), checked against float64 on an odd-sized product, then timed at n^3 in TF32
-(float32 inputs) and BF16 with grader.timer.time_fn (L2 flushed, median), beside torch.matmul with
+(float32 inputs) and BF16 with grader.verify.timer.time_fn (L2 flushed, median), beside torch.matmul with
 TF32 allowed and in bfloat16. Prints one row per configuration; the fastest correct one is what
 the solution's constants should become (a developer's tool: nothing is graded or written to the repo).
 """
@@ -70,15 +70,15 @@ def write_copy(name: str, config: tuple, out: Path) -> Path:
 
 
 def build(folder: Path) -> tuple[bool, str]:
-    done = subprocess.run([sys.executable, "-m", "grader.build", str(folder)], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "grader.toolchain.build", str(folder)], cwd=REPO, capture_output=True, text=True)
     return done.returncode == 0, done.stderr[-3000:]
 
 
 def measure(folders: dict[str, Path], n: int) -> list[dict]:
     import torch
 
-    from grader.spec import by_exercise, import_exercise_module
-    from grader.timer import L2Flusher, math_mode, time_fn
+    from grader.verify.spec import by_exercise, import_exercise_module
+    from grader.verify.timer import L2Flusher, math_mode, time_fn
 
     spec = by_exercise("05_matmul")
     flush = L2Flusher()

@@ -5,10 +5,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grader import env, spec
-from grader.grading import build_all, grade_target, rounds
-from grader.options import GradeOptions
-from grader.report import table
+from grader import env
+from grader.verify import spec
+from grader.run.grading import build_all, grade_target, rounds
+from grader.run.options import GradeOptions
+from grader.run.report import table
 from tests.known_wrong import Variant
 
 SOLUTIONS = env.REPO / "solutions"
@@ -19,20 +20,28 @@ ONLY = os.environ.get("EX", "").replace(",", " ").split()
 
 
 def grader_import_graph() -> dict[str, set[str]]:
-    """grader's modules and the grader modules each imports, anywhere in it (functions too)."""
+    """grader's modules, named below grader (`run.cli`, `classroom.slurm`, `env`, `specs.ex01_leaky_relu`),
+    and the grader modules each imports, anywhere in it (functions too)."""
     import ast
 
-    modules = {p.stem: p for p in (env.REPO / "grader").glob("*.py")}
+    root = env.REPO / "grader"
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if parts and parts != ("__main__",):
+            modules[".".join(parts)] = path
     graph = {}
     for name, path in modules.items():
         found = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == "grader":
-                found |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader."):
-                found.add(node.module.split(".")[1])
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "grader":
+                base = node.module.split(".")[1:]
+                for a in node.names:
+                    inner = ".".join([*base, a.name])
+                    found.add(inner if inner in modules else ".".join(base))
             elif isinstance(node, ast.Import):
-                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("grader.")}
+                found |= {".".join(a.name.split(".")[1:]) for a in node.names if a.name.startswith("grader.")}
         graph[name] = found & set(modules) - {name}
     return graph
 
@@ -119,7 +128,7 @@ def level_tree(level: str) -> Path:
     cached by source hash, so a second run compiles nothing."""
     import shutil
 
-    from grader import stubs
+    from grader.authoring import stubs
 
     root = env.BUILD_ROOT / ("hints-goal" if level == "goal" else f"level-{level}") / "exercises"
     if root.exists():

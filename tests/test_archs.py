@@ -1,4 +1,4 @@
-"""Every kernel compiles for every GPU architecture the course claims (grader.archs, `make archs`).
+"""Every kernel compiles for every GPU architecture the course claims (grader.run.archs, `make archs`).
 
 What runs where. The full set (every solution's and every stub's .cu for each architecture of
 archs.ARCHS) costs about 10 CPU-minutes: on CI's 2 cores it would take most of the 20 minutes
@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import archs, build, env
+from grader import env
+from grader.toolchain import build
+from grader.run import archs
 from tests.grading import EXERCISES, SOLUTIONS, exercise_folders
 
 # One exercise per unit (1: 01-02, 2: 03-05, 3: 06-07, 4: 08-09, 5: 10): 05_matmul for its sm_80+

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import build, env, resources
-from grader.grading import build_all
-from grader.spec import capability_gated_kernels
+from grader import env
+from grader.toolchain import build
+from grader.run import resources
+from grader.run.grading import build_all
+from grader.verify.spec import capability_gated_kernels
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, SOLUTIONS, exercise_folders, explain, grade, quiet
 from tests.known_wrong import all_variants
@@ -46,7 +48,7 @@ def test_compiles_and_loads(builds, folder):
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f"{p.parent.name}/{p.name}" for p in FOLDERS])
 def test_the_resource_report_covers_every_kernel(builds, folder):
-    """The grade's resource report (grader.resources) has ptxas's numbers for every kernel of every
+    """The grade's resource report (grader.run.resources) has ptxas's numbers for every kernel of every
     build, for each architecture built; a solution's kernels all have an evaluated launch and an
     occupancy on every architecture that may launch them (a kernel that only a tensor-core version
     runs is refused below compute capability 8.0: `make test` on a T4 builds for sm_75). A stub's
@@ -107,7 +109,7 @@ def test_stale_torch_lock_does_not_block_a_build(first_build):
 
 
 def test_the_binding_files_compile_with_the_precompiled_header(builds):
-    """The torch headers every .cpp includes come precompiled (grader.build.ensure_pch), made with the
+    """The torch headers every .cpp includes come precompiled (grader.toolchain.build.ensure_pch), made with the
     flags torch gives a real build but the build's own (its macro, namespace and include folders), so
     GCC takes the .gch (`-H` marks it `!`) instead of reading the headers as text."""
     folder = SOLUTIONS / "01_leaky_relu"
@@ -134,7 +136,7 @@ def test_the_binding_files_compile_with_the_precompiled_header(builds):
 
 # --- rebuilding after an edit: ninja alone, without torch -------------------------------------------
 
-# What grader.build relies on in torch.utils.cpp_extension, which is private and may change in any
+# What grader.toolchain.build relies on in torch.utils.cpp_extension, which is private and may change in any
 # release: pattern -> what breaks if it goes. The behavioural tests below would mostly still pass
 # (a renamed lock file is simply never in the way; a new message prefix only loses the file and line).
 TORCH_BUILD_INTERNALS = {
@@ -155,16 +157,16 @@ def test_the_torch_build_internals_the_fast_rebuild_relies_on_are_there():
 
     source = inspect.getsource(cpp_extension)
     missing = [why for pattern, why in TORCH_BUILD_INTERNALS.items() if not re.search(pattern, source)]
-    assert not missing, "torch.utils.cpp_extension changed; grader/build.py needs a look: " + "; ".join(missing)
+    assert not missing, "torch.utils.cpp_extension changed; grader/toolchain/build.py needs a look: " + "; ".join(missing)
 
 
-# `python -m grader.build`, failing if it imported torch
+# `python -m grader.toolchain.build`, failing if it imported torch
 BUILD_WITHOUT_TORCH = """
 import json, sys
-from grader.build import main
+from grader.toolchain.build import main
 rc = main(sys.argv[1:])
 if "torch" in sys.modules:
-    raise SystemExit("grader.build imported torch")
+    raise SystemExit("grader.toolchain.build imported torch")
 raise SystemExit(rc)
 """
 
@@ -173,7 +175,7 @@ def _build_in_subprocess(folder, tmp_path, *, without_torch: bool = False):
     """Build `folder` the way the grader does (its own process); returns (process, result dict)."""
     out = tmp_path / "build.json"
     out.unlink(missing_ok=True)
-    code = BUILD_WITHOUT_TORCH if without_torch else "import sys; from grader.build import main; sys.exit(main(sys.argv[1:]))"
+    code = BUILD_WITHOUT_TORCH if without_torch else "import sys; from grader.toolchain.build import main; sys.exit(main(sys.argv[1:]))"
     child = dict(os.environ, PYTHONPATH=str(env.REPO))
     proc = subprocess.run([sys.executable, "-c", code, str(folder), "--json", str(out)], env=child,
                           capture_output=True, text=True, timeout=600)
@@ -271,7 +273,7 @@ def test_a_rebuild_killed_mid_way_leaves_no_lock(restore, tmp_path):
     cu = folder / "leaky_relu.cu"
     cu.write_text(cu.read_text() + "// killed while this compiles\n")
     child = dict(os.environ, PYTHONPATH=str(env.REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "grader.build", str(folder)], env=child, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-m", "grader.toolchain.build", str(folder)], env=child, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not any(b"nvcc" in c for c in _session(proc.pid).values()) and time.monotonic() < deadline:

@@ -14,14 +14,16 @@ from concurrent.futures import Future
 
 import pytest
 
-from grader import classroom as classroom_module
-from grader import env, gradebook, notebook_authoring
-from grader.classroom import grade_class, grade_class_on_slurm, main, worker_devices
+from grader.classroom import grade as classroom_module
+from grader import env
+from grader.authoring import notebook_authoring
+from grader.classroom import gradebook
+from grader.classroom.grade import grade_class, grade_class_on_slurm, main, worker_devices
 from grader.env import visible_gpus
-from grader.gradebook import outcomes
-from grader.options import GradeOptions
-from grader.slurm import SlurmOptions, job_script, slices
-from grader.spec import select
+from grader.classroom.gradebook import outcomes
+from grader.run.options import GradeOptions
+from grader.classroom.slurm import SlurmOptions, job_script, slices
+from grader.verify.spec import select
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, explain, pythonpath_outside_the_checkout
 from tests.known_wrong import all_variants
@@ -101,7 +103,7 @@ def test_nbgrader_shaped_grades_and_lms_totals_hold_folders_and_notebooks(classr
     dave = {r["assignment"]: r for r in rows if r["student_id"] == "dave"}  # the notebook submission
     assert dave["01_leaky_relu"]["max_score"] == "10.0" and dave["02_elu"]["score"] == "0.0"
     if importlib.util.find_spec("nbgrader") is not None:  # nbgrader's own export of the same scores
-        from grader.notebook_release import _tool_env
+        from grader.authoring.notebook_release import _tool_env
 
         monkeypatch.setenv("PATH", _tool_env()["PATH"])  # nbgrader's gradebook runs alembic
         assert text == nbgrader_export(results, tmp_path)
@@ -249,7 +251,7 @@ def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
 def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
     """Pinned to a GPU that CUDA does not see, grading must not skip the GPU checks (a zero for the
     whole class, with no error): each fails, saying why."""
-    from grader.grading import grade_target
+    from grader.run.grading import grade_target
 
     (row,) = grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=1, timeout=300, quick=True), device="0",
                           log=lambda *a: None)

@@ -1,6 +1,6 @@
 """A crash, a hang or tampering in one exercise costs that exercise only: shown with real
 extensions that segfault and spin on the host, and a module that patches the grader, so it runs on
-CPU machines too. The two exercises are graded at once (`--parallel 2`, through grader.gate), the
+CPU machines too. The two exercises are graded at once (`--parallel 2`, through grader.run.gate), the
 way `make grade` grades a target."""
 from __future__ import annotations
 

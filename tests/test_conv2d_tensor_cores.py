@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.env import REPO
-from grader import precision as probes
+from grader.verify import precision as probes
 from grader.specs import ex06_conv2d as spec06
 from tests.test_matmul_tensor_cores import C_MAP, TF32_A, TF32_B
 
@@ -459,7 +459,7 @@ def test_fp16_operands_fail_the_range_probes(probe, path, c):
 @pytest.mark.parametrize("path,c", _small_probe_cases(), ids=lambda v: v if isinstance(v, str) else "")
 def test_truncated_operands_fail_the_positive_probe(path, c):
     """On every probed path (K >= POSITIVE_MIN_K): x, w and b in [0.5, 1.5), rounded TF32 within the
-    bound, either operand truncated outside it (grader.precision's derivation)."""
+    bound, either operand truncated outside it (grader.verify.precision's derivation)."""
     assert c.cin * c.kh * c.kw >= probes.POSITIVE_MIN_K
     g = torch.Generator().manual_seed(4)
     x, w, b = (probes.POSITIVE.draw(g, t.shape, device="cpu") for t in inputs(c))

@@ -90,7 +90,7 @@ class StandIn:
         return f"{self.namespace}::{op}"
 
     def took(self, name: str, dtype=None) -> None:
-        """The Python branches the wrapper marks (grader.build.Library.took), recorded."""
+        """The Python branches the wrapper marks (grader.toolchain.build.Library.took), recorded."""
         self.paths.add(name if dtype is None else f"{name}/{str(dtype).removeprefix('torch.')}")
 
 
@@ -105,7 +105,7 @@ def _load(folder: str, file: str, stand_in: StandIn, root=TREE) -> types.ModuleT
     path = root / folder / file
     spec = importlib.util.spec_from_file_location(f"stand_in_{stand_in.namespace}", path)
     module = importlib.util.module_from_spec(spec)
-    with mock.patch("grader.build.load_library", return_value=stand_in):
+    with mock.patch("grader.toolchain.build.load_library", return_value=stand_in):
         spec.loader.exec_module(module)
     return module
 
@@ -515,7 +515,7 @@ def test_weight_gradient_calls_of_mobilenet_layers(ex06):
     kernel is asked, with a whole output plane as its kernel: only for the depthwise layers (a dense
     layer's chunks keep two images), and its tile fits in shared memory, or the launcher falls back to
     the implicit GEMM, which takes the call (at most 65535 groups)."""
-    from grader import model_shapes
+    from grader.bench import model_shapes
     from tests import test_conv_groups_model as m
 
     depthwise = fallback = 0
@@ -581,10 +581,10 @@ def test_conv_transpose2d_backward_calls_through_the_kernel_models(ex07, case):
 # -------------------------------- the grader's autograd group on the CPU, the stand-in for the op
 
 class _CpuContext:
-    """grader.spec.Context whose generators are on the CPU (the checks ask for the GPU's)."""
+    """grader.verify.spec.Context whose generators are on the CPU (the checks ask for the GPU's)."""
 
     def __new__(cls, module, seed):
-        from grader.spec import Context
+        from grader.verify.spec import Context
 
         class Cpu(Context):
             def generator(self, name, device="cuda"):
@@ -596,7 +596,7 @@ class _CpuContext:
 @pytest.fixture
 def grade_on_the_cpu(monkeypatch):
     """The generated properties' device, and the conv specs' inputs, on the CPU."""
-    from grader import properties
+    from grader.verify import properties
     from grader.specs import ex06_conv2d
 
     monkeypatch.setattr(properties, "DEVICE", properties.Device("cpu"))
@@ -607,8 +607,8 @@ def grade_on_the_cpu(monkeypatch):
 def _autograd_checks(exercise: str):
     """The autograd group's checks, hand-written and generated, but the profiler's and the huge one (GPU
     only: it asks for more than 8 GiB of free GPU memory)."""
-    from grader import spec
-    from grader.properties import property_checks
+    from grader.verify import spec
+    from grader.verify.properties import property_checks
 
     s = spec.by_exercise(exercise)
     return [c for c in s.checks() + property_checks(s)
@@ -616,7 +616,7 @@ def _autograd_checks(exercise: str):
 
 
 def _failures(checks, module, first_only=False) -> dict[str, str]:
-    from grader.checks import CheckFailure
+    from grader.verify.checks import CheckFailure
 
     ctx = _CpuContext(module, 3)
     failed = {}
@@ -646,8 +646,8 @@ def test_the_huge_gradient_check_on_its_case_made_small(ex06, ex07, grade_on_the
     paths see them taken): the solution passes, a weight gradient 1% off fails."""
     from dataclasses import replace
 
-    from grader import spec
-    from grader.checks import CheckFailure
+    from grader.verify import spec
+    from grader.verify.checks import CheckFailure
     from grader.specs import ex06_conv2d
 
     monkeypatch.setattr(ex06_conv2d, "require_free_memory", lambda nbytes, what: None)
@@ -674,7 +674,7 @@ def test_the_known_wrong_backwards_fail_the_autograd_group(grade_on_the_cpu, tmp
     """tests/known_wrong's backward variants, with the stand-in for the op: each fails the group's
     float32 gradients (gradcheck, first in the group, fails them too, but its report of a failure
     recomputes every Jacobian: minutes on these cores), but the one that calls PyTorch's convolution,
-    whose gradients are right: only the profiler (on a GPU) tells it (grader.observe.KernelRule)."""
+    whose gradients are right: only the profiler (on a GPU) tells it (grader.verify.observe.KernelRule)."""
     from tests.known_wrong import all_variants
 
     folder, file = EXERCISES[exercise]
@@ -698,7 +698,7 @@ def test_each_versions_backward_may_run_every_kernel_of_its_version():
     """The profiler's rule for a version's backward follows the spec's versions_graded (a kernel added to
     a version, such as a weight reorder, is allowed in its backward too), and version 3's includes
     version 2's, which its chunked weight gradient runs."""
-    from grader import spec
+    from grader.verify import spec
     from grader.specs.ex06_conv2d import kernel_names
 
     for s in spec.select(["06", "07"]):

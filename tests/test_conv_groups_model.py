@@ -455,7 +455,7 @@ def test_depthwise_tiles_of_mobilenet_layers_fit():
     outputs (at least a quarter of a pass of the 256 threads: a plane cut into two equal row tiles holds
     about half of the largest tile that fits), and row tiles of nearly equal height (the last more than
     half as tall as the others: 26 + 26 + 4 rows was slow)."""
-    from grader import model_shapes
+    from grader.bench import model_shapes
     seen = 0
     for layer, _ in model_shapes.unique(model_shapes.mobilenet_v2()):
         if not isinstance(layer, model_shapes.Conv) or layer.groups == 1:

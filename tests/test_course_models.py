@@ -1,12 +1,12 @@
-"""ResNet-50 and MobileNetV2 built from the course's modules (grader.course_models) against PyTorch's
-(grader.models): issue 20's "run forward and backward and match PyTorch's outputs and gradients".
+"""ResNet-50 and MobileNetV2 built from the course's modules (grader.bench.course_models) against PyTorch's
+(grader.bench.models): issue 20's "run forward and backward and match PyTorch's outputs and gradients".
 
 On the CPU: the course's factory builds both models (on the meta device) with the right layers, each
-routed to the exercise that can run it, with PyTorch's state dict names and grader.model_shapes's
+routed to the exercise that can run it, with PyTorch's state dict names and grader.bench.model_shapes's
 layer lists; and the comparison, with PyTorch's channels_last path standing in for a second float32
 implementation, passes its tolerances. On a GPU: one training step, an eval forward and an eval
 forward and backward of each course model, in strict float32, against PyTorch's model with the same
-weights (the tolerances and their reasons: grader/course_models.py, above `OUT_TOL`); and the
+weights (the tolerances and their reasons: grader/bench/course_models.py, above `OUT_TOL`); and the
 profiler's word that no PyTorch convolution ran and the course's ops did.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader import course_models as cm, model_shapes as ms
-from grader.models import MODELS, ConvBN
+from grader.bench import course_models as cm, model_shapes as ms
+from grader.bench.models import MODELS, ConvBN
 
 BATCH, SIZE, SEED = 2, 128, 0
 NAMES = list(MODELS)

@@ -1,14 +1,14 @@
 """Every declared edge of every op's arguments, and of every module entry point's options, is reached
-by a check: on the CPU, the generated checks run in a dry run (grader.properties.dry_run), which calls
+by a check: on the CPU, the generated checks run in a dry run (grader.verify.properties.dry_run), which calls
 no op and records each edge each check would try. `pytest tests/test_coverage.py -s` prints the list."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from grader import properties
-from grader.properties import Device, dry_run, dtype_of, edge_dtypes, property_checks
-from grader.spec import Context, all_specs, audit_seed, frozen_edge
+from grader.verify import properties
+from grader.verify.properties import Device, dry_run, dtype_of, edge_dtypes, property_checks
+from grader.verify.spec import Context, all_specs, audit_seed, frozen_edge
 
 SPECS = all_specs()
 GENERATED = ("[every declared edge]", "[gradients]", "every option's edges]")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import paths
+from grader.verify import paths
 from tests.grading import SOLUTIONS, selected
 
 SPECS = selected()

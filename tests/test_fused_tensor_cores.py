@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.env import REPO
-from grader import precision as probes
+from grader.verify import precision as probes
 from grader.specs import ex08_conv_bn_relu_inference as spec08
 from grader.specs import ex09_conv_bn_relu_training as spec09
 from tests import test_conv2d_tensor_cores as t06
@@ -36,7 +36,7 @@ from tests.test_conv2d_tensor_cores import WARP, Conflicts, Problem, tf32
 
 SOURCE08 = (REPO / "solutions" / "08_conv_bn_relu_inference" / "conv_bn_relu_inference.cu").read_text()
 SOURCE09 = (REPO / "solutions" / "09_conv_bn_relu_training" / "conv_bn_relu_training.cu").read_text()
-ENGINE = (REPO / "grader" / "include" / "course" / "tf32_conv.cuh").read_text()
+ENGINE = (REPO / "grader" / "toolchain" / "include" / "course" / "tf32_conv.cuh").read_text()
 BN = 64  # the engine's channels per block: 06's model with BN3 = 64
 
 # the engine's lines, in the header both exercises include; each is 06's version-3 arithmetic for BN3 = 64

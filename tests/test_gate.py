@@ -1,4 +1,4 @@
-"""Concurrent grading (grader.gate) with real processes: small scripts that do what a grading
+"""Concurrent grading (grader.run.gate) with real processes: small scripts that do what a grading
 process does (checks, then a timed section behind `wait_for_gpu`, a check under the lock) and log
 when each part starts and ends. No GPU needed."""
 from __future__ import annotations
@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import env, gate
-from grader.results import write_json_atomic
+from grader import env
+from grader.run import gate
+from grader.verify.results import write_json_atomic
 
 CHILD = """
 import sys, time
-from grader import gate
+from grader.run import gate
 
 name, log, checks_s, huge_s, timed_s = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:6])
 
@@ -166,7 +167,7 @@ def test_a_waiting_process_gives_up_when_its_parent_is_gone(tmp_path, wait):
     prefix = tmp_path / "x"
     stranger = subprocess.Popen(["sleep", "60"])  # alive, but no ancestor of the waiting process
     try:
-        code = f"from grader import gate; gate.wait_for_{wait}(); print('went on')"
+        code = f"from grader.run import gate; gate.wait_for_{wait}(); print('went on')"
         child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{
             gate.GATE_ENV: str(prefix), gate.BUILD_ENV: str(tmp_path / "never.json"),
             gate.PARENT_ENV: str(stranger.pid)})
@@ -184,7 +185,7 @@ def test_a_process_under_a_wrapper_waits_for_its_grader(tmp_path):
     import subprocess
 
     result = tmp_path / "build.json"
-    code = "from grader import gate; print(gate.wait_for_build())"
+    code = "from grader.run import gate; print(gate.wait_for_build())"
     wrapper = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"]
     child_env = dict(os.environ, PYTHONPATH=str(env.REPO), **{gate.BUILD_ENV: str(result),
                                                                gate.PARENT_ENV: str(os.getpid())})

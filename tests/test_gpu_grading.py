@@ -10,7 +10,7 @@ import pytest
 
 from tests.grading import (EXERCISES, SOLUTIONS, check_variant, explain, grade, grade_variants, grade_variants_timed,
                            selected)
-from grader import paths
+from grader.verify import paths
 from tests.known_wrong import all_variants
 
 pytestmark = pytest.mark.gpu
@@ -46,7 +46,7 @@ def solution_paths_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def solution_rows(solution_paths_dir):
-    # every grading process writes the planner paths its library took (grader/paths.py)
+    # every grading process writes the planner paths its library took (grader/verify/paths.py)
     saved = os.environ.get(paths.ENV)
     os.environ[paths.ENV] = str(solution_paths_dir / "{exercise}.json")
     try:

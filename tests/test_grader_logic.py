@@ -9,11 +9,14 @@ import subprocess
 import pytest
 import torch
 
-from grader import build, checks, env, report, spec
-from grader.checks import CheckFailure, Tolerance
-from grader.results import write_json_atomic
-from grader.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
-from grader.timer import Timing
+from grader import env
+from grader.toolchain import build
+from grader.verify import checks, spec
+from grader.run import report
+from grader.verify.checks import CheckFailure, Tolerance
+from grader.verify.results import write_json_atomic
+from grader.verify.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
+from grader.verify.timer import Timing
 from tests.grading import grader_import_graph
 
 LEAKY = spec.by_exercise("01")
@@ -144,7 +147,7 @@ def test_an_op_timed_as_fast_as_its_own_kernels_keeps_its_speed(kernels_over_med
 def test_kernels_side_by_side_count_once_in_the_observed_time():
     from types import SimpleNamespace as K
 
-    from grader.speed import busy_time
+    from grader.verify.speed import busy_time
     assert busy_time([]) == 0
     assert busy_time([K(start_s=0.0, duration_s=2.0), K(start_s=3.0, duration_s=1.0)]) == 3.0
     # a library's two streams: the overlap once; a kernel inside another adds nothing
@@ -162,7 +165,7 @@ def test_an_op_faster_when_not_profiled_loses_its_speed(speedup_unobserved):
 
 
 def test_a_check_this_gpu_cannot_run_costs_nothing_unless_strict():
-    from grader.scoring import NOT_RUN_HERE
+    from grader.verify.scoring import NOT_RUN_HERE
 
     def _t(name, group, outcome, reason=""):
         return {"name": name, "group": group, "outcome": outcome, "reason": reason, "properties": {}}
@@ -188,7 +191,7 @@ def test_a_check_this_gpu_cannot_run_costs_nothing_unless_strict():
 def test_checks_a_gpu_cannot_run_are_reported_one_line_per_reason():
     """A T4 leaves out a whole tensor-core version: dozens of checks, one reason. The report names the
     reason once with a few of its checks, not one line per check, and loses no check's reason."""
-    from grader import report
+    from grader.run import report
 
     why_cc = "version 5 needs compute capability 8.0; this GPU is 7.5"
     checks = [f"tensor_cores_tf32[{i}x{i}x{i}]: {why_cc}" for i in range(1, 37)]
@@ -218,7 +221,7 @@ def test_tiers():
 
 
 def test_math_mode_sets_and_restores_the_backend_flags():
-    from grader.timer import math_mode, tuned_strict_fp32
+    from grader.verify.timer import math_mode, tuned_strict_fp32
 
     flags = torch.backends
     before = (flags.cudnn.allow_tf32, flags.cuda.matmul.allow_tf32, flags.cudnn.benchmark)
@@ -424,7 +427,7 @@ def test_bench_publish_puts_one_table_into_the_readme(tmp_path):
     replaced (not repeated) by the next run. The numbers here are made up: only the plumbing is tested."""
     import json
 
-    from grader.benchmarks import README_BEGIN, README_END, publish
+    from grader.bench.benchmarks import README_BEGIN, README_END, publish
 
     report = tmp_path / "bench-report"
     report.mkdir()
@@ -472,14 +475,14 @@ def test_kernel_function_is_the_kernels_own_name(name, function):
 
 
 def _seen(*names, stream=7, ops=()):
-    from grader.observe import Kernel, Observation
+    from grader.verify.observe import Kernel, Observation
 
     return Observation([Kernel(n, stream, 1e-5, float(i)) for i, n in enumerate(names)], list(ops))
 
 
 def test_a_pytorch_kernel_mentioning_our_name_is_not_ours():
     """PyTorch's LeakyReLU kernel carries `leaky_relu_kernel` in its template arguments."""
-    from grader.observe import KernelRule
+    from grader.verify.observe import KernelRule
 
     rule = KernelRule(("leaky_relu_kernel",))
     pytorch = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
@@ -489,7 +492,7 @@ def test_a_pytorch_kernel_mentioning_our_name_is_not_ours():
 
 
 def test_copies_fills_and_the_graders_sleep_are_not_work_but_need_an_own_kernel_beside_them():
-    from grader.observe import KernelRule
+    from grader.verify.observe import KernelRule
 
     rule = KernelRule(("stencil2d_kernel",))
     copy = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
@@ -502,7 +505,7 @@ def test_copies_fills_and_the_graders_sleep_are_not_work_but_need_an_own_kernel_
 
 
 def test_a_library_rule_allows_cudnn_but_not_pytorchs_convolution():
-    from grader.observe import KernelRule
+    from grader.verify.observe import KernelRule
 
     rule = KernelRule(library=True, forbidden_ops=("conv", "cudnn"))
     cudnn = "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4"
@@ -515,7 +518,7 @@ def test_a_library_rule_allows_cudnn_but_not_pytorchs_convolution():
 def test_an_elementwise_rule_allows_pytorchs_flips_and_sums_but_no_other_kernel():
     """06/07's backward: their own op beside PyTorch's fills, copies, flips and sums, never PyTorch's
     convolution (its at::native kernels or cuDNN's), its multiplies, a library's GEMM or a forbidden op."""
-    from grader.observe import KernelRule
+    from grader.verify.observe import KernelRule
 
     rule = KernelRule(("conv2d_kernel2",), elementwise=True, forbidden_ops=("conv", "mm"))
     mine = "void (anonymous namespace)::conv2d_kernel2<float, 64>(float const*, float const*, float const*, float*)"
@@ -564,7 +567,7 @@ def test_ops_called_tells_an_exercise_op_from_pytorchs():
 def test_the_timer_catches_work_left_running_on_a_side_stream():
     """On the GPU: an op that queues its real work on a stream of its own (and a trivial kernel on the
     timed one) is flagged; the same work on the timed stream is not."""
-    from grader.timer import time_fn
+    from grader.verify.timer import time_fn
 
     x = torch.randn(1 << 26, device="cuda")
     side = torch.cuda.Stream()
@@ -610,8 +613,10 @@ def test_backward_against_finite_differences_passes_a_right_backward_and_fails_a
 
 def test_no_import_cycle_among_grader_modules():
     """classroom imports slurm and gradebook; neither imports classroom back (issue 23)."""
-    graph = grader_import_graph()
-    assert {"slurm", "gradebook"} <= graph["classroom"] and "classroom" not in graph["slurm"] | graph["gradebook"]
+    graph = {m: d for m, d in grader_import_graph().items() if not m.startswith(("specs.", "run.suite."))}
+    graph = {m: d & set(graph) for m, d in graph.items()}  # the modules outside the specs and the suite
+    assert {"classroom.slurm", "classroom.gradebook"} <= graph["classroom.grade"]
+    assert "classroom.grade" not in graph["classroom.slurm"] | graph["classroom.gradebook"]
     state: dict[str, str] = {}
 
     def visit(m: str, path: list[str]) -> None:
@@ -630,7 +635,8 @@ def test_no_import_cycle_among_grader_modules():
 def test_the_authoring_guide_maps_every_grader_module():
     """docs/authoring.md's table of where the grader's parts live names every module."""
     text = (env.REPO / "docs" / "authoring.md").read_text()
-    modules = [p.name for p in (env.REPO / "grader").glob("*.py") if not p.name.startswith("__")]
+    modules = [p.relative_to(env.REPO / "grader").as_posix() for p in (env.REPO / "grader").glob("*/*.py")
+               if not p.name.startswith("__") and p.parent.name != "specs"]
     assert len(modules) > 20 and not [m for m in modules if f"`grader/{m}`" not in text]
 
 
@@ -695,7 +701,7 @@ def test_a_timing_without_the_yardstick_shows_its_rate_and_no_ratio(tmp_path):
     (81000, 2, 1),
 ])
 def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mib, cores, expected):
-    from grader import grading
+    from grader.run import grading
 
     monkeypatch.setattr(grading, "_nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
     monkeypatch.setattr(grading.os, "cpu_count", lambda: cores)
@@ -708,7 +714,7 @@ def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mi
     (81000, 10, 14),  # an H100
 ])
 def test_default_resident_leaves_the_checks_their_memory(monkeypatch, free_mib, parallel, expected):
-    from grader import grading
+    from grader.run import grading
 
     monkeypatch.setattr(grading, "_nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
     assert grading.default_resident(parallel) == expected
@@ -728,7 +734,7 @@ def test_every_required_check_is_one_of_the_specs_checks():
 
 
 def test_every_spec_declares_its_checks_one_way():
-    """One declaration (grader.spec.CheckList): each check's group is its name up to `[`, every
+    """One declaration (grader.verify.spec.CheckList): each check's group is its name up to `[`, every
     scored group but speed has a check, and no name is declared twice (results are keyed by name)."""
     for s in spec.select([]):
         checks = s.checks()
@@ -743,7 +749,7 @@ def test_every_spec_declares_its_checks_one_way():
 def test_a_timing_that_saved_nothing_fails_unless_it_ran_out_of_memory(tmp_path):
     """Nothing saved by a timing that passed: its outputs went unchecked, so the groups they vouch for
     fail. By one stopped for a reason scored already (a wrong timed output, out of GPU memory): not."""
-    from grader import judge
+    from grader.verify import judge
 
     ex01 = spec.by_exercise("01")
     missing = tmp_path / "timed_outputs.pt"
@@ -759,8 +765,8 @@ def test_a_check_this_gpu_cannot_run_costs_nothing_through_a_real_pytest_run(tmp
 
     import pytest as pytest_module
 
-    from grader import scoring
-    from grader.results import ResultsRecorder
+    from grader.verify import scoring
+    from grader.verify.results import ResultsRecorder
 
     (tmp_path / "test_one.py").write_text(
         "import pytest\n"
@@ -777,7 +783,7 @@ def test_a_timing_skipped_after_a_required_group_failed_is_that_loss_not_a_skip(
     """The grading process does not time an exercise whose forward already failed (the GPU turn is
     spared): the speed is lost for that reason, as if it had been timed; a timing skipped for any
     other reason (no GPU) stays "not graded here"."""
-    from grader.scoring import NOT_TIMED, score_exercise
+    from grader.verify.scoring import NOT_TIMED, score_exercise
 
     ex01 = spec.by_exercise("01")
     tests = [{"name": c.name, "group": c.group, "outcome": "passed", "reason": "", "properties": {}}

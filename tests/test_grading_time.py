@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from grader import grading
+from grader.run import grading
 
 
 @pytest.mark.parametrize("outcome, timed", [("passed", True), ("failed", True), ("skipped", False),
@@ -22,7 +22,7 @@ def test_the_reference_is_timed_only_where_the_timing_ran(tmp_path, outcome, tim
 
 
 def test_pytest_s_session_time_is_read_from_a_grading_log():
-    log = "....F\n0.50s call     grader/suite/test_exercise.py::test_check[a]\n3 failed, 80 passed in 28.03s\n"
+    log = "....F\n0.50s call     grader/run/suite/test_exercise.py::test_check[a]\n3 failed, 80 passed in 28.03s\n"
     assert grading.pytest_session_s(log) == 28.03
     assert grading.pytest_session_s("=== 1 passed, 2 skipped in 1.99s (0:00:01) ===") == 1.99
     assert grading.pytest_session_s("Fatal Python error: Segmentation fault") is None

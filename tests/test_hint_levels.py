@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import build, regions, stubs
-from grader.grading import build_all
+from grader.toolchain import build
+from grader.authoring import regions, stubs
+from grader.run.grading import build_all
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, level_tree, quiet
 
 # Built at the goal level: one exercise. A goal stub is its steps stub but for comments (every

@@ -43,15 +43,15 @@ env.configure()  # before torch.utils.cpp_extension is imported (by the exercise
 
 import torch  # noqa: E402
 
-from grader.judge import clean, compare, device_spoils, is_tensor, names_one_of, resolve, tolerance  # noqa: E402
-from grader.checks import strided_copy  # noqa: E402
-from grader.spec import AuditCall, Spec, audit_randn  # noqa: E402
+from grader.verify.judge import clean, compare, device_spoils, is_tensor, names_one_of, resolve, tolerance  # noqa: E402
+from grader.verify.checks import strided_copy  # noqa: E402
+from grader.verify.spec import AuditCall, Spec, audit_randn  # noqa: E402
 from tests.grading import JOBS, SOLUTIONS, quiet, selected  # noqa: E402
 
 KINDS = ("valid", "device", "dtype", "rank", "shape", "noncontiguous", "empty")
 CPU_KINDS = ("device",)
 GPU_KINDS = tuple(k for k in KINDS if k != "device")
-# as grader.checks.expect_error accepts (NotImplementedError is a RuntimeError)
+# as grader.verify.checks.expect_error accepts (NotImplementedError is a RuntimeError)
 ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
 STICKY = 3  # the child's exit status after a CUDA error: the context may be unusable, resume in a fresh process
 CASE_TIMEOUT = 600  # seconds for one child process (all its cases)
@@ -114,7 +114,7 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
                         out.append(Case(f"{call.label}: device, every tensor on the CPU", kind, call,
                                         lambda call=call: _fresh(call.args), all_names, must_raise=True))
                     continue
-                for name, i in device_spoils(call):  # as the judge names them (grader.judge)
+                for name, i in device_spoils(call):  # as the judge names them (grader.verify.judge)
                     out.append(Case(name, kind, call, spoil(i, lambda t: t.cpu()), (call.names[i],), must_raise=True))
             elif kind == "dtype":
                 for i in tensors:
@@ -235,7 +235,7 @@ def _child(argv: list[str]) -> int:
     parser.add_argument("--provider", help="MODULE:FUNCTION giving (module, calls) for a device, instead of a spec")
     a = parser.parse_args(argv)
     env.configure()
-    from grader import spec as specs
+    from grader.verify import spec as specs
 
     log = open(a.log, "a", buffering=1)
 
@@ -350,7 +350,7 @@ SPECS = selected()
 
 @pytest.fixture(scope="module")
 def solution_builds():
-    from grader.grading import build_all
+    from grader.run.grading import build_all
 
     return build_all([SOLUTIONS / s.exercise for s in SPECS], JOBS, log=quiet)
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import torch
 
-import grader.checks
-from grader.integrity import Snapshot
+import grader.verify.checks
+from grader.verify.integrity import Snapshot
 
 
 def test_an_untouched_process_has_no_changes():
@@ -23,7 +23,7 @@ def test_what_a_grading_process_does_changes_nothing(tmp_path):
     import sys
 
     code = ("import importlib, io, torch\n"
-            "from grader.integrity import Snapshot, WATCHED_MODULES\n"
+            "from grader.verify.integrity import Snapshot, WATCHED_MODULES\n"
             "for n in WATCHED_MODULES:\n"
             "    importlib.import_module(n)\n"
             "snap = Snapshot().take()\n"
@@ -38,14 +38,14 @@ def test_what_a_grading_process_does_changes_nothing(tmp_path):
             "torch.library.opcheck(torch.ops.integrity_probe.f, (torch.randn(3),), "
             "test_utils=('test_schema', 'test_faketensor'))\n"
             "torch.autograd.gradcheck(torch.ops.integrity_probe.f, (x,))\n"
-            "from grader.checks import ops_called\n"
+            "from grader.verify.checks import ops_called\n"
             "ops_called(lambda: torch.randn(2) + 1)\n"
             "with torch.profiler.profile() as p:\n"
             "    torch.randn(3) + 1\n"
             "p.events()\n"
             "print(snap.changed(deep=True))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(grader.checks.__file__).parent.parent)
+                         cwd=Path(grader.verify.checks.__file__).parents[2])
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
 
 
@@ -57,19 +57,19 @@ def test_pytorch_rebinding_its_own_functions_is_not_reported(tmp_path):
     import sys
 
     code = ("import sys, torch; assert 'torch._dynamo' not in sys.modules\n"
-            "from grader.integrity import Snapshot\n"
+            "from grader.verify.integrity import Snapshot\n"
             "snap = Snapshot().take()\n"
             "import torch._dynamo, torch.profiler, torch.autograd.gradcheck, torch.testing, torch.library\n"
             "torch.library.opcheck; print(snap.changed())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(grader.checks.__file__).parent.parent)
+                         cwd=Path(grader.verify.checks.__file__).parents[2])
     assert out.stdout.strip() == "[]"
 
 
 def test_patching_a_grader_function_is_named(monkeypatch):
     snap = Snapshot().take()
-    monkeypatch.setattr(grader.checks, "assert_close", lambda *a, **k: None)
-    assert snap.changed() == ["grader.checks.assert_close"]
+    monkeypatch.setattr(grader.verify.checks, "assert_close", lambda *a, **k: None)
+    assert snap.changed() == ["grader.verify.checks.assert_close"]
     monkeypatch.undo()
     assert snap.changed() == []
 
@@ -83,26 +83,26 @@ def test_patching_torch_is_named(monkeypatch):
 
 
 def test_patching_a_grader_class_method_is_named(monkeypatch):
-    from grader.results import ResultsRecorder
+    from grader.verify.results import ResultsRecorder
 
     snap = Snapshot().take()
     monkeypatch.setattr(ResultsRecorder, "_flush", lambda self: None)
-    assert "grader.results.ResultsRecorder._flush" in snap.changed()
+    assert "grader.verify.results.ResultsRecorder._flush" in snap.changed()
 
 
 def test_the_recorder_still_reports_when_the_detector_is_patched(tmp_path, monkeypatch):
     import json
 
-    from grader.integrity import Snapshot as Snap
-    from grader.results import ResultsRecorder
+    from grader.verify.integrity import Snapshot as Snap
+    from grader.verify.results import ResultsRecorder
 
     recorder = ResultsRecorder(tmp_path / "r.json")
     recorder.snapshot = Snap().take()
     monkeypatch.setattr(Snap, "changed", lambda self: [])  # the cheat hides itself ...
-    monkeypatch.setattr(grader.checks, "assert_close", lambda *a, **k: None)
+    monkeypatch.setattr(grader.verify.checks, "assert_close", lambda *a, **k: None)
     recorder._flush(check=True)
     tampered = json.loads((tmp_path / "r.json").read_text())["tampered"]
-    assert "grader.integrity.Snapshot.changed" in tampered and "grader.checks.assert_close" in tampered
+    assert "grader.verify.integrity.Snapshot.changed" in tampered and "grader.verify.checks.assert_close" in tampered
 
 
 def test_patching_the_seed_function_is_named(monkeypatch):
@@ -112,16 +112,16 @@ def test_patching_the_seed_function_is_named(monkeypatch):
 
 
 def test_swapped_code_edited_data_and_defaults_are_named(monkeypatch):
-    import grader.scoring
+    import grader.verify.scoring
 
     snap = Snapshot().take()
-    monkeypatch.setattr(grader.checks.assert_close, "__code__", (lambda *a, **k: None).__code__)
-    monkeypatch.setitem(grader.checks.ELEMENTWISE_TOL, torch.float32, grader.checks.Tolerance(1.0, 1.0))
-    monkeypatch.setitem(grader.scoring.OVER_LIMIT, "B", 100.0)
-    monkeypatch.setattr(grader.checks.expect_error, "__defaults__", (("nothing",), "x"))
+    monkeypatch.setattr(grader.verify.checks.assert_close, "__code__", (lambda *a, **k: None).__code__)
+    monkeypatch.setitem(grader.verify.checks.ELEMENTWISE_TOL, torch.float32, grader.verify.checks.Tolerance(1.0, 1.0))
+    monkeypatch.setitem(grader.verify.scoring.OVER_LIMIT, "B", 100.0)
+    monkeypatch.setattr(grader.verify.checks.expect_error, "__defaults__", (("nothing",), "x"))
     changed = snap.changed()
-    for name in ("grader.checks.assert_close", "grader.checks.ELEMENTWISE_TOL", "grader.scoring.OVER_LIMIT",
-                 "grader.checks.expect_error"):
+    for name in ("grader.verify.checks.assert_close", "grader.verify.checks.ELEMENTWISE_TOL", "grader.verify.scoring.OVER_LIMIT",
+                 "grader.verify.checks.expect_error"):
         assert name in changed, changed
     monkeypatch.undo()
     assert snap.changed() == []
@@ -132,8 +132,8 @@ def test_math_flags_modes_and_dispatcher_overrides_are_named():
     import subprocess
     import sys
 
-    code = ("import torch, grader.checks\n"
-            "from grader.integrity import Snapshot\n"
+    code = ("import torch, grader.verify.checks\n"
+            "from grader.verify.integrity import Snapshot\n"
             "snap = Snapshot().take()\n"
             "torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32\n"
             "from torch.overrides import TorchFunctionMode\n"
@@ -142,7 +142,7 @@ def test_math_flags_modes_and_dispatcher_overrides_are_named():
             "lib.impl('abs', lambda x: x, 'CPU')\n"
             "print(snap.changed(deep=True))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(grader.checks.__file__).parent.parent)
+                         cwd=Path(grader.verify.checks.__file__).parents[2])
     assert "torch math flags" in out.stdout and "torch mode stacks" in out.stdout, out.stdout
     assert "dispatcher aten::abs" in out.stdout, out.stdout
 
@@ -154,14 +154,14 @@ def test_a_c_function_re_pointed_without_a_python_change_is_named():
     import sys
 
     code = ("import ctypes, math\n"
-            "from grader.integrity import Snapshot\n"
+            "from grader.verify.integrity import Snapshot\n"
             "snap = Snapshot().take()\n"
             "head = 2 * ctypes.sizeof(ctypes.c_void_p)\n"
             "floor_def = ctypes.c_void_p.from_address(id(math.floor) + head).value\n"
             "ctypes.c_void_p.from_address(id(math.sqrt) + head).value = floor_def\n"
             "print(math.sqrt(2.5), snap.changed(), snap.changed(deep=True))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(grader.checks.__file__).parent.parent)
+                         cwd=Path(grader.verify.checks.__file__).parents[2])
     assert out.stdout.startswith("2 [] "), out.stdout  # re-pointed, and invisible to the quick check
     assert "C math.sqrt" in out.stdout, out.stdout
 
@@ -174,10 +174,10 @@ def _changed_after(code: str) -> list[str]:
     import sys
 
     probe = ("import torch, grader.specs.ex06_conv2d\n"
-             "from grader.integrity import Snapshot\n"
+             "from grader.verify.integrity import Snapshot\n"
              "snap = Snapshot().take()\n" + code + "\nprint(snap.changed(deep=True))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                         cwd=Path(grader.checks.__file__).parent.parent)
+                         cwd=Path(grader.verify.checks.__file__).parents[2])
     return ast.literal_eval(out.stdout.strip().splitlines()[-1])
 
 

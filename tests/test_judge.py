@@ -1,4 +1,4 @@
-"""The judge (grader.judge): results re-checked in the parent, where the submission's code never runs.
+"""The judge (grader.verify.judge): results re-checked in the parent, where the submission's code never runs.
 On the CPU, with the ops played by PyTorch functions: no build, no GPU."""
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader import gate, judge, spec
-from grader.grading import _judge_outputs_path, _results_path, grading_row
-from grader.results import save_atomic, write_json_atomic
-from grader.scoring import score_exercise
+from grader.verify import judge, spec
+from grader.run import gate
+from grader.run.grading import _judge_outputs_path, _results_path, grading_row
+from grader.verify.results import save_atomic, write_json_atomic
+from grader.verify.scoring import score_exercise
 
 LEAKY = spec.by_exercise("01")
 SEED = 1234

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import precision as probes
+from grader.verify import precision as probes
 from grader.specs import ex05_matmul as spec05
 
 # ------------------------------------------------------------------------------ the hardware model
@@ -438,7 +438,7 @@ def truncated(x: torch.Tensor) -> torch.Tensor:
 
 
 def _probe_shapes():
-    """Every (M, N, K) the spec's probes run (grader.precision, on every path of PROBE_PATHS; a batch's
+    """Every (M, N, K) the spec's probes run (grader.verify.precision, on every path of PROBE_PATHS; a batch's
     members alike)."""
     return sorted({tuple(shape[-3:]) for paths in spec05.PROBE_PATHS.values() for _, shape in paths})
 
@@ -509,8 +509,8 @@ def test_strict_fp32_tolerance_rejects_tf32():
 def test_tensor_core_checks_run_only_where_the_running_code_has_them(monkeypatch, gpu, arch_list, runs):
     """require_capability judges the code this GPU runs, not only the GPU: a TORCH_CUDA_ARCH_LIST
     build for an older architecture has no tensor-core path, and the groups say not run, costing nothing."""
-    from grader import checks
-    from grader.scoring import NOT_RUN_HERE
+    from grader.verify import checks
+    from grader.verify.scoring import NOT_RUN_HERE
 
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: gpu)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a GPU")
@@ -536,8 +536,8 @@ def test_wgmma_checks_run_on_a_9_0_gpu_from_a_9_0a_build_only(monkeypatch, gpu, 
     """sm_90a's instructions (kernel 6: wgmma, TMA) run on a 9.0 GPU only, and only from a "9.0a" build:
     a check that needs them is reported as not run anywhere else (a newer GPU included), never run to
     fail there."""
-    from grader import checks
-    from grader.scoring import NOT_RUN_HERE
+    from grader.verify import checks
+    from grader.verify.scoring import NOT_RUN_HERE
 
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: gpu)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a GPU")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import archs, cli, report
+from grader.run import archs, cli, report
 from grader.env import REPO
 
 
@@ -19,14 +19,14 @@ def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def test_a_math_mode_never_left_prints_nothing_at_exit(tmp_path):
     """The grading process enters its math state at collection for its whole life (as
-    grader/suite/conftest.py does): pytest ending with it entered must print nothing (as a generator,
+    grader/run/suite/conftest.py does): pytest ending with it entered must print nothing (as a generator,
     math_mode printed "Exception ignored in: <generator object math_mode> ... 'NoneType' object has
     no attribute 'allow_tf32'" at the end of every grading process)."""
     (tmp_path / "conftest.py").write_text(
-        "from grader import spec  # noqa: F401 (as the suite's conftest)\n"
+        "from grader.verify import spec  # noqa: F401 (as the suite's conftest)\n"
         "_state = []\n"
         "def pytest_collection_modifyitems(config, items):\n"
-        "    from grader.timer import tuned_strict_fp32\n"
+        "    from grader.verify.timer import tuned_strict_fp32\n"
         "    _state.append(tuned_strict_fp32())\n"
         "    _state[0].__enter__()\n")
     (tmp_path / "test_it.py").write_text(
@@ -62,7 +62,7 @@ def _exercise_like(tmp_path: Path):
 
 
 def test_a_cpu_tensor_at_the_cuda_guard_points_to_the_students_check(tmp_path):
-    from grader.checks import CheckFailure, error_message, expect_error
+    from grader.verify.checks import CheckFailure, error_message, expect_error
 
     module = _exercise_like(tmp_path)
     with pytest.raises(CheckFailure) as caught:
@@ -76,13 +76,13 @@ def test_a_cpu_tensor_at_the_cuda_guard_points_to_the_students_check(tmp_path):
     except RuntimeError as e:
         assert error_message(e, module, op="lib.ops.scale").startswith("scale.cpp: scale_front(): ")
     # and it names no argument: the judge requires a refusal that names one
-    from grader.judge import names_one_of
+    from grader.verify.judge import names_one_of
 
     assert not names_one_of(text.split(": ", 1)[1], ("x", "A", "input", "weight", "bias", "grad_output"))
 
 
 def test_an_error_that_names_no_argument_says_which_argument_it_should_name():
-    from grader.checks import CheckFailure, expect_error
+    from grader.verify.checks import CheckFailure, expect_error
 
     def refuse():
         raise RuntimeError("expected a CUDA tensor")
@@ -93,8 +93,8 @@ def test_an_error_that_names_no_argument_says_which_argument_it_should_name():
 
 
 def _no_gpu_rows():
-    from grader.scoring import score_exercise
-    from grader.spec import by_exercise
+    from grader.verify.scoring import score_exercise
+    from grader.verify.spec import by_exercise
 
     leaky = by_exercise("01_leaky_relu")
     gpu_skip = "Skipped: no CUDA GPU on this machine: GPU checks skipped"
@@ -154,10 +154,10 @@ def test_verbose_says_fresh_or_cached_and_no_warnings():
     ["-m", "grader", "--ex", "99"],
     ["-m", "grader", "--ex", "01,99"],
     ["-m", "grader", "--target", "/no/such/folder"],
-    ["-m", "grader.classroom", "/no/such/class"],
-    ["-m", "grader.classroom", "{empty}"],
-    ["-m", "grader.classroom", "{class}", "--ex", "99"],
-    ["-m", "grader.classroom", "{class}", "--frobnicate"],
+    ["-m", "grader.classroom.grade", "/no/such/class"],
+    ["-m", "grader.classroom.grade", "{empty}"],
+    ["-m", "grader.classroom.grade", "{class}", "--ex", "99"],
+    ["-m", "grader.classroom.grade", "{class}", "--frobnicate"],
 ], ids=["unknown option", "unknown EX", "unknown EX in a list", "missing TARGET", "missing SUBMISSIONS",
         "empty class", "class with an unknown EX", "class with an unknown option"])
 def test_a_wrong_usage_is_one_line_on_stderr(args, tmp_path):
@@ -201,11 +201,11 @@ def _help(module: str) -> str:
 @pytest.fixture(scope="module")
 def texts() -> dict[str, str]:
     return {"Makefile": _makefile_help(), "README.md": _norm((REPO / "README.md").read_text()),
-            "python -m grader --help": _help("grader"), "python -m grader.archs --help": _help("grader.archs")}
+            "python -m grader --help": _help("grader"), "python -m grader.run.archs --help": _help("grader.run.archs")}
 
 
 def test_parallel_has_one_default_everywhere(texts):
-    from grader.grading import PARALLEL_DEFAULT
+    from grader.run.grading import PARALLEL_DEFAULT
 
     for where in ("Makefile", "README.md", "python -m grader --help"):
         assert _norm(PARALLEL_DEFAULT) in texts[where], f"{where} does not state PARALLEL's default as {PARALLEL_DEFAULT!r}"
@@ -216,12 +216,12 @@ NUMBER_WORDS = {w: i for i, w in enumerate("zero one two three four five six sev
 
 def test_the_architectures_are_counted_and_listed_as_grader_archs_has_them(texts):
     listed = " ".join(archs.ARCHS)
-    assert listed in texts["Makefile"] and listed in texts["python -m grader.archs --help"], listed
+    assert listed in texts["Makefile"] and listed in texts["python -m grader.run.archs --help"], listed
     assert ", ".join(archs.ARCHS[:-1]) + " and " + archs.ARCHS[-1] in texts["README.md"]
     for where, text in texts.items():
         for m in re.finditer(r"\b(?:all|each of the|the) (\w+) (?:supported |GPU )*architectures", text):
             count = NUMBER_WORDS.get(m.group(1), int(m.group(1)) if m.group(1).isdigit() else None)
-            assert count in (None, len(archs.ARCHS)), f"{where}: {m.group(0)!r}, but grader.archs has {len(archs.ARCHS)}"
+            assert count in (None, len(archs.ARCHS)), f"{where}: {m.group(0)!r}, but grader.run.archs has {len(archs.ARCHS)}"
     # make test's one architecture without a GPU, as the Makefile sets it and the README says
     test_arch = re.search(r"^TEST_ARCH = (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1)
     assert test_arch in archs.ARCHS
@@ -241,12 +241,12 @@ def test_a_list_of_exercises_is_shown_both_ways(texts):
 
 
 def test_the_levels_are_stated_alike_everywhere(texts):
-    """`make exercises LEVEL=...`: the Makefile, the README and `python -m grader.stubs --help` name
-    every level of grader.stubs.LEVELS and say that HINTS= (--hints) is another name for it."""
-    from grader.stubs import LEVELS
+    """`make exercises LEVEL=...`: the Makefile, the README and `python -m grader.authoring.stubs --help` name
+    every level of grader.authoring.stubs.LEVELS and say that HINTS= (--hints) is another name for it."""
+    from grader.authoring.stubs import LEVELS
 
     stated = {"Makefile": texts["Makefile"], "README.md": texts["README.md"],
-              "python -m grader.stubs --help": _help("grader.stubs")}
+              "python -m grader.authoring.stubs --help": _help("grader.authoring.stubs")}
     for where, text in stated.items():
         flag = "--level" if where.startswith("python") else "LEVEL="
         for level in LEVELS:

@@ -1,10 +1,10 @@
-"""The model layers `make bench` times every op on (grader/model_shapes.py), checked against what is
-published of those models, and the benchmark page's table of them (grader.benchmarks), without a GPU."""
+"""The model layers `make bench` times every op on (grader/bench/model_shapes.py), checked against what is
+published of those models, and the benchmark page's table of them (grader.bench.benchmarks), without a GPU."""
 from __future__ import annotations
 
 import pytest
 
-from grader import benchmarks, model_shapes as ms
+from grader.bench import benchmarks, model_shapes as ms
 
 
 def _resnet50_from_tables(n: int = 32, size: int = 224) -> list:
@@ -48,7 +48,7 @@ def _mobilenet_v2_from_tables(n: int = 32, size: int = 224) -> list:
                                             (ms.mobilenet_v2, _mobilenet_v2_from_tables)])
 @pytest.mark.parametrize("n,size", [(32, 224), (1, 224), (2, 128)])
 def test_the_layers_traced_from_the_modules_equal_those_of_the_stage_tables(derived, tables, n, size):
-    """model_shapes traces ResNet-50 and MobileNetV2 from their modules (grader.models); the layers
+    """model_shapes traces ResNet-50 and MobileNetV2 from their modules (grader.bench.models); the layers
     it generated before from each model's stage table, kept here, must be the same, names included."""
     assert derived(n, size) == tables(n, size)
 

@@ -1,4 +1,4 @@
-"""grader.mutants: the enumerator, the sampler, materialization, the equivalents file, and one mutant of
+"""grader.run.mutants: the enumerator, the sampler, materialization, the equivalents file, and one mutant of
 01 built as a real extension and graded killed by the checks a CPU runs."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from grader import mutants as M
+from grader.run import mutants as M
 from tests.grading import SOLUTIONS
 
 CPP = """\
@@ -38,7 +38,7 @@ PY = '''\
 """Docstring: a < b and n + 1."""
 import torch
 
-from grader.build import load_library  # a < b
+from grader.toolchain.build import load_library  # a < b
 
 lib = load_library(__file__)
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import notebook_authoring, notebook_prebuild, notebook_release
-from grader import notebooks as nb
-from grader import regions
+from grader.authoring import notebook_authoring, notebook_prebuild, notebook_release
+from grader.authoring import notebooks as nb
+from grader.authoring import regions
 from tests.grading import grader_import_graph, pythonpath_outside_the_checkout
 
 UNITS = notebook_authoring.units()
@@ -65,16 +65,17 @@ def test_there_are_source_notebooks(sources):
         "every unit's student notebook is committed under notebooks/release/ (make notebooks)"
 
 
-NOTEBOOK_MODULES = ("regions", "notebooks", "notebook_authoring", "notebook_release", "notebook_prebuild",
-                    "nbgrader_feedback", "stubs")
+NOTEBOOK_MODULES = ("authoring.regions", "authoring.notebooks", "authoring.notebook_authoring",
+                    "authoring.notebook_release", "authoring.notebook_prebuild", "classroom.nbgrader_feedback",
+                    "authoring.stubs")
 
 
 def test_notebook_modules_build_on_the_runtime_without_a_cycle():
-    """One job per module: grader/notebooks.py is the runtime the notebooks import and needs only the
+    """One job per module: grader/authoring/notebooks.py is the runtime the notebooks import and needs only the
     region parser; authoring, release, prebuild and feedback build on it, and no import goes round."""
     whole = grader_import_graph()
     graph = {m: whole[m] & set(NOTEBOOK_MODULES) for m in NOTEBOOK_MODULES}
-    assert graph["regions"] == set() and graph["notebooks"] == {"regions"}
+    assert graph["authoring.regions"] == set() and graph["authoring.notebooks"] == {"authoring.regions"}
 
     def reach(start: str, seen: set[str]) -> set[str]:
         for m in graph[start] - seen:
@@ -141,7 +142,7 @@ def test_filling_names_every_cell_and_refuses_what_it_cannot_fill():
 
 
 def test_whole_check_passes():
-    """What `python -m grader.notebook_release check` runs (and `make notebooks` first)."""
+    """What `python -m grader.authoring.notebook_release check` runs (and `make notebooks` first)."""
     need("nbformat")
     assert notebook_release.check() == []
 
@@ -167,7 +168,7 @@ def test_graded_cells_run_real_checks_for_the_specs_points(path):
     grader's spec (without a GPU the checks skip before they would notice a typo), its hidden part runs
     the whole group, and its points are the spec's. Every group of every exercise the notebook builds
     is graded exactly once."""
-    from grader import spec as specs
+    from grader.verify import spec as specs
 
     notebook = read(path)
     graded_groups = []
@@ -204,7 +205,7 @@ def test_a_graded_cell_comes_after_every_cell_its_grade_depends_on(path):
     its group runs (the spec's versions_graded: 06's implicit_gemm runs the depthwise kernel where
     groups == in_channels), after the graded cells of the groups it waits for (spec.requires) and, for
     speed, after those of perf_requires: else the solution notebook itself loses points."""
-    from grader import spec as specs
+    from grader.verify import spec as specs
 
     notebook = read(path)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -244,7 +245,7 @@ def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(pa
     that exercise's cells are written runs on the student copy's stubs ("not implemented yet") in the
     rest. Only a group that calls one numbered version of the op (the spec's versions_graded) may do
     that; input checks, registration (opcheck calls every version) and speed wait for the whole exercise."""
-    from grader import spec as specs
+    from grader.verify import spec as specs
 
     cells = read(path).cells
     last_answer = {}
@@ -611,7 +612,7 @@ def test_autograde_round_trip_on_cpu(inside_repo):
 def gpu_course(request, inside_repo):
     """A course directory with the units under test released and two submissions per unit, the
     solution notebook and the untouched release, and every build their autograde will ask for made
-    first, in parallel (`python -m grader.notebook_prebuild`): the cells then find their builds cached.
+    first, in parallel (`python -m grader.authoring.notebook_prebuild`): the cells then find their builds cached.
     Only the units whose test was selected (`-k unit1`) are prepared."""
     need("nbgrader", "nbformat", "nbclient", "ipykernel")
     units = sorted({item.callspec.params["unit"] for item in request.session.items
@@ -690,13 +691,14 @@ def test_every_grader_name_a_cell_imports_exists(path):
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "grader":
                 module = importlib.import_module(node.module)
                 for alias in node.names:
-                    assert hasattr(module, alias.name), f"{path.name}: {node.module} has no {alias.name}"
+                    assert hasattr(module, alias.name) or importlib.util.find_spec(f"{node.module}.{alias.name}"), \
+                        f"{path.name}: {node.module} has no {alias.name}"
 
 
 def exercise_api(exercise: str) -> dict[str, inspect.Signature | None]:
     """The public functions, classes and methods of an exercise's Python module (read from
     solutions/, not imported: importing needs a build), with their signatures."""
-    from grader import spec as specs
+    from grader.verify import spec as specs
 
     def signature(fn: ast.FunctionDef, bound: bool) -> inspect.Signature:
         args = copy.deepcopy(fn.args)
@@ -1032,8 +1034,8 @@ def test_graded_cells_check_in_the_graders_math_state_and_follow_its_requirement
 
     import torch
 
-    from grader import spec as specs
-    from grader.checks import CheckFailure
+    from grader.verify import spec as specs
+    from grader.verify.checks import CheckFailure
 
     sp = specs.by_exercise("04_stencil2d")
     assert "forward" in sp.requires["registration"]

@@ -1,6 +1,6 @@
 """Every grading option reaches every path: set alone to a value other than its default, it arrives at
 the grading process (its pytest command line, its time limit, the gate's parallelism, the builds, the
-scoring) through `python -m grader`, `python -m grader.classroom` and a Slurm array task (its options
+scoring) through `python -m grader`, `python -m grader.classroom.grade` and a Slurm array task (its options
 serialized as submitit would pickle them, and read back by the task). Nothing is built or run: the
 sinks are recorded (CPU only, seconds)."""
 from __future__ import annotations
@@ -12,12 +12,12 @@ from dataclasses import dataclass, field, fields
 
 import pytest
 
-from grader import classroom as classroom_module
-from grader import cli
-from grader import grading as grading_module
-from grader.options import RACECHECK, GradeOptions
-from grader.scoring import score_exercise
-from grader.spec import select
+from grader.classroom import grade as classroom_module
+from grader.run import cli
+from grader.run import grading as grading_module
+from grader.run.options import RACECHECK, GradeOptions
+from grader.verify.scoring import score_exercise
+from grader.verify.spec import select
 from tests.grading import SOLUTIONS
 
 SANITIZER = "/fake/compute-sanitizer"
@@ -78,8 +78,8 @@ def has(cmd: list[str], *seq: str) -> bool:
     return any(cmd[i:i + len(seq)] == list(seq) for i in range(len(cmd)))
 
 
-# field -> (value, how a run shows it arrived, `python -m grader` flags, `python -m grader.classroom` flags);
-# no flags: the option is given only by code on that path (grader.mutants' first_failure).
+# field -> (value, how a run shows it arrived, `python -m grader` flags, `python -m grader.classroom.grade` flags);
+# no flags: the option is given only by code on that path (grader.run.mutants' first_failure).
 VALUE, ARRIVED, GRADE_FLAGS, CLASS_FLAGS = range(4)
 OPTIONS = {
     "seed": (4242, lambda p: p.cmds and all("--seed=4242" in c for c in p.cmds), ["--seed", "4242"], ["--seed", "4242"]),

@@ -1,4 +1,4 @@
-"""The generated properties (grader.properties), on the CPU: a correct op passes every one, and each
+"""The generated properties (grader.verify.properties), on the CPU: a correct op passes every one, and each
 kind of wrong op fails the property made for it, whatever its name. The ops here are small PyTorch
 ops registered with torch.library, so the fake-tensor and autograd properties run for real; the GPU
 grade applies the same checks to the exercises' own ops."""
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from grader import properties
-from grader.checks import CheckFailure
-from grader.properties import Device, property_checks
-from grader.spec import AuditCall, Context, Spec, audit_randn, random_shape
+from grader.verify import properties
+from grader.verify.checks import CheckFailure
+from grader.verify.properties import Device, property_checks
+from grader.verify.spec import AuditCall, Context, Spec, audit_randn, random_shape
 
 LIB = torch.library.Library("course_props_test", "DEF")  # noqa: TOR901 (kept alive for the module's lifetime)
 LIB.define("scale(Tensor x, float a) -> Tensor")
@@ -229,7 +229,7 @@ def test_output_metadata_is_checked_against_the_registered_fake():
     assert not any(_run(SPEC, _module(_right), only=["output metadata"]).values())
 
 
-# --- declared domains (grader.spec.Edge): every edge tried, the gradients frozen in turn, module options ---
+# --- declared domains (grader.verify.spec.Edge): every edge tried, the gradients frozen in turn, module options ---
 
 def _wrong_derivative_at_zero(x, a):
     return torch.where(x >= 0, x, x * float(a))  # the same values; at 0 the derivative is 1, not a
@@ -261,7 +261,7 @@ PRODUCT = ProductSpec(exercise="98_product", title="product", module="product.py
 
 
 def _zeros_spec():
-    from grader.spec import EXACT_ZEROS, Edge
+    from grader.verify.spec import EXACT_ZEROS, Edge
 
     class ZerosSpec(ScaleSpec):
         def _call(self, x, a):
@@ -305,8 +305,8 @@ def test_each_differentiable_argument_is_frozen_in_turn():
 
 
 def test_a_module_entry_point_tries_every_option_and_wants_a_refusal_named():
-    from grader.properties import module_checks
-    from grader.spec import ModuleOptions, values
+    from grader.verify.properties import module_checks
+    from grader.verify.spec import ModuleOptions, values
 
     def check(ctx, options, what):
         if options["mode"] == "reflect":  # a module computing zeros' padding for it: wrong values
@@ -330,9 +330,9 @@ def test_a_module_entry_point_tries_every_option_and_wants_a_refusal_named():
             only.run(Context(module=wrong, seed=1, exercise_dir=None))
 @pytest.mark.parametrize("shape", [(3, 4, 5), (2, 3, 4, 5), (1, 2, 3)])
 def test_the_batch_layouts_hold_the_same_values_with_larger_leading_strides(shape):
-    """grader.checks' batch layouts: the same values, the last dim packed, the batch stride (and for
+    """grader.verify.checks' batch layouts: the same values, the last dim packed, the batch stride (and for
     the narrowed view the channel stride too) larger than packed."""
-    from grader.checks import batch_slice_copy, narrowed_copy
+    from grader.verify.checks import batch_slice_copy, narrowed_copy
 
     t = torch.randn(shape)
     packed = t.stride()
@@ -349,7 +349,7 @@ def test_the_batch_layouts_hold_the_same_values_with_larger_leading_strides(shap
 # --- a convolution's geometry: list arguments component by component, the smallest input ---
 
 def _conv_spec():
-    from grader.spec import conv_smallest_input
+    from grader.verify.spec import conv_smallest_input
 
     class ConvSpec(Spec):
         def audit_calls(self, device, dtype):

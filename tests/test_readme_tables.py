@@ -1,4 +1,4 @@
-"""Each exercise README's points table is its spec's (grader.readme_tables, written by `make exercises`)."""
+"""Each exercise README's points table is its spec's (grader.authoring.readme_tables, written by `make exercises`)."""
 from __future__ import annotations
 
 import copy
@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from grader import readme_tables
+from grader.authoring import readme_tables
 from grader.env import REPO
-from grader.spec import select
+from grader.verify.spec import select
 
 
 def test_every_readme_table_is_its_specs():

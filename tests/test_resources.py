@@ -1,4 +1,4 @@
-"""The resource report (grader.resources): ptxas's numbers as the build captured them, the
+"""The resource report (grader.run.resources): ptxas's numbers as the build captured them, the
 launchers' block sizes, and the occupancy formula; on CPU the build runs, on a GPU the formula is
 compared with the driver's occupancy API."""
 from __future__ import annotations
@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import build, env, resources
-from grader.report import resources_text
-from grader.spec import capability_gated_kernels
+from grader import env
+from grader.toolchain import build
+from grader.run import resources
+from grader.run.report import resources_text
+from grader.verify.spec import capability_gated_kernels
 from tests.conftest import HAS_GPU
 from tests.grading import SOLUTIONS
 
@@ -371,7 +373,7 @@ def test_the_formula_agrees_with_the_drivers_occupancy_api(tmp_path):
     major, minor = torch.cuda.get_device_capability()
     report = resources.exercise_report(folder, f"{major}.{minor}")
     arch = resources.arch_of(f"{major}.{minor}")
-    assert arch is not None, f"no limits for compute capability {major}.{minor} in grader.resources.ARCHS"
+    assert arch is not None, f"no limits for compute capability {major}.{minor} in grader.run.resources.ARCHS"
     kernels = {k["kernel"]: k for k in report["kernels"] if k["arch"] == report["arch"]}
     op = getattr(torch.ops, result.namespace).occupancy
     for which, name in enumerate(("light", "shared40k", "heavy")):

@@ -1,4 +1,4 @@
-"""grader.sass without a GPU: the tensor-core groups' instruction, read from real builds.
+"""grader.verify.sass without a GPU: the tensor-core groups' instruction, read from real builds.
 
 Builds solution 05 for "9.0a" (as the grade does on an H100 or H200) and the known-wrong variant whose
 kernel 5 multiplies by plain FMAs, and checks that the parser finds HMMA .TF32 / .BF16 and HGMMA in the
@@ -14,10 +14,11 @@ import subprocess
 
 import pytest
 
-from grader import build, sass
-from grader.checks import CheckFailure
+from grader.toolchain import build
+from grader.verify import sass
+from grader.verify.checks import CheckFailure
 from grader.env import REPO
-from grader.spec import by_exercise
+from grader.verify.spec import by_exercise
 from grader.specs import ex05_matmul as spec05
 from grader.specs import ex06_conv2d as spec06
 from grader.specs import ex08_conv_bn_relu_inference as spec08
@@ -171,8 +172,8 @@ def _declared():
 def test_every_tensor_core_group_declares_its_instruction_and_checks_it():
     """Each tensor-core group (05's four, 06's, 08's and 09's TF32) declares an instruction whose kernels
     the group allows, and has the check of it, last among its checks (a wrong precision is reported by
-    the value checks first), beside every precision probe (grader.precision) on each of its paths."""
-    from grader import precision as probes
+    the value checks first), beside every precision probe (grader.verify.precision) on each of its paths."""
+    from grader.verify import precision as probes
 
     groups = {(spec.exercise, group) for spec, group, _ in _declared()}
     assert groups == {("05_matmul", g) for g in ("tensor_cores_tf32", "tensor_cores_bf16", "wgmma_tf32", "wgmma_bf16")} \

@@ -1,7 +1,7 @@
 """An untouched stub compiles without a warning about the course's own code, at every level (a
 student reading "declared but never referenced" about code they did not write learns to ignore
 warnings). The stub generator marks [[maybe_unused]] the given declarations that only the blanked
-code used (grader/stubs.py, mark_unused); what its rule cannot see carries the attribute in solutions/.
+code used (grader/authoring/stubs.py, mark_unused); what its rule cannot see carries the attribute in solutions/.
 
 - steps: exercises/ itself (built by test_builds.py in the same run: no compile here);
 - goal: the same graded code as steps (checked below, file by file), so the same warnings;
@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import resources, stubs
-from grader.grading import build_all
+from grader.run import resources
+from grader.authoring import stubs
+from grader.run.grading import build_all
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, exercise_folders, level_tree, quiet
 
 STUBS = exercise_folders(EXERCISES)

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import regions, stubs
+from grader.authoring import regions, stubs
 
 
 def test_exercises_in_sync_with_solutions():
@@ -86,7 +86,7 @@ def test_generate_fails_before_touching_anything(tmp_path):
     ],
 )
 def test_notebooks_read_regions_with_the_same_parser(text, message):
-    """grader/regions.py is the one parser: the notebooks' named regions fail as the stubs do."""
+    """grader/authoring/regions.py is the one parser: the notebooks' named regions fail as the stubs do."""
     with pytest.raises(regions.RegionError, match=message):
         regions.regions_of(Path("x.cu"), text)
 

@@ -1,4 +1,4 @@
-"""One watch (grader.observe.WATCH), on the CPU: what an op can ask about profiling reads the same in
+"""One watch (grader.verify.observe.WATCH), on the CPU: what an op can ask about profiling reads the same in
 every value check as outside any window, the watch still sees the op's operators there, every call
 the generated checks make is observed, and an op that branches on any profiling query loses: PyTorch's
 path when none says "profiling" is seen by the value checks' hidden windows, a wrong answer when one
@@ -11,10 +11,10 @@ import types
 import pytest
 import torch
 
-from grader import properties
-from grader.checks import CheckFailure
-from grader.observe import WATCH, KernelRule, Observation, observe, profiler_visible
-from grader.properties import Device
+from grader.verify import properties
+from grader.verify.checks import CheckFailure
+from grader.verify.observe import WATCH, KernelRule, Observation, observe, profiler_visible
+from grader.verify.properties import Device
 from tests.test_properties import SPEC, ScaleSpec, _module, _run
 
 QUERIES = {
@@ -136,7 +136,7 @@ def test_the_plain_spec_without_a_rule_still_observes_each_call():
 def test_the_huge_checks_calls_are_observed_through_the_module():
     """A check given the module through `Watched` (the huge ones): each call of the op is observed, and
     PyTorch's path fails the call with the rule's reason."""
-    from grader.suite.test_exercise import Watched
+    from grader.run.suite.test_exercise import Watched
 
     rule = WATCHED.kernel_rule()
     module = Watched(_module(_right, ops=types.SimpleNamespace(scale=_fallback)), rule, "forward[huge]")

@@ -10,12 +10,12 @@ from typing import Callable
 
 import torch
 
-from grader.checks import (ELEMENTWISE_TOL, CheckFailure, Comparison, assert_backward_matches_forward, assert_close,
-                           assert_own_kernels, expect_error, ops_called, poison_next_allocation, on_a_busy_stream,
-                           require_free_memory, require_plain_tensor, unmodified)
-from grader.observe import KernelRule
-from grader.spec import (EXACT_ZEROS, AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn,
-                         random_shape)
+from grader.verify.checks import (ELEMENTWISE_TOL, CheckFailure, Comparison, assert_backward_matches_forward, assert_close,
+                                  assert_own_kernels, expect_error, ops_called, poison_next_allocation, on_a_busy_stream,
+                                  require_free_memory, require_plain_tensor, unmodified)
+from grader.verify.observe import KernelRule
+from grader.verify.spec import (EXACT_ZEROS, AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn,
+                                random_shape)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 # Sizes that break naive indexing: tiny, primes, just off multiples of 32, 256 and of 4/8-wide vectors.
@@ -88,7 +88,7 @@ class ActivationSpec(Spec):
         checks.add("forward[non-contiguous]", self._check_noncontiguous)
         checks.add("forward[unaligned view]", lambda ctx: self._expect_forward(
             ctx, self._rand(ctx, "unaligned", (4097,), torch.float16)[1:], default, "forward[unaligned view x[1:]]"))
-        # the kernels' scalar loops in the other dtypes too (a view off 16 bytes; grader/paths.py)
+        # the kernels' scalar loops in the other dtypes too (a view off 16 bytes; grader/verify/paths.py)
         for dtype in (d for d in DTYPES if d != torch.float16):
             name = f"forward[unaligned view {_short(dtype)}]"
             checks.add(name, lambda ctx, n=name, d=dtype: self._expect_forward(
@@ -113,7 +113,7 @@ class ActivationSpec(Spec):
         checks.add("backward[non-contiguous grad]", lambda ctx: self._expect_backward(
             ctx, self._rand(ctx, "ncg", (512, 300), torch.float32, 1.0).t(),
             self._rand(ctx, "ncx", (300, 512), torch.float32), default, "backward[non-contiguous grad_output]"))
-        for dtype in DTYPES:  # the backward kernel's scalar loop: views off 16 bytes (grader/paths.py)
+        for dtype in DTYPES:  # the backward kernel's scalar loop: views off 16 bytes (grader/verify/paths.py)
             name = f"backward[unaligned views {_short(dtype)}]"
             checks.add(name, lambda ctx, n=name, d=dtype: self._expect_backward(
                 ctx, self._rand(ctx, n + "g", (4097,), d, 1.0)[1:], self._rand(ctx, n, (4097,), d)[1:], default,

@@ -8,7 +8,7 @@ def _grad(g: torch.Tensor, x: torch.Tensor, negative_slope: float) -> torch.Tens
     return torch.where(x > 0, g, g * negative_slope)
 
 
-# The launchers' branches (grader/paths.py): the kernels' 16-byte loops and scalar ones in every dtype,
+# The launchers' branches (grader/verify/paths.py): the kernels' 16-byte loops and scalar ones in every dtype,
 # and a tensor past 2^31 elements (the huge checks: float16)
 PATHS = {**{f"{op}.{path}": ("float32", "float16", "bfloat16", "float64")
             for op in ("forward", "backward") for path in ("vector16", "scalar")},

@@ -1,8 +1,8 @@
 import torch
 import torch.nn.functional as F
 
-from grader.checks import ELEMENTWISE_TOL, assert_close
-from grader.spec import Check, CheckList
+from grader.verify.checks import ELEMENTWISE_TOL, assert_close
+from grader.verify.spec import Check, CheckList
 from grader.specs.activation import ActivationSpec
 
 
@@ -30,7 +30,7 @@ class EluSpec(ActivationSpec):
                          f"forward[x in (-1e-3, 0], alpha={alpha}] (hint: expm1)")
 
 
-# The launchers' branches (grader/paths.py): the kernels' 16-byte loops and scalar ones in every dtype,
+# The launchers' branches (grader/verify/paths.py): the kernels' 16-byte loops and scalar ones in every dtype,
 # and a tensor past 2^31 elements (the huge checks: float16)
 PATHS = {**{f"{op}.{path}": ("float32", "float16", "bfloat16", "float64")
             for op in ("forward", "backward") for path in ("vector16", "scalar")},

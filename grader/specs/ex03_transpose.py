@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.checks import (CheckFailure, Comparison, Tolerance, assert_close, assert_own_kernels, expect_error,
-                           on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor,
-                           unmodified)
-from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.verify.checks import (CheckFailure, Comparison, Tolerance, assert_close, assert_own_kernels, expect_error,
+                                  on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor,
+                                  unmodified)
+from grader.verify.observe import KernelRule
+from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
 EXACT = Tolerance(0.0, 0.0)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -209,7 +209,7 @@ class TransposeSpec(Spec):
         )
 
 
-# The launcher's branches (grader/paths.py): more row tiles than gridDim.y holds (the kernel's grid
+# The launcher's branches (grader/verify/paths.py): more row tiles than gridDim.y holds (the kernel's grid
 # stride over them), and a matrix past 2^31 elements
 PATHS = {"grid_stride_rows": ("float32",), "past_2^31": ("float16",)}
 

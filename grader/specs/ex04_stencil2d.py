@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from grader.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
-                           on_a_busy_stream, require_free_memory, require_plain_tensor, unmodified)
-from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.verify.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
+                                  on_a_busy_stream, require_free_memory, require_plain_tensor, unmodified)
+from grader.verify.observe import KernelRule
+from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
 
 # (name, x shape, K): images smaller than the filter, single rows and columns, primes, one off the
 # 32-wide tile, non-square (a swapped axis shows), batches; the last ones are large enough for a
@@ -232,7 +232,7 @@ class StencilSpec(Spec):
         )
 
 
-# The launcher's branches (grader/paths.py): each filter size, more row tiles than gridDim.y holds,
+# The launcher's branches (grader/verify/paths.py): each filter size, more row tiles than gridDim.y holds,
 # a batch past 2^31 pixels
 PATHS = {"k1": (), "k3": (), "k5": (), "k7": (), "grid_stride_tiles": (), "past_2^31": ()}
 

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, assert_own_kernels, assert_rel_error, expect_error,
-                           on_a_busy_stream, poison_next_allocation, relative_error, require_capability,
-                           require_plain_tensor, transposed_copy, unmodified)
-from grader import precision as probes
-from grader import sass
-from grader.observe import SLEEP_KERNEL, KernelRule, kernel_function, observe
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
-from grader.timer import math_mode
+from grader.verify.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, assert_own_kernels, assert_rel_error, expect_error,
+                                  on_a_busy_stream, poison_next_allocation, relative_error, require_capability,
+                                  require_plain_tensor, transposed_copy, unmodified)
+from grader.verify import precision as probes
+from grader.verify import sass
+from grader.verify.observe import SLEEP_KERNEL, KernelRule, kernel_function, observe
+from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.verify.timer import math_mode
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
 # near 1e-7; TF32 (10-bit mantissa) gives about 3e-4 and fp16 about 5e-4: both fail.
@@ -40,7 +40,7 @@ BF16 = Precision("BF16", torch.bfloat16, 0.0, 2.0**-8)  # bfloat16 inputs are ex
 SUM_U = 2.0**-24  # the tensor cores' float32 sums
 OPERAND_SIGMAS = 5.0  # operand rounding: the error's spread times 5 (about 8 standard deviations)
 SUM_SIGMAS = 4.0  # float32 summation, K terms: 4 sqrt(K) u (Higham's probabilistic bound, with margin)
-# The precision probes (grader.precision: values near 1e5 and 1e-6, which FP16 cannot hold; operands in
+# The precision probes (grader.verify.precision: values near 1e5 and 1e-6, which FP16 cannot hold; operands in
 # [0.5, 1.5), where truncation adds up), each on every path of the tensor-core versions' plans, within the
 # group's own bound (tensor_core_bound): (path, (batch,) M, N, K), K >= probes.POSITIVE_MIN_K. The first
 # path's checks keep the probe's plain name. Version 5 (H100 plans): its tiles; split K over them (43
@@ -147,7 +147,7 @@ VERSION5_SHAPES = ((100, 70, 50000), (5, 300, 1003), (48, 130, 4099), (300, 200,
 # 256-column tile and M one past a 128-row one, several k steps with a partial last one.
 VERSION6_SHAPES = ((129, 257, 33), (300, 513, 1030), (7, 5, 3), (257, 1000, 4097), (1, 300, 70))
 # batches (versions 4 to 6): (batch, M, N, K), with one, odd and vector-shaped members, a split one, and a
-# tall one with an odd K (version 5's float32 B^T, A read 4 bytes at a time: grader/paths.py's v5.bt.scalar_a)
+# tall one with an odd K (version 5's float32 B^T, A read 4 bytes at a time: grader/verify/paths.py's v5.bt.scalar_a)
 BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000), (2, 64, 48, 20000),
            (2, 2049, 65, 33))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
@@ -191,7 +191,7 @@ def _rand(ctx: Context, name: str, shape) -> torch.Tensor:
 def _on_capability(run, capability: tuple[int, int], what: str):
     """A check of a tensor-core version: where the GPU (or the build) lacks its instructions (version 5
     below compute capability 8.0, a T4; version 6 anywhere but a 9.0 GPU with a "9.0a" build) it is
-    reported as not run on this GPU, which costs its group nothing (grader.checks.require_capability)."""
+    reported as not run on this GPU, which costs its group nothing (grader.verify.checks.require_capability)."""
     def checked(ctx):
         require_capability(*capability, what)
         return run(ctx)
@@ -202,7 +202,7 @@ def _on_capability(run, capability: tuple[int, int], what: str):
 # their checks are reported as not run on this GPU and cost nothing. Version 5 plans as version 4 does
 # (given code): split K sums kernel 5's partial products with version 4's reduction, float32
 # matrix-vector products take version 4's matrix-vector kernels, and tall float32 products read B^T,
-# written by matmul_transpose_tf32. Version 6 (Hopper only: wgmma and TMA, grader.checks.ARCH_SPECIFIC)
+# written by matmul_transpose_tf32. Version 6 (Hopper only: wgmma and TMA, grader.verify.checks.ARCH_SPECIFIC)
 # runs kernel 6's tiles, for float32 after matmul_transpose_tf32 (B^T).
 KERNELS5_TF32 = ("matmul_kernel5", "matmul_splitk_reduce", "matmul_gemv_rows", "matmul_gemv_cols",
                  "matmul_transpose_tf32")
@@ -210,7 +210,7 @@ KERNELS5_BF16 = ("matmul_kernel5", "matmul_splitk_reduce")
 KERNELS6 = ("matmul_kernel6", "matmul_transpose_tf32")
 TENSOR_CORES = (("tensor_cores_tf32", 5, KERNELS5_TF32, TF32), ("tensor_cores_bf16", 5, KERNELS5_BF16, BF16),
                 ("wgmma_tf32", 6, KERNELS6, TF32), ("wgmma_bf16", 6, KERNELS6, BF16))
-# the instruction each tensor-core group's product kernel must hold in the code the GPU runs (grader.sass):
+# the instruction each tensor-core group's product kernel must hold in the code the GPU runs (grader.verify.sass):
 # every instantiation of it for the group's element type
 INSTRUCTIONS = {
     "tensor_cores_tf32": sass.MmaInstruction("mma", "tf32", ("matmul_kernel5",), "float"),
@@ -219,7 +219,7 @@ INSTRUCTIONS = {
     "wgmma_bf16": sass.MmaInstruction("wgmma", "bf16", ("matmul_kernel6",), "__nv_bfloat16"),
 }
 TENSOR_CORE_CAPABILITY = (8, 0)
-WGMMA_CAPABILITY = (9, 0)  # exactly 9.0, from a "9.0a" build (grader.checks.ARCH_SPECIFIC)
+WGMMA_CAPABILITY = (9, 0)  # exactly 9.0, from a "9.0a" build (grader.verify.checks.ARCH_SPECIFIC)
 
 
 def capability_of(version: int) -> tuple[int, int] | None:
@@ -275,7 +275,7 @@ class MatmulSpec(Spec):
 
     def _check_probe(self, ctx: Context, version: int, group: str, probe: probes.Probe, path: str,
                      shape: tuple[int, ...]) -> None:
-        """A precision probe's operands (grader.precision) on one planner path, within the group's bound.
+        """A precision probe's operands (grader.verify.precision) on one planner path, within the group's bound.
         (Random signs hide a truncation, its bias cancelling too; ordinary magnitudes hide FP16.)"""
         *batch, m, n, k = shape
         name = f"{group}{probe.label}{'x'.join(map(str, shape))}"
@@ -509,7 +509,7 @@ class MatmulSpec(Spec):
                          group)
 
     def _check_layouts(self, ctx: Context, version: int, group: str) -> None:
-        """Every pairing of A's and B's layout (contiguous, and grader.checks.LAYOUTS: every other element,
+        """Every pairing of A's and B's layout (contiguous, and grader.verify.checks.LAYOUTS: every other element,
         rows cropped from wider ones, transposed; and rows cropped from wider ones without an offset), on shapes that take each of version 4's paths on an H100 (its tiles
         with K split and without, the small tiles, a batch), off every multiple of 4 where they can be; and one
         with every side a multiple of 8, where every 16-byte path takes its operands as they are (bfloat16's
@@ -642,12 +642,12 @@ class MatmulSpec(Spec):
 
     def versions(self):
         """The strict-float32 versions (1-4), timed beside strict-float32 cuBLAS; kernel 5 is timed
-        beside cuBLAS in TF32 and in BF16 by grader.benchmark_extras."""
+        beside cuBLAS in TF32 and in BF16 by grader.bench.benchmark_extras."""
         return {f"kernel{v} {group.replace('_', ' ')}": (lambda mod, inp, v=v: mod.matmul(inp[0], inp[1], v))
                 for group, v, _ in self.versions_graded if self.precision(group) is None}
 
 
-# The planners' and launchers' branches (grader/paths.py), each in the dtypes it can take: versions 1-3
+# The planners' and launchers' branches (grader/verify/paths.py), each in the dtypes it can take: versions 1-3
 # and 4 are float32 (marked without a dtype), 5 and 6 float32 and bfloat16 (B^T and the matrix-vector
 # kernels float32 only)
 _F32, _BOTH = ("float32",), ("float32", "bfloat16")

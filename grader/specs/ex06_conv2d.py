@@ -15,13 +15,13 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
-                           require_capability, require_free_memory, unmodified)
-from grader import precision as probes
-from grader import sass
-from grader.observe import KernelRule, kernel_function, observe
-from grader.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
-                         conv_smallest_input)
+from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, on_a_busy_stream, poison,
+                                  require_capability, require_free_memory, unmodified)
+from grader.verify import precision as probes
+from grader.verify import sass
+from grader.verify.observe import KernelRule, kernel_function, observe
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
+                                conv_smallest_input)
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -41,7 +41,7 @@ REL_TOL = {torch.float32: 1e-5, torch.float64: 1e-11}
 # convolves inputs near 1e5 (FP16 overflows at 65504) and near 1e-6 (below FP16's smallest normal), which
 # TF32 (float32's 8 exponent bits) holds. The strict groups' 1e-5 fails TF32 (about 4e-4). Those range
 # probes and the positive one (x and weight in [0.5, 1.5): a truncated operand's bias adds up past the
-# bound, K >= grader.precision.POSITIVE_MIN_K) run on every path of version 3's plan (PROBE_CASES).
+# bound, K >= grader.verify.precision.POSITIVE_MIN_K) run on every path of version 3's plan (PROBE_CASES).
 TF32_U = 2.0**-11
 FP32_U = 2.0**-24
 OPERAND_SIGMAS = 5.0
@@ -181,7 +181,7 @@ RANDOM_CASES = 9  # the kinds in turn: dense, grouped, depthwise
 KINDS = ("dense", "grouped", "depthwise")
 KIND_LABELS = {"dense": "", "grouped": "groups 2", "depthwise": "depthwise"}  # the fixed audit call of each kind
 DEPTHWISE_PATH = "depthwise path"  # a depthwise group's audit calls
-# Version 3's paths for the precision probes (grader.precision), each K = cin kh kw >= 512: channels
+# Version 3's paths for the precision probes (grader.verify.precision), each K = cin kh kw >= 512: channels
 # innermost (cin % 16 == 0: the weight copied tap-major by conv2d_weight_kernel3), the weight's own order
 # with 16-byte weight loads (K % 4 == 0) and with 4-byte ones (K odd), and 128-channel tiles (more than
 # 64 channels and enough tiles to fill an H100's or H200's 132 SMs: 160 row tiles of 128 pixels), with
@@ -363,10 +363,10 @@ class ConvSpec(Spec):
     # versions that run on TF32 tensor cores: float32 only, dense (groups 1), graded with tf32_tolerance,
     # and only on GPUs of compute capability TENSOR_CORE_CAPABILITY (below it, not run and cost nothing)
     tf32_versions: tuple[int, ...] = ()
-    # (path, case) per precision probe of the TF32 versions (grader.precision); the first path's checks
+    # (path, case) per precision probe of the TF32 versions (grader.verify.precision); the first path's checks
     # keep the probe's plain name
     probe_cases: tuple[tuple[str, Case], ...] = ()
-    # group -> the instruction its kernels must hold in the code the GPU runs (grader.sass)
+    # group -> the instruction its kernels must hold in the code the GPU runs (grader.verify.sass)
     instructions: tuple[tuple[str, sass.MmaInstruction], ...] = ()
     # the version the op runs without a `version` argument under grading's math state (TF32 off): its
     # group also checks that call (a default that ignores torch.backends.cudnn.allow_tf32 fails it)
@@ -705,7 +705,7 @@ class ConvSpec(Spec):
         return max(REL_TOL[torch.float32], SUM_SIGMAS * longest ** 0.5 * FP32_U)
 
     def _gradient_call(self, x, w, b, c: Case, version) -> AuditCall:
-        """An AuditCall of case c whose gradients grader.properties.check_gradients checks."""
+        """An AuditCall of case c whose gradients grader.verify.properties.check_gradients checks."""
         params = self._params(c.stride, c.padding, c.dilation, c.groups, c.output_padding)
         # the forward the gradient check observes runs the version's own kernels
         kernel = next((k for _, v, k in self.versions_graded if v == version), ())
@@ -714,9 +714,9 @@ class ConvSpec(Spec):
 
     def _check_gradients(self, ctx: Context, c: Case, version, what: str) -> None:
         """float32 gradients of x, weight and bias through autograd against PyTorch's op differentiated in
-        float64 (grader.properties.check_gradients: outputs and gradients made in memory poisoned with
+        float64 (grader.verify.properties.check_gradients: outputs and gradients made in memory poisoned with
         NaN); a case named "side stream" also inside `torch.cuda.stream(s)` with its inputs late there."""
-        from grader import properties
+        from grader.verify import properties
 
         x, w, b = self._inputs(ctx, what, c, torch.float32)
         call = self._gradient_call(x, w, b, c, version)
@@ -1015,7 +1015,7 @@ class Conv2dSpec(ConvSpec):
                 "kernel2 implicit GEMM": lambda mod, inp: mod.conv2d(inp[0], inp[1], None, 1, 1, 1, version=2)}
 
 
-# The launchers' branches (grader/paths.py): versions 1 and 2 in float32 and float64 (the implicit GEMM's
+# The launchers' branches (grader/verify/paths.py): versions 1 and 2 in float32 and float64 (the implicit GEMM's
 # two tiles, groups, the depthwise kernels and the GEMM where their tile does not fit), version 3 (TF32,
 # float32: tap-major K or the weight's order, wide or narrow tiles, 16-byte weight copies), and the
 # weight gradient's batch chunks (conv2d.py)

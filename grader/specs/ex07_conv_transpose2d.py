@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.observe import KernelRule
-from grader.spec import Benchmark
+from grader.verify.observe import KernelRule
+from grader.verify.spec import Benchmark
 from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference, with_channels
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
@@ -122,7 +122,7 @@ class ConvTranspose2dSpec(ConvSpec):
                 "kernel3 Winograd": lambda mod, inp: mod.conv_transpose2d(inp[0], inp[1], None, 1, 1, version=3)}
 
 
-# The launchers' branches (grader/paths.py): version 2's kernels (stride phases, 3x3, 1x1, other
+# The launchers' branches (grader/verify/paths.py): version 2's kernels (stride phases, 3x3, 1x1, other
 # filters; groups; phases past one launch's gridDim.z), version 3 (Winograd), the weight gradient's chunks
 _BOTH = ("float32", "float64")
 PATHS = {

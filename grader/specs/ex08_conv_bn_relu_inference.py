@@ -11,13 +11,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison,
-                           require_capability, unmodified)
-from grader import precision as probes
-from grader import sass
-from grader.observe import KernelRule
-from grader.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
-                         Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
+from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, kernels_launched, poison,
+                                  require_capability, unmodified)
+from grader.verify import precision as probes
+from grader.verify import sass
+from grader.verify.observe import KernelRule
+from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
+                                Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
 from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
 from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
 from grader.specs.ex09_conv_bn_relu_training import Shape
@@ -26,7 +26,7 @@ KERNEL = "conv_bn_relu_kernel"  # version 1, strict fp32
 TF32_KERNEL = "conv_bn_relu_tf32_kernel"  # version 2, TF32 tensor cores
 STRICT, TF32 = 1, 2  # the versions
 TF32_GROUP = "tensor_cores_tf32"
-# version 2's instruction, in the code the GPU runs (grader.sass)
+# version 2's instruction, in the code the GPU runs (grader.verify.sass)
 TF32_INSTRUCTION = sass.MmaInstruction("mma", "tf32", (TF32_KERNEL,))
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 RANDOM_TF32_CASES = 6
@@ -39,8 +39,8 @@ SHAPES = TRAIN_SHAPES + (
 )
 
 
-# Version 2's paths for the precision probes (grader.precision: values near 1e5 and 1e-6, positive
-# operands), K = c r s >= grader.precision.POSITIVE_MIN_K: 16-byte weight loads (K % 4 == 0) and 4-byte
+# Version 2's paths for the precision probes (grader.verify.precision: values near 1e5 and 1e-6, positive
+# operands), K = c r s >= grader.verify.precision.POSITIVE_MIN_K: 16-byte weight loads (K % 4 == 0) and 4-byte
 # ones (K odd), each kernel instantiation (kVecB). The first path's checks keep the probe's plain name.
 PROBE_SHAPES = (
     ("16-byte weight loads", Shape("probe, K % 4 == 0", 2, 64, 15, 13, 40, 3, 3, padding=(1, 1), bias=True)),
@@ -430,7 +430,7 @@ def _call(x, w, bias, bn, conv, kind: str = "", version: int = STRICT) -> AuditC
                      needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
 
 
-# The launchers' branches (grader/paths.py): with and without a bias, the kernels' 16-byte stores of 4
+# The launchers' branches (grader/verify/paths.py): with and without a bias, the kernels' 16-byte stores of 4
 # pixels or single ones, version 2's (TF32, float32) 16-byte weight copies
 _BOTH = ("float32", "float64")
 PATHS = {"bias": _BOTH, "no_bias": _BOTH, "v1.store_vec4": _BOTH, "v1.store_scalar": _BOTH,

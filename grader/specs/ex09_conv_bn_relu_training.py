@@ -18,13 +18,13 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from grader import precision as probes
-from grader import sass
-from grader.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison,
-                           require_capability, unmodified)
-from grader.observe import KernelRule
-from grader.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
-                         Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
+from grader.verify import precision as probes
+from grader.verify import sass
+from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison,
+                                  require_capability, unmodified)
+from grader.verify.observe import KernelRule
+from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
+                                Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
 
@@ -40,7 +40,7 @@ TF32_KERNELS = ("conv_bn_relu_forward_tf32_kernel", "conv_dgrad_tf32_kernel", "d
                 "conv_dgrad_tf32_unit_stride_kernel", "conv_wgrad_tf32_kernel") + BN_KERNELS
 STRICT, TF32 = 1, 2  # the versions
 TF32_GROUP = "tensor_cores_tf32"
-# version 2's instruction, in the code the GPU runs (grader.sass): its forward, both grad_x kernels and
+# version 2's instruction, in the code the GPU runs (grader.verify.sass): its forward, both grad_x kernels and
 # grad_w's (the weight flip and BatchNorm's kernels compute no products)
 TF32_INSTRUCTION = sass.MmaInstruction("mma", "tf32", ("conv_bn_relu_forward_tf32_kernel", "conv_dgrad_tf32_kernel",
                                                        "conv_dgrad_tf32_unit_stride_kernel", "conv_wgrad_tf32_kernel"))
@@ -587,7 +587,7 @@ def tf32_backward_tolerance(*args) -> float:
     return max(GRAD_TOL, *(bound_tolerance(*v) for v in tf32_backward_bounds(*args).values()))
 
 
-# Version 2's paths for the precision probes (grader.precision), each product sum K >= POSITIVE_MIN_K
+# Version 2's paths for the precision probes (grader.verify.precision), each product sum K >= POSITIVE_MIN_K
 # (forward c r s, grad_x's k r s, or at stride 2 about a quarter of it, and grad_w's n p q): 16-byte weight
 # loads (c r s and k r s multiples of 4: the unit-stride grad_x's flipped weight too), K odd (4-byte
 # loads in both), and stride 2 (grad_x by conv_dgrad_tf32_kernel). A range probe scales x and the conv's
@@ -604,7 +604,7 @@ PROBE_SHAPES = (
 def check_tf32_forward(ctx: Context, sh: Shape, training: bool, what: str, scale: float = 1.0,
                        g: torch.Generator | None = None, probe: probes.Probe | None = None) -> None:
     """Version 2's forward op (z kept) against float64, every output within its TF32 bound; x and the
-    conv's bias multiplied by `scale` (a range check), or made a precision probe's (grader.precision)."""
+    conv's bias multiplied by `scale` (a range check), or made a precision probe's (grader.verify.precision)."""
     layer = Layer(ctx.generator(what + "-init"), sh)
     x = (layer.input(g or ctx.generator(what)) * scale).float()
     p, buf = layer.params, layer.buffers
@@ -638,7 +638,7 @@ def check_tf32_backward(ctx: Context, sh: Shape, training: bool, what: str, g: t
                         probe: probes.Probe | None = None) -> None:
     """Version 2's backward op on saved tensors from the float64 forward (in float32): grad_input and
     grad_weight within their TF32 bounds, BatchNorm's gradients as version 1's; grad_y scaled by a range
-    probe, or x, the weight, the bias and grad_y drawn by the positive one (grader.precision)."""
+    probe, or x, the weight, the bias and grad_y drawn by the positive one (grader.verify.precision)."""
     layer = Layer(ctx.generator(what + "-init"), sh)
     g = g or ctx.generator(what)
     x64 = layer.input(g)
@@ -966,7 +966,7 @@ def _reference_step(inp):
     return [y.detach(), *grads, running_mean, running_var]
 
 
-# The launchers' branches (grader/paths.py): forward in training and eval, grad_x at unit stride or
+# The launchers' branches (grader/verify/paths.py): forward in training and eval, grad_x at unit stride or
 # not, grad_w whole or split, per version (2: TF32, float32), with and without a bias, momentum or the
 # cumulative average, eval keeping z or not
 _BOTH = ("float32", "float64")

@@ -16,11 +16,11 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from grader.timer import math_mode
-from grader.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
-from grader.judge import names_one_of
-from grader.observe import KernelRule
-from grader.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
+from grader.verify.timer import math_mode
+from grader.verify.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
+from grader.verify.judge import names_one_of
+from grader.verify.observe import KernelRule
+from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
@@ -109,7 +109,7 @@ def assert_no_pytorch_conv(fn, what: str, *, other_ops: bool = False) -> list[tu
     GPU kernel."""
     from torch.autograd import DeviceType
 
-    from grader.observe import visible_session
+    from grader.verify.observe import visible_session
 
     torch.cuda.synchronize()
     with visible_session() as prof:
@@ -1207,7 +1207,7 @@ def conv_flops(x_shape, k, ks=3) -> int:
     return 2 * n * k * c * ks * ks * h * w
 
 
-# run()'s branches (grader/paths.py): each op in each dtype, strict or TF32 math, the uncached mode,
+# run()'s branches (grader/verify/paths.py): each op in each dtype, strict or TF32 math, the uncached mode,
 # the plan cache's hits and misses (benchmarked or heuristic), graphs captured and replayed
 _BOTH = ("float32", "float64")
 PATHS = {"forward": _BOTH, "backward_data": _BOTH, "backward_filter": _BOTH, "math.strict": (),

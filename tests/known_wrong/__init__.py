@@ -34,7 +34,7 @@ class Variant:
     def __post_init__(self) -> None:
         # a group the spec pays only while another passes (spec.requires) is lost with it: written
         # here once, from the spec, rather than beside every variant that loses a required group
-        from grader.spec import by_exercise
+        from grader.verify.spec import by_exercise
 
         gated = {group for group, needed in by_exercise(self.exercise).requires.items() if set(needed) & self.loses}
         self.loses = self.loses | gated
@@ -67,7 +67,7 @@ LIB = "lib = load_library(__file__)\n"
 IN_TIMING = 'any(f.function in ("time_fn", "timed_call") for f in __import__("inspect").stack())'
 # how a submission tells whether a profiler watches it (the grader's own-kernel checks profile)
 UNOBSERVED = "not torch._C._autograd._profiler_enabled()"
-# every public query of profiling we know of, any of which says "a profiler is on" (grader.observe
+# every public query of profiling we know of, any of which says "a profiler is on" (grader.verify.observe
 # keeps them one way for every call but the visible own-kernel checks, which compare values too)
 PROFILED = ("(torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled() "
             "or torch._C._autograd._profiler_type() != torch._C._profiler.ActiveProfilerType.NONE "

@@ -82,14 +82,14 @@ VARIANTS = [
             # the stray write may land in a neighbouring allocation of gradcheck's: autograd is not judged
             loses=set(), keeps={"forward", "backward", "input_checks"}, extra={"sanitize": True}),
     # Tampering: the module disables the grader's comparison and PyTorch's, and does no work.
-    Variant(EX, "patches_the_grader", "the Python module replaces grader.checks.assert_close and torch.allclose",
+    Variant(EX, "patches_the_grader", "the Python module replaces grader.verify.checks.assert_close and torch.allclose",
             {"leaky_relu.py": [("lib = load_library(__file__)\n",
-                                "lib = load_library(__file__)\n\nimport grader.checks\n\n"
-                                "grader.checks.assert_close = lambda *args, **kwargs: None\n"
+                                "lib = load_library(__file__)\n\nimport grader.verify.checks\n\n"
+                                "grader.verify.checks.assert_close = lambda *args, **kwargs: None\n"
                                 "torch.allclose = lambda *args, **kwargs: True\n")],
              "leaky_relu.cu": [(FORWARD_VEC, "(void)0;"), (FORWARD_TAIL, "(void)0;")]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
-            reason="grader.checks.assert_close", extra={"cpu": True}),
+            reason="grader.verify.checks.assert_close", extra={"cpu": True}),
     # Forgery the integrity snapshot cannot see: nothing is replaced, but the module finds pytest's
     # config through the garbage collector and registers a plugin that, as the run ends, rewrites the
     # results file to say every test passed. The judge re-checks the forward's output outside this
@@ -158,7 +158,7 @@ VARIANTS += [
             extra={"kind": "aliasing", "old": "keeps forward"}),
     Variant(EX, "edits_the_tolerance_table", "widens the grader's float32 tolerance (a dict edited in place, no "
             "function replaced) and computes float32 with a 1% wrong slope",
-            {"leaky_relu.py": [after_lib("\nimport grader.checks as _checks\n\n"
+            {"leaky_relu.py": [after_lib("\nimport grader.verify.checks as _checks\n\n"
                                          "_checks.ELEMENTWISE_TOL[torch.float32] = _checks.Tolerance(1.0, 1.0)\n")],
              "leaky_relu.cu": [(FORWARD_VEC, WRONG_IN_FP32)]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",

@@ -33,17 +33,17 @@ VARIANTS += [
             {"elu.py": [takes_over(FORWARD_CALL, "x.dtype == torch.float16", "torch.nn.functional.elu(x, float(alpha))")]},
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="other than this exercise's own",
             extra={"kind": "own kernel", "old": "full marks"}),
-    Variant(EX, "swaps_a_code_object", "gives grader.checks.assert_close the code of a function that accepts "
+    Variant(EX, "swaps_a_code_object", "gives grader.verify.checks.assert_close the code of a function that accepts "
             "anything (the function object stays the same) and computes float32 with a 1% wrong alpha",
-            {"elu.py": [after_lib("\nimport grader.checks as _checks\n\n"
+            {"elu.py": [after_lib("\nimport grader.verify.checks as _checks\n\n"
                                   "_checks.assert_close.__code__ = (lambda actual, expected, tol, what, chunk=1 << 26: None).__code__\n")],
              "elu.cu": [("x, y, n, static_cast<course::opmath_t<scalar_t>>(alpha));",
                          "x, y, n, static_cast<course::opmath_t<scalar_t>>(sizeof(scalar_t) == 4 ? alpha * 1.01 : alpha));")]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
-            reason="grader.checks.assert_close", extra={"kind": "integrity", "old": "full marks"}),
+            reason="grader.verify.checks.assert_close", extra={"kind": "integrity", "old": "full marks"}),
 ]
 
-# One watch (grader.observe.WATCH): an op cannot tell a value check from a kernel check.
+# One watch (grader.verify.observe.WATCH): an op cannot tell a value check from a kernel check.
 VARIANTS += [
     Variant(EX, "pytorch_for_half_types_when_not_profiled", "calls torch.nn.functional.elu for float16 and bfloat16 "
             "tensors whenever no profiling query (the autograd profiler's flags, its type, stream capture) says a "
@@ -63,7 +63,7 @@ VARIANTS += [
             reason="relative error", extra={"kind": "one watch", "old": "full marks"}),
 ]
 
-# Parameter values never graded (issue 47): each an edge of a declared domain (grader.spec.Edge), which the
+# Parameter values never graded (issue 47): each an edge of a declared domain (grader.verify.spec.Edge), which the
 # generated checks reach in every dtype whatever the seed.
 VARIANTS += [
     Variant(EX, "derivative_at_zero_is_one", "the backward takes x >= 0 as the positive side: at x exactly 0 the "

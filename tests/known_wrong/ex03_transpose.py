@@ -26,7 +26,7 @@ VARIANTS = [
     Variant(EX, "pytorch_fallback", "the Python wrapper calls x.t().contiguous()",
             {"transpose.py": [("return lib.ops.transpose(x)", "return x.t().contiguous()")]},
             # PyTorch's op also accepts a CPU tensor, which the exercise must refuse; its copy kernel is
-            # housekeeping (grader.observe), so no kernel of the exercise's ran; autograd requires that check
+            # housekeeping (grader.verify.observe), so no kernel of the exercise's ran; autograd requires that check
             loses={"forward", "performance", "input_checks", "autograd"}, reason="no GPU kernel of the exercise ran"),
     Variant(EX, "default_stream", "the kernel is launched on the legacy default stream, not the caller's",
             {"transpose.cu": [("transpose_kernel<scalar_t><<<grid, block, 0, stream>>>(", "transpose_kernel<scalar_t><<<grid, block>>>(")]},
@@ -84,12 +84,12 @@ VARIANTS += [
     # snapshot covers: with its `snapshot` set to None, _flush never compares again, so the grader's
     # functions can then be replaced unseen. The judge re-checks only contiguous audit calls and the
     # timed (contiguous) outputs, so the strided-view fault below keeps every point. On a CPU machine
-    # `python -m grader` reports nothing for it, and "tampered: grader.properties._compare,
+    # `python -m grader` reports nothing for it, and "tampered: grader.verify.properties._compare,
     # grader.specs.ex03_transpose.assert_close" for the same module without the `snapshot = None` line.
     Variant(EX, "switches_off_the_watch", "finds the results recorder through the garbage collector and sets its "
             "integrity snapshot to None, then replaces the spec's assert_close and the properties' _compare; the "
             "C++ passes strided views to the kernel as if they were row-major",
-            {"transpose.py": [after_lib("\nimport gc as _gc\nimport sys as _sys\n\nimport grader.properties as _props\n\n"
+            {"transpose.py": [after_lib("\nimport gc as _gc\nimport sys as _sys\n\nimport grader.verify.properties as _props\n\n"
                                         "for _o in _gc.get_objects():\n"
                                         "    if type(_o).__name__ == 'ResultsRecorder':\n"
                                         "        _o.snapshot = None\n"

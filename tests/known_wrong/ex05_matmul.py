@@ -320,7 +320,7 @@ VARIANTS += [
             loses=WGMMA_GROUPS, reason="outside"),
 ]
 
-# One watch (grader.observe.WATCH): an op cannot tell a value check from a kernel check.
+# One watch (grader.verify.observe.WATCH): an op cannot tell a value check from a kernel check.
 VARIANTS += [
     Variant(EX, "cublas_for_version_3_when_not_profiled", "version 3 calls torch.mm (cuBLAS) whenever no profiling "
             "query (the autograd profiler's flags, its type, stream capture) says a profiler is on",

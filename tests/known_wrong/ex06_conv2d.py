@@ -118,7 +118,7 @@ VARIANTS += [
             {"conv2d.py": [after_lib("\nimport grader.specs.ex06_conv2d as _spec\n\n_spec.REL_TOL[torch.float32] = 1e-2\n")],
              "conv2d.cu": [(A_LOAD, FP16_IN_FP32)]},
             loses=EVERYTHING, status="tampered", reason="REL_TOL", extra={"kind": "integrity", "old": "full marks"}),
-    # A hole in the grader at 0e7850d, closed since: grader.integrity skips every module-valued attribute
+    # A hole in the grader at 0e7850d, closed since: grader.verify.integrity skips every module-valued attribute
     # of the grader's modules (_grader_entries: `isinstance(value, types.ModuleType)`), and _fast_entries
     # keeps only callables, so rebinding the spec's `F` to another module is in no snapshot (shown on
     # the CPU: Snapshot.changed(deep=True) == [], and the CPU grade of this variant reports no

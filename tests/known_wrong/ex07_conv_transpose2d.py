@@ -124,7 +124,7 @@ VARIANTS += [
             loses={"gather", "implicit_gemm", "autograd", "input_checks", "registration", "performance"},
             status="tampered", reason="torch.nn.functional.conv_transpose2d",
             extra={"kind": "integrity", "old": "full marks"}),
-    # A hole in the grader at 0e7850d, closed since: grader.integrity hashes the dispatcher's table only on
+    # A hole in the grader at 0e7850d, closed since: grader.verify.integrity hashes the dispatcher's table only on
     # the keys CPU, CUDA, Autograd*, CompositeImplicitAutograd and CompositeExplicitAutograd
     # (DISPATCH_KEYS); a kernel registered under BackendSelect (in every call's key set, below
     # autograd) intercepts the op for CPU and CUDA tensors alike and is in no snapshot (shown on the
@@ -236,7 +236,7 @@ VARIANTS += [
             loses={"winograd"}, reason="relative error"),
 ]
 
-# Parameter values never graded (issue 47): each an edge of a declared domain (grader.spec.Edge), which the
+# Parameter values never graded (issue 47): each an edge of a declared domain (grader.verify.spec.Edge), which the
 # generated checks reach in every dtype whatever the seed.
 VARIANTS += [
     Variant(EX, "winograd_padding_past_2_not_cropped", "version 3 pads its correlation by max(2 - padding, 0): a "

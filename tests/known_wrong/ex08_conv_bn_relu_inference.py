@@ -148,7 +148,7 @@ VARIANTS += [
             loses={"forward", "performance"}, reason="relative error"),
 ]
 
-# Parameter values never graded (issue 47): each an edge of a declared domain (grader.spec.Edge), which the
+# Parameter values never graded (issue 47): each an edge of a declared domain (grader.verify.spec.Edge), which the
 # generated checks reach in every dtype whatever the seed.
 VARIANTS += [
     Variant(EX, "scale_loses_the_sign_of_gamma", "folds BatchNorm's scale as sqrt(gamma^2 / (var + eps)): right for "

@@ -190,7 +190,7 @@ VARIANTS += [
             loses={TF32}, reason="TF32 tensor cores", extra={"kind": "precision probe"}),
 ]
 
-# Parameter values never graded (issue 47): each an edge of a declared domain (grader.spec.Edge), which the
+# Parameter values never graded (issue 47): each an edge of a declared domain (grader.verify.spec.Edge), which the
 # generated checks reach in every dtype whatever the seed.
 VARIANTS += [
     Variant(EX, "momentum_zero_as_cumulative_average", "momentum 0.0 is taken as None (a cumulative average, "

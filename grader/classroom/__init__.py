@@ -1,0 +1,1 @@
+"""Grading a class: the class's grading, its gradebook, Slurm, nbgrader's feedback."""

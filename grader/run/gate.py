@@ -1,0 +1,269 @@
+"""Grading several exercises at once on one GPU, with every timing alone on it.
+
+The parent (`run`) starts one process per exercise, several at a time, and their correctness
+checks share the GPU. A process that reaches its timing calls `wait_for_gpu()`: it writes
+`<name>.ready` in the run's folder and waits until `<name>.go` appears. The parent creates that
+file for one process at a time, and only while no other process runs anything but that wait (the
+rest wait too or have finished), and it starts no new process until the timed one has exited: a
+timing never overlaps another process's checks, nor another timing.
+
+Checks that allocate more than 2^31 bytes run one at a time (`one_at_a_time`, an exclusive lock
+on `huge.lock` in the same folder), so that several of them never exhaust the GPU's memory
+together; a process waiting for the lock says so with `<name>.lockwait`.
+
+Each process has its own time limit, and its clock stops while it waits for its turn on the GPU
+or for the lock (while another process is alive, so a wait can never be longer than the others'
+own limits): a hang costs only the exercise that hangs, never one that waited behind it.
+
+A process may also start while the parent still builds its exercise (and the reference it is
+timed against): it imports torch and collects its checks meanwhile, then `wait_for_build()` waits
+for the parent's word (a small file in the run's folder). While the parent holds a job that way
+(`Job.held`), its clock stops, and no timing starts anywhere (a compiler would share the machine).
+
+Without COURSE_GPU_GATE in the environment (one exercise, or `--parallel 1`) nothing waits for the
+GPU.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GATE_ENV = "COURSE_GPU_GATE"  # "<folder>/<name>": where this process's gate files go
+PARENT_ENV = "COURSE_GPU_GATE_PARENT"  # the parent's pid: a waiting process stops if it is gone
+BUILD_ENV = "COURSE_BUILD_RESULT"  # the file in which the parent says how this process's builds went
+POLL_S = 0.01
+LOCK_NAME = "huge.lock"
+
+# a grading process's states, as the parent sees them
+CHECKS, READY, TIMING = "checks", "ready", "timing"
+
+
+# --- in a grading process ------------------------------------------------------------------------
+
+def _release_cached_memory() -> None:
+    """Hand PyTorch's cached GPU blocks back, for the process that runs next."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        try:
+            torch.cuda.empty_cache()
+        except RuntimeError:  # a broken CUDA context: the check or timing reports that itself
+            pass
+
+
+def _parent_gone() -> bool:
+    """Whether the grader that started this process is gone: no longer among its ancestors (its
+    parent, or compute-sanitizer's under SANITIZE=1; an orphan is adopted by another process)."""
+    parent = os.environ.get(PARENT_ENV)
+    if not parent:
+        return False
+    pid = os.getppid()
+    for _ in range(64):
+        if pid == int(parent):
+            return False
+        if pid <= 1:
+            return True
+        try:  # /proc/<pid>/stat: "pid (name) state ppid ..."
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):  # gone meanwhile, or no /proc: the parent alone
+            return os.getppid() != int(parent)
+    return True
+
+
+def wait_for_gpu() -> None:
+    """Before the timing: announce readiness and wait for the parent's go (at once when ungated)."""
+    prefix = os.environ.get(GATE_ENV)
+    if not prefix:
+        return
+    _release_cached_memory()
+    Path(prefix + ".ready").touch()
+    go = Path(prefix + ".go")
+    while not go.exists():
+        if _parent_gone():  # nobody will ever say go
+            os._exit(3)
+        time.sleep(POLL_S)
+
+
+def wait_for_build() -> dict:
+    """Before loading the exercise: wait until the parent has built it, and return what the parent
+    wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait."""
+    path = os.environ.get(BUILD_ENV)
+    if not path:
+        return {}
+    result = Path(path)
+    while not result.exists():
+        if _parent_gone():
+            os._exit(3)
+        time.sleep(POLL_S)
+    return json.loads(result.read_text())
+
+
+@contextlib.contextmanager
+def one_at_a_time(exclusive: bool = True):
+    """Run the body holding the run's exclusive lock (for a check of more than 2^31 bytes); its
+    cached GPU memory is released before the next process gets the lock. Ungated: just the body."""
+    prefix = os.environ.get(GATE_ENV)
+    if not exclusive or not prefix:
+        yield
+        return
+    with open(Path(prefix).parent / LOCK_NAME, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting = Path(prefix + ".lockwait")
+            waiting.touch()
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX)
+            finally:
+                waiting.unlink(missing_ok=True)
+        try:
+            yield
+        finally:
+            _release_cached_memory()
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# --- in the parent -------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    """One process to run: its command, and once it ended, how."""
+
+    name: str  # unique among one run's jobs: names its files in the run's folder
+    cmd: list[str]
+    env: dict[str, str]
+    cwd: Path
+    returncode: int | None = None
+    timed_out: bool = False
+    output: str = ""  # stdout and stderr together
+    # set by the parent while it still builds what the job needs: the job's clock stops meanwhile
+    held: bool = False
+    # a process that does little before its timing (grader.run.yardstick): started at once, and the
+    # others only once it has ended, so that no submitted code runs while it times the reference
+    light: bool = False
+    active_s: float = 0.0  # what counts against the time limit
+    waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
+    held_s: float = 0.0  # running while held: waiting for its builds
+    wall_s: float = 0.0
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _state: str = field(default=CHECKS, repr=False)
+    _started: float = field(default=0.0, repr=False)
+
+
+def _kill_session(pid: int) -> None:
+    """SIGKILL a process started with start_new_session, and every process it started."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _kill(job: Job) -> None:
+    """SIGKILL the job's session (any helper it started dies too); the caller reaps it."""
+    _kill_session(job._proc.pid)
+
+
+def run_session(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, capture_output=True, text=True) in a session of its own; past `timeout`
+    the whole session is killed (a build's ninja and nvcc too, not only the Python that started
+    them) before TimeoutExpired is raised."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          **kwargs) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_session(proc.pid)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, resident: int | None = None,
+        on_finish=None, compiling=None) -> list[Job]:
+    """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
+    count: it holds no core), and at most `resident` alive at once (a waiting one still holds GPU
+    memory), each with `timeout` seconds of its own time (not counting while it is `held`); gated
+    when there is more than one job and either `parallel` > 1 or a light job, or when `compiling` is
+    given, and then no timing starts while any job is held. Light jobs start at once and count against neither bound; the
+    others start once every light job has ended: a submission's process, alive beside the yardstick,
+    could otherwise keep the GPU busy from a thread of its own while the reference is timed, and slow
+    the yardstick every submission is scored against.
+    `on_finish(job)` is called as each ends. `compiling()`, when given, says whether builds the jobs
+    do not wait for still run on this machine (a class's next rounds): no timing starts meanwhile
+    either. Returns `jobs`."""
+    gated = (len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))) or compiling is not None
+    folder = Path(folder)
+    pending, running = list(jobs), []
+    holder: Job | None = None  # the one whose timing has the GPU
+
+    def start(job: Job) -> None:
+        env = dict(job.env)
+        env[PARENT_ENV] = str(os.getpid())
+        if gated:
+            env[GATE_ENV] = str(folder / job.name)
+        with open(folder / f"{job.name}.log", "wb") as log:
+            job._proc = subprocess.Popen(job.cmd, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        job._state, job._started = CHECKS, time.monotonic()
+        running.append(job)
+
+    def finish(job: Job) -> None:
+        job.returncode = job._proc.returncode
+        # what it started and left running (a helper process still using the GPU) ends with it: it
+        # would otherwise share the GPU with the timings after it
+        _kill_session(job._proc.pid)
+        job.output = (folder / f"{job.name}.log").read_text(errors="replace")
+        job.wall_s = time.monotonic() - job._started
+        running.remove(job)
+        if on_finish is not None:
+            on_finish(job)
+
+    try:
+        last = time.monotonic()
+        while pending or running:
+            now = time.monotonic()
+            step, last = now - last, now
+            building = any(j.held for j in jobs) or (compiling is not None and compiling())  # no timing beside a compiler
+            for job in list(running):
+                waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
+                if job.held:  # bounded by the parent's own limit on builds
+                    job.held_s += step
+                elif waits and (len(running) > 1 or building):
+                    job.waited_s += step
+                else:
+                    job.active_s += step
+                if job._proc.poll() is None and job.active_s > timeout:
+                    _kill(job)  # reaped on a later pass: a GPU context can take seconds to tear down
+                    job.timed_out = True
+                if job._proc.poll() is not None:
+                    if holder is job:
+                        holder = None
+                    finish(job)
+                elif gated and job._state == CHECKS and (folder / f"{job.name}.ready").exists():
+                    job._state = READY
+            for job in [j for j in pending if j.light]:
+                pending.remove(job)
+                start(job)
+            if holder is None:
+                while (pending and not any(j.light for j in running)
+                       and sum(j._state == CHECKS and not j.light for j in running) < parallel
+                       and (resident is None or sum(not j.light for j in running) < max(1, resident))):
+                    start(pending.pop(0))
+                ready = [j for j in running if j._state == READY]
+                if ready and len(ready) == len(running) and not building:
+                    holder = ready[0]  # in order of start: the report's order
+                    holder._state = TIMING
+                    (folder / f"{holder.name}.go").touch()
+            time.sleep(POLL_S)
+    finally:
+        for job in running:  # interrupted (Ctrl-C): leave no process behind
+            _kill(job)
+            job._proc.wait()
+    return jobs

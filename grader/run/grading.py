@@ -1,0 +1,579 @@
+"""Grading a target folder: its exercises built in parallel, each graded in its own time-limited
+process (several at once, each timing alone on the GPU: grader.run.gate), and each process's results
+scored into a row. `python -m grader` (grader.run.cli), class grading (grader.classroom.grade) and the tests
+call `grade_target`; `build_all` is the one build scheduler.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from grader import env
+from grader.toolchain import build
+from grader.run import gate
+from grader.run.options import DEFAULT_TIMEOUT, RACECHECK, GradeOptions
+from grader.verify.results import peak_check_mib, write_json_atomic
+from grader.verify.scoring import score_exercise
+from grader.verify.spec import Selection, Spec
+
+BUILD_TIMEOUT = 900
+
+
+def rounds(items: Sequence, exercise_of) -> list[list]:
+    """`items` in rounds of at most one per exercise (`exercise_of(item)`), the i-th item of each
+    exercise in round i: a round fits one target folder, which holds each exercise name once."""
+    by_exercise: dict[str, list] = {}
+    for item in items:
+        by_exercise.setdefault(exercise_of(item), []).append(item)
+    count = max((len(v) for v in by_exercise.values()), default=0)
+    return [[v[i] for v in by_exercise.values() if i < len(v)] for i in range(count)]
+
+
+def resolve_target(target: str) -> Path:
+    if target in ("exercises", "solutions"):
+        return env.REPO / target
+    path = Path(target).resolve()
+    if not path.is_dir():
+        raise SystemExit(f"target {target!r} is not a folder")
+    return path
+
+
+def _child_env(device: str | None = None) -> dict:
+    """The environment of a build or grading process; `device` pins it to one GPU."""
+    e = dict(os.environ)
+    if device is not None:
+        e["CUDA_VISIBLE_DEVICES"] = device
+        e["COURSE_GPU_EXPECTED"] = device  # a pinned process that sees no GPU must fail, not skip
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(env.REPO), e.get("PYTHONPATH")]))
+    e.setdefault("PYTHONUNBUFFERED", "1")
+    return e
+
+
+def _build_one(d: Path, child: dict) -> dict:
+    """Build one folder in its own process (nothing when its build is up to date); never raises."""
+    try:
+        hit = build.cached(d)
+        if hit is not None:
+            return asdict(hit)
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            cmd = [sys.executable, "-m", "grader.toolchain.build", str(d), "--json", out.name]
+            start = time.perf_counter()
+            try:
+                proc = gate.run_session(cmd, BUILD_TIMEOUT, cwd=env.REPO, env=child)
+            except subprocess.TimeoutExpired:
+                return {"ok": False, "error": f"the build took longer than {BUILD_TIMEOUT} s"}
+            try:
+                data = json.loads(Path(out.name).read_text())[0]
+            except (ValueError, IndexError):
+                data = {"ok": False, "error": (proc.stderr or proc.stdout)[-3000:]}
+            data["wall_s"] = time.perf_counter() - start
+            return data
+    except Exception as e:  # a job waiting for this build must hear of it, whatever happened
+        return {"ok": False, "error": f"the build could not run: {type(e).__name__}: {e}"}
+
+
+def start_builds(dirs: Sequence[Path], jobs: int, pool: ThreadPoolExecutor, log=print) -> dict[Path, Future]:
+    """Start building folders on `pool` (`jobs` workers), each in its own process; a failure costs
+    only that folder. Each future's result is the folder's build result (a dict)."""
+    child = _child_env()
+    child["MAX_JOBS"] = str(max(1, (os.cpu_count() or 2) // max(1, jobs)))  # ninja's parallelism inside one build
+
+    def report(d: Path, future: Future) -> None:
+        data = future.result()
+        state = "cached" if data.get("cached") else ("built" if data["ok"] else "FAILED")
+        log(f"  {state:6s} {d.relative_to(d.parent.parent) if len(d.parts) > 1 else d}  ({data.get('wall_s', 0):.1f} s)")
+
+    futures = {}
+    for d in dict.fromkeys(dirs):
+        futures[d] = pool.submit(_build_one, d, child)
+        futures[d].add_done_callback(lambda f, d=d: report(d, f))
+    return futures
+
+
+def build_all(dirs: list[Path], jobs: int, log=print) -> dict[Path, dict]:
+    """Build folders in parallel, each in its own process; a failure costs only that folder."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = start_builds(dirs, jobs, pool, log)
+    return {d: f.result() for d, f in futures.items()}
+
+
+SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found an error (--error-exitcode)
+
+
+def find_sanitizer() -> str:
+    for candidate in [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "compute-sanitizer",
+                      Path("/usr/local/cuda/bin/compute-sanitizer")]:
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("compute-sanitizer")
+    if not found:
+        raise SystemExit("SANITIZE=1 and RACECHECK=1 need compute-sanitizer (part of the CUDA toolkit), which is not installed here")
+    return found
+
+
+def sanitizer_errors(output: str) -> str:
+    """The first errors compute-sanitizer reported, e.g. 'Invalid __global__ write of size 4 bytes
+    at leaky_relu_kernel<float>(...)+0x2d0 ... Address 0x7f... is out of bounds', or '' if none."""
+    lines = [l.removeprefix("=========").strip() for l in output.splitlines() if l.startswith("=========")]
+    first = [i for i, l in enumerate(lines) if l.startswith(("Invalid ", "Misaligned ", "Malloc/Free error",
+                                                             "Error: Race reported", "Warning: Race reported"))]
+    if not first:
+        return ""
+    i = first[0]
+    return " | ".join(l for l in lines[i:i + 4] if l)[:600]
+
+
+def _results_path(workdir: Path, exercise: str) -> Path:
+    """Where a grading process writes its tests' outcomes as they finish."""
+    return workdir / f"{exercise}.json"
+
+
+def _judge_outputs_path(workdir: Path, exercise: str) -> Path:
+    """Where a grading process saves its op's outputs on the judge's calls (grader.verify.judge)."""
+    return workdir / f"{exercise}.judge.pt"
+
+
+def _build_result_path(workdir: Path, exercise: str) -> Path:
+    """Where the parent says how a grading process's builds went (grader.run.gate.wait_for_build)."""
+    return workdir / f"{exercise}.build.json"
+
+
+def _timed_outputs_path(workdir: Path, exercise: str) -> Path:
+    """Where a grading process saves sampled elements of its timed outputs (grader.verify.judge)."""
+    return workdir / f"{exercise}.timed.pt"
+
+
+YARDSTICK = "yardstick"  # the name of the run's yardstick job (no exercise is named so)
+
+
+def yardstick_job(references: dict[str, Path | None], workdir: Path, device: str | None = None) -> gate.Job:
+    """The trusted process that times the reference, PyTorch and the device's limit for each of
+    `references` (exercise -> reference folder, None without one; grader.run.yardstick); it waits for
+    the references' builds and for the GPU."""
+    out = workdir / f"{YARDSTICK}.json"
+    out.unlink(missing_ok=True)
+    _build_result_path(workdir, YARDSTICK).unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "grader.run.yardstick", "--out", str(out),
+           *(e if ref is None else f"{e}={ref}" for e, ref in references.items())]
+    child = _child_env(device)
+    child[gate.BUILD_ENV] = str(_build_result_path(workdir, YARDSTICK))
+    return gate.Job(YARDSTICK, cmd, child, env.REPO, light=True)
+
+
+def _timing_ran(workdir: Path, exercise: str) -> bool:
+    """Whether the exercise's grading process ran its timing (passed or failed; not skipped, as when a
+    check it requires failed, nor cut short before it)."""
+    try:
+        tests = json.loads(_results_path(workdir, exercise).read_text())["tests"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return any(t.get("name") == "performance" and t.get("outcome") in ("passed", "failed") for t in tests)
+
+
+def run_yardstick(references: dict[str, Path | None], builds: dict[Path, Future], workdir: Path, device: str | None,
+                  timeout: float, compiling=None, log=print) -> dict[str, dict]:
+    """Time `references` (exercise -> reference folder) in the yardstick's own process, alone on the
+    GPU (after the grading processes; in a class, after its builds too: `compiling`); its numbers
+    by exercise (read_yardstick)."""
+    stick = yardstick_job(references, workdir, device)
+    needs = {e: builds[ref] for e, ref in references.items() if ref is not None}
+    wait_all(needs.values())
+    ok = {e: {"ok": f.result()["ok"]} for e, f in needs.items()}
+    write_json_atomic(_build_result_path(workdir, YARDSTICK), {"ok": all(v["ok"] for v in ok.values()), **ok})
+    log(f"timing the reference of {len(references)} exercise(s) beside PyTorch and the device's limit ...")
+    gate.run([stick], workdir, parallel=1, timeout=timeout, compiling=compiling)
+    return read_yardstick(stick, workdir)
+
+
+def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
+    """The yardstick's numbers by exercise; an exercise it could not measure gets {"error": why}
+    (its speed then cannot be scored)."""
+    try:
+        return json.loads((workdir / f"{YARDSTICK}.json").read_text())
+    except (OSError, ValueError):
+        tail = " ".join((job.output or "").strip().splitlines()[-3:])[-300:]
+        return {"*": {"error": "the reference timing failed" + (f": {tail}" if tail else "")}}
+
+
+def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: GradeOptions,
+                device: str | None = None) -> gate.Job:
+    """The process that grades one exercise folder (run by grader.run.gate, which contains its crashes
+    and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
+    waits, before loading the exercise, for the parent to write `_build_result_path`. Of `options`,
+    it takes the seed, the keyword (pytest's -k), quick, sanitize and first_failure.
+
+    `options.sanitize` runs the correctness checks (not the timing, not the slow checks) under
+    compute-sanitizer's memcheck, with PyTorch's caching allocator off so that every tensor is its
+    own allocation: a write past the end of an output is caught even when the answer is right.
+    `sanitize="racecheck"` runs compute-sanitizer's racecheck instead, on the checks marked
+    `racecheck` (grader/run/suite/conftest.py: every op's fixed small calls, forward and backward, and the
+    specs' checks named "racecheck", shapes where a block's shared tile is reused): a shared-memory
+    hazard between threads (a missing barrier) is reported even when every answer happens to be right.
+
+    `options.first_failure` stops the process at its first failed check (pytest's -x): not a grade (the
+    checks after it are not run), but all a mutant needs to be known killed (grader.run.mutants)."""
+    if options.seed is None:
+        raise ValueError("a grading process needs the run's seed (GradeOptions.seed)")
+    seed, keyword, sanitize = options.seed, options.keyword, options.sanitize
+    results_path = _results_path(workdir, exercise)
+    results_path.unlink(missing_ok=True)
+    _build_result_path(workdir, exercise).unlink(missing_ok=True)
+    _judge_outputs_path(workdir, exercise).unlink(missing_ok=True)
+    _timed_outputs_path(workdir, exercise).unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "run" / "suite"), "-q", "-p", "no:cacheprovider",
+           f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}",
+           f"--judge-outputs={_judge_outputs_path(workdir, exercise)}",
+           f"--timed-outputs={_timed_outputs_path(workdir, exercise)}"]
+    if keyword:
+        cmd += ["-k", keyword]
+    if sanitize == RACECHECK:
+        cmd += ["-m", "racecheck and not slow and not huge"]
+    elif options.quick or sanitize:
+        cmd += ["-m", "not slow"]
+    if options.first_failure:
+        cmd.append("-x")
+    cmd.append("--durations=5")  # in the log: where grading time goes
+    child = _child_env(device)
+    child[gate.BUILD_ENV] = str(_build_result_path(workdir, exercise))
+    child["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the suite needs no installed plugin; loading them costs
+    if sanitize == RACECHECK:
+        # hazards between threads of a block in shared memory; the caching allocator may stay on
+        cmd = [find_sanitizer(), "--tool", "racecheck", "--racecheck-report", "analysis", "--error-exitcode",
+               str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
+        child.update(COURSE_SANITIZE="1")
+    elif sanitize:
+        # memory errors only: PyTorch's own probing of the CUDA API would otherwise be reported too
+        cmd = [find_sanitizer(), "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode",
+               str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
+        child.update(PYTORCH_NO_CUDA_MEMORY_CACHING="1", COURSE_SANITIZE="1")
+    return gate.Job(exercise, cmd, child, env.REPO)
+
+
+def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool | str = False,
+                seed: int | None = None, yardstick: dict | None = None, device: str | None = None,
+                strict: bool = False) -> dict:
+    """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
+    With the run's `seed` (on a GPU), the judge re-checks the op's saved outputs here, where the
+    submission's code never ran (grader.verify.judge): its verdicts join the tests of their groups, and the
+    timing's raw numbers are put beside the `yardstick`'s (grader.run.yardstick) to be scored. Without
+    (no GPU), nothing can be re-checked, and a GPU check's "passed" is not believed."""
+    results_path = _results_path(workdir, spec.exercise)
+    output = job.output
+    status, error = "graded", ""
+    if job.timed_out:
+        status, error = "timed out", f"grading took longer than {timeout:g} s (a hanging kernel or an endless loop?)"
+    data = {"tests": [], "running": None}
+    if results_path.exists():
+        data = json.loads(results_path.read_text())
+    tests = data["tests"]
+    if job.returncode is not None and job.returncode < 0 and status == "graded":
+        sig = signal.Signals(-job.returncode).name
+        status, error = "crashed", f"the grading process died with {sig}"
+    elif job.returncode not in (0, 1) and status == "graded" and not tests:
+        status, error = "error", _tail(output)
+    found = sanitizer_errors(output) if sanitize else ""
+    if sanitize and (found or job.returncode == SANITIZER_EXIT):
+        status = "shared memory races" if sanitize == RACECHECK else "memory errors"
+        error = f"compute-sanitizer{' racecheck' if sanitize == RACECHECK else ''}: " + (found or "errors reported (see the log)")
+    if data.get("tampered"):
+        shown = ", ".join(data["tampered"][:5]) + (" ..." if len(data["tampered"]) > 5 else "")
+        status, error = "tampered", f"the submission replaced functions the grader relies on: {shown}"
+    if status in ("crashed", "timed out"):
+        running = data.get("running")
+        if running:
+            error += f" while running {running}"
+        # keep the finished tests: the crash costs the unfinished ones, not the exercise's record
+        for t in tests:
+            if t["outcome"] == "not run":
+                t["outcome"], t["reason"] = "failed", error
+        if tests:
+            status = "graded"
+    if seed is not None and status == "graded":
+        from grader.verify import judge  # imports torch: the specs, loaded by now, did already
+
+        tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests)
+        tests += timing_tests(spec, tests, yardstick or {}, _timed_outputs_path(workdir, spec.exercise), device)
+    elif seed is None:
+        on_gpu = {c.name for c in spec.checks() if c.needs_gpu} | {"performance"}
+        for t in tests:
+            if t["name"] in on_gpu and t["outcome"] == "passed":
+                t["outcome"], t["reason"] = "skipped", "a GPU check cannot have passed without a GPU"
+    row = score_exercise(spec, tests, status, error, strict)
+    row["log"] = _tail(output, 20000)
+    return row
+
+
+def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: Path, device: str | None) -> list[dict]:
+    """The timing's verdicts on correctness, as tests of the groups they vouch for: the timed calls
+    the grading process found wrong, and the parent's own re-check of sampled timed outputs. The
+    timing's raw numbers are put beside the yardstick's for scoring (grader.verify.scoring)."""
+    from grader.verify import judge
+    from grader.verify.speed import combine
+
+    perf_test = next((t for t in tests if t["name"] == "performance"), None)
+    if perf_test is None or perf_test["outcome"] not in ("passed", "failed"):
+        return []
+    props = perf_test.setdefault("properties", {})
+    raw = props.get("performance") or {}
+    if "rate" in raw and "error" in yardstick:
+        raw = {**raw, "verdict": f"grader error: {yardstick['error']}"}
+    props["performance"] = combine(raw, None if "error" in yardstick else yardstick)
+    found = [{"name": "timed calls at the benchmark's shape", "group": group, "outcome": "failed", "reason": why,
+              "properties": {}} for group, why in (raw.get("wrong") or {}).items()]
+    failed = perf_test["outcome"] == "failed"
+    excused = failed and (bool(found) or "out of memory" in str(perf_test.get("reason", "")).lower())
+    return found + judge.timed_verdicts(spec, timed_outputs, device, excused=excused)
+
+
+def pytest_session_s(output: str) -> float | None:
+    """The seconds pytest's summary line gives its session (`3 failed, 80 passed in 28.03s`), from a
+    grading process's output; None when it has none (it crashed or was killed)."""
+    found = re.findall(r"\bin (\d+(?:\.\d+)?)s\b", output[-2000:] if output else "")
+    return float(found[-1]) if found else None
+
+
+def _tail(text: str, limit: int = 3000) -> str:
+    return text[-limit:] if text else ""
+
+
+def _nvidia_smi(query: str) -> list[str]:
+    """One line per GPU of `nvidia-smi --query-gpu=<query>`; [] without a GPU or nvidia-smi."""
+    if not env.gpu_present():
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines() if out.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+
+
+def device_name() -> str:
+    return (_nvidia_smi("name,driver_version") or [""])[0]
+
+
+def device_cc() -> str | None:
+    """The first GPU's compute capability, e.g. "9.0"; None without a GPU."""
+    cc = (_nvidia_smi("compute_cap") or [""])[0].strip()
+    return cc if re.fullmatch(r"\d+\.\d+", cc) else None
+
+
+def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
+    """Each built exercise's resource report (grader.run.resources) into its row; never fails the grade."""
+    from grader.run import resources
+
+    for row in rows:
+        if row["status"] in ("build failed", "missing"):
+            continue
+        try:
+            row["resources"] = resources.exercise_report(target / row["exercise"], cc)
+        except Exception as e:  # the report is advice: a bug in it must not cost a grade
+            row["resources"] = {"error": f"{type(e).__name__}: {e}"}
+
+
+GIB_PER_PROCESS = 7.5  # free GPU memory to allow per grading process that runs its checks
+CORES_SPARED, PARALLEL_MAX = 2, 12  # default_parallel: the cores less two (the parent, the builds), at most 12
+# PARALLEL's default as the Makefile, the README and `python -m grader --help` state it (tests/test_messages.py)
+PARALLEL_DEFAULT = (f"the cores less {CORES_SPARED}, at most {PARALLEL_MAX}, "
+                    f"one per {GIB_PER_PROCESS:g} GiB of free GPU memory")
+# What a grading process still holds once its checks are done and it waits for its timing: its CUDA
+# context with cuBLAS and cuDNN loaded (0.7 GiB measured on an H100)
+GIB_PER_WAITING_PROCESS = 1.0
+
+
+def _free_gib() -> float | None:
+    """The least free memory of the visible GPUs, in GiB; None where nvidia-smi cannot say."""
+    free_mib = [float(m) for m in _nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
+    return min(free_mib) / 1024 if free_mib else None
+
+
+def default_parallel(count: int) -> int:
+    """How many of `count` exercises run their checks at once: as many as there are cores less two
+    (a grading process keeps about one busy), at most 12, and one per 7.5 GiB of free GPU memory, so
+    that the check that needs 8.8 GiB (one at a time) still finds it beside the others (a 16 GB T4
+    grades one at a time, a 24 GB card two or three, an 80 GB H100 all ten). All at once where that
+    fits: each timing waits for every running check to end, and a process started later makes every
+    other one wait for its checks. `python -m grader` prints the most memory each exercise's checks
+    held."""
+    n = min(count, max(1, (os.cpu_count() or 2) - CORES_SPARED), PARALLEL_MAX)
+    if n <= 1:
+        return 1
+    free = _free_gib()
+    if free is not None:
+        n = min(n, int(free // GIB_PER_PROCESS))
+    return max(1, n)
+
+
+def default_resident(parallel: int) -> int | None:
+    """How many grading processes may be alive at once: `parallel` running their checks, and beside
+    them those done with their checks that wait for their turn to time, each still holding a CUDA
+    context. Unbounded, all ten waited on a card with 7.5 GiB free and the checks running beside
+    them ran out of memory (measured). None where the free memory is unknown."""
+    free = _free_gib()
+    if free is None:
+        return None
+    return parallel + max(0, int((free - parallel * GIB_PER_PROCESS) // GIB_PER_WAITING_PROCESS))
+
+
+def selects_performance(keyword: str | None) -> bool:
+    """Whether a pytest `-k` expression keeps the timing test (as pytest matches it: by substring of
+    the test's name and markers)."""
+    if not keyword:
+        return True
+    from _pytest.mark.expression import Expression
+
+    names = ("test_performance", "performance", "slow", "gpu", "test_exercise.py")
+    try:
+        return Expression.compile(keyword).evaluate(lambda sub, *_: any(sub in n for n in names))
+    except Exception:  # an expression pytest itself will reject: time as if selected
+        return True
+
+
+def release_when_built(jobs: dict[str, gate.Job], waits: list[tuple[str, dict[str, Future], Path]]) -> None:
+    """For each (job name, the builds it needs, its build-result file): once those builds are done (at
+    once when it needs none), write what built into the file its process waits for and release the
+    job (its clock runs again). Each job is settled once, whichever build finishes last."""
+    lock = threading.Lock()
+    settled: set[str] = set()
+
+    def settle(name: str, needs: dict[str, Future], result_file: Path) -> None:
+        with lock:
+            if name in settled or not all(f.done() for f in needs.values()):
+                return
+            settled.add(name)
+        try:
+            ok = {k: {"ok": f.result()["ok"]} for k, f in needs.items()}
+            write_json_atomic(result_file, {"ok": all(v["ok"] for v in ok.values()), **ok})
+        finally:
+            jobs[name].held = False
+
+    for name, needs, result_file in waits:
+        for f in needs.values():
+            f.add_done_callback(lambda _f, a=(name, needs, result_file): settle(*a))
+        settle(name, needs, result_file)
+
+
+def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: GradeOptions, *,
+                 device: str | None = None, yardsticks: dict | None = None, log=print, compiling=None) -> list[dict]:
+    """Build and grade every selected exercise of one target folder; one row per exercise, graded
+    under `options` (its seed must be set; `options.parallel` None: `default_parallel`).
+
+    Each grading process starts at once, beside the builds: it imports torch and collects its
+    checks while its exercise (and the reference it is timed against) compiles, then waits for the
+    parent's word, its clock stopped (grader.run.gate). `specs` may be a Selection whose specs are still
+    importing: they are needed only to score. `device` (a CUDA_VISIBLE_DEVICES entry) pins the
+    grading processes to one GPU. `options.parallel` exercises run their checks at once, and each timing
+    runs alone on the GPU, never beside a build; the rows are those of a serial run (`parallel` 1).
+    The reference, PyTorch and the device's limit are timed by a yardstick process (grader.run.yardstick)
+    once the grading processes have ended, for the exercises whose timing ran; `yardsticks`, a dict
+    kept by the caller across calls, holds its numbers by (device, exercise), so that a class's
+    students are measured against one yardstick per GPU.
+    `compiling()` says whether other builds still run on this machine (grader.run.gate.run)."""
+    chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
+    seed, timeout, jobs, keyword, sanitize = options.seed, options.timeout, options.jobs, options.keyword, options.sanitize
+    parallel = max(1, options.parallel if options.parallel is not None else default_parallel(len(chosen.exercises)))
+    gpu = env.gpu_present()
+    present = [e for e in chosen.exercises if (target / e).is_dir()]
+    solutions = env.REPO / "solutions"
+    timed = gpu and not options.quick and not sanitize and selects_performance(keyword)
+    yardsticks = {} if yardsticks is None else yardsticks
+    references: dict[str, Path | None] = {}  # exercise -> the reference its yardstick times (None: PyTorch's x ratio)
+    for e in present if timed else []:
+        if (device, e) in yardsticks:
+            continue  # measured earlier in this run on this GPU
+        if (solutions / e).resolve() == (target / e).resolve():
+            references[e] = target / e  # grading the solutions: each is its own reference (built once)
+        else:
+            references[e] = solutions / e if (solutions / e).is_dir() else None
+    # each exercise and each reference a yardstick times
+    to_build = [d for d in [*(target / e for e in present), *references.values()] if d is not None]
+    log(f"building {len(dict.fromkeys(to_build))} extension(s), {jobs} at a time ...")
+    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
+        tmp = Path(tmp)
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
+            gradings = {e: grading_job(e, target / e, tmp, options, device) for e in present}
+            if "OMP_NUM_THREADS" not in os.environ:
+                # PyTorch's CPU ops (references, the judge's inputs) would each take every core, and
+                # `parallel` processes doing so at once spend their time preempting one another
+                share = max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(gradings))))
+                for job in gradings.values():
+                    job.env["OMP_NUM_THREADS"] = str(share)
+            jobs_by_name = dict(gradings)
+            for job in jobs_by_name.values():
+                job.held = True
+            builds = start_builds(to_build, jobs, pool, log)
+            release_when_built(jobs_by_name, [(e, {e: builds[target / e]}, _build_result_path(tmp, e))
+                                              for e in gradings])
+            if len(gradings) > 1 and parallel <= 1 and timed:
+                # one after another: build everything first, so that no timing runs beside a compiler
+                wait_all(builds.values())
+            if len(gradings) > 1 and parallel > 1:
+                log(f"grading {len(gradings)} exercises, up to {parallel} at a time (each timing alone on the GPU) ...")
+
+            def done(job: gate.Job) -> None:
+                if job.name not in gradings:
+                    return
+                own = builds[target / job.name]
+                if own.done() and not own.result()["ok"]:
+                    return  # reported as a failed build
+                notes = [f"{s:.1f} s of it {what}" for s, what in
+                         ((job.held_s, "while its build ran"), (job.waited_s, "waiting for the GPU")) if s >= 0.1]
+                try:
+                    peak = peak_check_mib(json.loads(_results_path(tmp, job.name).read_text()))
+                except (OSError, ValueError):
+                    peak = 0
+                if peak:
+                    notes.append(f"its largest check held {peak / 1024:.1f} GiB of the GPU")
+                session = pytest_session_s(job.output)
+                outside = job.wall_s - job.held_s - job.waited_s - (session or 0.0)
+                if session is not None and outside >= 5:  # start-up and exit, which should take seconds
+                    notes.append(f"{session:.1f} s in pytest's session, {outside:.1f} s outside it")
+                log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
+
+            gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
+                     compiling=compiling,
+                     timeout=timeout, on_finish=done)
+        # The yardstick, once every grading process has ended (no submitted code is alive), for the
+        # exercises whose timing ran: a stub's timing does not run (its checks fail first), and timing
+        # its reference anyway made a grade of the stubs wait for every reference's timing.
+        timed_here = {e: ref for e, ref in references.items() if _timing_ran(tmp, e)}
+        if timed_here:
+            measured = run_yardstick(timed_here, builds, tmp, device, timeout, compiling, log)
+            for e in timed_here:
+                yardsticks[(device, e)] = measured.get(e) or measured.get("*") or {"error": "not measured"}
+        # every build has ended here (a process may end before its build: no check needed it)
+        loaded = chosen.specs()
+        rows: dict[str, dict] = {}
+        for e in chosen.exercises:
+            s = loaded.get(e)
+            if s is None:
+                continue  # its spec failed to load (grader.verify.spec.SPEC_ERRORS): not graded
+            d = target / e
+            if not d.is_dir():
+                rows[e] = score_exercise(s, [], "missing", f"no folder {d}")
+            elif not builds[d].result()["ok"]:
+                rows[e] = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
+            else:
+                scoring = time.perf_counter()
+                rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
+                                      yardsticks.get((device, e)), device, options.strict)
+                scoring = time.perf_counter() - scoring
+                if scoring >= 2:  # the judge's re-checks here, outside the grading process
+                    log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")
+            if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
+                rows[e]["build"] = {"cached": bool(builds[d].result().get("cached")),
+                                    "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)}
+    return [rows[e] for e in chosen.exercises if e in rows]

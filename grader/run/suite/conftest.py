@@ -1,0 +1,235 @@
+"""The grading suite for one exercise folder, run by the grader in its own process:
+
+    python -m pytest grader/run/suite --exercise-dir exercises/01_leaky_relu [--results out.json]
+
+Each of the spec's checks is one parametrized test; `test_performance` times the op last.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from grader import env
+
+env.configure()
+
+# the generated properties that RACECHECK=1 runs (grader.run.grading): every op's fixed small calls, the
+# forward on the current stream and the backward through autograd
+RACECHECK_PROPERTIES = ("[on the current stream]", "[gradients]")
+
+
+def _warm_up() -> None:
+    """The CUDA context (tenths of a second) and the modules the integrity snapshot watches (so that
+    they are in it), made ready beside the collection and the wait for the build instead of after
+    them. Joined before the first check: a thread working beside the checks holds the GIL in 5 ms
+    slices (importing sympy that way made each small check on the H100 five times slower)."""
+    import importlib
+
+    import torch
+
+    from grader.verify.integrity import WATCHED_MODULES
+
+    for name in WATCHED_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    if torch.cuda.is_available():
+        torch.empty(1, device="cuda")
+
+
+_warm_up_thread = threading.Thread(target=_warm_up, name="warm-up", daemon=True)
+_warm_up_thread.start()
+
+from grader.run import gate  # noqa: E402
+from grader.verify import spec as specs  # noqa: E402
+from grader.verify.results import ResultsRecorder  # noqa: E402
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("course grading")
+    group.addoption("--exercise-dir", help="the exercise folder to grade")
+    group.addoption("--seed", type=int, default=int(os.environ.get("COURSE_SEED", "0") or 0),
+                    help="base seed of every random input (printed by the grader; replay with it)")
+    group.addoption("--results", help="write each test's outcome here as JSON, as the run goes")
+    group.addoption("--judge-outputs", help="save the op's outputs on the judge's calls here (grader.verify.judge)")
+    group.addoption("--timed-outputs", help="save sampled elements of timed outputs here (grader.verify.judge)")
+
+
+def pytest_configure(config):
+    for module in specs.spec_modules():  # by name: importing every spec would cost each run seconds
+        config.addinivalue_line("markers", f"{module[:4]}: exercise {module[2:]}")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
+    config.addinivalue_line("markers", "slow: skipped in the quick edit-grade loop")
+    config.addinivalue_line("markers", "huge: allocates more than 2^31 bytes (one such check at a time)")
+    config.addinivalue_line("markers", "racecheck: run under compute-sanitizer racecheck by RACECHECK=1 (small cases)")
+    if config.getoption("--results"):
+        config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results")), config), "course-results")
+
+
+_exit_status: list[int] = []
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _exit_status.append(int(exitstatus))
+    if os.environ.get("COURSE_PATHS_OUT") and session.config.getoption("--exercise-dir"):
+        from grader.verify import paths  # the planner paths the exercise's library took (grader/verify/paths.py)
+
+        paths.record(Path(session.config.getoption("--exercise-dir")), os.environ["COURSE_PATHS_OUT"])
+    if _fp64_work and _fp64_work[0] is not None:
+        _fp64_work[0].save(os.environ["COURSE_COUNT_FP64"].replace("{exercise}", _spec(session.config).exercise))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where grading time goes, beside pytest's slowest durations: the watch's observation windows."""
+    from grader.verify.observe import WATCH
+
+    if WATCH.windows:
+        terminalreporter.write_line(f"observation windows: {WATCH.windows}, their profiler sessions "
+                                    f"{WATCH.overhead_s:.1f} s beyond the calls they held")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Run by the grader (its results are written after every test), the process ends here, without
+    tearing down the CUDA context and the interpreter: a second or two of the edit-grade loop. Not
+    under compute-sanitizer, which reports when the process exits normally."""
+    if config.getoption("--results") and _exit_status and not os.environ.get("COURSE_SANITIZE"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status[0])
+
+
+def _spec(config):
+    exercise_dir = config.getoption("--exercise-dir")
+    if not exercise_dir:
+        raise pytest.UsageError("--exercise-dir is required")
+    return specs.by_exercise(Path(exercise_dir).resolve().name)
+
+
+def pytest_generate_tests(metafunc):
+    if "check" in metafunc.fixturenames:
+        from grader.verify.properties import property_checks
+
+        spec = _spec(metafunc.config)
+        checks = spec.checks() + property_checks(spec)
+        metafunc.parametrize("check", checks, ids=[c.name for c in checks])
+
+
+_math_state: list = []  # the exercise's math state, entered once for the whole process
+_fp64_work: list = []  # grader.verify.fp64's counter, when asked for
+
+
+def pytest_collection_modifyitems(config, items):
+    spec = _spec(config)
+    if not _math_state:
+        from grader.verify import fp64
+
+        _fp64_work.append(fp64.start())
+        # one global state for every call of the op, checks and timing alike (Spec.math), set before
+        # the integrity snapshot (taken right before the submission is imported), so it holds them
+        _math_state.append(spec.math())
+        _math_state[0].__enter__()
+    for item in items:
+        item.add_marker(getattr(pytest.mark, spec.marker))
+        check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+        if check is None or check.needs_gpu:
+            item.add_marker(pytest.mark.gpu)
+        if (check is not None and check.slow) or item.name == "test_performance":
+            item.add_marker(pytest.mark.slow)
+        if check is not None and check.huge:
+            item.add_marker(pytest.mark.huge)
+        if check is not None and (check.name.endswith(RACECHECK_PROPERTIES) or "racecheck" in check.name):
+            item.add_marker(pytest.mark.racecheck)
+
+
+@pytest.fixture(scope="session")
+def spec(request) -> specs.Spec:
+    return _spec(request.config)
+
+
+def _load(exercise_dir: Path, spec: specs.Spec):
+    try:
+        return specs.import_exercise_module(exercise_dir, spec), None
+    except Exception as e:  # a build error or an exception in the student's Python
+        return None, f"{type(e).__name__}: {str(e).split(chr(10) + 'Exception raised from')[0]}"
+
+
+@pytest.fixture(scope="session")
+def built(request) -> dict:
+    """Started by the grader beside its builds: wait until they are done (its clock stopped), before
+    anything loads the exercise. A failed build ends this process: the grader reports the compiler's
+    message itself."""
+    result = gate.wait_for_build()
+    if not result.get("ok", True):
+        pytest.exit("the exercise failed to build (the grader reports why)", returncode=0)
+    return result
+
+
+@pytest.fixture(scope="session")
+def ctx(request, spec, built) -> specs.Context:
+    _warm_up_thread.join()
+    exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
+    if not os.environ.get("COURSE_SANITIZE"):  # CUPTI and compute-sanitizer cannot share the process
+        from grader.verify.observe import WATCH
+
+        # on before submitted code runs and to the end: every call of the op, checked, observed or
+        # timed, in one state it can query (grader.verify.observe)
+        WATCH.start()
+    recorder = request.config.pluginmanager.get_plugin("course-results")
+    if recorder is not None:
+        recorder.watch()  # the last moment before submitted code runs (grader.verify.integrity)
+    module, error = _load(exercise_dir, spec)
+    if error:
+        pytest.fail(f"could not load {spec.module}: {error}", pytrace=False)
+    seed = request.config.getoption("--seed")
+    judge_outputs = request.config.getoption("--judge-outputs")
+    if judge_outputs:
+        _record_judge_outputs(module, spec, seed, Path(judge_outputs))
+        request.addfinalizer(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
+    return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir)
+
+
+def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
+    """After every test: the wrong-device calls the parent judges (grader.verify.judge), last because an
+    op without input checks may crash on them."""
+    import torch
+
+    from grader.verify import judge
+
+    if torch.cuda.is_available():
+        judge.record_input_checks(module, spec, seed, path)
+        judge.record_layouts(module, spec, seed, path)
+
+
+def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
+    """Before any check: the outputs the parent re-checks (grader.verify.judge). A fault there leaves the
+    GPU unusable, so every check fails naming it."""
+    import torch
+
+    from grader.verify import judge
+    from grader.verify.checks import cuda_context_lost
+
+    if not torch.cuda.is_available():
+        return
+    problem = judge.record_outputs(module, spec, seed, path)
+    if problem and cuda_context_lost(problem):
+        pytest.fail(f"not run: a kernel faulted in the judge's call {problem}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _needs_gpu(request):
+    if request.node.get_closest_marker("gpu"):
+        import torch
+
+        if not torch.cuda.is_available():
+            expected = os.environ.get("COURSE_GPU_EXPECTED")
+            if expected is not None:
+                # a worker pinned to a GPU it cannot see would otherwise score every class zero
+                pytest.fail(f"grader error: this worker was given GPU {expected!r} "
+                            f"(CUDA_VISIBLE_DEVICES) but CUDA sees no device", pytrace=False)
+            pytest.skip("no CUDA GPU on this machine: GPU checks skipped")

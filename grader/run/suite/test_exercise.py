@@ -1,0 +1,98 @@
+"""The graded tests: one per check of the exercise's spec, then the timing."""
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import pytest
+
+from grader.run import gate
+from grader.verify.checks import CheckFailure, cuda_context_lost
+from grader.verify.observe import WATCH, KernelRule, observe
+from grader.verify.properties import watched
+from grader.verify.speed import measure_submission
+from grader.verify.results import save_atomic
+from grader.verify.scoring import NOT_TIMED
+
+# Set once a kernel faults: the CUDA context is then unusable, so every later check would fail with
+# the same message. They are failed at once, naming the check that faulted.
+_context_lost: list[str] = []
+
+
+def _fail_if_context_lost() -> None:
+    if _context_lost:
+        pytest.fail(f"not run: a kernel faulted in {_context_lost[0]}, which leaves the GPU unusable "
+                    "for the rest of this exercise's checks", pytrace=False)
+
+
+class Watched:
+    """A module (or namespace) of the exercise seen through the watch: every function called through
+    it runs in a hidden window (`observe(..., hidden=True)`), and a kernel that `rule` does not allow
+    fails the call with the reason. For checks whose calls are not made through
+    grader.verify.properties.invoke (the huge ones): the device is synchronized around each call, so only
+    checks that race no stream are given it."""
+
+    def __init__(self, target, rule: KernelRule | None, what: str):
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_rule", rule)
+        object.__setattr__(self, "_what", what)
+
+    def __getattr__(self, name: str):
+        value = getattr(self._target, name)
+        kind = type(value).__name__
+        if isinstance(value, (types.ModuleType, types.SimpleNamespace)) or kind in ("Library", "_OpNamespace"):
+            return Watched(value, self._rule, self._what)
+        if callable(value) and not isinstance(value, type):
+            return self._watched(value, name)
+        return value
+
+    def _watched(self, fn, name: str):
+        if self._rule is None:  # no rule to hold its kernels to: observed all the same
+            return lambda *args, **kwargs: observe(lambda: fn(*args, **kwargs), hidden=True)[0]
+        return watched(fn, self._rule, f"{self._what} (the call of {name})")
+
+
+def test_check(check, ctx, spec):
+    _fail_if_context_lost()
+    failure = None
+    if check.huge and WATCH.on:
+        # the op's calls in a check of more than 2^31 elements are observed too (Watched):
+        # a fall-back to PyTorch for inputs past 2^31 elements shows its kernels
+        ctx = dataclasses.replace(ctx, module=Watched(ctx.module, spec.kernel_rule(), check.name))
+    # a check of more than 2^31 bytes runs alone among concurrent grading processes; outside the
+    # try, so that its tensors (held by a failure's traceback) are freed before the next one runs
+    with gate.one_at_a_time(check.huge):
+        try:
+            check.run(ctx)
+        except CheckFailure as e:
+            failure = str(e)
+        except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+            failure = f"{type(e).__name__}: " + str(e).split("\nException raised from")[0]
+            if cuda_context_lost(failure):
+                _context_lost.append(check.name)
+    if failure is not None:  # outside the except block, so no chained traceback clutters the reason
+        pytest.fail(failure, pytrace=False)
+
+
+def test_performance(spec, ctx, record_property, request):
+    """The submission's op timed at the benchmark's shape (grader.verify.speed); the parent scores the
+    raw numbers against the yardstick's, and re-checks the sampled outputs saved here."""
+    _fail_if_context_lost()
+    if spec.benchmark() is None:
+        pytest.skip("this exercise has no timed part")
+    # speed counts only once these groups pass: a failed check of one makes the timing pointless, and
+    # skipping it spares the GPU turn every other exercise (a class's too) would wait for
+    recorder = request.config.pluginmanager.get_plugin("course-results")
+    failed = [t["name"] for t in (recorder.tests.values() if recorder is not None else ())
+              if t.get("group") in spec.perf_requires and t.get("outcome") == "failed"]
+    if failed:
+        pytest.skip(f"{NOT_TIMED}{failed[0]} failed")
+    gate.wait_for_gpu()  # graded beside other exercises: the timing runs alone on the GPU
+    result = measure_submission(spec, ctx)
+    judged = result.pop("judged", [])
+    path = request.config.getoption("--timed-outputs")
+    if path and judged:
+        save_atomic(path, {"calls": judged})
+    record_property("performance", result)
+    if result["verdict"]:
+        pytest.fail(result["verdict"], pytrace=False)

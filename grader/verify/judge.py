@@ -1,0 +1,425 @@
+"""The judge: the grader re-checks the submission's results in a process its code never runs in.
+
+A submission's Python and C++ run inside its grading process, so they could change anything there:
+patch `torch.allclose` or the grader's own functions, or rewrite the results file. The integrity
+snapshot (grader.verify.integrity) notices patching; this module makes the scored verdict not depend on
+that process telling the truth. It works in two halves:
+
+- In the grading process, before any check, `record_outputs` calls each public op of the exercise
+  once on the spec's valid audit calls (`Spec.audit_calls`: small, every op covered), their values
+  drawn fresh from the run's seed, and saves only the outputs (tensors, to the CPU) to a file.
+- In the parent grader, which never imports the submission, `verdicts` draws the same inputs from
+  the same seed, computes the reference itself in float64 on the CPU, and compares. Each call
+  becomes one test, `judge: <call>`, in the group whose points it vouches for (`AuditCall.group`):
+  a wrong or missing output fails that group whatever the grading process reported. A call with
+  `grad_args` is also differentiated through autograd (<d(y . v)/d arg> for a random v, one scalar
+  backward): the gradients vouch for the "autograd" group, against the reference differentiated in
+  float64 here.
+- After every check (a submission without input checks may crash on it), `record_input_checks`
+  repeats each call with one tensor argument at a time on the CPU and saves the error it raised, or
+  that it was accepted. The judge requires an error naming that argument, for "input_checks".
+  Then `record_layouts` repeats each call with every tensor argument in each non-contiguous layout
+  (grader.verify.checks.LAYOUTS): the right result, or an error naming one of them, for the call's group.
+
+So wrong results cannot earn points by tampering with the checks: a group passes only if the op's
+outputs, read back and compared here, are right. What the judge cannot see from outside is how the
+outputs were made (which kernels ran, the timing): those are measured in the grading process, and
+the parent recomputes the speed's verdict from the raw measurements (grader.verify.scoring.speed_verdict).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from grader import env
+from grader.verify.checks import LAYOUTS, cuda_context_lost, error_message, output_problem, relative_error
+from grader.verify.checks import call_tolerance as tolerance  # noqa: F401 (the judge's name for it)
+from grader.verify.results import save_atomic
+from grader.verify.spec import AuditCall, Spec, audit_seed, derived_seed
+
+JUDGE_PREFIX = "judge: "
+AUTOGRAD = "autograd"  # the group the gradients through autograd vouch for
+GRADS_SUFFIX = " autograd"
+INPUT_CHECKS = "input_checks"  # the group the wrong-device calls vouch for
+LAYOUT_INFIX = ": every tensor argument as a "  # "<call>: every tensor argument as a <layout>"
+DEVICE_INFIX = ": device, "  # "<call>: device, <argument> on the CPU", as the bad-input audit names it
+# the outputs file is written by the submission's process: refuse to load an absurd one
+MAX_OUTPUTS_BYTES = 64 << 20
+
+
+# --- comparing (shared with the bad-input audit, tests/test_input_audit.py) ----------------------
+
+def clean(e: BaseException) -> str:
+    """An exception's message without PyTorch's C++ stack."""
+    return str(e).split("\nException raised from")[0].strip()
+
+
+def is_tensor(a) -> bool:
+    return isinstance(a, torch.Tensor)
+
+
+def compare(actual, expected, tol: float, what: str) -> str | None:
+    """None when `actual` matches `expected` (a tensor, or a tuple with None where not compared), on
+    its device: grader.verify.checks.output_problem, the generated properties' comparison."""
+    return output_problem(actual, expected, tol, what, same_device=True)
+
+
+def names_one_of(msg: str, names) -> bool:
+    """The message names one of `names` as a word ("x must", "x's", "(x", not "max" or "bn_x")."""
+    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", msg) for n in names)
+
+
+def resolve(module, path: str):
+    """`conv2d` or `lib.ops.conv2d_forward` under the exercise's module."""
+    fn = module
+    for part in path.split("."):
+        fn = getattr(fn, part)
+    return fn
+
+
+# --- the calls ------------------------------------------------------------------------------------
+
+def judged_calls(spec: Spec, seed: int) -> list[AuditCall]:
+    """The spec's valid audit calls that have a reference, on the CPU, their values drawn from
+    `seed` (the same in every process)."""
+    with audit_seed(seed):
+        calls = spec.audit_calls("cpu", torch.float64)
+    return [c for c in calls if c.reference is not None]
+
+
+def _to(value, device: str):
+    if is_tensor(value):
+        return value.detach().to(device)
+    if isinstance(value, (tuple, list)):
+        return [_to(v, device) for v in value]
+    return value
+
+
+def _sync(device: str) -> None:
+    """Wait for the op's kernels, so that a fault in them is this call's answer."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _error(e: BaseException) -> dict:
+    return {"error": f"{type(e).__name__}: {clean(e)[:500]}"}
+
+
+def _storable(value):
+    """An op's result as the judge may load it (torch.load with weights_only): plain tensors on the
+    CPU in lists, None, numbers; anything else (a Tensor subclass too, which could not be loaded and
+    would cost every later call's answer) by its type's name."""
+    if type(value) is torch.Tensor:
+        return value.detach().cpu().clone()
+    if isinstance(value, (tuple, list)):
+        return [_storable(v) for v in value]
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    return {"unexpected type": type(value).__name__}
+
+
+# --- in the grading process -------------------------------------------------------------------------
+
+def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> str | None:
+    """Call every judged op on `device` and save its outputs to `path` after each call (a crash
+    leaves the finished ones). Returns the first failure's message, or None."""
+    outputs: dict[str, object] = {}
+    first_problem = None
+    for call in judged_calls(spec, seed):
+        try:
+            result = resolve(module, call.op)(*[_to(a, device) for a in call.args])
+            _sync(device)
+            outputs[call.label] = _storable(result)
+        except Exception as e:  # noqa: BLE001: any error is this call's answer, for the judge to report
+            outputs[call.label] = _error(e)
+            message = outputs[call.label]["error"]
+            first_problem = first_problem or f"{call.label}: {message}"
+            if cuda_context_lost(message):
+                save_atomic(path, outputs)
+                return first_problem
+        if call.grad_args and spec.points.get(AUTOGRAD):
+            outputs[call.label + GRADS_SUFFIX] = _gradients(module, call, seed, device)
+        save_atomic(path, outputs)
+    return first_problem
+
+
+def layout_variants(call: AuditCall) -> list[tuple[str, list[int], object]]:
+    """(name, argument indices, copy) of the call with every tensor argument it does not update in
+    place laid out otherwise (grader.verify.checks.LAYOUTS), where a layout applies to any of them: a
+    submission that disabled the in-process checks of non-contiguous inputs still meets these."""
+    out = []
+    for layout, copy in LAYOUTS.items():
+        chosen = [i for i, a in enumerate(call.args) if is_tensor(a) and i not in call.mutates and copy(a) is not None]
+        if chosen:
+            out.append((f"{call.label}{LAYOUT_INFIX}{layout}", chosen, copy))
+    return out
+
+
+def record_layouts(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> None:
+    """Each judged call in every layout of layout_variants: its output or its error, added to the
+    outputs file after each call. Run as the grading process ends, after the wrong-device calls (an
+    op that faults on a layout costs these answers only); never raises, as record_input_checks."""
+    try:
+        outputs, _ = load_outputs(path)
+        for call in judged_calls(spec, seed):
+            for name, chosen, copy in layout_variants(call):
+                args = [_to(a, device) for a in call.args]
+                for i in chosen:
+                    args[i] = copy(args[i])
+                lost = False
+                try:
+                    outputs[name] = _storable(resolve(module, call.op)(*args))
+                    _sync(device)
+                except Exception as e:  # noqa: BLE001: the error is the answer (naming an argument may be fine)
+                    outputs[name] = _error(e)
+                    lost = cuda_context_lost(outputs[name]["error"])
+                save_atomic(path, outputs)
+                if lost:
+                    return
+    except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
+        traceback.print_exc()
+
+
+def device_spoils(call: AuditCall) -> list[tuple[str, int]]:
+    """(name, index) of each tensor argument, for the call with it on the CPU."""
+    return [(f"{call.label}{DEVICE_INFIX}{call.names[i]} on the CPU", i)
+            for i, a in enumerate(call.args) if is_tensor(a)]
+
+
+def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> None:
+    """Each judged call with one tensor argument on the CPU and the rest on `device`: the error it
+    raised, or that it was accepted, added to the outputs file after each call. Never raises: it
+    runs as the grading process ends, where an exception would be blamed on its last test (a fault
+    of its own is printed to the grading log; the judge reports the answers missing)."""
+    if not spec.points.get(INPUT_CHECKS):
+        return
+    try:
+        outputs, _ = load_outputs(path)
+        for call in judged_calls(spec, seed):
+            for name, i in device_spoils(call):
+                args = [_to(a, device) for a in call.args]
+                args[i] = call.args[i]
+                try:
+                    resolve(module, call.op)(*args)
+                    _sync(device)
+                    outputs[name] = {"accepted": True}
+                except Exception as e:  # noqa: BLE001: the error is the answer
+                    outputs[name] = {"error": error_message(e, module, op=call.op)[:500]}
+                save_atomic(path, outputs)
+    except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
+        traceback.print_exc()
+
+
+def cotangent(shape, seed: int) -> torch.Tensor:
+    """The random v of gradients(): float64, on the CPU, the same in every process for one seed."""
+    return torch.randn(tuple(shape), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Tensor | None = None) -> list:
+    """The gradients of <fn(*args), v> for the call's grad_args, through autograd, for a random v
+    drawn from `cotangent_seed` (or `v`, cotangent(...) already where the result will be: no copy
+    between the forward and the backward); one scalar backward (torch.autograd.grad with explicit
+    gradients would import sympy: seconds). Also grader.verify.properties's."""
+    args = list(args)
+    for i in call.grad_args:
+        args[i] = args[i].detach().requires_grad_()
+    y = fn(*args)
+    if not is_tensor(y):
+        raise TypeError(f"returned a {type(y).__name__}, not a tensor")
+    if not y.requires_grad:
+        raise RuntimeError("the result does not require grad: no backward is registered")
+    if v is None:
+        v = cotangent(y.shape, cotangent_seed)
+    (y * v.to(y)).sum().backward()
+    return [args[i].grad for i in call.grad_args]
+
+
+def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
+    """gradients() on the call's own arguments on `device`, v the same in the grading process and here."""
+    return gradients(fn, call, [_to(a, device) for a in call.args], derived_seed(seed, call.label))
+
+
+def _gradients(module: ModuleType, call: AuditCall, seed: int, device: str):
+    try:
+        grads = _differentiate(resolve(module, call.op), call, seed, device)
+        _sync(device)
+        return _storable(grads)
+    except Exception as e:  # noqa: BLE001
+        return _error(e)
+
+
+# --- in the parent ----------------------------------------------------------------------------------
+
+def load_outputs(path: Path) -> tuple[dict, str]:
+    """(outputs by call label, why none could be read)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return {}, "the grading process saved no outputs for the judge (it ended before its first call)"
+    if size > MAX_OUTPUTS_BYTES:
+        return {}, f"the outputs file holds {size} bytes, far more than these small calls return"
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)  # no code runs from the file
+    except Exception as e:  # noqa: BLE001
+        return {}, f"the outputs file could not be read ({type(e).__name__}: {clean(e)[:200]})"
+    if not isinstance(data, dict):
+        return {}, f"the outputs file holds a {type(data).__name__}, not the outputs by call"
+    return data, ""
+
+
+def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]:
+    """One test per judged call whose group the grading process ran (passed or failed: deselected
+    or skipped groups are not judged), comparing its saved output with the reference computed here."""
+    ran = {t.get("group") for t in tests if t["outcome"] in ("passed", "failed")}
+    calls = [c for c in judged_calls(spec, seed) if c.group in ran]
+    if not calls and not {AUTOGRAD, INPUT_CHECKS} & ran:
+        return []
+    outputs, unreadable = load_outputs(path)
+    entries = []
+
+    def add(name: str, group: str, problem: str | None) -> None:
+        entry = {"name": JUDGE_PREFIX + name, "group": group, "outcome": "passed", "reason": "", "properties": {}}
+        if problem:
+            entry["outcome"] = "failed"
+            entry["reason"] = f"re-checked by the grader outside the submission's process: {problem}"
+        entries.append(entry)
+
+    for call in calls:
+        add(call.label, call.group, unreadable or _problem(call, outputs))
+        for name, chosen, _ in layout_variants(call):
+            add(name, call.group, unreadable or _problem(call, outputs, name, [call.names[i] for i in chosen]))
+    # each pass draws its calls afresh: a reference may update its arguments in place
+    if AUTOGRAD in ran:
+        for call in judged_calls(spec, seed):
+            if call.grad_args:
+                add(call.label + GRADS_SUFFIX, AUTOGRAD, unreadable or _gradient_problem(call, seed, outputs))
+    if INPUT_CHECKS in ran:
+        for call in judged_calls(spec, seed):
+            for name, i in device_spoils(call):
+                add(name, INPUT_CHECKS, unreadable or _input_check_problem(name, call.names[i], outputs))
+    return entries
+
+
+# the parent's own GPU work (regenerating a timed call's inputs) from several class workers at once
+_gpu_lock = threading.Lock()
+
+
+def _parent_device(device: str | None) -> int:
+    """The index, in this process, of the GPU a grading process was pinned to (CUDA_VISIBLE_DEVICES
+    entry `device`); 0 when it was not pinned."""
+    visible = env.visible_gpus()
+    return visible.index(device) if device in visible else 0
+
+
+def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: bool = False) -> list[dict]:
+    """The parent's re-check of timed outputs: for each timed call the grading process sampled (the
+    last one always), regenerate its inputs from the call's seed on this process's GPU, compute the
+    reference at the sampled elements and compare. One test per output's group, `judge: timed
+    outputs`; a timing that saved nothing fails (it ran: the file is written when it ends), unless
+    `excused`: it stopped for a reason scored already (a wrong timed output fails its own group; out
+    of GPU memory costs the speed points), and the other groups' points stand."""
+    from grader.verify.speed import bench_group
+
+    bench = spec.benchmark()
+    if bench is None:
+        return []
+    data, unreadable = load_outputs(path)
+    calls = data.get("calls") if isinstance(data, dict) else None
+    problems: dict[str, str] = {}
+    nothing_saved = unreadable or not isinstance(calls, list) or not calls
+    if nothing_saved and excused:
+        return []
+    if nothing_saved:
+        problems[bench_group(spec, 0, bench)] = unreadable or "the timing saved no sampled outputs"
+    else:
+        import torch
+
+        with _gpu_lock, torch.cuda.device(_parent_device(device)):
+            try:
+                for n, call in enumerate(calls[:8]):
+                    for k, problem in _timed_call_problems(bench, call, f"timed call {n + 1}").items():
+                        problems.setdefault(bench_group(spec, k, bench), problem)
+            except Exception as e:  # noqa: BLE001: a malformed file, or a grader fault
+                problems.setdefault(bench_group(spec, 0, bench), f"the sampled outputs could not be checked "
+                                                                  f"({type(e).__name__}: {clean(e)[:200]})")
+            finally:
+                torch.cuda.empty_cache()
+    groups = {bench_group(spec, k, bench) for k in range(max(1, len(getattr(bench, "output_groups", ()) or ())))}
+    return [{"name": JUDGE_PREFIX + "timed outputs", "group": g, "outcome": "failed" if g in problems else "passed",
+             "reason": f"re-checked by the grader outside the submission's process: {problems[g]}" if g in problems
+             else "", "properties": {}} for g in sorted(groups)]
+
+
+def _timed_call_problems(bench, call: dict, what: str) -> dict[int, str]:
+    import torch
+
+    from grader.verify.checks import Comparison
+
+    seed, where, values = int(call["seed"]), call["where"], call["values"]
+    inputs = bench.make_inputs(seed)
+    tolerances = bench.tolerance(inputs)
+    if not (len(where) == len(values) == len(tolerances)):
+        return {0: f"{what}: {len(values)} sampled output(s), expected {len(tolerances)}"}
+    expected = bench.reference(inputs, [w.to("cuda") for w in where])
+    found = {}
+    for k, (w, v, e, tol) in enumerate(zip(where, values, expected, tolerances)):
+        if not (isinstance(v, torch.Tensor) and v.shape == w.shape):
+            found[k] = f"{what}: output {k}'s sampled values are malformed"
+            continue
+        cmp = Comparison(tol, f"{what}, output {k} (at {len(w)} random elements)")
+        cmp.add(v, e.reshape(-1).cpu(), w)
+        problem = cmp.problem()
+        if problem:
+            found[k] = problem
+    return found
+
+
+def _input_check_problem(name: str, argument: str, outputs: dict) -> str | None:
+    answer = outputs.get(name)
+    if not isinstance(answer, dict):
+        return f"{name}: no answer (the grading process ended before this call, or crashed on it)"
+    if "error" not in answer:
+        return f"{name}: was accepted, but must raise an error naming {argument}"
+    if not names_one_of(str(answer["error"]), (argument,)):
+        return f"{name}: raised an error that does not name {argument}: {str(answer['error'])[:200]}"
+    return None
+
+
+def _gradient_problem(call: AuditCall, seed: int, outputs: dict) -> str | None:
+    what = f"the gradients through {call.label}"
+    actual = outputs.get(call.label + GRADS_SUFFIX)
+    if actual is None:
+        return f"{what}: none saved (the grading process ended before this call)"
+    if isinstance(actual, dict):
+        return f"{what}: {actual.get('error', 'not tensors')}"
+    try:
+        expected = _differentiate(call.reference, call, seed, "cpu")
+    except Exception as e:  # noqa: BLE001: a grader fault, reported as such
+        return f"grader error: differentiating the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
+    return compare(actual, expected, tolerance(call), what)
+
+
+def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse: list[str] = ()) -> str | None:
+    """What is wrong with the saved answer `name` (default: the call's label) to the call; an error
+    naming one of `may_refuse` (arguments an interface may refuse in that layout) is an answer too."""
+    name = name or call.label
+    if name not in outputs:
+        return f"{name} gave no output (the grading process ended before this call)"
+    actual = outputs[name]
+    if isinstance(actual, dict):
+        if "error" in actual:
+            if may_refuse and names_one_of(str(actual["error"]), may_refuse):
+                return None
+            return f"{name} on valid arguments raised {actual['error']}"
+        return f"{name} returned a {actual.get('unexpected type', 'value')}, not tensors"
+    try:
+        expected = call.reference(*[_to(a, "cpu") for a in call.args])
+    except Exception as e:  # noqa: BLE001: a grader fault, reported as such
+        return f"grader error: the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
+    return compare(actual, expected, tolerance(call), f"{name}'s result")

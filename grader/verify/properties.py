@@ -1,0 +1,920 @@
+"""Properties every op of every exercise must have, generated from the op's calls, not hand-listed.
+
+An exercise's spec describes each public op by valid calls (`Spec.audit_calls`, fixed small shapes,
+and `Spec.random_calls`, shapes drawn per run from the op's size classes), each with its float64
+reference and what may be assumed of it (grader.verify.spec.AuditCall). From those, `property_checks`
+generates, for every op, in each dtype the spec lists:
+
+- random shapes: the calls of this run's random shapes give the reference's answer;
+- non-contiguous arguments: each tensor argument, and all at once, in each layout of the same values
+  (grader.verify.checks.LAYOUTS: every other element of a larger tensor; a crop of a wider one, last stride
+  1; dense with the last two dims transposed; and from three dims, a slice of a longer batch and a
+  narrowed view, whose batch and channel strides are larger than packed): the right answer, or an
+  error naming the argument (an interface may refuse them);
+- NaN and infinities where the call says the reference defines the result (IEEE propagation);
+- every declared edge of every argument's domain (the call's `scalars` and `domains`: zero, negative,
+  above one, None, every flag and mode, tensor values at the op's special points), one at a time over
+  the fixed call, in every dtype (float64 too); a refused edge must raise an error naming it;
+- the state an op updates in place by design (running statistics: the call's `updates`), after the
+  call and at every edge, in every dtype;
+- the current stream, forward and backward: inside `torch.cuda.stream(s)`, with the inputs
+  produced late on `s`, the answer is right;
+- two results held at once: two calls with other values, both kept: they share no memory with each
+  other or with the inputs, and both are right;
+- gradients (calls with `grad_args`) at every declared edge, with each differentiable argument frozen
+  in turn (requires_grad=False while the others are differentiated), and on a side stream;
+- module entry points (Spec.module_options): each option's every edge built into PyTorch's own
+  modules and compared with them, or refused with an error naming the option;
+- output strides: the op's own result (the Python API's) laid out as the registered fake says, for
+  contiguous arguments and in every layout, and as PyTorch's op lays out a result it makes;
+- state between calls: the same tensors again (a result the caller overwrote never comes back),
+  each tensor argument changed in place and then moved to another address, and new values given on
+  a side stream: an op keeping results, a cache keyed by addresses, or a stream of its own for
+  inputs it has seen, answers the old values;
+- 1-D arguments one element longer (full grade and quick, group "input_checks" where graded): refused
+  with an error naming them where the reference refuses them;
+- each tensor argument alone on a second GPU, where the machine has two (group "input_checks" where
+  graded): the right answer or an error naming it;
+- integer-list arguments (stride, padding, dilation) with each component alone at -1 and at 0, and one
+  value shorter and longer (group "input_checks" where graded): refused with an error naming them where
+  the reference refuses them, else the reference's answer or that error;
+- which kernels ran (full grade): in every dtype (float64 included), for every fixed call at each
+  of its scalar values and for several random geometries, only the exercise's own
+  (grader.verify.observe.KernelRule), so a fall-back for one dtype, one parameter value or one kind of
+  shape is seen; observed where the op can see a profiler, its values compared too;
+- output metadata (full grade): shape, dtype and strides against the registered fake
+  (torch.library.opcheck), contiguous and in each non-contiguous layout.
+
+Every call is observed by the watch the op cannot see (grader.verify.observe.WATCH): no PyTorch or library
+kernel may do its work in a value check either, so what an op does when it sees no profiler is
+checked for kernels, and what it does when it sees one is checked for values. Every call also
+requires plain torch.Tensor results, inputs left unmodified (but those the op
+updates by design), outputs written everywhere (the memory it may reuse is poisoned with NaN) and no
+host thread left running. Each property belongs to the group of its op's calls (the gradients to
+"autograd" where the exercise grades it), so a failure costs that group.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+
+import torch
+
+from grader.verify.checks import LAYOUTS, CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
+from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
+from grader.verify.fp64 import reference_device
+from grader.verify.judge import clean, cotangent, gradients, names_one_of, resolve
+from grader.verify.observe import WATCH, KernelRule, native_threads, observe
+from grader.verify.spec import AuditCall, Check, Context, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
+
+ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
+
+
+class Device:
+    """Where the properties run: the GPU when grading; the CPU in the grader's own tests, where
+    streams, sleeps and the caching allocator's poisoning do nothing."""
+
+    def __init__(self, name: str = "cuda"):
+        self.name = name
+        self.cuda = name == "cuda"
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def side_stream(self):
+        return torch.cuda.Stream() if self.cuda else None
+
+    def on(self, stream):
+        """The context in which `stream` is the current stream."""
+        return torch.cuda.stream(stream) if self.cuda and stream is not None else contextlib.nullcontext()
+
+    def late_copies(self, args: list, later_sizes=()) -> list:
+        """grader.verify.checks.late_copies (on the CPU: plain copies, nothing to be late for)."""
+        return late_copies(args, later_sizes) if self.cuda else [a.clone() if isinstance(a, torch.Tensor) else a
+                                                                 for a in args]
+
+    def to_device(self, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return t.to(self.name if self.cuda else "cpu", dtype)
+
+    def poison(self, numel: int, dtype: torch.dtype, blocks: int | None = 2) -> None:
+        if self.cuda:
+            poison_next_allocation(numel, dtype, blocks)
+
+
+DEVICE = Device("cuda")
+AUTOGRAD = "autograd"
+
+# --- the dry run: which edges the generated checks reach, without calling any op ----------------------
+# (tests/test_coverage.py on the CPU) None: the checks run for real
+_reached: list | None = None
+
+
+@contextlib.contextmanager
+def dry_run():
+    """Inside, the edge, gradient and module-option checks call no op: each records the edge it would
+    reach, as (call label or entry point, argument, edge name, dtype), into the list yielded."""
+    global _reached
+    saved, _reached = _reached, []
+    try:
+        yield _reached
+    finally:
+        _reached = saved
+
+
+def _reach(label: str, argument: str, edge: str, dtype) -> bool:
+    """Record an edge reached; True in a dry run (the caller then skips the op)."""
+    if _reached is None:
+        return False
+    _reached.append((label, argument, edge, str(dtype).replace("torch.", "")))
+    return True
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _fresh(args) -> list:
+    return [a.clone() if isinstance(a, torch.Tensor) else (list(a) if isinstance(a, list) else a) for a in args]
+
+
+def _double(args) -> list:
+    """The arguments in float64 where the references run (grader.verify.fp64.reference_device)."""
+    device = reference_device()
+    return [a.detach().to(device, torch.float64 if a.is_floating_point() else a.dtype)
+            if isinstance(a, torch.Tensor) else a for a in args]
+
+
+# --- comparing, NaN-aware ------------------------------------------------------------------------
+
+def _compare(actual, expected, tol: float, what: str) -> None:
+    """`actual` (plain tensors, or a tuple/list of them) against `expected` (float64, None where not
+    compared): grader.verify.checks.output_problem, raised."""
+    for t in _tensors(actual):
+        require_plain_tensor(t, what)
+    problem = output_problem(actual, expected, tol, what)
+    if problem:
+        raise CheckFailure(problem)
+
+
+# --- one call, watched ---------------------------------------------------------------------------
+
+def _watching() -> bool:
+    """Calls are observed (not under compute-sanitizer, which cannot share the process with CUPTI)."""
+    import os
+
+    return not os.environ.get("COURSE_SANITIZE")
+
+
+def _rule(ctx: Context, call: AuditCall) -> KernelRule | None:
+    """The kernels the call may run: its own rule, else its exercise's."""
+    if call.kernels is not None:
+        return call.kernels
+    rules = ctx.extra.setdefault("kernel rule", {})
+    if "spec" not in rules:
+        from grader.verify.spec import by_exercise
+
+        try:
+            rules["spec"] = by_exercise(ctx.exercise_dir.name).kernel_rule()
+        except Exception:  # noqa: BLE001: a context without an exercise (the grader's own tests)
+            rules["spec"] = None
+    return rules["spec"]
+
+
+def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool = False, queued_ok: bool = False):
+    """Call the op as a user would: the result must be plain tensors, the inputs unmodified (but
+    those the op updates by design), the memory it may write poisoned beforehand, and no host thread
+    may outlive the call. Every call is observed (grader.verify.observe.WATCH): in the watch's hidden window
+    by default (a value check, where only PyTorch's or a library's kernels fail, as nothing says the
+    op had work to do), in a visible one with `visible` (the own-kernel check: its kernels must have
+    done the work). Either way the caller compares the values."""
+    fn = resolve(ctx.module, call.op)
+    before = {i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates}
+    expected_first = _reference(call, args)
+    first = (_tensors(expected_first) or [None])[0]
+    if first is not None:
+        DEVICE.poison(first.numel(), dtype_of(call))
+    rule = _rule(ctx, call) if _watching() else None
+    if _watching():
+        WATCH.start()  # before the threads are counted: the watch's own thread is no thread of the op's
+    threads = native_threads()
+    if _watching():
+        out, seen = observe(lambda: fn(*args), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=not visible,
+                            queued_ok=queued_ok)
+    else:
+        out, seen = fn(*args), None
+    DEVICE.sync()
+    if native_threads() > threads:
+        raise CheckFailure(f"{what}: the call left {native_threads() - threads} host thread(s) running")
+    for t in _tensors(out) if isinstance(out, (tuple, list)) else [out]:
+        if t is not None:
+            require_plain_tensor(t, what)
+    if rule is not None and seen is not None:
+        problem = rule.problem(seen, what, expect_work=visible and any(t.numel() for t in _tensors(out)))
+        if problem:
+            raise CheckFailure(problem)
+    for i, copy in before.items():
+        a = args[i]
+        if a.shape != copy.shape or not torch.equal(_bits(a), _bits(copy)):
+            raise CheckFailure(f"{what}: the input `{call.names[i]}` was modified; an op must not write to its inputs")
+    return out, expected_first
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.detach().contiguous().view(ints)
+
+
+def _reference(call: AuditCall, args: list):
+    """The reference's answer for `args`, in float64 (computed before the op runs)."""
+    return call.reference(*_double(args)) if call.reference is not None else None
+
+
+def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = (),
+               visible: bool = False, updates: bool = False):
+    """The op on `args` gives the reference's answer (or, when `may_refuse` names arguments, an error
+    naming one of them), its kernels observed (`invoke`); with `updates`, the arguments it updates in
+    place by design hold the call's `updates` after it. Returns (output, expected), (None, None) when
+    refused."""
+    # the state the op updates in place by design, as it must be after the call (before it runs)
+    updated = call.updates(*_double(args)) if updates and call.updates is not None else {}
+    try:
+        out, expected = invoke(ctx, call, args, what, visible=visible)
+    except ERRORS as e:
+        msg = clean(e)
+        if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
+            return None, None
+        raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
+    _compare(out, expected, tolerance(call, args), what)
+    for i, value in updated.items():
+        _compare(args[i], value, tolerance(call, args), f"{what}: `{call.names[i]}` after the call")
+    return out, expected
+
+
+def _storages(value) -> list[tuple[int, int]]:
+    out = []
+    for t in _tensors(value):
+        if t.numel():
+            s = t.untyped_storage()
+            out.append((s.data_ptr(), s.data_ptr() + s.nbytes()))
+    return out
+
+
+def _overlap(a, b) -> bool:
+    return any(lo < hi2 and lo2 < hi for lo, hi in _storages(a) for lo2, hi2 in _storages(b))
+
+
+def _observed(ctx: Context, call: AuditCall, fn, what: str, queued_ok: bool = False):
+    """`fn` called in the watch's hidden window (grader.verify.observe.WATCH), its kernels held to the rule:
+    for calls made by something else than `invoke` (the forward of a gradient check; the backward
+    that follows runs under the watch too, unobserved)."""
+    rule = _rule(ctx, call) if _watching() else None
+    return fn if rule is None else watched(fn, rule, what, queued_ok)
+
+
+def watched(fn, rule: KernelRule, what: str, queued_ok: bool = False):
+    """`fn`, each call of it in the watch's hidden window, failing (CheckFailure) when a kernel the
+    rule does not allow ran (no work is required: a value check's call may have none to do)."""
+    def call(*args, **kwargs):
+        out, seen = observe(lambda: fn(*args, **kwargs), cpu_ops=rule.needs_cpu_ops, hidden=True, queued_ok=queued_ok)
+        problem = rule.problem(seen, what, expect_work=False)
+        if problem:
+            raise CheckFailure(problem)
+        return out
+    return call
+
+
+# --- gradients -----------------------------------------------------------------------------------
+
+def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None) -> None:
+    """<d(y . v)/d arg> through autograd against the reference differentiated in float64 (on a side
+    stream whose inputs arrive late, when `stream` is given)."""
+    if _reached is not None:  # a dry run calls no op
+        return
+    seed = ctx.seed_for(what)
+    expected = gradients(call.reference, call, _double(args), seed)
+    tol = max(tolerance(call, args), 1e-5)
+    with torch.no_grad():
+        out = call.reference(*_double(args))
+    shape = out.shape if isinstance(out, torch.Tensor) else ()
+    sizes = sorted({a.numel() for a in args if isinstance(a, torch.Tensor)} | {math.prod(shape)}
+                   | {e.numel() for e in expected if isinstance(e, torch.Tensor)})
+    fn = _observed(ctx, call, resolve(ctx.module, call.op), what, queued_ok=stream is not None)
+    DEVICE.sync()
+    try:
+        with DEVICE.on(stream):
+            # The same every run for an op that is wrong in a racy way. Its output and every gradient are
+            # made in memory filled with NaN first (one left unwritten never holds an earlier result's
+            # values). On a side stream the inputs, the output and the gradient flowing back are made
+            # after a sleep, and the cotangent before it (a copy from the CPU would wait out the sleep and
+            # let the race go either way): an op or a backward on another stream reads NaN.
+            v = DEVICE.to_device(cotangent(shape, seed), dtype_of(call))
+            if stream is not None:
+                args = DEVICE.late_copies(args, sizes)
+            else:
+                for numel in sizes:
+                    DEVICE.poison(numel, dtype_of(call), blocks=None)
+            actual = gradients(fn, call, args, seed, v)
+    except (TypeError, RuntimeError) as e:
+        raise CheckFailure(f"{what}: {clean(e)[:300]}") from None
+    DEVICE.sync()
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        if a is None:
+            raise CheckFailure(f"{what}: no gradient reached `{call.names[call.grad_args[k]]}`")
+        _compare(a, e, tol, f"{what}, d/d{call.names[call.grad_args[k]]}")
+
+
+# --- the properties ------------------------------------------------------------------------------
+
+class _Calls:
+    """The calls of one op label, drawn for one check (fresh values from the check's seed)."""
+
+    def __init__(self, spec: Spec, label: str):
+        self.spec, self.label = spec, label
+
+    def __call__(self, ctx: Context, name: str, dtype: torch.dtype, random_shapes: bool = True) -> list[AuditCall]:
+        with audit_seed(ctx.seed_for(name)):
+            calls = [c for c in self.spec.audit_calls(DEVICE.name, dtype) if c.label == self.label]
+            if random_shapes:
+                g = torch.Generator().manual_seed(ctx.seed_for(name + " shapes"))
+                calls += [c for c in self.spec.random_calls(g, DEVICE.name, dtype) if c.label == self.label]
+        return calls
+
+
+def _dtypes(spec: Spec) -> list[torch.dtype]:
+    return [getattr(torch, d) if isinstance(d, str) else d for d in spec.property_dtypes]
+
+
+def _described(call: AuditCall) -> str:
+    shapes = [("x".join(map(str, a.shape)) or "scalar") for a in call.args if isinstance(a, torch.Tensor)]
+    return f"{call.label} on {', '.join(shapes)} {str(dtype_of(call)).replace('torch.', '')}"
+
+
+def _random_shapes(spec, calls: _Calls, every_dtype: bool = False):
+    def run(ctx):
+        for dtype in _dtypes(spec)[slice(1, None) if every_dtype else slice(0, 1)]:
+            with audit_seed(ctx.seed_for(f"{calls.label} random {dtype}")):
+                g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} shapes {dtype}"))
+                chosen = [c for c in spec.random_calls(g, DEVICE.name, dtype) if c.label == calls.label]
+            for call in chosen:
+                check_call(ctx, call, _fresh(call.args), _described(call))
+    return run
+
+
+def _noncontiguous(spec, calls: _Calls):
+    def run(ctx):
+        for call in calls(ctx, "noncontiguous", _dtypes(spec)[0]):
+            for layout, copy in LAYOUTS.items():
+                tensors = [i for i, a in enumerate(call.args) if isinstance(a, torch.Tensor) and i not in call.mutates
+                           and copy(a) is not None]
+                for chosen in [[i] for i in tensors] + ([tensors] if len(tensors) > 1 else []):
+                    args = _fresh(call.args)
+                    for i in chosen:
+                        args[i] = copy(args[i])
+                    names = tuple(call.names[i] for i in chosen)
+                    check_call(ctx, call, args, f"{_described(call)}, {' and '.join(names)} as a {layout}",
+                               may_refuse=names)
+    return run
+
+
+def _nonfinite(spec, calls: _Calls):
+    def run(ctx):
+        g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} nonfinite"))
+        for call in calls(ctx, "nonfinite", _dtypes(spec)[0]):
+            for i in call.nonfinite:
+                args = _fresh(call.args)
+                flat = args[i].view(-1)
+                if flat.numel() < 3:
+                    continue
+                values = (float("nan"), float("inf"), -float("inf")) if call.infinities else (float("nan"),)
+                where = torch.randperm(flat.numel(), generator=g)[:len(values)].tolist()
+                for pos, value in zip(where, values):
+                    flat[pos] = value
+                what = "NaN, +inf and -inf" if call.infinities else "NaN"
+                check_call(ctx, call, args, f"{_described(call)}, {what} in `{call.names[i]}` at flat indices {where}")
+    return run
+
+
+def _at_each_scalar(call: AuditCall):
+    """(fresh arguments, "name=value") for each other value of each of the call's scalar parameters."""
+    for i, values in call.scalars.items():
+        for value in values:
+            args = _fresh(call.args)
+            args[i] = value
+            yield args, f"{call.names[i]}={value}"
+
+
+def _edge_text(call: AuditCall, i: int, edge: Edge) -> str:
+    named = call.names[i]
+    return f"`{named}` {edge.name}" if edge.make is not None else f"{named}={edge.name}"
+
+
+def _at_each_edge(call: AuditCall):
+    """(argument index, Edge, fresh arguments, description) for every declared edge of the call, one at
+    a time over its own arguments."""
+    for i, edge in call.edges():
+        args = _fresh(call.args)
+        args[i] = edge.at(args[i])
+        yield i, edge, args, _edge_text(call, i, edge)
+
+
+def edge_dtypes(spec: Spec) -> list[torch.dtype]:
+    """The dtypes every edge is tried in: the spec's, and float64 (every op takes it; the judge too)."""
+    return list(dict.fromkeys([*_dtypes(spec), torch.float64]))
+
+
+def _edges(spec, calls: _Calls):
+    def run(ctx):
+        for dtype in edge_dtypes(spec):
+            for call in calls(ctx, f"edges {dtype}", dtype, random_shapes=False):
+                for i, edge, args, which in _at_each_edge(call):
+                    if _reach(call.label, call.names[i], edge.name, dtype_of(call)):
+                        continue
+                    # a refused edge (a mode the interface does not support): an error naming the argument,
+                    # or the right answer
+                    check_call(ctx, call, args, f"{_described(call)}, {which}",
+                               may_refuse=(call.names[i],) if edge.refused else ())
+    return run
+
+
+def _updates(spec, calls: _Calls):
+    def run(ctx):
+        for dtype in edge_dtypes(spec):
+            for call in calls(ctx, f"updates {dtype}", dtype, random_shapes=False):
+                cases = [(_fresh(call.args), "", ())] + [(args, f", {which}", (call.names[i],) if edge.refused else ())
+                                                         for i, edge, args, which in _at_each_edge(call)]
+                for args, which, refusable in cases:
+                    check_call(ctx, call, args, f"{_described(call)}{which}", may_refuse=refusable, updates=True)
+    return run
+
+
+def _stream(spec, calls: _Calls):
+    def run(ctx):
+        side = DEVICE.side_stream()
+        for call in calls(ctx, "stream", _dtypes(spec)[0], random_shapes=False):
+            expected = _reference(call, list(call.args))
+            DEVICE.sync()
+            fn = resolve(ctx.module, call.op)
+            what = f"{_described(call)} inside `with torch.cuda.stream(s)` (launch on the current stream)"
+            rule = _rule(ctx, call) if _watching() else None
+            with DEVICE.on(side):
+                late = DEVICE.late_copies(list(call.args))
+                # observed like every call (grader.verify.observe.WATCH); the late inputs' copies and sleep are
+                # still queued, which the window allows
+                out, seen = observe(lambda: fn(*late), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True,
+                                    queued_ok=True) if rule is not None else (fn(*late), None)
+            DEVICE.sync()
+            problem = rule.problem(seen, what, expect_work=False) if rule is not None else None
+            if problem:
+                raise CheckFailure(problem)
+            _compare(out, expected, tolerance(call), what)
+    return run
+
+
+def _held_at_once(spec, calls: _Calls):
+    def run(ctx):
+        first = calls(ctx, "held 1", _dtypes(spec)[0], random_shapes=False)
+        second = calls(ctx, "held 2", _dtypes(spec)[0], random_shapes=False)
+        for a, b in zip(first, second):
+            what = f"{_described(a)}, two calls with other values, both results kept"
+            out_a, expected_a = check_call(ctx, a, list(a.args), what + " (the first)")
+            out_b, _ = check_call(ctx, b, list(b.args), what + " (the second)")
+            if _overlap(out_a, out_b):
+                raise CheckFailure(f"{what}: the second result shares memory with the first (an op returns new "
+                                   "tensors; a caller keeps both)")
+            if _overlap(out_b, [t for i, t in enumerate(b.args) if i not in b.mutates]):
+                raise CheckFailure(f"{what}: the result shares memory with an input")
+            _compare(out_a, expected_a, tolerance(a), what + " (the first, read after the second)")
+    return run
+
+
+def _gradients_property(spec, calls: _Calls):
+    def run(ctx):
+        side = DEVICE.side_stream()
+        for call in calls(ctx, "gradients", _dtypes(spec)[0], random_shapes=False):
+            if not call.grad_args:
+                continue
+            through = f"the gradients through {_described(call)}"
+            check_gradients(ctx, call, _fresh(call.args), through)
+            for i, edge, args, which in _at_each_edge(call):
+                if not edge.refused and not _reach(call.label, call.names[i], f"{edge.name} (gradients)",
+                                                   dtype_of(call)):
+                    check_gradients(ctx, call, args, f"{through}, {which}")
+            # each differentiable argument left out of autograd while the others are differentiated (a
+            # frozen parameter): the backward must still give the others theirs
+            if len(call.grad_args) > 1:
+                for i in call.grad_args:
+                    if _reach(call.label, call.names[i], frozen_edge(call.names[i]), dtype_of(call)):
+                        continue
+                    frozen = dataclasses.replace(call, grad_args=tuple(j for j in call.grad_args if j != i))
+                    check_gradients(ctx, frozen, _fresh(call.args), f"{through}, `{call.names[i]}` with "
+                                    "requires_grad=False (the others differentiated)")
+            check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
+                            "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
+    return run
+
+
+# random geometries drawn for the kernel watch, beside the fixed calls: a fall-back for one kind of
+# shape (a pointwise kernel, a stride, a dilation) meets the watch in some run without being named
+KERNEL_DRAWS = 3
+
+
+def _kernel_cases(spec, calls: _Calls, ctx: Context, dtype):
+    """(call, fresh arguments, description) for the kernel watch: every fixed call, each with every
+    value of its scalar parameters (a fall-back for one value shows), and KERNEL_DRAWS random ones."""
+    fixed = calls(ctx, f"kernels {dtype}", dtype, random_shapes=False)
+    for call in fixed:
+        yield call, _fresh(call.args), _described(call)
+        for args, which in _at_each_scalar(call):
+            yield call, args, f"{_described(call)}, {which}"
+    for draw in range(KERNEL_DRAWS):
+        with audit_seed(ctx.seed_for(f"{calls.label} kernels {dtype} {draw}")):
+            g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} kernel shapes {dtype} {draw}"))
+            drawn = [c for c in spec.random_calls(g, DEVICE.name, dtype) if c.label == calls.label]
+        for call in drawn:
+            yield call, _fresh(call.args), _described(call)
+
+
+def _own_kernels(spec, calls: _Calls):
+    """Only the exercise's own kernels ran, in a window the op can see (a profiler on its thread), and
+    the values are right there too: an op can tell this check from the others (whose windows it
+    cannot see), but is checked the same way in both."""
+    def run(ctx):
+        import pytest
+
+        if not _watching():
+            pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
+        # float64 too, which the judge's calls use: an exercise taking only float32 draws float32 for it
+        for dtype in dict.fromkeys([*_dtypes(spec), torch.float64]):
+            for call, args, what in _kernel_cases(spec, calls, ctx, dtype):
+                check_call(ctx, call, args, what, visible=True)
+    return run
+
+
+# --- output layout, state between calls, argument lengths ---------------------------------------
+
+def _fake_result(op, args: list):
+    """What the registered fake says `op` returns for `args`: fake tensors (shape, dtype, strides)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        return op(*[mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args])
+
+
+def _layout_difference(actual, expected, dtypes: bool = True) -> str | None:
+    """How the tensors of `actual` differ from those of `expected` in shape, dtype (unless `dtypes` is
+    False: a float64 reference's) or strides (those of dims longer than one: the others locate
+    nothing), or None."""
+    got, want = _tensors(actual), _tensors(expected)
+    if len(got) != len(want):
+        return f"{len(got)} tensors, expected {len(want)}"
+    for k, (a, e) in enumerate(zip(got, want)):
+        which = f"output {k}" if len(got) > 1 else "output"
+        if tuple(a.shape) != tuple(e.shape) or (dtypes and a.dtype != e.dtype):
+            return f"{which} is {list(a.shape)} {a.dtype}, expected {list(e.shape)} {e.dtype}"
+        if any(a.stride(d) != e.stride(d) for d in range(a.dim()) if a.shape[d] > 1):
+            return f"{which} has strides {list(a.stride())}, expected {list(e.stride())}"
+    return None
+
+
+def _output_strides(spec, calls: _Calls):
+    """The op's own results (the Python API's, which a test of the registered op alone never sees)
+    laid out as the registered fake says, for contiguous arguments and every layout of LAYOUTS; and,
+    for contiguous arguments, as PyTorch's op (the reference) lays out a result it makes (a view of an
+    input, as x.t(), is no layout a new tensor must copy)."""
+    def run(ctx):
+        for call in calls(ctx, "output strides", _dtypes(spec)[0], random_shapes=False):
+            registered = resolve(ctx.module, call.registered) if call.registered else None
+            for how in ("contiguous", *LAYOUTS):
+                args, chosen = _fresh(call.args), []
+                if how != "contiguous":
+                    chosen = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates
+                              and LAYOUTS[how](a) is not None]
+                    if not chosen:
+                        continue
+                    for i in chosen:
+                        args[i] = LAYOUTS[how](args[i])
+                what = f"{_described(call)}, {'contiguous arguments' if how == 'contiguous' else 'every argument as a ' + how}"
+                pytorch = None
+                if how == "contiguous":
+                    doubled = _double(args)
+                    with torch.no_grad():
+                        made = call.reference(*doubled)
+                    pytorch = None if _overlap(made, doubled) else made
+                out, _ = check_call(ctx, call, args, what, may_refuse=tuple(call.names[i] for i in chosen))
+                if out is None:
+                    continue  # refused, with an error naming the argument
+                if registered is not None:
+                    try:
+                        fake = _fake_result(registered, args)
+                    except ERRORS:
+                        fake = None  # a fake that fails where the op works: output metadata's opcheck says so
+                    problem = fake is not None and _layout_difference(out, fake)
+                    if problem:
+                        raise CheckFailure(f"{what}: the result differs from the registered fake's ({problem}); "
+                                           "torch.compile and every caller plan with the fake's layout")
+                problem = pytorch is not None and _layout_difference(out, pytorch, dtypes=False)
+                if problem:
+                    raise CheckFailure(f"{what}: the result is laid out otherwise than PyTorch's own op lays out "
+                                       f"its result ({problem}): return a new contiguous tensor")
+    return run
+
+
+def _between_calls(spec, calls: _Calls):
+    """State an op may not keep between calls, each call on the same tensor objects:
+    - called again, every call computes (a cache keyed by addresses, the output's included, warms up);
+    - a result the caller overwrote (with NaN) never comes back, and two results share no memory;
+    - each tensor argument in turn changed in place (the same address, new values: a cache or graph
+      keyed by addresses, or a memo, answers the old values), then moved (new values at a new address,
+      the old one still alive: a cache key that leaves that argument out replays the old address);
+    - every argument given new values inside `with torch.cuda.stream(s)` after a GPU sleep, and the op
+      called there: an op that runs inputs it has seen on a stream of its own reads the old values."""
+    def run(ctx):
+        side = DEVICE.side_stream()
+        first = calls(ctx, "between calls 1", _dtypes(spec)[0], random_shapes=False)
+        second = calls(ctx, "between calls 2", _dtypes(spec)[0], random_shapes=False)
+        for a, b in zip(first, second):
+            desc = _described(a)
+            args = _fresh(a.args)
+            tensors = [i for i, t in enumerate(args) if isinstance(t, torch.Tensor)]
+            # every tensor the steps swap in is made now: the calls then allocate alike (their outputs and
+            # workspaces at the same addresses), so a cache keyed by addresses meets its own key again
+            others = _fresh(b.args)
+            moved = {i: t for i, t in zip(tensors, _fresh([a.args[i] for i in tensors]))}
+            for k in range(3):
+                check_call(ctx, a, args, f"{desc}, call {k + 1} on the same tensors")
+            out1, _ = check_call(ctx, a, args, f"{desc}, on the same tensors again")
+            with torch.no_grad():
+                for t in _tensors(out1):
+                    if t.is_floating_point():
+                        t.detach().fill_(float("nan"))
+            what = f"{desc}, on the same tensors after the caller filled the previous result with NaN"
+            out2, _ = check_call(ctx, a, args, what)
+            if _overlap(out1, out2):
+                raise CheckFailure(f"{what}: the result shares memory with the previous one (an op returns new "
+                                   "tensors: a caller may keep or overwrite each)")
+            del out1, out2
+            held = []  # the arguments' old tensors stay alive: no new tensor takes their address
+            for i in tensors:
+                name = a.names[i]
+                if not isinstance(others[i], torch.Tensor) or others[i].shape != args[i].shape \
+                        or others[i].dtype != args[i].dtype or not args[i].numel():
+                    continue
+                with torch.no_grad():
+                    args[i].copy_(others[i])
+                for again in ("", ", called again"):
+                    check_call(ctx, a, args, f"{desc}, `{name}` changed in place (the same address, new values){again}")
+                held.append(args[i])
+                args[i] = moved[i]
+                check_call(ctx, a, args, f"{desc}, `{name}` at a new address with other values (the old tensor still "
+                           "alive)")
+            expected = _reference(a, list(a.args))
+            first_out = (_tensors(expected) or [None])[0]
+            side_desc = f"{desc}: the same tensors, given new values on a side stream"
+            fn = _observed(ctx, a, resolve(ctx.module, a.op), side_desc, queued_ok=True)
+            DEVICE.sync()
+            with DEVICE.on(side):
+                if DEVICE.cuda:
+                    torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
+                with torch.no_grad():
+                    for i in tensors:
+                        args[i].copy_(a.args[i])
+                if first_out is not None:
+                    DEVICE.poison(first_out.numel(), dtype_of(a))
+                out = fn(*args)
+            DEVICE.sync()
+            _compare(out, expected, tolerance(a), f"{desc}: the same tensors, given new values inside "
+                     "`with torch.cuda.stream(s)` and the op called there (it reads them on the current stream, "
+                     "whatever it saw before)")
+            del held
+    return run
+
+
+def _refused_as_the_reference_refuses(ctx: Context, call: AuditCall, args: list, i: int, what: str,
+                                      named: tuple[str, ...] | None = None) -> None:
+    """Argument `i` changed in `args`: where the reference refuses the call, the op raises an error
+    naming the argument, or one of `named` (computing something, or reading only part of it, is no
+    check); where the reference computes it, the op gives the reference's answer or refuses it naming
+    one of them (an interface may support less than PyTorch)."""
+    name = call.names[i]
+    named = named or (name,)
+    try:
+        _reference(call, args)
+    except Exception:  # noqa: BLE001: refused by the reference (however it says so): the op must refuse too
+        pass
+    else:
+        check_call(ctx, call, args, what, may_refuse=named)
+        return
+    try:
+        resolve(ctx.module, call.op)(*args)
+        DEVICE.sync()
+    except ERRORS as e:
+        msg = clean(e)
+        if "not implemented yet" in msg or not names_one_of(msg, named):
+            which = f"`{name}`" if len(named) == 1 else f"`{name}` or another argument"
+            raise CheckFailure(f"{what}: the error does not name {which}: {msg[:300]}") from None
+        return
+    raise CheckFailure(f"{what}: was accepted, where PyTorch refuses it; refuse it with an error naming `{name}`")
+
+
+def _wrong_lengths(spec, calls: _Calls):
+    """Each 1-D tensor argument of a call with several tensors one element longer (a per-channel
+    parameter too long for the others' shapes): refused as the reference refuses it."""
+    def run(ctx):
+        for call in calls(ctx, "wrong lengths", _dtypes(spec)[0], random_shapes=False):
+            if sum(isinstance(t, torch.Tensor) for t in call.args) < 2:
+                continue
+            for i, t in enumerate(call.args):
+                if not isinstance(t, torch.Tensor) or t.dim() != 1:
+                    continue
+                args = _fresh(call.args)
+                args[i] = torch.cat([args[i], args[i][:1] if args[i].numel() else args[i].new_zeros(1)])
+                _refused_as_the_reference_refuses(
+                    ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` one element longer ({args[i].numel()})")
+    return run
+
+
+def _int_lists(call: AuditCall) -> list[int]:
+    """The call's arguments that are lists of integers (a convolution's stride, padding, dilation)."""
+    return [i for i, a in enumerate(call.args) if isinstance(a, (list, tuple)) and a
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in a)]
+
+
+def list_variants(value) -> list[tuple[list, str]]:
+    """Each component of an integer list alone at -1 and at 0, and the list one shorter and one longer:
+    the values a check of one component, or of the length, decides (`a[0] >= 1 && a[1] >= 1`)."""
+    value = list(value)
+    out = []
+    for j, v in enumerate(value):
+        for bad in (-1, 0):
+            if v != bad:
+                out.append((value[:j] + [bad] + value[j + 1:], f"component {j} = {bad}"))
+    out.append((value[:-1], f"{len(value) - 1} values"))
+    out.append((value + value[-1:], f"{len(value) + 1} values"))
+    return out
+
+
+def _list_components(spec, calls: _Calls):
+    """Each integer-list argument with one component at -1 or 0 (the others as they were), and one value
+    shorter or longer: where PyTorch's reference refuses it, the op refuses it; where it computes it,
+    the op gives its answer or refuses it. A refusal names an argument: this one, or another that the
+    changed geometry makes inconsistent (a backward's grad_output no longer the forward's shape)."""
+    def run(ctx):
+        for call in calls(ctx, "list components", _dtypes(spec)[0], random_shapes=False):
+            for i in _int_lists(call):
+                for value, which in list_variants(call.args[i]):
+                    args = _fresh(call.args)
+                    args[i] = type(call.args[i])(value)
+                    _refused_as_the_reference_refuses(
+                        ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` = {value} ({which})",
+                        named=(call.names[i], *(n for n in call.names if n != call.names[i])))
+    return run
+
+
+def _other_gpu(spec, calls: _Calls):
+    """Each tensor argument alone on a second GPU (where there is one): the right answer, or an error
+    naming it, as PyTorch's ops give; a kernel reading it through the first GPU's pointers is neither."""
+    def run(ctx):
+        for call in calls(ctx, "other gpu", _dtypes(spec)[0], random_shapes=False):
+            for i, t in enumerate(call.args):
+                if isinstance(t, torch.Tensor):
+                    args = _fresh(call.args)
+                    args[i] = args[i].to("cuda:1")
+                    check_call(ctx, call, args, f"{_described(call)}, `{call.names[i]}` on cuda:1",
+                               may_refuse=(call.names[i],))
+    return run
+
+
+def _fake(spec, calls: _Calls):
+    def run(ctx):
+        for call in calls(ctx, "fake", _dtypes(spec)[0], random_shapes=False):
+            op = resolve(ctx.module, call.registered)
+
+            def arguments(how: str) -> list:
+                """Fresh arguments laid out `how`; those the op updates in place keep the layout it requires."""
+                out = []
+                for i, a in enumerate(_fresh(call.args)):
+                    if isinstance(a, torch.Tensor) and i not in call.mutates:
+                        if how in LAYOUTS:
+                            a = LAYOUTS[how](a) if LAYOUTS[how](a) is not None else a
+                        elif how == "channels_last" and a.dim() == 4:
+                            # an op whose result follows its input's memory format differs from a fake that does not
+                            a = a.contiguous(memory_format=torch.channels_last)
+                    out.append(a)
+                return out
+
+            for how in ("contiguous", *LAYOUTS, "channels_last"):
+                try:
+                    op(*arguments(how))
+                except ERRORS as e:
+                    if how != "contiguous" and names_one_of(clean(e), call.names):
+                        continue  # the interface refuses such arguments, with an error naming them
+                    raise CheckFailure(f"{_described(call)}, {how} arguments: {type(e).__name__}: {clean(e)[:300]}") from None
+                try:
+                    torch.library.opcheck(op, tuple(arguments(how)), test_utils=("test_schema", "test_faketensor"))
+                except Exception as e:  # noqa: BLE001: opcheck's own error types
+                    raise CheckFailure(f"{_described(call)}, {how} arguments: the result does not match the "
+                                       f"registered fake (shape, dtype or strides): {clean(e).splitlines()[0][:300]}") from None
+    return run
+
+
+def _on_capability(needs: tuple[int, int], label: str, run):
+    def checked(ctx):
+        from grader.verify.checks import require_capability
+
+        if DEVICE.name == "cuda":
+            require_capability(*needs, label)
+        return run(ctx)
+    return checked
+
+
+def property_checks(spec: Spec) -> list[Check]:
+    """The generated checks of every op of `spec` (see the module's docstring)."""
+    try:
+        with audit_seed(0):
+            calls = spec.audit_calls("cpu", torch.float32)
+    except Exception:  # noqa: BLE001: a spec that cannot describe its calls on the CPU gets no properties
+        return []
+    checks: list[Check] = []
+    seen: set[str] = set()
+    for call in calls:
+        if call.label in seen or call.reference is None:
+            continue
+        seen.add(call.label)
+        op = _Calls(spec, call.label)
+        group = call.group if call.group in spec.points else next(iter(spec.points))
+        grad_group = AUTOGRAD if AUTOGRAD in spec.points else group
+
+        def add(what, make, grp=group, slow=False, needs=call.needs_capability, label=call.label):
+            run = make(spec, op)
+            if needs is not None:  # below it, reported as not run on this GPU (costs nothing)
+                run = _on_capability(needs, label, run)
+            checks.append(Check(f"{call.label} [{what}]", grp, run, slow=slow))
+
+        add("random shapes", _random_shapes)
+        if len(_dtypes(spec)) > 1:
+            add("random shapes in every dtype", lambda sp, c: _random_shapes(sp, c, every_dtype=True), slow=True)
+        add("non-contiguous arguments", _noncontiguous)
+        if call.nonfinite:
+            add("NaN and infinities", _nonfinite)
+        if call.edges():
+            add("every declared edge", _edges)
+        if call.updates is not None:
+            updates_group = call.updates_group if call.updates_group in spec.points else group
+            add("the state it updates, at every edge", _updates, updates_group)
+        add("on the current stream", _stream)
+        add("two results held at once", _held_at_once)
+        add("output strides against the registered fake and PyTorch's", _output_strides)
+        add("state between calls on the same tensors", _between_calls)
+        tensors = [a for a in call.args if isinstance(a, torch.Tensor)]
+        if len(tensors) > 1 and any(a.dim() == 1 for a in tensors):
+            add("1-D arguments one element longer", _wrong_lengths,
+                grp="input_checks" if "input_checks" in spec.points else group)
+        if DEVICE.cuda and torch.cuda.is_available() and torch.cuda.device_count() > 1:
+            add("each tensor argument on another GPU", _other_gpu,
+                grp="input_checks" if "input_checks" in spec.points else group)
+        if _int_lists(call):
+            add("each component of its list arguments", _list_components,
+                grp="input_checks" if "input_checks" in spec.points else group)
+        if call.grad_args:
+            add("gradients", _gradients_property, grad_group)
+        if call.kernels is not None or spec.kernel_rule() is not None:
+            add("own kernels in every dtype and shape", _own_kernels, slow=True)
+        if call.registered:
+            add("output metadata against the registered fake", _fake, slow=True)
+    return checks + module_checks(spec)
+
+
+def _module_options(entry: ModuleOptions):
+    def run(ctx):
+        for option, edges in entry.options.items():
+            for edge in edges:
+                if _reach(entry.name, option, edge.name, "module"):
+                    continue
+                chosen = {**entry.base, option: edge.value}
+                what = f"{entry.name} with {option}={edge.name}"
+                try:
+                    entry.check(ctx, chosen, what)
+                except ERRORS as e:
+                    # an option the entry point does not support: refused with an error naming it (or
+                    # computed as PyTorch's modules compute it)
+                    if edge.refused and names_one_of(clean(e), (option,)) and "not implemented yet" not in clean(e):
+                        continue
+                    raise CheckFailure(f"{what}: {type(e).__name__}: {clean(e)[:300]}") from None
+                except CheckFailure as e:
+                    if edge.refused:
+                        raise CheckFailure(f"{e} ({option}={edge.name} is not supported: refuse it with an error "
+                                           f"naming `{option}`, or compute it as PyTorch does)") from None
+                    raise
+    return run
+
+
+def module_checks(spec: Spec) -> list[Check]:
+    """One check per module entry point of `spec` (Spec.module_options): every option's every edge."""
+    return [Check(f"{entry.group}[{entry.name}: every option's edges]", entry.group, _module_options(entry))
+            for entry in spec.module_options()]

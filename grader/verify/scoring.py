@@ -1,0 +1,200 @@
+"""Turning test outcomes into points: all-or-nothing per group, tiers for speed.
+
+The speed's verdict (`speed_verdict`) is computed from the timing's raw measurements both in the
+grading process (to tell the student at once) and again here, in the parent, which scores with its
+own result: a submission that patches the grader in its process cannot award itself a tier.
+"""
+from __future__ import annotations
+
+from grader.verify.spec import PERFORMANCE, Spec
+
+# How a check that cannot run on this machine says so (too little GPU memory): it is reported as not
+# run, and costs its group nothing unless the grade is strict (grader.verify.checks.require_free_memory).
+NOT_RUN_HERE = "not run here: "
+# How the timing says it was skipped because a group speed requires had already failed a check
+NOT_TIMED = "not timed: "
+
+# A measured rate this far above the device's limit is a timing artefact or a cheat, not speed. The
+# FLOP limit is strict-fp32 cuBLAS, which a convolution may pass by doing fewer multiplications than it
+# is credited with (Winograd: 2.25x fewer for 3x3), but not by 4x.
+OVER_LIMIT = {"B": 1.10, "FLOP": 4.0}
+# The timed calls' median may be this far below the time the op's own kernels took on the GPU when the
+# profiler watched a few of them, right after, on the same refilled inputs (noise); further below, the op
+# did less (or other) work when it was not observed, e.g. a library's kernels only when no profiler is
+# on. Honest ops sit at or above 1: the median over the kernels' time was 1.000-1.017 for all ten
+# references on the H100 (2026-11-26, cold and warm grades), the events also timing the launch gaps.
+UNOBSERVED_MARGIN = 0.9
+
+
+def tier_fraction(spec: Spec, ratio: float) -> float:
+    """Fraction of the performance points earned at `ratio` of the reference's throughput."""
+    earned = 0.0
+    for threshold, fraction in spec.perf_tiers:
+        if ratio >= threshold:
+            earned = max(earned, fraction)
+    return earned
+
+
+# An honest op's device sync after its end event took 17-63 us on the H100 (PyTorch's baselines,
+# cuBLAS's the longest), so the margin counts above the baseline's wait in the same run; capped, so
+# that a stall of the baseline's own cannot hide a short kernel run off the timed stream.
+IDLE_SYNC_CAP_S = 1e-4
+
+
+def work_escaped(busy_after_s: float, median_s: float, idle_sync_s: float = 0.0) -> bool:
+    """The device was still busy well after the timed stream finished: work ran outside the
+    events. `idle_sync_s` is what the same wait took after an honest op (PyTorch's baseline) in
+    the same run; the absolute margin allows for a sync's jitter, the relative one for noise on
+    long ops."""
+    return busy_after_s - min(idle_sync_s, IDLE_SYNC_CAP_S) > max(5e-5, 0.25 * median_s)
+
+
+def speed_verdict(spec: Spec, perf: dict) -> tuple[float, str]:
+    """(fraction of the performance points earned, why not all) from a timing's raw numbers:
+    rate and reference_rate (per second), limit, unit, time_s and busy_after_s."""
+    if str(perf.get("verdict", "")).startswith("grader error"):
+        return 0.0, perf["verdict"]
+    try:
+        rate, reference, time_s = float(perf["rate"]), float(perf["reference_rate"]), float(perf["time_s"])
+        limit, busy = float(perf.get("limit") or 0.0), float(perf.get("busy_after_s", 0.0))
+        idle_sync = float(perf.get("baseline_busy_after_s", 0.0))
+        kernel_time = float(perf.get("kernel_time_s") or 0.0)
+        threads = int(perf.get("threads_started") or 0)
+    except (KeyError, TypeError, ValueError):
+        return 0.0, perf.get("verdict") or "the timing recorded no throughput"
+    if not (rate > 0 and reference > 0 and time_s > 0):
+        return 0.0, "the timing recorded no throughput"
+    if work_escaped(busy, time_s, idle_sync):
+        return 0.0, (f"the GPU stayed busy {busy * 1e6:.0f} us after the timed stream's {time_s * 1e6:.0f} us "
+                     "of work ended: work ran outside the current stream, so the timing is not credited "
+                     "(launch on at::cuda::getCurrentCUDAStream())")
+    if perf.get("early_work"):
+        return 0.0, f"{perf['early_work']}; the timing is not credited"
+    if threads:
+        return 0.0, (f"a timed call left {threads} host thread(s) running after it returned (work the timing "
+                     "cannot see), so the timing is not credited")
+    if kernel_time > 0 and time_s < UNOBSERVED_MARGIN * kernel_time:
+        return 0.0, (f"the timed calls took {time_s * 1e6:.0f} us, but the op's own kernels alone took "
+                     f"{kernel_time * 1e6:.0f} us when the profiler watched: the op does other (or less) work "
+                     "when it is not observed, so the timing is not credited")
+    unit = perf.get("unit")
+    if unit in OVER_LIMIT and not limit > 0:
+        return 0.0, "the timing recorded no device limit to compare with"
+    if unit in OVER_LIMIT and rate / limit > OVER_LIMIT[unit]:
+        name = "the copy bandwidth" if unit == "B" else "strict-fp32 cuBLAS's rate"
+        return 0.0, (f"{rate / limit:.0%} of {name} is not physically possible for this work: "
+                     "the op skipped work (or cached a result), so speed is not credited")
+    ratio = rate / reference
+    fraction = tier_fraction(spec, ratio)
+    if fraction == 0:
+        first = min(t for t, _ in spec.perf_tiers)
+        return 0.0, f"reached {ratio:.2f}x of the reference's throughput; the first tier needs {first:g}x"
+    return fraction, ""
+
+
+def not_run_here(test: dict) -> bool:
+    """A check skipped because this machine cannot run it (too little GPU memory)."""
+    return test["outcome"] == "skipped" and str(test.get("reason", "")).startswith(NOT_RUN_HERE)
+
+
+def score_exercise(spec: Spec, tests: list[dict], status: str = "graded", error: str = "", strict: bool = False) -> dict:
+    """The exercise's row of the report: points per group, reasons, speed. A check this machine
+    cannot run (not_run_here) costs its group nothing, unless `strict`: the group is then not graded
+    here; either way the row lists it under "not_run"."""
+    row = {
+        "exercise": spec.exercise,
+        "title": spec.title,
+        "status": status,
+        "error": error,
+        "points": 0.0,
+        "max_points": spec.total,
+        "groups": {},
+        "tests": tests,
+        "performance": None,
+    }
+    if status != "graded":
+        for group, pts in spec.points.items():
+            row["groups"][group] = {"points": 0.0, "max": pts, "state": status, "reason": error}
+        return row
+    by_group: dict[str, list[dict]] = {}
+    for t in tests:
+        by_group.setdefault(t.get("group") or "", []).append(t)
+    row["not_run"] = [f"{t['name']}: {t['reason'][len(NOT_RUN_HERE):]}" for t in tests if not_run_here(t)]
+    for group, pts in spec.points.items():
+        if group == PERFORMANCE:
+            continue
+        members = by_group.get(group, [])
+        failed = [t for t in members if t["outcome"] == "failed"]
+        unfinished = [t for t in members if t["outcome"] in ("skipped", "not run") and (strict or not not_run_here(t))]
+        if not strict and members and all(not_run_here(t) for t in members):
+            unfinished = members  # nothing of the group ran here
+        if not members:
+            state, reason = "not run", "no test of this group ran (deselected?)"
+        elif failed:
+            state, reason = "failed", f"{failed[0]['name']}: {failed[0]['reason']}"
+            if len(failed) > 1:
+                reason += f" (and {len(failed) - 1} more failed)"
+        elif unfinished:
+            state, reason = "skipped", f"{unfinished[0]['name']}: {unfinished[0]['reason']}"
+        else:
+            state, reason = "passed", ""
+        row["groups"][group] = {
+            "points": float(pts) if state == "passed" else 0.0,
+            "max": pts,
+            "state": state,
+            "reason": reason,
+            "passed": sum(t["outcome"] == "passed" for t in members),
+            "total": len(members),
+        }
+    outcomes = {t["name"]: t["outcome"] for t in tests}
+    for group, needed in spec.requires.items():
+        entry = row["groups"].get(group)
+        failed = [name for name in needed if required_failed(name, outcomes, row["groups"])]
+        if entry is not None and entry["state"] == "passed" and failed:
+            entry.update(points=0.0, state="failed", reason=f"counts only once {', '.join(failed)} passes")
+    if PERFORMANCE in spec.points:
+        row["groups"][PERFORMANCE] = _score_performance(spec, by_group.get(PERFORMANCE, []), row["groups"])
+        perf_test = (by_group.get(PERFORMANCE) or [None])[0]
+        if perf_test:
+            row["performance"] = perf_test.get("properties", {}).get("performance")
+    row["points"] = sum(g["points"] for g in row["groups"].values())
+    row["passed"] = sum(t["outcome"] == "passed" for t in tests)
+    row["total_tests"] = len(tests)
+    return row
+
+
+def required_failed(name: str, outcomes: dict[str, str], groups: dict[str, dict]) -> bool:
+    """Whether what `name` stands for in a spec's `requires` failed: a scored group, or one check (what
+    did not run, deselected or skipped here, blocks nothing)."""
+    if name in groups:
+        return groups[name]["state"] == "failed"
+    return outcomes.get(name) == "failed"
+
+
+def _score_performance(spec: Spec, tests: list[dict], groups: dict) -> dict:
+    pts = spec.points[PERFORMANCE]
+    entry = {"points": 0.0, "max": pts, "state": "not run", "reason": "", "passed": 0, "total": 1}
+    if not tests:
+        entry["reason"] = "the timing did not run"
+        return entry
+    test = tests[0]
+    perf = test.get("properties", {}).get("performance") or {}
+    missing = [g for g in spec.perf_requires if groups.get(g, {}).get("state") != "passed"]
+    # a timing skipped because a required group failed (NOT_TIMED) is that loss, not "not graded here"
+    required_failed = any(groups.get(g, {}).get("state") == "failed" for g in spec.perf_requires)
+    if test["outcome"] in ("skipped", "not run") and not required_failed:
+        entry.update(state="skipped", reason=test["reason"] or "not run")
+    elif missing:
+        entry.update(state="failed", reason=f"speed counts only once {', '.join(missing)} passes")
+    elif test["outcome"] == "failed":
+        entry.update(state="failed", reason=test["reason"])
+    else:  # recomputed here, not taken from the grading process's own verdict
+        fraction, reason = speed_verdict(spec, perf)
+        if reason:
+            entry.update(state="failed", reason=reason)
+        else:
+            ratio = float(perf["rate"]) / float(perf["reference_rate"])
+            entry.update(points=round(pts * fraction, 2), state="passed" if fraction >= 1 else "partial",
+                         reason="" if fraction >= 1 else f"{ratio:.2f}x of the reference earns {fraction:.0%}",
+                         passed=1)
+    return entry

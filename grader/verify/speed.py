@@ -1,0 +1,351 @@
+"""The timed part of grading: the submission's op at the benchmark's shape, every timed call a
+call the grader can check.
+
+In the grading process (`measure_submission`), only the submission's op is timed; the reference
+solution, PyTorch's op and the device's limit are timed by a trusted process that never runs
+submitted code (grader.run.yardstick), and the parent puts the two together (grader.verify.scoring). What makes
+a timed call indistinguishable from a checked one, and checked:
+
+- Fresh inputs: before every call the input set is refilled in place from a secret seed, so no
+  call sees the values of another (a memo by tensor, by pointer or by version, or a replayed
+  output, returns the wrong answer), and nothing can be computed ahead of time.
+- Every output looked at: a plain torch.Tensor, on the GPU, sharing no memory with the inputs;
+  each call's output is checked in full against the float64 reference with a chance decided after
+  the call returned, and always the last; the elements of some of them are saved for the parent to
+  re-check (grader.verify.judge). A wrong timed output fails the correctness group it belongs to.
+- Watched: a few timed calls are observed in the process-wide watch's hidden windows
+  (grader.verify.observe.WATCH), as the checked calls are, so the op sees the same state whether it is
+  checked, observed or timed; the watch sees every kernel of the process with its stream and
+  duration: each must be the exercise's own and on the timed stream, and the timed median may not be
+  far below what those kernels took. Between its windows the watch profiles nothing, so the other
+  timed calls, and the yardstick's, run without a profiler's overhead.
+  Host threads left running by a call are counted, and the device must be idle after the end event.
+- One state: the global math flags are the exercise's for the whole process (Spec.math), checks
+  and timing alike.
+"""
+from __future__ import annotations
+
+import random
+import secrets
+import time
+
+import torch
+
+from grader.verify.timer import (L2Flusher, copy_bandwidth, input_tensors, matmul_flops, new_events, output_tensors,
+                                 prepare, time_fn, timed_call)
+from grader.verify.checks import CheckFailure, Comparison, require_plain_tensor
+from grader.verify.observe import SLEEP_KERNEL, kernel_function, observe
+from grader.verify.scoring import speed_verdict
+from grader.verify.spec import Benchmark, Context, Spec
+
+# Grading caps each timed op at this many seconds of sampling (make bench allows more): the median of
+# the samples gathered by then is stable to a few percent, and the edit-grade loop stays short.
+GRADING_SECONDS = 1.0
+VERIFY_CHANCE = 0.15  # after each timed call, the chance that its output is checked in full
+JUDGED_CALLS = 2  # timed calls besides the last whose sampled outputs the parent re-checks
+JUDGED_ELEMENTS = 4096  # elements of each output tensor sent to the parent
+PROFILED_CALLS = 3
+CHUNK = 1 << 24  # elements per piece when a large output is checked against a pointwise reference
+WHOLE_LIMIT = 1 << 26  # outputs up to this many elements are checked against one whole reference
+
+
+def bench_group(spec: Spec, k: int = 0, bench: Benchmark | None = None) -> str:
+    """The correctness group output `k` of a timed call vouches for."""
+    bench = bench or spec.benchmark()
+    groups = getattr(bench, "output_groups", ()) or ()
+    if k < len(groups):
+        return groups[k]
+    return spec.perf_requires[0] if spec.perf_requires else "forward"
+
+
+class Refill:
+    """Gives an input set fresh values in place, from a seed nobody can guess, and remembers it (the
+    parent regenerates the inputs of a judged call from it)."""
+
+    def __init__(self, bench: Benchmark, rng: random.Random | None = None):
+        self.bench, self.seed = bench, None
+        self.rng = rng or random.SystemRandom()
+
+    def __call__(self, inputs) -> None:
+        self.seed = self.rng.getrandbits(62)
+        fresh = self.bench.make_inputs(self.seed)
+        with torch.no_grad():
+            for dst, src in zip(input_tensors(inputs), input_tensors(fresh), strict=True):
+                dst.copy_(src)
+
+
+def _storage_range(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def check_structure(out, inputs, what: str) -> list[torch.Tensor]:
+    """The output's tensors, each a plain torch.Tensor on the GPU sharing no memory with an input."""
+    tensors = output_tensors(out)
+    ins = [_storage_range(t) for t in input_tensors(inputs) if t.numel()]
+    for k, t in enumerate(tensors):
+        name = what if len(tensors) == 1 else f"{what} [output {k}]"
+        require_plain_tensor(t, name)
+        if not t.is_cuda:
+            raise CheckFailure(f"{name}: on {t.device}, expected on the GPU")
+        if t.numel():
+            lo, hi = _storage_range(t)
+            if any(lo < b and a < hi for a, b in ins):
+                raise CheckFailure(f"{name}: shares memory with an input; an op returns new tensors")
+    return tensors
+
+
+def verify(bench: Benchmark, reference, out, inputs, what: str) -> dict[int, str]:
+    """Check every element of a timed call's outputs against the float64 reference; returns the
+    problems by output index (empty when right)."""
+    tensors = check_structure(out, inputs, what)
+    tolerances = bench.tolerance(inputs)
+    whole = None
+    problems: dict[int, str] = {}
+    if len(tensors) != len(tolerances):
+        return {0: f"{what}: {len(tensors)} output tensor(s), expected {len(tolerances)}"}
+    shapes = bench.shapes(inputs) if getattr(bench, "shapes", None) else None
+    for k, (a, tol) in enumerate(zip(tensors, tolerances)):
+        name = what if len(tensors) == 1 else f"{what} [output {k}]"
+        cmp = Comparison(tol, name)
+        if a.numel() > WHOLE_LIMIT and shapes is not None:
+            if tuple(a.shape) != tuple(shapes[k]):
+                problems[k] = f"{name}: shape {tuple(a.shape)}, expected {tuple(shapes[k])}"
+                continue
+            flat = a.reshape(-1)
+            for start in range(0, flat.numel(), CHUNK):
+                piece = slice(start, min(flat.numel(), start + CHUNK))
+                where = [piece if j == k else slice(0, 0) for j in range(len(tensors))]
+                cmp.add(flat[piece], reference(inputs, where)[k], offset=start)
+        else:
+            if whole is None:
+                whole = reference(inputs, None)
+            if tuple(a.shape) != tuple(whole[k].shape):
+                problems[k] = f"{name}: shape {tuple(a.shape)}, expected {tuple(whole[k].shape)}"
+                continue
+            cmp.add(a, whole[k])
+        problem = cmp.problem()
+        if problem:
+            problems[k] = problem
+    return problems
+
+
+def sample_outputs(out, seed: int, rng: random.Random) -> dict:
+    """Random elements of each output tensor, chosen now (after the call), for the parent."""
+    record = {"seed": seed, "where": [], "values": []}
+    for t in output_tensors(out):
+        n = t.numel()
+        g = torch.Generator().manual_seed(rng.getrandbits(62))
+        idx = torch.randint(0, max(n, 1), (min(JUDGED_ELEMENTS, n),), generator=g)
+        record["where"].append(idx)
+        record["values"].append(t.detach().reshape(-1)[idx.to(t.device)].cpu().clone())
+    return record
+
+
+class Inspector:
+    """Looks at every timed output: its structure always; in full with a chance decided after the
+    call; some sampled for the parent."""
+
+    def __init__(self, spec: Spec, bench: Benchmark, refill: Refill, rng: random.Random):
+        self.spec, self.bench, self.refill, self.rng = spec, bench, refill, rng
+        self.verified = 0
+        self.wrong: dict[str, str] = {}  # group -> why
+        self.judged: list[dict] = []
+
+    def fail(self, problems: dict[int, str]) -> None:
+        for k, why in problems.items():
+            self.wrong.setdefault(bench_group(self.spec, k, self.bench), f"a timed call at the benchmark's shape: {why}")
+
+    def __call__(self, out, inputs, always: bool = False) -> None:
+        try:
+            if always or self.rng.random() < VERIFY_CHANCE:
+                self.verified += 1
+                problems = verify(self.bench, self.bench.reference, out, inputs, "a timed output")
+                if problems:
+                    self.fail(problems)
+                    raise CheckFailure(next(iter(problems.values())))
+                if len(self.judged) < JUDGED_CALLS and self.rng.random() < 0.5:
+                    self.judged.append(sample_outputs(out, self.refill.seed, self.rng))
+            else:
+                check_structure(out, inputs, "a timed output")
+        except CheckFailure as e:
+            if not self.wrong:
+                self.wrong[bench_group(self.spec, 0, self.bench)] = f"a timed call at the benchmark's shape: {e}"
+            raise
+
+    def last(self, out, inputs) -> None:
+        self(out, inputs, always=True)
+        self.judged.append(sample_outputs(out, self.refill.seed, self.rng))
+
+
+def busy_time(kernels) -> float:
+    """How long the GPU ran any of `kernels` (each with start_s and duration_s): the union of their
+    intervals, so that kernels a library runs side by side on its own streams count once."""
+    total, end = 0.0, float("-inf")
+    for k in sorted(kernels, key=lambda k: k.start_s):
+        start, stop = k.start_s, k.start_s + k.duration_s
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
+
+
+def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, inspect, flush,
+                  lead_cycles: int) -> dict:
+    """A few timed calls observed in the watch's hidden windows (like the others, to the op): their
+    kernels (the exercise's own, none before the timed window opens), and how long those kernels
+    took on the GPU."""
+    rule = bench.kernels or spec.kernel_rule()
+    events = new_events()
+    found = {"kernel_time_s": [], "profiled_time_s": [], "foreign": "", "early_work": ""}
+    for _ in range(PROFILED_CALLS):
+        prepare(inputs, refill, flush)
+        sample, seen = observe(lambda: timed_call(call, inputs, events, lead_cycles), cpu_ops=bool(rule and rule.needs_cpu_ops),
+                               hidden=True)
+        inspect(sample.output, inputs, always=True)
+        sleeps = [k for k in seen.kernels if kernel_function(k.name) == SLEEP_KERNEL]
+        work = [k for k in seen.kernels if kernel_function(k.name) != SLEEP_KERNEL]
+        if rule is not None and not found["foreign"]:
+            found["foreign"] = rule.problem(seen, "a timed call at the benchmark's shape") or ""
+        if sleeps and not found["early_work"]:
+            # the timed window opens as the grader's sleep ends (the start event follows it): work of the
+            # call's that ran before, on another stream or from another thread, escaped the timing. Work
+            # on other streams inside the window (a library forking and joining) is fine.
+            opened = sleeps[0].start_s + sleeps[0].duration_s
+            early = sorted({k.name[:80] for k in work if k.start_s < opened - 1e-6})
+            if early:
+                found["early_work"] = (f"kernels ran before the timed window opened, during the grader's GPU sleep "
+                                       f"({'; '.join(early[:2])}): work launched ahead, on another stream or from "
+                                       "another thread, escapes the timing")
+        found["kernel_time_s"].append(busy_time(work))
+        found["profiled_time_s"].append(sample.time_s)
+    for key in ("kernel_time_s", "profiled_time_s"):
+        values = sorted(found[key])
+        found[key] = values[len(values) // 2] if values else 0.0
+    return found
+
+
+def measure_submission(spec: Spec, ctx: Context) -> dict:
+    """Time the submission's op (in its own grading process): the raw numbers and what was wrong
+    with the timed calls. The parent scores them against the yardstick (grader.verify.scoring)."""
+    bench = spec.benchmark()
+    rng = random.SystemRandom()
+    refill = Refill(bench, rng)
+    flush = L2Flusher()
+    inputs = bench.make_inputs(secrets.randbits(62))
+    inspector = Inspector(spec, bench, refill, rng)
+    result: dict = {"label": bench.label, "unit": bench.unit, "work": bench.work, "verdict": "", "wrong": {}}
+
+    def call(inp):
+        return bench.call(ctx.module, inp)
+
+    phases = result["phase_s"] = {}
+    clock = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[name] = round(now - clock, 3)
+        clock = now
+
+    try:
+        timing = time_fn(call, [inputs], refill=refill, inspect=inspector, keep_last=True, flush=flush,
+                         max_seconds=GRADING_SECONDS)
+        inspector.last(*timing.last)
+        timing.last = None
+        phase("timed calls")
+        watched = watched_calls(spec, bench, call, inputs, refill, inspector, flush, timing.lead_cycles)
+        phase("profiled calls")
+        rule = bench.kernels or spec.kernel_rule()
+        for label, (variant, reference) in bench.variants.items():
+            prepare(inputs, refill, flush)
+            what = f"{label} at the benchmark's shape"
+            out, seen = observe(lambda: variant(ctx.module, inputs), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True)
+            problems = verify(bench, reference, out, inputs, what)
+            foreign = rule.problem(seen, what) if rule is not None and not problems else None
+            if foreign:
+                problems = {0: foreign}
+            if problems:
+                inspector.fail(problems)
+                raise CheckFailure(next(iter(problems.values())))
+        phase("other parameter values")
+    except CheckFailure as e:
+        result["wrong"] = inspector.wrong or {bench_group(spec, 0, bench): str(e)}
+        result["verdict"] = f"wrong result on a timed call: {e}"
+        result["judged"] = inspector.judged
+        return result
+    result.update(time_s=timing.median_s, samples=timing.samples, rate=timing.rate(bench.work),
+                  busy_after_s=timing.busy_after_s, wall_s=timing.wall_median_s,
+                  threads_started=timing.threads_started, verified=inspector.verified, **watched)
+    result["judged"] = inspector.judged
+    if watched["foreign"]:
+        result["wrong"] = {bench_group(spec, 0, bench): watched["foreign"]}
+        result["verdict"] = watched["foreign"]
+    return result
+
+
+def measure_yardstick(spec: Spec, reference_module) -> dict:
+    """The trusted half (grader.run.yardstick, never beside submitted code): the reference solution's
+    rate (or PyTorch's times the solution's recorded ratio, without solutions/), PyTorch's, and the
+    device's limit, on inputs refilled as the submission's are."""
+    from grader.verify.observe import WATCH
+
+    # the watch's thread as the submissions' processes have it (grader.verify.observe.WATCH; idle between
+    # its windows), so both sides of the ratio are timed in the same state
+    WATCH.start()
+    bench = spec.benchmark()
+    flush = L2Flusher()
+    refill = Refill(bench)
+    inputs = bench.make_inputs(secrets.randbits(62))
+    baseline = time_fn(bench.baseline, [inputs], refill=refill, flush=flush, max_seconds=GRADING_SECONDS)
+    found = {"label": bench.label, "unit": bench.unit, "work": bench.work,
+             "baseline_rate": baseline.rate(bench.work), "baseline_busy_after_s": baseline.busy_after_s}
+    if reference_module is not None:
+        reference = time_fn(lambda inp: bench.call(reference_module, inp), [inputs], refill=refill, flush=flush,
+                            max_seconds=GRADING_SECONDS)
+        found.update(reference_rate=reference.rate(bench.work), reference_source="solution")
+    else:
+        found.update(reference_rate=found["baseline_rate"] * spec.solution_vs_baseline,
+                     reference_source=f"PyTorch x {spec.solution_vs_baseline:g} (no solutions/ folder)")
+    found.update(device_limit(bench, flush))
+    return found
+
+
+_limits: dict[tuple, dict] = {}  # measured once per process (the yardstick's: once per run)
+
+
+def device_limit(bench: Benchmark, flush) -> dict:
+    """The device's limit for a benchmark: the copy bandwidth at its byte count, or strict-fp32
+    cuBLAS's rate, measured now (once per process and kind)."""
+    key = (bench.unit, int(bench.work) if bench.unit == "B" else 0)
+    if key not in _limits:
+        if bench.unit == "B":
+            _limits[key] = {"limit": copy_bandwidth(int(bench.work), flush=flush), "limit_name": "copy bandwidth"}
+        else:
+            _limits[key] = {"limit": matmul_flops(flush=flush), "limit_name": "cuBLAS fp32"}
+    return _limits[key]
+
+
+def combine(submission: dict, yardstick: dict | None) -> dict:
+    """The submission's timing beside the yardstick's numbers, with the ratios the report shows."""
+    perf = dict(submission)
+    if yardstick:
+        perf.update({k: v for k, v in yardstick.items() if k not in ("label", "unit", "work")})
+    if perf.get("rate") and perf.get("reference_rate"):
+        perf["ratio"] = perf["rate"] / perf["reference_rate"]
+    if perf.get("rate") and perf.get("limit"):
+        perf["fraction_of_limit"] = perf["rate"] / perf["limit"]
+    return perf
+
+
+def measure(spec: Spec, ctx: Context, reference_module) -> dict:
+    """Both halves in this process, with the verdict (the notebooks' own timing, where the student
+    grades their own work)."""
+    with spec.math():
+        perf = measure_submission(spec, ctx)
+        if "rate" in perf:
+            perf = combine(perf, measure_yardstick(spec, reference_module))
+    perf["tier_fraction"] = 0.0
+    if "rate" in perf:
+        perf["tier_fraction"], perf["verdict"] = speed_verdict(spec, perf)
+    return perf
