@@ -632,6 +632,49 @@ def test_no_import_cycle_among_grader_modules():
             visit(m, [])
 
 
+# grader's wings, floor by floor from the ground up: a module imports the base (grader/env.py), its own
+# wing and the wings on the floors below; wings on one floor import neither the other. The public
+# faces at the top (grader/build.py, grader/timer.py, ...) are for the students' files and notebooks:
+# no wing imports one.
+WING_FLOORS = ({"toolchain"}, {"verify"}, {"specs"}, {"run"}, {"authoring", "bench"}, {"classroom"})
+BASE = {"env"}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a wing's module (or of the base) that does not run down: `importer -> imported`."""
+    floor = {wing: i for i, wings in enumerate(WING_FLOORS) for wing in wings}
+    wrong = []
+    for module, imported in sorted(graph.items()):
+        wing = module.split(".")[0]
+        if wing not in floor and module not in BASE:
+            continue  # a public face: on top of every wing
+        for other in sorted(imported):
+            to = other.split(".")[0]
+            if module in BASE:
+                ok = other in BASE
+            elif to in floor:
+                ok = to == wing or floor[to] < floor[wing]
+            else:
+                ok = other in BASE
+            if not ok:
+                wrong.append(f"{module} -> {other}")
+    return wrong
+
+
+def test_every_wing_imports_only_the_wings_below_it():
+    """The grader's wings import only downward (issue 49): the floors above, the base at the bottom,
+    and every folder of grader/ is a wing with its floor."""
+    graph = grader_import_graph()
+    folders = {p.name for p in (env.REPO / "grader").iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set().union(*WING_FLOORS), "a wing without a floor (WING_FLOORS) or a floor without a wing"
+    assert upward_imports(graph) == []
+    # the check can fail: an import up a floor, across one floor, or of a face, is named
+    assert upward_imports({"verify.checks": {"run.report", "verify.observe", "env"}}) == ["verify.checks -> run.report"]
+    assert upward_imports({"bench.models": {"authoring.regions"}}) == ["bench.models -> authoring.regions"]
+    assert upward_imports({"run.cli": {"build"}, "env": {"toolchain.build"}}) == ["env -> toolchain.build",
+                                                                                  "run.cli -> build"]
+
+
 def test_the_authoring_guide_maps_every_grader_module():
     """docs/authoring.md's table of where the grader's parts live names every module."""
     text = (env.REPO / "docs" / "authoring.md").read_text()
