@@ -1876,7 +1876,7 @@ void launch_gemv(const Plan& plan, const float* a, const float* b, float* o, int
       matmul_gemv_rows<false><<<grid, kGemvThreads, 0, stream>>>(a, b, o, M, K, plan.k_split);
     }
   } else {
-    // (each launch written out: grader/resources.py reads a kernel's block size from its launches)
+    // (each launch written out: grader/run/resources.py reads a kernel's block size from its launches)
     const bool vec = N % 4 == 0 && course::is_aligned16(b);
     if (plan.path == Path::kGemvCols) {
       const dim3 grid(static_cast<unsigned>(course::ceil_div<int64_t>(N, kGemvColsPerBlock)), splits, z);

@@ -184,7 +184,7 @@ def _weight_grad(x, grad_y, weight_shape, stride, padding, dilation, groups, ver
         # Version 3 (TF32) takes groups 1 only, so chunks (groups of the call) go through version 2:
         # strict fp32, at least as accurate; one chunk keeps version 3.
         v = 2 if version == 3 and chunks > 1 else version
-        if chunks > 1:  # (planner paths: grader/paths.py)
+        if chunks > 1:  # (planner paths: grader/verify/paths.py)
             lib.took("wgrad.chunked" if v == version else "wgrad.chunked_v3_as_v2", x.dtype)
         if start > 0:  # a batch past int32 indices, in pieces
             lib.took("wgrad.batch_pieces", x.dtype)

@@ -201,7 +201,7 @@ def _weight_grad(x, grad_y, weight_shape, stride, padding, dilation, groups, ver
     for start in range(0, x.shape[0], step):
         xs, gs = x[start:start + step], grad_y[start:start + step]
         chunks = layer_chunks(xs.shape[0], weight_shape, xs.shape[2:], groups, _sms(x))
-        if chunks > 1:  # (planner paths: grader/paths.py)
+        if chunks > 1:  # (planner paths: grader/verify/paths.py)
             lib.took("wgrad.chunked", x.dtype)
         if start > 0:  # a batch past int32 indices, in pieces
             lib.took("wgrad.batch_pieces", x.dtype)

@@ -455,7 +455,7 @@ void check_plan(const Plan& p, const Args& a) {
 // The plan (kept alive by the entry, so its address names it), the five buffers and the device.
 // "Never referenced" is off for the operators here and in the graph's owners below: at the open
 // level only the launch cache (the student's) uses them, through a hash map and smart pointers, which
-// the stubs' rule (grader/stubs.py, mark_unused) cannot see; nvcc ignores [[maybe_unused]] on a member.
+// the stubs' rule (grader/authoring/stubs.py, mark_unused) cannot see; nvcc ignores [[maybe_unused]] on a member.
 #pragma nv_diagnostic push
 #pragma nv_diag_suppress 177
 struct GraphKey {
