@@ -19,8 +19,8 @@ from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
                                 Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
 from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
-from grader.specs.ex09_conv_bn_relu_training import SHAPES as TRAIN_SHAPES
-from grader.specs.ex09_conv_bn_relu_training import Shape
+from grader.specs.conv_bn import SHAPES as TRAIN_SHAPES
+from grader.specs.conv_bn import Shape, conv_bn_modules
 
 KERNEL = "conv_bn_relu_kernel"  # version 1, strict fp32
 TF32_KERNEL = "conv_bn_relu_tf32_kernel"  # version 2, TF32 tensor cores
@@ -358,28 +358,6 @@ class ConvBNReLUInferenceSpec(Spec):
             kernels=KernelRule((KERNEL,)),
             min_bytes=4.0 * (n * c * h * w + n * k * h * w + k * c * 9),
         )
-
-
-def conv_bn_modules(g: torch.Generator, options: dict, cin: int = 5, cout: int = 6, padding: int = 2):
-    """nn.Conv2d(3x3, padding 2) and nn.BatchNorm2d built with `options` (bias, padding_mode, eps,
-    momentum, affine, track_running_stats), on the GPU, every parameter and buffer drawn from `g` (a CPU
-    generator): BatchNorm's weight of both signs, its running variance positive. Also exercise 09's."""
-    conv = torch.nn.Conv2d(cin, cout, 3, padding=padding, bias=options["bias"], padding_mode=options["padding_mode"])
-    bn = torch.nn.BatchNorm2d(cout, eps=options["eps"], momentum=options["momentum"], affine=options["affine"],
-                              track_running_stats=options["track_running_stats"])
-    with torch.no_grad():
-        conv.weight.copy_(torch.randn(conv.weight.shape, generator=g) * 0.3)
-        if conv.bias is not None:
-            conv.bias.copy_(torch.randn(cout, generator=g) * 0.2)
-        if bn.affine:
-            signs = 1 - 2 * (torch.arange(cout) % 2)
-            bn.weight.copy_((0.5 + torch.rand(cout, generator=g)) * signs)
-            bn.bias.copy_(torch.randn(cout, generator=g) * 0.3)
-        if bn.track_running_stats:
-            bn.running_mean.copy_(torch.randn(cout, generator=g) * 0.3)
-            bn.running_var.copy_(0.5 + torch.rand(cout, generator=g))
-            bn.num_batches_tracked.fill_(3)
-    return conv.cuda(), bn.cuda()
 
 
 def _check_from_modules(ctx: Context, options: dict, what: str) -> None:

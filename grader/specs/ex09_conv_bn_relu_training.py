@@ -13,7 +13,6 @@ graded in its own group against bounds derived from TF32's precision (the sectio
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -23,8 +22,9 @@ from grader.verify import sass
 from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_error, expect_error, poison,
                                   require_capability, unmodified)
 from grader.verify.observe import KernelRule
-from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
-                                Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
+from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
+                                ModuleOptions, Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
+from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
 
@@ -48,31 +48,6 @@ Y_TOL, GRAD_TOL, STATS_TOL = 2e-5, 1e-4, 2e-5
 KINK = 1e-3  # |pre-activation| below this: the incoming gradient is zeroed (see the module docstring)
 
 
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    n: int
-    c: int
-    h: int
-    w: int
-    k: int
-    r: int
-    s: int
-    stride: tuple = (1, 1)
-    padding: tuple = (0, 0)
-    dilation: tuple = (1, 1)
-    bias: bool = False
-
-
-# ResNet-like layers, plus one with odd sizes, uneven strides/dilations and channel counts off 64.
-SHAPES = (
-    Shape("resnet-3x3", 8, 64, 56, 56, 64, 3, 3, padding=(1, 1)),
-    Shape("stem-7x7-s2", 4, 3, 112, 112, 64, 7, 7, stride=(2, 2), padding=(3, 3)),
-    Shape("down-3x3-s2", 8, 128, 28, 28, 256, 3, 3, stride=(2, 2), padding=(1, 1)),
-    Shape("1x1-bias", 8, 256, 14, 14, 64, 1, 1, bias=True),
-    Shape("deep-3x3", 16, 512, 7, 7, 512, 3, 3, padding=(1, 1)),
-    Shape("odd-dilated-bias", 3, 17, 13, 11, 19, 3, 3, stride=(1, 2), padding=(2, 1), dilation=(2, 1), bias=True),
-)
 EVAL_SHAPES = (SHAPES[0], SHAPES[2], SHAPES[5])
 RANDOM_TF32_CASES = 4
 
@@ -295,7 +270,6 @@ def check_from_modules(ctx: Context, options: dict, what: str) -> None:
     num_batches_tracked after each), then the gradients of the convolution's and BatchNorm's weights."""
     import copy
 
-    from grader.specs.ex08_conv_bn_relu_inference import conv_bn_modules
 
     conv, bn = conv_bn_modules(torch.Generator().manual_seed(ctx.seed_for(what)), options)
     seq = torch.nn.Sequential(copy.deepcopy(conv), copy.deepcopy(bn), torch.nn.ReLU())
