@@ -111,3 +111,9 @@ def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None
     if v.reason:
         text = " ".join(lost) + " " + row.get("error", "")
         assert v.reason in text, f"{v.id}: expected {v.reason!r} among the reasons\n{explain([row])}"
+
+
+def kernel_source(folder: Path) -> str:
+    """An exercise's kernel code as one text: its .cuh and .cu files in name order (05's are one file a
+    version), for the tests that read a kernel's constants and lines wherever the folder keeps them."""
+    return "\n".join(p.read_text() for p in sorted(folder.iterdir()) if p.suffix in (".cu", ".cuh"))

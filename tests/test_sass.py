@@ -36,7 +36,7 @@ def _tool_or_skip():
 
 # kernel 5 by plain FMAs (tests/known_wrong/ex05_matmul.py's kernel5_by_fmas, reduced to the names the
 # instruction check reads): a float and a bfloat16 instantiation of `matmul_kernel5`, no tensor core.
-# The variant's whole matmul.cu takes minutes to compile on CI's two cores; this takes seconds.
+# The variant's whole build (05's five kernel files) takes minutes on CI's two cores; this takes seconds.
 FMAS = r"""
 #include <cuda_bf16.h>
 template <typename T>
