@@ -347,7 +347,6 @@ __global__ void __launch_bounds__(256)
   // END OPEN
 }
 
-
 // Stream-K's workers: as many of its blocks as the GPU holds at once (the workspace is sized by it too).
 int64_t streamk_workers() { return course::wave_blocks(matmul_kernel4_streamk<true>, kThreads4); }
 
@@ -355,6 +354,8 @@ int64_t streamk_workers() { return course::wave_blocks(matmul_kernel4_streamk<tr
 
 namespace matmul_internal {
 
+// ---------------------------------------------------------------------------------- the planner
+// How versions 4 and 5 run a product (Path, Plan: matmul_internal.cuh): plan4 below is the rule.
 constexpr int64_t kSplitMinK4 = 64;  // the least k a split of kernel 4 runs down (8 of its 8-deep steps)
 constexpr int64_t kGemvRowsMinK = 1024;  // the least k per split of a row (8 float4 steps of a warp)
 constexpr int64_t kGemvColsMinK = 32;    // the least k per split of a column (4 rows per warp)
@@ -504,7 +505,6 @@ Plan plan4(int64_t batch, int64_t M, int64_t N, int64_t K) {
   // END OPEN
 }
 
-// Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
 // The split-K workspace of a plan: [batch, splits, rows, N] floats for the rows that split (the tail's
 // rows where the plan has a head, else all M).
 int64_t workspace_floats(const Plan& plan, int64_t batch, int64_t M, int64_t N) {

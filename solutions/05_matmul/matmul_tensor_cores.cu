@@ -504,6 +504,7 @@ __global__ void __launch_bounds__(kThreads5, kMinBlocks5)
 
 constexpr int64_t kSplitSteps5 = 2;  // the least k steps a split of kernel 5 runs (64 k in TF32, 128 in BF16)
 
+// Above 48 KiB of dynamic shared memory a kernel must be allowed it (cudaFuncSetAttribute, per
 // instantiation; repeating it costs a microsecond).
 template <typename T, bool kBt>
 void allow_smem5() {
