@@ -1,6 +1,6 @@
 // Candidates for a faster fp32 matrix product (exercise 05), timed by scripts/sweep_matmul.py.
 //
-// The baseline is the solution itself: solutions/05_matmul/matmul.cu is included below, so
+// The baseline is the solution itself: solutions/05_matmul/matmul_basic.cu is included below, so
 // "kernel3" here is always the current matmul_kernel3.
 //
 // The candidates share one template, matmul_async: C (M x N) = A (M x K) @ B (K x N), row-major,
@@ -20,7 +20,7 @@
 
 #include <cuda_runtime.h>
 
-#include "matmul.cu"  // the solution (kernels 1-3 and their launchers), found by the include path
+#include "matmul_basic.cu"  // the solution (kernels 1-3 and their launchers), found by the include path
 
 namespace sweep {
 

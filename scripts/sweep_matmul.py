@@ -6,7 +6,7 @@
 About 2 minutes on an H100 (build about 40 s, timing about a minute).
 
 One build (torch.utils.cpp_extension.load_inline) of scripts/sweep_matmul.cu, which includes the
-solution's solutions/05_matmul/matmul.cu, so candidate 0 is always the current kernel3, beside the
+solution's solutions/05_matmul/matmul_basic.cu, so candidate 0 is always the current kernel3, beside the
 cp.async candidates C1..C6 described in that file. Prints each kernel's registers, spills and
 occupancy; checks every candidate against a float64 product on odd shapes (output memory filled
 with NaN first, so an unwritten element fails); then times each at 4096^3 (and 8192^3) with

@@ -45,7 +45,8 @@ CONFIGS = {
     "S": (128, 128, 2, 4, 3, 2, 8),  # 8 warps of 64 x 32, two blocks per SM: 16 warps hiding latency
     "T": (128, 128, 4, 2, 3, 2, 8),  # 8 warps of 32 x 64
 }
-LINES = {  # the constant lines of matmul.cu, as the solution writes them, and their templates
+KERNEL5 = "matmul_tensor_cores.cu"  # kernel 5's file in solutions/05_matmul
+LINES = {  # the constant lines of KERNEL5, as the solution writes them, and their templates
     r"constexpr int kBM5 = \d+, kBN5 = \d+;": "constexpr int kBM5 = {0}, kBN5 = {1};",
     r"constexpr int kWarpsM5 = \d+, kWarpsN5 = \d+;": "constexpr int kWarpsM5 = {2}, kWarpsN5 = {3};",
     r"constexpr int kStages5 = \d+;": "constexpr int kStages5 = {4};",
@@ -59,12 +60,12 @@ def write_copy(name: str, config: tuple, out: Path) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     shutil.copytree(REPO / "solutions" / "05_matmul", folder)
-    source = folder / "matmul.cu"
+    source = folder / KERNEL5
     text = source.read_text()
     for pattern, template in LINES.items():
         text, count = re.subn(pattern, template.format(*config), text)
         if count != 1:
-            raise SystemExit(f"matmul.cu: {pattern!r} found {count} times; this script knows the solution's constants")
+            raise SystemExit(f"{KERNEL5}: {pattern!r} found {count} times; this script knows the solution's constants")
     source.write_text(text)
     return folder
 

@@ -135,3 +135,9 @@ def level_tree(level: str) -> Path:
         shutil.rmtree(root)
     stubs.generate(SOLUTIONS, root, level)
     return root
+
+
+def kernel_source(folder: Path) -> str:
+    """An exercise's kernel code as one text: its .cuh and .cu files in name order (05's are one file a
+    version), for the tests that read a kernel's constants and lines wherever the folder keeps them."""
+    return "\n".join(p.read_text() for p in sorted(folder.iterdir()) if p.suffix in (".cu", ".cuh"))

@@ -30,6 +30,7 @@ import torch
 
 from grader.verify import precision as probes
 from grader.specs import ex05_matmul as spec05
+from tests.grading import kernel_source
 
 # ------------------------------------------------------------------------------ the hardware model
 WARP = 32
@@ -116,17 +117,17 @@ def swizzle_b(bf16, k, c):
 
 # ------------------------------------------------------------------------ the kernel, transliterated
 
-SOURCE = Path(__file__).resolve().parents[1] / "solutions" / "05_matmul" / "matmul.cu"
+SOURCE = kernel_source(Path(__file__).resolve().parents[1] / "solutions" / "05_matmul")  # every kernel file of 05
 
 
 def solution_a_chunks() -> int:
     """Kernel 5's kAChunks5 (16-byte chunks of k per A row per stage), read from the solution."""
-    return int(re.search(r"constexpr int kAChunks5 = (\d+);", SOURCE.read_text()).group(1))
+    return int(re.search(r"constexpr int kAChunks5 = (\d+);", SOURCE).group(1))
 
 
 def solution_tiles() -> tuple[int, int, int, int]:
     """Kernel 5's (kBM5, kBN5, kWarpsM5, kWarpsN5), read from the solution: the model runs what it runs."""
-    text = SOURCE.read_text()
+    text = SOURCE
     bm, bn = map(int, re.search(r"constexpr int kBM5 = (\d+), kBN5 = (\d+);", text).groups())
     wm, wn = map(int, re.search(r"constexpr int kWarpsM5 = (\d+), kWarpsN5 = (\d+);", text).groups())
     return bm, bn, wm, wn
@@ -332,7 +333,7 @@ def test_every_tuning_configuration_reassembles_the_product_without_bank_conflic
     index arithmetic and swizzles here, and the script's rewrite of the solution's constants applies."""
     tuner = _tuner_configs()
     bm, bn, warps_m, warps_n, stages, min_blocks, a_chunks = tuner.CONFIGS[name]
-    text = (tuner.write_copy(name, tuner.CONFIGS[name], tmp_path) / "matmul.cu").read_text()
+    text = (tuner.write_copy(name, tuner.CONFIGS[name], tmp_path) / tuner.KERNEL5).read_text()
     assert f"kBM5 = {bm}, kBN5 = {bn};" in text and f"kStages5 = {stages};" in text
     assert f"kAChunks5 = {a_chunks};" in text
     assert f"kWarpsM5 = {warps_m}, kWarpsN5 = {warps_n};" in text and f"kMinBlocks5 = {min_blocks};" in text
@@ -553,7 +554,7 @@ def test_wgmma_checks_run_on_a_9_0_gpu_from_a_9_0a_build_only(monkeypatch, gpu, 
 def test_the_loader_model_follows_the_kernel():
     """The model above transliterates Loader5's pointer arithmetic, the B^T fragments and
     matmul_transpose_tf32's layout: these are the kernel's lines it follows (change both together)."""
-    text = SOURCE.read_text()
+    text = SOURCE
     for line in ("a = reinterpret_cast<const Bits*>(A) + (m0 + ra) * K + k0 + kElems * ca;",
                  "b = reinterpret_cast<const Bits*>(B) + (k0 + rb) * N + n0 + kElems * cb;",
                  "a_pass = kARowStep * K;", "b_pass = kBRowStep * N;", "a_left = k_len - kElems * ca;",
@@ -603,7 +604,7 @@ def test_kernel6_reads_mma_s_a_fragments_from_tma_s_swizzle_without_bank_conflic
     addresses must give each lane, for every warp's 16 rows and every wgmma k step, exactly the A
     fragment of mma.sync's layout (which wgmma takes from registers), each matrix's 8 rows in 8
     different 16-byte slots (no bank conflicts)."""
-    text = SOURCE.read_text()
+    text = SOURCE
     assert all(line in text for line in K6_LINES), "load_a6 changed: change its transliteration with it"
     elems, kk, per, amap = (8, 16, 2, BF16_A) if bf16 else (4, 8, 1, TF32_A)
     stage = [[None] * 8 for _ in range(128)]

@@ -1,5 +1,5 @@
 // GENERATED from solutions/05_matmul/matmul.h by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
-// Launchers of exercise 05, shared by the kernel file and the binding file.
+// Launchers of exercise 05, shared by the kernel files (matmul_*.cu) and the binding file (matmul.cpp).
 #pragma once
 
 #include <cstdint>

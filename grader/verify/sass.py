@@ -168,7 +168,8 @@ _PTX_ENTRY = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\
 
 
 def parse_sass(text: str) -> list[Code]:
-    """`cuobjdump -sass` output -> one Code per ELF (architecture), functions by readable name."""
+    """`cuobjdump -sass` output -> one Code per ELF (one per source file and architecture), functions by
+    readable name."""
     codes: list[Code] = []
     # each embedded file opens with "Fatbin elf code:" (SASS) or "Fatbin ptx code:" (listed, not shown)
     pieces = re.split(r"^Fatbin (?=\w+ code:)", text, flags=re.M)
@@ -254,18 +255,21 @@ def instantiations(code: Code, need: MmaInstruction) -> dict[str, str]:
 def missing(codes: list[Code], need: MmaInstruction) -> list[str]:
     """Reasons, one per kernel found without the instruction or kernel not found at all ([]: all hold it)."""
     problems = []
-    for code in codes:
-        found = instantiations(code, need)
-        pattern = need.ptx if code.is_ptx else need.sass
+    by_arch: dict[str, list[Code]] = {}
+    for code in codes:  # a library of several .cu files holds one ELF (or PTX module) per file and architecture
+        by_arch.setdefault(code.arch, []).append(code)
+    for arch, same in by_arch.items():
+        found = [(n, t) for code in same for n, t in instantiations(code, need).items()]
+        pattern = need.ptx if same[0].is_ptx else need.sass
         for kernel in need.kernels:
-            of_kernel = {n: t for n, t in found.items() if split_name(n)[0] == kernel}
+            of_kernel = [(n, t) for n, t in found if split_name(n)[0] == kernel]
             if not of_kernel:
                 typed = f" for {need.operand}" if need.operand else ""
-                problems.append(f"kernel {kernel}{typed} is not in the library's {code.arch} code")
-            for name, text in of_kernel.items():
+                problems.append(f"kernel {kernel}{typed} is not in the library's {arch} code")
+            for name, text in of_kernel:
                 if not pattern.search(text):
                     short = name.replace("(anonymous namespace)::", "")
-                    problems.append(f"no {need.describe()} instruction in kernel {short} ({code.arch})")
+                    problems.append(f"no {need.describe()} instruction in kernel {short} ({arch})")
     return problems
 
 

@@ -514,20 +514,20 @@ course.performance("04_stencil2d")
 # reads 32 consecutive elements of a row of B (coalesced). Still, every FMA needs two loads from the
 # cache hierarchy: about 3 TFLOP/s on an H100.
 #
-# @@context 05_matmul/matmul.cu matmul_kernel1@@
+# @@context 05_matmul/matmul_basic.cu matmul_kernel1@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-kernel1", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_kernel1
+# %%solution 05_matmul/matmul_basic.cu matmul_kernel1
 
 # %% [markdown] id="matmul-launch1"
 # Its launcher: blocks of 32 x 8 threads, a grid covering C. `check_grid_rows` (given) refuses an M whose
 # row blocks would not fit in `gridDim.y`. K = 0 is legal and must produce zeros: the kernel's loop then
 # runs zero times and stores the 0 it started with.
 #
-# @@context 05_matmul/matmul.cu matmul_cuda1@@
+# @@context 05_matmul/matmul_basic.cu matmul_cuda1@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-cuda1", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_cuda1
+# %%solution 05_matmul/matmul_basic.cu matmul_cuda1
 
 # %% nbgrader={"grade": true, "grade_id": "matmul-naive", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
 # 05_matmul naive: the grader's own checks. Shown here: a few cases; at grading, every naive check.
@@ -551,18 +551,18 @@ course.check("naive", "05_matmul")
 # copy (others' values must be there) and after the FMAs (before the next copy overwrites them). Forget
 # either and the result changes from run to run.
 #
-# @@context 05_matmul/matmul.cu matmul_kernel2@@
+# @@context 05_matmul/matmul_basic.cu matmul_kernel2@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-kernel2", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_kernel2
+# %%solution 05_matmul/matmul_basic.cu matmul_kernel2
 
 # %% [markdown] id="matmul-launch2"
 # Its launcher: 32 x 32 blocks, one per tile of C.
 #
-# @@context 05_matmul/matmul.cu matmul_cuda2@@
+# @@context 05_matmul/matmul_basic.cu matmul_cuda2@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-cuda2", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_cuda2
+# %%solution 05_matmul/matmul_basic.cu matmul_cuda2
 
 # %% nbgrader={"grade": true, "grade_id": "matmul-shared-tiles", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
 # 05_matmul shared_tiles: the grader's own checks. Shown here: a few cases; at grading, every shared_tiles check.
@@ -602,7 +602,7 @@ course.check("shared_tiles", "05_matmul")
 # `load_stage` and `store_stage` are given (read from the exercise's file):
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-show-stages", "locked": true, "schema_version": 3, "solution": false} editable=false deletable=false
-cu = (course.skeleton("05_matmul") / "matmul.cu").read_text()
+cu = (course.skeleton("05_matmul") / "matmul_basic.cu").read_text()
 print(cu[cu.index("// One k step's slices"):cu.index("// Grid (ceil(N / 128)")])
 
 # %% [markdown] id="matmul-kernel3-context"
@@ -610,19 +610,19 @@ print(cu[cu.index("// One k step's slices"):cu.index("// Grid (ceil(N / 128)")])
 # `8 x 8 x kBK` FMAs from shared memory, store the next stage into the other buffer, and synchronise.
 # The epilogue that writes `acc` to C is given.
 #
-# @@context 05_matmul/matmul.cu matmul_kernel3@@
+# @@context 05_matmul/matmul_basic.cu matmul_kernel3@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-kernel3", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_kernel3
+# %%solution 05_matmul/matmul_basic.cu matmul_kernel3
 
 # %% [markdown] id="matmul-launch3"
 # The launcher picks one of the four instantiations `matmul_kernel3<vec_a, vec_b>`: a template
 # parameter must be a compile-time constant, so a run-time choice is an `if`/`else` over the launches.
 #
-# @@context 05_matmul/matmul.cu matmul_cuda3@@
+# @@context 05_matmul/matmul_basic.cu matmul_cuda3@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-cuda3", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul_cuda3
+# %%solution 05_matmul/matmul_basic.cu matmul_cuda3
 
 # %% nbgrader={"grade": true, "grade_id": "matmul-register-blocked", "locked": true, "schema_version": 3, "solution": false, "points": 3} editable=false deletable=false
 # 05_matmul register_blocked: the grader's own checks. Shown here: a few cases; at grading, every register_blocked check.
@@ -660,18 +660,18 @@ course.check("register_blocked", "05_matmul")
 # kernel stays correct, just without the overlap. The copy helpers and the per-thread copy bookkeeping
 # (`Loader4`) are given; your cell is the main loop.
 #
-# @@context 05_matmul/matmul.cu tile_product4@@
+# @@context 05_matmul/matmul_pipeline.cu tile_product4@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-kernel4", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu tile_product4
+# %%solution 05_matmul/matmul_pipeline.cu tile_product4
 
 # %% [markdown] id="matmul-launch4"
 # Its launcher: two instantiations, `matmul_kernel4<vec_b>` (16-byte copies of B or 4-byte ones).
 #
-# @@context 05_matmul/matmul.cu launch4@@
+# @@context 05_matmul/matmul_pipeline.cu launch4@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-cuda4", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu launch4
+# %%solution 05_matmul/matmul_pipeline.cu launch4
 
 # %% nbgrader={"grade": true, "grade_id": "matmul-async-pipeline", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
 # 05_matmul async_pipeline: the grader's own checks. Shown here: a few cases; at grading, every async_pipeline check.
@@ -702,10 +702,10 @@ course.check("async_pipeline", "05_matmul")
 # products, the store of the C fragments, and the launch. On a GPU below 8.0 (a T4) version 5 refuses to
 # run and its checks are not graded.
 #
-# @@context 05_matmul/matmul.cu load_fragments5@@
+# @@context 05_matmul/matmul_tensor_cores.cu load_fragments5@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-mma-stage", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu load_fragments5
+# %%solution 05_matmul/matmul_tensor_cores.cu load_fragments5
 
 # %% [markdown] id="matmul-mma-fragments5"
 # The products of one mma k step: float32 words rounded to TF32 first (bfloat16 ones go as they are, and
@@ -713,27 +713,27 @@ course.check("async_pipeline", "05_matmul")
 # loads the next step's fragments while this step's `mma`s issue (the kernel's comment says why float32
 # read from B does not).
 #
-# @@context 05_matmul/matmul.cu mma_fragments5@@
+# @@context 05_matmul/matmul_tensor_cores.cu mma_fragments5@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-mma-fragments5-cell", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu mma_fragments5
+# %%solution 05_matmul/matmul_tensor_cores.cu mma_fragments5
 
 # %% [markdown] id="matmul-store-c5"
 # The C fragments go back to C with the layout above, inside C only.
 #
-# @@context 05_matmul/matmul.cu store_c5@@
+# @@context 05_matmul/matmul_tensor_cores.cu store_c5@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-store-c5-cell", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu store_c5
+# %%solution 05_matmul/matmul_tensor_cores.cu store_c5
 
 # %% [markdown] id="matmul-launch5"
 # Its launcher, one template for both input types and both layouts of B: six instantiations
 # `matmul_kernel5<T, vec_a, vec_b, kBt>` (B^T's copies are always whole 16-byte chunks).
 #
-# @@context 05_matmul/matmul.cu launch5@@
+# @@context 05_matmul/matmul_tensor_cores.cu launch5@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-launch5-cell", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu launch5
+# %%solution 05_matmul/matmul_tensor_cores.cu launch5
 
 # %% nbgrader={"grade": true, "grade_id": "matmul-tensor-cores-tf32", "locked": true, "schema_version": 3, "solution": false, "points": 2} editable=false deletable=false
 # 05_matmul tensor_cores_tf32: the grader's own checks. Shown here: a few cases; at grading, every tensor_cores_tf32 check.
@@ -772,28 +772,28 @@ course.check("tensor_cores_bf16", "05_matmul")
 # producer and the barriers are given (a wrong barrier hangs rather than fails); yours: the A fragments,
 # a consumer's `wgmma`s and the launch. Elsewhere version 6 refuses to run and its checks are not graded.
 #
-# @@context 05_matmul/matmul.cu load_a6@@
+# @@context 05_matmul/matmul_wgmma.cu load_a6@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-load-a6", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu load_a6
+# %%solution 05_matmul/matmul_wgmma.cu load_a6
 
 # %% [markdown] id="matmul-consume6"
 # A consumer's k step, between the given wait for the stage's copies and the given release of the stage
 # before (its group finished, as `wgmma.wait_group 1` has just seen): the A fragments and the stage's
 # `wgmma`s.
 #
-# @@context 05_matmul/matmul.cu consume6@@
+# @@context 05_matmul/matmul_wgmma.cu consume6@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-consume6-cell", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu consume6
+# %%solution 05_matmul/matmul_wgmma.cu consume6
 
 # %% [markdown] id="matmul-launch6"
 # The launch, batch elements in gridDim.z.
 #
-# @@context 05_matmul/matmul.cu matmul6@@
+# @@context 05_matmul/matmul_wgmma.cu matmul6@@
 
 # %% nbgrader={"grade": false, "grade_id": "matmul-launch6-cell", "locked": false, "schema_version": 3, "solution": true}
-# %%solution 05_matmul/matmul.cu matmul6
+# %%solution 05_matmul/matmul_wgmma.cu matmul6
 
 # %% nbgrader={"grade": true, "grade_id": "matmul-wgmma-tf32", "locked": true, "schema_version": 3, "solution": false, "points": 1} editable=false deletable=false
 # 05_matmul wgmma_tf32: the grader's own checks. Shown here: a few cases; at grading, every wgmma_tf32 check.

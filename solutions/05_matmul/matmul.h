@@ -1,4 +1,4 @@
-// Launchers of exercise 05, shared by the kernel file and the binding file.
+// Launchers of exercise 05, shared by the kernel files (matmul_*.cu) and the binding file (matmul.cpp).
 #pragma once
 
 #include <cstdint>

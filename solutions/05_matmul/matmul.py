@@ -1,7 +1,7 @@
 """Exercise 05: C = A @ B, six numbered kernels from naive to Hopper's tensor cores, as a PyTorch op.
 
-The kernels are in matmul.cu, the C++ op in matmul.cpp; this file builds them (cached), registers
-the shape function, and exposes the Python API.
+The kernels are in matmul_*.cu (one file a version; matmul_internal.cuh what they share), the C++ op
+in matmul.cpp; this file builds them (cached), registers the shape function, and exposes the Python API.
 """
 import torch
 

@@ -14,22 +14,22 @@ WGMMA_GROUPS = {"wgmma_tf32", "wgmma_bf16"}
 
 VARIANTS = [
     Variant(EX, "empty_kernel3", "the fast kernel never accumulates",
-            {"matmul.cu": [(K3_FMA, "for (int j = 0; j < kTN; ++j) {}")]},
+            {"matmul_basic.cu": [(K3_FMA, "for (int j = 0; j < kTN; ++j) {}")]},
             loses={"register_blocked"}, reason="relative error"),
     Variant(EX, "ring_index_unwrapped", "kernel 4 wraps its read stage one early (0, 1, 0, 1, ...), so from the "
             "third k step on it computes on tiles that are not this step's",
-            {"matmul.cu": [(K4_READ_WRAP, "read = read + 1 == kStages4 - 1 ? 0 : read + 1;")]},
+            {"matmul_pipeline.cu": [(K4_READ_WRAP, "read = read + 1 == kStages4 - 1 ? 0 : read + 1;")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "tile_edges_unguarded", "kernel 2 loads its tiles without the k bounds: past K it multiplies "
             "the next row of A by rows beyond the end of B",
-            {"matmul.cu": [(K2_LOAD_A, "As[ty][tx] = row < M ? A[row * K + k0 + tx] : 0.0f;"),
+            {"matmul_basic.cu": [(K2_LOAD_A, "As[ty][tx] = row < M ? A[row * K + k0 + tx] : 0.0f;"),
                            (K2_LOAD_B, "Bs[ty][tx] = col < N ? B[(k0 + ty) * N + col] : 0.0f;")]},
             loses={"shared_tiles"}, reason="relative error"),
     Variant(EX, "missing_syncthreads", "kernel 2 reads the tiles without waiting for the whole block to write them",
-            {"matmul.cu": [(K2_BARRIER, K2_BARRIER.replace("    __syncthreads();\n", "", 1))]},
+            {"matmul_basic.cu": [(K2_BARRIER, K2_BARRIER.replace("    __syncthreads();\n", "", 1))]},
             loses={"shared_tiles"}, reason="relative error"),
     Variant(EX, "row_col_swapped", "kernel 1 reads B as if it were column-major (B[col][k])",
-            {"matmul.cu": [(K1_DOT, "acc = fmaf(A[row * K + k], B[col * K + k], acc);")]},
+            {"matmul_basic.cu": [(K1_DOT, "acc = fmaf(A[row * K + k], B[col * K + k], acc);")]},
             loses={"naive"}, reason="relative error"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.matmul",
             {"matmul.py": [("return lib.ops.matmul(A, B, int(version))", "return torch.matmul(A, B)")]},
@@ -42,7 +42,7 @@ VARIANTS = [
             loses={"input_checks"}, reason="inner sizes differ"),
     Variant(EX, "grid_rows_unchecked", "version 1 launches without check_grid_rows: an M of 524281 rows needs "
             "65536 row blocks, one more than gridDim.y holds, and the launch fails without naming A",
-            {"matmul.cu": [('  check_grid_rows(M, kBlock1Y, "version 1");\n', "")]},
+            {"matmul_basic.cu": [('  check_grid_rows(M, kBlock1Y, "version 1");\n', "")]},
             loses={"input_checks"}, reason="M = 524281"),
 ]
 
@@ -70,7 +70,7 @@ VARIANTS += [
     Variant(EX, "skips_a_middle_block_row", "kernel 4 leaves one row of output tiles in the middle unwritten when "
             "M and N are 4096 or more, as in the timed product (the timed output was checked in its first and last "
             "256 rows)",
-            {"matmul.cu": [(K4_TILE, K4_TILE +
+            {"matmul_pipeline.cu": [(K4_TILE, K4_TILE +
                             "  if (M >= 4096 && N >= 4096 && blockIdx.y == gridDim.y / 2) return;\n")]},
             loses={"async_pipeline", "performance"}, reason="timed",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
@@ -122,7 +122,7 @@ VARIANTS += [
     Variant(EX, "loosens_the_spec_tolerance", "rebinds the spec module's REL_TOL to 1e-2 (a float, no function "
             "replaced) and rounds kernel 3's operands to TF32 (about 5e-4 relative error)",
             {"matmul.py": [after_lib("\nimport sys as _sys\n\n_sys.modules['grader.specs.ex05_matmul'].REL_TOL = 1e-2\n")],
-             "matmul.cu": [(K3_FMA, "for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(" + TF32.format("a[i]") + ", "
+             "matmul_basic.cu": [(K3_FMA, "for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(" + TF32.format("a[i]") + ", "
                                     + TF32.format("b[j]") + ", acc[i][j]);")]},
             # before the rework the judge's float32 audit call of version 3 saw the rounding
             loses=ALL, status="tampered", reason="REL_TOL", extra={"kind": "integrity", "old": "loses register_blocked"}),
@@ -152,11 +152,11 @@ K5_STEPS = "  const int64_t steps = course::ceil_div<int64_t>(k_len, Tile5<T>::k
 VARIANTS += [
     Variant(EX, "c_fragment_rows_swapped", "kernel 5 stores the C fragment's c0, c1 at row g + 8 and c2, c3 at row g "
             "(the PTX ISA has them the other way round)",
-            {"matmul.cu": [(K5_C_ROW, K5_C_ROW.replace("8 * h + g", "8 * (1 - h) + g"))]},
+            {"matmul_tensor_cores.cu": [(K5_C_ROW, K5_C_ROW.replace("8 * h + g", "8 * (1 - h) + g"))]},
             loses=TC_GROUPS, reason="outside"),
     Variant(EX, "fp16_instead_of_tf32", "kernels 5 and 6 round their float32 operands to float16 instead of TF32 (the "
             "same 10-bit mantissa, but 5 exponent bits: 1e5 overflows, 1e-6 is subnormal)",
-            {"matmul.cu": [("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"),
+            {"matmul_internal.cuh": [("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"),
                            (K5_TF32, "__device__ __forceinline__ uint32_t to_tf32(float x) {\n"
                                      "  return __float_as_uint(__half2float(__float2half_rn(x)));\n}\n")]},
             # the ordinary-range checks pass (fp16 and TF32 round alike there): only the range checks catch it
@@ -164,20 +164,20 @@ VARIANTS += [
             loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="values near"),
     Variant(EX, "operands_truncated", "to_tf32 returns the float32 words unrounded: the tensor cores truncate them "
             "to TF32 (kernel 5's and kernel 6's operands; what skipping the rounding saves: about a tenth of the time)",
-            {"matmul.cu": [(K5_TF32, "__device__ __forceinline__ uint32_t to_tf32(float x) { return __float_as_uint(x); }\n")]},
+            {"matmul_internal.cuh": [(K5_TF32, "__device__ __forceinline__ uint32_t to_tf32(float x) { return __float_as_uint(x); }\n")]},
             # both operands truncated fail ordinary random checks too (twice rounding's spread); one alone
             # only the positive operands (kernel6_a_truncated below)
             loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="outside TF32's error bound"),
     Variant(EX, "k_tail_dropped", "kernel 5 skips the last k step when there are several (a K that is not a multiple "
             "of the stage's k loses its tail, one that is loses a whole tile)",
-            {"matmul.cu": [(K5_STEPS, K5_STEPS.replace("const int64_t steps", "const int64_t all_steps") +
+            {"matmul_tensor_cores.cu": [(K5_STEPS, K5_STEPS.replace("const int64_t steps", "const int64_t all_steps") +
                             "  const int64_t steps = all_steps > 1 ? all_steps - 1 : all_steps;\n")]},
             loses=TC_GROUPS, reason="outside"),
     # Only slower: without the swizzle ldmatrix's rows share shared-memory slots (8-way conflicts for A,
     # 8-way for BF16 B, 4-way for TF32 B), the results are unchanged. The timed version is kernel 4, so the
     # grader cannot see it: it must keep every point (the resource report does not count bank conflicts)
     Variant(EX, "no_swizzle", "kernel 5 without its XOR swizzles: right results, bank conflicts",
-            {"matmul.cu": [("    return c ^ (r & 7);", "    return c + 0 * r;"),
+            {"matmul_tensor_cores.cu": [("    return c ^ (r & 7);", "    return c + 0 * r;"),
                            ("    return c ^ ((r >> 1) & 3);", "    return c + 0 * r;"),
                            ("    return c ^ ((k & 3) << 1);", "    return c + 0 * k;"),
                            ("    return c ^ (k & 7);", "    return c + 0 * k;")]},
@@ -192,17 +192,17 @@ BT_ROUND = "tile[i][threadIdx.x] = k < K && n < N ? to_tf32(B[k * ldb + n]) : 0u
 VARIANTS += [
     Variant(EX, "kernel5_bt_matrices_swapped", "kernel 5's ldmatrix over B^T takes A's matrix order (rows 8 apart "
             "first, then the next chunk): b[j][1] holds the next tile's columns, b[j + 1][0] the next k half",
-            {"matmul.cu": [(K5_BT_FRAGMENT, K5_BT_FRAGMENT.replace("8 * (q / 2)", "8 * (q % 2)").replace("q % 2;", "q / 2;"))]},
+            {"matmul_tensor_cores.cu": [(K5_BT_FRAGMENT, K5_BT_FRAGMENT.replace("8 * (q / 2)", "8 * (q % 2)").replace("q % 2;", "q / 2;"))]},
             loses={"tensor_cores_tf32"}, reason="outside"),
     Variant(EX, "kernel5_bt_stride_unpadded", "kernel 5 steps between B^T's rows by K instead of the padded row "
             "length: right where K is a multiple of 4, wrong rows elsewhere",
-            {"matmul.cu": [(K5_BT_PASS, K5_BT_PASS.replace("* ldbt", "* K"))]},
+            {"matmul_tensor_cores.cu": [(K5_BT_PASS, K5_BT_PASS.replace("* ldbt", "* K"))]},
             loses={"tensor_cores_tf32"}, reason="outside"),
     # truncated B alone passes on random signs; the positive operands' tall product (kernel 5) and short
     # one (kernel 6) catch it
     Variant(EX, "bt_unrounded", "matmul_transpose_tf32 writes B^T unrounded: the tensor cores truncate B's words "
             "(kernel 5's tall products and kernel 6)",
-            {"matmul.cu": [(BT_ROUND, BT_ROUND.replace("to_tf32(B[k * ldb + n])", "__float_as_uint(B[k * ldb + n])"))]},
+            {"matmul_tensor_cores.cu": [(BT_ROUND, BT_ROUND.replace("to_tf32(B[k * ldb + n])", "__float_as_uint(B[k * ldb + n])"))]},
             loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="operands in [0.5, 1.5)"),
 ]
 
@@ -212,49 +212,49 @@ REDUCE_END = "  const int64_t first = slice * per, last = first + per < splits ?
 VARIANTS += [
     Variant(EX, "split_k_drops_last_split", "the split-K reduction sums splits 0 .. splits - 2: the last K range "
             "(of a split tile product or of a split matrix-vector product) is left out",
-            {"matmul.cu": [(REDUCE_END, REDUCE_END.replace(": splits;", ": splits - 1;"))]},
+            {"matmul_shapes.cu": [(REDUCE_END, REDUCE_END.replace(": splits;", ": splits - 1;"))]},
             # version 5 sums its splits with the same reduction
             loses={"async_pipeline", "performance"} | TC_GROUPS, reason="relative error"),
     Variant(EX, "split_k_first_split_twice", "the split-K reduction starts each slice's sum from split 0's partial "
             "product and then adds the slice's splits: split 0 counts more than once",
-            {"matmul.cu": [("      float sum[kVec] = {}, part[kVec] = {};\n",
+            {"matmul_shapes.cu": [("      float sum[kVec] = {}, part[kVec] = {};\n",
                             "      float sum[kVec] = {}, part[kVec] = {};\n      load_vec<kVec>(sum, p);\n")]},
             loses={"async_pipeline", "performance"} | TC_GROUPS, reason="relative error"),
     Variant(EX, "gemv_tail_ignored", "the N == 1 kernel's float4 path skips what follows its last whole 128-float "
             "step of a row (a K range that is not a multiple of 128 loses its tail)",
-            {"matmul.cu": [("    k = full;\n", "    k = k1;\n")]},
+            {"matmul_shapes.cu": [("    k = full;\n", "    k = k1;\n")]},
             # version 5's float32 matrix-vector products take the same kernel (1 x 1 x 300)
             loses={"async_pipeline", "performance", "tensor_cores_tf32"}, reason="relative error"),
     Variant(EX, "gemv_cols_warp_dropped", "the M == 1 kernel adds its warps' sums from warp 2 on: the k that warp 1 "
             "took (every eighth, from k0 + 1) are left out",
-            {"matmul.cu": [("    for (int w = 1; w < kGemvColsWarps; ++w) total += sums[w][threadIdx.x];\n",
+            {"matmul_shapes.cu": [("    for (int w = 1; w < kGemvColsWarps; ++w) total += sums[w][threadIdx.x];\n",
                             "    for (int w = 2; w < kGemvColsWarps; ++w) total += sums[w][threadIdx.x];\n")]},
             # version 5's float32 matrix-vector products take the same kernel (1 x 777 x 5003)
             loses={"async_pipeline", "performance", "tensor_cores_tf32"}, reason="relative error"),
     Variant(EX, "gemv_cols_narrow_rows_not_added", "the M == 1 kernel's 16-column blocks skip the shuffles that add "
             "a warp's 8 rows: each warp keeps only its first row group's sums",
-            {"matmul.cu": [("  for (int offset = kRowLanes; offset < 32; offset *= 2) {",
+            {"matmul_shapes.cu": [("  for (int offset = kRowLanes; offset < 32; offset *= 2) {",
                             "  for (int offset = 32; offset < 32; offset *= 2) {")]},
             # version 5's float32 matrix-vector products take the same kernel (1 x 2203 x 999)
             loses={"async_pipeline", "performance", "tensor_cores_tf32"}, reason="relative error"),
     Variant(EX, "batch_stride_ignored", "kernel 4 offsets only C by the batch element: every element of a batch "
             "multiplies batch element 0's A and B",
-            {"matmul.cu": [(K4_BATCH, "")]},
+            {"matmul_pipeline.cu": [(K4_BATCH, "")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     # (a wrong row stride instead reads past B's end where N > K: a fault, which costs every group)
     Variant(EX, "transposed_b_splits_start_at_k0", "kernel 4's loader starts a transposed B "
             "at k = 0 in every split of K: each split's A columns meet B's first rows",
-            {"matmul.cu": [(K4_LOADER, K4_LOADER.replace("b(B, kTransB ? K : N, N, n0, k0, k_len)",
+            {"matmul_pipeline.cu": [(K4_LOADER, K4_LOADER.replace("b(B, kTransB ? K : N, N, n0, k0, k_len)",
                                                          "b(B, kTransB ? K : N, N, n0, kTransB ? 0 : k0, k_len)"))]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "streamk_fixup_drops_the_last_worker", "stream-K's fix-up sums a shared tile's parts from its "
             "first worker up to, but not including, its last: each shared tile loses its last k steps",
-            {"matmul.cu": [("  for (int64_t w = w0; w <= w1; ++w) {\n    const int part = ",
+            {"matmul_pipeline.cu": [("  for (int64_t w = w0; w <= w1; ++w) {\n    const int part = ",
                             "  for (int64_t w = w0; w < w1; ++w) {\n    const int part = ")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "streamk_second_part_overwrites_the_first", "stream-K's workers store every tile part in slot 0 "
             "of their workspace: a worker that ends one tile and starts the next loses the first part",
-            {"matmul.cu": [("store_tile4<true>(workspace + (2 * worker + part) * kBM4 * kBN4,",
+            {"matmul_pipeline.cu": [("store_tile4<true>(workspace + (2 * worker + part) * kBM4 * kBN4,",
                             "store_tile4<true>(workspace + (2 * worker + 0 * part) * kBM4 * kBN4,")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "transposed_views_copied", "version 4 copies a transposed A before its tiles, as versions 1 "
@@ -268,31 +268,31 @@ VARIANTS += [
             loses={"async_pipeline", "performance"}, reason="read in place"),
     Variant(EX, "small_tiles_k_tail_dropped", "the small tiles run k_len / 16 steps, not ceil(k_len / 16): a K "
             "range that is not a multiple of 16 loses its last partial step",
-            {"matmul.cu": [("  const int64_t steps = course::ceil_div<int64_t>(k_len, kSmallBK);\n",
+            {"matmul_shapes.cu": [("  const int64_t steps = course::ceil_div<int64_t>(k_len, kSmallBK);\n",
                             "  const int64_t steps = k_len / kSmallBK;\n")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "batch_stride_ignored_in_kernel5", "kernel 5 offsets only C by the batch element: every element of "
             "a batch multiplies batch element 0's A and B",
-            {"matmul.cu": [("  A += batch * M * K;\n  B += kBt ? batch * N * ldbt : batch * K * N;\n", "")]},
+            {"matmul_tensor_cores.cu": [("  A += batch * M * K;\n  B += kBt ? batch * N * ldbt : batch * K * N;\n", "")]},
             loses=TC_GROUPS, reason="outside"),
     Variant(EX, "kernel5_splits_start_at_k0", "kernel 5's splits all read k from 0: each of a split product's K "
             "ranges sums the first range's k's (a product kernel 5 does not split is right)",
-            {"matmul.cu": [("  Loader5<T, kVecA, kVecB, kBt> loader(A, B, M, N, K, ldbt, k0, k_len, m0, n0);",
+            {"matmul_tensor_cores.cu": [("  Loader5<T, kVecA, kVecB, kBt> loader(A, B, M, N, K, ldbt, k0, k_len, m0, n0);",
                             "  Loader5<T, kVecA, kVecB, kBt> loader(A, B, M, N, K, ldbt, 0, k_len, m0, n0);")]},
             loses=TC_GROUPS, reason="outside"),
     Variant(EX, "kernel5_split_written_to_c", "kernel 5 writes every split's partial product to C (in C's type) "
             "instead of the workspace: C holds one K range's sum, the reduction sums uninitialised memory",
-            {"matmul.cu": [("  if (splits > 1) {\n    store_c5<float>(", "  if (false) {\n    store_c5<float>(")]},
+            {"matmul_tensor_cores.cu": [("  if (splits > 1) {\n    store_c5<float>(", "  if (false) {\n    store_c5<float>(")]},
             loses=TC_GROUPS, reason="outside"),
     Variant(EX, "tail_reduced_into_the_head", "version 4's head-and-tail launch sums the tail's splits into C's "
             "first rows (the head's) instead of the rows after the head: the head is overwritten, the tail never "
             "written",
-            {"matmul.cu": [("    launch_splitk_reduce(workspace, C + head * N, 1, tail * N, plan.splits, stream);\n",
+            {"matmul_pipeline.cu": [("    launch_splitk_reduce(workspace, C + head * N, 1, tail * N, plan.splits, stream);\n",
                             "    launch_splitk_reduce(workspace, C, 1, tail * N, plan.splits, stream);\n")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
     Variant(EX, "reduction_float4_drops_a_lane", "the split-K reduction's 4-outputs-a-thread path leaves the fourth "
             "output of each float4 at zero (products with many outputs and split K: 1031 x 1000 x 4099, a tail)",
-            {"matmul.cu": [("          for (int c = 0; c < kVec; ++c) part[c] += v[j][c];\n",
+            {"matmul_shapes.cu": [("          for (int c = 0; c < kVec; ++c) part[c] += v[j][c];\n",
                             "          for (int c = 0; c < kVec; ++c) part[c] += c == 3 ? 0.0f : v[j][c];\n")]},
             loses={"async_pipeline", "performance"} | TC_GROUPS, reason="relative error"),
 ]
@@ -307,15 +307,15 @@ VARIANTS += [
     # random signs hide it (the bias cancels): the group's positive operands catch it
     Variant(EX, "kernel6_a_truncated", "kernel 6 leaves A's fragments unrounded: the tensor cores drop their low 13 "
             "bits (truncation, twice rounding's error and biased toward zero), B^T still rounded",
-            {"matmul.cu": [(K6_ROUND, "")]},
+            {"matmul_wgmma.cu": [(K6_ROUND, "")]},
             loses={"wgmma_tf32"}, reason="operands in [0.5, 1.5)"),
     Variant(EX, "kernel6_k_steps_overlap", "kernel 6 advances B's descriptor by half a wgmma k step (16 bytes of "
             "B^T's rows, 8 of bfloat16 B's): its k steps read half of the previous step's k again",
-            {"matmul.cu": [(K6_B_STEP, K6_B_STEP.replace("32 * ks", "16 * ks").replace("2048 * ks", "1024 * ks"))]},
+            {"matmul_wgmma.cu": [(K6_B_STEP, K6_B_STEP.replace("32 * ks", "16 * ks").replace("2048 * ks", "1024 * ks"))]},
             loses=WGMMA_GROUPS, reason="outside"),
     Variant(EX, "kernel6_fragment_halves_swapped", "kernel 6's ldmatrix gives matrices 1 and 2 each other's rows and "
             "chunks: a1 holds A(g, t + 4) and a2 A(g + 8, t), not the PTX ISA's fragment layout",
-            {"matmul.cu": [(K6_ROW, K6_ROW.replace("8 * ((lane / 8) % 2)", "8 * (lane / 16)")),
+            {"matmul_wgmma.cu": [(K6_ROW, K6_ROW.replace("8 * ((lane / 8) % 2)", "8 * (lane / 16)")),
                            (K6_CHUNK, K6_CHUNK.replace("lane / 16", "(lane / 8) % 2"))]},
             loses=WGMMA_GROUPS, reason="outside"),
 ]
@@ -382,21 +382,23 @@ K5_BF16_FP16 = K5_MMA.replace("""    asm volatile("mma.sync.aligned.m16n8k16.row
 """, """                 : "r"(h[0]), "r"(h[1]), "r"(h[2]), "r"(h[3]), "r"(h[4]), "r"(h[5]));
   }
 """)
+# in matmul_internal.cuh, which every kernel file includes
 FP16_INCLUDE = ("#include <cuda_bf16.h>\n", "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n")
 VARIANTS += [
     Variant(EX, "kernel5_by_fmas", "kernel 5's mma16x8 multiplies by plain FMAs (each lane gathers its fragments' "
             "rows and columns by shuffles): the same values as the tensor cores, no tensor-core instruction",
-            {"matmul.cu": [(K5_MMA, K5_FMA)]},
+            {"matmul_tensor_cores.cu": [(K5_MMA, K5_FMA)]},
             # every value check passes (TF32 words multiply exactly in float32): only the machine code tells
             loses=TC_GROUPS, reason="no HMMA (mma.sync)", extra={"kind": "tensor-core instruction"}),
     Variant(EX, "bf16_through_fp16_mma", "kernel 5 multiplies bfloat16 operands on FP16 tensor cores (rounded to "
             "half: values near 1 are right, 1e5 overflows, 1e-6 is subnormal)",
-            {"matmul.cu": [FP16_INCLUDE, (K5_MMA, K5_BF16_FP16)]},
+            {"matmul_internal.cuh": [FP16_INCLUDE], "matmul_tensor_cores.cu": [(K5_MMA, K5_BF16_FP16)]},
             loses={"tensor_cores_bf16"}, reason="values near", extra={"kind": "precision probe"}),
     Variant(EX, "bt_through_fp16", "matmul_transpose_tf32 rounds B through float16 before TF32: B^T (kernel 5's "
             "tall float32 products, kernel 6's float32 products) overflows near 1e5",
-            {"matmul.cu": [FP16_INCLUDE, (BT_ROUND, BT_ROUND.replace("to_tf32(B[k * ldb + n])",
-                                                                     "to_tf32(__half2float(__float2half_rn(B[k * ldb + n])))"))]},
+            {"matmul_internal.cuh": [FP16_INCLUDE],
+             "matmul_tensor_cores.cu": [(BT_ROUND, BT_ROUND.replace("to_tf32(B[k * ldb + n])",
+                                                                    "to_tf32(__half2float(__float2half_rn(B[k * ldb + n])))"))]},
             # version 5's plain tiles are right: only the probes on its M >= 2048 path catch it
             loses={"tensor_cores_tf32", "wgmma_tf32"}, reason="values near", extra={"kind": "precision probe"}),
 ]
