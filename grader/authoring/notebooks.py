@@ -302,19 +302,16 @@ class Course:
     def _run_one(check, ctx) -> CheckOutcome:
         import torch
 
-        from grader.verify.checks import CheckFailure, cuda_context_lost
+        from grader.verify.checks import cuda_context_lost, run_check
 
         try:
             with _quiet():
-                check.run(ctx)
-            return CheckOutcome(check.name, "passed")
-        except CheckFailure as e:
-            return CheckOutcome(check.name, "failed", str(e))
-        except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
-            message = str(e).split("\nException raised from")[0]
-            if cuda_context_lost(message):
-                message += " (the CUDA context is now unusable: restart the kernel after fixing the bug)"
-            return CheckOutcome(check.name, "failed", f"{type(e).__name__}: {message}")
+                failure = run_check(check, ctx)
+            if failure is None:
+                return CheckOutcome(check.name, "passed")
+            if cuda_context_lost(failure):
+                failure += " (the CUDA context is now unusable: restart the kernel after fixing the bug)"
+            return CheckOutcome(check.name, "failed", failure)
         except BaseException as e:  # pytest.skip() from a check (e.g. not enough GPU memory)
             if type(e).__name__ == "Skipped":
                 return CheckOutcome(check.name, "skipped", str(e))

@@ -361,6 +361,23 @@ def _op_front_end(tb, args, op: str | None = None) -> tuple[str, str] | None:
     return None
 
 
+def without_cpp_stack(e: BaseException) -> str:
+    """An exception's message without the C++ stack PyTorch appends ("Exception raised from ...")."""
+    return str(e).split("\nException raised from")[0].strip()
+
+
+def run_check(check, ctx) -> str | None:
+    """Run one check: None when it passes, else its failure as the report words it (a CheckFailure's
+    text, or the error's type and message). pytest's skip passes through (a check not run here)."""
+    try:
+        check.run(ctx)
+    except CheckFailure as e:
+        return str(e)
+    except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
+        return f"{type(e).__name__}: {without_cpp_stack(e)}"
+    return None
+
+
 def error_message(e: BaseException, *args, op: str | None = None) -> str:
     """An op's error as a student reads it: without PyTorch's C++ stack, and where a CPU tensor got
     past the op's input checks to its CUDA device guard (PyTorch's "CUDAGuardImpl initialized with
@@ -368,7 +385,7 @@ def error_message(e: BaseException, *args, op: str | None = None) -> str:
     (worded so as to name no argument: the judge requires a refusal naming one).
     `args`: what the call was given (the exercise's module among them, to find its folder); `op`:
     the op's name where the traceback holds no `ops.<op>(` call (a direct call of `lib.ops.<op>`)."""
-    msg = str(e).split("\nException raised from")[0].strip()
+    msg = without_cpp_stack(e)
     if _GUARD_ERROR not in msg:
         return msg
     where = _op_front_end(e.__traceback__, args, op)

@@ -39,6 +39,7 @@ import torch
 
 from grader import env
 from grader.verify.checks import LAYOUTS, cuda_context_lost, error_message, output_problem, relative_error
+from grader.verify.checks import without_cpp_stack as clean  # the judge's name for it
 from grader.verify.checks import call_tolerance as tolerance  # noqa: F401 (the judge's name for it)
 from grader.verify.results import save_atomic
 from grader.verify.spec import AuditCall, Spec, audit_seed, derived_seed
@@ -54,11 +55,6 @@ MAX_OUTPUTS_BYTES = 64 << 20
 
 
 # --- comparing (shared with the bad-input audit, tests/test_input_audit.py) ----------------------
-
-def clean(e: BaseException) -> str:
-    """An exception's message without PyTorch's C++ stack."""
-    return str(e).split("\nException raised from")[0].strip()
-
 
 def is_tensor(a) -> bool:
     return isinstance(a, torch.Tensor)

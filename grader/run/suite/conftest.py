@@ -47,6 +47,7 @@ _warm_up_thread.start()
 
 from grader.run import gate  # noqa: E402
 from grader.verify import spec as specs  # noqa: E402
+from grader.verify.checks import without_cpp_stack  # noqa: E402
 from grader.verify.results import ResultsRecorder  # noqa: E402
 
 
@@ -156,7 +157,7 @@ def _load(exercise_dir: Path, spec: specs.Spec):
     try:
         return specs.import_exercise_module(exercise_dir, spec), None
     except Exception as e:  # a build error or an exception in the student's Python
-        return None, f"{type(e).__name__}: {str(e).split(chr(10) + 'Exception raised from')[0]}"
+        return None, f"{type(e).__name__}: {without_cpp_stack(e)}"
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from grader.run import gate
-from grader.verify.checks import CheckFailure, cuda_context_lost
+from grader.verify.checks import cuda_context_lost, run_check
 from grader.verify.observe import WATCH, KernelRule, observe
 from grader.verify.properties import watched
 from grader.verify.speed import measure_submission
@@ -54,7 +54,6 @@ class Watched:
 
 def test_check(check, ctx, spec):
     _fail_if_context_lost()
-    failure = None
     if check.huge and WATCH.on:
         # the op's calls in a check of more than 2^31 elements are observed too (Watched):
         # a fall-back to PyTorch for inputs past 2^31 elements shows its kernels
@@ -62,15 +61,10 @@ def test_check(check, ctx, spec):
     # a check of more than 2^31 bytes runs alone among concurrent grading processes; outside the
     # try, so that its tensors (held by a failure's traceback) are freed before the next one runs
     with gate.one_at_a_time(check.huge):
-        try:
-            check.run(ctx)
-        except CheckFailure as e:
-            failure = str(e)
-        except (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError) as e:
-            failure = f"{type(e).__name__}: " + str(e).split("\nException raised from")[0]
-            if cuda_context_lost(failure):
-                _context_lost.append(check.name)
-    if failure is not None:  # outside the except block, so no chained traceback clutters the reason
+        failure = run_check(check, ctx)
+    if failure is not None:
+        if cuda_context_lost(failure):
+            _context_lost.append(check.name)
         pytest.fail(failure, pytrace=False)
 
 
