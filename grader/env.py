@@ -68,18 +68,26 @@ def configure() -> dict[str, str]:
     return changed
 
 
+def nvidia_smi(query: str) -> list[str]:
+    """One line per GPU of `nvidia-smi --query-gpu=<query>` (csv, no header, no units), without
+    importing torch; [] without a GPU or nvidia-smi. The one place the course asks nvidia-smi."""
+    import subprocess
+
+    if not gpu_present():
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
 def gpu_capabilities() -> set[str]:
     """The visible GPUs' compute capabilities ("9.0"), from nvidia-smi, without importing torch (this
     runs before torch.utils.cpp_extension is imported); empty when nvidia-smi cannot say."""
-    import subprocess
-
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return set()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    caps = [line.strip() for line in out.splitlines() if line.strip()]
+    caps = nvidia_smi("compute_cap")
     if visible is not None:  # (indices only; a UUID list keeps them all)
         picked = [int(v) for v in visible.split(",") if v.strip().isdigit()]
         if picked and all(i < len(caps) for i in picked):

@@ -746,7 +746,7 @@ def test_a_timing_without_the_yardstick_shows_its_rate_and_no_ratio(tmp_path):
 def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mib, cores, expected):
     from grader.run import grading
 
-    monkeypatch.setattr(grading, "_nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
+    monkeypatch.setattr(grading.env, "nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
     monkeypatch.setattr(grading.os, "cpu_count", lambda: cores)
     assert grading.default_parallel(10) == expected
 
@@ -759,9 +759,9 @@ def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mi
 def test_default_resident_leaves_the_checks_their_memory(monkeypatch, free_mib, parallel, expected):
     from grader.run import grading
 
-    monkeypatch.setattr(grading, "_nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
+    monkeypatch.setattr(grading.env, "nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
     assert grading.default_resident(parallel) == expected
-    monkeypatch.setattr(grading, "_nvidia_smi", lambda query: [])
+    monkeypatch.setattr(grading.env, "nvidia_smi", lambda query: [])
     assert grading.default_resident(parallel) is None
 
 

@@ -70,12 +70,7 @@ def system_info() -> dict:
     info = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name(),
             "sms": torch.cuda.get_device_properties(0).multi_processor_count}
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-        info["driver"] = out.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        info["driver"] = "?"
+    info["driver"] = (env.nvidia_smi("driver_version") or ["?"])[0]
     return info
 
 

@@ -349,25 +349,13 @@ def _tail(text: str, limit: int = 3000) -> str:
     return text[-limit:] if text else ""
 
 
-def _nvidia_smi(query: str) -> list[str]:
-    """One line per GPU of `nvidia-smi --query-gpu=<query>`; [] without a GPU or nvidia-smi."""
-    if not env.gpu_present():
-        return []
-    try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines() if out.returncode == 0 else []
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-
-
 def device_name() -> str:
-    return (_nvidia_smi("name,driver_version") or [""])[0]
+    return (env.nvidia_smi("name,driver_version") or [""])[0]
 
 
 def device_cc() -> str | None:
     """The first GPU's compute capability, e.g. "9.0"; None without a GPU."""
-    cc = (_nvidia_smi("compute_cap") or [""])[0].strip()
+    cc = (env.nvidia_smi("compute_cap") or [""])[0].strip()
     return cc if re.fullmatch(r"\d+\.\d+", cc) else None
 
 
@@ -396,7 +384,7 @@ GIB_PER_WAITING_PROCESS = 1.0
 
 def _free_gib() -> float | None:
     """The least free memory of the visible GPUs, in GiB; None where nvidia-smi cannot say."""
-    free_mib = [float(m) for m in _nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
+    free_mib = [float(m) for m in env.nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
     return min(free_mib) / 1024 if free_mib else None
 
 
