@@ -42,7 +42,7 @@ import torch.nn.functional as F  # noqa: E402
 from grader.bench import benchmark_extras as extras  # noqa: E402
 from grader import env  # noqa: E402
 from grader.verify.timer import L2Flusher, math_mode, time_fn  # noqa: E402
-from grader.verify.spec import import_exercise_module  # noqa: E402
+from grader.specs import import_exercise_module  # noqa: E402
 from grader.specs import ex10_cudnn_conv as ex10  # noqa: E402
 
 HOST_TARGET_US = 10.0

@@ -72,7 +72,7 @@ def measure(folders: dict[str, Path]) -> list[dict]:
     import torch
     import torch.nn.functional as F
 
-    from grader.verify.spec import by_exercise, import_exercise_module
+    from grader.specs import by_exercise, import_exercise_module
     from grader.specs.ex06_conv2d import tf32_tolerance
     from grader.verify.timer import L2Flusher, math_mode, time_fn
 

@@ -78,7 +78,7 @@ def build(folder: Path) -> tuple[bool, str]:
 def measure(folders: dict[str, Path], n: int) -> list[dict]:
     import torch
 
-    from grader.verify.spec import by_exercise, import_exercise_module
+    from grader.specs import by_exercise, import_exercise_module
     from grader.verify.timer import L2Flusher, math_mode, time_fn
 
     spec = by_exercise("05_matmul")

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
-from grader.verify import spec
+from grader import specs as spec
 from grader.run.grading import build_all, grade_target, rounds
 from grader.run.options import GradeOptions
 from grader.run.report import table

@@ -20,7 +20,7 @@ from grader import env
 from grader.toolchain import build
 from grader.run import resources
 from grader.run.grading import build_all
-from grader.verify.spec import capability_gated_kernels
+from grader.specs import capability_gated_kernels
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, SOLUTIONS, exercise_folders, explain, grade, quiet
 from tests.known_wrong import all_variants

@@ -23,7 +23,7 @@ from grader.env import visible_gpus
 from grader.classroom.gradebook import outcomes
 from grader.run.options import GradeOptions
 from grader.classroom.slurm import SlurmOptions, job_script, slices
-from grader.verify.spec import select
+from grader.specs import select
 from tests.conftest import HAS_GPU
 from tests.grading import EXERCISES, JOBS, SOLUTIONS, explain, pythonpath_outside_the_checkout
 from tests.known_wrong import all_variants

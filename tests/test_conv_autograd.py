@@ -607,7 +607,7 @@ def grade_on_the_cpu(monkeypatch):
 def _autograd_checks(exercise: str):
     """The autograd group's checks, hand-written and generated, but the profiler's and the huge one (GPU
     only: it asks for more than 8 GiB of free GPU memory)."""
-    from grader.verify import spec
+    from grader import specs as spec
     from grader.verify.properties import property_checks
 
     s = spec.by_exercise(exercise)
@@ -646,7 +646,7 @@ def test_the_huge_gradient_check_on_its_case_made_small(ex06, ex07, grade_on_the
     paths see them taken): the solution passes, a weight gradient 1% off fails."""
     from dataclasses import replace
 
-    from grader.verify import spec
+    from grader import specs as spec
     from grader.verify.checks import CheckFailure
     from grader.specs import ex06_conv2d
 
@@ -698,7 +698,7 @@ def test_each_versions_backward_may_run_every_kernel_of_its_version():
     """The profiler's rule for a version's backward follows the spec's versions_graded (a kernel added to
     a version, such as a weight reorder, is allowed in its backward too), and version 3's includes
     version 2's, which its chunked weight gradient runs."""
-    from grader.verify import spec
+    from grader import specs as spec
     from grader.specs.ex06_conv2d import kernel_names
 
     for s in spec.select(["06", "07"]):

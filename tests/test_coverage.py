@@ -8,7 +8,7 @@ import torch
 
 from grader.verify import properties
 from grader.verify.properties import Device, dry_run, dtype_of, edge_dtypes, property_checks
-from grader.verify.spec import Context, all_specs, audit_seed, frozen_edge
+from grader.specs import Context, all_specs, audit_seed, frozen_edge
 
 SPECS = all_specs()
 GENERATED = ("[every declared edge]", "[gradients]", "every option's edges]")

@@ -11,7 +11,8 @@ import torch
 
 from grader import env
 from grader.toolchain import build
-from grader.verify import checks, spec
+from grader import specs as spec
+from grader.verify import checks
 from grader.run import report
 from grader.verify.checks import CheckFailure, Tolerance
 from grader.verify.results import write_json_atomic

@@ -9,7 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.verify import judge, spec
+from grader import specs as spec
+from grader.verify import judge
 from grader.run import gate
 from grader.run.grading import _judge_outputs_path, _results_path, grading_row
 from grader.verify.results import save_atomic, write_json_atomic

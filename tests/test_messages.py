@@ -94,7 +94,7 @@ def test_an_error_that_names_no_argument_says_which_argument_it_should_name():
 
 def _no_gpu_rows():
     from grader.verify.scoring import score_exercise
-    from grader.verify.spec import by_exercise
+    from grader.specs import by_exercise
 
     leaky = by_exercise("01_leaky_relu")
     gpu_skip = "Skipped: no CUDA GPU on this machine: GPU checks skipped"

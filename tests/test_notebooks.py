@@ -168,7 +168,7 @@ def test_graded_cells_run_real_checks_for_the_specs_points(path):
     grader's spec (without a GPU the checks skip before they would notice a typo), its hidden part runs
     the whole group, and its points are the spec's. Every group of every exercise the notebook builds
     is graded exactly once."""
-    from grader.verify import spec as specs
+    from grader import specs
 
     notebook = read(path)
     graded_groups = []
@@ -205,7 +205,7 @@ def test_a_graded_cell_comes_after_every_cell_its_grade_depends_on(path):
     its group runs (the spec's versions_graded: 06's implicit_gemm runs the depthwise kernel where
     groups == in_channels), after the graded cells of the groups it waits for (spec.requires) and, for
     speed, after those of perf_requires: else the solution notebook itself loses points."""
-    from grader.verify import spec as specs
+    from grader import specs
 
     notebook = read(path)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -245,7 +245,7 @@ def test_graded_cells_on_a_partly_written_exercise_check_one_numbered_version(pa
     that exercise's cells are written runs on the student copy's stubs ("not implemented yet") in the
     rest. Only a group that calls one numbered version of the op (the spec's versions_graded) may do
     that; input checks, registration (opcheck calls every version) and speed wait for the whole exercise."""
-    from grader.verify import spec as specs
+    from grader import specs
 
     cells = read(path).cells
     last_answer = {}
@@ -701,7 +701,7 @@ def test_every_grader_name_a_cell_imports_exists(path):
 def exercise_api(exercise: str) -> dict[str, inspect.Signature | None]:
     """The public functions, classes and methods of an exercise's Python module (read from
     solutions/, not imported: importing needs a build), with their signatures."""
-    from grader.verify import spec as specs
+    from grader import specs
 
     def signature(fn: ast.FunctionDef, bound: bool) -> inspect.Signature:
         args = copy.deepcopy(fn.args)
@@ -1037,7 +1037,7 @@ def test_graded_cells_check_in_the_graders_math_state_and_follow_its_requirement
 
     import torch
 
-    from grader.verify import spec as specs
+    from grader import specs
     from grader.verify.checks import CheckFailure
 
     sp = specs.by_exercise("04_stencil2d")

@@ -17,7 +17,7 @@ from grader.run import cli
 from grader.run import grading as grading_module
 from grader.run.options import RACECHECK, GradeOptions
 from grader.verify.scoring import score_exercise
-from grader.verify.spec import select
+from grader.specs import select
 from tests.grading import SOLUTIONS
 
 SANITIZER = "/fake/compute-sanitizer"

@@ -173,9 +173,7 @@ def cpu(monkeypatch):
 def _run(spec, module, only=None, seed=7, own_kernels: bool = False) -> dict[str, str]:
     """{check name: failure or ""} for every generated check (but the profiler's, unless `own_kernels`:
     then under the spec's kernel rule), or those named `only`."""
-    ctx = Context(module=module, seed=seed, exercise_dir=None)
-    if own_kernels:
-        ctx.extra["kernel rule"] = {"spec": spec.kernel_rule()}
+    ctx = Context(module=module, seed=seed, exercise_dir=None, kernel_rule=spec.kernel_rule() if own_kernels else None)
     found = {}
     for check in property_checks(spec):
         if ("own kernels" in check.name and not own_kernels) or (only and not any(o in check.name for o in only)):

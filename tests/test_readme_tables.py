@@ -8,7 +8,7 @@ import pytest
 
 from grader.authoring import readme_tables
 from grader.env import REPO
-from grader.verify.spec import select
+from grader.specs import select
 
 
 def test_every_readme_table_is_its_specs():

@@ -14,7 +14,7 @@ from grader import env
 from grader.toolchain import build
 from grader.run import resources
 from grader.run.report import resources_text
-from grader.verify.spec import capability_gated_kernels
+from grader.specs import capability_gated_kernels
 from tests.conftest import HAS_GPU
 from tests.grading import SOLUTIONS
 

@@ -18,7 +18,7 @@ from grader.toolchain import build
 from grader.verify import sass
 from grader.verify.checks import CheckFailure
 from grader.env import REPO
-from grader.verify.spec import by_exercise
+from grader.specs import by_exercise
 from grader.specs import ex05_matmul as spec05
 from grader.specs import ex06_conv2d as spec06
 from grader.specs import ex08_conv_bn_relu_inference as spec08

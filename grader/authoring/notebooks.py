@@ -226,7 +226,7 @@ class Course:
         if exercise in self._modules:
             return self._modules[exercise]
         from grader.toolchain import build as course_build
-        from grader.verify import spec as specs
+        from grader import specs
 
         spec = specs.by_exercise(exercise)
         folder = self.assemble(exercise)
@@ -260,7 +260,7 @@ class Course:
         Prints one line per check (kept in `self.outcomes`); raises AssertionError naming every failure,
         so the graded cell earns nothing. Returns None: a graded cell's result would count as its score.
         """
-        from grader.verify import spec as specs
+        from grader import specs
 
         what = f"{exercise} {group}" + (" (the visible cases)" if only else "")
         if self._unavailable(what):
@@ -274,7 +274,8 @@ class Course:
                 raise KeyError(f"{exercise} has no {group} check named {unknown}; known: {sorted(known)}")
             checks = [c for c in checks if c.name in only]
         module = self.build(exercise)
-        ctx = specs.Context(module=module, seed=self.seed, exercise_dir=Path(module.__file__).parent)
+        ctx = specs.Context(module=module, seed=self.seed, exercise_dir=Path(module.__file__).parent,
+                            kernel_rule=spec.kernel_rule())
         with spec.math():  # the math state the grader checks in (TF32 off, ...), not the notebook's
             outcomes = [self._run_one(c, ctx) for c in checks]
         failed = [o for o in outcomes if o.status == "failed"]
@@ -322,7 +323,7 @@ class Course:
 
     def reference_module(self, exercise: str):
         """The reference solution's module, when solutions/ is present (not in a student release)."""
-        from grader.verify import spec as specs
+        from grader import specs
 
         folder = SOLUTIONS / exercise
         if not folder.is_dir():
@@ -333,7 +334,7 @@ class Course:
     def performance(self, exercise: str) -> float | None:
         """Time the op as the grader does; return the performance points earned (nbgrader reads a
         number left as a graded cell's result as partial credit)."""
-        from grader.verify import spec as specs
+        from grader import specs
         from grader.verify.speed import measure
 
         if self._unavailable(f"{exercise} performance"):
@@ -343,7 +344,8 @@ class Course:
             if not self.passed.get((exercise, group)):
                 raise AssertionError(f"speed earns points only once `{group}` passes: run its graded cell first")
         module = self.build(exercise)
-        ctx = specs.Context(module=module, seed=self.seed, exercise_dir=Path(module.__file__).parent)
+        ctx = specs.Context(module=module, seed=self.seed, exercise_dir=Path(module.__file__).parent,
+                            kernel_rule=spec.kernel_rule())
         with _quiet():
             result = measure(spec, ctx, self.reference_module(exercise))
         if result.get("verdict") and "rate" not in result:

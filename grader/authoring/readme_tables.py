@@ -72,7 +72,7 @@ def render(text: str, spec: Spec, readme: Path) -> str:
 
 def readmes(solutions: Path | None = None) -> dict[Path, Spec]:
     """Each solutions/NN_*/README.md and the spec of its exercise."""
-    from grader.verify.spec import select
+    from grader.specs import select
 
     solutions = solutions or env.REPO / "solutions"
     return {solutions / s.exercise / "README.md": s for s in select([]) if (solutions / s.exercise / "README.md").exists()}

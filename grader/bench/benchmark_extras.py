@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from grader import env
 from grader.bench import model_shapes
 from grader.verify.checks import runs_arch_specific
-from grader.verify.spec import by_exercise, import_exercise_module
+from grader.specs import by_exercise, import_exercise_module
 from grader.specs import ex08_conv_bn_relu_inference as ex08
 from grader.specs import ex09_conv_bn_relu_training as ex09
 from grader.specs.ex06_conv2d import randn

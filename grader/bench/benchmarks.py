@@ -29,7 +29,7 @@ def bench_one(exercise: str) -> dict:
 
     from grader.verify.timer import L2Flusher, time_fn
     from grader.verify.speed import Refill
-    from grader.verify.spec import by_exercise, import_exercise_module
+    from grader.specs import by_exercise, import_exercise_module
 
     spec = by_exercise(exercise)
     bench = spec.benchmark()
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     if not env.gpu_present():
         print("make bench needs a CUDA GPU; none here.")
         return 1
-    from grader.verify.spec import select
+    from grader.specs import select
 
     specs = [s for s in select(args.ex) if s.benchmark() is not None and (env.REPO / "solutions" / s.exercise).is_dir()]
     from grader.run.grading import build_all

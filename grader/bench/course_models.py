@@ -41,7 +41,7 @@ class CourseLayers:
     """The layer factory of grader.bench.models over the course's modules in `root` (default solutions/)."""
 
     def __init__(self, root: str | Path | None = None):
-        from grader.verify.spec import by_exercise, import_exercise_module
+        from grader.specs import by_exercise, import_exercise_module
 
         self.root = Path(root) if root is not None else env.REPO / "solutions"
 

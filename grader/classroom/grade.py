@@ -42,7 +42,7 @@ from grader.run.options import DEFAULT_TIMEOUT, GradeOptions
 from grader.run.report import table
 from grader.verify.scoring import score_exercise
 from grader.classroom.slurm import SlurmOptions, job_script, run_array
-from grader.verify.spec import Spec, select
+from grader.specs import Spec, select
 
 
 def notebooks_of(student: Path) -> list[Path]:

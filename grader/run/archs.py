@@ -221,7 +221,7 @@ def _arch_warnings(results: list[ArchResult]) -> list[str]:
 def folders_of(targets: list[str], exercises: list[str]) -> list[Path]:
     """The exercise folders of each target (solutions, exercises or a folder laid out like them)
     that has them, narrowed to `exercises` (numbers or names, as `make grade EX=`)."""
-    from grader.verify.spec import select_modules
+    from grader.specs import select_modules
 
     names = {m[2:] for m in select_modules(exercises or None)}
     found = []

@@ -21,7 +21,7 @@ from grader.run.grading import (PARALLEL_DEFAULT, device_cc, device_name, find_s
 from grader.run.options import DEFAULT_TIMEOUT, GradeOptions
 from grader.run.report import markdown, no_gpu_summary, resources_text, table
 from grader.verify.results import write_json_atomic
-from grader.verify.spec import SPEC_ERRORS, Selection
+from grader.specs import SPEC_ERRORS, Selection
 
 
 class UsageParser(argparse.ArgumentParser):

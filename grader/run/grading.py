@@ -27,7 +27,7 @@ from grader.run import gate
 from grader.run.options import DEFAULT_TIMEOUT, RACECHECK, GradeOptions
 from grader.verify.results import peak_check_mib, write_json_atomic
 from grader.verify.scoring import score_exercise
-from grader.verify.spec import Selection, Spec
+from grader.specs import Selection, Spec
 
 BUILD_TIMEOUT = 900
 
@@ -548,7 +548,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
         for e in chosen.exercises:
             s = loaded.get(e)
             if s is None:
-                continue  # its spec failed to load (grader.verify.spec.SPEC_ERRORS): not graded
+                continue  # its spec failed to load (grader.specs.SPEC_ERRORS): not graded
             d = target / e
             if not d.is_dir():
                 rows[e] = score_exercise(s, [], "missing", f"no folder {d}")

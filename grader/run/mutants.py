@@ -763,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
 
     from grader.run.grading import default_parallel, device_name, start_builds
-    from grader.verify.spec import Selection
+    from grader.specs import Selection
 
     env.configure()
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # a slot's .py changes within a second: no stale .pyc

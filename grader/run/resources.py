@@ -606,11 +606,11 @@ def exercise_report(exercise_dir: str | Path, device_cc: str | None = None,
     """The resource report of an exercise folder's last build: per kernel and architecture,
     ptxas's numbers, the launches' block size and dynamic shared memory, the theoretical occupancy,
     and notes; the compiler's warnings about the exercise's files. `gated`: kernels that only run
-    from a compute capability on (default: the exercise's spec says, grader.verify.spec.capability_gated_kernels);
+    from a compute capability on (default: the exercise's spec says, grader.specs.capability_gated_kernels);
     on an older architecture they get no occupancy, only `needs_capability` and a note."""
     exercise_dir = Path(exercise_dir).resolve()
     if gated is None:
-        from grader.verify.spec import capability_gated_kernels  # noqa: PLC0415 (imports torch)
+        from grader.specs import capability_gated_kernels  # noqa: PLC0415 (imports torch)
 
         gated = capability_gated_kernels(exercise_dir.name)
     logs = step_logs(exercise_dir)

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from grader.run import gate
     from grader.verify.speed import measure_yardstick
     from grader.verify.results import write_json_atomic
-    from grader.verify.spec import by_exercise, import_exercise_module
+    from grader.specs import by_exercise, import_exercise_module
 
     wanted = dict((item.split("=", 1) + [""])[:2] for item in args.exercises)
     built = gate.wait_for_build()

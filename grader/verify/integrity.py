@@ -63,7 +63,7 @@ IGNORED = {"torch.manual_seed",  # torch._dynamo rebinds this alias when first i
            "torch.cuda._initialized", "torch.cuda._queued_calls", "torch.cuda._tls", "torch.cuda._lazy_seed_tracker",
            "threading._active", "threading._limbo", "threading._counter", "random._inst", "os.environ",
            # the grader's own records of the run, which change as it goes
-           "grader.toolchain.build._loaded", "grader.verify.spec.SPEC_ERRORS", "grader.verify.sass._cache"}
+           "grader.toolchain.build._loaded", "grader.specs.SPEC_ERRORS", "grader.verify.sass._cache"}
 
 
 def _lookup(key: str):

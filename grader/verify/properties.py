@@ -172,18 +172,8 @@ def _watching() -> bool:
 
 
 def _rule(ctx: Context, call: AuditCall) -> KernelRule | None:
-    """The kernels the call may run: its own rule, else its exercise's."""
-    if call.kernels is not None:
-        return call.kernels
-    rules = ctx.extra.setdefault("kernel rule", {})
-    if "spec" not in rules:
-        from grader.verify.spec import by_exercise
-
-        try:
-            rules["spec"] = by_exercise(ctx.exercise_dir.name).kernel_rule()
-        except Exception:  # noqa: BLE001: a context without an exercise (the grader's own tests)
-            rules["spec"] = None
-    return rules["spec"]
+    """The kernels the call may run: its own rule, else its exercise's (the context's)."""
+    return call.kernels if call.kernels is not None else ctx.kernel_rule
 
 
 def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool = False, queued_ok: bool = False):

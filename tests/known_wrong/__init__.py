@@ -34,7 +34,7 @@ class Variant:
     def __post_init__(self) -> None:
         # a group the spec pays only while another passes (spec.requires) is lost with it: written
         # here once, from the spec, rather than beside every variant that loses a required group
-        from grader.verify.spec import by_exercise
+        from grader.specs import by_exercise
 
         gated = {group for group, needed in by_exercise(self.exercise).requires.items() if set(needed) & self.loses}
         self.loses = self.loses | gated

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from grader.env import REPO
-from grader.verify.spec import select
+from grader.specs import select
 from tests.known_wrong import all_variants
 
 # Variants that hang or sleep make a demo class slow without showing anything new.

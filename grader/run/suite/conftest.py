@@ -46,7 +46,7 @@ _warm_up_thread = threading.Thread(target=_warm_up, name="warm-up", daemon=True)
 _warm_up_thread.start()
 
 from grader.run import gate  # noqa: E402
-from grader.verify import spec as specs  # noqa: E402
+from grader import specs  # noqa: E402
 from grader.verify.checks import without_cpp_stack  # noqa: E402
 from grader.verify.results import ResultsRecorder  # noqa: E402
 
@@ -192,7 +192,7 @@ def ctx(request, spec, built) -> specs.Context:
     if judge_outputs:
         _record_judge_outputs(module, spec, seed, Path(judge_outputs))
         request.addfinalizer(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
-    return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir)
+    return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir, kernel_rule=spec.kernel_rule())
 
 
 def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
