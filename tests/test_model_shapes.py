@@ -125,3 +125,11 @@ def test_the_published_page_shows_every_measurement_as_text_not_json():
                 for row in rows:
                     for cell in row.values():
                         assert benchmarks._cell(cell) in md, (result["exercise"], key, cell)
+
+
+def test_the_layers_summary_gives_the_worst_and_the_median_ratio_in_both_math_modes():
+    from grader.bench.benchmarks import layers_summary
+
+    rows = [{"vs_strict": v, "vs_tf32": t} for v, t in ((0.5, 0.9), (1.2, 0.7), (0.8, 1.1))]
+    line = layers_summary(rows + [{"skipped": "failed: RuntimeError"}])
+    assert "0.50x-1.20x (median 0.80x)" in line and "0.70x-1.10x (median 0.90x)" in line and "1 FAILED" in line

@@ -286,11 +286,15 @@ def conv_transpose2d_layers() -> list[dict]:
 
 
 def cudnn_conv_layers() -> list[dict]:
-    """10's op on every convolution of the model list, grouped (depthwise) ones included."""
+    """10's op on every convolution of the model list, grouped (depthwise) ones included. It follows
+    PyTorch's flags as F.conv2d does, so the same call timed with TF32 allowed is its TF32 path."""
     m = _reference("10_cudnn_conv")
-    return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
-        lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding, groups=layer.groups),
-        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups), None))
+
+    def calls(layer):
+        ours = lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding,  # noqa: E731
+                                    groups=layer.groups)
+        return ours, lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups), ours
+    return time_layers(model_shapes.Conv, conv_inputs, calls)
 
 
 def matmul_layers() -> list[dict]:

@@ -113,7 +113,8 @@ def layers_summary(rows: list[dict]) -> str:
     failed = sum(r.get("skipped", "").startswith("failed") for r in rows)
     skipped = len(rows) - len(timed) - failed
     return (f"model layers: {len(timed)} timed, vs PyTorch strict fp32 {strict[0]:.2f}x-{strict[-1]:.2f}x "
-            f"(median {strict[len(strict) // 2]:.2f}x), vs TF32 allowed {tf32[0]:.2f}x-{tf32[-1]:.2f}x"
+            f"(median {strict[len(strict) // 2]:.2f}x), vs TF32 allowed {tf32[0]:.2f}x-{tf32[-1]:.2f}x "
+            f"(median {tf32[len(tf32) // 2]:.2f}x)"
             + (f"; {skipped} not supported yet" if skipped else "") + (f"; {failed} FAILED" if failed else ""))
 
 
