@@ -780,7 +780,8 @@ def main(argv: list[str] | None = None) -> int:
         sampled = sample(every, args.n, args.seed)
     equivalents = read_equivalents()
     known = {m.id for ms in every.values() for m in ms}
-    stale = sorted(set(equivalents) - known)
+    chosen_numbers = {x[:2] for x in exercises}  # a line of an exercise not chosen is not looked at
+    stale = sorted(m for m in set(equivalents) - known if m.split(":", 1)[0] in chosen_numbers)
     print(f"{sum(map(len, every.values()))} mutants of {len(exercises)} exercise(s); {sum(map(len, sampled.values()))} "
           f"sampled (seed {args.seed}): " + ", ".join(f"{x[:2]} {len(sampled[x])}/{len(every[x])}" for x in exercises))
     if stale:
