@@ -6,6 +6,7 @@ CUDA_HOME once, at import time.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -81,6 +82,23 @@ def nvidia_smi(query: str) -> list[str]:
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
+def device_name() -> str:
+    """The first GPU's name and driver version ("NVIDIA H200, 580.65"); "" without a GPU."""
+    return (nvidia_smi("name,driver_version") or [""])[0]
+
+
+def device_cc() -> str | None:
+    """The first GPU's compute capability, e.g. "9.0"; None without a GPU."""
+    cc = (nvidia_smi("compute_cap") or [""])[0].strip()
+    return cc if re.fullmatch(r"\d+\.\d+", cc) else None
+
+
+def gpu_free_gib() -> float | None:
+    """The least free memory of the visible GPUs, in GiB; None where nvidia-smi cannot say."""
+    free_mib = [float(m) for m in nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
+    return min(free_mib) / 1024 if free_mib else None
 
 
 def gpu_capabilities() -> set[str]:

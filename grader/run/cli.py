@@ -16,8 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
-from grader.run.grading import (PARALLEL_DEFAULT, device_cc, device_name, find_sanitizer, grade_target, resolve_target,
-                                resource_reports)
+from grader.run.grading import PARALLEL_DEFAULT, find_sanitizer, grade_target, resolve_target, resource_reports
 from grader.run.options import DEFAULT_TIMEOUT, GradeOptions
 from grader.run.report import markdown, no_gpu_summary, resources_text, table
 from grader.verify.results import write_json_atomic
@@ -71,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     target = resolve_target(args.target)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     gpu = env.gpu_present()
-    device = ThreadPoolExecutor(max_workers=1).submit(device_name)  # nvidia-smi, beside the grading
+    device = ThreadPoolExecutor(max_workers=1).submit(env.device_name)  # nvidia-smi, beside the grading
     print(f"grading {target} (seed {seed}; replay with SEED={seed})")
     if not gpu:
         print("no CUDA GPU here: everything is compiled and the checks that run on the CPU run; the GPU checks are not run")
@@ -98,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = grade_target(target, chosen, options)
     for name, error in SPEC_ERRORS.items():
         print(f"warning: the grading spec grader/specs/{name}.py failed to load ({error}); that exercise is not graded")
-    resource_reports(target, rows, device_cc())
+    resource_reports(target, rows, env.device_cc())
     header = {"target": str(target), "seed": seed, "device": device.result(), "gpu": gpu,
               "date": time.strftime("%Y-%m-%d %H:%M:%S"), "mode": "; ".join(left_out), "not_run_why": not_run_why}
     print()

@@ -349,16 +349,6 @@ def _tail(text: str, limit: int = 3000) -> str:
     return text[-limit:] if text else ""
 
 
-def device_name() -> str:
-    return (env.nvidia_smi("name,driver_version") or [""])[0]
-
-
-def device_cc() -> str | None:
-    """The first GPU's compute capability, e.g. "9.0"; None without a GPU."""
-    cc = (env.nvidia_smi("compute_cap") or [""])[0].strip()
-    return cc if re.fullmatch(r"\d+\.\d+", cc) else None
-
-
 def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
     """Each built exercise's resource report (grader.run.resources) into its row; never fails the grade."""
     from grader.run import resources
@@ -382,12 +372,6 @@ PARALLEL_DEFAULT = (f"the cores less {CORES_SPARED}, at most {PARALLEL_MAX}, "
 GIB_PER_WAITING_PROCESS = 1.0
 
 
-def _free_gib() -> float | None:
-    """The least free memory of the visible GPUs, in GiB; None where nvidia-smi cannot say."""
-    free_mib = [float(m) for m in env.nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]
-    return min(free_mib) / 1024 if free_mib else None
-
-
 def default_parallel(count: int) -> int:
     """How many of `count` exercises run their checks at once: as many as there are cores less two
     (a grading process keeps about one busy), at most 12, and one per 7.5 GiB of free GPU memory, so
@@ -399,7 +383,7 @@ def default_parallel(count: int) -> int:
     n = min(count, max(1, (os.cpu_count() or 2) - CORES_SPARED), PARALLEL_MAX)
     if n <= 1:
         return 1
-    free = _free_gib()
+    free = env.gpu_free_gib()
     if free is not None:
         n = min(n, int(free // GIB_PER_PROCESS))
     return max(1, n)
@@ -410,7 +394,7 @@ def default_resident(parallel: int) -> int | None:
     them those done with their checks that wait for their turn to time, each still holding a CUDA
     context. Unbounded, all ten waited on a card with 7.5 GiB free and the checks running beside
     them ran out of memory (measured). None where the free memory is unknown."""
-    free = _free_gib()
+    free = env.gpu_free_gib()
     if free is None:
         return None
     return parallel + max(0, int((free - parallel * GIB_PER_PROCESS) // GIB_PER_WAITING_PROCESS))

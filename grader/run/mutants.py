@@ -762,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     began = time.perf_counter()
 
-    from grader.run.grading import default_parallel, device_name, start_builds
+    from grader.run.grading import default_parallel, start_builds
     from grader.specs import Selection
 
     env.configure()
@@ -841,7 +841,7 @@ def main(argv: list[str] | None = None) -> int:
     schedule = plan_rounds({x: todo[x] for x in with_todo}, width)
     specs = chosen.specs()
     gpu = env.gpu_present()
-    device = device_name() if gpu else ""
+    device = env.device_name() if gpu else ""
     if not gpu:
         print("warning: no GPU here, so only the checks that run on the CPU run: a mutant they do not catch is "
               "counted as survived")
