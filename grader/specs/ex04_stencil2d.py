@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from grader.verify.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
                                   on_a_busy_stream, require_free_memory, require_plain_tensor, unmodified)
 from grader.verify.observe import KernelRule
-from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn,
+                                random_shape)
 
 # (name, x shape, K): images smaller than the filter, single rows and columns, primes, one off the
 # 32-wide tile, non-square (a swapped axis shows), batches; the last ones are large enough for a
@@ -191,8 +192,10 @@ class StencilSpec(Spec):
 
         # NaN in x spreads to its neighbours; in the filter it would meet the zero padding, where
         # whether 0 * NaN is computed is the kernel's choice
+        # the filter's values at their edges: all negative, all zero, of both signs (a kernel that takes |w|,
+        # or skips or clamps some taps, is right only for the random filters)
         return AuditCall("stencil2d", (x, w), ("x", "weight"), ref, label=label, registered="lib.ops.stencil2d",
-                         nonfinite=(0,))
+                         nonfinite=(0,), domains={1: (NEGATIVE, ZERO, SIGNS)})
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         seed = int(torch.randint(0, 2**31, (1,), generator=g))
