@@ -91,27 +91,21 @@ if want stubs; then
   grep -A50 "^exercise" "$L/grade_stubs.log" | grep -v "^      " | head -30
 fi
 
-if want openstubs; then
-  # the stubs at the `open` level (make exercises LEVEL=open), generated into a scratch folder: zero
-  # points there too, each exercise with its reason
-  open=.build/level-open-gpu/exercises
-  python3 -c "import sys; from pathlib import Path; from grader.authoring import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'open')" "$open"
-  run grade_open_stubs "$(left)" make grade TARGET="$open" EX="$EXS"
-  grep -A50 "^exercise" "$L/grade_open_stubs.log" | grep -v "^      " | head -30
-fi
+# level_stubs LEVEL: the stubs at a hint level (make exercises LEVEL=...), generated into a scratch
+# folder beside the tracked tree: zero points there too, each exercise with its reason
+level_stubs() {
+  local tree=.build/level-$1-gpu/exercises
+  python3 -c "import sys; from pathlib import Path; from grader.authoring import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), sys.argv[2])" "$tree" "$1"
+  run "grade_$1_stubs" "$(left)" make grade TARGET="$tree" EX="$EXS"
+  grep -A50 "^exercise" "$L/grade_$1_stubs.log" | grep -v "^      " | head -30
+}
+want openstubs && level_stubs open
 if want paths; then
   # the planner paths the solutions' full grade reaches (Spec.paths; tests/test_gpu_grading.py fails on one unreached)
   run paths "$(left)" make test TESTS=tests/test_gpu_grading.py PYTEST_ARGS="-q -s -k declared_paths"
   grep -E "declared paths reached|passed|failed" "$L/paths.log" | head -14
 fi
-if want goalstubs; then
-  # the stubs at the `goal` hint level (make exercises HINTS=goal), generated into a scratch folder
-  # beside the tracked tree: zero points there too, each exercise with its reason
-  goal=.build/hints-goal-gpu/exercises
-  python3 -c "import sys; from pathlib import Path; from grader.authoring import stubs; stubs.generate(stubs.SOLUTIONS, Path(sys.argv[1]), 'goal')" "$goal"
-  run grade_goal_stubs "$(left)" make grade TARGET="$goal" EX="$EXS"
-  grep -A50 "^exercise" "$L/grade_goal_stubs.log" | grep -v "^      " | head -30
-fi
+want goalstubs && level_stubs goal
 if want edit; then
   # the loop a student lives in: one exercise built, then one file edited and re-graded
   rm -rf /tmp/edit && mkdir -p /tmp/edit && cp -r solutions/01_leaky_relu /tmp/edit/
