@@ -12,7 +12,8 @@ from grader.verify.checks import (CheckFailure, Comparison, Tolerance, assert_cl
                                   on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor,
                                   unmodified)
 from grader.verify.observe import KernelRule
-from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, one_per_axis,
+                                random_shape)
 
 EXACT = Tolerance(0.0, 0.0)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -170,8 +171,10 @@ class TransposeSpec(Spec):
                 self._call(audit_randn(1, 9, device=device, dtype=dtype, seed=2), "transpose(row vector)")]
 
     def _call(self, x, label: str = "") -> AuditCall:
+        # x cut to one row, then to one column: a tile bound, or a path for thin matrices, shows there
         return AuditCall("transpose", (x,), ("x",), lambda x: x.t(), grad_args=(0,), registered="lib.ops.transpose",
-                         nonfinite=(0,), exact=True, **({"label": label} if label else {}))
+                         nonfinite=(0,), exact=True, domains={0: one_per_axis(x.shape, ("row", "column"))},
+                         **({"label": label} if label else {}))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         seed = int(torch.randint(0, 2**31, (1,), generator=g))

@@ -15,7 +15,8 @@ from grader.verify.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, a
 from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import SLEEP_KERNEL, KernelRule, kernel_function, observe
-from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, random_shape
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, one_per_axis,
+                                random_shape)
 from grader.verify.timer import math_mode
 
 # Normwise relative error against a float64 reference. Strict fp32 products of these sizes are
@@ -592,6 +593,9 @@ class MatmulSpec(Spec):
         return AuditCall("matmul", (a, b, version), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
                          label=label, group=group, kernels=KernelRule(kernel),
                          registered="lib.ops.matmul", nonfinite=(0, 1),
+                         # M = 1 and N = 1, each alone: a tile's bound or a vector path for a thin product
+                         domains={0: one_per_axis(a.shape, ("row of A (M = 1)", None)),
+                                  1: one_per_axis(b.shape, (None, "column of B (N = 1)"))},
                          tolerance=None if precision is None else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
                          needs_capability=capability_of(version))
 

@@ -20,7 +20,8 @@ from grader.verify.timer import math_mode
 from grader.verify.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
-from grader.verify.spec import AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
+                                conv_smallest_input)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
@@ -1169,10 +1170,14 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
     conv = (s, p, d, c.groups)
     suffix = "" if kind == "dense" else f"({kind})"
     forward = ("benchmark", "heuristic", "uncached") if kind == "dense" else ("benchmark",)
+    # the forward's x at its smallest per axis and its padding's edges (none, 3, the widest), one at a
+    # time: each a new plan, and a descriptor or workspace sized for the base geometry shows there
+    hw, khw = tuple(c.x[2:]), tuple(c.w[2:])
+    forward_domains = {0: conv_smallest_input(hw, khw, d, p), 4: conv_padding_edges(hw, khw, s, d, p)}
     calls = [AuditCall("conv2d", (x, w, None if mode == "heuristic" else b, *conv, MODE[mode]),
                        ("x", "weight", "bias", *CONV_NAMES), _conv2d_reference,
                        label=f"conv2d(mode={mode})" if kind == "dense" else f"conv2d{suffix}",
-                       registered="lib.ops.conv2d")
+                       registered="lib.ops.conv2d", domains=forward_domains)
              for mode in forward]
     calls.append(AuditCall(
         "conv2d_backward_input", (g, w, list(c.x), *conv, MODE["heuristic"]),
@@ -1193,12 +1198,15 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
     out_pad = tuple(int(size - ((o - 1) * st - 2 * pd + dl * (kk - 1) + 1))
                     for size, o, st, pd, dl, kk in zip(c.x[2:], g.shape[2:], s, p, d, c.w[2:]))
     bt = r(c.x[1], seed=5) if c.bias else None
+    ghw = tuple(g.shape[2:])
     calls.append(AuditCall(
         "conv_transpose2d", (g, w, bt, s, p, out_pad, c.groups, d, MODE["benchmark"]),
         ("x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation", "mode"),
         lambda x, w, b, s, p, op, groups, d, m: F.conv_transpose2d(x.double(), w.double(), _double(b), s, p, op, groups, d),
         # graded with the backward checks: it is the same cuDNN backward-data call
-        label=f"conv_transpose2d{suffix}", group="backward"))
+        label=f"conv_transpose2d{suffix}", group="backward",
+        domains={0: conv_smallest_input(ghw, khw, d, p, True, s, out_pad),
+                 4: conv_padding_edges(ghw, khw, s, d, p, True, out_pad)}))
     return calls
 
 

@@ -417,6 +417,17 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
     return tuple(edges)
 
 
+def one_per_axis(shape, axes: Sequence[str | None]) -> tuple[Edge, ...]:
+    """A tensor argument cut to one element along each named axis in turn (None: an axis left alone),
+    the others as they were: a single row, a single column, M = 1; where a tile's bound (`>` for `>=`), a
+    vector load past the end or a loop that assumes a second element shows. An axis already of size 1
+    has none."""
+    def crop(d: int):
+        return lambda t: t.narrow(d, 0, 1).contiguous()
+
+    return tuple(Edge(f"one {axis}", make=crop(d)) for d, axis in enumerate(axes) if axis and shape[d] > 1)
+
+
 def conv_padding_edges(in_hw, k_hw, stride, dilation, padding, transposed: bool = False,
                        output_padding=(0, 0)) -> tuple[Edge, ...]:
     """The padding edges of a convolution of this geometry, as [h, w] lists (as the ops take them):
