@@ -294,3 +294,45 @@ def test_no_timing_starts_while_other_builds_run(tmp_path, jobs):
     for name in plan:
         assert spans[(name, "checks")][0] < until, "the checks should not wait for the builds"
         assert spans[(name, "timed")][0] >= until, f"{name} was timed beside a compiler"
+
+
+BEATS = """
+import sys, time
+progress, beats, every = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+for _ in range(beats):
+    with open(progress, "w") as f:  # as the results file is rewritten when a check starts or ends
+        f.write(str(time.monotonic()))
+    time.sleep(every)
+time.sleep(float(sys.argv[4]))
+"""
+
+
+def test_a_process_whose_checks_stop_progressing_is_stopped_at_its_stall_limit(tmp_path):
+    """A job that rewrites its progress file keeps running past the stall limit in all; one that stops
+    rewriting it (a check that hangs) is stopped once that much of its own time has passed, long before
+    its time limit, and says so (`stalled`)."""
+    script = tmp_path / "beats.py"
+    script.write_text(BEATS)
+    stall, timeout = 1.5, 60.0
+    jobs = {name: gate.Job(name, [sys.executable, str(script), str(tmp_path / f"{name}.progress"), *args],
+                           dict(os.environ), env.REPO, progress=tmp_path / f"{name}.progress", stall_s=stall)
+            for name, args in {"beats": ("8", "0.5", "0"), "hangs": ("1", "0", str(HANG))}.items()}
+    began = time.monotonic()
+    (tmp_path / "work").mkdir()
+    gate.run(list(jobs.values()), tmp_path / "work", parallel=2, timeout=timeout)
+    assert jobs["beats"].returncode == 0 and not jobs["beats"].stalled, jobs["beats"]
+    assert jobs["beats"].active_s > 2 * stall  # it ran longer than the limit, progressing
+    hung = jobs["hangs"]
+    assert hung.stalled and hung.timed_out and hung.returncode == -9, hung
+    assert stall <= hung.active_s < stall + 2
+    assert time.monotonic() - began < timeout / 4
+
+
+def test_no_stall_limit_without_a_progress_file(tmp_path):
+    script = tmp_path / "beats.py"
+    script.write_text(BEATS)
+    job = gate.Job("quiet", [sys.executable, str(script), str(tmp_path / "p"), "1", "0", "2.0"], dict(os.environ),
+                   env.REPO, stall_s=0.5)
+    (tmp_path / "work").mkdir()
+    gate.run([job], tmp_path / "work", parallel=1, timeout=30.0)
+    assert job.returncode == 0 and not job.stalled

@@ -30,6 +30,7 @@ class Probe:
     build_jobs: list[int] = field(default_factory=list)
     cmds: list[list[str]] = field(default_factory=list)
     timeouts: list[float] = field(default_factory=list)
+    stalls: list[float] = field(default_factory=list)
     parallel: list[int] = field(default_factory=list)
     strict: list[bool] = field(default_factory=list)
     slurm_args: list = field(default_factory=list)
@@ -51,6 +52,7 @@ def probe(monkeypatch):
     def run(jobs, workdir, parallel=1, resident=None, compiling=None, timeout=None, on_finish=None):
         p.parallel.append(parallel)
         p.timeouts.append(timeout)
+        p.stalls += [j.stall_s for j in jobs]
         p.cmds += [list(j.cmd) for j in jobs]
 
     def grading_row(spec, job, workdir, timeout, sanitize=False, seed=None, yardstick=None, device=None,
@@ -85,6 +87,7 @@ OPTIONS = {
     "seed": (4242, lambda p: p.cmds and all("--seed=4242" in c for c in p.cmds), ["--seed", "4242"], ["--seed", "4242"]),
     "timeout": (123.0, lambda p: p.timeouts and all(t == 123.0 for t in p.timeouts), ["--timeout", "123"],
                 ["--timeout", "123"]),
+    "stall": (77.0, lambda p: p.stalls and all(t == 77.0 for t in p.stalls), ["--stall", "77"], ["--stall", "77"]),
     "jobs": (97, lambda p: 97 in p.build_jobs, ["--jobs", "97"], ["--jobs", "97"]),  # no default is 97
     "keyword": ("forward", lambda p: p.cmds and all(has(c, "-k", "forward") for c in p.cmds), ["-k", "forward"],
                 ["-k", "forward"]),
@@ -168,7 +171,7 @@ def test_no_option_shows_at_its_default(path, tmp_path, probe):
 
 
 def test_options_round_trip_and_refuse_unknown_fields():
-    options = GradeOptions(seed=3, timeout=9.5, jobs=2, keyword="x", quick=True, sanitize=RACECHECK, parallel=2,
+    options = GradeOptions(seed=3, timeout=9.5, stall=4.5, jobs=2, keyword="x", quick=True, sanitize=RACECHECK, parallel=2,
                            strict=True, force=True, first_failure=True)
     assert GradeOptions.from_json(json.loads(json.dumps(options.to_json()))) == options
     with pytest.raises(ValueError, match="unknown grading options"):

@@ -38,7 +38,7 @@ from grader import env
 from grader.run.grading import default_parallel, grade_target, rounds, start_builds
 from grader.classroom.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
                                         grading_key, load_report, manifest, stale, write_gradebook, write_report)
-from grader.run.options import DEFAULT_TIMEOUT, GradeOptions
+from grader.run.options import DEFAULT_STALL, DEFAULT_TIMEOUT, GradeOptions
 from grader.run.report import table
 from grader.verify.scoring import score_exercise
 from grader.classroom.slurm import SlurmOptions, job_script, run_array
@@ -410,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--stall", type=float, default=DEFAULT_STALL,
+                        help="seconds of an exercise's grading with no check starting or ending: stopped as hanging")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="parallel builds")
     parser.add_argument("--workers", type=int, default=None,
                         help="students graded at once (default: one per visible GPU, each pinned to its GPU)")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from grader import env
 from grader.run.grading import PARALLEL_DEFAULT, find_sanitizer, grade_target, resolve_target, resource_reports
-from grader.run.options import DEFAULT_TIMEOUT, GradeOptions
+from grader.run.options import DEFAULT_STALL, DEFAULT_TIMEOUT, GradeOptions
 from grader.run.report import markdown, no_gpu_summary, resources_text, table
 from grader.verify.results import write_json_atomic
 from grader.specs import SPEC_ERRORS, Selection
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="exercise numbers or names, separated by spaces or commas (default: all)")
     parser.add_argument("--seed", type=int, default=None, help="replay a run's random inputs")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
+    parser.add_argument("--stall", type=float, default=DEFAULT_STALL,
+                        help="seconds of an exercise's grading with no check starting or ending: stopped as hanging")
     parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "

@@ -149,12 +149,18 @@ class Job:
     # others only once it has ended, so that no submitted code runs while it times the reference
     light: bool = False
     active_s: float = 0.0  # what counts against the time limit
+    # a file the process rewrites as its checks start and end (its results file): past `stall_s` of its
+    # own time with no change to it, the process is stopped as hanging (`stalled`)
+    progress: Path | None = None
+    stall_s: float | None = None
+    stalled: bool = False
     waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
     held_s: float = 0.0  # running while held: waiting for its builds
     wall_s: float = 0.0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _state: str = field(default=CHECKS, repr=False)
     _started: float = field(default=0.0, repr=False)
+    _progress: tuple = field(default=(None, 0.0), repr=False)  # (the file's last mtime, active_s then)
 
 
 def _kill_session(pid: int) -> None:
@@ -163,6 +169,21 @@ def _kill_session(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _stalled(job: Job) -> bool:
+    """Whether the job's progress file has not changed for `stall_s` of its own time (a wait for the
+    GPU, the lock or a build stops that clock too)."""
+    if job.stall_s is None or job.progress is None or job.timed_out:  # killed already, not yet reaped
+        return False
+    try:
+        mtime = job.progress.stat().st_mtime_ns
+    except OSError:
+        mtime = None
+    if mtime != job._progress[0]:
+        job._progress = (mtime, job.active_s)
+        return False
+    return job.active_s - job._progress[1] > job.stall_s
 
 
 def _kill(job: Job) -> None:
@@ -242,6 +263,9 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 if job._proc.poll() is None and job.active_s > timeout:
                     _kill(job)  # reaped on a later pass: a GPU context can take seconds to tear down
                     job.timed_out = True
+                elif job._proc.poll() is None and _stalled(job):
+                    _kill(job)
+                    job.timed_out = job.stalled = True
                 if job._proc.poll() is not None:
                     if holder is job:
                         holder = None

@@ -259,7 +259,7 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
         cmd = [find_sanitizer(), "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode",
                str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
         child.update(PYTORCH_NO_CUDA_MEMORY_CACHING="1", COURSE_SANITIZE="1")
-    return gate.Job(exercise, cmd, child, env.REPO)
+    return gate.Job(exercise, cmd, child, env.REPO, progress=results_path, stall_s=options.stall)
 
 
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool | str = False,
@@ -273,7 +273,10 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
     results_path = _results_path(workdir, spec.exercise)
     output = job.output
     status, error = "graded", ""
-    if job.timed_out:
+    if job.stalled:
+        status, error = "timed out", (f"a check ran {job.stall_s:g} s without ending, and no other started "
+                                      "(a hanging kernel or an endless loop?)")
+    elif job.timed_out:
         status, error = "timed out", f"grading took longer than {timeout:g} s (a hanging kernel or an endless loop?)"
     data = {"tests": [], "running": None}
     if results_path.exists():

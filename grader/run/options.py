@@ -11,6 +11,10 @@ import dataclasses
 from dataclasses import dataclass
 
 DEFAULT_TIMEOUT = 600  # seconds per exercise's grading process; a hang costs only that exercise
+# seconds of a grading process's own time in which no check starts or ends: it is then stopped as hanging
+# (a kernel in an endless loop ends the exercise here, not at its whole time limit). Its longest single
+# check on the H200 took 7.4 s, beside nine other exercises' checks.
+DEFAULT_STALL = 120
 RACECHECK = "racecheck"  # `sanitize` for compute-sanitizer's racecheck (True: memcheck)
 
 
@@ -18,6 +22,7 @@ RACECHECK = "racecheck"  # `sanitize` for compute-sanitizer's racecheck (True: m
 class GradeOptions:
     seed: int | None = None  # the inputs' seed; None until the command line draws one (a run grades with one)
     timeout: float = DEFAULT_TIMEOUT  # seconds per exercise's grading process
+    stall: float = DEFAULT_STALL  # seconds of its own time with no check starting or ending: stopped as hanging
     jobs: int = 1  # builds at once
     keyword: str | None = None  # pytest -k: only the checks it selects
     quick: bool = False  # QUICK=1: no timing, no slow checks
