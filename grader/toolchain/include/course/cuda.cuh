@@ -135,16 +135,19 @@ inline void launch_after_previous(void (*kernel)(Params...), dim3 grid, dim3 blo
 // The PTX wrappers of the kernels that multiply on TF32 tensor cores (06's version 3, 08's and 09's
 // TF32 kernels; 05's kernel 5 rounds with to_tf32). Compiled for a GPU older than 8.0 they do nothing
 // (`#if __CUDA_ARCH__ >= 800`), so a build for a T4 still compiles; a launcher must then refuse to run
-// such a kernel (check_tensor_cores below). 05's matmul keeps its own cp.async wrappers: there
-// cp.async falls back to a synchronous copy on older GPUs, its kernel 4 running everywhere.
+// such a kernel (check_tensor_cores below).
 
 // 4 (or 16) bytes global -> shared without a register, in flight until cp_async_wait; `valid` false
-// copies nothing and fills the destination with zeros (the zero padding, the tiles' edges).
+// copies nothing and fills the destination with zeros (the zero padding, the tiles' edges). Older GPUs
+// (the T4 is sm_75) have no cp.async: there the same functions copy synchronously and the commit and
+// wait do nothing, so a kernel built on them (05's kernel 4) stays correct everywhere.
 __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
                "l"(src), "r"(valid ? 4 : 0)
                : "memory");
+#else
+  *dst = valid ? *src : 0.0f;
 #endif
 }
 
@@ -153,6 +156,8 @@ __device__ __forceinline__ void cp_async16(float* dst, const float* src, bool va
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
                "l"(src), "r"(valid ? 16 : 0)
                : "memory");
+#else
+  *reinterpret_cast<float4*>(dst) = valid ? *reinterpret_cast<const float4*>(src) : make_float4(0, 0, 0, 0);
 #endif
 }
 
