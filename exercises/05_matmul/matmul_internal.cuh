@@ -37,45 +37,11 @@ inline void check_grid_rows(int64_t M, int64_t rows_per_block, const char* versi
                   " rows, more than this kernel's grid can cover (" + std::to_string(kMaxGridY * rows_per_block) + ")");
 }
 
-// ---------------------------------------------------------------------------------- cp.async (kernels 4 and 5)
-// One 4-byte (or 16-byte) copy global -> shared; `valid` false writes zeros and reads nothing.
-// From sm_80 on it is a cp.async: issued now, completed in the background, waited for by
-// cp_async_wait. Older GPUs (the T4 is sm_75) have no cp.async: the same functions then copy
-// synchronously, the commit and wait do nothing, and the kernel stays correct (kernel 3's speed).
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 4 : 0)
-               : "memory");
-#else
-  *dst = valid ? *src : 0.0f;
-#endif
-}
-
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {  // dst, src 16-byte aligned
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-#else
-  *reinterpret_cast<float4*>(dst) = valid ? *reinterpret_cast<const float4*>(src) : make_float4(0, 0, 0, 0);
-#endif
-}
-
-// Close the group of copies issued since the last commit (one group per k step).
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-// Wait until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
+// cp.async (kernels 4 and 5): the course's wrappers, which copy synchronously on GPUs without it
+using course::cp_async16;
+using course::cp_async4;
+using course::cp_async_commit;
+using course::cp_async_wait;
 
 // Two neighbouring outputs (x at p[0], y at p[1]) in C's type: float, or bfloat16 rounded to nearest.
 __device__ __forceinline__ void store2(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
