@@ -120,6 +120,11 @@ if want edit; then
   # where the quick grade's time goes: its grading process alone, every test's duration, every import
   run edit_profile "$(left)" python3 -X importtime -m pytest grader/run/suite -q -p no:cacheprovider --rootdir=. \
     --exercise-dir=/tmp/edit/01_leaky_relu --seed=1 -m "not slow" --durations=0
+  # the same under cProfile: which calls the first check's seconds of one-time set-up go to
+  run edit_cprofile "$(left)" python3 -m cProfile -o "$L/edit_quick.prof" -m pytest grader/run/suite -q \
+    -p no:cacheprovider --rootdir=. --exercise-dir=/tmp/edit/01_leaky_relu --seed=1 -m "not slow"
+  python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(40)" \
+    "$L/edit_quick.prof" > "$L/edit_cprofile_top.txt" 2>&1
 fi
 if want test; then
   for f in $TEST_FILES; do
