@@ -160,11 +160,22 @@ def _load(exercise_dir: Path, spec: specs.Spec):
         return None, f"{type(e).__name__}: {without_cpp_stack(e)}"
 
 
+def _start_watch() -> None:
+    """The watch, on before submitted code runs and to the end: every call of the op, checked, observed
+    or timed, in one state it can query (grader.verify.observe)."""
+    if not os.environ.get("COURSE_SANITIZE"):  # CUPTI and compute-sanitizer cannot share the process
+        from grader.verify.observe import WATCH
+
+        WATCH.start()
+
+
 @pytest.fixture(scope="session")
 def built(request) -> dict:
     """Started by the grader beside its builds: wait until they are done (its clock stopped), before
     anything loads the exercise. A failed build ends this process: the grader reports the compiler's
-    message itself."""
+    message itself. The watch starts first: its profiler's one-time set-up (CUPTI) runs beside the
+    build instead of in the first check (still before any submitted code runs)."""
+    _start_watch()
     result = gate.wait_for_build()
     if not result.get("ok", True):
         pytest.exit("the exercise failed to build (the grader reports why)", returncode=0)
@@ -175,12 +186,7 @@ def built(request) -> dict:
 def ctx(request, spec, built) -> specs.Context:
     _warm_up_thread.join()
     exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
-    if not os.environ.get("COURSE_SANITIZE"):  # CUPTI and compute-sanitizer cannot share the process
-        from grader.verify.observe import WATCH
-
-        # on before submitted code runs and to the end: every call of the op, checked, observed or
-        # timed, in one state it can query (grader.verify.observe)
-        WATCH.start()
+    _start_watch()  # started by `built` already (idempotent)
     recorder = request.config.pluginmanager.get_plugin("course-results")
     if recorder is not None:
         recorder.watch()  # the last moment before submitted code runs (grader.verify.integrity)
