@@ -174,7 +174,9 @@ def built(request) -> dict:
     """Started by the grader beside its builds: wait until they are done (its clock stopped), before
     anything loads the exercise. A failed build ends this process: the grader reports the compiler's
     message itself. The watch starts first: its profiler's one-time set-up (CUPTI) runs beside the
-    build instead of in the first check (still before any submitted code runs)."""
+    build instead of in the first check (still before any submitted code runs), once the warm-up
+    (the CUDA context) has ended, as it did when the first check started it."""
+    _warm_up_thread.join()
     _start_watch()
     result = gate.wait_for_build()
     if not result.get("ok", True):
@@ -184,7 +186,6 @@ def built(request) -> dict:
 
 @pytest.fixture(scope="session")
 def ctx(request, spec, built) -> specs.Context:
-    _warm_up_thread.join()
     exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
     _start_watch()  # started by `built` already (idempotent)
     recorder = request.config.pluginmanager.get_plugin("course-results")
