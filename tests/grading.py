@@ -71,7 +71,7 @@ def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | 
           sanitize: bool | str = False, parallel: int = 1):
     specs = selected(exercises)
     options = GradeOptions(seed=seed, timeout=timeout, jobs=JOBS, keyword=keyword, sanitize=sanitize, parallel=parallel)
-    return {row["exercise"]: row for row in grade_target(target, specs, options, log=quiet)}
+    return {row.exercise: row for row in grade_target(target, specs, options, log=quiet)}
 
 
 def explain(rows) -> str:

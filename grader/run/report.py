@@ -9,7 +9,7 @@ import html
 import textwrap
 from pathlib import Path
 
-from grader.verify.outcomes import ExerciseRow, TestOutcome
+from grader.verify.outcomes import UNFINISHED, ExerciseRow, TestOutcome
 
 
 def format_rate(rate: float | None, unit: str) -> str:
@@ -130,7 +130,7 @@ FREE_GPUS = ("Free GPUs to grade on: Google Colab (colab.research.google.com: Ru
 
 
 def _needs_gpu(t: TestOutcome) -> bool:
-    return t.outcome in ("skipped", "not run") and "GPU" in (t.reason or "")
+    return t.outcome in UNFINISHED and "GPU" in (t.reason or "")
 
 
 def _cpu_checks(ran: list[TestOutcome]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from grader.verify.outcomes import ExerciseRow, GroupScore, TestOutcome
+from grader.verify.outcomes import UNFINISHED, ExerciseRow, GroupScore, TestOutcome
 from grader.verify.spec import PERFORMANCE, Spec
 
 # How a check that cannot run on this machine says so (too little GPU memory): it is reported as not
@@ -120,7 +120,7 @@ def score_exercise(spec: Spec, tests: Sequence[TestOutcome], status: str = "grad
             continue
         members = by_group.get(group, [])
         failed = [t for t in members if t.outcome == "failed"]
-        unfinished = [t for t in members if t.outcome in ("skipped", "not run") and (strict or not not_run_here(t))]
+        unfinished = [t for t in members if t.outcome in UNFINISHED and (strict or not not_run_here(t))]
         if not strict and members and all(not_run_here(t) for t in members):
             unfinished = members  # nothing of the group ran here
         if not members:
@@ -172,7 +172,7 @@ def _score_performance(spec: Spec, tests: list[TestOutcome], groups: dict[str, G
     missing = [g for g in spec.perf_requires if states.get(g) != "passed"]
     # a timing skipped because a required group failed (NOT_TIMED) is that loss, not "not graded here"
     required_failed = any(states.get(g) == "failed" for g in spec.perf_requires)
-    if test.outcome in ("skipped", "not run") and not required_failed:
+    if test.outcome in UNFINISHED and not required_failed:
         return replace(entry, state="skipped", reason=test.reason or "not run")
     if missing:
         return replace(entry, state="failed", reason=f"speed counts only once {', '.join(missing)} passes")
