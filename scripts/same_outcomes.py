@@ -9,10 +9,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from grader.classroom.gradebook import outcomes  # noqa: E402
+from grader.verify.outcomes import rows_from_json  # noqa: E402
 
 
 def main(first: str, second: str) -> int:
-    a, b = (outcomes(json.loads(Path(p).read_text())["students"]) for p in (first, second))
+    a, b = (outcomes({s: rows_from_json(rows) for s, rows in json.loads(Path(p).read_text())["students"].items()})
+            for p in (first, second))
     shared = sorted(a.keys() & b.keys())
     differ = [key for key in shared if a[key] != b[key]]
     for key in differ:

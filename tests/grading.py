@@ -71,7 +71,7 @@ def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | 
           sanitize: bool | str = False, parallel: int = 1):
     specs = selected(exercises)
     options = GradeOptions(seed=seed, timeout=timeout, jobs=JOBS, keyword=keyword, sanitize=sanitize, parallel=parallel)
-    return {row["exercise"]: row for row in grade_target(target, specs, options, log=quiet)}
+    return {row.exercise: row for row in grade_target(target, specs, options, log=quiet)}
 
 
 def explain(rows) -> str:
@@ -107,18 +107,18 @@ def grade_variants_timed(variants: list[Variant], root: Path, timeout: float = 9
 
 def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None:
     """The variant lost exactly the groups it should, for the reason it should."""
-    assert row["status"] == v.status or (v.status == "graded" and row["status"] == "graded"), explain([row])
+    assert row.status == v.status or (v.status == "graded" and row.status == "graded"), explain([row])
     lost, kept = [], []
-    for group, g in row["groups"].items():
+    for group, g in row.groups.items():
         if group in ignore:
             continue
         if group in v.loses:
-            assert g["points"] == 0, f"{v.id}: {group} should lose its points\n{explain([row])}"
-            lost.append(g["reason"])
+            assert g.points == 0, f"{v.id}: {group} should lose its points\n{explain([row])}"
+            lost.append(g.reason)
         elif v.keeps is None or group in v.keeps:
-            assert g["points"] == g["max"], f"{v.id}: {group} should keep its points\n{explain([row])}"
+            assert g.points == g.max, f"{v.id}: {group} should keep its points\n{explain([row])}"
     if v.reason:
-        text = " ".join(lost) + " " + row.get("error", "")
+        text = " ".join(lost) + " " + (row.error or "")
         assert v.reason in text, f"{v.id}: expected {v.reason!r} among the reasons\n{explain([row])}"
 
 

@@ -77,17 +77,17 @@ def test_the_resource_report_covers_every_kernel(builds, folder):
 def test_solutions_pass_every_check_that_runs_without_a_gpu(builds):
     rows = grade(SOLUTIONS, parallel=CORES)
     for row in rows.values():
-        assert row["status"] == "graded", explain(rows)
-        assert all(t["outcome"] in ("passed", "skipped") for t in row["tests"]), explain(rows)
-        assert any(t["outcome"] == "passed" for t in row["tests"]), f"{row['exercise']}: no check ran on CPU"
+        assert row.status == "graded", explain(rows)
+        assert all(t.outcome in ("passed", "skipped") for t in row.tests), explain(rows)
+        assert any(t.outcome == "passed" for t in row.tests), f"{row.exercise}: no check ran on CPU"
 
 
 @pytest.mark.skipif(HAS_GPU, reason="covered with the GPU checks by test_gpu_grading")
 def test_stubs_earn_nothing_without_a_gpu(builds):
     rows = grade(EXERCISES, parallel=CORES)
     for row in rows.values():
-        assert row["points"] == 0, explain(rows)
-        assert not any(g["state"] == "passed" for g in row["groups"].values()), explain(rows)
+        assert row.points == 0, explain(rows)
+        assert not any(g.state == "passed" for g in row.groups.values()), explain(rows)
 
 
 def test_compile_error_shows_file_and_line(tmp_path):

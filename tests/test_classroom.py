@@ -77,14 +77,14 @@ def nbgrader_export(results: dict[str, list[dict]], folder) -> str:
     with warnings.catch_warnings(), Gradebook(f"sqlite:///{folder / 'gradebook.db'}", "cuda-kernels-for-pytorch") as gb:
         warnings.filterwarnings("ignore", message="Object of type")  # nbgrader's own SQLAlchemy use
         for row in results[next(iter(results))]:
-            gb.add_assignment(row["exercise"])
-            gb.add_notebook(row["exercise"], row["exercise"])
-            gb.add_grade_cell("points", row["exercise"], row["exercise"], max_score=row["max_points"], cell_type="code")
+            gb.add_assignment(row.exercise)
+            gb.add_notebook(row.exercise, row.exercise)
+            gb.add_grade_cell("points", row.exercise, row.exercise, max_score=row.max_points, cell_type="code")
         for student, rows in sorted(results.items()):
             gb.add_student(student)
             for row in rows:
-                gb.add_submission(row["exercise"], student)
-                gb.find_grade("points", row["exercise"], row["exercise"], student).auto_score = float(row["points"])
+                gb.add_submission(row.exercise, student)
+                gb.find_grade("points", row.exercise, row.exercise, student).auto_score = float(row.points)
         gb.db.commit()
         CsvExportPlugin(to=str(folder / "export.csv")).export(gb)
     return (folder / "export.csv").read_text()
@@ -111,7 +111,7 @@ def test_nbgrader_shaped_grades_and_lms_totals_hold_folders_and_notebooks(classr
     assert list(totals[0]) == ["student_id", *UNIT1, "total", "max_score"]
     assert [t["student_id"] for t in totals] == sorted(STUDENTS)
     for t in totals:
-        points = {r["exercise"]: r["points"] for r in results[t["student_id"]]}
+        points = {r.exercise: r.points for r in results[t["student_id"]]}
         assert {ex: float(t[ex]) for ex in UNIT1} == points and float(t["total"]) == sum(points.values())
         assert t["max_score"] == "20"
 
@@ -134,24 +134,24 @@ def keep_artifacts(out) -> None:
 
 def test_scores_follow_the_submissions(classroom):
     _, _, results = classroom
-    score = {s: {r["exercise"]: r["points"] for r in rows} for s, rows in results.items()}
+    score = {s: {r.exercise: r.points for r in rows} for s, rows in results.items()}
     if HAS_GPU:  # the real scores: correct earns everything, a stub nothing, a build failure nothing
         assert score["alice"] == {"01_leaky_relu": 10, "02_elu": 10}, explain(results["alice"])
         assert score["bob"] == {"01_leaky_relu": 10, "02_elu": 0}, explain(results["bob"])
         assert score["carol"] == {"01_leaky_relu": 0, "02_elu": 10}, explain(results["carol"])
         assert score["dave"] == {"01_leaky_relu": 10, "02_elu": 0}, explain(results["dave"])
         for row in results["alice"]:
-            assert all(g["state"] == "passed" for g in row["groups"].values()), explain([row])
-        bob_stub = next(r for r in results["bob"] if r["exercise"] == "02_elu")
-        assert bob_stub["status"] == "graded" and "not implemented" in " ".join(
-            g["reason"] for g in bob_stub["groups"].values()), explain([bob_stub])
+            assert all(g.state == "passed" for g in row.groups.values()), explain([row])
+        bob_stub = next(r for r in results["bob"] if r.exercise == "02_elu")
+        assert bob_stub.status == "graded" and "not implemented" in " ".join(
+            g.reason for g in bob_stub.groups.values()), explain([bob_stub])
     else:  # GPU checks skipped: nothing earns points, but every row is there and graded or explained
         assert all(p == 0 for s in score.values() for p in s.values())
-        stub_checks = next(r for r in results["bob"] if r["exercise"] == "02_elu")["groups"]["input_checks"]
-        ref_checks = next(r for r in results["alice"] if r["exercise"] == "02_elu")["groups"]["input_checks"]
-        assert stub_checks["state"] == "failed" and ref_checks["state"] == "skipped"
-    dave = {r["exercise"]: r for r in results["dave"]}
-    assert dave["01_leaky_relu"]["status"] == "graded" and dave["02_elu"]["status"] == "missing"
+        stub_checks = next(r for r in results["bob"] if r.exercise == "02_elu").groups["input_checks"]
+        ref_checks = next(r for r in results["alice"] if r.exercise == "02_elu").groups["input_checks"]
+        assert stub_checks.state == "failed" and ref_checks.state == "skipped"
+    dave = {r.exercise: r for r in results["dave"]}
+    assert dave["01_leaky_relu"].status == "graded" and dave["02_elu"].status == "missing"
 
 
 def test_notebook_submission_is_assembled_into_the_exercise(classroom):
@@ -240,8 +240,8 @@ def test_slurm_task_that_keeps_failing_is_retried_then_reported(tmp_path):
                         setup=["cd /", f"export PYTHONPATH={pythonpath_outside_the_checkout()}"])
     results = grade_class_on_slurm(subs, select(["01"]), GradeOptions(seed=7), out=out, opts=opts)
     row = results["erin"][0]
-    assert row["status"] == "grader error" and "Slurm task" in row["error"], row
-    assert "No module named 'grader'" in row["error"], row["error"]  # the task's own error, not just "failed"
+    assert row.status == "grader error" and "Slurm task" in row.error, row
+    assert "No module named 'grader'" in row.error, row.error  # the task's own error, not just "failed"
     assert len([d for d in (out / ".submitit").iterdir() if d.is_dir() and d.name.isdigit()]) == 2  # tried twice
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     assert [(r["student_id"], r["status"]) for r in rows] == [("erin", "grader error")]
@@ -255,8 +255,8 @@ def test_a_worker_given_a_gpu_it_cannot_see_fails_loudly():
 
     (row,) = grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=1, timeout=300, quick=True), device="0",
                           log=lambda *a: None)
-    forward = row["groups"]["forward"]
-    assert forward["state"] == "failed", forward
+    forward = row.groups["forward"]
+    assert forward.state == "failed", forward
     assert "given GPU '0'" in str(row), str(row)[:500]
 
 
@@ -367,7 +367,7 @@ def test_what_a_grade_depends_on_changed_so_it_is_graded_again(small, tmp_path, 
         key = json.loads((out / student / "report.json").read_text())["key"]
         assert key["seed"] == change.get("seed", 7) and key["keyword"] == change.get("keyword")
     if "ex" in change:
-        assert [r["status"] for r in results["ann_q7"]] == ["missing", "graded"]
+        assert [r.status for r in results["ann_q7"]] == ["missing", "graded"]
 
 
 def test_an_interrupt_stops_the_class_before_its_next_round(small, tmp_path, monkeypatch):
@@ -419,8 +419,8 @@ def test_a_folder_that_cannot_be_copied_costs_its_student_only(small, tmp_path, 
     results, calls = grade_counting(subs, out, force=True)
     assert len(calls) == 1
     (ann,), (ben,) = results["ann_q7"], results["ben_q7"]
-    assert ann["status"] == "grader error" and "ann_q7" in ann["error"], ann
-    assert ben["status"] == "graded" and "ann_q7" not in json.dumps(ben)
+    assert ann.status == "grader error" and "ann_q7" in ann.error, ann
+    assert ben.status == "graded" and "ann_q7" not in json.dumps(ben.to_json())
     assert "ann_q7" not in (out / "ben_q7" / "report.json").read_text()
 
 

@@ -28,8 +28,8 @@ def test_crash_costs_only_its_exercise(tmp_path, variant, neighbour):
     rows = grade(tmp_path, ["01", "02"], timeout=TIMEOUT, parallel=2)
     check_variant(variant, rows["01_leaky_relu"])
     healthy = rows["02_elu"]
-    assert healthy["status"] == "graded", explain(rows)
-    assert all(t["outcome"] in ("passed", "skipped") for t in healthy["tests"]), explain(rows)
+    assert healthy.status == "graded", explain(rows)
+    assert all(t.outcome in ("passed", "skipped") for t in healthy.tests), explain(rows)
 
 
 def test_a_failed_build_costs_only_its_exercise(tmp_path, neighbour):
@@ -40,8 +40,8 @@ def test_a_failed_build_costs_only_its_exercise(tmp_path, neighbour):
     (tmp_path / "02_elu").symlink_to(neighbour)
     rows = grade(tmp_path, ["01", "02"], timeout=TIMEOUT, parallel=2)
     failed = rows["01_leaky_relu"]
-    assert failed["status"] == "build failed" and failed["points"] == 0, explain(rows)
-    assert "leaky_relu.cu" in failed["error"].splitlines()[0] and "error" in failed["error"], failed["error"]
+    assert failed.status == "build failed" and failed.points == 0, explain(rows)
+    assert "leaky_relu.cu" in failed.error.splitlines()[0] and "error" in failed.error, failed.error
     neighbour = rows["02_elu"]
-    assert neighbour["status"] == "graded", explain(rows)
-    assert any(t["outcome"] == "passed" for t in neighbour["tests"]), explain(rows)
+    assert neighbour.status == "graded", explain(rows)
+    assert any(t.outcome == "passed" for t in neighbour.tests), explain(rows)

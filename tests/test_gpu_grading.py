@@ -60,7 +60,7 @@ def solution_rows(solution_paths_dir):
 
 def test_solutions_earn_full_marks(solution_rows):
     for row in solution_rows.values():
-        assert row["points"] == row["max_points"], explain(solution_rows)
+        assert row.points == row.max_points, explain(solution_rows)
 
 
 def test_declared_paths_are_reached(solution_rows, solution_paths_dir):
@@ -88,8 +88,8 @@ def test_declared_paths_are_reached(solution_rows, solution_paths_dir):
 def test_stubs_earn_nothing_and_say_not_implemented():
     rows = grade(EXERCISES, keyword="not huge")
     for row in rows.values():
-        assert row["points"] == 0, explain(rows)
-        reasons = " ".join(g["reason"] for g in row["groups"].values())
+        assert row.points == 0, explain(rows)
+        reasons = " ".join(g.reason for g in row.groups.values())
         assert "not implemented" in reasons, explain(rows)
 
 
@@ -123,10 +123,10 @@ def test_sanitize_mode_catches_a_planted_out_of_bounds_write(tmp_path, variant):
     variant.materialize(tmp_path / "planted")
     rows = grade(tmp_path / "planted", [variant.exercise], sanitize=True, timeout=1800)
     row = rows[variant.exercise]
-    assert row["status"] == "memory errors", explain(rows)
-    assert "Invalid __global__ write" in row["error"], row["error"]
+    assert row.status == "memory errors", explain(rows)
+    assert "Invalid __global__ write" in row.error, row.error
     clean = grade(SOLUTIONS, [variant.exercise], sanitize=True, timeout=1800)[variant.exercise]
-    assert clean["status"] == "graded", explain([clean])
+    assert clean.status == "graded", explain([clean])
 
 
 RACECHECK_VARIANTS = [v for v in all_variants() if v.extra.get("racecheck") and wanted(v)]
@@ -139,8 +139,8 @@ def test_racecheck_mode_catches_a_planted_race(tmp_path, variant):
     variant.materialize(tmp_path / "planted")
     rows = grade(tmp_path / "planted", [variant.exercise], sanitize="racecheck", timeout=1800)
     row = rows[variant.exercise]
-    assert row["status"] == "shared memory races", explain(rows)
-    assert "Race reported" in row["error"], row["error"]
+    assert row.status == "shared memory races", explain(rows)
+    assert "Race reported" in row.error, row.error
     clean = grade(SOLUTIONS, [variant.exercise], sanitize="racecheck", timeout=1800)
-    assert clean[variant.exercise]["status"] == "graded", explain(clean)
-    assert not any(g["state"] == "failed" for g in clean[variant.exercise]["groups"].values()), explain(clean)
+    assert clean[variant.exercise].status == "graded", explain(clean)
+    assert not any(g.state == "failed" for g in clean[variant.exercise].groups.values()), explain(clean)

@@ -1,6 +1,7 @@
 """The grader's own logic, on CPU tensors and synthetic results: no build, no GPU."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -15,6 +16,7 @@ from grader import specs as spec
 from grader.verify import checks
 from grader.run import report
 from grader.verify.checks import CheckFailure, Tolerance
+from grader.verify.outcomes import ExerciseRow, TestOutcome
 from grader.verify.results import write_json_atomic
 from grader.verify.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
 from grader.verify.timer import Timing
@@ -37,13 +39,18 @@ def _tests(outcomes: dict[str, str], perf: dict | None = None) -> list[dict]:
     return out
 
 
+def _score(spec, tests: list[dict], *args, **kwargs) -> ExerciseRow:
+    """score_exercise of tests written as the results file writes them."""
+    return score_exercise(spec, [TestOutcome.from_json(t) for t in tests], *args, **kwargs)
+
+
 def test_groups_are_all_or_nothing():
     tests = _tests({"forward": "passed", "backward": "failed", "input_checks": "passed", "autograd": "passed"})
     tests.append({"name": "forward[x]", "group": "forward", "outcome": "failed", "reason": "nan", "properties": {}})
-    row = score_exercise(LEAKY, tests)
-    assert row["groups"]["forward"]["points"] == 0 and "nan" in row["groups"]["forward"]["reason"]
-    assert row["groups"]["backward"]["points"] == 0
-    assert row["groups"]["input_checks"]["points"] == 1 and row["groups"]["autograd"]["points"] == 1
+    row = _score(LEAKY, tests)
+    assert row.groups["forward"].points == 0 and "nan" in row.groups["forward"].reason
+    assert row.groups["backward"].points == 0
+    assert row.groups["input_checks"].points == 1 and row.groups["autograd"].points == 1
 
 
 @pytest.mark.parametrize("exercise, own_check", [("09", "forward[own kernels ran]"), ("09", "backward[own kernels ran]"),
@@ -58,12 +65,12 @@ def test_a_group_that_requires_a_check_earns_nothing_when_that_check_fails(exerc
     groups = {g: "passed" for g in sp.points if g != "performance"}
     tests = _tests(groups) + [{"name": n, "group": n.split("[")[0], "outcome": "passed", "reason": "",
                                "properties": {}} for n in sp.requires[group]]
-    assert score_exercise(sp, tests)["groups"][group]["state"] == "passed"
+    assert _score(sp, tests).groups[group].state == "passed"
     failed = [dict(t, outcome="failed", reason="PyTorch's kernels ran") if t["name"] == own_check else t for t in tests]
-    row = score_exercise(sp, failed)
-    assert row["groups"][group]["points"] == 0 and own_check in row["groups"][group]["reason"]
+    row = _score(sp, failed)
+    assert row.groups[group].points == 0 and own_check in row.groups[group].reason
     not_run = [dict(t, outcome="not run") if t["name"] == own_check else t for t in tests]
-    assert score_exercise(sp, not_run)["groups"][group]["state"] == "passed"
+    assert _score(sp, not_run).groups[group].state == "passed"
 
 
 def _group_requirements() -> list[tuple[str, str, str]]:
@@ -79,12 +86,12 @@ def test_a_group_that_requires_a_group_earns_nothing_while_that_group_fails(exer
     Each required group failing alone costs the gated group; skipped here or not run, it costs nothing."""
     sp = spec.by_exercise(exercise)
     groups = {g: "passed" for g in sp.points if g != "performance"}
-    assert score_exercise(sp, _tests(groups))["groups"][group]["state"] == "passed"
-    row = score_exercise(sp, _tests(dict(groups, **{needed: "failed"})))
-    assert row["groups"][group]["points"] == 0 and row["groups"][group]["state"] == "failed"
-    assert f"counts only once {needed} passes" in row["groups"][group]["reason"]
+    assert _score(sp, _tests(groups)).groups[group].state == "passed"
+    row = _score(sp, _tests(dict(groups, **{needed: "failed"})))
+    assert row.groups[group].points == 0 and row.groups[group].state == "failed"
+    assert f"counts only once {needed} passes" in row.groups[group].reason
     for outcome in ("skipped", "not run"):
-        assert score_exercise(sp, _tests(dict(groups, **{needed: outcome})))["groups"][group]["state"] == "passed"
+        assert _score(sp, _tests(dict(groups, **{needed: outcome}))).groups[group].state == "passed"
 
 
 def test_every_opcheck_group_waits_for_the_kernels_it_runs():
@@ -102,14 +109,14 @@ def _perf(ratio: float, **raw) -> dict:
 
 def test_speed_earns_tiers_only_after_forward_passes():
     ok = {"forward": "passed", "backward": "passed", "input_checks": "passed", "autograd": "passed"}
-    full = score_exercise(LEAKY, _tests(ok, _perf(0.97)))
-    assert full["points"] == LEAKY.total
-    half = score_exercise(LEAKY, _tests(ok, _perf(0.6)))
-    assert half["groups"]["performance"]["points"] == 1 and half["groups"]["performance"]["state"] == "partial"
+    full = _score(LEAKY, _tests(ok, _perf(0.97)))
+    assert full.points == LEAKY.total
+    half = _score(LEAKY, _tests(ok, _perf(0.6)))
+    assert half.groups["performance"].points == 1 and half.groups["performance"].state == "partial"
     broken = dict(ok, forward="failed")
-    fast_but_wrong = score_exercise(LEAKY, _tests(broken, _perf(5)))
-    assert fast_but_wrong["groups"]["performance"]["points"] == 0
-    assert "forward" in fast_but_wrong["groups"]["performance"]["reason"]
+    fast_but_wrong = _score(LEAKY, _tests(broken, _perf(5)))
+    assert fast_but_wrong.groups["performance"].points == 0
+    assert "forward" in fast_but_wrong.groups["performance"].reason
 
 
 @pytest.mark.parametrize("raw, why", [
@@ -123,8 +130,8 @@ def test_the_parent_recomputes_the_speed_verdict_from_the_raw_numbers(raw, why):
     """A grading process that claims full speed (no verdict, tier 1.0) against its own numbers, as a
     patched grader would, earns what the numbers say."""
     ok = {"forward": "passed", "backward": "passed", "input_checks": "passed", "autograd": "passed"}
-    row = score_exercise(LEAKY, _tests(ok, dict(raw, tier_fraction=1.0, verdict="")))
-    assert row["groups"]["performance"]["points"] == 0 and why in row["groups"]["performance"]["reason"], row
+    row = _score(LEAKY, _tests(ok, dict(raw, tier_fraction=1.0, verdict="")))
+    assert row.groups["performance"].points == 0 and why in row.groups["performance"].reason, row
     assert speed_verdict(LEAKY, raw)[0] == 0
 
 
@@ -175,18 +182,18 @@ def test_a_check_this_gpu_cannot_run_costs_nothing_unless_strict():
     tests = [_t("forward[a]", "forward", "passed"),
              _t("forward[huge]", "forward", "skipped", NOT_RUN_HERE + "the check needs 8.6 GiB of free GPU memory"),
              *[_t(f"{g}[a]", g, "passed") for g in ("backward", "input_checks", "autograd")]]
-    row = score_exercise(s, tests)
-    assert row["groups"]["forward"]["state"] == "passed" and row["groups"]["forward"]["points"] == 4
-    assert row["not_run"] == ["forward[huge]: the check needs 8.6 GiB of free GPU memory"]
-    strict = score_exercise(s, tests, strict=True)
-    assert strict["groups"]["forward"]["points"] == 0 and "8.6 GiB" in strict["groups"]["forward"]["reason"]
+    row = _score(s, tests)
+    assert row.groups["forward"].state == "passed" and row.groups["forward"].points == 4
+    assert row.not_run == ("forward[huge]: the check needs 8.6 GiB of free GPU memory",)
+    strict = _score(s, tests, strict=True)
+    assert strict.groups["forward"].points == 0 and "8.6 GiB" in strict.groups["forward"].reason
     # a group none of whose checks ran here is not graded, strict or not
-    alone = score_exercise(s, [tests[1], *tests[2:]])
-    assert alone["groups"]["forward"]["points"] == 0
+    alone = _score(s, [tests[1], *tests[2:]])
+    assert alone.groups["forward"].points == 0
     # any other skip is not excused
-    other = score_exercise(s, [_t("forward[a]", "forward", "passed"), _t("forward[b]", "forward", "skipped", "why"),
+    other = _score(s, [_t("forward[a]", "forward", "passed"), _t("forward[b]", "forward", "skipped", "why"),
                                *tests[2:]])
-    assert other["groups"]["forward"]["points"] == 0
+    assert other.groups["forward"].points == 0
 
 
 def test_checks_a_gpu_cannot_run_are_reported_one_line_per_reason():
@@ -197,7 +204,7 @@ def test_checks_a_gpu_cannot_run_are_reported_one_line_per_reason():
     why_cc = "version 5 needs compute capability 8.0; this GPU is 7.5"
     checks = [f"tensor_cores_tf32[{i}x{i}x{i}]: {why_cc}" for i in range(1, 37)]
     checks += ["forward[huge]: the check needs 8.6 GiB of free GPU memory", "a check without a reason"]
-    row = {"status": "graded", "groups": {}, "not_run": checks}
+    row = ExerciseRow("01_leaky_relu", "", "graded", "", 0.0, 10, not_run=tuple(checks))
     lines = report.reasons(row)
     assert lines == [
         f"not run on this GPU: tensor_cores_tf32[1x1x1], tensor_cores_tf32[2x2x2], tensor_cores_tf32[3x3x3] and 33 more: {why_cc}",
@@ -206,14 +213,14 @@ def test_checks_a_gpu_cannot_run_are_reported_one_line_per_reason():
 
 
 def test_skipped_groups_earn_nothing_and_say_why():
-    row = score_exercise(LEAKY, _tests({"forward": "skipped", "backward": "skipped"}))
-    assert row["points"] == 0 and row["groups"]["forward"]["state"] == "skipped"
+    row = _score(LEAKY, _tests({"forward": "skipped", "backward": "skipped"}))
+    assert row.points == 0 and row.groups["forward"].state == "skipped"
 
 
 def test_build_failure_costs_every_group_with_the_compiler_message():
-    row = score_exercise(LEAKY, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
-    assert row["points"] == 0
-    assert all("leaky_relu.cu(97)" in g["reason"] for g in row["groups"].values())
+    row = _score(LEAKY, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
+    assert row.points == 0
+    assert all("leaky_relu.cu(97)" in g.reason for g in row.groups.values())
     assert "build failed" in report.table([row])
 
 
@@ -375,7 +382,7 @@ def test_json_written_atomically(tmp_path):
 
 
 def test_report_shows_reasons_and_totals():
-    row = score_exercise(LEAKY, _tests({"forward": "failed", "backward": "passed", "input_checks": "passed",
+    row = _score(LEAKY, _tests({"forward": "failed", "backward": "passed", "input_checks": "passed",
                                         "autograd": "passed"}))
     text = report.table([row])
     assert "01_leaky_relu" in text and "forward (0/4): forward[0]: boom" in text and "total: 4/10" in text
@@ -387,12 +394,13 @@ def test_quick_mode_and_the_full_grade_word_what_was_not_graded_the_same_way():
     """QUICK=1 leaves the timing out (no test of `performance`), a full grade on a small GPU skips a
     check: both read "not graded here: <groups> (why)", never as points lost."""
     ok = {"forward": "passed", "backward": "passed", "input_checks": "passed", "autograd": "passed"}
-    quick = score_exercise(LEAKY, _tests(ok))  # what a quick grade records: no performance test at all
+    quick = _score(LEAKY, _tests(ok))  # what a quick grade records: no performance test at all
     why = "QUICK=1 skips the timing and the slow checks"
     assert report.reasons(quick, why) == [f"not graded here: performance ({why})"]
     assert "total: 8/10 (2 of them not graded here)" in report.table([quick], not_run_why=why)
-    skipped = score_exercise(LEAKY, _tests(dict(ok, forward="skipped"), _perf(0.97)))
-    skipped["groups"]["forward"]["reason"] = "forward[0]: Skipped: needs 14 GiB of free GPU memory"
+    skipped = _score(LEAKY, _tests(dict(ok, forward="skipped"), _perf(0.97)))
+    skipped.groups["forward"] = dataclasses.replace(skipped.groups["forward"],
+                                                    reason="forward[0]: Skipped: needs 14 GiB of free GPU memory")
     lines = report.reasons(skipped)
     assert "not graded here: forward (needs 14 GiB of free GPU memory)" in lines
     assert not any(l.startswith("forward (0/4)") for l in lines), lines
@@ -406,12 +414,12 @@ def test_without_a_gpu_each_exercise_is_one_line_and_the_free_gpus_are_named():
               "properties": {}} for i in range(5)]
     tests.append({"name": "input_checks[cpu x]", "group": "input_checks", "outcome": "passed", "reason": "",
                   "properties": {}})
-    ok = score_exercise(LEAKY, tests)
+    ok = _score(LEAKY, tests)
     bad_tests = [dict(t) for t in tests]
     bad_tests[-1].update(outcome="failed", reason="no error for a CPU x")
-    bad = score_exercise(LEAKY, bad_tests)
-    broken = score_exercise(LEAKY, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
-    broken["exercise"] = "02_elu"
+    bad = _score(LEAKY, bad_tests)
+    broken = _score(LEAKY, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
+    broken = dataclasses.replace(broken, exercise="02_elu")
     text = report.no_gpu_summary([ok])
     assert text.splitlines()[0] == "01_leaky_relu: compiled; its CPU check input_checks[cpu x] passed; 5 checks need a GPU"
     assert "0/" not in text and "total" not in text and "Google Colab" in text and "Kaggle" in text
@@ -730,7 +738,7 @@ def test_every_import_of_a_grader_name_resolves():
 
 def test_a_timing_without_the_yardstick_shows_its_rate_and_no_ratio(tmp_path):
     """The yardstick's process failed: the row keeps the rate, shows no ratio, and the plot leaves it out."""
-    row = score_exercise(LEAKY, _tests({"forward": "passed"}, {"rate": 2e12, "unit": "B", "time_s": 1e-3}))
+    row = _score(LEAKY, _tests({"forward": "passed"}, {"rate": 2e12, "unit": "B", "time_s": 1e-3}))
     text = report.table([row])
     assert "2,000 GB/s" in text
     report.plot_student([row], tmp_path / "plot.png")
@@ -798,7 +806,7 @@ def test_a_timing_that_saved_nothing_fails_unless_it_ran_out_of_memory(tmp_path)
     ex01 = spec.by_exercise("01")
     missing = tmp_path / "timed_outputs.pt"
     verdicts = judge.timed_verdicts(ex01, missing)
-    assert verdicts and all(v["outcome"] == "failed" and "saved no" in v["reason"] for v in verdicts), verdicts
+    assert verdicts and all(v.outcome == "failed" and "saved no" in v.reason for v in verdicts), verdicts
     assert judge.timed_verdicts(ex01, missing, excused=True) == []
 
 
@@ -819,7 +827,7 @@ def test_a_check_this_gpu_cannot_run_costs_nothing_through_a_real_pytest_run(tmp
     out = tmp_path / "results.json"
     pytest_module.main([str(tmp_path / "test_one.py"), "-q", "-p", "no:cacheprovider"], plugins=[ResultsRecorder(out)])
     tests = json.loads(out.read_text())["tests"]
-    huge = next(t for t in tests if t["name"] == "huge")
+    huge = next(TestOutcome.from_json(t) for t in tests if t["name"] == "huge")
     assert scoring.not_run_here(huge), huge
 
 
@@ -827,7 +835,7 @@ def test_a_timing_skipped_after_a_required_group_failed_is_that_loss_not_a_skip(
     """The grading process does not time an exercise whose forward already failed (the GPU turn is
     spared): the speed is lost for that reason, as if it had been timed; a timing skipped for any
     other reason (no GPU) stays "not graded here"."""
-    from grader.verify.scoring import NOT_TIMED, score_exercise
+    from grader.verify.scoring import NOT_TIMED
 
     ex01 = spec.by_exercise("01")
     tests = [{"name": c.name, "group": c.group, "outcome": "passed", "reason": "", "properties": {}}
@@ -836,12 +844,12 @@ def test_a_timing_skipped_after_a_required_group_failed_is_that_loss_not_a_skip(
     forward.update(outcome="failed", reason="relative error 0.5")
     perf = {"name": "performance", "group": "performance", "outcome": "skipped", "properties": {},
             "reason": f"{NOT_TIMED}{forward['name']} failed"}
-    row = score_exercise(ex01, tests + [perf])
-    assert row["groups"]["performance"]["state"] == "failed", row["groups"]["performance"]
-    assert "speed counts only once forward passes" in row["groups"]["performance"]["reason"]
+    row = _score(ex01, tests + [perf])
+    assert row.groups["performance"].state == "failed", row.groups["performance"]
+    assert "speed counts only once forward passes" in row.groups["performance"].reason
     forward.update(outcome="skipped", reason="no CUDA GPU on this machine")
     perf["reason"] = "no CUDA GPU on this machine"
-    assert score_exercise(ex01, tests + [perf])["groups"]["performance"]["state"] == "skipped"
+    assert _score(ex01, tests + [perf]).groups["performance"].state == "skipped"
 
 
 @pytest.mark.parametrize("present, caps, expected", [

@@ -13,13 +13,13 @@ from grader import specs as spec
 from grader.verify import judge
 from grader.run import gate
 from grader.run.grading import _judge_outputs_path, _results_path, grading_row
+from grader.verify.outcomes import TestOutcome
 from grader.verify.results import save_atomic, write_json_atomic
 from grader.verify.scoring import score_exercise
 
 LEAKY = spec.by_exercise("01")
 SEED = 1234
-ALL_PASSED = [{"name": c.name, "group": c.group, "outcome": "passed", "reason": "", "properties": {}}
-              for c in LEAKY.checks()]
+ALL_PASSED = [TestOutcome(c.name, c.group, "passed") for c in LEAKY.checks()]
 
 
 def _leaky(slope_used=None):
@@ -38,8 +38,8 @@ def _verdicts(module, tmp_path, tests=ALL_PASSED, input_checks=False):
     path = tmp_path / "outputs.pt"
     judge.record_outputs(module, LEAKY, SEED, path, device="cpu")
     judge.record_layouts(module, LEAKY, SEED, path, device="cpu")
-    return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, tests)
-            if input_checks or e["group"] != "input_checks"}
+    return {e.name: e for e in judge.verdicts(LEAKY, SEED, path, tests)
+            if input_checks or e.group != "input_checks"}
 
 
 def _layouts(label: str) -> set[str]:
@@ -87,8 +87,8 @@ def test_right_outputs_pass(tmp_path):
     layouts = _layouts("leaky_relu") | _layouts("leaky_relu_backward")
     assert layouts, "no non-contiguous layout of the judged calls"
     assert set(found) == {"judge: leaky_relu", "judge: leaky_relu_backward", "judge: leaky_relu autograd"} | layouts
-    assert all(e["outcome"] == "passed" for e in found.values()), found
-    assert found["judge: leaky_relu autograd"]["group"] == "autograd"
+    assert all(e.outcome == "passed" for e in found.values()), found
+    assert found["judge: leaky_relu autograd"].group == "autograd"
 
 
 def _reads_any_layout_as_contiguous(x, p):
@@ -107,12 +107,12 @@ def test_the_judge_repeats_its_calls_in_non_contiguous_layouts(tmp_path):
     these, re-checked here: a wrong answer fails its group, an error naming the argument does not."""
     found = _verdicts(types.SimpleNamespace(leaky_relu=_reads_any_layout_as_contiguous,
                                             leaky_relu_backward=_leaky().leaky_relu_backward), tmp_path)
-    wrong = {name for name, e in found.items() if e["outcome"] == "failed"}
+    wrong = {name for name, e in found.items() if e.outcome == "failed"}
     assert wrong and wrong <= _layouts("leaky_relu"), found
-    assert all(found[name]["group"] == "forward" for name in wrong)
+    assert all(found[name].group == "forward" for name in wrong)
     refused = _verdicts(types.SimpleNamespace(leaky_relu=_refuses_non_contiguous_x,
                                               leaky_relu_backward=_leaky().leaky_relu_backward), tmp_path)
-    assert all(e["outcome"] == "passed" for e in refused.values()), refused
+    assert all(e.outcome == "passed" for e in refused.values()), refused
 
 
 class _BackwardIgnoresSlope(torch.autograd.Function):
@@ -133,41 +133,41 @@ class _BackwardIgnoresSlope(torch.autograd.Function):
 def test_a_wrong_or_missing_autograd_backward_fails_the_autograd_group_only(tmp_path, forward, why):
     module = types.SimpleNamespace(leaky_relu=forward, leaky_relu_backward=_leaky().leaky_relu_backward)
     found = _verdicts(module, tmp_path)
-    assert found["judge: leaky_relu"]["outcome"] == "passed"
+    assert found["judge: leaky_relu"].outcome == "passed"
     grads = found["judge: leaky_relu autograd"]
-    assert grads["outcome"] == "failed" and why in grads["reason"], grads
+    assert grads.outcome == "failed" and why in grads.reason, grads
 
 
 def test_a_wrong_output_fails_its_group_whatever_the_grading_process_said(tmp_path):
     found = _verdicts(_leaky(slope_used=0.01), tmp_path)
     forward = found["judge: leaky_relu"]
-    assert forward["outcome"] == "failed" and forward["group"] == "forward"
-    assert "relative error" in forward["reason"] and "outside the submission's process" in forward["reason"]
+    assert forward.outcome == "failed" and forward.group == "forward"
+    assert "relative error" in forward.reason and "outside the submission's process" in forward.reason
     row = score_exercise(LEAKY, ALL_PASSED + list(found.values()))
-    assert row["groups"]["forward"]["points"] == 0 and row["groups"]["backward"]["points"] == 0
-    assert row["groups"]["input_checks"]["points"] == 1
+    assert row.groups["forward"].points == 0 and row.groups["backward"].points == 0
+    assert row.groups["input_checks"].points == 1
 
 
 def test_an_error_on_valid_arguments_fails(tmp_path):
     def broken(*_):
         raise RuntimeError("not implemented yet: leaky_relu")
     found = _verdicts(types.SimpleNamespace(leaky_relu=broken, leaky_relu_backward=broken), tmp_path)
-    assert all(e["outcome"] == "failed" and "not implemented yet" in e["reason"] for e in found.values()), found
+    assert all(e.outcome == "failed" and "not implemented yet" in e.reason for e in found.values()), found
     assert len(found) == 3 + len(_layouts("leaky_relu") | _layouts("leaky_relu_backward"))
 
 
 def test_groups_the_grading_process_did_not_run_are_not_judged(tmp_path):
-    only_forward = [t for t in ALL_PASSED if t["group"] == "forward"]
+    only_forward = [t for t in ALL_PASSED if t.group == "forward"]
     assert set(_verdicts(_leaky(), tmp_path, only_forward)) == {"judge: leaky_relu"} | _layouts("leaky_relu")
-    only_autograd = [t for t in ALL_PASSED if t["group"] == "autograd"]
+    only_autograd = [t for t in ALL_PASSED if t.group == "autograd"]
     assert set(_verdicts(_leaky(), tmp_path, only_autograd)) == {"judge: leaky_relu autograd"}
-    skipped = [dict(t, outcome="skipped") for t in ALL_PASSED]
+    skipped = [t.with_outcome("skipped", "") for t in ALL_PASSED]
     assert _verdicts(_leaky(), tmp_path, skipped) == {}
 
 
 def test_missing_or_unreadable_outputs_fail_and_run_no_code(tmp_path):
     missing = judge.verdicts(LEAKY, SEED, tmp_path / "none.pt", ALL_PASSED)
-    assert missing and all("saved no outputs" in e["reason"] for e in missing)
+    assert missing and all("saved no outputs" in e.reason for e in missing)
 
     class Payload:  # a file that would run code if loaded with pickle
         def __reduce__(self):
@@ -175,25 +175,41 @@ def test_missing_or_unreadable_outputs_fail_and_run_no_code(tmp_path):
     evil = tmp_path / "evil.pt"
     evil.write_bytes(pickle.dumps({"leaky_relu": Payload()}, protocol=2))
     found = judge.verdicts(LEAKY, SEED, evil, ALL_PASSED)
-    assert found and all(e["outcome"] == "failed" and "could not be read" in e["reason"] for e in found), found
+    assert found and all(e.outcome == "failed" and "could not be read" in e.reason for e in found), found
     assert not (tmp_path / "ran").exists()
 
     save_atomic(tmp_path / "big.pt", {"leaky_relu": torch.zeros(judge.MAX_OUTPUTS_BYTES // 4 + 1)})
-    assert all("far more" in e["reason"] for e in judge.verdicts(LEAKY, SEED, tmp_path / "big.pt", ALL_PASSED))
+    assert all("far more" in e.reason for e in judge.verdicts(LEAKY, SEED, tmp_path / "big.pt", ALL_PASSED))
 
 
 def test_a_forged_results_file_does_not_earn_the_points(tmp_path):
     """The grading process wrote 'everything passed' (as a patched grader would) and exited cleanly,
     but the op it handed the judge ignores the slope: forward and backward earn nothing."""
-    write_json_atomic(_results_path(tmp_path, LEAKY.exercise), {"tests": ALL_PASSED, "running": None, "tampered": []})
+    write_json_atomic(_results_path(tmp_path, LEAKY.exercise), {"tests": [t.to_json() for t in ALL_PASSED], "running": None,
+                                                                     "tampered": []})
     judge.record_outputs(_leaky(slope_used=0.01), LEAKY, SEED, _judge_outputs_path(tmp_path, LEAKY.exercise),
                          device="cpu")
     job = gate.Job(LEAKY.exercise, [], {}, tmp_path, returncode=0)
     row = grading_row(LEAKY, job, tmp_path, timeout=60, seed=SEED)
-    assert row["groups"]["forward"]["points"] == 0 and row["groups"]["backward"]["points"] == 0, row["groups"]
-    assert "re-checked by the grader" in row["groups"]["forward"]["reason"]
+    assert row.groups["forward"].points == 0 and row.groups["backward"].points == 0, row.groups
+    assert "re-checked by the grader" in row.groups["forward"].reason
     no_gpu = grading_row(LEAKY, job, tmp_path, timeout=60, seed=None)  # no GPU: nothing is believed
-    assert no_gpu["points"] == 0 and no_gpu["groups"]["forward"]["state"] == "skipped", no_gpu["groups"]
+    assert no_gpu.points == 0 and no_gpu.groups["forward"].state == "skipped", no_gpu.groups
+
+
+@pytest.mark.parametrize("forged", ['{"tests": [{"name": "forward[x]", "group": "forward", "outcome": "PASSED", '
+                                    '"reason": "", "properties": {}}], "running": null, "tampered": []}',
+                                    '{"tests": [{"name": "forward[x]"', '{"tests": 3}'],
+                         ids=["unknown outcome", "cut short", "not a list"])
+def test_a_results_file_the_grader_did_not_write_costs_its_exercise_alone(tmp_path, forged):
+    """A results file the grader cannot read (an outcome it never writes, broken JSON, another shape:
+    the grader writes it atomically, so only the submission's process could have) scores its exercise
+    as tampered, and the parent goes on to the next exercise: no exception."""
+    _results_path(tmp_path, LEAKY.exercise).write_text(forged)
+    job = gate.Job(LEAKY.exercise, [], {}, tmp_path, returncode=0)
+    row = grading_row(LEAKY, job, tmp_path, timeout=60, seed=None)
+    assert row.status == "tampered" and row.points == 0, row
+    assert "not one the grader writes" in row.error
 
 
 def _with_input_answers(tmp_path, on_cpu) -> dict:
@@ -213,7 +229,7 @@ def _with_input_answers(tmp_path, on_cpu) -> dict:
     calls = judge.judged_calls(LEAKY, SEED)
     judge.record_input_checks(types.SimpleNamespace(**{c.op: guarded(c.names) for c in calls}), LEAKY, SEED, path,
                               device="meta")
-    return {e["name"]: e for e in judge.verdicts(LEAKY, SEED, path, ALL_PASSED) if e["group"] == "input_checks"}
+    return {e.name: e for e in judge.verdicts(LEAKY, SEED, path, ALL_PASSED) if e.group == "input_checks"}
 
 
 def _raise(message):
@@ -224,11 +240,11 @@ def test_input_checks_are_judged_by_the_error_naming_the_argument(tmp_path):
     named = _with_input_answers(tmp_path, lambda arg: _raise(f"{arg} must be a CUDA tensor, but is on cpu"))
     assert set(named) == {"judge: leaky_relu: device, x on the CPU", "judge: leaky_relu_backward: device, "
                           "grad_output on the CPU", "judge: leaky_relu_backward: device, x on the CPU"}
-    assert all(e["outcome"] == "passed" for e in named.values()), named
+    assert all(e.outcome == "passed" for e in named.values()), named
     vague = _with_input_answers(tmp_path, lambda arg: _raise("Expected all tensors to be on the same device"))
-    assert all("does not name" in e["reason"] for e in vague.values()), vague
+    assert all("does not name" in e.reason for e in vague.values()), vague
     accepted = _with_input_answers(tmp_path, lambda arg: None)
-    assert all("was accepted" in e["reason"] for e in accepted.values()), accepted
+    assert all("was accepted" in e.reason for e in accepted.values()), accepted
 
 
 def test_a_fault_while_recording_the_input_checks_is_printed_not_raised(tmp_path, capsys):
@@ -240,8 +256,8 @@ def test_a_fault_while_recording_the_input_checks_is_printed_not_raised(tmp_path
 
 def test_an_unanswered_input_check_fails(tmp_path):
     """The grading process crashed on the wrong-device call (no input check), or ended before it."""
-    found = {n: e for n, e in _verdicts(_leaky(), tmp_path, input_checks=True).items() if e["group"] == "input_checks"}
-    assert found and all(e["outcome"] == "failed" and "no answer" in e["reason"] for e in found.values()), found
+    found = {n: e for n, e in _verdicts(_leaky(), tmp_path, input_checks=True).items() if e.group == "input_checks"}
+    assert found and all(e.outcome == "failed" and "no answer" in e.reason for e in found.values()), found
 
 
 class _Deferred(torch.Tensor):
@@ -256,7 +272,7 @@ def test_a_tensor_subclass_fails_its_own_call_and_costs_no_other(tmp_path):
     forward = module.leaky_relu
     module.leaky_relu = lambda x, p: forward(x, p).as_subclass(_Deferred)
     found = _verdicts(module, tmp_path)
-    assert found["judge: leaky_relu"]["outcome"] == "failed", found
-    assert "_Deferred" in found["judge: leaky_relu"]["reason"]
-    assert found["judge: leaky_relu_backward"]["outcome"] == "passed", found
-    assert found["judge: leaky_relu autograd"]["outcome"] == "passed", found
+    assert found["judge: leaky_relu"].outcome == "failed", found
+    assert "_Deferred" in found["judge: leaky_relu"].reason
+    assert found["judge: leaky_relu_backward"].outcome == "passed", found
+    assert found["judge: leaky_relu autograd"].outcome == "passed", found

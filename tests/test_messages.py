@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,7 @@ def test_an_error_that_names_no_argument_says_which_argument_it_should_name():
 
 
 def _no_gpu_rows():
+    from grader.verify.outcomes import TestOutcome
     from grader.verify.scoring import score_exercise
     from grader.specs import by_exercise
 
@@ -104,9 +106,9 @@ def _no_gpu_rows():
                "properties": {}},
               {"name": "input_checks[cpu grad]", "group": "input_checks", "outcome": "failed",
                "reason": "was accepted", "properties": {}}]
-    ok = score_exercise(leaky, tests)
+    ok = score_exercise(leaky, [TestOutcome.from_json(t) for t in tests])
     broken = score_exercise(leaky, [], "build failed", "leaky_relu.cu(97): error: expected a \";\"")
-    broken["exercise"] = "02_elu"
+    broken = replace(broken, exercise="02_elu")
     return ok, broken
 
 
@@ -116,7 +118,7 @@ def test_the_no_gpu_footer_says_what_happened(state):
     a GPU": it must be true in every state."""
     ok, broken = _no_gpu_rows()
     rows = {"all compiled": [ok], "one failed": [ok, broken], "none compiled": [broken],
-            "no GPU check": [dict(ok, tests=[t for t in ok["tests"] if "GPU" not in t["reason"]])]}[state]
+            "no GPU check": [replace(ok, tests=tuple(t for t in ok.tests if "GPU" not in t.reason))]}[state]
     text = report.no_gpu_summary(rows)
     footer = " ".join(text.split("\n\n")[-1].split())
     assert ("everything above was compiled" in footer) == (state in ("all compiled", "no GPU check")), footer

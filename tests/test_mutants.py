@@ -8,6 +8,7 @@ import math
 import pytest
 
 from grader.run import mutants as M
+from grader.verify.outcomes import ExerciseRow, GroupScore, TestOutcome
 from tests.grading import SOLUTIONS
 
 CPP = """\
@@ -216,16 +217,17 @@ def test_equivalents_file_parses_and_rejects_a_line_without_reason(tmp_path):
 
 
 def test_classify():
-    row = {"status": "graded", "tests": [{"name": "a", "outcome": "passed", "reason": ""}],
-           "groups": {"g": {"state": "passed"}}}
-    assert M.classify(row)[0] == "survived"
-    assert M.classify({**row, "groups": {"performance": {"state": "partial", "reason": "0.8x"}}})[0] == "killed"
-    assert M.classify({**row, "status": "timed out", "error": "hang"})[0] == "killed"
-    assert M.classify({"status": "build failed", "error": "x.cu:3: error: y", "tests": []})[0] == "stillborn"
-    load = {**row, "tests": [{"name": "a", "outcome": "failed", "reason": "could not load ex01: ImportError"}]}
-    assert M.classify(load)[0] == "stillborn"
-    fail = {**row, "tests": [{"name": "a", "outcome": "failed", "reason": "wrong values"}]}
-    assert M.classify(fail) == ("killed", "a: wrong values")
+    def row(status="graded", error="", tests=(("a", "passed", ""),), groups=(("g", "passed", ""),)):
+        return ExerciseRow("01_leaky_relu", "", status, error, 0.0, 1,
+                           {g: GroupScore(0.0, 1, state, reason) for g, state, reason in groups},
+                           tuple(TestOutcome(n, "g", o, r) for n, o, r in tests))
+
+    assert M.classify(row())[0] == "survived"
+    assert M.classify(row(groups=[("performance", "partial", "0.8x")]))[0] == "killed"
+    assert M.classify(row(status="timed out", error="hang"))[0] == "killed"
+    assert M.classify(row(status="build failed", error="x.cu:3: error: y", tests=()))[0] == "stillborn"
+    assert M.classify(row(tests=[("a", "failed", "could not load ex01: ImportError")]))[0] == "stillborn"
+    assert M.classify(row(tests=[("a", "failed", "wrong values")])) == ("killed", "a: wrong values")
 
 
 def test_a_removed_input_check_of_01_is_built_and_graded_killed(tmp_path):

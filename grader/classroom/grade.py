@@ -37,9 +37,11 @@ from pathlib import Path
 from grader import env
 from grader.run.grading import default_parallel, grade_target, rounds, start_builds
 from grader.classroom.gradebook import (check_class, claim, content_hash, default_folder, failed_rows, graded_files,
-                                        grading_key, load_report, manifest, stale, write_gradebook, write_report)
+                                        grading_key, load_report, manifest, report_rows, stale, without_logs,
+                                        write_gradebook, write_report)
 from grader.run.options import DEFAULT_STALL, DEFAULT_TIMEOUT, GradeOptions
 from grader.run.report import table
+from grader.verify.outcomes import ExerciseRow
 from grader.verify.scoring import score_exercise
 from grader.classroom.slurm import SlurmOptions, job_script, run_array
 from grader.specs import Spec, select
@@ -165,8 +167,8 @@ def student_folders(root: Path, out: Path, names: list[str] | None = None) -> li
     return every
 
 
-def score(rows: list[dict]) -> str:
-    return f"{sum(r['points'] for r in rows):g}/{sum(r['max_points'] for r in rows)}"
+def score(rows: list[ExerciseRow]) -> str:
+    return f"{sum(r.points for r in rows):g}/{sum(r.max_points for r in rows)}"
 
 
 def progress(done: int, total: int, label: str, elapsed: float) -> None:
@@ -191,7 +193,7 @@ def worker_devices(workers: int | None) -> list[str | None]:
 
 def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Path,
                 devices: list[str | None] | None = None, students: list[str] | None = None,
-                write_book: bool = True) -> dict[str, list[dict]]:
+                write_book: bool = True) -> dict[str, list[ExerciseRow]]:
     """Grade every student folder of `root` (or the named `students`) into `out`, under `options`
     (its seed set; `options.jobs` builds at once; `options.parallel` None: `default_parallel` per round).
 
@@ -246,8 +248,8 @@ def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Pa
         print(f"grading with {len(devices)} worker(s): "
               + ", ".join("no GPU" if d is None else f"GPU {d}" for d in devices), flush=True)
 
-    results: dict[str, list[dict]] = {}
-    graded: dict[str, dict] = {}  # content hash -> its row
+    results: dict[str, list[ExerciseRow]] = {}
+    graded: dict[str, ExerciseRow] = {}  # content hash -> its row
     waiting = {name: {subs[name].content[sp.exercise] for sp in specs if (name, sp.exercise) not in not_copied} - {None}
                for name in todo if not subs[name].error}
     done = 0
@@ -257,14 +259,14 @@ def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Pa
     for d in devices:
         free.put(d)
 
-    def finish(student: str, rows: list[dict], label: str) -> None:
+    def finish(student: str, rows: list[ExerciseRow], label: str) -> None:
         nonlocal done
         with lock:
             results[student] = rows
             done += 1
             progress(done, len(every), label, time.perf_counter() - began)
 
-    def rows_of(student: str) -> list[dict]:
+    def rows_of(student: str) -> list[ExerciseRow]:
         sub = subs[student]
         if sub.error:
             return failed_rows(specs, sub.error)
@@ -280,7 +282,7 @@ def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Pa
         return rows
 
     def complete(student: str) -> None:
-        rows = rows_of(student)
+        rows = without_logs(rows_of(student))
         header = {"target": student, "seed": seed, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "key": keys[student]}
         write_report(out / student, rows, header)
         again = "" if why[student] == "not graded yet" else f" (graded again: {why[student]})"
@@ -288,7 +290,7 @@ def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Pa
 
     def grade_round(digests: list[str]) -> None:
         """Grade a round's copies (one per exercise) as one run of the gate, on one worker's GPU."""
-        by_exercise: dict[str, dict] = {}
+        by_exercise: dict[str, ExerciseRow] = {}
         error = "the grader returned no result"
         for d in digests:  # before taking a GPU: a failed build is graded (and reported) as one
             builds[units[d][1]].result()
@@ -305,7 +307,7 @@ def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Pa
                 found = grade_target(target, round_specs, options.replace(jobs=1, parallel=parallel),
                                      device=device, yardsticks=yardsticks, log=lambda *a: None,
                                      compiling=lambda: not all(f.done() for f in builds.values()))
-                by_exercise = {r["exercise"]: r for r in found}
+                by_exercise = {r.exercise: r for r in found}
         except Exception as e:  # a grader fault on one round must not lose the others
             error = repr(e)
         finally:
@@ -327,7 +329,7 @@ def grade_class(root: Path, specs: list[Spec], options: GradeOptions, *, out: Pa
 
     for student in every:
         if student.name not in why:
-            rows = load_report(out, student.name)["exercises"]
+            rows = report_rows(load_report(out, student.name))
             finish(student.name, rows, f"{student.name}: {score(rows)}, unchanged since graded: skipped (--force regrades)")
     for student in todo:
         if not waiting.get(student):  # nothing left to grade: nothing submitted, or all of it failed before grading
@@ -372,11 +374,11 @@ def grade_slice(students: list[str], root: str, exercises: list[str], out: str, 
     env.configure()
     results = grade_class(Path(root), select(exercises), GradeOptions.from_json(options), out=Path(out),
                           students=students, write_book=False)
-    return {s: sum(r["points"] for r in rows) for s, rows in results.items()}
+    return {s: sum(r.points for r in rows) for s, rows in results.items()}
 
 
 def grade_class_on_slurm(root: Path, specs: list[Spec], options: GradeOptions, *, out: Path,
-                         opts: SlurmOptions) -> dict[str, list[dict]]:
+                         opts: SlurmOptions) -> dict[str, list[ExerciseRow]]:
     """Grade the class as a Slurm job array (grader.classroom.slurm), then write the gradebook here; each task
     is given `options` whole (as JSON)."""
     seed, force = options.seed, options.force
@@ -395,7 +397,7 @@ def grade_class_on_slurm(root: Path, specs: list[Spec], options: GradeOptions, *
     # grader.classroom.grade` this module is __main__, whose functions would be pickled whole)
     task = importlib.import_module("grader.classroom.grade").grade_slice
     failures = run_array(task, todo, args, opts=opts, folder=out / ".submitit", done=done)
-    results = {s: load_report(out, s)["exercises"] if done(s) else failed_rows(specs, failures[s]) for s in students}
+    results = {s: report_rows(load_report(out, s)) if done(s) else failed_rows(specs, failures[s]) for s in students}
     write_gradebook(out, results, seed)
     return results
 
@@ -469,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
             print(table(rows))
     else:
         for student, rows in results.items():
-            print(f"{student:30s} {sum(r['points'] for r in rows):6g} / {sum(r['max_points'] for r in rows)}")
+            print(f"{student:30s} {sum(r.points for r in rows):6g} / {sum(r.max_points for r in rows)}")
     print(f"\ngradebook: {out / 'grades.csv'} (nbgrader's columns), {out / 'totals.csv'} (one row per student), "
           f"{out / 'gradebook.csv'} (with reasons); feedback: {out}/<student>/report.html")
     return 0

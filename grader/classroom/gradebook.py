@@ -38,11 +38,13 @@ import functools
 import hashlib
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from grader import env
 from grader.run.options import GradeOptions
 from grader.run.report import feedback_html, markdown, plot_student, reasons
+from grader.verify.outcomes import GRADER_ERROR, ExerciseRow, rows_from_json, rows_to_json
 from grader.verify.results import write_json_atomic, write_text_atomic
 from grader.verify.spec import Spec
 
@@ -174,18 +176,26 @@ def load_gradebook(out: Path) -> dict | None:
         return None
 
 
-def failed_rows(specs: list[Spec], error: str) -> list[dict]:
+def report_rows(report: dict) -> list[ExerciseRow]:
+    """The rows of a report.json (load_report)."""
+    return rows_from_json(report["exercises"])
+
+
+def failed_rows(specs: list[Spec], error: str) -> list[ExerciseRow]:
     """Rows for a student the grader itself failed on: zero points, and why."""
-    return [{"exercise": sp.exercise, "title": sp.title, "status": "grader error", "error": error,
-             "points": 0.0, "max_points": sp.total, "groups": {}, "tests": []} for sp in specs]
+    return [ExerciseRow(sp.exercise, sp.title, GRADER_ERROR, error, 0.0, sp.total) for sp in specs]
 
 
-def write_report(folder: Path, rows: list[dict], header: dict) -> None:
-    """One student's feedback: report.json (read back on a re-run), report.md, report.html, the plot."""
+def without_logs(rows: list[ExerciseRow]) -> list[ExerciseRow]:
+    """The rows as a student's report keeps them: the raw pytest log is for the instructor's JSON only."""
+    return [replace(r, log=None) for r in rows]
+
+
+def write_report(folder: Path, rows: list[ExerciseRow], header: dict) -> None:
+    """One student's feedback: report.json (read back on a re-run), report.md, report.html, the plot;
+    `rows` without their logs (without_logs)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for row in rows:
-        row.pop("log", None)  # the raw pytest log is for the instructor's JSON only when small
-    write_json_atomic(folder / "report.json", {**header, "exercises": rows})
+    write_json_atomic(folder / "report.json", {**header, "exercises": rows_to_json(without_logs(rows))})
     (folder / "report.md").write_text(markdown(rows, header))
     (folder / "report.html").write_text(feedback_html(rows, header))
     plot_student(rows, folder / "throughput.png")
@@ -204,50 +214,50 @@ NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_na
                     "raw_score", "late_submission_penalty", "score", "max_score"]
 
 
-def _exercises(results: dict[str, list[dict]]) -> dict[str, float]:
+def _exercises(results: dict[str, list[ExerciseRow]]) -> dict[str, float]:
     """Every exercise of the gradebook, in order, with its maximum."""
-    found = {r["exercise"]: r["max_points"] for rows in results.values() for r in rows}
+    found = {r.exercise: r.max_points for rows in results.values() for r in rows}
     return dict(sorted(found.items()))
 
 
-def nbgrader_rows(results: dict[str, list[dict]]) -> list[list[str]]:
+def nbgrader_rows(results: dict[str, list[ExerciseRow]]) -> list[list[str]]:
     """grades.csv's rows, in `nbgrader export`'s order (assignments, then students) and number format
     (str of a float); a student without a row for an exercise scores 0, as nbgrader's export does."""
     rows = []
     for exercise, maximum in _exercises(results).items():
         for student in sorted(results):
-            points = next((float(r["points"]) for r in results[student] if r["exercise"] == exercise), 0.0)
+            points = next((float(r.points) for r in results[student] if r.exercise == exercise), 0.0)
             rows.append([exercise, "", "", student, "", "", "", str(points), str(0.0), str(max(0.0, points)),
                          str(float(maximum))])
     return rows
 
 
-def totals_rows(results: dict[str, list[dict]]) -> tuple[list[str], list[list[str]]]:
+def totals_rows(results: dict[str, list[ExerciseRow]]) -> tuple[list[str], list[list[str]]]:
     """totals.csv: a column per exercise, then total and max_score; one row per student."""
     exercises = _exercises(results)
     rows = []
     for student, graded in sorted(results.items()):
-        points = {r["exercise"]: r["points"] for r in graded}
+        points = {r.exercise: r.points for r in graded}
         rows.append([student, *(f"{points.get(e, 0):g}" for e in exercises),
                      f"{round(sum(points.values()), 2):g}", f"{sum(exercises.values()):g}"])
     return ["student_id", *exercises, "total", "max_score"], rows
 
 
-def outcomes(results: dict[str, list[dict]]) -> dict:
+def outcomes(results: dict[str, list[ExerciseRow]]) -> dict:
     """What must not depend on how a class was graded (serial or concurrent, one GPU or several):
     each student's exercise statuses and every group's state but speed (timings vary from run to
     run, and with them the speed tiers)."""
-    return {(student, r["exercise"]): (r["status"], {g: v["state"] for g, v in r["groups"].items() if g != "performance"})
+    return {(student, r.exercise): (r.status, {g: v.state for g, v in r.groups.items() if g != "performance"})
             for student, rows in results.items() for r in rows}
 
 
-def write_gradebook(out: Path, results: dict[str, list[dict]], seed: int) -> None:
+def write_gradebook(out: Path, results: dict[str, list[ExerciseRow]], seed: int) -> None:
     """The class's gradebook from every student's rows (each file written whole or not at all)."""
-    detailed = [[student, r["exercise"], r["status"], f"{r['points']:g}", f"{r['points']:g}", r["max_points"],
+    detailed = [[student, r.exercise, r.status, f"{r.points:g}", f"{r.points:g}", r.max_points,
                  " | ".join(reasons(r))[:1000]]
                 for student, rows in sorted(results.items()) for r in rows]
     write_text_atomic(out / "gradebook.csv", _csv(
         ["student_id", "assignment", "status", "raw_score", "score", "max_score", "reasons"], detailed))
     write_text_atomic(out / "grades.csv", _csv(NBGRADER_COLUMNS, nbgrader_rows(results), lineterminator="\n"))
     write_text_atomic(out / "totals.csv", _csv(*totals_rows(results)))
-    write_json_atomic(out / "gradebook.json", {"seed": seed, "students": results})
+    write_json_atomic(out / "gradebook.json", {"seed": seed, "students": {s: rows_to_json(rows) for s, rows in results.items()}})

@@ -19,6 +19,7 @@ from grader import env
 from grader.run.grading import PARALLEL_DEFAULT, find_sanitizer, grade_target, resolve_target, resource_reports
 from grader.run.options import DEFAULT_STALL, DEFAULT_TIMEOUT, GradeOptions
 from grader.run.report import markdown, no_gpu_summary, resources_text, table
+from grader.verify.outcomes import rows_to_json
 from grader.verify.results import write_json_atomic
 from grader.specs import SPEC_ERRORS, Selection
 
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(rows, not_run_why=not_run_why) if gpu else no_gpu_summary(rows))
     full = args.verbose or len(rows) == 1
-    texts = [resources_text(r["exercise"], r.get("resources"), verbose=args.verbose, full=full, build=r.get("build"))
+    texts = [resources_text(r.exercise, r.resources, verbose=args.verbose, full=full, build=r.build)
              for r in rows]
     if any(texts):
         print()
@@ -113,14 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         if not full:
             print("(each kernel's registers, spills, shared memory and occupancy: EX=NN or VERBOSE=1, "
                   f"and {args.out / 'report.md'})")
-    report = {**header, "exercises": rows}
+    report = {**header, "exercises": rows_to_json(rows)}
     write_json_atomic(args.out / "report.json", report)
     (args.out / "report.md").write_text(markdown(rows, header))
     if args.json:
         write_json_atomic(args.json, report)
     print(f"report: {args.out / 'report.md'}")
     failed = any(
-        r["status"] != "graded" or any(g["state"] == "failed" for g in r["groups"].values()) for r in rows
+        not r.graded or any(g.state == "failed" for g in r.groups.values()) for r in rows
     )
     return 1 if failed else 0
 

@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -25,6 +25,7 @@ from grader import env
 from grader.toolchain import build
 from grader.run import gate
 from grader.run.options import DEFAULT_TIMEOUT, RACECHECK, GradeOptions
+from grader.verify.outcomes import ExerciseRow, TestOutcome
 from grader.verify.results import peak_check_mib, write_json_atomic
 from grader.verify.scoring import score_exercise
 from grader.specs import Selection, Spec
@@ -177,10 +178,17 @@ def _timing_ran(workdir: Path, exercise: str) -> bool:
     """Whether the exercise's grading process ran its timing (passed or failed; not skipped, as when a
     check it requires failed, nor cut short before it)."""
     try:
-        tests = json.loads(_results_path(workdir, exercise).read_text())["tests"]
-    except (OSError, ValueError, KeyError):
+        tests = read_results(_results_path(workdir, exercise))["tests"]
+    except (OSError, ValueError, KeyError, TypeError):
         return False
-    return any(t.get("name") == "performance" and t.get("outcome") in ("passed", "failed") for t in tests)
+    return any(t.name == "performance" and t.ran for t in tests)
+
+
+def read_results(path: Path) -> dict:
+    """A grading process's results file (grader.verify.results.ResultsRecorder): its tests as
+    TestOutcomes, and what it was running and found tampered with."""
+    data = json.loads(Path(path).read_text())
+    return {**data, "tests": [TestOutcome.from_json(t) for t in data["tests"]]}
 
 
 def run_yardstick(references: dict[str, Path | None], builds: dict[Path, Future], workdir: Path, device: str | None,
@@ -265,7 +273,7 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
 
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool | str = False,
                 seed: int | None = None, yardstick: dict | None = None, device: str | None = None,
-                strict: bool = False) -> dict:
+                strict: bool = False) -> ExerciseRow:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
     With the run's `seed` (on a GPU), the judge re-checks the op's saved outputs here, where the
     submission's code never ran (grader.verify.judge): its verdicts join the tests of their groups, and the
@@ -281,8 +289,12 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
         status, error = "timed out", f"grading took longer than {timeout:g} s (a hanging kernel or an endless loop?)"
     data = {"tests": [], "running": None}
     if results_path.exists():
-        data = json.loads(results_path.read_text())
-    tests = data["tests"]
+        try:
+            data = read_results(results_path)
+        except (ValueError, KeyError, TypeError) as e:  # written atomically by the grader: not its file
+            status, error = "tampered", (f"its results file is not one the grader writes "
+                                         f"({type(e).__name__}: {str(e)[:200]})")
+    tests: list[TestOutcome] = data["tests"]
     if job.returncode is not None and job.returncode < 0 and status == "graded":
         sig = signal.Signals(-job.returncode).name
         status, error = "crashed", f"the grading process died with {sig}"
@@ -300,46 +312,46 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
         if running:
             error += f" while running {running}"
         # keep the finished tests: the crash costs the unfinished ones, not the exercise's record
-        for t in tests:
-            if t["outcome"] == "not run":
-                t["outcome"], t["reason"] = "failed", error
+        tests = [t.with_outcome("failed", error) if t.outcome == "not run" else t for t in tests]
         if tests:
             status = "graded"
     if seed is not None and status == "graded":
         from grader.verify import judge  # imports torch: the specs, loaded by now, did already
 
         tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests)
-        tests += timing_tests(spec, tests, yardstick or {}, _timed_outputs_path(workdir, spec.exercise), device)
+        tests, timing = timing_tests(spec, tests, yardstick or {}, _timed_outputs_path(workdir, spec.exercise), device)
+        tests += timing
     elif seed is None:
         on_gpu = {c.name for c in spec.checks() if c.needs_gpu} | {"performance"}
-        for t in tests:
-            if t["name"] in on_gpu and t["outcome"] == "passed":
-                t["outcome"], t["reason"] = "skipped", "a GPU check cannot have passed without a GPU"
+        tests = [t.with_outcome("skipped", "a GPU check cannot have passed without a GPU")
+                 if t.name in on_gpu and t.outcome == "passed" else t for t in tests]
     row = score_exercise(spec, tests, status, error, strict)
-    row["log"] = _tail(output, 20000)
-    return row
+    return replace(row, log=_tail(output, 20000))
 
 
-def timing_tests(spec: Spec, tests: list[dict], yardstick: dict, timed_outputs: Path, device: str | None) -> list[dict]:
-    """The timing's verdicts on correctness, as tests of the groups they vouch for: the timed calls
-    the grading process found wrong, and the parent's own re-check of sampled timed outputs. The
-    timing's raw numbers are put beside the yardstick's for scoring (grader.verify.scoring)."""
+def timing_tests(spec: Spec, tests: list[TestOutcome], yardstick: dict, timed_outputs: Path,
+                 device: str | None) -> tuple[list[TestOutcome], list[TestOutcome]]:
+    """(`tests` with the timing's raw numbers put beside the yardstick's for scoring (grader.verify.scoring),
+    the timing's verdicts on correctness as tests of the groups they vouch for: the timed calls the
+    grading process found wrong, and the parent's own re-check of sampled timed outputs)."""
     from grader.verify import judge
     from grader.verify.speed import combine
 
-    perf_test = next((t for t in tests if t["name"] == "performance"), None)
-    if perf_test is None or perf_test["outcome"] not in ("passed", "failed"):
-        return []
-    props = perf_test.setdefault("properties", {})
-    raw = props.get("performance") or {}
+    at = next((i for i, t in enumerate(tests) if t.name == "performance"), None)
+    if at is None or not tests[at].ran:
+        return tests, []
+    perf_test = tests[at]
+    raw = perf_test.properties.get("performance") or {}
     if "rate" in raw and "error" in yardstick:
         raw = {**raw, "verdict": f"grader error: {yardstick['error']}"}
-    props["performance"] = combine(raw, None if "error" in yardstick else yardstick)
-    found = [{"name": "timed calls at the benchmark's shape", "group": group, "outcome": "failed", "reason": why,
-              "properties": {}} for group, why in (raw.get("wrong") or {}).items()]
-    failed = perf_test["outcome"] == "failed"
-    excused = failed and (bool(found) or "out of memory" in str(perf_test.get("reason", "")).lower())
-    return found + judge.timed_verdicts(spec, timed_outputs, device, excused=excused)
+    combined = combine(raw, None if "error" in yardstick else yardstick)
+    tests = [*tests[:at], replace(perf_test, properties={**perf_test.properties, "performance": combined}),
+             *tests[at + 1:]]
+    found = [TestOutcome("timed calls at the benchmark's shape", group, "failed", why)
+             for group, why in (raw.get("wrong") or {}).items()]
+    failed = perf_test.outcome == "failed"
+    excused = failed and (bool(found) or "out of memory" in str(perf_test.reason).lower())
+    return tests, found + judge.timed_verdicts(spec, timed_outputs, device, excused=excused)
 
 
 def pytest_session_s(output: str) -> float | None:
@@ -353,17 +365,19 @@ def _tail(text: str, limit: int = 3000) -> str:
     return text[-limit:] if text else ""
 
 
-def resource_reports(target: Path, rows: list[dict], cc: str | None) -> None:
-    """Each built exercise's resource report (grader.run.resources) into its row; never fails the grade."""
+def resource_reports(target: Path, rows: list[ExerciseRow], cc: str | None) -> None:
+    """Each built exercise's resource report (grader.run.resources) into its row, in place in `rows`;
+    never fails the grade."""
     from grader.run import resources
 
-    for row in rows:
-        if row["status"] in ("build failed", "missing"):
+    for i, row in enumerate(rows):
+        if row.status in ("build failed", "missing"):
             continue
         try:
-            row["resources"] = resources.exercise_report(target / row["exercise"], cc)
+            report = resources.exercise_report(target / row.exercise, cc)
         except Exception as e:  # the report is advice: a bug in it must not cost a grade
-            row["resources"] = {"error": f"{type(e).__name__}: {e}"}
+            report = {"error": f"{type(e).__name__}: {e}"}
+        rows[i] = replace(row, resources=report)
 
 
 GIB_PER_PROCESS = 7.5  # free GPU memory to allow per grading process that runs its checks
@@ -443,7 +457,8 @@ def release_when_built(jobs: dict[str, gate.Job], waits: list[tuple[str, dict[st
 
 
 def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: GradeOptions, *,
-                 device: str | None = None, yardsticks: dict | None = None, log=print, compiling=None) -> list[dict]:
+                 device: str | None = None, yardsticks: dict | None = None, log=print,
+                 compiling=None) -> list[ExerciseRow]:
     """Build and grade every selected exercise of one target folder; one row per exercise, graded
     under `options` (its seed must be set; `options.parallel` None: `default_parallel`).
 
@@ -532,7 +547,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
                 yardsticks[(device, e)] = measured.get(e) or measured.get("*") or {"error": "not measured"}
         # every build has ended here (a process may end before its build: no check needed it)
         loaded = chosen.specs()
-        rows: dict[str, dict] = {}
+        rows: dict[str, ExerciseRow] = {}
         for e in chosen.exercises:
             s = loaded.get(e)
             if s is None:
@@ -550,6 +565,6 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
                 if scoring >= 2:  # the judge's re-checks here, outside the grading process
                     log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")
             if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
-                rows[e]["build"] = {"cached": bool(builds[d].result().get("cached")),
-                                    "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)}
+                rows[e] = replace(rows[e], build={"cached": bool(builds[d].result().get("cached")),
+                                                  "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)})
     return [rows[e] for e in chosen.exercises if e in rows]

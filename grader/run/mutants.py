@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from grader import env
+from grader.verify.outcomes import ExerciseRow
 
 SOLUTIONS = env.REPO / "solutions"
 EQUIVALENTS = env.REPO / "tests" / "mutants" / "equivalent.txt"
@@ -529,22 +530,22 @@ def read_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
 BAD_STATUS = ("timed out", "crashed", "error", "tampered", "memory errors")
 
 
-def classify(row: dict) -> tuple[str, str]:
+def classify(row: ExerciseRow) -> tuple[str, str]:
     """(outcome, why) of a graded mutant's row (grader.verify.scoring.score_exercise)."""
-    if row["status"] == "build failed":
-        first = next((l for l in (row.get("error") or "").splitlines() if l.strip()), "")
+    if row.status == "build failed":
+        first = next((l for l in (row.error or "").splitlines() if l.strip()), "")
         return "stillborn", f"does not compile: {first[:200]}"
-    failed = [t for t in row.get("tests", []) if t["outcome"] == "failed"]
-    if failed and all(t["reason"].startswith("could not load") for t in failed):
-        return "stillborn", f"does not load: {failed[0]['reason'][:200]}"
-    if row["status"] in BAD_STATUS:
-        return "killed", f"{row['status']}: {(row.get('error') or '')[:200]}"
+    failed = [t for t in row.tests if t.outcome == "failed"]
+    if failed and all(t.reason.startswith("could not load") for t in failed):
+        return "stillborn", f"does not load: {failed[0].reason[:200]}"
+    if row.status in BAD_STATUS:
+        return "killed", f"{row.status}: {(row.error or '')[:200]}"
     if failed:
-        first = (failed[0]["reason"] or "").splitlines()
-        return "killed", f"{failed[0]['name']}: {first[0][:200] if first else ''}"
-    lost = [(g, v) for g, v in row.get("groups", {}).items() if v.get("state") in ("failed", "partial")]
+        first = (failed[0].reason or "").splitlines()
+        return "killed", f"{failed[0].name}: {first[0][:200] if first else ''}"
+    lost = [(g, v) for g, v in row.groups.items() if v.state in ("failed", "partial")]
     if lost:
-        return "killed", f"{lost[0][0]}: {lost[0][1].get('reason', '')[:200]}"
+        return "killed", f"{lost[0][0]}: {(lost[0][1].reason or '')[:200]}"
     return "survived", ""
 
 
@@ -600,8 +601,8 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
     `builds`) are timed first by a yardstick, once per run (`yardsticks`); `on_yardstick()` is called
     once it has ended (at once without one)."""
     from grader.run import gate
-    from grader.run.grading import (default_resident, grading_job, grading_row, read_yardstick, release_when_built,
-                                    yardstick_job, _build_result_path)
+    from grader.run.grading import (default_resident, grading_job, grading_row, read_results, read_yardstick,
+                                    release_when_built, yardstick_job, _build_result_path)
     from grader.run.options import GradeOptions
     from grader.verify.scoring import score_exercise
 
@@ -657,17 +658,16 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
             else:
                 job, work = jobs[e.name], tmp / e.name
                 try:
-                    results = json.loads((work / f"{e.mutant.exercise}.json").read_text())
-                except (OSError, ValueError):
-                    results = {}
-                already = job.timed_out or (job.returncode or 0) < 0 or any(
-                    t["outcome"] == "failed" for t in results.get("tests", []))
+                    tests = read_results(work / f"{e.mutant.exercise}.json")["tests"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    tests = []
+                already = job.timed_out or (job.returncode or 0) < 0 or any(t.outcome == "failed" for t in tests)
                 # killed already: no need for the judge's re-check (it runs here, one mutant after another)
                 judge = gpu and not already
                 row = grading_row(spec, job, work, timeout, False, seed if judge else None,
                                   yardsticks.get((None, e.mutant.exercise)), None, False)
             e.outcome, e.why = classify(row)
-            e.points, e.max_points = row.get("points", 0.0), row.get("max_points", 0.0)
+            e.points, e.max_points = row.points, row.max_points
 
 
 def plan_rounds(sampled: dict[str, list[Mutant]], width: int) -> list[list[tuple[Mutant, int]]]:

@@ -9,6 +9,8 @@ import html
 import textwrap
 from pathlib import Path
 
+from grader.verify.outcomes import UNFINISHED, ExerciseRow, TestOutcome
+
 
 def format_rate(rate: float | None, unit: str) -> str:
     if rate is None:
@@ -18,8 +20,8 @@ def format_rate(rate: float | None, unit: str) -> str:
     return f"{rate / 1e12:,.1f} TFLOP/s"
 
 
-def _perf_cells(row: dict) -> tuple[str, str, str]:
-    perf = row.get("performance") or {}
+def _perf_cells(row: ExerciseRow) -> tuple[str, str, str]:
+    perf = row.performance or {}
     if "rate" not in perf:
         return "-", "-", "-"
     # without the yardstick's numbers (its process failed) there is a rate but nothing to set it against
@@ -30,12 +32,12 @@ def _perf_cells(row: dict) -> tuple[str, str, str]:
     )
 
 
-def cells(row: dict) -> tuple[str, str, str, str, str, str]:
+def cells(row: ExerciseRow) -> tuple[str, str, str, str, str, str]:
     """One exercise as every view shows it: exercise, tests passed (or the status), throughput, ratio to
     the reference, fraction of the device limit, points."""
     rate, ratio, frac = _perf_cells(row)
-    tests = f"{row.get('passed', 0)}/{row.get('total_tests', 0)}" if row["status"] == "graded" else row["status"]
-    return row["exercise"], tests, rate, ratio, frac, f"{_fmt_points(row['points'])}/{row['max_points']}"
+    tests = f"{row.passed or 0}/{row.total_tests or 0}" if row.graded else row.status
+    return row.exercise, tests, rate, ratio, frac, f"{_fmt_points(row.points)}/{row.max_points}"
 
 
 def _fmt_points(p: float) -> str:
@@ -49,34 +51,34 @@ def _skip_why(reason: str) -> str:
     return why.removesuffix(": GPU checks skipped")
 
 
-def not_graded(row: dict, not_run_why: str | None = None) -> dict[str, list[str]]:
+def not_graded(row: ExerciseRow, not_run_why: str | None = None) -> dict[str, list[str]]:
     """The groups that were not graded in this run, by why: skipped ones, and, when the run left
     checks out on purpose (`not_run_why`: QUICK=1, K=, SANITIZE=1), those none of whose checks ran.
     Not a loss, and said the same way in the full grade, the quick one and without a GPU."""
     out: dict[str, list[str]] = {}
-    for group, g in row.get("groups", {}).items():
-        if row["status"] != "graded":
+    for group, g in row.groups.items():
+        if not row.graded:
             continue
-        if g["state"] == "skipped":
-            out.setdefault(_skip_why(g["reason"]), []).append(group)
-        elif g["state"] == "not run" and not_run_why:
+        if g.state == "skipped":
+            out.setdefault(_skip_why(g.reason), []).append(group)
+        elif g.state == "not run" and not_run_why:
             out.setdefault(not_run_why, []).append(group)
     return out
 
 
-def reasons(row: dict, not_run_why: str | None = None) -> list[str]:
+def reasons(row: ExerciseRow, not_run_why: str | None = None) -> list[str]:
     """One line per group that lost points, the reason first-hand; then what was not graded here
     and why (`not_run_why`: why a group none of whose checks ran was left out, e.g. QUICK=1)."""
-    if row["status"] != "graded":
-        return [f"{row['status']}: {row['error']}"]
+    if not row.graded:
+        return [f"{row.status}: {row.error}"]
     out = []
-    for group, g in row["groups"].items():
-        left_out = g["state"] == "skipped" or (g["state"] == "not run" and not_run_why)
-        if not left_out and g["points"] < g["max"] and g["reason"]:
-            out.append(f"{group} ({_fmt_points(g['points'])}/{g['max']}): {g['reason']}")
+    for group, g in row.groups.items():
+        left_out = g.state == "skipped" or (g.state == "not run" and not_run_why)
+        if not left_out and g.points < g.max and g.reason:
+            out.append(f"{group} ({_fmt_points(g.points)}/{g.max}): {g.reason}")
     for why, groups in not_graded(row, not_run_why).items():
         out.append(f"not graded here: {', '.join(groups)} ({why})")
-    out += _not_run_lines(row.get("not_run", []))
+    out += _not_run_lines(row.not_run or [])
     return out
 
 
@@ -95,11 +97,11 @@ def _not_run_lines(checks: list[str], shown: int = 3) -> list[str]:
     return lines
 
 
-def _not_graded_points(rows: list[dict], not_run_why: str | None = None) -> float:
-    return sum(row["groups"][g]["max"] for row in rows for gs in not_graded(row, not_run_why).values() for g in gs)
+def _not_graded_points(rows: list[ExerciseRow], not_run_why: str | None = None) -> float:
+    return sum(row.groups[g].max for row in rows for gs in not_graded(row, not_run_why).values() for g in gs)
 
 
-def table(rows: list[dict], width: int = 120, not_run_why: str | None = None) -> str:
+def table(rows: list[ExerciseRow], width: int = 120, not_run_why: str | None = None) -> str:
     head = ("exercise", "tests", "throughput", "vs ref", "of limit", "points")
     lines = []
     shown = [cells(row) for row in rows]
@@ -114,8 +116,8 @@ def table(rows: list[dict], width: int = 120, not_run_why: str | None = None) ->
             wrapped = textwrap.wrap(first, width=width - 6, subsequent_indent="      ") or [""]
             lines.append("    - " + "\n".join(wrapped))
             lines.extend("      " + r for r in rest[:12])
-    total = sum(r["points"] for r in rows)
-    maximum = sum(r["max_points"] for r in rows)
+    total = sum(r.points for r in rows)
+    maximum = sum(r.max_points for r in rows)
     left_out = _not_graded_points(rows, not_run_why)
     lines.append(f"\ntotal: {_fmt_points(round(total, 2))}/{maximum}"
                  + (f" ({_fmt_points(left_out)} of them not graded here)" if left_out else ""))
@@ -127,47 +129,46 @@ FREE_GPUS = ("Free GPUs to grade on: Google Colab (colab.research.google.com: Ru
              "account); clone the course there and run `make grade`.")
 
 
-def _needs_gpu(t: dict) -> bool:
-    return t["outcome"] in ("skipped", "not run") and "GPU" in (t.get("reason") or "")
+def _needs_gpu(t: TestOutcome) -> bool:
+    return t.outcome in UNFINISHED and "GPU" in (t.reason or "")
 
 
-def _cpu_checks(ran: list[dict]) -> str:
+def _cpu_checks(ran: list[TestOutcome]) -> str:
     """The CPU checks that ran, by name: `its CPU check input_checks[cpu x] passed`, or with each
     failure named (`its 3 CPU checks: a FAILED, b FAILED, c passed`)."""
     if not ran:
         return "no check runs without a GPU"
-    failed = [t for t in ran if t["outcome"] == "failed"]
+    failed = [t for t in ran if t.outcome == "failed"]
     plural = "s" if len(ran) != 1 else ""
     if not failed:
-        return f"its CPU check{plural} {', '.join(t['name'] for t in ran)} passed"
+        return f"its CPU check{plural} {', '.join(t.name for t in ran)} passed"
     if len(ran) == 1:
-        return f"its CPU check {ran[0]['name']} FAILED"
+        return f"its CPU check {ran[0].name} FAILED"
     return f"its {len(ran)} CPU checks: " + ", ".join(
-        f"{t['name']} {'FAILED' if t['outcome'] == 'failed' else 'passed'}" for t in ran)
+        f"{t.name} {'FAILED' if t.outcome == 'failed' else 'passed'}" for t in ran)
 
 
-def no_gpu_summary(rows: list[dict], width: int = 120) -> str:
+def no_gpu_summary(rows: list[ExerciseRow], width: int = 120) -> str:
     """The grade on a machine without a GPU: one line per exercise saying that it compiled, which of
     its checks ran on the CPU and how they went (they count: a failure is reported, and fails the
     run) and how many checks need a GPU; no score table, which would read as a failure; a footer
     true to what happened (what compiled, what did not); where to get a GPU."""
     lines, gpu_checks = [], 0
     for row in rows:
-        name = row["exercise"]
-        if row["status"] != "graded":
-            first, *rest = f"{row['status']}: {row['error']}".splitlines() or [""]
+        name = row.exercise
+        if not row.graded:
+            first, *rest = f"{row.status}: {row.error}".splitlines() or [""]
             lines.append(f"{name}: {first}")
             lines.extend("    " + r for r in rest[:12])
             continue
-        tests = row.get("tests", [])
-        need = sum(_needs_gpu(t) for t in tests)
+        need = sum(_needs_gpu(t) for t in row.tests)
         gpu_checks += need
-        ran = [t for t in tests if t["outcome"] in ("passed", "failed")]
+        ran = [t for t in row.tests if t.ran]
         line = f"{name}: compiled; {_cpu_checks(ran)}; {need} check{'s' if need != 1 else ''} need a GPU"
         lines += textwrap.wrap(line, width=width, subsequent_indent="    ")
-        for group, g in row["groups"].items():
-            if g["state"] == "failed":
-                first, *rest = f"{group}: {g['reason']}".splitlines() or [""]
+        for group, g in row.groups.items():
+            if g.state == "failed":
+                first, *rest = f"{group}: {g.reason}".splitlines() or [""]
                 lines.append("    - " + "\n".join(textwrap.wrap(first, width=width - 6, subsequent_indent="      ")))
                 lines.extend("      " + r for r in rest[:12])
     lines.append("")
@@ -176,28 +177,28 @@ def no_gpu_summary(rows: list[dict], width: int = 120) -> str:
     return "\n".join(lines)
 
 
-def _no_gpu_footer(rows: list[dict], gpu_checks: int) -> str:
+def _no_gpu_footer(rows: list[ExerciseRow], gpu_checks: int) -> str:
     """What the run without a GPU did, in every state: all compiled, some did not, none did."""
-    compiled = [r for r in rows if r["status"] == "graded"]
-    others = [r for r in rows if r["status"] != "graded"]
+    compiled = [r for r in rows if r.graded]
+    others = [r for r in rows if not r.graded]
     gpu_part = (f"the {gpu_checks} check{'s' if gpu_checks != 1 else ''} that need a GPU (correctness on the GPU, "
                 "speed) were not run, and points are given only by a grade that runs them." if gpu_checks else
                 "no check that needs a GPU was selected.")
     if not rows:
         return "No CUDA GPU on this machine, and no exercise was selected."
     if not compiled:
-        what = "compiled" if all(r["status"] == "build failed" for r in others) else "could be graded"
+        what = "compiled" if all(r.status == "build failed" for r in others) else "could be graded"
         return (f"No CUDA GPU on this machine, and no exercise {what}: the reasons are above (a build error "
                 "names its file and line). Without a GPU, a grade compiles and runs the CPU checks only; the "
                 "checks that need a GPU run where there is one.")
     if not others:
         return ("No CUDA GPU on this machine: everything above was compiled and its CPU checks ran; " + gpu_part)
-    named = ", ".join(f"{r['exercise']} ({r['status']})" for r in others)
+    named = ", ".join(f"{r.exercise} ({r.status})" for r in others)
     return (f"No CUDA GPU on this machine: {len(compiled)} of {len(rows)} exercises compiled and ran their CPU "
             f"checks; {named} did not (the reasons are above). Of those that compiled, " + gpu_part)
 
 
-def markdown(rows: list[dict], header: dict) -> str:
+def markdown(rows: list[ExerciseRow], header: dict) -> str:
     """Feedback for a person: the score table, each lost point's reason, how to replay, and what
     the compiler knows about each kernel. Without a GPU (header `gpu` False), the no-GPU summary
     stands in for the table."""
@@ -220,18 +221,18 @@ def markdown(rows: list[dict], header: dict) -> str:
     for row in rows:
         lost = reasons(row, not_run_why)
         if lost:
-            out += ["", f"## {row['exercise']}: what lost points", ""]
+            out += ["", f"## {row.exercise}: what lost points", ""]
             out += ["```", *lost, "```"]
     out += _resources_markdown(rows)
     return "\n".join(out) + "\n"
 
 
-def _resources_markdown(rows: list[dict]) -> list[str]:
+def _resources_markdown(rows: list[ExerciseRow]) -> list[str]:
     out = []
     for row in rows:
-        text = resources_text(row["exercise"], row.get("resources"), verbose=True)
+        text = resources_text(row.exercise, row.resources, verbose=True)
         if text:
-            out += ["", f"## {row['exercise']}: what the compiler knows", "", "```", text, "```"]
+            out += ["", f"## {row.exercise}: what the compiler knows", "", "```", text, "```"]
     return out
 
 
@@ -359,7 +360,7 @@ def resources_text(exercise: str, report: dict | None, verbose: bool = False, fu
     return "\n".join(lines)
 
 
-def feedback_html(rows: list[dict], header: dict) -> str:
+def feedback_html(rows: list[ExerciseRow], header: dict) -> str:
     """The student's feedback page: the table of `cells`, each lost point's reason, the plot."""
     esc = html.escape
     body = [f"<h1>Feedback: {esc(header['target'])}</h1>",
@@ -368,13 +369,13 @@ def feedback_html(rows: list[dict], header: dict) -> str:
             "<table><tr><th>exercise</th><th>tests passed</th><th>throughput</th><th>vs reference</th>"
             "<th>of limit</th><th>points</th></tr>"]
     for r in rows:
-        cls = "full" if r["points"] == r["max_points"] else ("zero" if r["points"] == 0 else "part")
+        cls = "full" if r.points == r.max_points else ("zero" if r.points == 0 else "part")
         body.append(f"<tr class='{cls}'>" + "".join(f"<td>{esc(c)}</td>" for c in cells(r)) + "</tr>")
     body.append("</table>")
     for r in rows:
         lost = reasons(r)
         if lost:
-            body.append(f"<h2>{esc(r['exercise'])}: what lost points</h2><ul>")
+            body.append(f"<h2>{esc(r.exercise)}: what lost points</h2><ul>")
             body += [f"<li><pre>{esc(x)}</pre></li>" for x in lost]
             body.append("</ul>")
     if _timed(rows):  # plot_student draws it
@@ -388,12 +389,12 @@ def feedback_html(rows: list[dict], header: dict) -> str:
             f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
 
 
-def _timed(rows: list[dict]) -> list[dict]:
+def _timed(rows: list[ExerciseRow]) -> list[ExerciseRow]:
     """The rows with a measured throughput set against the yardstick's: those the plot shows."""
-    return [r for r in rows if all((r.get("performance") or {}).get(k) for k in ("rate", "reference_rate", "limit"))]
+    return [r for r in rows if all((r.performance or {}).get(k) for k in ("rate", "reference_rate", "limit"))]
 
 
-def plot_student(rows: list[dict], path: Path) -> None:
+def plot_student(rows: list[ExerciseRow], path: Path) -> None:
     """The student's throughput beside the reference and the device limit, per timed exercise."""
     timed = _timed(rows)
     if not timed:
@@ -405,13 +406,13 @@ def plot_student(rows: list[dict], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(timed) + 2), 3.8))
     for j, r in enumerate(timed):
-        p = r["performance"]
+        p = r.performance
         ax.bar(j - 0.2, 100 * p["rate"] / p["limit"], 0.4, color="tab:blue", label="yours" if j == 0 else None)
         ax.bar(j + 0.2, 100 * p["reference_rate"] / p["limit"], 0.4, color="tab:gray",
                label="reference" if j == 0 else None)
     ax.axhline(100, color="k", ls="--", lw=1, label="device limit")
     ax.set_xticks(range(len(timed)))
-    ax.set_xticklabels([r["exercise"] for r in timed], rotation=15, ha="right")
+    ax.set_xticklabels([r.exercise for r in timed], rotation=15, ha="right")
     ax.set_ylabel("% of the device limit")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -34,6 +34,7 @@ import threading
 import traceback
 from pathlib import Path
 from types import ModuleType
+from typing import Sequence
 
 import torch
 
@@ -41,10 +42,12 @@ from grader import env
 from grader.verify.checks import LAYOUTS, cuda_context_lost, error_message, output_problem, relative_error
 from grader.verify.checks import without_cpp_stack as clean  # the judge's name for it
 from grader.verify.checks import call_tolerance as tolerance  # noqa: F401 (the judge's name for it)
+from grader.verify.outcomes import TestOutcome
 from grader.verify.results import save_atomic
 from grader.verify.spec import AuditCall, Spec, audit_seed, derived_seed
 
 JUDGE_PREFIX = "judge: "
+RECHECKED = "re-checked by the grader outside the submission's process: "  # a failed verdict's reason begins so
 AUTOGRAD = "autograd"  # the group the gradients through autograd vouch for
 GRADS_SUFFIX = " autograd"
 INPUT_CHECKS = "input_checks"  # the group the wrong-device calls vouch for
@@ -269,10 +272,10 @@ def load_outputs(path: Path) -> tuple[dict, str]:
     return data, ""
 
 
-def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]:
+def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) -> list[TestOutcome]:
     """One test per judged call whose group the grading process ran (passed or failed: deselected
     or skipped groups are not judged), comparing its saved output with the reference computed here."""
-    ran = {t.get("group") for t in tests if t["outcome"] in ("passed", "failed")}
+    ran = {t.group for t in tests if t.ran}
     calls = [c for c in judged_calls(spec, seed) if c.group in ran]
     if not calls and not {AUTOGRAD, INPUT_CHECKS} & ran:
         return []
@@ -280,11 +283,8 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: list[dict]) -> list[dict]
     entries = []
 
     def add(name: str, group: str, problem: str | None) -> None:
-        entry = {"name": JUDGE_PREFIX + name, "group": group, "outcome": "passed", "reason": "", "properties": {}}
-        if problem:
-            entry["outcome"] = "failed"
-            entry["reason"] = f"re-checked by the grader outside the submission's process: {problem}"
-        entries.append(entry)
+        entries.append(TestOutcome(JUDGE_PREFIX + name, group, "failed", f"{RECHECKED}{problem}") if problem
+                       else TestOutcome(JUDGE_PREFIX + name, group, "passed"))
 
     for call in calls:
         add(call.label, call.group, unreadable or _problem(call, outputs))
@@ -313,7 +313,7 @@ def _parent_device(device: str | None) -> int:
     return visible.index(device) if device in visible else 0
 
 
-def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: bool = False) -> list[dict]:
+def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: bool = False) -> list[TestOutcome]:
     """The parent's re-check of timed outputs: for each timed call the grading process sampled (the
     last one always), regenerate its inputs from the call's seed on this process's GPU, compute the
     reference at the sampled elements and compare. One test per output's group, `judge: timed
@@ -347,9 +347,8 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: b
             finally:
                 torch.cuda.empty_cache()
     groups = {bench_group(spec, k, bench) for k in range(max(1, len(getattr(bench, "output_groups", ()) or ())))}
-    return [{"name": JUDGE_PREFIX + "timed outputs", "group": g, "outcome": "failed" if g in problems else "passed",
-             "reason": f"re-checked by the grader outside the submission's process: {problems[g]}" if g in problems
-             else "", "properties": {}} for g in sorted(groups)]
+    return [TestOutcome(JUDGE_PREFIX + "timed outputs", g, "failed", f"{RECHECKED}{problems[g]}") if g in problems
+            else TestOutcome(JUDGE_PREFIX + "timed outputs", g, "passed") for g in sorted(groups)]
 
 
 def _timed_call_problems(bench, call: dict, what: str) -> dict[int, str]:

@@ -8,7 +8,10 @@ import time
 import tempfile
 from pathlib import Path
 
+from dataclasses import replace
+
 from grader.verify.integrity import Snapshot
+from grader.verify.outcomes import TestOutcome
 
 
 def _write_atomic(path: Path, write) -> None:
@@ -59,7 +62,7 @@ class ResultsRecorder:
     def __init__(self, path: Path, config=None):
         self.path = path
         self.config = config
-        self.tests: dict[str, dict] = {}
+        self.tests: dict[str, TestOutcome] = {}
         self.running: str | None = None
         self.snapshot: Snapshot | None = None  # taken before any submitted code runs
         self.tampered: list[str] = []
@@ -85,7 +88,7 @@ class ResultsRecorder:
         # file re-encoded every time cost 5-13 s of a 600-check grade)
         encoded = self._encoded
         for name in self._changed:
-            encoded[name] = _dumps(self.tests[name], default=str)
+            encoded[name] = _dumps(self.tests[name].to_json(), default=str)
         self._changed.clear()
         _write(self.path, '{"tests": [' + ",\n".join(encoded[n] for n in self.tests) + '],\n"running": '
                + _dumps(self.running) + ', "tampered": ' + _dumps(self.tampered) + "}")
@@ -105,24 +108,25 @@ class ResultsRecorder:
         torch = _cuda_torch()
         name = _test_name(nodeid)
         if torch is not None and name in self.tests:
-            self.tests[name]["gpu_peak_mib"] = round(torch.cuda.max_memory_reserved() / 2**20)
+            self.tests[name] = replace(self.tests[name], gpu_peak_mib=round(torch.cuda.max_memory_reserved() / 2**20))
             self._changed.add(name)
 
     def pytest_runtest_logreport(self, report):
         name = _test_name(report.nodeid)
-        entry = self.tests.setdefault(
-            name, {"name": name, "group": None, "outcome": "not run", "reason": "", "properties": {}})
-        if report.failed and entry["outcome"] != "failed":  # a failure in setup counts too
-            entry["outcome"], entry["reason"] = "failed", _reason(report)
+        entry = self.tests.get(name) or TestOutcome(name, None, "not run")
+        outcome, reason = entry.outcome, entry.reason
+        if report.failed and outcome != "failed":  # a failure in setup counts too
+            outcome, reason = "failed", _reason(report)
         elif report.skipped:
-            entry["outcome"] = "skipped"
+            outcome = "skipped"
             # pytest reports pytest.skip("why") as (file, line, "Skipped: why"): the scorer reads "why"
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-            entry["reason"] = reason.removeprefix("Skipped: ")
-        elif report.when == "call" and report.passed and entry["outcome"] == "not run":
-            entry["outcome"] = "passed"
-        entry["properties"].update(dict(report.user_properties))
-        entry["seconds"] = round(entry.get("seconds", 0.0) + report.duration, 3)  # setup, call and teardown
+            reason = reason.removeprefix("Skipped: ")
+        elif report.when == "call" and report.passed and outcome == "not run":
+            outcome = "passed"
+        self.tests[name] = replace(
+            entry, outcome=outcome, reason=reason, properties={**entry.properties, **dict(report.user_properties)},
+            seconds=round((entry.seconds or 0.0) + report.duration, 3))  # setup, call and teardown
         self._changed.add(name)
         self._flush()
 
@@ -144,11 +148,9 @@ class ResultsRecorder:
         for item in session.items:
             check = getattr(item, "callspec", None) and item.callspec.params.get("check")
             if check is not None:
-                self.tests[check.name] = {"name": check.name, "group": check.group, "outcome": "not run",
-                                          "reason": "", "properties": {}, "huge": bool(check.huge)}
+                self.tests[check.name] = TestOutcome(check.name, check.group, "not run", huge=bool(check.huge))
             elif item.name == "test_performance":
-                self.tests["performance"] = {"name": "performance", "group": "performance", "outcome": "not run",
-                                             "reason": "", "properties": {}}
+                self.tests["performance"] = TestOutcome("performance", "performance", "not run")
         self._changed.update(self.tests)
         self._flush()
 
@@ -160,10 +162,10 @@ def _cuda_torch():
 
 
 def peak_check_mib(results: dict) -> int:
-    """The most GPU memory one check of a results file held, but the huge checks (one at a time) and
-    the timing (alone on the GPU)."""
-    return max((t.get("gpu_peak_mib", 0) for t in results.get("tests", [])
-                if not t.get("huge") and t["name"] != "performance"), default=0)
+    """The most GPU memory one check of a results file (its JSON) held, but the huge checks (one at a
+    time) and the timing (alone on the GPU)."""
+    tests = [TestOutcome.from_json(t) for t in results.get("tests", [])]
+    return max((t.gpu_peak_mib or 0 for t in tests if not t.huge and t.name != "performance"), default=0)
 
 
 def _reason(report) -> str:

@@ -6,6 +6,10 @@ own result: a submission that patches the grader in its process cannot award its
 """
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Sequence
+
+from grader.verify.outcomes import UNFINISHED, ExerciseRow, GroupScore, TestOutcome
 from grader.verify.spec import PERFORMANCE, Spec
 
 # How a check that cannot run on this machine says so (too little GPU memory): it is reported as not
@@ -92,109 +96,92 @@ def speed_verdict(spec: Spec, perf: dict) -> tuple[float, str]:
     return fraction, ""
 
 
-def not_run_here(test: dict) -> bool:
+def not_run_here(test: TestOutcome) -> bool:
     """A check skipped because this machine cannot run it (too little GPU memory)."""
-    return test["outcome"] == "skipped" and str(test.get("reason", "")).startswith(NOT_RUN_HERE)
+    return test.outcome == "skipped" and str(test.reason).startswith(NOT_RUN_HERE)
 
 
-def score_exercise(spec: Spec, tests: list[dict], status: str = "graded", error: str = "", strict: bool = False) -> dict:
+def score_exercise(spec: Spec, tests: Sequence[TestOutcome], status: str = "graded", error: str = "",
+                   strict: bool = False) -> ExerciseRow:
     """The exercise's row of the report: points per group, reasons, speed. A check this machine
     cannot run (not_run_here) costs its group nothing, unless `strict`: the group is then not graded
-    here; either way the row lists it under "not_run"."""
-    row = {
-        "exercise": spec.exercise,
-        "title": spec.title,
-        "status": status,
-        "error": error,
-        "points": 0.0,
-        "max_points": spec.total,
-        "groups": {},
-        "tests": tests,
-        "performance": None,
-    }
+    here; either way the row lists it under `not_run`."""
+    tests = tuple(tests)
     if status != "graded":
-        for group, pts in spec.points.items():
-            row["groups"][group] = {"points": 0.0, "max": pts, "state": status, "reason": error}
-        return row
-    by_group: dict[str, list[dict]] = {}
+        groups = {group: GroupScore(0.0, pts, status, error) for group, pts in spec.points.items()}
+        return ExerciseRow(spec.exercise, spec.title, status, error, 0.0, spec.total, groups, tests)
+    by_group: dict[str, list[TestOutcome]] = {}
     for t in tests:
-        by_group.setdefault(t.get("group") or "", []).append(t)
-    row["not_run"] = [f"{t['name']}: {t['reason'][len(NOT_RUN_HERE):]}" for t in tests if not_run_here(t)]
+        by_group.setdefault(t.group or "", []).append(t)
+    not_run = tuple(f"{t.name}: {t.reason[len(NOT_RUN_HERE):]}" for t in tests if not_run_here(t))
+    groups: dict[str, GroupScore] = {}
     for group, pts in spec.points.items():
         if group == PERFORMANCE:
             continue
         members = by_group.get(group, [])
-        failed = [t for t in members if t["outcome"] == "failed"]
-        unfinished = [t for t in members if t["outcome"] in ("skipped", "not run") and (strict or not not_run_here(t))]
+        failed = [t for t in members if t.outcome == "failed"]
+        unfinished = [t for t in members if t.outcome in UNFINISHED and (strict or not not_run_here(t))]
         if not strict and members and all(not_run_here(t) for t in members):
             unfinished = members  # nothing of the group ran here
         if not members:
             state, reason = "not run", "no test of this group ran (deselected?)"
         elif failed:
-            state, reason = "failed", f"{failed[0]['name']}: {failed[0]['reason']}"
+            state, reason = "failed", f"{failed[0].name}: {failed[0].reason}"
             if len(failed) > 1:
                 reason += f" (and {len(failed) - 1} more failed)"
         elif unfinished:
-            state, reason = "skipped", f"{unfinished[0]['name']}: {unfinished[0]['reason']}"
+            state, reason = "skipped", f"{unfinished[0].name}: {unfinished[0].reason}"
         else:
             state, reason = "passed", ""
-        row["groups"][group] = {
-            "points": float(pts) if state == "passed" else 0.0,
-            "max": pts,
-            "state": state,
-            "reason": reason,
-            "passed": sum(t["outcome"] == "passed" for t in members),
-            "total": len(members),
-        }
-    outcomes = {t["name"]: t["outcome"] for t in tests}
+        groups[group] = GroupScore(float(pts) if state == "passed" else 0.0, pts, state, reason,
+                                   passed=sum(t.outcome == "passed" for t in members), total=len(members))
+    outcomes = {t.name: t.outcome for t in tests}
     for group, needed in spec.requires.items():
-        entry = row["groups"].get(group)
-        failed = [name for name in needed if required_failed(name, outcomes, row["groups"])]
-        if entry is not None and entry["state"] == "passed" and failed:
-            entry.update(points=0.0, state="failed", reason=f"counts only once {', '.join(failed)} passes")
+        entry = groups.get(group)
+        failed = [name for name in needed if required_failed(name, outcomes, groups)]
+        if entry is not None and entry.state == "passed" and failed:
+            groups[group] = replace(entry, points=0.0, state="failed",
+                                    reason=f"counts only once {', '.join(failed)} passes")
+    performance = None
     if PERFORMANCE in spec.points:
-        row["groups"][PERFORMANCE] = _score_performance(spec, by_group.get(PERFORMANCE, []), row["groups"])
+        groups[PERFORMANCE] = _score_performance(spec, by_group.get(PERFORMANCE, []), groups)
         perf_test = (by_group.get(PERFORMANCE) or [None])[0]
         if perf_test:
-            row["performance"] = perf_test.get("properties", {}).get("performance")
-    row["points"] = sum(g["points"] for g in row["groups"].values())
-    row["passed"] = sum(t["outcome"] == "passed" for t in tests)
-    row["total_tests"] = len(tests)
-    return row
+            performance = perf_test.properties.get("performance")
+    return ExerciseRow(spec.exercise, spec.title, status, error, sum(g.points for g in groups.values()), spec.total,
+                       groups, tests, performance, not_run=not_run, passed=sum(t.outcome == "passed" for t in tests),
+                       total_tests=len(tests))
 
 
-def required_failed(name: str, outcomes: dict[str, str], groups: dict[str, dict]) -> bool:
+def required_failed(name: str, outcomes: dict[str, str], groups: dict[str, GroupScore]) -> bool:
     """Whether what `name` stands for in a spec's `requires` failed: a scored group, or one check (what
     did not run, deselected or skipped here, blocks nothing)."""
     if name in groups:
-        return groups[name]["state"] == "failed"
+        return groups[name].state == "failed"
     return outcomes.get(name) == "failed"
 
 
-def _score_performance(spec: Spec, tests: list[dict], groups: dict) -> dict:
+def _score_performance(spec: Spec, tests: list[TestOutcome], groups: dict[str, GroupScore]) -> GroupScore:
     pts = spec.points[PERFORMANCE]
-    entry = {"points": 0.0, "max": pts, "state": "not run", "reason": "", "passed": 0, "total": 1}
+    entry = GroupScore(0.0, pts, "not run", "", passed=0, total=1)
     if not tests:
-        entry["reason"] = "the timing did not run"
-        return entry
+        return replace(entry, reason="the timing did not run")
     test = tests[0]
-    perf = test.get("properties", {}).get("performance") or {}
-    missing = [g for g in spec.perf_requires if groups.get(g, {}).get("state") != "passed"]
+    perf = test.properties.get("performance") or {}
+    states = {g: s.state for g, s in groups.items()}
+    missing = [g for g in spec.perf_requires if states.get(g) != "passed"]
     # a timing skipped because a required group failed (NOT_TIMED) is that loss, not "not graded here"
-    required_failed = any(groups.get(g, {}).get("state") == "failed" for g in spec.perf_requires)
-    if test["outcome"] in ("skipped", "not run") and not required_failed:
-        entry.update(state="skipped", reason=test["reason"] or "not run")
-    elif missing:
-        entry.update(state="failed", reason=f"speed counts only once {', '.join(missing)} passes")
-    elif test["outcome"] == "failed":
-        entry.update(state="failed", reason=test["reason"])
-    else:  # recomputed here, not taken from the grading process's own verdict
-        fraction, reason = speed_verdict(spec, perf)
-        if reason:
-            entry.update(state="failed", reason=reason)
-        else:
-            ratio = float(perf["rate"]) / float(perf["reference_rate"])
-            entry.update(points=round(pts * fraction, 2), state="passed" if fraction >= 1 else "partial",
-                         reason="" if fraction >= 1 else f"{ratio:.2f}x of the reference earns {fraction:.0%}",
-                         passed=1)
-    return entry
+    required_failed = any(states.get(g) == "failed" for g in spec.perf_requires)
+    if test.outcome in UNFINISHED and not required_failed:
+        return replace(entry, state="skipped", reason=test.reason or "not run")
+    if missing:
+        return replace(entry, state="failed", reason=f"speed counts only once {', '.join(missing)} passes")
+    if test.outcome == "failed":
+        return replace(entry, state="failed", reason=test.reason)
+    # recomputed here, not taken from the grading process's own verdict
+    fraction, reason = speed_verdict(spec, perf)
+    if reason:
+        return replace(entry, state="failed", reason=reason)
+    ratio = float(perf["rate"]) / float(perf["reference_rate"])
+    return replace(entry, points=round(pts * fraction, 2), state="passed" if fraction >= 1 else "partial",
+                   reason="" if fraction >= 1 else f"{ratio:.2f}x of the reference earns {fraction:.0%}", passed=1)

@@ -77,8 +77,8 @@ def test_performance(spec, ctx, record_property, request):
     # speed counts only once these groups pass: a failed check of one makes the timing pointless, and
     # skipping it spares the GPU turn every other exercise (a class's too) would wait for
     recorder = request.config.pluginmanager.get_plugin("course-results")
-    failed = [t["name"] for t in (recorder.tests.values() if recorder is not None else ())
-              if t.get("group") in spec.perf_requires and t.get("outcome") == "failed"]
+    failed = [t.name for t in (recorder.tests.values() if recorder is not None else ())
+              if t.group in spec.perf_requires and t.outcome == "failed"]
     if failed:
         pytest.skip(f"{NOT_TIMED}{failed[0]} failed")
     gate.wait_for_gpu()  # graded beside other exercises: the timing runs alone on the GPU
