@@ -65,7 +65,7 @@ def main() -> int:
         for way in args.ways.split(","):
             took, failed = {"copies": copies, "slots": slots}[way](variants)
             print(f"{x}: {len(variants)} variants, {way:6s} {took:7.1f} s ({failed} not built); "
-                  f"JOBS {grading.JOBS}, slots {len(grading.slot_plan(variants))}", flush=True)
+                  f"JOBS {grading.JOBS}, slots {sum(len(fs) for fs, _ in grading.slot_plan(variants))}", flush=True)
     return 0
 
 
