@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader import env
 from grader import specs as spec
-from grader.run.grading import build_all, grade_target, rounds
+from grader.run.grading import grade_target, rounds
 from grader.run.options import GradeOptions
 from grader.run.report import table
 from tests.known_wrong import Variant
@@ -78,30 +79,132 @@ def explain(rows) -> str:
     return table(list(rows.values() if isinstance(rows, dict) else rows))
 
 
-def grade_variants(variants: list[Variant], root: Path, keyword: str | None, timeout: float = 600) -> dict[str, dict]:
-    """Materialize each variant as its own target folder, build them all in parallel, then grade
-    them several at a time (each in its own process). Returns variant id -> its exercise's row."""
-    targets = {v.id: v.materialize(root / v.name / "x").parent for v in variants}
-    build_all([t / v.exercise for v, t in zip(variants, targets.values())], JOBS, log=quiet)
+# The known-wrong variants are graded in reusable slot folders, VARIANT_SLOTS/<slot>/<exercise>: each
+# keeps its build folder (keyed by the slot's path, grader.toolchain.build.build_dir_for) from one
+# variant to the next and from one run to the next, and a variant is written over the slot's last one
+# rewriting only the files whose text differs (grader.run.mutants.write_slot), so ninja recompiles
+# only those: a .py variant nothing, a .cpp or one-.cu variant one unit, not the whole exercise.
+VARIANT_SLOTS = env.BUILD_ROOT / "variant-slots"
+# Builds at once while slots are graded: one a core, each ninja with one job (most are one unit).
+BUILDS = os.cpu_count() or 2
+# Slots in all (each exercise gets its share): a slot alternates building its next variant and grading
+# it, so with twice JOBS slots about JOBS grade at once (as many processes as before share the GPU)
+# while the others compile, and every core has a compile or a grading process to run. More slots
+# would cost each one a first build from scratch on a fresh machine (the solutions' full build).
+LANES = 2 * JOBS
+_KINDS = {".py": 0, ".cpp": 1, ".h": 2, ".cuh": 2, ".cu": 3}
 
-    def one(v: Variant):
-        return v.id, grade(targets[v.id], [v.exercise], timeout=timeout, keyword=keyword)[v.exercise]
 
-    # correctness checks only (no timing), so several processes may share the GPU
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        return dict(pool.map(one, variants))
+def slot_plan(variants: list[Variant], lanes: int = LANES, root: Path | None = None) -> list[tuple[list[Path], list[Variant]]]:
+    """Per exercise, its slot folders (root/<slot>/<exercise>) and its variants in the order its slots
+    take them. Each exercise gets slots in proportion to its variants (at least one, at most one a
+    variant); its variants are sorted by the files they change (.py-only first, then .cpp, then each
+    .cu file), so that a slot's next variant mostly changes the same file as its last: the build
+    recompiles that file alone (a .py-only variant nothing)."""
+    root = root or VARIANT_SLOTS
+    by_exercise: dict[str, list[Variant]] = {}
+    for v in variants:
+        by_exercise.setdefault(v.exercise, []).append(v)
+    plan = []
+    for x, vs in by_exercise.items():
+        vs = sorted(vs, key=lambda v: (max(_KINDS.get(Path(f).suffix, 3) for f in v.edits), sorted(v.edits), v.name))
+        width = min(len(vs), max(1, round(lanes * len(vs) / len(variants))))
+        plan.append(([root / f"s{w:02d}" / x for w in range(width)], vs))
+    return plan
 
 
-def grade_variants_timed(variants: list[Variant], root: Path, timeout: float = 900) -> dict[str, dict]:
+class _SlotsLock:
+    """One run at a time in a slots folder (two pytest runs of one checkout would write each other's
+    slots): an OS lock, released by the kernel if its holder dies."""
+
+    def __init__(self, root: Path):
+        root.mkdir(parents=True, exist_ok=True)
+        self.path = root / ".lock"
+
+    def __enter__(self):
+        import fcntl
+
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, root: Path | None = None,
+                   log=quiet) -> dict[str, dict]:
+    """Each variant written into a slot of its exercise (slot_plan), built there, then
+    `grade_one(variant, target)` (target: the slot's parent folder, which holds the slot as <exercise>)
+    with at most JOBS gradings at once. A slot takes its exercise's next variant only once its last
+    one is graded, so no grading sees another variant's files; the slots run side by side, each at its
+    own pace (a slow or hanging variant holds up its slot alone, not a round). Returns variant id ->
+    grade_one's result."""
+    from collections import deque
+
+    from grader.run.grading import start_builds
+    from grader.run.mutants import write_slot
+
+    root = root or VARIANT_SLOTS
+    plan = slot_plan(variants, lanes, root)
+    count = sum(len(folders) for folders, _ in plan)
+    gradings = threading.BoundedSemaphore(JOBS)
+    found: dict[str, dict] = {}
+    with _SlotsLock(root), ThreadPoolExecutor(max_workers=BUILDS, thread_name_prefix="build") as builder:
+        # ninja's jobs in one build: the cores shared by the builds that can run at once
+        at_once = max(1, min(count, BUILDS))
+
+        def run(folder: Path, queue: deque) -> None:
+            while True:
+                try:
+                    v = queue.popleft()  # atomic: the exercise's slots share its queue
+                except IndexError:
+                    return
+                write_slot(folder, v.source, v.texts())
+                start_builds([folder], at_once, builder, log=log)[folder].result()
+                with gradings:
+                    found[v.id] = grade_one(v, folder.parent)
+
+        with ThreadPoolExecutor(max_workers=max(1, count), thread_name_prefix="slot") as slots:
+            futures = []
+            for folders, vs in plan:
+                queue = deque(vs)
+                futures += [slots.submit(run, folder, queue) for folder in folders]
+            for f in futures:
+                f.result()
+    return found
+
+
+def grade_variants(variants: list[Variant], keyword: str | None, timeout: float = 600, *,
+                   root: Path | None = None) -> dict[str, dict]:
+    """Grade each variant (correctness only with a keyword that leaves out the timing: several
+    processes share the GPU) in reusable slot folders (grade_in_slots). Returns variant id -> its
+    exercise's row, the same row whichever slot it used."""
+    def one(v: Variant, target: Path) -> dict:
+        return grade(target, [v.exercise], timeout=timeout, keyword=keyword)[v.exercise]
+
+    return grade_in_slots(variants, one, root=root)
+
+
+def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root: Path | None = None) -> dict[str, dict]:
     """A full grade, timing included, of variants whose fault shows only in the timed part: in rounds,
-    one folder per round, its exercises graded at once (each timing alone on the GPU)."""
+    one target folder (root/timed) holding one variant of each exercise of the round (written over the
+    last round's, only the files that differ: grader.run.mutants.write_slot), its exercises graded at
+    once (each timing alone on the GPU, none beside a build)."""
+    from grader.run.mutants import write_slot
+
+    root = root or VARIANT_SLOTS
+    folder = root / "timed"
     found = {}
-    for i, batch in enumerate(rounds(variants, lambda v: v.exercise)):
-        folder = root / f"round{i}"
-        for v in batch:
-            v.materialize(folder)
-        rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS)
-        found.update({v.id: rows[v.exercise] for v in batch})
+    with _SlotsLock(root):
+        for batch in rounds(variants, lambda v: v.exercise):
+            for v in batch:
+                write_slot(folder / v.exercise, v.source, v.texts())
+            rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS)
+            found.update({v.id: rows[v.exercise] for v in batch})
     return found
 
 

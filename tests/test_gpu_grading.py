@@ -94,8 +94,8 @@ def test_stubs_earn_nothing_and_say_not_implemented():
 
 
 @pytest.fixture(scope="module")
-def variant_rows(tmp_path_factory):
-    return grade_variants(GPU_VARIANTS, tmp_path_factory.mktemp("known_wrong"), keyword=QUICK)
+def variant_rows():
+    return grade_variants(GPU_VARIANTS, keyword=QUICK)
 
 
 @pytest.mark.parametrize("variant", GPU_VARIANTS, ids=[v.id for v in GPU_VARIANTS])
@@ -104,8 +104,8 @@ def test_known_wrong_loses_exactly_its_points(variant_rows, variant):
 
 
 @pytest.fixture(scope="module")
-def timed_variant_rows(tmp_path_factory):
-    return grade_variants_timed(TIMED_VARIANTS, tmp_path_factory.mktemp("known_wrong_timed"))
+def timed_variant_rows():
+    return grade_variants_timed(TIMED_VARIANTS)
 
 
 @pytest.mark.parametrize("variant", TIMED_VARIANTS, ids=[v.id for v in TIMED_VARIANTS])

@@ -170,7 +170,7 @@ def test_materialize_and_write_slot_differ_from_the_solution_in_exactly_one_line
     for m in chosen:
         for dst in (m.materialize(tmp_path / m.operator / m.file), None):
             if dst is None:
-                M.write_slot(slot, m)
+                M.write_slot(slot, folder, m.texts())
                 dst = slot
             lines = []
             for p in sorted(folder.iterdir()):
@@ -179,7 +179,7 @@ def test_materialize_and_write_slot_differ_from_the_solution_in_exactly_one_line
                     assert len(old) == len(new)
                     lines += [(p.name, i + 1) for i, (a, b) in enumerate(zip(old, new)) if a != b]
             assert lines == [(m.file, m.line)], m.id
-    M.write_slot(slot, None)  # back to the solution
+    M.write_slot(slot, folder)  # back to the solution
     assert all((slot / p.name).read_bytes() == p.read_bytes() for p in folder.iterdir() if p.is_file())
 
 

@@ -44,7 +44,7 @@ import tokenize
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from grader import env
 from grader.verify.outcomes import ExerciseRow
@@ -99,6 +99,11 @@ class Mutant:
     def apply(self, text: str) -> str:
         assert text[self.start:self.end] == self.old, f"{self.id}: the source changed"
         return text[:self.start] + self.new + text[self.end:]
+
+    def texts(self, source: Path | None = None) -> dict[str, str]:
+        """The mutant's changed file: {file: its whole text} (for write_slot)."""
+        src = source or SOLUTIONS / self.exercise
+        return {self.file: self.apply((src / self.file).read_text())}
 
     def materialize(self, root: Path, source: Path | None = None) -> Path:
         """Write the mutant as `root/<exercise>/` (laid out like exercises/); returns that folder."""
@@ -559,20 +564,24 @@ def tree_hash(folder: Path, suffixes: Iterable[str] | None = None) -> str:
     return h.hexdigest()[:16]
 
 
-def write_slot(folder: Path, mutant: Mutant | None, source: Path | None = None) -> None:
-    """Make `folder` the solution with `mutant` applied, writing only the files whose text differs, so
-    that ninja, in the slot's own build folder, recompiles only what changed since its last mutant."""
-    src = source or SOLUTIONS / (mutant.exercise if mutant else folder.name)
+def write_slot(folder: Path, source: Path, texts: Mapping[str, str] | None = None) -> None:
+    """Make `folder` a copy of the folder `source` with `texts` (file name -> its whole text) in place
+    of those files, writing only the files whose bytes differ from what `folder` holds: ninja, in the
+    slot's own build folder (keyed by the slot's path), then recompiles only what changed since the
+    slot's last program. Every slot writer uses this: mutants here, the known-wrong variants in
+    tests/grading.py."""
+    texts = dict(texts or {})
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(folder / "__pycache__", ignore_errors=True)
-    wanted = {p.name for p in src.iterdir() if p.is_file()}
+    shutil.rmtree(folder / "__pycache__", ignore_errors=True)  # a .py rewritten within a second: no stale .pyc
+    wanted = {p.name for p in source.iterdir() if p.is_file()}
+    unknown = set(texts) - wanted
+    if unknown:
+        raise ValueError(f"{source} has no file {', '.join(sorted(unknown))}")
     for p in folder.iterdir():
         if p.is_file() and p.name not in wanted:
             p.unlink()
     for name in sorted(wanted):
-        data = (src / name).read_bytes()
-        if mutant is not None and name == mutant.file:
-            data = mutant.apply(data.decode()).encode()
+        data = texts[name].encode() if name in texts else (source / name).read_bytes()
         dst = folder / name
         if not dst.is_file() or dst.read_bytes() != data:
             dst.write_bytes(data)
@@ -864,7 +873,7 @@ def main(argv: list[str] | None = None) -> int:
         order = {".py": 0, ".cpp": 1, ".h": 2, ".cuh": 2, ".cu": 3}
         for m, slot in sorted(schedule[r], key=lambda ms: order.get(Path(ms[0].file).suffix, 3)):
             folder = slot_folder(r, slot, m.exercise)
-            write_slot(folder, m)
+            write_slot(folder, SOLUTIONS / m.exercise, m.texts())
             entries.append(Entry(m, folder, f"r{r}-{m.exercise[:2]}-{slot}"))
         build_began[r] = time.perf_counter()
         dirs = [e.folder for e in entries] + (list(references.values()) if r == 0 else [])

@@ -45,19 +45,29 @@ class Variant:
     def id(self) -> str:
         return f"{self.exercise}/{self.name}"
 
-    def materialize(self, root: Path) -> Path:
-        """Write the variant as `root/<exercise>/` (a folder laid out like exercises/)."""
-        src = REPO / "solutions" / self.exercise
-        dst = root / self.exercise
-        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    @property
+    def source(self) -> Path:
+        return REPO / "solutions" / self.exercise
+
+    def texts(self) -> dict[str, str]:
+        """The files the variant changes, each as its whole text: {file: text}."""
+        out = {}
         for file, replacements in self.edits.items():
-            path = dst / file
-            text = path.read_text()
+            text = (self.source / file).read_text()
             for old, new in replacements:
                 if text.count(old) < 1:
                     raise ValueError(f"{self.id}: the text to replace is not in {file}: {old[:80]!r}")
                 text = text.replace(old, new)
-            path.write_text(text)
+            out[file] = text
+        return out
+
+    def materialize(self, root: Path) -> Path:
+        """Write the variant as `root/<exercise>/` (a folder laid out like exercises/)."""
+        texts = self.texts()  # first: a drifted edit raises before anything is written
+        dst = root / self.exercise
+        shutil.copytree(self.source, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        for file, text in texts.items():
+            (dst / file).write_text(text)
         return dst
 
 
