@@ -11,6 +11,7 @@ from grader import specs as spec
 from grader.run.grading import grade_target, rounds
 from grader.run.options import GradeOptions
 from grader.run.report import table
+from grader.verify.outcomes import ExerciseRow
 from tests.known_wrong import Variant
 
 SOLUTIONS = env.REPO / "solutions"
@@ -136,7 +137,7 @@ class _SlotsLock:
 
 
 def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, root: Path | None = None,
-                   log=quiet) -> dict[str, dict]:
+                   log=quiet) -> dict:
     """Each variant written into a slot of its exercise (slot_plan), built there, then
     `grade_one(variant, target)` (target: the slot's parent folder, which holds the slot as <exercise>)
     with at most JOBS gradings at once. A slot takes its exercise's next variant only once its last
@@ -152,7 +153,7 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
     plan = slot_plan(variants, lanes, root)
     count = sum(len(folders) for folders, _ in plan)
     gradings = threading.BoundedSemaphore(JOBS)
-    found: dict[str, dict] = {}
+    found: dict = {}
     with _SlotsLock(root), ThreadPoolExecutor(max_workers=BUILDS, thread_name_prefix="build") as builder:
         # ninja's jobs in one build: the cores shared by the builds that can run at once
         at_once = max(1, min(count, BUILDS))
@@ -179,7 +180,7 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
 
 
 def grade_variants(variants: list[Variant], keyword: str | None, timeout: float = 600, *,
-                   root: Path | None = None) -> dict[str, dict]:
+                   root: Path | None = None) -> dict[str, ExerciseRow]:
     """Grade each variant (correctness only with a keyword that leaves out the timing: several
     processes share the GPU) in reusable slot folders (grade_in_slots). Returns variant id -> its
     exercise's row, the same row whichever slot it used."""
@@ -189,7 +190,7 @@ def grade_variants(variants: list[Variant], keyword: str | None, timeout: float 
     return grade_in_slots(variants, one, root=root)
 
 
-def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root: Path | None = None) -> dict[str, dict]:
+def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root: Path | None = None) -> dict[str, ExerciseRow]:
     """A full grade, timing included, of variants whose fault shows only in the timed part: in rounds,
     one target folder (root/timed) holding one variant of each exercise of the round (written over the
     last round's, only the files that differ: grader.run.mutants.write_slot), its exercises graded at
