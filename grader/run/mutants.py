@@ -603,7 +603,7 @@ class Entry:
 
 
 def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *, seed: int, timeout: float,
-                parallel: int, yardsticks: dict, references: dict[str, Path], compiling, on_yardstick=None) -> None:
+                stall: float, parallel: int, yardsticks: dict, references: dict[str, Path], compiling, on_yardstick=None) -> None:
     """Grade one round's mutants (their builds started by the caller) in one run of the gate: each in
     its own process that stops at its first failed check, several at once, each timing alone on the
     GPU and none while `compiling()`. `references` (exercise -> its reference folder, built in
@@ -622,7 +622,7 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
         for e in entries:
             work = tmp / e.name
             work.mkdir()
-            job = grading_job(e.mutant.exercise, e.folder, work, GradeOptions(seed=seed, first_failure=True))
+            job = grading_job(e.mutant.exercise, e.folder, work, GradeOptions(seed=seed, first_failure=True, stall=stall))
             job.name = e.name
             job.env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(entries)))))
             job.held = True
@@ -759,6 +759,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=240.0,
                         help="seconds per mutant's grading process (its own time: not while it waits for its "
                              "build or the GPU); past it the mutant is killed as timed out")
+    parser.add_argument("--stall", type=float, default=120.0,
+                        help="seconds of a mutant's grading with no check starting or ending: killed as timed out "
+                             "(a hang; the solutions' longest check on the H200 takes 7.4 s)")
     parser.add_argument("--width", type=int, default=None,
                         help="mutants per exercise per round (default: about 48 per round in all)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="builds at once (default: the cores)")
@@ -919,7 +922,7 @@ def main(argv: list[str] | None = None) -> int:
             watcher = threading.Thread(target=watch, daemon=True)
             watcher.start()
             try:
-                grade_round(current, specs, builds, seed=args.seed, timeout=args.timeout,
+                grade_round(current, specs, builds, seed=args.seed, timeout=args.timeout, stall=args.stall,
                             parallel=args.parallel or default_parallel(len(current)), yardsticks=yardsticks,
                             references=references if r == 0 else {}, on_yardstick=timed.set,
                             # no timing until round r + 1's builds have started and ended (or will not

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 DEFAULT_TIMEOUT = 600  # seconds per exercise's grading process; a hang costs only that exercise
 # seconds of a grading process's own time in which no check starts or ends: it is then stopped as hanging
-# (a kernel in an endless loop ends the exercise here, not at its whole time limit). Its longest single
-# check on the H200 took 7.4 s, beside nine other exercises' checks.
-DEFAULT_STALL = 120
+# (a kernel in an endless loop ends the exercise here, not at its whole time limit). The longest single
+# check of a solution on the H200 took 7.4 s beside nine other exercises' checks; a T4 is 10-20x slower,
+# and a student's first kernels slower again.
+DEFAULT_STALL = 300
 RACECHECK = "racecheck"  # `sanitize` for compute-sanitizer's racecheck (True: memcheck)
 
 
