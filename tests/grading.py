@@ -9,6 +9,7 @@ from pathlib import Path
 from grader import env
 from grader import specs as spec
 from grader.run.grading import grade_target, rounds
+from grader.toolchain.build import FolderLock
 from grader.run.options import GradeOptions
 from grader.run.report import table
 from grader.verify.outcomes import ExerciseRow
@@ -114,28 +115,6 @@ def slot_plan(variants: list[Variant], lanes: int = LANES, root: Path | None = N
     return plan
 
 
-class _SlotsLock:
-    """One run at a time in a slots folder (two pytest runs of one checkout would write each other's
-    slots): an OS lock, released by the kernel if its holder dies."""
-
-    def __init__(self, root: Path):
-        root.mkdir(parents=True, exist_ok=True)
-        self.path = root / ".lock"
-
-    def __enter__(self):
-        import fcntl
-
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        import fcntl
-
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-
-
 def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, root: Path | None = None,
                    log=quiet) -> dict:
     """Each variant written into a slot of its exercise (slot_plan), built there, then
@@ -154,7 +133,8 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
     count = sum(len(folders) for folders, _ in plan)
     gradings = threading.BoundedSemaphore(JOBS)
     found: dict = {}
-    with _SlotsLock(root), ThreadPoolExecutor(max_workers=BUILDS, thread_name_prefix="build") as builder:
+    # one run at a time in a slots folder: two pytest runs of one checkout would write each other's slots
+    with FolderLock(root, ".lock"), ThreadPoolExecutor(max_workers=BUILDS, thread_name_prefix="build") as builder:
         # ninja's jobs in one build: the cores shared by the builds that can run at once
         at_once = max(1, min(count, BUILDS))
 
@@ -200,7 +180,7 @@ def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root:
     root = root or VARIANT_SLOTS
     folder = root / "timed"
     found = {}
-    with _SlotsLock(root):
+    with FolderLock(root, ".lock"):
         for batch in rounds(variants, lambda v: v.exercise):
             for v in batch:
                 write_slot(folder / v.exercise, v.source, v.texts())

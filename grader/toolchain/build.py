@@ -312,13 +312,13 @@ def condense_compiler_output(text: str, limit: int = 25) -> str:
     return "\n".join(keep[:limit])
 
 
-class _BuildLock:
-    """An OS-level lock on the build directory: released by the kernel when its holder dies,
-    so a build killed mid-way never blocks the next one (torch's own lock file would)."""
+class FolderLock:
+    """An OS-level lock on a folder (the file `name` in it): released by the kernel when its holder
+    dies, so a build killed mid-way never blocks the next one (torch's own lock file would)."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, name: str = ".course-build.lock"):
         directory.mkdir(parents=True, exist_ok=True)
-        self.path = directory / ".course-build.lock"
+        self.path = directory / name
 
     def __enter__(self):
         self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR)
@@ -350,7 +350,7 @@ def build(exercise_dir: str | Path, verbose: bool = False, load: bool = True) ->
     out_dir = build_dir_for(exercise_dir)
     result = BuildResult(str(exercise_dir), namespace, ok=False)
     start = time.perf_counter()
-    with _BuildLock(out_dir):
+    with FolderLock(out_dir):
         stamp = out_dir / "fingerprint"
         library = out_dir / f"{namespace}.so"
         config = _config_stamp(exercise_dir, namespace)
