@@ -292,7 +292,7 @@ class Course:
         # as the grader scores it (spec.requires): what failed in an earlier cell blocks this group
         from grader.verify.scoring import required_failed
 
-        states = {g: {"state": "passed" if ok else "failed"} for (ex, g), ok in self.passed.items() if ex == exercise}
+        states = {g: "passed" if ok else "failed" for (ex, g), ok in self.passed.items() if ex == exercise}
         results = {o.name: o.status for (ex, _), run in self.outcomes.items() if ex == exercise for o in run}
         blocked = [name for name in spec.requires.get(group, ()) if required_failed(name, results, states)]
         if blocked:

@@ -138,7 +138,7 @@ def score_exercise(spec: Spec, tests: Sequence[TestOutcome], status: str = "grad
     outcomes = {t.name: t.outcome for t in tests}
     for group, needed in spec.requires.items():
         entry = groups.get(group)
-        failed = [name for name in needed if required_failed(name, outcomes, groups)]
+        failed = [name for name in needed if required_failed(name, outcomes, {g: v.state for g, v in groups.items()})]
         if entry is not None and entry.state == "passed" and failed:
             groups[group] = replace(entry, points=0.0, state="failed",
                                     reason=f"counts only once {', '.join(failed)} passes")
@@ -153,11 +153,12 @@ def score_exercise(spec: Spec, tests: Sequence[TestOutcome], status: str = "grad
                        total_tests=len(tests))
 
 
-def required_failed(name: str, outcomes: dict[str, str], groups: dict[str, GroupScore]) -> bool:
-    """Whether what `name` stands for in a spec's `requires` failed: a scored group, or one check (what
-    did not run, deselected or skipped here, blocks nothing)."""
-    if name in groups:
-        return groups[name].state == "failed"
+def required_failed(name: str, outcomes: dict[str, str], states: dict[str, str]) -> bool:
+    """Whether what `name` stands for in a spec's `requires` failed: a scored group (`states`: group ->
+    its state), or one check (`outcomes`: check -> its outcome; what did not run, deselected or skipped
+    here, blocks nothing)."""
+    if name in states:
+        return states[name] == "failed"
     return outcomes.get(name) == "failed"
 
 
