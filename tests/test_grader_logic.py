@@ -866,3 +866,27 @@ def test_configure_builds_hopper_s_own_instructions_on_a_hopper_gpu(monkeypatch,
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0")  # a list the user set is kept
     env.configure()
     assert os.environ["TORCH_CUDA_ARCH_LIST"] == "8.0"
+
+
+def test_the_longest_builds_start_first(tmp_path):
+    """start_builds submits folders largest sources first, so that the slowest exercise's build (and
+    then its checks, the grade's critical path) does not wait behind the quick ones."""
+    from grader.run import grading
+
+    sizes = {"01_small": 10, "09_large": 5000, "05_middle": 800}
+    for name, n in sizes.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "k.cu").write_text("x" * n)
+        (tmp_path / name / "README.md").write_text("y" * 100000)  # not a source: not counted
+
+    submitted = []
+
+    class Pool:
+        def submit(self, fn, d, child):
+            submitted.append(d.name)
+            f = grading.Future()
+            f.set_result({"ok": True, "cached": True})
+            return f
+
+    grading.start_builds([tmp_path / n for n in sizes], 4, Pool(), log=lambda *a: None)
+    assert submitted == ["09_large", "05_middle", "01_small"]
