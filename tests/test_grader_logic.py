@@ -869,7 +869,7 @@ def test_configure_builds_hopper_s_own_instructions_on_a_hopper_gpu(monkeypatch,
 
 
 def test_the_longest_builds_start_first(tmp_path):
-    """start_builds submits folders largest sources first, so that the slowest exercise's build (and
+    """A grade submits its builds largest sources first, so that the slowest exercise's build (and
     then its checks, the grade's critical path) does not wait behind the quick ones."""
     from grader.run import grading
 
@@ -888,5 +888,8 @@ def test_the_longest_builds_start_first(tmp_path):
             f.set_result({"ok": True, "cached": True})
             return f
 
-    grading.start_builds([tmp_path / n for n in sizes], 4, Pool(), log=lambda *a: None)
+    grading.start_builds([tmp_path / n for n in sizes], 4, Pool(), log=lambda *a: None, longest_first=True)
     assert submitted == ["09_large", "05_middle", "01_small"]
+    submitted.clear()  # a class's rounds and a mutant round keep their own order
+    grading.start_builds([tmp_path / n for n in sizes], 4, Pool(), log=lambda *a: None)
+    assert submitted == list(sizes)

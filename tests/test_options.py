@@ -41,7 +41,7 @@ def probe(monkeypatch):
     """Builds, grading processes and their scoring replaced by recorders."""
     p = Probe()
 
-    def start_builds(dirs, jobs, pool, log=print):
+    def start_builds(dirs, jobs, pool, log=print, longest_first=False):
         p.build_jobs.append(jobs)
         futures = {}
         for d in dirs:

@@ -95,9 +95,11 @@ def _source_bytes(folder: Path) -> int:
         return 0
 
 
-def start_builds(dirs: Sequence[Path], jobs: int, pool: ThreadPoolExecutor, log=print) -> dict[Path, Future]:
-    """Start building folders on `pool` (`jobs` workers), each in its own process; a failure costs
-    only that folder. Each future's result is the folder's build result (a dict)."""
+def start_builds(dirs: Sequence[Path], jobs: int, pool: ThreadPoolExecutor, log=print,
+                 longest_first: bool = False) -> dict[Path, Future]:
+    """Start building folders on `pool` (`jobs` workers), each in its own process, in the order given
+    (a class's rounds, a mutant round's quick builds first) or `longest_first` (by their sources' size);
+    a failure costs only that folder. Each future's result is the folder's build result (a dict)."""
     child = _child_env()
     child["MAX_JOBS"] = str(max(1, (os.cpu_count() or 2) // max(1, jobs)))  # ninja's parallelism inside one build
 
@@ -107,9 +109,8 @@ def start_builds(dirs: Sequence[Path], jobs: int, pool: ThreadPoolExecutor, log=
         log(f"  {state:6s} {d.relative_to(d.parent.parent) if len(d.parts) > 1 else d}  ({data.get('wall_s', 0):.1f} s)")
 
     futures = {}
-    # the longest builds first (09's and 10's, not after 01-08's): the grade's critical path is the
-    # slowest exercise's build and checks
-    for d in sorted(dict.fromkeys(dirs), key=_source_bytes, reverse=True):
+    folders = list(dict.fromkeys(dirs))
+    for d in sorted(folders, key=_source_bytes, reverse=True) if longest_first else folders:
         futures[d] = pool.submit(_build_one, d, child)
         futures[d].add_done_callback(lambda f, d=d: report(d, f))
     return futures
@@ -516,7 +517,9 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             jobs_by_name = dict(gradings)
             for job in jobs_by_name.values():
                 job.held = True
-            builds = start_builds(to_build, jobs, pool, log)
+            # the longest builds first (09's and 10's, not after 01-08's): a grade's critical path is its
+            # slowest exercise's build and checks
+            builds = start_builds(to_build, jobs, pool, log, longest_first=True)
             release_when_built(jobs_by_name, [(e, {e: builds[target / e]}, _build_result_path(tmp, e))
                                               for e in gradings])
             if len(gradings) > 1 and parallel <= 1 and timed:
