@@ -71,9 +71,10 @@ def pythonpath_outside_the_checkout() -> str:
 
 
 def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
-          sanitize: bool | str = False, parallel: int = 1):
+          sanitize: bool | str = False, parallel: int = 1, stall: float | None = None):
     specs = selected(exercises)
-    options = GradeOptions(seed=seed, timeout=timeout, jobs=JOBS, keyword=keyword, sanitize=sanitize, parallel=parallel)
+    options = GradeOptions(seed=seed, timeout=timeout, jobs=JOBS, keyword=keyword, sanitize=sanitize, parallel=parallel,
+                           **({"stall": stall} if stall is not None else {}))
     return {row.exercise: row for row in grade_target(target, specs, options, log=quiet)}
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import pytest
 
 from tests.grading import (EXERCISES, SOLUTIONS, check_variant, explain, grade, grade_variants, grade_variants_timed,
                            selected)
 from grader.verify import paths
-from tests.known_wrong import all_variants
+from tests.known_wrong import Variant, all_variants
 
 pytestmark = pytest.mark.gpu
 
@@ -111,6 +112,29 @@ def timed_variant_rows():
 @pytest.mark.parametrize("variant", TIMED_VARIANTS, ids=[v.id for v in TIMED_VARIANTS])
 def test_known_wrong_timed_loses_exactly_its_points(timed_variant_rows, variant):
     check_variant(variant, timed_variant_rows[variant.id])
+
+
+def test_a_hanging_kernel_costs_its_exercise_alone_at_the_stall_limit(tmp_path):
+    """01 whose grid-stride loops never advance (kernels that never end), graded beside 02: 01's grading
+    process is stopped once no check has started or ended for `stall` seconds of its own time, long
+    before the exercise's time limit; the check it was running fails saying so, and 02 keeps every
+    point it earns alone."""
+    import shutil
+
+    hangs = Variant("01_leaky_relu", "never_advances", "the grid-stride loops add 0 to i",
+                    {"leaky_relu.cu": [("i < n_vec; i += stride)", "i < n_vec; i += 0 * stride)")]},
+                    loses={"forward", "backward", "autograd", "performance"})
+    target = tmp_path / "class"
+    hangs.materialize(target)
+    shutil.copytree(SOLUTIONS / "02_elu", target / "02_elu", ignore=shutil.ignore_patterns("__pycache__"))
+    stall, began = 20.0, time.monotonic()
+    rows = grade(target, ["01", "02"], keyword=QUICK, parallel=2, stall=stall, timeout=600)
+    hung = rows["01_leaky_relu"]
+    reasons = " ".join(g.reason for g in hung.groups.values())
+    assert hung.groups["forward"].points == 0 and f"a check ran {stall:g} s without ending" in reasons, explain(rows)
+    assert time.monotonic() - began < 300, "the hang was stopped by the time limit, not the stall limit"
+    elu = rows["02_elu"]
+    assert all(g.points == g.max for name, g in elu.groups.items() if name != "performance"), explain(rows)
 
 
 SANITIZE_VARIANTS = [v for v in all_variants() if v.extra.get("sanitize") and wanted(v)]
