@@ -20,7 +20,7 @@ from grader.verify.outcomes import ExerciseRow, TestOutcome
 from grader.verify.results import write_json_atomic
 from grader.verify.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
 from grader.verify.timer import Timing
-from tests.grading import grader_import_graph
+from tests.grading import SOLUTIONS, grader_import_graph
 
 LEAKY = spec.by_exercise("01")
 
@@ -893,3 +893,52 @@ def test_the_longest_builds_start_first(tmp_path):
     submitted.clear()  # a class's rounds and a mutant round keep their own order
     grading.start_builds([tmp_path / n for n in sizes], 4, Pool(), log=lambda *a: None)
     assert submitted == list(sizes)
+
+
+def test_spare_processes_go_to_the_heaviest_exercises():
+    from grader.run.grading import MAX_PARTS, plan_parts
+
+    assert plan_parts({"05": 160, "09": 90, "01": 10}, 3) == {"05": 1, "09": 1, "01": 1}  # none spare
+    assert plan_parts({"05": 160, "09": 90, "01": 10}, 5) == {"05": 2, "09": 2, "01": 1}
+    assert plan_parts({"09": 90}, 12) == {"09": MAX_PARTS}
+    assert plan_parts({"05": 160, "09": 90}, 1) == {"05": 1, "09": 1}
+
+
+def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
+    """With processes to spare, one exercise's checks run in several processes (`--shard`, each every
+    n-th check, part 0 the timing); their results, merged, are those of one process: the same tests with
+    the same outcomes (on the CPU: its CPU checks, the GPU ones skipped alike)."""
+    from grader.run import grading
+    from grader.run.options import GradeOptions
+    from grader.specs import select
+
+    whole = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5, parallel=1), log=lambda *a: None)[0]
+    monkeypatch.setattr(grading, "default_parallel", lambda count: min(count, 3))
+    seen = []
+    parted = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5), log=seen.append)[0]
+    assert any("01_leaky_relu by 3" in line for line in seen), seen
+    assert sorted((t.name, t.outcome, t.reason) for t in parted.tests) == \
+        sorted((t.name, t.outcome, t.reason) for t in whole.tests)
+    assert (parted.status, parted.points) == (whole.status, whole.points)
+    assert [l for l in parted.log.splitlines() if l.startswith("--- part")] == [
+        "--- part 0 of 3 (01_leaky_relu) ---", "--- part 1 of 3 (01_leaky_relu.part1) ---",
+        "--- part 2 of 3 (01_leaky_relu.part2) ---"]
+
+
+def test_a_part_that_died_before_collecting_costs_the_whole_exercise(tmp_path):
+    """One part's process died before it wrote its results file: its checks were never collected, so
+    the merged results hold none (not the other parts' checks alone, which could pass their groups), and
+    the row says why."""
+    from grader.run import gate, grading
+    from grader.specs import by_exercise
+    from grader.verify.results import write_json_atomic
+
+    spec = by_exercise("01_leaky_relu")
+    write_json_atomic(tmp_path / "01_leaky_relu.json", {"tests": [
+        {"name": "forward[float32-1]", "group": "forward", "outcome": "passed", "reason": "", "properties": {}}],
+        "running": None, "tampered": []})
+    jobs = [gate.Job("01_leaky_relu", [], {}, tmp_path, returncode=0, output="part 0"),
+            gate.Job("01_leaky_relu.part1", [], {}, tmp_path, returncode=-11, output="Segmentation fault")]
+    merged = grading.merge_parts("01_leaky_relu", jobs, tmp_path)
+    row = grading.grading_row(spec, merged, tmp_path, timeout=60, seed=None)
+    assert row.points == 0 and row.status == "crashed" and "SIGSEGV" in row.error, row

@@ -25,6 +25,7 @@ from grader import env
 from grader.toolchain import build
 from grader.run import gate
 from grader.run.options import DEFAULT_TIMEOUT, RACECHECK, GradeOptions
+from grader.verify import paths
 from grader.verify.outcomes import ExerciseRow, TestOutcome
 from grader.verify.results import peak_check_mib, write_json_atomic
 from grader.verify.scoring import score_exercise
@@ -229,7 +230,7 @@ def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
 
 
 def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: GradeOptions,
-                device: str | None = None) -> gate.Job:
+                device: str | None = None, part: tuple[int, int] = (0, 1)) -> gate.Job:
     """The process that grades one exercise folder (run by grader.run.gate, which contains its crashes
     and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
     waits, before loading the exercise, for the parent to write `_build_result_path`. Of `options`,
@@ -244,19 +245,26 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
     hazard between threads (a missing barrier) is reported even when every answer happens to be right.
 
     `options.first_failure` stops the process at its first failed check (pytest's -x): not a grade (the
-    checks after it are not run), but all a mutant needs to be known killed (grader.run.mutants)."""
+    checks after it are not run), but all a mutant needs to be known killed (grader.run.mutants).
+
+    `part` (i, n): this process runs every n-th of the checks from the i-th (`--shard`); part 0 also the
+    timing and the judge's recordings, under the exercise's own file names (`merge_parts` joins them)."""
     if options.seed is None:
         raise ValueError("a grading process needs the run's seed (GradeOptions.seed)")
     seed, keyword, sanitize = options.seed, options.keyword, options.sanitize
-    results_path = _results_path(workdir, exercise)
+    name = part_name(exercise, part[0])
+    results_path = _results_path(workdir, name)
     results_path.unlink(missing_ok=True)
-    _build_result_path(workdir, exercise).unlink(missing_ok=True)
-    _judge_outputs_path(workdir, exercise).unlink(missing_ok=True)
-    _timed_outputs_path(workdir, exercise).unlink(missing_ok=True)
+    _build_result_path(workdir, name).unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "run" / "suite"), "-q", "-p", "no:cacheprovider",
-           f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}",
-           f"--judge-outputs={_judge_outputs_path(workdir, exercise)}",
-           f"--timed-outputs={_timed_outputs_path(workdir, exercise)}"]
+           f"--rootdir={env.REPO}", f"--exercise-dir={exercise_dir}", f"--seed={seed}", f"--results={results_path}"]
+    if part[0] == 0:
+        _judge_outputs_path(workdir, exercise).unlink(missing_ok=True)
+        _timed_outputs_path(workdir, exercise).unlink(missing_ok=True)
+        cmd += [f"--judge-outputs={_judge_outputs_path(workdir, exercise)}",
+                f"--timed-outputs={_timed_outputs_path(workdir, exercise)}"]
+    if part[1] > 1:
+        cmd.append(f"--shard={part[0]}/{part[1]}")
     if keyword:
         cmd += ["-k", keyword]
     if sanitize == RACECHECK:
@@ -267,7 +275,7 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
         cmd.append("-x")
     cmd.append("--durations=5")  # in the log: where grading time goes
     child = _child_env(device)
-    child[gate.BUILD_ENV] = str(_build_result_path(workdir, exercise))
+    child[gate.BUILD_ENV] = str(_build_result_path(workdir, name))
     child["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the suite needs no installed plugin; loading them costs
     if sanitize == RACECHECK:
         # hazards between threads of a block in shared memory; the caching allocator may stay on
@@ -280,7 +288,59 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
                str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
         child.update(PYTORCH_NO_CUDA_MEMORY_CACHING="1", COURSE_SANITIZE="1")
     # under compute-sanitizer one check may run minutes: only the time limit applies there
-    return gate.Job(exercise, cmd, child, env.REPO, progress=results_path, stall_s=None if sanitize else options.stall)
+    return gate.Job(name, cmd, child, env.REPO, progress=results_path, stall_s=None if sanitize else options.stall)
+
+
+def part_name(exercise: str, part: int) -> str:
+    """A grading process's name (its files' names): the exercise's for part 0, `<exercise>.part<i>` for others."""
+    return exercise if part == 0 else f"{exercise}.part{part}"
+
+
+MAX_PARTS = 4  # an exercise's checks over at most this many processes (each pays its own start-up)
+FP64_ENV = "COURSE_COUNT_FP64"  # grader.verify.fp64.ENV, named here without importing torch: counts per process
+
+
+def plan_parts(weights: dict[str, float], capacity: int) -> dict[str, int]:
+    """Grading processes per exercise: one each, then each process `capacity` leaves over to the exercise
+    with the most weight per process (its sources' size, for its checks' time), at most MAX_PARTS: a
+    grade ends with its longest exercise's checks, which several processes share."""
+    parts = {e: 1 for e in weights}
+    for _ in range(max(0, capacity - len(parts))):
+        open_ = [e for e in parts if parts[e] < MAX_PARTS]
+        if not open_:
+            break
+        chosen = max(open_, key=lambda e: weights[e] / parts[e])
+        parts[chosen] += 1
+    return parts
+
+
+def merge_parts(exercise: str, jobs: list[gate.Job], workdir: Path) -> gate.Job:
+    """The parts of one exercise's grading as one process would have left them: every part's tests in the
+    exercise's results file (part 0's, which holds the timing), and one job that crashed, hung or was
+    stopped if any part was. A part without a readable results file (it died before collecting its
+    checks) leaves the exercise none: its checks are not scored as if they had not been asked."""
+    tests, running, tampered, whole = [], None, [], True
+    for job in jobs:
+        try:
+            data = json.loads(_results_path(workdir, job.name).read_text())
+            tests += data["tests"]
+        except (OSError, ValueError, KeyError, TypeError):
+            whole = False
+            continue
+        running = running or data.get("running")
+        tampered += [t for t in data.get("tampered") or [] if t not in tampered]
+    write_json_atomic(_results_path(workdir, exercise),
+                      {"tests": tests if whole else [], "running": running, "tampered": tampered})
+    codes = [j.returncode for j in jobs if j.returncode not in (0, 1)]
+    merged = gate.Job(exercise, jobs[0].cmd, jobs[0].env, jobs[0].cwd,
+                      returncode=min(codes, key=lambda c: (c or 0) >= 0) if codes else jobs[0].returncode,
+                      timed_out=any(j.timed_out for j in jobs), stall_s=jobs[0].stall_s,
+                      stalled=any(j.stalled for j in jobs),
+                      output="\n".join(f"--- part {k} of {len(jobs)} ({j.name}) ---\n{j.output}"
+                                        for k, j in enumerate(jobs)))
+    for field_ in ("active_s", "waited_s", "held_s", "wall_s"):
+        setattr(merged, field_, max(getattr(j, field_) for j in jobs))
+    return merged
 
 
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool | str = False,
@@ -487,9 +547,20 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
     `compiling()` says whether other builds still run on this machine (grader.run.gate.run)."""
     chosen = specs if isinstance(specs, Selection) else Selection.of(specs)
     seed, timeout, jobs, keyword, sanitize = options.seed, options.timeout, options.jobs, options.keyword, options.sanitize
-    parallel = max(1, options.parallel if options.parallel is not None else default_parallel(len(chosen.exercises)))
     gpu = env.gpu_present()
     present = [e for e in chosen.exercises if (target / e).is_dir()]
+    # processes the machine runs at once left over by the exercises share their longest checks (only where
+    # the parallelism is the grader's own choice: a class and a mutant round give theirs; not under
+    # compute-sanitizer, nor when one failure ends a process, nor while float64 work is counted per process)
+    if options.parallel is None and not sanitize and not options.first_failure and not os.environ.get(FP64_ENV):
+        parts = plan_parts({e: _source_bytes(target / e) for e in present}, default_parallel(PARALLEL_MAX))
+    else:
+        parts = {e: 1 for e in present}
+    parallel = max(1, options.parallel if options.parallel is not None
+                   else default_parallel(max(len(chosen.exercises), sum(parts.values()))))
+    if os.environ.get(paths.ENV):  # each process adds the planner paths it took: none from an earlier run
+        for e in present:
+            Path(os.environ[paths.ENV].replace("{exercise}", e)).unlink(missing_ok=True)
     solutions = env.REPO / "solutions"
     timed = gpu and not options.quick and not sanitize and selects_performance(keyword)
     yardsticks = {} if yardsticks is None else yardsticks
@@ -507,31 +578,37 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         tmp = Path(tmp)
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
-            gradings = {e: grading_job(e, target / e, tmp, options, device) for e in present}
+            part_jobs = {e: [grading_job(e, target / e, tmp, options, device, (k, parts[e])) for k in range(parts[e])]
+                         for e in present}
+            gradings = {e: jobs_[0] for e, jobs_ in part_jobs.items()}
+            jobs_by_name = {job.name: job for jobs_ in part_jobs.values() for job in jobs_}
+            exercise_of = {job.name: e for e, jobs_ in part_jobs.items() for job in jobs_}
             if "OMP_NUM_THREADS" not in os.environ:
                 # PyTorch's CPU ops (references, the judge's inputs) would each take every core, and
                 # `parallel` processes doing so at once spend their time preempting one another
-                share = max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(gradings))))
-                for job in gradings.values():
+                share = max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(jobs_by_name))))
+                for job in jobs_by_name.values():
                     job.env["OMP_NUM_THREADS"] = str(share)
-            jobs_by_name = dict(gradings)
             for job in jobs_by_name.values():
                 job.held = True
             # the longest builds first (09's and 10's, not after 01-08's): a grade's critical path is its
             # slowest exercise's build and checks
             builds = start_builds(to_build, jobs, pool, log, longest_first=True)
-            release_when_built(jobs_by_name, [(e, {e: builds[target / e]}, _build_result_path(tmp, e))
-                                              for e in gradings])
+            release_when_built(jobs_by_name, [(name, {e: builds[target / e]}, _build_result_path(tmp, name))
+                                              for name, e in exercise_of.items()])
             if len(gradings) > 1 and parallel <= 1 and timed:
                 # one after another: build everything first, so that no timing runs beside a compiler
                 wait_all(builds.values())
             if len(gradings) > 1 and parallel > 1:
                 log(f"grading {len(gradings)} exercises, up to {parallel} at a time (each timing alone on the GPU) ...")
+            split = {e: n for e, n in parts.items() if n > 1}
+            if split:
+                log("checks shared by several processes: " + ", ".join(f"{e} by {n}" for e, n in split.items()))
 
             def done(job: gate.Job) -> None:
-                if job.name not in gradings:
+                if job.name not in exercise_of:
                     return
-                own = builds[target / job.name]
+                own = builds[target / exercise_of[job.name]]
                 if own.done() and not own.result()["ok"]:
                     return  # reported as a failed build
                 notes = [f"{s:.1f} s of it {what}" for s, what in
@@ -551,6 +628,9 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
                      compiling=compiling,
                      timeout=timeout, on_finish=done)
+        for e, jobs_ in part_jobs.items():
+            if len(jobs_) > 1:
+                gradings[e] = merge_parts(e, jobs_, tmp)
         # The yardstick, once every grading process has ended (no submitted code is alive), for the
         # exercises whose timing ran: a stub's timing does not run (its checks fail first), and timing
         # its reference anyway made a grade of the stubs wait for every reference's timing.

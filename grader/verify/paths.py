@@ -80,17 +80,23 @@ def taken(library: str | Path) -> set[str]:
 
 
 def record(exercise_dir: Path, out: str) -> Path | None:
-    """Write the paths the exercise folder's library took in this process to `out` ("{exercise}" in it
-    replaced), as JSON {"exercise", "library", "taken"}; None when the library was never loaded."""
+    """Add the paths the exercise folder's library took in this process to `out` ("{exercise}" in it
+    replaced), as JSON {"exercise", "library", "taken"}: the processes that share one exercise's checks
+    (grader.run.grading.plan_parts) each add theirs. None when the library was never loaded."""
     from grader.toolchain import build
 
     library = build._loaded.get(str(Path(exercise_dir).resolve()))
     if library is None or not library.path:
         return None
     path = Path(out.replace("{exercise}", Path(exercise_dir).resolve().name))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"exercise": Path(exercise_dir).resolve().name, "library": library.path,
-                                "taken": sorted(taken(library.path))}, indent=1))
+    with build.FolderLock(path.parent, path.name + ".lock"):
+        found = set(taken(library.path))
+        try:
+            found |= set(json.loads(path.read_text())["taken"])
+        except (OSError, ValueError, KeyError):
+            pass
+        path.write_text(json.dumps({"exercise": Path(exercise_dir).resolve().name, "library": library.path,
+                                    "taken": sorted(found)}, indent=1))
     return path
 
 

@@ -59,6 +59,9 @@ def pytest_addoption(parser):
     group.addoption("--results", help="write each test's outcome here as JSON, as the run goes")
     group.addoption("--judge-outputs", help="save the op's outputs on the judge's calls here (grader.verify.judge)")
     group.addoption("--timed-outputs", help="save sampled elements of timed outputs here (grader.verify.judge)")
+    group.addoption("--shard", default="0/1",
+                    help="i/n: run every n-th of the selected checks from the i-th (part 0 also the timing): one "
+                         "exercise's checks over n processes (grader.run.grading.plan_shards)")
 
 
 def pytest_configure(config):
@@ -70,6 +73,30 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "racecheck: run under compute-sanitizer racecheck by RACECHECK=1 (small cases)")
     if config.getoption("--results"):
         config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results")), config), "course-results")
+    part, parts = (int(v) for v in config.getoption("--shard").split("/"))
+    if parts > 1:
+        config.pluginmanager.register(_Shard(part, parts), "course-shard")
+
+
+class _Shard:
+    """This process's part of the exercise's checks: every n-th of those -k and -m selected, from the
+    i-th (so each part gets checks of every kind), and part 0 the timing too."""
+
+    def __init__(self, part: int, parts: int):
+        if not 0 <= part < parts:
+            raise pytest.UsageError(f"--shard {part}/{parts}: the part must be 0 to {parts - 1}")
+        self.part, self.parts = part, parts
+
+    @pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
+    def pytest_collection_modifyitems(self, config, items):
+        checks = [it for it in items if it.name != "test_performance"]
+        mine = {id(it) for k, it in enumerate(checks) if k % self.parts == self.part}
+        if self.part == 0:
+            mine |= {id(it) for it in items if it.name == "test_performance"}
+        dropped = [it for it in items if id(it) not in mine]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [it for it in items if id(it) in mine]
 
 
 _exit_status: list[int] = []
