@@ -898,10 +898,13 @@ def test_the_longest_builds_start_first(tmp_path):
 def test_spare_processes_go_to_the_heaviest_exercises():
     from grader.run.grading import MAX_PARTS, plan_parts
 
-    assert plan_parts({"05": 160, "09": 90, "01": 10}, 3) == {"05": 1, "09": 1, "01": 1}  # none spare
-    assert plan_parts({"05": 160, "09": 90, "01": 10}, 5) == {"05": 2, "09": 2, "01": 1}
-    assert plan_parts({"09": 90}, 12) == {"09": MAX_PARTS}
-    assert plan_parts({"05": 160, "09": 90}, 1) == {"05": 1, "09": 1}
+    k = 1000
+    assert plan_parts({"05": 160 * k, "09": 90 * k, "01": 10 * k}, 3) == {"05": 1, "09": 1, "01": 1}  # none spare
+    assert plan_parts({"05": 160 * k, "09": 90 * k, "01": 10 * k}, 5) == {"05": 2, "09": 2, "01": 1}
+    assert plan_parts({"09": 90 * k}, 12) == {"09": MAX_PARTS}
+    assert plan_parts({"05": 160 * k, "09": 90 * k}, 1) == {"05": 1, "09": 1}
+    # a small exercise is not split: its checks take less than a process's start-up
+    assert plan_parts({"01": 10 * k, "08": 32 * k}, 12) == {"01": 1, "08": 1}
 
 
 def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
@@ -914,6 +917,7 @@ def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
 
     whole = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5, parallel=1), log=lambda *a: None)[0]
     monkeypatch.setattr(grading, "default_parallel", lambda count: min(count, 3))
+    monkeypatch.setattr(grading, "MIN_PART_BYTES", 0)  # 01 is small enough to be graded whole by default
     seen = []
     parted = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5), log=seen.append)[0]
     assert any("01_leaky_relu by 3" in line for line in seen), seen

@@ -297,16 +297,20 @@ def part_name(exercise: str, part: int) -> str:
 
 
 MAX_PARTS = 4  # an exercise's checks over at most this many processes (each pays its own start-up)
+# and each part with at least this much of the exercise's sources (bytes): 01-04's checks take seconds,
+# less than a process's start-up and first check's set-up; 05-10's take 20-60 s beside one another
+MIN_PART_BYTES = 20_000
 FP64_ENV = "COURSE_COUNT_FP64"  # grader.verify.fp64.ENV, named here without importing torch: counts per process
 
 
 def plan_parts(weights: dict[str, float], capacity: int) -> dict[str, int]:
     """Grading processes per exercise: one each, then each process `capacity` leaves over to the exercise
     with the most weight per process (its sources' size, for its checks' time), at most MAX_PARTS: a
-    grade ends with its longest exercise's checks, which several processes share."""
+    grade ends with its longest exercise's checks, which several processes share (each part at least
+    MIN_PART_BYTES of sources)."""
     parts = {e: 1 for e in weights}
     for _ in range(max(0, capacity - len(parts))):
-        open_ = [e for e in parts if parts[e] < MAX_PARTS]
+        open_ = [e for e in parts if parts[e] < MAX_PARTS and weights[e] / (parts[e] + 1) >= MIN_PART_BYTES]
         if not open_:
             break
         chosen = max(open_, key=lambda e: weights[e] / parts[e])
