@@ -392,6 +392,11 @@ class Context:
         return g
 
 
+def _cropped(dim: int, n: int):
+    """A tensor edge's maker: the first `n` elements along `dim` (negative: from the end), packed."""
+    return lambda t: t.narrow(dim, 0, n).contiguous()
+
+
 def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False, stride=(1, 1),
                         output_padding=(0, 0)) -> tuple[Edge, ...]:
     """The edges of a convolution's input `x` at its smallest height, and at its smallest width (each
@@ -406,14 +411,12 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
             n += 1
         return n
 
-    def crop(d: int, n: int):
-        return lambda t: t.narrow(t.dim() - 2 + d, 0, n).contiguous()
 
     edges = []
     for d, axis in enumerate(("height", "width")):
         n = smallest(d)
         if n < in_hw[d]:
-            edges.append(Edge(f"{axis} {n} (the smallest input)", make=crop(d, n)))
+            edges.append(Edge(f"{axis} {n} (the smallest input)", make=_cropped(d - 2, n)))
     return tuple(edges)
 
 
@@ -422,10 +425,7 @@ def one_per_axis(shape, axes: Sequence[str | None]) -> tuple[Edge, ...]:
     the others as they were: a single row, a single column, M = 1; where a tile's bound (`>` for `>=`), a
     vector load past the end or a loop that assumes a second element shows. An axis already of size 1
     has none."""
-    def crop(d: int):
-        return lambda t: t.narrow(d, 0, 1).contiguous()
-
-    return tuple(Edge(f"one {axis}", make=crop(d)) for d, axis in enumerate(axes) if axis and shape[d] > 1)
+    return tuple(Edge(f"one {axis}", make=_cropped(d, 1)) for d, axis in enumerate(axes) if axis and shape[d] > 1)
 
 
 def conv_padding_edges(in_hw, k_hw, stride, dilation, padding, transposed: bool = False,
