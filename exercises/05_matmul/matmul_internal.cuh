@@ -56,17 +56,7 @@ __device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float
 // one 16-byte row each from an address given by a lane: lane l gives row l % 8 of matrix l / 8. Lane
 // l receives, in r[i], word l % 4 of row l / 4 of matrix i. `.trans` transposes each matrix (16-bit
 // elements): lane l receives elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) (row, column).
-[[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(row))));
-#else
-  r[0] = r[1] = r[2] = r[3] = 0;  // no tensor-core path before sm_80 (never launched there)
-#endif
-}
-
-// the same from a shared-memory address (kernel 6 addresses its ring so: TMA and wgmma take them)
+// The address as a 32-bit shared-memory one (kernel 6 addresses its ring so: TMA and wgmma take them):
 [[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t shared_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -75,6 +65,11 @@ __device__ __forceinline__ void store1(__nv_bfloat16* p, float x) { *p = __float
 #else
   r[0] = r[1] = r[2] = r[3] = 0;  // no tensor-core path before sm_80 (never launched there)
 #endif
+}
+
+// the same from a generic pointer into shared memory
+[[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  ldmatrix_x4(r, static_cast<uint32_t>(__cvta_generic_to_shared(row)));
 }
 
 [[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
