@@ -101,6 +101,24 @@ def test_cpp_comments_strings_preprocessor_and_registration_are_not_mutated():
     assert not [m for m in ms if m.line == 5]  # `const float* x`: a declarator, not a product
 
 
+def test_path_marks_are_not_mutated_but_the_code_beside_them_is():
+    """A planner path's mark (course::took, with the if that guards it alone; Python's lib.took) computes
+    nothing the op returns: no mutant inside it; the statements around it are mutated as before."""
+    cpp = ("void launch(int64_t n, int64_t m) {\n"
+           "  if (n >= (int64_t(1) << 31)) course::took<scalar_t>(n > 0 ? \"a\" : \"b\");\n"
+           "  course::took(\n      m == 1 ? \"k1\" : \"k3\");\n"
+           "  if (n < m) x = n + 1;\n}\n")
+    ms = M.source_mutants(cpp, "k.cu", "01_x")
+    assert {m.line for m in ms} == {5}, [m.diff for m in ms]
+    py = "def f(x, v):\n    lib.took(\"a\" if v == 2 else \"b\", x.dtype)\n    return x + 1\n"
+    ms = M.source_mutants(py, "k.py", "01_x")
+    assert ms and {m.line for m in ms} == {3}, [m.diff for m in ms]
+    for folder in sorted(SOLUTIONS.iterdir()):  # and in the solutions: no mutant's line marks a path
+        if folder.is_dir() and folder.name[:2].isdigit():
+            assert not [m.id for m in M.exercise_mutants(folder) if "took(" in m.old_line and "took(" in m.new_line
+                        and m.old_line.strip().startswith(("if", "course::took", "lib.took"))]
+
+
 def test_cpp_no_if_false_before_a_braceless_body_followed_by_else():
     ms = mutants_of("void f(int n) {\n  if (n) TORCH_CHECK(n > 1, \"m\");\n  else g();\n}\n")
     assert not [m for m in ms if m.operator == "remove-check"]

@@ -6,7 +6,8 @@ A mutant is a copy of a solution folder with ONE textual change at one place, of
 student's slip makes (`OPERATORS`): a relational operator moved (`<` to `<=` or `>=`), `+` and `-`
 or `*` and `/` swapped, a `+ 1` dropped, `&&` and `||` swapped, a constant moved by one, a
 threshold doubled or halved, a check (`TORCH_CHECK`, `course::check_*`), a `__syncthreads()` or an
-early `return` removed, a guard `if (i < n)` made `if (true)`, `threadIdx.x` and `.y` swapped. A
+early `return` removed, a guard `if (i < n)` made `if (true)`, `threadIdx.x` and `.y` swapped (never inside
+a statement that only marks a planner path for the coverage test: `path_marks`). A
 sample of them, stratified by exercise and seeded, is built and graded as a student's folder is
 (stopping at the first failed check), and each ends:
 
@@ -484,12 +485,28 @@ def py_mutants(text: str, file: str, exercise: str) -> list[Mutant]:
 
 # --- enumeration and sampling ------------------------------------------------------------------
 
+# Statements that only mark a planner path for the coverage test (grader/verify/paths.py): `course::took(...);`
+# with the `if (...)` that guards it alone, and Python's `lib.took(...)`. They record which branch ran and
+# compute nothing the op returns, so a change inside them is equivalent by construction for every
+# check of a submission (tests/test_gpu_grading.py's declared-paths test is what trusts them)
+_PATH_MARKS = (re.compile(r"(?:\bif\s*\([^;{}]*\)\s*)?\bcourse::took\s*(?:<[^>]*>)?\s*\(.*?\)\s*;", re.S),
+               re.compile(r"\blib\.took\(.*\)[ \t]*$", re.M))
+
+
+def path_marks(text: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of a source's path-marking statements (`_PATH_MARKS`)."""
+    return [m.span() for rx in _PATH_MARKS for m in rx.finditer(mask_cpp(text) if rx is _PATH_MARKS[0] else text)]
+
+
 def source_mutants(text: str, file: str, exercise: str) -> list[Mutant]:
-    """Every mutant of one file's text, each once (by id), in the order of the text."""
+    """Every mutant of one file's text, each once (by id), in the order of the text; none inside a
+    statement that only marks a planner path (`path_marks`)."""
     make = py_mutants if file.endswith(".py") else cpp_mutants
+    marks = path_marks(text)
     unique: dict[str, Mutant] = {}
     for m in make(text, file, exercise):
-        unique.setdefault(m.id, m)
+        if not any(a <= m.start < b for a, b in marks):
+            unique.setdefault(m.id, m)
     return sorted(unique.values(), key=lambda m: (m.start, m.operator, m.new))
 
 
