@@ -84,3 +84,69 @@ def test_every_float_parameter_declares_its_edges(spec):
     bare = sorted({f"{c.label}: {c.names[i]}" for c in calls if c.reference is not None
                    for i, a in enumerate(c.args) if isinstance(a, float) and i not in {j for j, _ in c.edges()}})
     assert not bare, f"float arguments with no declared edges: {bare}"
+
+
+SHAPED_BY_THE_GEOMETRY = ("conv2d_backward_input", "conv2d_backward_weight")
+
+
+def _signature_defaults(spec) -> dict[str, dict[str, object]]:
+    """{function: {parameter: its default}} of the solution module's top-level functions, read from the
+    source (importing it would build the extension)."""
+    import ast
+
+    from tests.grading import SOLUTIONS
+
+    tree = ast.parse((SOLUTIONS / spec.exercise / spec.module).read_text())
+    out = {}
+    for f in tree.body:
+        if isinstance(f, ast.FunctionDef) and not f.name.startswith("_"):
+            params = f.args.args[len(f.args.args) - len(f.args.defaults):]
+            out[f.name] = {}
+            for a, d in zip(params, f.args.defaults):
+                try:
+                    out[f.name][a.arg] = ast.literal_eval(d)
+                except ValueError:  # not a literal (dtype=torch.float32): no PyTorch default to compare
+                    pass
+    return out
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.exercise for s in SPECS])
+def test_every_pytorch_default_of_an_op_is_declared_and_valid(spec):
+    """Every parameter of an op that PyTorch's counterpart lets a caller leave out (grader.verify.spec
+    TORCH_DEFAULTS; an activation's scalar) and the solution gives that default is declared in the op's
+    calls' `defaults` with the same value (the "PyTorch's defaults" property then leaves it out), and
+    every call label with defaults has a call whose arguments PyTorch accepts at them (else the
+    property fails every submission)."""
+    import torch.nn.functional as F
+
+    from grader.verify.spec import TORCH_DEFAULTS
+
+    with audit_seed(0):
+        calls = [c for c in spec.audit_calls("cpu", torch.float32) if c.reference is not None]
+    signatures = _signature_defaults(spec)
+    scalar = getattr(spec, "param", "")
+    if scalar:  # the activation's scalar: PyTorch's functional op's default (F.leaky_relu, F.elu)
+        torch_default = __import__("inspect").signature(getattr(F, spec.op)).parameters[scalar].default
+        assert signatures[spec.op][scalar] == torch_default
+    missing, valid = [], {}
+    for call in calls:
+        # a gradient op's grad_output is shaped by the geometry: none of its calls is valid with the
+        # geometry left out, so its defaults are not declared (its forward op's are)
+        if call.op not in signatures or call.op in SHAPED_BY_THE_GEOMETRY:
+            continue
+        for i, name in enumerate(call.names):
+            if name in signatures[call.op] and (name in TORCH_DEFAULTS or name == scalar):
+                if call.defaults.get(i, ...) != signatures[call.op][name] and not (
+                        name == "groups" and call.args[i] != 1):  # a grouped weight keeps its groups
+                    missing.append(f"{call.label}: {name}")
+        if call.defaults:
+            args = properties._fresh(call.args)
+            for i, v in call.defaults.items():
+                args[i] = v
+            try:
+                properties._reference(call, args)
+                valid[call.label] = True
+            except (RuntimeError, ValueError):
+                valid.setdefault(call.label, False)
+    assert not missing, f"defaults not declared (or not the solution's): {sorted(set(missing))}"
+    assert all(valid.values()), f"labels with no call valid at PyTorch's defaults: {[k for k, v in valid.items() if not v]}"

@@ -68,11 +68,15 @@ class ScaleSpec(Spec):
 
     def _call(self, x, a):
         return AuditCall("scale", (x, a), ("x", "a"), lambda x, a: _scale(x.double(), a), grad_args=(0,),
-                         registered=self.registered, nonfinite=(0,), scalars={1: (0.0, -0.5, 1.7)})
+                         registered=self.registered, nonfinite=(0,), scalars={1: (0.0, -0.5, 1.7)},
+                         defaults={1: DEFAULT_A})
 
     def random_calls(self, g, device, dtype):
         seed = int(torch.randint(0, 2**31, (1,), generator=g))
         return [self._call(audit_randn(*random_shape(g, max_numel=1 << 12), device=device, dtype=dtype, seed=seed), 0.3)]
+
+
+DEFAULT_A = 0.25  # "PyTorch's default" of the toy op's scalar
 
 
 SPEC = ScaleSpec(exercise="99_scale", title="scale", module="scale.py",
@@ -84,7 +88,15 @@ def _module(scale, ops=None):
     return types.SimpleNamespace(scale=scale, lib=lib)
 
 
-def _right(x, a):
+def _right(x, a=DEFAULT_A):
+    return torch.ops.course_props_test.scale(x, float(a))
+
+
+def _another_default(x, a=0.3):
+    return torch.ops.course_props_test.scale(x, float(a))
+
+
+def _no_default(x, a):
     return torch.ops.course_props_test.scale(x, float(a))
 
 
@@ -188,7 +200,7 @@ def _run(spec, module, only=None, seed=7, own_kernels: bool = False) -> dict[str
 
 def test_every_property_is_generated_for_the_op():
     names = [c.name for c in property_checks(SPEC)]
-    for what in ("random shapes", "non-contiguous arguments", "NaN and infinities", "every declared edge",
+    for what in ("random shapes", "non-contiguous arguments", "PyTorch's defaults", "NaN and infinities", "every declared edge",
                  "on the current stream", "two results held at once", "gradients", "output metadata"):
         assert any(what in n for n in names), (what, names)
     assert {c.group for c in property_checks(SPEC) if "gradients" in c.name} == {"autograd"}
@@ -212,6 +224,8 @@ def test_a_right_op_passes_every_property(seed):
     (_column_major, "output strides", "registered fake"),
     (_memo_without_copy, "state between calls", "filled the previous result with NaN"),
     (_memo_by_address, "state between calls", "changed in place"),
+    (_another_default, "PyTorch's defaults", "a left out"),
+    (_no_default, "PyTorch's defaults", "missing 1 required positional argument"),
 ])
 def test_each_kind_of_wrong_op_fails_its_property(op, property_, words):
     found = _run(SPEC, _module(op), only=[property_])

@@ -297,7 +297,7 @@ class ActivationSpec(Spec):
             # is the parameter's side), at this call's parameter (not 1), and in the gradients
             AuditCall(self.op, (x, p), ("x", self.param), lambda x, p: self.reference(x.double(), p), grad_args=(0,),
                       registered=f"lib.ops.{self.op}", nonfinite=(0,), scalars={1: others},
-                      domains={0: (EXACT_ZEROS,)}),
+                      domains={0: (EXACT_ZEROS,)}, defaults={1: self.param_values[0]}),
             AuditCall(f"{self.op}_backward", (g, x, p), ("grad_output", "x", self.param),
                       lambda g, x, p: self.reference_grad(g.double(), x.double(), p),
                       registered=f"lib.ops.{self.op}_backward", nonfinite=(0, 1), scalars={2: others},

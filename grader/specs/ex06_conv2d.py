@@ -21,7 +21,7 @@ from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule, kernel_function, observe
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
-                                conv_smallest_input)
+                                conv_smallest_input, torch_defaults)
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -901,15 +901,17 @@ class ConvSpec(Spec):
         dilation, output_padding = (params[4], params[2]) if self.transposed else (params[2], (0, 0))
         edges = conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), stride, dilation, padding,
                                    self.transposed, output_padding)
-        return AuditCall(self.op, (x, w, bias, *params, *extra),
-                         ("x", "weight", "bias", *names, *(("version",) if extra else ())),
+        arg_names = ("x", "weight", "bias", *names, *(("version",) if extra else ()))
+        groups = params[names.index("groups")]
+        return AuditCall(self.op, (x, w, bias, *params, *extra), arg_names,
                          self._audit_reference, label=f"{self.op}({', '.join(what)})", group=group,
                          grad_args=grads if AUTOGRAD in self.points and version == self.autograd_version else (),
                          kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
                          domains={0: conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), dilation, padding,
                                                          self.transposed, stride, output_padding), 4: edges},
                          tolerance=self._audit_tolerance if tf32 else None,
-                         needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
+                         needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None,
+                         defaults=torch_defaults(arg_names, first=2, keep=("groups",) if groups != 1 else ()))
 
     def _audit_tolerance(self, x, w, b, *params) -> float:
         """tf32_tolerance of an audit call's arguments (the op's scalars in its order, then the version)."""

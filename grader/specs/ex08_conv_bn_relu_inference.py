@@ -17,7 +17,7 @@ from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
-                                Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
+                                Spec, audit_randn, conv_padding_edges, conv_smallest_input, torch_defaults, values)
 from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
 from grader.specs.conv_bn import SHAPES as TRAIN_SHAPES
 from grader.specs.conv_bn import Shape, conv_bn_modules
@@ -405,7 +405,8 @@ def _call(x, w, bias, bn, conv, kind: str = "", version: int = STRICT) -> AuditC
                      registered="lib.ops.conv_bn_relu_inference", nonfinite=(0,), scalars={7: (0.1, 1e-3)},
                      domains=domains,
                      tolerance=_audit_tf32_tolerance if tf32 else None,
-                     needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None)
+                     needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None,
+                     defaults=torch_defaults(names, first=7))
 
 
 # The launchers' branches (grader/verify/paths.py): with and without a bias, the kernels' 16-byte stores of 4

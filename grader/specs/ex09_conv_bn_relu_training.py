@@ -23,7 +23,8 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
                                   require_capability, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
-                                ModuleOptions, Spec, audit_randn, conv_padding_edges, conv_smallest_input, values)
+                                ModuleOptions, Spec, audit_randn, conv_padding_edges, conv_smallest_input, torch_defaults,
+                                values)
 from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
@@ -444,7 +445,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                        scalars={9: (None, 0.0, 0.3, 1.0), 10: (1e-3,)}, domains=_domains(x, w, conv, momentum=9),
                        updates=None if tf32 else _audit_updates, updates_group="running_stats",
                        tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14], outputs=("y",))) if tf32 else None,
-                       **per_version)]
+                       defaults=torch_defaults(NAMES, first=9), **per_version)]
     for training in (True, False):
         mode = "training" if training else "eval"
         args = (x, w, b, gamma, beta, mean, var, count, training, 0.1, 1e-5, *conv, True, version)  # keep_z

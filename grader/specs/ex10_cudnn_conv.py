@@ -21,7 +21,7 @@ from grader.verify.checks import CheckFailure, assert_rel_error, expect_error, p
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
-                                conv_smallest_input)
+                                conv_smallest_input, torch_defaults)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
@@ -1174,10 +1174,12 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
     # time: each a new plan, and a descriptor or workspace sized for the base geometry shows there
     hw, khw = tuple(c.x[2:]), tuple(c.w[2:])
     forward_domains = {0: conv_smallest_input(hw, khw, d, p), 4: conv_padding_edges(hw, khw, s, d, p)}
+    keep = ("groups",) if c.groups != 1 else ()  # PyTorch's default groups=1 refuses a grouped weight
     calls = [AuditCall("conv2d", (x, w, None if mode == "heuristic" else b, *conv, MODE[mode]),
                        ("x", "weight", "bias", *CONV_NAMES), _conv2d_reference,
                        label=f"conv2d(mode={mode})" if kind == "dense" else f"conv2d{suffix}",
-                       registered="lib.ops.conv2d", domains=forward_domains)
+                       registered="lib.ops.conv2d", domains=forward_domains,
+                       defaults=torch_defaults(("x", "weight", "bias", *CONV_NAMES), first=2, keep=keep))
              for mode in forward]
     calls.append(AuditCall(
         "conv2d_backward_input", (g, w, list(c.x), *conv, MODE["heuristic"]),
@@ -1206,7 +1208,8 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
         # graded with the backward checks: it is the same cuDNN backward-data call
         label=f"conv_transpose2d{suffix}", group="backward",
         domains={0: conv_smallest_input(ghw, khw, d, p, True, s, out_pad),
-                 4: conv_padding_edges(ghw, khw, s, d, p, True, out_pad)}))
+                 4: conv_padding_edges(ghw, khw, s, d, p, True, out_pad)},
+        defaults=torch_defaults(("x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"), first=2)))
     return calls
 
 

@@ -11,6 +11,9 @@ generates, for every op, in each dtype the spec lists:
   1; dense with the last two dims transposed; and from three dims, a slice of a longer batch and a
   narrowed view, whose batch and channel strides are larger than packed): the right answer, or an
   error naming the argument (an interface may refuse them);
+- PyTorch's defaults: every argument a drop-in caller may leave out (bias, stride, padding, dilation,
+  groups, a scalar's default) left out, the arguments after them by keyword: PyTorch's answer at its
+  defaults;
 - NaN and infinities where the call says the reference defines the result (IEEE propagation);
 - every declared edge of every argument's domain (the call's `scalars` and `domains`: zero, negative,
   above one, None, every flag and mode, tensor values at the op's special points), one at a time over
@@ -177,15 +180,19 @@ def _rule(ctx: Context, call: AuditCall) -> KernelRule | None:
 
 
 def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool = False, queued_ok: bool = False,
-           expected=None):
+           expected=None, omit: frozenset = frozenset()):
     """Call the op as a user would: the result must be plain tensors, the inputs unmodified (but
     those the op updates by design), the memory it may write poisoned beforehand, and no host thread
     may outlive the call. Every call is observed (grader.verify.observe.WATCH): in the watch's hidden window
     by default (a value check, where only PyTorch's or a library's kernels fail, as nothing says the
     op had work to do), in a visible one with `visible` (the own-kernel check: its kernels must have
     done the work). Either way the caller compares the values. `expected`: the reference's answer for
-    these values, when the caller has it already (the same values in another layout)."""
+    these values, when the caller has it already (the same values in another layout). `omit`: indices of
+    arguments left out of the call (each holds in `args` the value the op must then take), those after
+    them passed by keyword, under the names of the op's own signature."""
     fn = resolve(ctx.module, call.op)
+    if omit:
+        fn = _leaving_out(fn, omit)
     before = {i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates}
     expected_first = _reference(call, args) if expected is None else expected
     first = (_tensors(expected_first) or [None])[0]
@@ -217,6 +224,26 @@ def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool =
     return out, expected_first
 
 
+def _leaving_out(fn, omit: frozenset):
+    """`fn` called as fn(*args) but with the arguments at `omit` left out: those before the first one
+    positionally, the rest by the keyword the signature gives their position."""
+    import inspect
+
+    first = min(omit)
+
+    def call(*args):
+        try:
+            names = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):  # no signature to read (a builtin): positional only
+            names = []
+        later = {names[i]: a for i, a in enumerate(args) if i > first and i not in omit and i < len(names)}
+        if len(later) != sum(1 for i in range(first + 1, len(args)) if i not in omit):
+            raise CheckFailure(f"the op's signature ({', '.join(names)}) has no parameter at each position after "
+                               f"{first}: it cannot be called as PyTorch's op is, by keyword")
+        return fn(*args[:first], **later)
+    return call
+
+
 def _bits(t: torch.Tensor) -> torch.Tensor:
     ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
     return t.detach().contiguous().view(ints)
@@ -228,7 +255,7 @@ def _reference(call: AuditCall, args: list):
 
 
 def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = (),
-               visible: bool = False, updates: bool = False, expected=None):
+               visible: bool = False, updates: bool = False, expected=None, omit: frozenset = frozenset()):
     """The op on `args` gives the reference's answer (or, when `may_refuse` names arguments, an error
     naming one of them), its kernels observed (`invoke`); with `updates`, the arguments it updates in
     place by design hold the call's `updates` after it. Returns (output, expected), (None, None) when
@@ -236,7 +263,7 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
     # the state the op updates in place by design, as it must be after the call (before it runs)
     updated = call.updates(*_double(args)) if updates and call.updates is not None else {}
     try:
-        out, expected = invoke(ctx, call, args, what, visible=visible, expected=expected)
+        out, expected = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit)
     except ERRORS as e:
         msg = clean(e)
         if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
@@ -374,6 +401,32 @@ def _noncontiguous(spec, calls: _Calls):
                     names = tuple(call.names[i] for i in chosen)
                     check_call(ctx, call, args, f"{_described(call)}, {' and '.join(names)} as a {layout}",
                                may_refuse=names, expected=expected)
+    return run
+
+
+def _defaults(spec, calls: _Calls):
+    """PyTorch's defaults: each call with every argument a drop-in caller may leave out left out
+    (`AuditCall.defaults`), against the reference at PyTorch's defaults for them. A call whose arguments
+    PyTorch refuses at those defaults (groups 1 against a grouped weight) is passed over; a label none of
+    whose calls is valid there fails, so the property never passes without a call."""
+    def run(ctx):
+        tried = 0
+        for call in calls(ctx, "defaults", _dtypes(spec)[0], random_shapes=False):
+            if not call.defaults:
+                continue
+            args = _fresh(call.args)
+            for i, value in call.defaults.items():
+                args[i] = value
+            try:
+                expected = _reference(call, args)
+            except (RuntimeError, ValueError):  # PyTorch refuses these arguments at its defaults
+                continue
+            tried += 1
+            left_out = ", ".join(call.names[i] for i in sorted(call.defaults))
+            check_call(ctx, call, args, f"{_described(call)} with {left_out} left out (PyTorch's defaults)",
+                       expected=expected, omit=frozenset(call.defaults))
+        if not tried:
+            raise CheckFailure(f"{calls.label}: no call of the spec is valid at PyTorch's defaults (a grader bug)")
     return run
 
 
@@ -860,6 +913,8 @@ def property_checks(spec: Spec) -> list[Check]:
         if len(_dtypes(spec)) > 1:
             add("random shapes in every dtype", lambda sp, c: _random_shapes(sp, c, every_dtype=True), slow=True)
         add("non-contiguous arguments", _noncontiguous)
+        if call.defaults:
+            add("PyTorch's defaults", _defaults)
         if call.nonfinite:
             add("NaN and infinities", _nonfinite)
         if call.edges():

@@ -205,13 +205,17 @@ class AuditCall:
     # (major, minor): the call needs a GPU of at least this compute capability; below it, the checks
     # made from the call are reported as not run on this GPU (grader.verify.checks.require_capability)
     needs_capability: tuple[int, int] | None = None
+    # arguments a drop-in caller may leave out, each with the value it then takes (PyTorch's default for
+    # it: `torch_defaults`): the generated property calls the op without them (the arguments after them
+    # by keyword) and compares with the reference at those values
+    defaults: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if len(self.names) != len(self.args):
             raise ValueError(f"AuditCall {self.op}: {len(self.args)} arguments but {len(self.names)} names")
         self.label = self.label or self.op.rsplit(".", 1)[-1]
         self.group = self.group or ("backward" if "backward" in self.label else "forward")
-        for i in (*self.scalars, *self.domains):
+        for i in (*self.scalars, *self.domains, *self.defaults):
             if not 0 <= i < len(self.args):
                 raise ValueError(f"AuditCall {self.label}: a domain for argument {i} of {len(self.args)}")
 
@@ -220,6 +224,19 @@ class AuditCall:
         out = [(i, Edge(repr(v), v)) for i, vs in self.scalars.items() for v in vs]
         out += [(i, e) for i, es in self.domains.items() for e in es]
         return out
+
+
+# PyTorch's defaults for the arguments of its functional convolutions and batch norm (F.conv2d,
+# F.conv_transpose2d, F.batch_norm, torch.nn.grad.*): what a drop-in op must take when they are left out
+TORCH_DEFAULTS = {"bias": None, "stride": 1, "padding": 0, "output_padding": 0, "dilation": 1, "groups": 1,
+                  "momentum": 0.1, "eps": 1e-5}
+
+
+def torch_defaults(names: Sequence[str], first: int = 0, keep: Sequence[str] = ()) -> dict[int, object]:
+    """{index: PyTorch's default} for the arguments from index `first` on that PyTorch's op lets a caller
+    leave out (`TORCH_DEFAULTS`, by name), but those in `keep` (a call's groups where its weight is
+    grouped: at groups=1 PyTorch refuses it): an AuditCall's `defaults`."""
+    return {i: TORCH_DEFAULTS[n] for i, n in enumerate(names) if i >= first and n in TORCH_DEFAULTS and n not in keep}
 
 
 # added to every audit_randn seed: the judge (grader.verify.judge) draws its calls' values fresh for each
