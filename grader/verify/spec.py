@@ -419,7 +419,8 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
     """The edges of a convolution's input `x` at its smallest height, and at its smallest width (each
     axis alone, the other as it was): for a convolution, where the (dilated) kernel just fits the padded
     input, so that axis of the output is 1 (`>=` against `>` in a size check); for a transposed one, the
-    smallest input that leaves an output row (column). An axis already at its smallest has none."""
+    smallest input that leaves an output row (column). An axis already at its smallest has none. And
+    one pixel below it, which PyTorch refuses (marked refused: the op must refuse it, naming x).""" 
     def smallest(d: int) -> int:
         if not transposed:
             return max(1, dilation[d] * (k_hw[d] - 1) + 1 - 2 * padding[d])
@@ -434,6 +435,10 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
         n = smallest(d)
         if n < in_hw[d]:
             edges.append(Edge(f"{axis} {n} (the smallest input)", make=_cropped(d - 2, n)))
+        if 1 < n <= in_hw[d]:  # one pixel less: PyTorch refuses it, and so must the op (a size check's
+            # `>` for `>=`, or an output size rounded toward zero at stride 2, lets it through)
+            edges.append(Edge(f"{axis} {n - 1} (one below the smallest: refused)", make=_cropped(d - 2, n - 1),
+                              refused=True))
     return tuple(edges)
 
 
