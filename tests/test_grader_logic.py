@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -946,3 +947,132 @@ def test_a_part_that_died_before_collecting_costs_the_whole_exercise(tmp_path):
     merged = grading.merge_parts("01_leaky_relu", jobs, tmp_path)
     row = grading.grading_row(spec, merged, tmp_path, timeout=60, seed=None)
     assert row.points == 0 and row.status == "crashed" and "SIGSEGV" in row.error, row
+
+
+# --- grader.verify.guard: tensors at the edge of mapped GPU memory --------------------------------
+
+@pytest.mark.parametrize("nbytes", [1, 2, 6, 4096, 2 << 20, (2 << 20) + 2, 5 * (2 << 20) - 3])
+@pytest.mark.parametrize("where", ["end", "start"])
+def test_a_tensor_at_the_memory_edge_touches_its_mapping_at_that_edge_with_unmapped_guards(nbytes, where):
+    from grader.verify.guard import placement
+
+    g = 2 << 20
+    p = placement(nbytes, g, where)
+    assert p["mapped"] % g == 0 and nbytes <= p["mapped"] < nbytes + g  # whole granules, the fewest
+    assert p["map_at"] >= g and p["map_at"] % g == 0  # an unmapped guard before, granule-aligned
+    after = p["reserve"] - (p["map_at"] + p["mapped"])
+    assert after >= g and after >= nbytes and p["map_at"] >= nbytes  # and after: a tensor's length at least
+    if where == "end":
+        assert p["data_at"] + nbytes == p["map_at"] + p["mapped"]  # the last byte is the mapping's last
+    else:
+        assert p["data_at"] == p["map_at"]  # the first byte is the mapping's first
+    for bad in ((0, g, where), (nbytes, 0, where), (nbytes, g, "middle")):
+        with pytest.raises(ValueError):
+            placement(*bad)
+
+
+def test_the_driver_structs_are_laid_out_as_cuda_h_says(tmp_path):
+    """ctypes' CUmemAllocationProp, CUmemLocation and CUmemAccessDesc against the toolkit's cuda.h,
+    compiled here (sizes and field offsets)."""
+    import ctypes
+    import shutil
+
+    from grader.verify import guard
+
+    header = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include" / "cuda.h"
+    if not header.is_file() or shutil.which("gcc") is None:
+        pytest.skip("needs the CUDA toolkit's cuda.h and gcc")
+    src = tmp_path / "layout.c"
+    src.write_text("#include <stdio.h>\n#include <stddef.h>\n#include <cuda.h>\nint main(void) {\n"
+                   '  printf("%zu %zu %zu %zu %zu %zu %zu\\n", sizeof(CUmemAllocationProp), '
+                   "offsetof(CUmemAllocationProp, location), offsetof(CUmemAllocationProp, win32HandleMetaData), "
+                   "offsetof(CUmemAllocationProp, allocFlags), sizeof(CUmemLocation), sizeof(CUmemAccessDesc), "
+                   "offsetof(CUmemAccessDesc, flags));\n  return 0;\n}\n")
+    exe = tmp_path / "layout"
+    subprocess.run(["gcc", f"-I{header.parent}", str(src), "-o", str(exe)], check=True, capture_output=True)
+    want = [int(v) for v in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()]
+    P, A = guard.CUmemAllocationProp, guard.CUmemAccessDesc
+    have = [ctypes.sizeof(P), P.location.offset, P.win32HandleMetaData.offset, P.allocFlags.offset,
+            ctypes.sizeof(guard.CUmemLocation), ctypes.sizeof(A), A.flags.offset]
+    assert have == want
+
+
+def test_at_memory_edge_leaves_cpu_and_empty_tensors_alone():
+    from grader.verify.guard import at_memory_edge
+
+    assert at_memory_edge(torch.ones(3), "end") is None
+    assert at_memory_edge(torch.ones(0, 4), "start") is None
+    with pytest.raises(ValueError):
+        at_memory_edge(torch.ones(3), "middle")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_at_memory_edge_round_trips_values_at_the_mapping_edge(dtype):
+    """On the GPU: the values, shape, dtype and requires_grad come back (odd byte counts too); for "end"
+    the last byte is the mapping's last, for "start" the first is its first."""
+    from grader.verify.guard import at_memory_edge, mapping_of
+
+    for shape in [(1,), (3,), (7, 5), (2, 3, 5), (64, 65), (1, 1, 1, 1), ()]:
+        for where in ("end", "start"):
+            t = torch.randn(shape, device="cuda").to(dtype).requires_grad_(dtype != torch.float16)
+            placed = at_memory_edge(t, where)
+            assert placed.shape == t.shape and placed.dtype == t.dtype and placed.is_contiguous()
+            assert placed.requires_grad == t.requires_grad and placed.is_cuda
+            assert torch.equal(placed.detach(), t.detach()), (shape, where)
+            lo, hi = mapping_of(placed)
+            nbytes = placed.numel() * placed.element_size()
+            assert (placed.data_ptr() + nbytes == hi) if where == "end" else (placed.data_ptr() == lo), (shape, where)
+            assert placed.data_ptr() % placed.element_size() == 0
+            if placed.requires_grad:  # a leaf of its own, as the argument was
+                (placed.float() * 2).sum().backward()
+                assert torch.equal(placed.grad.float(), torch.full(shape, 2.0, device="cuda"))
+
+
+@pytest.mark.gpu
+def test_at_memory_edge_frees_its_memory():
+    """On the GPU: 200 placements made and dropped leave neither torch's allocator nor the device's free
+    memory lower, and the driver reports no error."""
+    import gc
+
+    from grader.verify.guard import at_memory_edge
+
+    x = torch.randn(1000, 3, device="cuda")
+    torch.cuda.synchronize()
+    gc.collect()
+    allocated, (free, _) = torch.cuda.memory_allocated(), torch.cuda.mem_get_info()
+    for k in range(200):
+        y = at_memory_edge(x, "end" if k % 2 else "start")
+        assert float(y.sum()) == pytest.approx(float(x.sum()), rel=1e-5)
+        del y
+    gc.collect()
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == allocated
+    assert torch.cuda.mem_get_info()[0] >= free - (16 << 20)  # a granule's slack, not 200 granules
+
+
+_OUTSIDE = """
+import ctypes, sys, torch
+from grader.verify import guard
+x = guard.at_memory_edge(torch.arange(10, dtype=torch.float32, device="cuda"), sys.argv[1])
+lib = guard._lib()
+lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_size_t]
+byte = ctypes.c_ubyte()
+inside = x.data_ptr() + (39 if sys.argv[1] == "end" else 0)
+outside = x.data_ptr() + (40 if sys.argv[1] == "end" else -1)
+assert lib.cuMemcpyDtoH_v2(ctypes.byref(byte), inside, 1) == 0, "the edge byte itself is not readable"
+print("outside:", lib.cuMemcpyDtoH_v2(ctypes.byref(byte), outside, 1), flush=True)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("where", ["end", "start"])
+def test_the_byte_outside_the_edge_is_not_mapped(where):
+    """On the GPU, in a process of its own (an access there may lose the CUDA context): the tensor's edge
+    byte is readable, the next one outside it is not (an error, or the process faults)."""
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _OUTSIDE, where], capture_output=True, text=True, cwd=env.REPO,
+                          timeout=120)
+    assert "the edge byte itself" not in done.stderr, done.stderr
+    assert done.returncode != 0 or ("outside:" in done.stdout and "outside: 0" not in done.stdout), (done.stdout, done.stderr)

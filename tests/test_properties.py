@@ -411,3 +411,102 @@ def test_each_component_of_a_list_argument_and_the_smallest_input_are_checked():
     found = _run(spec, types.SimpleNamespace(conv=lambda *a: _checked_conv(*a, size_check=">")),
                  only=["every declared edge"])
     assert any("smallest input" in v for v in found.values()), found
+
+
+# --- every tensor argument at the edge of mapped memory (grader.verify.guard; faults need a GPU) ----
+
+def _placed_on_the_cpu(monkeypatch) -> dict[int, str]:
+    """grader.verify.guard.at_memory_edge stood in for on the CPU: a copy, whose placement ("end" or
+    "start") is recorded under its address (an op here "faults" by reading that record)."""
+    placed: dict[int, str] = {}
+
+    def at_memory_edge(t, where):
+        if t.numel() == 0:
+            return None
+        out = t.detach().clone().requires_grad_(t.requires_grad)
+        placed[out.data_ptr()] = where
+        return out
+
+    monkeypatch.setattr(properties, "at_memory_edge", at_memory_edge)
+    return placed
+
+
+def test_the_memory_edge_property_is_generated_for_every_op_and_checked_last():
+    checks = property_checks(SPEC)
+    edge = [c for c in checks if properties.MEMORY_EDGE in c.name]
+    assert [c.name for c in edge] == [f"scale [{properties.MEMORY_EDGE}]"]
+    assert edge[0].group == "forward" and not edge[0].slow
+    # last of all: a fault there (the CUDA context lost) leaves no other check unrun
+    assert checks[-len(edge):] == edge
+
+
+def test_the_memory_edge_property_places_every_argument_at_both_edges_and_passes_a_right_op(monkeypatch):
+    placed = _placed_on_the_cpu(monkeypatch)
+    seen = []
+
+    def right(x, a):
+        seen.append(placed.get(x.data_ptr()))
+        return _right(x, a)
+
+    assert not any(_run(SPEC, _module(right), only=[properties.MEMORY_EDGE]).values())
+    # two calls per call of the op (its fixed one, and this run's random shape): at the end, at the start
+    assert seen[:2] == ["end", "start"] and len(seen) >= 4 and set(seen) == {"end", "start"}
+
+
+@pytest.mark.parametrize("where, words", [("end", "past the end of an argument's memory"),
+                                          ("start", "before the start of an argument's memory")])
+def test_an_op_faulting_at_an_edge_fails_saying_it_accessed_outside_an_argument(monkeypatch, where, words):
+    from grader.verify.checks import cuda_context_lost
+
+    placed = _placed_on_the_cpu(monkeypatch)
+
+    def reads_outside(x, a):
+        if placed.get(x.data_ptr()) == where:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might "
+                               "be asynchronously reported at some other API call")
+        return _right(x, a)
+
+    failure = _run(SPEC, _module(reads_outside), only=[properties.MEMORY_EDGE])[f"scale [{properties.MEMORY_EDGE}]"]
+    assert words in failure and "`x`" in failure and properties.MEMORY_EDGE in failure, failure
+    assert cuda_context_lost(failure), failure  # the suite then marks the checks after it "not run"
+
+
+def test_a_misaligned_vector_access_at_the_edge_is_named_so(monkeypatch):
+    placed = _placed_on_the_cpu(monkeypatch)
+
+    def assumes_16_byte_alignment(x, a):
+        if placed.get(x.data_ptr()) == "end":
+            raise RuntimeError("CUDA error: misaligned address")
+        return _right(x, a)
+
+    failure = _run(SPEC, _module(assumes_16_byte_alignment), only=[properties.MEMORY_EDGE])
+    assert "a misaligned access" in failure[f"scale [{properties.MEMORY_EDGE}]"], failure
+
+
+def test_a_wrong_answer_at_the_edge_is_a_wrong_answer(monkeypatch):
+    placed = _placed_on_the_cpu(monkeypatch)
+
+    def wrong_there(x, a):
+        y = _right(x, a)
+        return y + 1 if placed.get(x.data_ptr()) == "start" else y
+
+    failure = _run(SPEC, _module(wrong_there), only=[properties.MEMORY_EDGE])[f"scale [{properties.MEMORY_EDGE}]"]
+    assert "starting at the first byte of mapped GPU memory" in failure and "memory" in failure, failure
+
+
+def test_arguments_the_op_updates_in_place_are_not_moved(monkeypatch):
+    placed = _placed_on_the_cpu(monkeypatch)
+    call = SPEC._call(torch.randn(3, 4), 0.3)
+    updated = AuditCall("scale", call.args, call.names, call.reference, mutates=(0,))
+
+    class Updating(ScaleSpec):
+        def audit_calls(self, device, dtype):
+            return [updated]
+
+        def random_calls(self, g, device, dtype):
+            return []
+
+    spec = Updating(exercise="99_scale", title="scale", module="scale.py", points={"forward": 1},
+                    property_dtypes=("float32",))
+    assert not any(_run(spec, _module(_right), only=[properties.MEMORY_EDGE]).values())
+    assert not placed  # its only tensor is updated in place by design: nothing to place, no call

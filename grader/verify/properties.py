@@ -46,7 +46,13 @@ generates, for every op, in each dtype the spec lists:
   (grader.verify.observe.KernelRule), so a fall-back for one dtype, one parameter value or one kind of
   shape is seen; observed where the op can see a profiler, its values compared too;
 - output metadata (full grade): shape, dtype and strides against the registered fake
-  (torch.library.opcheck), contiguous and in each non-contiguous layout.
+  (torch.library.opcheck), contiguous and in each non-contiguous layout;
+- every tensor argument at the edge of mapped memory (checked last): each call (fixed and random shapes,
+  first dtype) with every tensor argument in memory of its own whose last byte is the last mapped one,
+  then whose first byte is the first (grader.verify.guard): the right answer, and a read or write
+  past an argument's end or before its start (an off-by-one load guard, a halo read at index -1,
+  whose value no output uses) faults there and fails saying so, where the caching allocator's
+  neighbouring memory hides it everywhere else.
 
 Every call is observed by the watch the op cannot see (grader.verify.observe.WATCH): no PyTorch or library
 kernel may do its work in a value check either, so what an op does when it sees no profiler is
@@ -64,9 +70,11 @@ import math
 
 import torch
 
-from grader.verify.checks import LAYOUTS, CheckFailure, late_copies, poison_next_allocation, require_plain_tensor
+from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
+from grader.verify.checks import require_plain_tensor
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
+from grader.verify.guard import at_memory_edge
 from grader.verify.judge import clean, cotangent, gradients, names_one_of, resolve
 from grader.verify.observe import WATCH, KernelRule, native_threads, observe
 from grader.verify.spec import AuditCall, Check, Context, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
@@ -427,6 +435,61 @@ def _defaults(spec, calls: _Calls):
                        expected=expected, omit=frozenset(call.defaults))
         if not tried:
             raise CheckFailure(f"{calls.label}: no call of the spec is valid at PyTorch's defaults (a grader bug)")
+    return run
+
+
+# the property's name in the report, e.g. "conv2d [every tensor argument at the edge of mapped memory]"
+MEMORY_EDGE = "every tensor argument at the edge of mapped memory"
+# where = "end" | "start": how the placement is said in a check's description and in its failure
+_EDGE_WORDS = {"end": ("ending at the last byte of mapped GPU memory", "past the end of an argument's memory"),
+               "start": ("starting at the first byte of mapped GPU memory", "before the start of an argument's memory")}
+
+
+def memory_edge_failure(what: str, where: str, names: tuple[str, ...], error: str) -> str:
+    """The failure of a call whose arguments were at the edge of mapped memory (grader.verify.guard) and
+    that faulted: the op read or wrote outside an argument, said first; CUDA's own words kept (the suite
+    knows a lost context by them)."""
+    placed, outside = _EDGE_WORDS[where]
+    args = ", ".join(f"`{n}`" for n in names)
+    if "misaligned address" in error:
+        return (f"{what}: a misaligned access: the op assumed more alignment of an argument's data pointer than "
+                f"its element size ({args} {placed}, as PyTorch may hand them; check the pointer's alignment "
+                f"before a vector load) [{MEMORY_EDGE}]: {error}")
+    return (f"{what}: the op read or wrote {outside} ({args} {placed}, so the first byte outside faults; "
+            f"elsewhere the caching allocator's neighbouring memory hides such an access: an off-by-one load "
+            f"guard, or a halo read at index -1) [{MEMORY_EDGE}]: {error}")
+
+
+def _memory_edges(spec, calls: _Calls):
+    """Each call (fixed and this run's random shapes, first dtype) twice: every tensor argument (but
+    those the op updates in place) in memory of its own whose last byte is the last mapped one, then
+    every one whose first byte is the first mapped one (grader.verify.guard.at_memory_edge): the right
+    answer, and no access outside an argument, which faults there."""
+    def run(ctx):
+        for call in calls(ctx, "memory edges", _dtypes(spec)[0]):
+            expected = None  # the float64 reference, once for both placements (the same values)
+            for where in ("end", "start"):
+                args, names = _fresh(call.args), []
+                for i, a in enumerate(args):
+                    if isinstance(a, torch.Tensor) and i not in call.mutates:
+                        placed = at_memory_edge(a, where)
+                        if placed is not None:
+                            args[i] = placed
+                            names.append(call.names[i])
+                if not names:
+                    continue  # no tensor to place (empty ones, or not on the GPU)
+                if expected is None:
+                    expected = _reference(call, list(call.args))
+                what = f"{_described(call)}, every tensor argument {_EDGE_WORDS[where][0]}"
+                try:
+                    check_call(ctx, call, args, what, expected=expected)
+                except CheckFailure as e:
+                    error = str(e)
+                    if cuda_context_lost(error):
+                        error = error[len(what) + 2:] if error.startswith(what + ": ") else error
+                        raise CheckFailure(memory_edge_failure(what, where, tuple(names), error)) from None
+                    raise
+                del args
     return run
 
 
@@ -905,6 +968,9 @@ def property_checks(spec: Spec) -> list[Check]:
     except Exception:  # noqa: BLE001: a spec that cannot describe its calls on the CPU gets no properties
         return []
     checks: list[Check] = []
+    # last of all: a fault there loses the checks after it (the CUDA context is gone), so every other
+    # check has run by then, and the fault's reason is its group's first failure
+    at_edges: list[Check] = []
     seen: set[str] = set()
     for call in calls:
         if call.label in seen or call.reference is None:
@@ -914,11 +980,11 @@ def property_checks(spec: Spec) -> list[Check]:
         group = call.group if call.group in spec.points else next(iter(spec.points))
         grad_group = AUTOGRAD if AUTOGRAD in spec.points else group
 
-        def add(what, make, grp=group, slow=False, needs=call.needs_capability, label=call.label):
+        def add(what, make, grp=group, slow=False, needs=call.needs_capability, label=call.label, into=checks):
             run = make(spec, op)
             if needs is not None:  # below it, reported as not run on this GPU (costs nothing)
                 run = _on_capability(needs, label, run)
-            checks.append(Check(f"{call.label} [{what}]", grp, run, slow=slow))
+            into.append(Check(f"{call.label} [{what}]", grp, run, slow=slow))
 
         add("random shapes", _random_shapes)
         if len(_dtypes(spec)) > 1:
@@ -953,7 +1019,8 @@ def property_checks(spec: Spec) -> list[Check]:
             add("own kernels in every dtype and shape", _own_kernels, slow=True)
         if call.registered:
             add("output metadata against the registered fake", _fake, slow=True)
-    return checks + module_checks(spec)
+        add(MEMORY_EDGE, _memory_edges, into=at_edges)
+    return checks + module_checks(spec) + at_edges
 
 
 def _module_options(entry: ModuleOptions):

@@ -124,3 +124,16 @@ VARIANTS += [
             {"transpose.cu": [("    __syncthreads();\n  }\n  // END SOLUTION\n", "  }\n  // END SOLUTION\n")]},
             loses=set(), keeps=KEEPS, extra={"racecheck": True, "kind": "race", "old": "full marks"}),
 ]
+
+# Memory edges (issue 47): an access outside an argument that changes no value, which the caching
+# allocator's mapped neighbouring memory hides from every other check.
+LOAD = "if (r < rows && c < cols) tile[threadIdx.y + j][threadIdx.x + i] = in[r * cols + c];"
+VARIANTS += [
+    # the load guard off by one: a partial last row tile (rows % 64 != 0) also reads input row `rows`, one
+    # row past the end of x, into a tile row whose column no output takes (the store keeps r < rows)
+    Variant(EX, "load_guard_reads_a_row_past_the_end", "the tile's load guard is r <= rows: one row past the end "
+            "of the input is read into the tile (and never stored)",
+            {"transpose.cu": [(LOAD, LOAD.replace("r < rows", "r <= rows"))]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="past the end of an argument's memory",
+            extra={"kind": "memory edge", "old": "full marks"}),
+]
