@@ -1030,6 +1030,19 @@ def test_at_memory_edge_round_trips_values_at_the_mapping_edge(dtype):
 
 
 @pytest.mark.gpu
+def test_at_memory_edge_leaves_the_graders_state_as_the_integrity_snapshot_took_it():
+    """On the GPU: placing tensors changes no grader state the tamper check watches (a module-level
+    cache filled on first use read as a submission's tampering, and cost every exercise its points)."""
+    from grader.verify import guard, integrity
+
+    snapshot = integrity.Snapshot().take()
+    for where in ("end", "start"):
+        del_me = guard.at_memory_edge(torch.ones(5, device="cuda"), where)
+        del del_me
+    assert snapshot.changed(deep=True) == []
+
+
+@pytest.mark.gpu
 def test_at_memory_edge_frees_its_memory():
     """On the GPU: 200 placements made and dropped leave neither torch's allocator nor the device's free
     memory lower, and the driver reports no error."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 import weakref
 
 import torch
@@ -68,25 +67,32 @@ _SIGNATURES = {
     "cuGetErrorString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
 }
 
-_lock = threading.Lock()
-_driver: list = []  # the loaded library, once
-_granularity: dict[int, int] = {}  # device index -> minimum allocation granularity
 # data pointer -> the memory placed there (weakly: the tensors keep it alive), for `mapping_of`
 _owners: "weakref.WeakValueDictionary[int, _EdgeMemory]" = weakref.WeakValueDictionary()
 
 
+def _load():
+    """The CUDA driver library with the signatures of `_SIGNATURES`, or the error that kept it out."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        return str(e)
+    for name, argtypes in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = argtypes, ctypes.c_int
+    return lib
+
+
+# Loaded once, at import (it initializes nothing), and never reassigned: the grading process's
+# snapshot of the grader's own state (grader.verify.integrity), taken after the import, then sees
+# it unchanged; a submission that swapped it for a stand-in is tampering
+_DRIVER = _load()
+
+
 def _lib():
-    with _lock:
-        if not _driver:
-            try:
-                lib = ctypes.CDLL("libcuda.so.1")
-            except OSError as e:
-                raise RuntimeError(f"at_memory_edge: cannot load the CUDA driver (libcuda.so.1): {e}") from None
-            for name, argtypes in _SIGNATURES.items():
-                fn = getattr(lib, name)
-                fn.argtypes, fn.restype = argtypes, ctypes.c_int
-            _driver.append(lib)
-        return _driver[0]
+    if isinstance(_DRIVER, str):
+        raise RuntimeError(f"at_memory_edge: cannot load the CUDA driver (libcuda.so.1): {_DRIVER}")
+    return _DRIVER
 
 
 def _check(result: int, call: str) -> None:
@@ -132,12 +138,12 @@ def _ensure_context(device: int) -> None:
 
 
 def _device_granularity(device: int, prop: CUmemAllocationProp) -> int:
-    if device not in _granularity:
-        size = ctypes.c_size_t()
-        _check(_lib().cuMemGetAllocationGranularity(ctypes.byref(size), ctypes.byref(prop),
-                                                    CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity")
-        _granularity[device] = size.value
-    return _granularity[device]
+    """The device's minimum allocation granularity (asked each time: a module-level cache would be
+    grader state that changes during grading, which the integrity snapshot reports as tampering)."""
+    size = ctypes.c_size_t()
+    _check(_lib().cuMemGetAllocationGranularity(ctypes.byref(size), ctypes.byref(prop),
+                                                CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity")
+    return size.value
 
 
 class _EdgeMemory:
@@ -184,8 +190,8 @@ class _EdgeMemory:
         return self.map_ptr, self.map_ptr + self.mapped
 
     def _free(self, sync: bool = True) -> None:
-        lib = _driver[0] if _driver else None
-        if lib is None:
+        lib = _DRIVER
+        if isinstance(lib, str):
             return
         if sync:
             try:  # work still queued on the tensor must end before its memory goes
