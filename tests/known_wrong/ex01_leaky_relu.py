@@ -172,3 +172,12 @@ VARIANTS += [
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="tampered",
             reason="dispatcher aten::le", extra={"kind": "integrity", "old": "full marks"}),
 ]
+
+# Drop-in defaults (issue 47): the op called as PyTorch's is, with its scalar left out
+VARIANTS += [
+    Variant(EX, "default_negative_slope_not_pytorchs", "the signature's default negative_slope differs from F.leaky_relu's: "
+            "a caller who leaves it out gets another function",
+            {"leaky_relu.py": [("negative_slope: float = 0.01) -> torch.Tensor:", "negative_slope: float = 0.02) -> torch.Tensor:")]},
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="PyTorch's defaults",
+            extra={"kind": "drop-in defaults", "old": "full marks"}),
+]

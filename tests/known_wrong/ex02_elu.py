@@ -73,3 +73,12 @@ VARIANTS += [
             # the backward op and the gradients through elu at x's edge "exact zeros", alpha 0.5
             loses={"backward", "autograd"}, reason="exact zeros", extra={"kind": "coverage", "old": "full marks"}),
 ]
+
+# Drop-in defaults (issue 47): the op called as PyTorch's is, with its scalar left out
+VARIANTS += [
+    Variant(EX, "default_alpha_not_pytorchs", "the signature's default alpha differs from F.elu's: "
+            "a caller who leaves it out gets another function",
+            {"elu.py": [("alpha: float = 1.0) -> torch.Tensor:", "alpha: float = 0.5) -> torch.Tensor:")]},
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="PyTorch's defaults",
+            extra={"kind": "drop-in defaults", "old": "full marks"}),
+]
