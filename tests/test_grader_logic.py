@@ -644,8 +644,8 @@ def test_no_import_cycle_among_grader_modules():
 
 # grader's wings, floor by floor from the ground up: a module imports the base (grader/env.py), its own
 # wing and the wings on the floors below; wings on one floor import neither the other. The public
-# faces at the top (grader/build.py, grader/timer.py, ...) are for the students' files and notebooks:
-# no wing imports one.
+# faces (grader.build, grader.timer, ...: grader/__init__.py's PUBLIC_FACES) are for the students'
+# files and notebooks: no wing imports one.
 WING_FLOORS = ({"toolchain"}, {"verify"}, {"specs"}, {"run"}, {"authoring", "bench"}, {"classroom"})
 BASE = {"env"}
 

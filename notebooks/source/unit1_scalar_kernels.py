@@ -222,7 +222,7 @@ for n in (0, 1, 31, 255, 256, 257, 1000):
 #
 # **`torch.utils.cpp_extension.load(name, sources=[...])`** compiles source files with ninja the
 # first time it is called, caches the result in a build directory (rebuilding only what changed), and
-# loads it. The grader builds every exercise this way (`grader/build.py`), with
+# loads it. The grader builds every exercise this way (`grader/toolchain/build.py`), with
 # `is_python_module=False`: the result is a library of ops registered with PyTorch, not a Python module.
 #
 # **`load_inline(name, cpp_sources=..., cuda_sources=..., functions=[...])`** does the same from
