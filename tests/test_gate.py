@@ -45,7 +45,7 @@ HANG = 3600.0
 
 def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float,
          builds: dict[str, float] | None = None, resident: int | None = None, light: frozenset = frozenset(),
-         compiling=None):
+         compiling=None, stop_compilers: bool = False):
     """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
     name -> seconds until the parent says that job's build is done (it is held until then)."""
     script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
@@ -71,7 +71,8 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, paralle
     start = time.monotonic()
     for t in timers:
         t.start()
-    gate.run(jobs, work, parallel=parallel, timeout=timeout, resident=resident, compiling=compiling)
+    gate.run(jobs, work, parallel=parallel, timeout=timeout, resident=resident, compiling=compiling,
+             stop_compilers=stop_compilers)
     wall = time.monotonic() - start
     spans: dict[tuple[str, str], list[float]] = {}
     for line in log.read_text().splitlines():
@@ -294,6 +295,41 @@ def test_no_timing_starts_while_other_builds_run(tmp_path, jobs):
     for name in plan:
         assert spans[(name, "checks")][0] < until, "the checks should not wait for the builds"
         assert spans[(name, "timed")][0] >= until, f"{name} was timed beside a compiler"
+
+
+TICKS = """
+import sys, time
+with open(sys.argv[1], "a") as f:
+    for _ in range(int(sys.argv[2])):
+        f.write(f"{time.monotonic()}\\n")
+        f.flush()
+        time.sleep(0.02)
+"""
+
+
+def test_a_timing_suspends_the_other_rounds_compilers_rather_than_wait_for_them(tmp_path):
+    """With stop_compilers, a timing beside other rounds' builds (`compiling`) starts at once: the
+    builds' processes (here a stand-in that ticks every 20 ms) are suspended for it and go on after."""
+    import subprocess
+
+    ticks = tmp_path / "ticks.log"
+    (tmp_path / "ticks.py").write_text(TICKS)
+    compiler = subprocess.Popen([sys.executable, str(tmp_path / "ticks.py"), str(ticks), "150"])  # about 3 s
+    try:
+        plan = {"a": (0.2, 0, 0.6), "b": (0.1, 0, 0.6)}
+        found, spans, _ = _run(tmp_path, plan, parallel=2, timeout=30, compiling=lambda: compiler.poll() is None,
+                               stop_compilers=True)
+        assert all(j.returncode == 0 for j in found.values())
+        assert compiler.wait(timeout=20) == 0, "the suspended build did not go on"
+    finally:
+        compiler.kill()
+    times = [float(t) for t in ticks.read_text().split()]
+    assert len(times) == 150, "the build lost work"
+    for name in plan:
+        start, end = spans[(name, "timed")]
+        assert start < times[-1], f"{name}'s timing waited for the build to end"
+        inside = [t for t in times if start + 0.05 < t < end - 0.05]
+        assert not inside, f"the build ran during {name}'s timing: {inside[:3]}"
 
 
 BEATS = """

@@ -191,6 +191,61 @@ def _kill(job: Job) -> None:
     _kill_session(job._proc.pid)
 
 
+def _descendants(root: int) -> dict[int, int]:
+    """{pid: session id} of every process below `root` (from /proc; {} without it)."""
+    children: dict[int, list[int]] = {}
+    sessions: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:  # "pid (name) state ppid pgrp session ..."
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        sessions[pid] = int(fields[3])
+    out, todo = {}, list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        out[pid] = sessions.get(pid, 0)
+        todo += children.get(pid, ())
+    return out
+
+
+class Compilers:
+    """The builds this process runs beside a gated run (a class's or the mutants' next rounds): its
+    descendant processes outside the jobs' sessions (ninja, nvcc, the host compiler; each grading
+    process has a session of its own). `stop()` suspends them (SIGSTOP) so that a timing can run on a
+    quiet machine at once rather than after every build; `resume()` lets them go on. Stopping is
+    repeated while stopped, for a compiler that a build thread starts meanwhile."""
+
+    def __init__(self):
+        self.stopped: set[int] = set()
+
+    def stop(self, jobs: list[Job]) -> None:
+        own = {j._proc.pid for j in jobs if j._proc is not None}
+        for pid, session in _descendants(os.getpid()).items():
+            if pid not in self.stopped and session not in own and pid not in own:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    self.stopped.add(pid)
+                except ProcessLookupError:
+                    pass
+
+    def resume(self) -> None:
+        for pid in self.stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.stopped.clear()
+
+
 def run_session(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
     """subprocess.run(cmd, capture_output=True, text=True) in a session of its own; past `timeout`
     the whole session is killed (a build's ninja and nvcc too, not only the Python that started
@@ -207,7 +262,7 @@ def run_session(cmd: list[str], timeout: float, **kwargs) -> subprocess.Complete
 
 
 def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, resident: int | None = None,
-        on_finish=None, compiling=None) -> list[Job]:
+        on_finish=None, compiling=None, stop_compilers: bool = False) -> list[Job]:
     """Run `jobs`, `parallel` of them at a time in their checks (one that waits for the GPU does not
     count: it holds no core), and at most `resident` alive at once (a waiting one still holds GPU
     memory), each with `timeout` seconds of its own time (not counting while it is `held`); gated
@@ -218,11 +273,13 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
     the yardstick every submission is scored against.
     `on_finish(job)` is called as each ends. `compiling()`, when given, says whether builds the jobs
     do not wait for still run on this machine (a class's next rounds): no timing starts meanwhile
-    either. Returns `jobs`."""
+    either, unless `stop_compilers`: then those builds' processes are suspended for each timing
+    (`Compilers`) and go on after it. Returns `jobs`."""
     gated = (len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))) or compiling is not None
     folder = Path(folder)
     pending, running = list(jobs), []
     holder: Job | None = None  # the one whose timing has the GPU
+    compilers = Compilers() if stop_compilers and compiling is not None else None
 
     def start(job: Job) -> None:
         env = dict(job.env)
@@ -251,7 +308,9 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
         while pending or running:
             now = time.monotonic()
             step, last = now - last, now
-            building = any(j.held for j in jobs) or (compiling is not None and compiling())  # no timing beside a compiler
+            held = any(j.held for j in jobs)
+            others_build = compiling is not None and compiling()
+            building = held or others_build  # no timing beside a compiler
             for job in list(running):
                 waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
                 if job.held:  # bounded by the parent's own limit on builds
@@ -269,6 +328,8 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 if job._proc.poll() is not None:
                     if holder is job:
                         holder = None
+                        if compilers is not None:
+                            compilers.resume()  # the timing is over: the builds go on
                     finish(job)
                 elif gated and job._state == CHECKS and (folder / f"{job.name}.ready").exists():
                     job._state = READY
@@ -281,12 +342,20 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                        and (resident is None or sum(not j.light for j in running) < max(1, resident))):
                     start(pending.pop(0))
                 ready = [j for j in running if j._state == READY]
-                if ready and len(ready) == len(running) and not building:
+                # other rounds' builds may be suspended for a timing; a job's own build may not (it waits on it)
+                quiet = not building or (compilers is not None and not held)
+                if ready and len(ready) == len(running) and quiet:
+                    if building:
+                        compilers.stop(jobs)
                     holder = ready[0]  # in order of start: the report's order
                     holder._state = TIMING
                     (folder / f"{holder.name}.go").touch()
+            elif compilers is not None and (compilers.stopped or others_build):
+                compilers.stop(jobs)  # a compiler a build thread started during the timing
             time.sleep(POLL_S)
     finally:
+        if compilers is not None:
+            compilers.resume()  # never leave a build suspended
         for job in running:  # interrupted (Ctrl-C): leave no process behind
             _kill(job)
             job._proc.wait()

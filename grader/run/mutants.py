@@ -666,8 +666,9 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
         if stick is None and on_yardstick is not None:
             on_yardstick()
         try:
+            # the next round's compilers are suspended for each timing, which then need not wait for them
             gate.run(list(jobs.values()), tmp, parallel=parallel, resident=default_resident(parallel),
-                     compiling=compiling, timeout=timeout, on_finish=done)
+                     compiling=compiling, timeout=timeout, on_finish=done, stop_compilers=True)
         finally:
             if on_yardstick is not None:
                 on_yardstick()
