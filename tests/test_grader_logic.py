@@ -1029,6 +1029,22 @@ def test_at_memory_edge_round_trips_values_at_the_mapping_edge(dtype):
                 assert torch.equal(placed.grad.float(), torch.full(shape, 2.0, device="cuda"))
 
 
+def test_the_memory_edge_property_is_not_run_where_the_driver_cannot_place_tensors(monkeypatch):
+    """Where the driver library or its virtual memory management is missing, the property is reported
+    as not run here (a grader's limit costs a submission nothing), with the reason."""
+    from grader.verify import guard
+
+    monkeypatch.setattr(guard, "_DRIVER", "libcuda.so.1: cannot open shared object file")
+    assert "could not be loaded" in guard.unsupported(0)
+
+
+@pytest.mark.gpu
+def test_the_gpu_supports_placing_tensors_at_a_memory_edge():
+    from grader.verify import guard
+
+    assert guard.unsupported(torch.cuda.current_device()) is None
+
+
 @pytest.mark.gpu
 def test_at_memory_edge_leaves_the_graders_state_as_the_integrity_snapshot_took_it():
     """On the GPU: placing tensors changes no grader state the tamper check watches (a module-level

@@ -65,7 +65,10 @@ _SIGNATURES = {
     "cuMemRelease": [CUmemGenericAllocationHandle],
     "cuMemAddressFree": [CUdeviceptr, ctypes.c_size_t],
     "cuGetErrorString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+    "cuDeviceGet": [ctypes.POINTER(ctypes.c_int), ctypes.c_int],
+    "cuDeviceGetAttribute": [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int],
 }
+CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102
 
 # data pointer -> the memory placed there (weakly: the tensors keep it alive), for `mapping_of`
 _owners: "weakref.WeakValueDictionary[int, _EdgeMemory]" = weakref.WeakValueDictionary()
@@ -215,6 +218,22 @@ class _EdgeMemory:
             self._free()
         except Exception:  # noqa: BLE001: never raise from a finalizer
             pass
+
+
+def unsupported(device: int) -> str | None:
+    """Why tensors cannot be placed at a memory edge on this device (no driver library, or a GPU or a
+    virtualized one without the virtual memory management API), or None where they can."""
+    if isinstance(_DRIVER, str):
+        return f"the CUDA driver library could not be loaded ({_DRIVER})"
+    _ensure_context(device)
+    dev, value = ctypes.c_int(), ctypes.c_int()
+    try:
+        _check(_DRIVER.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
+        _check(_DRIVER.cuDeviceGetAttribute(ctypes.byref(value), CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                            dev.value), "cuDeviceGetAttribute")
+    except RuntimeError as e:
+        return str(e)
+    return None if value.value else "this GPU does not support CUDA's virtual memory management"
 
 
 def at_memory_edge(t: torch.Tensor, where: str) -> torch.Tensor | None:

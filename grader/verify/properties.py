@@ -74,6 +74,7 @@ from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_
 from grader.verify.checks import require_plain_tensor
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
+from grader.verify import guard
 from grader.verify.guard import at_memory_edge
 from grader.verify.judge import clean, cotangent, gradients, names_one_of, resolve
 from grader.verify.observe import WATCH, KernelRule, native_threads, observe
@@ -466,6 +467,14 @@ def _memory_edges(spec, calls: _Calls):
     every one whose first byte is the first mapped one (grader.verify.guard.at_memory_edge): the right
     answer, and no access outside an argument, which faults there."""
     def run(ctx):
+        if DEVICE.cuda:
+            why = guard.unsupported(torch.cuda.current_device())
+            if why:  # a grader's limit, not the submission's: reported as not run, costing nothing
+                import pytest
+
+                from grader.verify.scoring import NOT_RUN_HERE
+
+                pytest.skip(f"{NOT_RUN_HERE}{MEMORY_EDGE}: {why}")
         for call in calls(ctx, "memory edges", _dtypes(spec)[0]):
             expected = None  # the float64 reference, once for both placements (the same values)
             for where in ("end", "start"):
