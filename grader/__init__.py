@@ -1,9 +1,10 @@
 """The course's grader. Its wings (grader/*/) are mapped in docs/authoring.md.
 
-The public faces: `grader.build`, `grader.timer`, `grader.notebooks` and `grader.benchmark_extras` are
+The public faces: `grader.build`, `grader.timer`, `grader.benchmark_extras` and `grader.notebooks` are
 the names the students' wrappers, the notebooks and the solutions' benchmarks import. Each is the very
 module of its wing under a second name (as `os.path` is `posixpath`), so a patch through either name is
-seen by both; no file stands for them, the finder below answers their imports.
+seen by both. The finder below answers the first three; `grader/notebooks.py` stays a file, because
+every released notebook's setup cell finds the course's folder by it.
 """
 import importlib
 import importlib.abc
@@ -11,7 +12,6 @@ import importlib.util
 import sys
 
 PUBLIC_FACES = {"grader.build": "grader.toolchain.build", "grader.timer": "grader.verify.timer",
-                "grader.notebooks": "grader.authoring.notebooks",
                 "grader.benchmark_extras": "grader.bench.benchmark_extras"}
 
 

@@ -15,7 +15,7 @@ from grader.verify import properties
 from grader.verify.checks import CheckFailure
 from grader.verify.observe import WATCH, KernelRule, Observation, observe, profiler_visible
 from grader.verify.properties import Device
-from tests.test_properties import SPEC, ScaleSpec, _module, _run
+from tests.test_properties import DEFAULT_A, SPEC, ScaleSpec, _module, _run
 
 QUERIES = {
     "torch.autograd.profiler._is_profiler_enabled": lambda: bool(torch.autograd.profiler._is_profiler_enabled),
@@ -50,11 +50,11 @@ def cpu(monkeypatch):
     WATCH.stop()  # the grading process keeps it on; the repository's other tests run without it
 
 
-def _right(x, a):
+def _right(x, a=DEFAULT_A):
     return torch.ops.course_props_test.scale(x, float(a))
 
 
-def _fallback(x, a):
+def _fallback(x, a=DEFAULT_A):
     return torch.nn.functional.leaky_relu(x, float(a))
 
 
@@ -81,7 +81,7 @@ def test_what_an_op_can_ask_reads_the_same_in_a_value_check_as_outside_any_windo
 def test_every_call_of_the_generated_checks_is_observed():
     calls = []
 
-    def op(x, a):
+    def op(x, a=DEFAULT_A):
         calls.append(WATCH.open > 0)
         return _right(x, a)
 
@@ -100,7 +100,7 @@ def test_a_right_op_passes_every_check_under_the_watch():
 def test_an_op_taking_pytorchs_path_when_no_profiler_shows_loses_its_value_checks(query):
     ask = QUERIES[query]
 
-    def op(x, a):
+    def op(x, a=DEFAULT_A):
         return _right(x, a) if ask() else _fallback(x, a)
 
     found = _checks(WATCHED, _module(op), only=["random shapes", "non-contiguous", "every declared edge", "gradients"])
@@ -112,7 +112,7 @@ def test_an_op_taking_pytorchs_path_when_no_profiler_shows_loses_its_value_check
 def test_an_op_wrong_while_a_profiler_shows_loses_its_own_kernel_check(query):
     ask = QUERIES[query]
 
-    def op(x, a):
+    def op(x, a=DEFAULT_A):
         return _right(x, a) * (1.01 if ask() else 1.0)
 
     found = _checks(WATCHED, _module(op))
@@ -125,7 +125,7 @@ def test_the_plain_spec_without_a_rule_still_observes_each_call():
     """A spec with no kernel rule: calls are still made in the watch's windows (the state stays one)."""
     calls = []
 
-    def op(x, a):
+    def op(x, a=DEFAULT_A):
         calls.append(WATCH.open > 0)
         return _right(x, a)
 
