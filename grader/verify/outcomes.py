@@ -39,12 +39,14 @@ def _to_json(obj, omit_none: tuple[str, ...], omit: tuple[str, ...] = ()) -> dic
     return out
 
 
-def _split(cls, data: dict) -> tuple[dict, dict]:
-    """(the keys that are fields of `cls`, the others)."""
+def _from_json(cls, data: dict, **convert):
+    """An instance of `cls` from its dict: the keys that are its fields (each in `convert` through its
+    function), the others kept in `extra`."""
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__}.from_json needs a dict, not {type(data).__name__}")
     names = {f.name for f in fields(cls)} - {"extra"}
-    return {k: v for k, v in data.items() if k in names}, {k: v for k, v in data.items() if k not in names}
+    known = {k: convert[k](v) if k in convert else v for k, v in data.items() if k in names}
+    return cls(**known, extra={k: v for k, v in data.items() if k not in names})
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,7 @@ class TestOutcome:
 
     @classmethod
     def from_json(cls, data: dict) -> TestOutcome:
-        known, extra = _split(cls, data)
-        return cls(**known, extra=extra)
+        return _from_json(cls, data)
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,7 @@ class GroupScore:
 
     @classmethod
     def from_json(cls, data: dict) -> GroupScore:
-        known, extra = _split(cls, data)
-        return cls(**known, extra=extra)
+        return _from_json(cls, data)
 
 
 @dataclass(frozen=True)
@@ -143,12 +143,9 @@ class ExerciseRow:
 
     @classmethod
     def from_json(cls, data: dict) -> ExerciseRow:
-        known, extra = _split(cls, data)
-        known["groups"] = {g: GroupScore.from_json(s) for g, s in known.get("groups", {}).items()}
-        known["tests"] = tuple(TestOutcome.from_json(t) for t in known.get("tests", ()))
-        if known.get("not_run") is not None:
-            known["not_run"] = tuple(known["not_run"])
-        return cls(**known, extra=extra)
+        return _from_json(cls, data, groups=lambda gs: {g: GroupScore.from_json(s) for g, s in gs.items()},
+                          tests=lambda ts: tuple(TestOutcome.from_json(t) for t in ts),
+                          not_run=lambda nr: None if nr is None else tuple(nr))
 
 
 def rows_to_json(rows) -> list[dict]:

@@ -74,8 +74,7 @@ from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_
 from grader.verify.checks import require_plain_tensor
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
-from grader.verify import guard
-from grader.verify.guard import at_memory_edge
+from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
 from grader.verify.judge import clean, cotangent, gradients, names_one_of, resolve
 from grader.verify.observe import WATCH, KernelRule, native_threads, observe
 from grader.verify.spec import AuditCall, Check, Context, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
@@ -468,7 +467,7 @@ def _memory_edges(spec, calls: _Calls):
     answer, and no access outside an argument, which faults there."""
     def run(ctx):
         if DEVICE.cuda:
-            why = guard.unsupported(torch.cuda.current_device())
+            why = memory_edge_unsupported(torch.cuda.current_device())
             if why:  # a grader's limit, not the submission's: reported as not run, costing nothing
                 import pytest
 
