@@ -420,7 +420,7 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
     axis alone, the other as it was): for a convolution, where the (dilated) kernel just fits the padded
     input, so that axis of the output is 1 (`>=` against `>` in a size check); for a transposed one, the
     smallest input that leaves an output row (column). An axis already at its smallest has none. And
-    one pixel below it, which PyTorch refuses (marked refused: the op must refuse it, naming x).""" 
+    one pixel below it, which PyTorch refuses (marked refused: the op must refuse it, naming x)."""
     def smallest(d: int) -> int:
         if not transposed:
             return max(1, dilation[d] * (k_hw[d] - 1) + 1 - 2 * padding[d])
@@ -428,7 +428,6 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
         while (n - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k_hw[d] - 1) + output_padding[d] + 1 < 1:
             n += 1
         return n
-
 
     edges = []
     for d, axis in enumerate(("height", "width")):
