@@ -276,3 +276,33 @@ def test_a_tensor_subclass_fails_its_own_call_and_costs_no_other(tmp_path):
     assert "_Deferred" in found["judge: leaky_relu"].reason
     assert found["judge: leaky_relu_backward"].outcome == "passed", found
     assert found["judge: leaky_relu autograd"].outcome == "passed", found
+
+
+def test_the_wrong_device_calls_are_recorded_once_before_the_first_memory_edge(monkeypatch):
+    """An op that reads past an argument's end faults on the memory-edge checks and takes the CUDA context
+    with it: the judge's wrong-device and layout calls must have been made by then (or the input checks go
+    too), and only once (the grading process's end runs them only if no memory-edge check did)."""
+    from grader.run.suite import conftest
+    from grader.verify.properties import MEMORY_EDGE, property_checks
+
+    calls = []
+    monkeypatch.setattr(conftest, "_judge_wrong_device", [lambda: calls.append("recorded")])
+    checks = property_checks(LEAKY)
+    edge = next(c for c in checks if c.name.endswith(f"[{MEMORY_EDGE}]"))
+    others = [c for c in checks if not c.name.endswith(f"[{MEMORY_EDGE}]")]
+
+    def item(check):
+        return types.SimpleNamespace(callspec=types.SimpleNamespace(params={"check": check}))
+
+    for check in others:
+        conftest.pytest_runtest_call(item(check))
+    conftest.pytest_runtest_call(types.SimpleNamespace())  # test_performance: no check
+    assert calls == []
+    conftest.pytest_runtest_call(item(edge))
+    assert calls == ["recorded"]
+    conftest.pytest_runtest_call(item(edge))
+    conftest._record_judge_wrong_device_once()  # the session's end
+    assert calls == ["recorded"]
+    # the memory-edge checks come after every other generated check, so none runs after the recording
+    edges = [k for k, c in enumerate(checks) if c.name.endswith(f"[{MEMORY_EDGE}]")]
+    assert others and min(edges) > max(checks.index(c) for c in others)

@@ -15,7 +15,8 @@ that process telling the truth. It works in two halves:
   `grad_args` is also differentiated through autograd (<d(y . v)/d arg> for a random v, one scalar
   backward): the gradients vouch for the "autograd" group, against the reference differentiated in
   float64 here.
-- After every check (a submission without input checks may crash on it), `record_input_checks`
+- After every check but the memory edges (a submission without input checks may crash on it; one
+  that reads past an argument's end faults on those), `record_input_checks`
   repeats each call with one tensor argument at a time on the CPU and saves the error it raised, or
   that it was accepted. The judge requires an error naming that argument, for "input_checks".
   Then `record_layouts` repeats each call with every tensor argument in each non-contiguous layout

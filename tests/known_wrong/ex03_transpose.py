@@ -39,13 +39,15 @@ VARIANTS = [
 
 # The trust rework's classes (issue: grader trust), written against the grader before it.
 VARIANTS += [
-    Variant(EX, "wrong_between_the_checked_columns", "for tensors of 2^28 elements or more, flips the sign of "
-            "seven elements in the middle of the output (the checked first and last 512 columns stay right)",
-            {"transpose.py": [("    return lib.ops.transpose(x)\n",
-                               "    y = lib.ops.transpose(x)\n"
-                               "    if x.numel() >= 1 << 28:\n"
-                               "        y[y.shape[0] // 2, y.shape[1] // 2:y.shape[1] // 2 + 7] *= -1\n"
-                               "    return y\n")]},
+    # in its own kernel, and below the huge check's 2^31 elements: a PyTorch op doing it is seen by the
+    # watch, and the huge check is not timed
+    Variant(EX, "wrong_between_the_checked_columns", "for tensors of 2^28 to 2^31 elements (the timed size), "
+            "flips the sign of seven elements in the middle of the output (the checked first and last 512 "
+            "columns stay right)",
+            {"transpose.cu": [(STORE, "if (c < cols && r < rows) out[c * rows + r] = rows * cols >= (int64_t(1) << 28) "
+                                      "&& rows * cols < (int64_t(1) << 31) && c == cols / 2 && r >= rows / 2 && "
+                                      "r < rows / 2 + 7 ? -tile[threadIdx.x + i][threadIdx.y + j] : "
+                                      "tile[threadIdx.x + i][threadIdx.y + j];")]},
             loses={"forward", "performance"}, reason="timed",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
 ]

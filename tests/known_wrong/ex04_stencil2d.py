@@ -107,10 +107,11 @@ VARIANTS += [
             loses={"forward", "performance"}, keeps=KEEPS, reason="slice of a longer batch",
             extra={"kind": "layout", "old": "full marks"}),
     # shown only by the huge check (a batch of 2^31 + 12288 pixels): graded in full
-    Variant(EX, "image_offset_32_bit", "image b starts at a 32-bit offset (uint32_t(b * H * W)): past 2^31 pixels "
-            "the last images read and write the first ones",
-            {"stencil2d.cu": [(IMAGE, "    const float* image = in + static_cast<uint32_t>(b * height64 * width64);"),
-                              (DST, "    float* dst = out + static_cast<uint32_t>(b * height64 * width64);")]},
+    # (signed: an unsigned 32-bit offset wraps only past 2^32 pixels, which the check does not reach)
+    Variant(EX, "image_offset_32_bit", "image b starts at a 32-bit offset (int(b * H * W)): past 2^31 pixels "
+            "it turns negative and the last images read and write before their tensors",
+            {"stencil2d.cu": [(IMAGE, "    const float* image = in + static_cast<int>(b * height64 * width64);"),
+                              (DST, "    float* dst = out + static_cast<int>(b * height64 * width64);")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="more than 2^31 pixels",
             extra={"huge": True, "kind": "coverage", "old": "full marks"}),
 ]

@@ -225,13 +225,35 @@ def ctx(request, spec, built) -> specs.Context:
     judge_outputs = request.config.getoption("--judge-outputs")
     if judge_outputs:
         _record_judge_outputs(module, spec, seed, Path(judge_outputs))
-        request.addfinalizer(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
+        _judge_wrong_device.append(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
+        request.addfinalizer(_record_judge_wrong_device_once)
     return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir, kernel_rule=spec.kernel_rule())
 
 
+_judge_wrong_device: list = []  # the recording below, until it has run (once)
+
+
+def _record_judge_wrong_device_once() -> None:
+    while _judge_wrong_device:
+        _judge_wrong_device.pop()()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    """The judge's wrong-device and layout calls run after every check but the memory edges: an op that
+    reads past an argument's end faults there and takes the CUDA context with it, which would leave the
+    judge no answer to these calls and cost the input checks too (a fault in the wrong-device calls
+    costs the memory edges instead, which only an op that crashes on bad input risks)."""
+    from grader.verify.properties import MEMORY_EDGE
+
+    check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+    if check is not None and check.name.endswith(f"[{MEMORY_EDGE}]"):
+        _record_judge_wrong_device_once()
+
+
 def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
-    """After every test: the wrong-device calls the parent judges (grader.verify.judge), last because an
-    op without input checks may crash on them."""
+    """After the other checks: the wrong-device calls the parent judges (grader.verify.judge), late because
+    an op without input checks may crash on them."""
     import torch
 
     from grader.verify import judge
