@@ -4,6 +4,7 @@ ops registered with torch.library, so the fake-tensor and autograd properties ru
 grade applies the same checks to the exercises' own ops."""
 from __future__ import annotations
 
+import re
 import threading
 import types
 from dataclasses import dataclass
@@ -510,3 +511,73 @@ def test_arguments_the_op_updates_in_place_are_not_moved(monkeypatch):
                     property_dtypes=("float32",))
     assert not any(_run(spec, _module(_right), only=[properties.MEMORY_EDGE]).values())
     assert not placed  # its only tensor is updated in place by design: nothing to place, no call
+
+
+class _LeakyReLU(torch.nn.Module):
+    """A drop-in for torch.nn.LeakyReLU; `default` and `positional` spoil it."""
+    default = 0.01
+
+    def __init__(self, negative_slope=None):
+        super().__init__()
+        self.negative_slope = type(self).default if negative_slope is None else negative_slope
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(x, self.negative_slope)
+
+
+class _Conv2d(torch.nn.Conv2d):
+    """torch.nn.Conv2d itself; below, with two of its arguments swapped, its weight a buffer, half its gradients."""
+
+
+class _ConvDilationBeforePadding(torch.nn.Conv2d):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, dilation=1, padding=0, groups=1, bias=True):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
+
+
+class _ConvWeightAsBuffer(torch.nn.Conv2d):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        weight = self.weight.detach()
+        del self.weight
+        self.register_buffer("weight", weight)
+
+
+class _ConvUnscaledGradient(torch.nn.Conv2d):
+    def forward(self, x):
+        y = super().forward(x)
+        return y.detach() + (y - y.detach()) * 0.5  # right values, half the gradients
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (types.SimpleNamespace(LeakyReLU=type("L", (_LeakyReLU,), {"default": 1.01}), Conv2d=_Conv2d),
+     r"LeakyReLU\(\) .*the output"),
+    (types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_ConvDilationBeforePadding), r"Conv2d\(6, 9, .*the output"),
+    (types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_ConvWeightAsBuffer), "expected .*parameters"),
+    (types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_ConvUnscaledGradient), "gradient of the input"),
+    (types.SimpleNamespace(LeakyReLU=_LeakyReLU), "no class Conv2d"),
+])
+def test_a_drop_in_module_is_built_and_run_as_torch_nn_s(wrong, words):
+    """torch.nn's defaults, its argument order, its parameters and its gradients: each spoiled alone fails,
+    and the right classes pass."""
+    from grader.verify.properties import drop_in_checks
+    from grader.verify.spec import DropIn
+
+    spec = ScaleSpec(exercise="99_scale", title="scale", module="scale.py", points={"forward": 1})
+    spec.drop_ins = lambda: [
+        DropIn("LeakyReLU", torch.nn.LeakyReLU, (((), {}), ((0.2,), {}), ((), {"negative_slope": -0.5})),
+               input_shape=lambda args, kwargs: (3, 37, 19)),
+        DropIn("Conv2d", torch.nn.Conv2d, (((5, 8, 3), {}), ((6, 9, (3, 2), 2, 1, 2, 3, False), {})),
+               input_shape=lambda args, kwargs: (2, args[0], 13, 11), tol=1e-5, grad_tol=1e-4)]
+    checks = drop_in_checks(spec)
+    right = types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_Conv2d)
+    ctx = Context(module=right, seed=3, exercise_dir=None)
+    for check in checks:
+        check.run(ctx)
+    ctx = Context(module=wrong, seed=3, exercise_dir=None)
+    failures = []
+    for check in checks:
+        try:
+            check.run(ctx)
+        except CheckFailure as e:
+            failures.append(str(e))
+    assert len(failures) == 1 and re.search(words, failures[0]), failures

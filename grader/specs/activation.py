@@ -14,7 +14,7 @@ from grader.verify.checks import (ELEMENTWISE_TOL, CheckFailure, Comparison, ass
                                   assert_own_kernels, expect_error, ops_called, poison_next_allocation, on_a_busy_stream,
                                   require_free_memory, require_plain_tensor, unmodified)
 from grader.verify.observe import KernelRule
-from grader.verify.spec import (EXACT_ZEROS, AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn,
+from grader.verify.spec import (EXACT_ZEROS, AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn,
                                 random_shape)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -40,6 +40,8 @@ class ActivationSpec(Spec):
     input_scale: float = 3.0
     flops_per_element: float = 1.0  # a compare and a multiply, counted as one
     property_dtypes: tuple = ("float32", "float16", "bfloat16", "float64")
+    module_class: str = ""  # the drop-in module class, e.g. "LeakyReLU" (Spec.drop_ins)
+    torch_module: type | None = None  # torch.nn's, e.g. torch.nn.LeakyReLU
 
     # --- helpers -------------------------------------------------------------------------------
     def _fn(self, ctx: Context):
@@ -285,6 +287,14 @@ class ActivationSpec(Spec):
             raise CheckFailure(f"torch.library.opcheck: {str(e).splitlines()[0][:300]}") from None
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
+    def drop_ins(self) -> list[DropIn]:
+        """The module class with torch.nn's default, a value given positionally and one by keyword."""
+        if not self.module_class:
+            return []
+        other = self.param_values[1]
+        constructions = (((), {}), ((other,), {}), ((), {self.param: self.param_values[-1]}))
+        return [DropIn(self.module_class, self.torch_module, constructions, input_shape=lambda args, kwargs: (3, 37, 19))]
+
     def audit_calls(self, device, dtype) -> list[AuditCall]:
         x = audit_randn(4, 7, device=device, dtype=dtype, seed=1, scale=self.input_scale)
         g = audit_randn(4, 7, device=device, dtype=dtype, seed=2)

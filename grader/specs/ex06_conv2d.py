@@ -20,7 +20,7 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
 from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule, kernel_function, observe
-from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn, conv_padding_edges,
                                 conv_smallest_input, torch_defaults)
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
@@ -990,6 +990,13 @@ class ConvSpec(Spec):
 
 @dataclass
 class Conv2dSpec(ConvSpec):
+    def drop_ins(self) -> list[DropIn]:
+        """Conv2d with torch.nn's defaults, every argument positionally, and the tuples by keyword."""
+        constructions = (((5, 8, 3), {}), ((6, 9, (3, 2), 2, 1, 2, 3, False), {}),
+                         ((4, 6, 3), {"stride": (2, 1), "padding": (1, 2), "dilation": (2, 1), "groups": 2, "bias": False}))
+        return [DropIn("Conv2d", torch.nn.Conv2d, constructions, input_shape=lambda args, kwargs: (2, args[0], 13, 11),
+                       tol=REL_TOL[torch.float32], grad_tol=1e-4)]
+
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
         n, cin, h, w, cout, k = 32, 64, 56, 56, 64, 3

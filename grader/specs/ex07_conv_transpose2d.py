@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.verify.observe import KernelRule
-from grader.verify.spec import Benchmark
+from grader.verify.spec import Benchmark, DropIn
 from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference, with_channels
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
@@ -93,6 +93,14 @@ def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -
 
 
 class ConvTranspose2dSpec(ConvSpec):
+    def drop_ins(self) -> list[DropIn]:
+        """ConvTranspose2d with torch.nn's defaults, every argument positionally, and the tuples by keyword."""
+        constructions = (((5, 8, 3), {}), ((6, 9, (3, 2), 2, 1, 1, 3, False, 2), {}),
+                         ((4, 6, 3), {"stride": (2, 1), "padding": (1, 0), "output_padding": (1, 0), "groups": 2,
+                                      "dilation": (1, 2), "bias": False}))
+        return [DropIn("ConvTranspose2d", torch.nn.ConvTranspose2d, constructions,
+                       input_shape=lambda args, kwargs: (2, args[0], 7, 6), tol=REL_TOL[torch.float32], grad_tol=1e-4)]
+
     def benchmark(self) -> Benchmark:
         # the gradient, with respect to its input, of exercise 06's benchmark convolution
         n, cin, h, w, cout, k = 32, 64, 56, 56, 64, 3

@@ -47,6 +47,9 @@ generates, for every op, in each dtype the spec lists:
   shape is seen; observed where the op can see a profiler, its values compared too;
 - output metadata (full grade): shape, dtype and strides against the registered fake
   (torch.library.opcheck), contiguous and in each non-contiguous layout;
+- each drop-in module class (Spec.drop_ins): built as torch.nn's is, with only the required arguments
+  (torch.nn's defaults), positionally in torch.nn's order and by keyword: the same parameters and
+  buffers, and with torch.nn's state loaded, its outputs and gradients;
 - every tensor argument at the edge of mapped memory (checked last): each call (fixed and random shapes,
   first dtype) with every tensor argument in memory of its own whose last byte is the last mapped one,
   then whose first byte is the first (grader.verify.guard): the right answer, and a read or write
@@ -71,13 +74,13 @@ import math
 import torch
 
 from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
-from grader.verify.checks import require_plain_tensor
+from grader.verify.checks import assert_rel_error, require_plain_tensor
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
 from grader.verify.judge import clean, cotangent, gradients, names_one_of, resolve
 from grader.verify.observe import WATCH, KernelRule, native_threads, observe
-from grader.verify.spec import AuditCall, Check, Context, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
+from grader.verify.spec import AuditCall, Check, Context, DropIn, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
 
 ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
 
@@ -1029,7 +1032,7 @@ def property_checks(spec: Spec) -> list[Check]:
         if call.registered:
             add("output metadata against the registered fake", _fake, slow=True)
         add(MEMORY_EDGE, _memory_edges, into=at_edges)
-    return checks + module_checks(spec) + at_edges
+    return checks + module_checks(spec) + drop_in_checks(spec) + at_edges
 
 
 def _module_options(entry: ModuleOptions):
@@ -1060,3 +1063,55 @@ def module_checks(spec: Spec) -> list[Check]:
     """One check per module entry point of `spec` (Spec.module_options): every option's every edge."""
     return [Check(f"{entry.group}[{entry.name}: every option's edges]", entry.group, _module_options(entry))
             for entry in spec.module_options()]
+
+
+def _arguments_text(args, kwargs) -> str:
+    return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+
+
+def _drop_in(entry: DropIn):
+    def shapes(module) -> dict:
+        return {"parameters": {n: tuple(t.shape) for n, t in module.named_parameters()},
+                "buffers": {n: tuple(t.shape) for n, t in module.named_buffers()}}
+
+    def run(ctx):
+        ours_class = getattr(ctx.module, entry.name, None)
+        if not isinstance(ours_class, type):
+            raise CheckFailure(f"{entry.name}: the exercise's module has no class {entry.name}")
+        device = DEVICE.name if DEVICE.cuda else "cpu"
+        g = torch.Generator().manual_seed(ctx.seed_for(f"drop-in {entry.name}"))
+        for args, kwargs in entry.constructions:
+            what = f"{entry.name}({_arguments_text(args, kwargs)}) against torch.nn.{entry.torch_class.__name__}"
+            theirs = entry.torch_class(*args, **kwargs)
+            try:
+                ours = ours_class(*args, **kwargs)
+            except ERRORS as e:
+                raise CheckFailure(f"{what}: {type(e).__name__}: {clean(e)[:300]}") from None
+            if shapes(ours) != shapes(theirs):
+                raise CheckFailure(f"{what}: {shapes(ours)}, expected {shapes(theirs)}")
+            # torch.nn's drawn state in both: the same values whatever each initialisation draws
+            ours.load_state_dict(theirs.state_dict())
+            ours, theirs = ours.to(device), theirs.to(device, torch.float64)
+            x = torch.randn(entry.input_shape(args, kwargs), generator=g, dtype=torch.float64) * 3
+            x_ours, x_ref = (x.to(device, torch.float32).requires_grad_(), x.to(device).requires_grad_())
+            y_ref = theirs(x_ref)
+            y = ours(x_ours)
+            DEVICE.sync()
+            assert_rel_error(y.detach(), y_ref.detach(), entry.tol, f"{what}: the output")
+            v = torch.randn(tuple(y_ref.shape), generator=g, dtype=torch.float64).to(device)
+            (y_ref * v).sum().backward()
+            (y * v.to(y.dtype)).sum().backward()
+            DEVICE.sync()
+            mine = {"the input": x_ours.grad, **{n: t.grad for n, t in ours.named_parameters()}}
+            for name, want in {"the input": x_ref.grad, **{n: t.grad for n, t in theirs.named_parameters()}}.items():
+                if mine[name] is None:
+                    raise CheckFailure(f"{what}: no gradient for {name}")
+                assert_rel_error(mine[name], want, entry.grad_tol, f"{what}: the gradient of {name}")
+    return run
+
+
+def drop_in_checks(spec: Spec) -> list[Check]:
+    """One check per drop-in module class of `spec` (Spec.drop_ins): torch.nn's defaults, argument order,
+    parameters and results."""
+    return [Check(f"{entry.group}[{entry.name}: a drop-in for torch.nn.{entry.torch_class.__name__}]", entry.group,
+                  _drop_in(entry)) for entry in spec.drop_ins()]

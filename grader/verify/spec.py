@@ -150,6 +150,24 @@ class ModuleOptions:
 
 
 @dataclass
+class DropIn:
+    """A module class the exercise exports as a drop-in for one of torch.nn's: the generated check
+    (grader.verify.properties.drop_in_checks) builds both from each of `constructions` (positional
+    arguments in torch.nn's order, keywords by torch.nn's names; the first with only the required ones,
+    so that every default is torch.nn's), requires the same parameters and buffers (names and shapes),
+    loads torch.nn's state into the exercise's module, and compares the outputs and the gradients (the
+    input's and every parameter's) with torch.nn's module run in float64."""
+
+    name: str  # the class's name in the exercise's module: "LeakyReLU"
+    torch_class: type  # torch.nn.LeakyReLU
+    constructions: tuple  # ((args, kwargs), ...)
+    input_shape: Callable  # (args, kwargs) -> the input's shape for that construction
+    tol: float = 1e-6  # relative error of the float32 output against float64
+    grad_tol: float = 1e-5
+    group: str = "forward"
+
+
+@dataclass
 class AuditCall:
     """One valid call of an exercise's public op: the bad-input audit (tests/test_input_audit.py),
     the judge (grader.verify.judge) and the generated properties (grader.verify.properties) all start from it.
@@ -359,6 +377,10 @@ class Spec:
 
     def module_options(self) -> list[ModuleOptions]:
         """The exercise's module-level entry points and their options' domains (ModuleOptions)."""
+        return []
+
+    def drop_ins(self) -> list[DropIn]:
+        """The exercise's module classes that stand in for torch.nn's (DropIn)."""
         return []
 
     def kernel_rule(self):
