@@ -220,6 +220,8 @@ DEPTHWISE_CASES = [
     Case("3x5, 9x150 planes (column tiles)", 2, 3, 9, 150, 3, 3, 5, (1, 1), (1, 2), groups=3),
     Case("5x5 stride 2, 113x113 planes, no padding", 1, 3, 113, 113, 3, 5, 5, (2, 2), (0, 0), groups=3),
     Case("5x5, 7x7 planes, 96 channels (many planes a block)", 3, 96, 7, 7, 96, 5, 5, (1, 1), (2, 2), groups=96),
+    # more column tiles than gridDim.y holds (65535): a launcher must tile it otherwise (16 MiB in and out)
+    Case("1x5, a 1 x 4194304 row (65536 tiles of 64 columns)", 1, 1, 1, 4194304, 1, 1, 5, (1, 1), (0, 2)),
 ]
 DEPTHWISE_FP64_CASES = [DEPTHWISE_CASES[i] for i in (0, 1, 2, 7, 10)]
 

@@ -299,12 +299,18 @@ class ConvBNReLUInferenceSpec(Spec):
         # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
         # generated checks (which kernels ran among them) meet it in every run
         x1, w1 = r(2, 3, 5, 4, seed=8), r(4, 3, 1, 1, seed=9, scale=0.5)
-        calls = ([_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1))) for bias in (b, None)]
+        # without a bias, stride 2 and 3 with padding on both axes (a dilated 3 x 4 kernel, 3 x 2 outputs): x one
+        # pixel below its smallest then leaves (-1) / stride = 0 in C++'s division, an output of 1 where
+        # PyTorch's floor leaves none (conv_smallest_input's refused edges)
+        x2, w2 = r(2, 3, 7, 5, seed=10), r(4, 3, 3, 4, seed=11, scale=0.3)
+        geometries = [(x, w, b, ((1, 2), (1, 0), (1, 1))), (x2, w2, None, ((2, 3), (1, 1), (2, 1)))]
+        calls = ([_call(xg, wg, bias, bn, conv) for xg, wg, bias, conv in geometries]
                  + [_call(x1, w1, b, bn, ((1, 1), (0, 0), (1, 1)), "pointwise")])
         # version 2 (float32 only), the same geometries
-        x, w, b, x1, w1 = (t.float() for t in (x, w, b, x1, w1))
+        x1, w1, b = (t.float() for t in (x1, w1, b))
         bn = tuple(t.float() for t in bn)
-        return calls + ([_call(x, w, bias, bn, ((1, 2), (1, 0), (1, 1)), version=TF32) for bias in (b, None)]
+        return calls + ([_call(xg.float(), wg.float(), None if bias is None else bias.float(), bn, conv, version=TF32)
+                         for xg, wg, bias, conv in geometries]
                         + [_call(x1, w1, b, bn, ((1, 1), (0, 0), (1, 1)), "pointwise", version=TF32)])
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
