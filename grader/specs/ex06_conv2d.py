@@ -879,7 +879,13 @@ class ConvSpec(Spec):
                           ((xg, weight(4, 6, 3, 3, 2, 7, 0.3)), self._params((1, 1), (2, 0), (1, 1), 2, (0, 0)), (bg,),
                            KIND_LABELS["grouped"]),
                           ((xd, weight(5, 5, 3, 3, 5, 10, 0.5)), self._params((1, 1), (0, 1), (1, 1), 5, (0, 0)), (bd,),
-                           "depthwise"))
+                           "depthwise"),
+                          # one tile of 4 x 3 outputs (a width off the 4-wide tile), 8 -> 2 channels: a non-finite
+                          # x sends the tile down its direct path, whose columns past the width belong to the
+                          # next row (the NaN and infinities property)
+                          ((r(1, 8, *((2, 1) if self.transposed else (4, 3)), seed=15), weight(8, 2, 3, 3, 1, 16, 0.3)),
+                           self._params((1, 1), (0, 0) if self.transposed else (1, 1), (1, 1), 1, (0, 0)),
+                           (r(2, seed=17, scale=0.2),), "one tile of 4 x 3"))
         return [self._call(*tensors, bias, conv, group, version, kernel, kind)
                 for tensors, conv, biases, kind in (depthwise_geometries if group in self.depthwise_groups
                                                     else geometries)
