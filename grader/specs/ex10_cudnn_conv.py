@@ -99,7 +99,12 @@ def _reference_grads(x, w, g, s, p, d, groups=1):
 _PYTORCH_CONV = re.compile(r"conv(?!ert)|im2col|col2im")
 
 
-def assert_no_pytorch_conv(fn, what: str, *, other_ops: bool = False) -> list[tuple[str, str]]:
+# cuDNN's algorithms that transform the data (Winograd's tiles, FFTs): rounded beyond strict fp32's bound on
+# some GPUs (a 5 x 5 Winograd weight gradient on the H100: 1.7e-3), so a strict-fp32 plan may not choose them
+_TRANSFORMING = re.compile(r"(?i)winograd|fft")
+
+
+def assert_no_pytorch_conv(fn, what: str, *, other_ops: bool = False, strict: bool = False) -> list[tuple[str, str]]:
     """cuDNN's kernels may run, PyTorch's convolution may not: no aten::conv* / aten::cudnn_* op on
     the CPU side, no at::native kernel on the GPU, and at least one kernel must have run.
 
@@ -133,6 +138,10 @@ def assert_no_pytorch_conv(fn, what: str, *, other_ops: bool = False) -> list[tu
                            f"({'; '.join(n[:80] for n in native[:2])}); the op must call cuDNN itself")
     if not kernels:
         raise CheckFailure(f"{what}: no GPU kernel ran")
+    transforming = sorted({k for k in kernels if _TRANSFORMING.search(k)}) if strict else []
+    if transforming:
+        raise CheckFailure(f"{what}: strict fp32 ran a Winograd or FFT algorithm ({transforming[0][:80]}), whose "
+                           "rounding exceeds fp32's bound on some GPUs: leave such algorithms out where TF32 is off")
     return ran
 
 
@@ -309,10 +318,11 @@ class CudnnConvSpec(Spec):
         m = ctx.module
         with math_of("strict"):
             m.conv2d(x, w, None, 1, 1)  # a plan exists; the profiled call uses it
-            assert_no_pytorch_conv(lambda: m.conv2d(x, w, None, 1, 1), "forward")
+            assert_no_pytorch_conv(lambda: m.conv2d(x, w, None, 1, 1), "forward", strict=True)
+            # (uncached: the algorithm is chosen again in the profiled call, where a search times every one)
             assert_no_pytorch_conv(lambda: m.conv2d(x, w, None, 2, 1, mode="uncached"), "forward, mode=uncached")
             m.conv2d(x, wd, b, 1, 1, 1, 16)
-            assert_no_pytorch_conv(lambda: m.conv2d(x, wd, b, 1, 1, 1, 16), "forward, depthwise with a bias")
+            assert_no_pytorch_conv(lambda: m.conv2d(x, wd, b, 1, 1, 1, 16), "forward, depthwise with a bias", strict=True)
             assert_no_pytorch_conv(lambda: m.conv2d(x, w, b, 2, 1, mode="uncached"), "forward with a bias, mode=uncached")
 
     def _check_workspace(self, ctx, backward: bool):
@@ -467,7 +477,7 @@ class CudnnConvSpec(Spec):
                 m.conv2d_backward_weight(g, x, tuple(wd.shape), 1, 1, 1, 16)
                 m.conv2d_backward_bias(g)
             every()
-            assert_no_pytorch_conv(every, "backward")
+            assert_no_pytorch_conv(every, "backward", strict=True)
 
     # --- cache ---------------------------------------------------------------------------------
     def _stats(self, ctx):
