@@ -9,8 +9,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from grader.verify.checks import CheckFailure, assert_rel_error, require_free_memory, require_plain_tensor
 from grader.verify.observe import KernelRule
-from grader.verify.spec import Benchmark, DropIn
+from grader.verify.spec import Benchmark, Check, DropIn
 from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference, with_channels
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
@@ -92,7 +93,42 @@ def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -
                                  bool(r(0, 1)), out_pad), kind)
 
 
+# version=None where Winograd applies (3 x 3, stride 1, 8 input channels a group) but its transforms
+# would hold 36 x max(cin, cout) x tiles >= 2^31 elements: 2 groups of 16 -> 32 channels, padding 1,
+# 932,068 images of 5 x 1 (2 tiles of 4 rows each): 36 x 32 x 1,864,136 = 2^31 + 1,025. An estimate
+# counting 5 rows as one tile, or cout as weight.shape[1] / groups, falls under it (0.3 GB in, 0.6 GB out)
+PAST_WINOGRAD = (932_068, 16, 5, 1)
+
+
 class ConvTranspose2dSpec(ConvSpec):
+    def checks(self) -> list[Check]:
+        return super().checks() + [Check("winograd[version=None past version 3's 2^31-element transforms]", "winograd",
+                                         self._check_default_past_winograd, slow=True)]
+
+    def _check_default_past_winograd(self, ctx) -> None:
+        n, cin, h, w = PAST_WINOGRAD
+        require_free_memory(n * (cin + 2 * cin) * h * w * 4 + (1 << 28), "the check of version=None past Winograd's limit")
+        g = ctx.generator("past winograd")
+        x = torch.randn(PAST_WINOGRAD, generator=g, device="cuda")
+        weight = torch.randn((cin, cin, 3, 3), generator=g, device="cuda") * (cin * 9) ** -0.5
+        bias = torch.randn(2 * cin, generator=g, device="cuda")
+        what = f"winograd[version=None, x {PAST_WINOGRAD}, weight {tuple(weight.shape)}, groups 2, padding 1]"
+        try:
+            y = ctx.module.conv_transpose2d(x, weight, bias, 1, 1, 0, 2, 1)
+            torch.cuda.synchronize()
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise CheckFailure(f"{what}: {type(e).__name__}: {str(e).splitlines()[0][:300]} (version=None must choose a "
+                               "version that takes these arguments: version 3's transforms would hold 2^31 "
+                               "elements or more)") from None
+        require_plain_tensor(y, what)
+        if tuple(y.shape) != (n, 2 * cin, h, w):
+            raise CheckFailure(f"{what}: shape {tuple(y.shape)}, expected {(n, 2 * cin, h, w)}")
+        # each image on its own: the last 32, the first 16 and 16 between
+        between = torch.randint(16, n - 32, (16,), generator=torch.Generator().manual_seed(ctx.seed_for("past winograd")))
+        picks = torch.cat([torch.arange(n - 32, n), torch.arange(16), between]).to("cuda")
+        expected = F.conv_transpose2d(x[picks].double(), weight.double(), bias.double(), 1, 1, 0, 2, 1)
+        assert_rel_error(y[picks], expected, REL_TOL[torch.float32], f"{what}, on images {n - 32} to {n - 1}, 0 to 15 and 16 between")
+
     def drop_ins(self) -> list[DropIn]:
         """ConvTranspose2d with torch.nn's defaults, every argument positionally, and the tuples by keyword."""
         constructions = (((5, 8, 3), {}), ((6, 9, (3, 2), 2, 1, 1, 3, False, 2), {}),
