@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from grader.verify.checks import CheckFailure, assert_rel_error, require_free_memory, require_plain_tensor
 from grader.verify.observe import KernelRule
-from grader.verify.spec import Benchmark, Check, DropIn
+from grader.verify.spec import Benchmark, CheckList, DropIn
 from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference, with_channels
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
@@ -101,9 +101,11 @@ PAST_WINOGRAD = (932_068, 16, 5, 1)
 
 
 class ConvTranspose2dSpec(ConvSpec):
-    def checks(self) -> list[Check]:
-        return super().checks() + [Check("winograd[version=None past version 3's 2^31-element transforms]", "winograd",
-                                         self._check_default_past_winograd, slow=True)]
+    def checks(self) -> CheckList:
+        checks = super().checks()
+        checks.add("winograd[version=None past version 3's 2^31-element transforms]", self._check_default_past_winograd,
+                   slow=True)
+        return checks
 
     def _check_default_past_winograd(self, ctx) -> None:
         n, cin, h, w = PAST_WINOGRAD
