@@ -308,9 +308,9 @@ def test_the_registered_fake_must_refuse_what_the_op_refuses():
     found = _run(spec, rows, only=only)
     assert list(found) == [f"scale_rows [{properties.FAKE_REFUSES}]"] and not any(found.values()), found
     assert [c.group for c in property_checks(spec) if properties.FAKE_REFUSES in c.name] == ["forward"]
-    for fake, words in (("unchecked", "`x` [3, 5] with an extra leading dim: the op refuses it (x must have 2 dimensions"),
+    for fake, words in (("unchecked", "`x` [3, 5] with an extra leading dim: the op refuses it (x must have 2 dim"),
                         ("rank_only", "`x` [3, 5] with dim 1 5 -> 6: the op refuses it (w must have shape [6]"),
-                        ("strict", "`x` [3, 5] with dim 0 3 -> 4: the op computes it, but its registered fake refuses")):
+                        ("strict", "`x` [3, 5] with dim 0 3 -> 4: the op computes it, but its registered fake")):
         wrong = RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
                          registered=f"lib.ops.scale_rows_{fake}_fake")
         found = _run(wrong, rows, only=only)

@@ -1003,10 +1003,10 @@ def _fake_refuses(spec, calls: _Calls):
                         raise CheckFailure(f"{what}: the op computes it, but its registered fake refuses it "
                                            f"({fake_refused[:200]}) [{FAKE_REFUSES}]")
                     if refused is None:
-                        got, want = _tensors(fake), _tensors(out)
-                        if [(tuple(f.shape), f.dtype) for f in got] != [(tuple(o.shape), o.dtype) for o in want]:
-                            raise CheckFailure(f"{what}: the registered fake says {[(list(f.shape), f.dtype) for f in got]}, "
-                                               f"the op returns {[(list(o.shape), o.dtype) for o in want]} [{FAKE_REFUSES}]")
+                        got, want = ([(list(t.shape), t.dtype) for t in _tensors(v)] for v in (fake, out))
+                        if got != want:
+                            raise CheckFailure(f"{what}: the registered fake says {got}, the op returns {want} "
+                                               f"[{FAKE_REFUSES}]")
     return run
 
 
