@@ -249,6 +249,7 @@ LIB.define("scale_rows(Tensor x, Tensor w) -> Tensor")
 LIB.define("scale_rows_unchecked_fake(Tensor x, Tensor w) -> Tensor")
 LIB.define("scale_rows_strict_fake(Tensor x, Tensor w) -> Tensor")
 LIB.define("scale_rows_rank_only_fake(Tensor x, Tensor w) -> Tensor")
+LIB.define("scale_rows_limited(Tensor x, Tensor w) -> Tensor")
 
 
 def _scale_rows(x, w):
@@ -262,6 +263,18 @@ def _scale_rows(x, w):
 
 for _name in ("scale_rows", "scale_rows_unchecked_fake", "scale_rows_strict_fake", "scale_rows_rank_only_fake"):
     torch.library.impl(f"course_props_test::{_name}", "CPU")(_scale_rows)
+
+
+@torch.library.impl("course_props_test::scale_rows_limited", "CPU")
+def _scale_rows_limited(x, w):  # a limit of the op's own, which PyTorch does not have: at most 3 rows
+    if x.dim() == 2 and x.shape[0] > 3:
+        raise RuntimeError(f"x: at most 3 rows, but has shape {list(x.shape)}")
+    return _scale_rows(x, w)
+
+
+@torch.library.register_fake("course_props_test::scale_rows_limited")
+def _scale_rows_limited_fake(x, w):  # PyTorch's checks only: the op refuses the 4-row x when it runs
+    return _scale_rows_fake(x, w)
 
 
 @torch.library.register_fake("course_props_test::scale_rows")
@@ -315,6 +328,11 @@ def test_the_registered_fake_must_refuse_what_the_op_refuses():
                          registered=f"lib.ops.scale_rows_{fake}_fake")
         found = _run(wrong, rows, only=only)
         assert found and all(words in v for v in found.values()), found
+    # an op's own limit (PyTorch computes 4 rows): its fake may trace it, the op refusing it when it runs
+    limited = types.SimpleNamespace(lib=types.SimpleNamespace(ops=torch.ops.course_props_test))
+    found = _run(RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
+                          registered="lib.ops.scale_rows_limited"), limited, only=only)
+    assert found and not any(found.values()), found
 
 
 # --- declared domains (grader.verify.spec.Edge): every edge tried, the gradients frozen in turn, module options ---
