@@ -44,7 +44,7 @@ env.configure()  # before torch.utils.cpp_extension is imported (by the exercise
 import torch  # noqa: E402
 
 from grader.verify.judge import clean, compare, device_spoils, is_tensor, names_one_of, resolve, tolerance  # noqa: E402
-from grader.verify.checks import strided_copy  # noqa: E402
+from grader.verify.checks import grown, strided_copy, with_leading_dim  # noqa: E402
 from grader.verify.spec import AuditCall, Spec, audit_randn  # noqa: E402
 from tests.grading import JOBS, SOLUTIONS, quiet, selected  # noqa: E402
 
@@ -76,11 +76,6 @@ def _fresh(args) -> list:
 
 def _shape(t) -> str:
     return "[" + ", ".join(map(str, t.shape)) + "]"
-
-
-def _grown(t, d: int):
-    """One more slice along dim d (a copy of the first): the values stay valid (e.g. positive)."""
-    return torch.cat([t, t.narrow(d, 0, 1)], dim=d)
 
 
 def _emptied(t, d: int | None):
@@ -125,7 +120,7 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
                 for i in tensors:
                     t = call.args[i]
                     out.append(Case(f"{call.label}: rank, {call.names[i]} {_shape(t)} with an extra leading dim",
-                                    kind, call, spoil(i, lambda t: torch.stack([t, t])), (call.names[i],)))
+                                    kind, call, spoil(i, with_leading_dim), (call.names[i],)))
             elif kind == "shape":
                 if len(tensors) < 2:
                     continue
@@ -134,7 +129,7 @@ def cases_of(calls: list[AuditCall], kinds, device: str) -> list[Case]:
                     for d in range(t.dim()):
                         out.append(Case(f"{call.label}: shape, {call.names[i]} {_shape(t)} with dim {d} "
                                         f"{t.shape[d]} -> {t.shape[d] + 1}", kind, call,
-                                        spoil(i, lambda t, d=d: _grown(t, d)), all_names))
+                                        spoil(i, lambda t, d=d: grown(t, d)), all_names))
             elif kind == "noncontiguous":
                 for i in tensors:
                     if strided_copy(call.args[i]) is None:

@@ -202,7 +202,8 @@ def _run(spec, module, only=None, seed=7, own_kernels: bool = False) -> dict[str
 def test_every_property_is_generated_for_the_op():
     names = [c.name for c in property_checks(SPEC)]
     for what in ("random shapes", "non-contiguous arguments", "PyTorch's defaults", "NaN and infinities", "every declared edge",
-                 "on the current stream", "two results held at once", "gradients", "output metadata"):
+                 "on the current stream", "two results held at once", "gradients", "output metadata",
+                 properties.FAKE_REFUSES):
         assert any(what in n for n in names), (what, names)
     assert {c.group for c in property_checks(SPEC) if "gradients" in c.name} == {"autograd"}
 
@@ -240,6 +241,98 @@ def test_output_metadata_is_checked_against_the_registered_fake():
     found = _run(spec, _module(_right), only=["output metadata"])
     assert found and all("registered fake" in v for v in found.values()), found
     assert not any(_run(SPEC, _module(_right), only=["output metadata"]).values())
+
+
+# --- the registered fake refuses what the op refuses (shape checks the fake must make too) ---------------
+
+LIB.define("scale_rows(Tensor x, Tensor w) -> Tensor")
+LIB.define("scale_rows_unchecked_fake(Tensor x, Tensor w) -> Tensor")
+LIB.define("scale_rows_strict_fake(Tensor x, Tensor w) -> Tensor")
+LIB.define("scale_rows_rank_only_fake(Tensor x, Tensor w) -> Tensor")
+LIB.define("scale_rows_limited(Tensor x, Tensor w) -> Tensor")
+
+
+def _scale_rows(x, w):
+    """x (N, C) times w (C,) along its rows: refuses any other shapes, naming the argument."""
+    if x.dim() != 2:
+        raise RuntimeError(f"x must have 2 dimensions, but has shape {list(x.shape)}")
+    if w.dim() != 1 or w.shape[0] != x.shape[1]:
+        raise RuntimeError(f"w must have shape [{x.shape[1]}], but has shape {list(w.shape)}")
+    return (x * w).contiguous()
+
+
+for _name in ("scale_rows", "scale_rows_unchecked_fake", "scale_rows_strict_fake", "scale_rows_rank_only_fake"):
+    torch.library.impl(f"course_props_test::{_name}", "CPU")(_scale_rows)
+
+
+@torch.library.impl("course_props_test::scale_rows_limited", "CPU")
+def _scale_rows_limited(x, w):  # a limit of the op's own, which PyTorch does not have: at most 3 rows
+    if x.dim() == 2 and x.shape[0] > 3:
+        raise RuntimeError(f"x: at most 3 rows, but has shape {list(x.shape)}")
+    return _scale_rows(x, w)
+
+
+@torch.library.register_fake("course_props_test::scale_rows_limited")
+def _scale_rows_limited_fake(x, w):  # PyTorch's checks only: the op refuses the 4-row x when it runs
+    return _scale_rows_fake(x, w)
+
+
+@torch.library.register_fake("course_props_test::scale_rows")
+def _scale_rows_fake(x, w):  # the op's checks, made on the fake tensors' shapes
+    torch._check(x.dim() == 2, lambda: f"x must have 2 dimensions, but has shape {list(x.shape)}")
+    torch._check(w.dim() == 1 and w.shape[0] == x.shape[1], lambda: f"w must have shape [{x.shape[1]}]")
+    return x.new_empty(x.shape)
+
+
+@torch.library.register_fake("course_props_test::scale_rows_unchecked_fake")
+def _scale_rows_unchecked(x, w):  # the output's shape alone: accepts a w of any length, an x of any rank
+    return x.new_empty(x.shape)
+
+
+@torch.library.register_fake("course_props_test::scale_rows_rank_only_fake")
+def _scale_rows_rank_only(x, w):  # x's rank checked, w's length not
+    torch._check(x.dim() == 2, lambda: f"x must have 2 dimensions, but has shape {list(x.shape)}")
+    return x.new_empty(x.shape)
+
+
+@torch.library.register_fake("course_props_test::scale_rows_strict_fake")
+def _scale_rows_strict(x, w):  # stricter than the op: a limit of 3 rows the op does not have
+    torch._check(x.dim() == 2 and x.shape[0] <= 3, lambda: f"x must have at most 3 rows, but has shape {list(x.shape)}")
+    torch._check(w.dim() == 1 and w.shape[0] == x.shape[1], lambda: f"w must have shape [{x.shape[1]}]")
+    return x.new_empty(x.shape)
+
+
+@dataclass
+class RowsSpec(Spec):
+    registered: str = "lib.ops.scale_rows"
+
+    def audit_calls(self, device, dtype):
+        x = audit_randn(3, 5, device=device, dtype=dtype, seed=1)
+        w = audit_randn(5, device=device, dtype=dtype, seed=2)
+        return [AuditCall("scale_rows", (x, w), ("x", "w"), lambda x, w: _scale_rows(x.double(), w.double()),
+                          registered=self.registered)]
+
+
+def test_the_registered_fake_must_refuse_what_the_op_refuses():
+    rows = types.SimpleNamespace(scale_rows=lambda x, w: torch.ops.course_props_test.scale_rows(x, w),
+                                 lib=types.SimpleNamespace(ops=torch.ops.course_props_test))
+    only = [properties.FAKE_REFUSES]
+    spec = RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1})
+    found = _run(spec, rows, only=only)
+    assert list(found) == [f"scale_rows [{properties.FAKE_REFUSES}]"] and not any(found.values()), found
+    assert [c.group for c in property_checks(spec) if properties.FAKE_REFUSES in c.name] == ["forward"]
+    for fake, words in (("unchecked", "`x` [3, 5] with an extra leading dim: the op refuses it (x must have 2 dim"),
+                        ("rank_only", "`x` [3, 5] with dim 1 5 -> 6: the op refuses it (w must have shape [6]"),
+                        ("strict", "`x` [3, 5] with dim 0 3 -> 4: the op computes it, but its registered fake")):
+        wrong = RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
+                         registered=f"lib.ops.scale_rows_{fake}_fake")
+        found = _run(wrong, rows, only=only)
+        assert found and all(words in v for v in found.values()), found
+    # an op's own limit (PyTorch computes 4 rows): its fake may trace it, the op refusing it when it runs
+    limited = types.SimpleNamespace(lib=types.SimpleNamespace(ops=torch.ops.course_props_test))
+    found = _run(RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
+                          registered="lib.ops.scale_rows_limited"), limited, only=only)
+    assert found and not any(found.values()), found
 
 
 # --- declared domains (grader.verify.spec.Edge): every edge tried, the gradients frozen in turn, module options ---

@@ -25,6 +25,7 @@ def matmul(A: torch.Tensor, B: torch.Tensor, version: int = 4) -> torch.Tensor:
 @torch.library.register_fake(lib.qualname("matmul"))
 def _matmul_fake(A, B, version=4):
     torch._check(A.dim() in (2, 3) and B.dim() == A.dim(), lambda: "A and B must both be 2-D or both 3-D")
+    torch._check(A.dim() == 2 or version >= 4, lambda: f"A is a 3-D batch {list(A.shape)}: versions 4 to 6 take it")
     torch._check(A.dim() == 2 or A.shape[0] == B.shape[0], lambda: f"A's batch size must match B's: {A.shape} and {B.shape}")
     torch._check(A.shape[-1] == B.shape[-2], lambda: f"A's columns must match B's rows: {A.shape} and {B.shape}")
     return A.new_empty((*A.shape[:-1], B.shape[-1]))

@@ -67,9 +67,29 @@ def output_size(size: int, k: int, stride: int, pad: int, output_pad: int, dil: 
 # weight.shape[1] * groups.
 @torch.library.register_fake(lib.qualname("conv_transpose2d"))
 def _conv_transpose2d_fake(x, weight, bias, stride, padding, output_padding, groups, dilation, version):
-    ho = output_size(x.shape[2], weight.shape[2], stride[0], padding[0], output_padding[0], dilation[0])
-    wo = output_size(x.shape[3], weight.shape[3], stride[1], padding[1], output_padding[1], dilation[1])
-    return x.new_empty((x.shape[0], weight.shape[1] * groups, ho, wo))
+    # the op's shape checks (check_conv_transpose_args in conv_transpose2d.cpp): a fake without them traces a
+    # wrong shape
+    for name, v, least in (("stride", stride, 1), ("padding", padding, 0), ("output_padding", output_padding, 0),
+                           ("dilation", dilation, 1)):
+        torch._check(len(v) == 2 and min(v) >= least, lambda: f"{name} must be 2 values >= {least}, but is {v}")
+    xs, ws = list(x.shape), list(weight.shape)
+    torch._check(x.dim() == 4, lambda: f"x must have 4 dimensions (N, C, H, W), but has shape {xs}")
+    torch._check(groups >= 1 and xs[1] % groups == 0, lambda: f"groups ({groups}) must divide x's {xs[1]} channels")
+    torch._check(weight.dim() == 4, lambda: f"weight must have 4 dimensions, but has shape {ws}")
+    torch._check(ws[0] == xs[1], lambda: f"weight must have shape (cin, cout / groups, kh, kw) with cin = x.size(1) = "
+                 f"{xs[1]} whatever the groups, but has shape {ws}")
+    torch._check(ws[2] > 0 and ws[3] > 0, lambda: f"weight must have a kernel of at least 1 x 1, but has shape {ws}")
+    cout = ws[1] * groups
+    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == cout),
+                 lambda: f"bias must have shape ({cout},) (one value per output channel), but has {list(bias.shape)}")
+    torch._check(all(0 <= o < max(s, d) for o, s, d in zip(output_padding, stride, dilation)),
+                 lambda: f"output_padding must be non-negative and smaller than the stride or the dilation, but is "
+                 f"{output_padding} with stride {stride} and dilation {dilation}")
+    ho = output_size(xs[2], ws[2], stride[0], padding[0], output_padding[0], dilation[0])
+    wo = output_size(xs[3], ws[3], stride[1], padding[1], output_padding[1], dilation[1])
+    torch._check(ho > 0 and wo > 0, lambda: f"padding {padding} crops the whole output: x {xs} and weight {ws} give "
+                 f"{ho} x {wo}")
+    return x.new_empty((x.shape[0], cout, ho, wo))
 
 
 # --- the backward, through the forward op ------------------------------------------------------------
@@ -121,7 +141,7 @@ def conv_transpose2d_input_grad(convt, grad_y: torch.Tensor, weight: torch.Tenso
     # TODO: [max(q, 0) per axis], [0, 0], g, dilation); dL/dx[i] = full[i s + min(q, 0)], 0 where that
     # TODO: is outside full: sample(full, [min(q, 0) per axis], stride, (h, w)).
     # TODO: (the reference solution takes about 6 lines)
-    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 117 is not implemented yet")
+    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 137 is not implemented yet")
     # END SOLUTION
 
 
@@ -141,7 +161,7 @@ def conv_transpose2d_weight_grad(convt, x: torch.Tensor, grad_y: torch.Tensor, w
     # TODO: (cout / g, g, c, cin / g, kh, kw), summed over the chunks, ordered (g, cin / g, cout / g, kh,
     # TODO: kw), is dL/dW reshaped to (cin, cout / g, kh, kw).
     # TODO: (the reference solution takes about 8 lines)
-    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 138 is not implemented yet")
+    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 158 is not implemented yet")
     # END SOLUTION
 
 

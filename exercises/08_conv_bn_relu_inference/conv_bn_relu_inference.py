@@ -45,9 +45,24 @@ def conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, ru
 
 @torch.library.register_fake(lib.qualname("conv_bn_relu_inference"))
 def _fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps, stride, padding, dilation, version):
+    # the op's shape checks (conv_bn_relu_inference.cpp): a fake without them traces a wrong shape
+    for name, v, least in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
+        torch._check(len(v) == 2 and min(v) >= least, lambda: f"{name} must be 2 values >= {least}, got {v}")
+    xs, ws = list(x.shape), list(weight.shape)
+    torch._check(x.dim() == 4 and min(xs[1:]) > 0, lambda: f"x must have 4 dimensions, at least one channel and a "
+                 f"non-zero height and width, but has shape {xs}")
+    torch._check(weight.dim() == 4 and ws[1] == xs[1] and min(ws) > 0, lambda: f"weight must be a non-empty "
+                 f"[K, {xs[1]}, R, S] (x's channels in dim 1, groups=1), but has shape {ws}")
+    torch._check(all(n + 2 * p >= d * (k - 1) + 1 for n, p, d, k in zip(xs[2:], padding, dilation, ws[2:])),
+                 lambda: f"x of shape {xs} is smaller than the (dilated) kernel {ws} plus padding")
+    k = ws[0]
+    for name, t in (("bias", bias), ("bn_weight", bn_weight), ("bn_bias", bn_bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        torch._check(t is None or (t.dim() == 1 and t.shape[0] == k),
+                     lambda: f"{name} must have shape [{k}] (one value per output channel), but has {list(t.shape)}")
     p = (x.shape[2] + 2 * padding[0] - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
     q = (x.shape[3] + 2 * padding[1] - dilation[1] * (weight.shape[3] - 1) - 1) // stride[1] + 1
-    return x.new_empty((x.shape[0], weight.shape[0], p, q))
+    return x.new_empty((x.shape[0], k, p, q))
 
 
 class ConvBNReLUInference(torch.nn.Module):

@@ -155,34 +155,76 @@ class _ConvTranspose2d(torch.autograd.Function):
         return grad_x, grad_w, grad_b, None, None, None, None, None, None
 
 
-# Shapes for tracing (torch.compile, fake tensors).
-def _out(n, k, s, p, d):
-    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+# Shapes for tracing (torch.compile, fake tensors), with the ops' shape checks (cudnn_conv.cpp): a fake without
+# them traces a wrong shape.
+def _shape4(s, name: str) -> list:
+    torch._check(len(s) == 4 and min(s) > 0, lambda: f"{name} must have 4 non-empty dimensions (N, C, H, W), but has "
+                 f"shape {list(s)}")
+    return list(s)
+
+
+def _out_shape(x, w, stride, padding, dilation, groups, names=("x", "weight")) -> list:
+    """The convolution's output shape for input shape x and filter shape w, after make_args' checks."""
+    x, w = _shape4(x, names[0]), _shape4(w, names[1])
+    for name, v, least in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
+        torch._check(len(v) == 2 and min(v) >= least, lambda: f"{name} must be 2 values >= {least}, but is {v}")
+    torch._check(groups >= 1 and x[1] % groups == 0 and w[0] % groups == 0,
+                 lambda: f"groups ({groups}) must divide {names[0]}'s {x[1]} channels and {names[1]}'s {w[0]} filters")
+    torch._check(w[1] * groups == x[1], lambda: f"{names[1]} must have {names[0]}'s {x[1]} channels / groups {groups} "
+                 f"in dimension 1, but has shape {w}")
+    out = [x[0], w[0]]
+    for d in range(2):
+        span = dilation[d] * (w[2 + d] - 1) + 1
+        torch._check(x[2 + d] + 2 * padding[d] >= span, lambda: f"the kernel ({span} wide with its dilation) is larger "
+                     f"than the padded input {names[0]} ({x} + 2 * padding {padding})")
+        out.append((x[2 + d] + 2 * padding[d] - span) // stride[d] + 1)
+    return out
+
+
+def _check_bias(bias, channels):
+    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == channels),
+                 lambda: f"bias must have shape [{channels}] (one per output channel), but has {list(bias.shape)}")
+
+
+def _check_output(t, name: str, shape: list):
+    torch._check(list(t.shape) == shape, lambda: f"{name} must have shape {shape} (what the convolution gives), but "
+                 f"has shape {list(t.shape)}")
 
 
 @torch.library.register_fake(lib.qualname("conv2d"))
 def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, mode):
-    return x.new_empty((x.shape[0], weight.shape[0], _out(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0]),
-                        _out(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])))
+    out = _out_shape(x.shape, weight.shape, stride, padding, dilation, groups)
+    _check_bias(bias, out[1])
+    return x.new_empty(out)
 
 
 @torch.library.register_fake(lib.qualname("conv2d_backward_input"))
 def _backward_input_fake(grad_output, weight, input_size, stride, padding, dilation, groups, mode):
+    _check_output(grad_output, "grad_output", _out_shape(input_size, weight.shape, stride, padding, dilation, groups,
+                                                         ("input_size", "weight")))
     return weight.new_empty(input_size)
 
 
 @torch.library.register_fake(lib.qualname("conv2d_backward_weight"))
 def _backward_weight_fake(grad_output, x, weight_size, stride, padding, dilation, groups, mode):
+    _check_output(grad_output, "grad_output", _out_shape(x.shape, weight_size, stride, padding, dilation, groups,
+                                                         ("x", "weight_size")))
     return x.new_empty(weight_size)
 
 
 @torch.library.register_fake(lib.qualname("conv2d_backward_bias"))
 def _backward_bias_fake(grad_output):
-    return grad_output.new_empty((grad_output.shape[1],))
+    return grad_output.new_empty((_shape4(grad_output.shape, "grad_output")[1],))
 
 
 @torch.library.register_fake(lib.qualname("conv_transpose2d"))
 def _transpose_fake(x, weight, bias, output_size, stride, padding, dilation, groups, mode):
+    torch._check(x.dim() == 4 and weight.dim() == 4 and weight.shape[0] == x.shape[1],
+                 lambda: f"weight must have x's channels in dimension 0 (C_in, C_out / groups, kH, kW), but has shape "
+                 f"{list(weight.shape)} (x has shape {list(x.shape)})")
+    _check_output(x, "x", _out_shape(output_size, weight.shape, stride, padding, dilation, groups,
+                                     ("the output", "weight")))
+    _check_bias(bias, output_size[1])
     return x.new_empty(output_size)
 
 

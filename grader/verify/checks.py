@@ -611,3 +611,27 @@ def narrowed_copy(t: torch.Tensor) -> torch.Tensor | None:
 # the non-contiguous layouts every tensor argument is given, by what they catch
 LAYOUTS = {"strided view": strided_copy, "crop of a wider tensor": cropped_copy, "transposed layout": transposed_copy,
            "slice of a longer batch": batch_slice_copy, "narrowed view (channels and rows not packed)": narrowed_copy}
+
+
+# --- misshapen arguments: the bad-input audit's `rank` and `shape` kinds (tests/test_input_audit.py) and the
+# property "the registered fake refuses what the op refuses" (grader.verify.properties) --------------------
+
+def with_leading_dim(t: torch.Tensor) -> torch.Tensor:
+    """t with an extra leading dim of size 2 (two copies of it)."""
+    return torch.stack([t, t])
+
+
+def grown(t: torch.Tensor, d: int) -> torch.Tensor:
+    """One more slice along dim d (a copy of the first): the values stay valid (e.g. positive)."""
+    return torch.cat([t, t.narrow(d, 0, 1)], dim=d)
+
+
+def shape_spoils(t: torch.Tensor) -> list[tuple[str, object]]:
+    """(description, spoil) for each misshapen copy of a tensor argument: an extra leading dim of size 2,
+    one dim fewer (its first slice, from two dims), and each non-empty dim one longer. `spoil(t)` makes it."""
+    shape = "[" + ", ".join(map(str, t.shape)) + "]"
+    out = [(f"{shape} with an extra leading dim", with_leading_dim)]
+    if t.dim() > 1:
+        out.append((f"{shape} with one dim fewer (its first slice)", lambda t: t[0].clone()))
+    out += [(f"{shape} with dim {d} {n} -> {n + 1}", lambda t, d=d: grown(t, d)) for d, n in enumerate(t.shape) if n]
+    return out

@@ -47,6 +47,10 @@ generates, for every op, in each dtype the spec lists:
   shape is seen; observed where the op can see a profiler, its values compared too;
 - output metadata (full grade): shape, dtype and strides against the registered fake
   (torch.library.opcheck), contiguous and in each non-contiguous layout;
+- the registered fake refuses what the op refuses (full grade): each tensor argument with an extra
+  leading dim, one dim fewer and each dim one longer (grader.verify.checks.shape_spoils): where the op
+  and PyTorch refuse it the fake raises too (else torch.compile traces a wrong shape); where the op
+  computes it, the fake gives its shape and dtype;
 - each drop-in module class (Spec.drop_ins): built as torch.nn's is, with only the required arguments
   (torch.nn's defaults), positionally in torch.nn's order and by keyword: the same parameters and
   buffers, and with torch.nn's state loaded, its outputs and gradients;
@@ -74,7 +78,7 @@ import math
 import torch
 
 from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
-from grader.verify.checks import assert_rel_error, require_plain_tensor
+from grader.verify.checks import assert_rel_error, require_plain_tensor, shape_spoils
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
@@ -961,6 +965,63 @@ def _fake(spec, calls: _Calls):
     return run
 
 
+FAKE_REFUSES = "the registered fake refuses what the op refuses"
+
+
+def _reference_refuses(call: AuditCall, args: list) -> bool:
+    """Whether PyTorch (the call's reference, on the CPU) refuses these arguments. Where the op refuses what
+    PyTorch computes (a limit of the exercise's, which the audit lets an op state by an error naming the
+    argument), the fake may trace it: the op still refuses it when it runs."""
+    try:
+        call.reference(*[a.detach().cpu().double() if isinstance(a, torch.Tensor) and a.is_floating_point()
+                         else a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in args])
+    except Exception:  # noqa: BLE001: a refusal, however the reference says it
+        return True
+    return False
+
+
+def _fake_refuses(spec, calls: _Calls):
+    """Each tensor argument of each fixed call misshapen in turn (grader.verify.checks.shape_spoils: an extra
+    leading dim, one dim fewer, each dim one longer), the registered op called on it, then its registered
+    fake (under FakeTensorMode): where the op refuses it and so does PyTorch, the fake refuses it too, else
+    torch.compile traces a wrong shape; where the op computes it, the fake gives its shape and dtype."""
+    def run(ctx):
+        for call in calls(ctx, "fake refusals", _dtypes(spec)[0], random_shapes=False):
+            op = resolve(ctx.module, call.registered)
+            for i, t in enumerate(call.args):
+                if not isinstance(t, torch.Tensor):
+                    continue
+                for which, spoil in shape_spoils(t):
+                    args = _fresh(call.args)
+                    args[i] = spoil(args[i])
+                    what = f"{_described(call)}, `{call.names[i]}` {which}"
+                    try:
+                        out, refused = op(*args), None
+                        DEVICE.sync()
+                    except ERRORS as e:
+                        out, refused = None, clean(e)
+                        if "not implemented yet" in refused:
+                            raise CheckFailure(f"{what}: {refused[:300]}") from None
+                    try:
+                        fake, fake_refused = _fake_result(op, args), None
+                    except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
+                        fake, fake_refused = None, clean(e)
+                    if refused is not None and fake_refused is None and _reference_refuses(call, args):
+                        shapes = ", ".join(str(list(f.shape)) for f in _tensors(fake))
+                        raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but its registered fake "
+                                           f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
+                                           f"the fake must make the op's checks [{FAKE_REFUSES}]")
+                    if refused is None and fake_refused is not None:
+                        raise CheckFailure(f"{what}: the op computes it, but its registered fake refuses it "
+                                           f"({fake_refused[:200]}) [{FAKE_REFUSES}]")
+                    if refused is None:
+                        got, want = ([(list(t.shape), t.dtype) for t in _tensors(v)] for v in (fake, out))
+                        if got != want:
+                            raise CheckFailure(f"{what}: the registered fake says {got}, the op returns {want} "
+                                               f"[{FAKE_REFUSES}]")
+    return run
+
+
 def _on_capability(needs: tuple[int, int], label: str, run):
     def checked(ctx):
         from grader.verify.checks import require_capability
@@ -1031,6 +1092,7 @@ def property_checks(spec: Spec) -> list[Check]:
             add("own kernels in every dtype and shape", _own_kernels, slow=True)
         if call.registered:
             add("output metadata against the registered fake", _fake, slow=True)
+            add(FAKE_REFUSES, _fake_refuses, slow=True)
         add(MEMORY_EDGE, _memory_edges, into=at_edges)
     return checks + module_checks(spec) + drop_in_checks(spec) + at_edges
 

@@ -27,6 +27,9 @@ def _leaky_relu_fake(x, negative_slope):
 
 @torch.library.register_fake(lib.qualname("leaky_relu_backward"))
 def _leaky_relu_backward_fake(grad_output, x, negative_slope):
+    # the op's own shape check (course::check_same): a fake without it traces a wrong shape
+    torch._check(grad_output.shape == x.shape, lambda: f"grad_output must have the same shape as x ({list(x.shape)}), "
+                 f"but has shape {list(grad_output.shape)}")
     return x.new_empty(x.shape)
 
 

@@ -21,6 +21,13 @@ def stencil2d(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 @torch.library.register_fake(lib.qualname("stencil2d"))
 def _stencil2d_fake(x, weight):
+    # the op's shape checks (stencil2d.cpp): a fake without them traces a wrong shape
+    torch._check(x.dim() in (2, 3), lambda: f"x must be an image (H, W) or a batch of images (B, H, W), but has "
+                 f"shape {list(x.shape)}")
+    torch._check(weight.dim() == 2 and weight.shape[0] == weight.shape[1],
+                 lambda: f"weight must be a square K x K filter, but has shape {list(weight.shape)}")
+    torch._check(weight.shape[0] % 2 == 1 and weight.shape[0] <= 7,
+                 lambda: f"weight must be K x K with K odd and at most 7, but K = {weight.shape[0]}")
     return x.new_empty(x.shape)
 
 

@@ -50,6 +50,21 @@ def output_size(size: int, k: int, stride: int, pad: int, dil: int) -> int:
 # Shapes for tracing (torch.compile, opcheck): a new contiguous (N, Cout, Ho, Wo) tensor.
 @torch.library.register_fake(lib.qualname("conv2d"))
 def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, version):
+    # the op's shape checks (check_conv_args in conv2d.cpp): a fake without them traces a wrong shape
+    for name, v, least in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
+        torch._check(len(v) == 2 and min(v) >= least, lambda: f"{name} must be 2 values >= {least}, but is {v}")
+    xs, ws = list(x.shape), list(weight.shape)
+    torch._check(x.dim() == 4, lambda: f"x must have 4 dimensions (N, C, H, W), but has shape {xs}")
+    torch._check(groups >= 1 and xs[1] % groups == 0, lambda: f"groups ({groups}) must divide x's {xs[1]} channels")
+    torch._check(weight.dim() == 4, lambda: f"weight must have 4 dimensions, but has shape {ws}")
+    torch._check(ws[0] % groups == 0, lambda: f"groups ({groups}) must divide weight's {ws[0]} output channels")
+    torch._check(ws[1] * groups == xs[1], lambda: f"weight must have shape (cout, cin / groups, kh, kw) with cin / "
+                 f"groups = {xs[1]} / {groups}, but has shape {ws}")
+    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == ws[0]),
+                 lambda: f"bias must have shape ({ws[0]},) (one value per output channel), but has {list(bias.shape)}")
+    torch._check(all(k > 0 and d * (k - 1) + 1 <= n + 2 * p for k, d, n, p in zip(ws[2:], dilation, xs[2:], padding)),
+                 lambda: f"weight: the kernel {ws} with dilation {dilation} spans more than the padded input (x is "
+                 f"{xs}, padding {padding})")
     ho = output_size(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0])
     wo = output_size(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])
     return x.new_empty((x.shape[0], weight.shape[0], ho, wo))

@@ -89,27 +89,50 @@ def conv_bn_relu(x, weight, bias, bn_weight, bn_bias, running_mean, running_var,
                                     float(eps), _pair(stride), _pair(padding), _pair(dilation), int(version))
 
 
-# Shapes for tracing (torch.compile, opcheck).
-def _out_hw(x, weight, stride, padding, dilation):
-    h, w = x.shape[2], x.shape[3]
-    p = (h + 2 * padding[0] - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
-    q = (w + 2 * padding[1] - dilation[1] * (weight.shape[3] - 1) - 1) // stride[1] + 1
-    return p, q
+# Shapes for tracing (torch.compile, opcheck), with the ops' shape checks (conv_bn_relu_training.cpp): a fake
+# without them traces a wrong shape.
+def _out_shape(x, weight, stride, padding, dilation, **params):
+    """The convolution's output shape [N, K, P, Q], after conv_shape's checks and check_param's for `params`."""
+    for name, v, least in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
+        torch._check(len(v) == 2 and min(v) >= least, lambda: f"{name} must be 2 values >= {least}, got {v}")
+    xs, ws = list(x.shape), list(weight.shape)
+    torch._check(x.dim() == 4 and min(xs[1:]) > 0, lambda: f"x must have 4 dimensions, at least one channel and a "
+                 f"non-zero height and width, but has shape {xs}")
+    torch._check(weight.dim() == 4 and ws[1] == xs[1] and min(ws) > 0, lambda: f"weight must be a non-empty "
+                 f"[K, {xs[1]}, R, S] (x's channels in dim 1, groups=1), but has shape {ws}")
+    torch._check(all(n + 2 * p >= d * (k - 1) + 1 for n, p, d, k in zip(xs[2:], padding, dilation, ws[2:])),
+                 lambda: f"x of shape {xs} is smaller than the (dilated) kernel {ws} plus padding")
+    k = ws[0]
+    for name, t in params.items():
+        torch._check(t is None or (t.dim() == 1 and t.shape[0] == k),
+                     lambda: f"{name} must have shape [{k}] (one value per output channel), but has {list(t.shape)}")
+    p = (x.shape[2] + 2 * padding[0] - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
+    q = (x.shape[3] + 2 * padding[1] - dilation[1] * (weight.shape[3] - 1) - 1) // stride[1] + 1
+    return [x.shape[0], k, p, q]
 
 
 @torch.library.register_fake(lib.qualname("conv_bn_relu_forward"))
 def _forward_fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, num_batches_tracked, training,
                   momentum, eps, stride, padding, dilation, keep_z, version):
-    p, q = _out_hw(x, weight, stride, padding, dilation)
-    shape = (x.shape[0], weight.shape[0], p, q)
+    shape = _out_shape(x, weight, stride, padding, dilation, bias=bias, bn_weight=bn_weight, bn_bias=bn_bias,
+                       running_mean=running_mean, running_var=running_var)
+    torch._check(num_batches_tracked.numel() == 1, lambda: f"num_batches_tracked must be a one-element int64 tensor, "
+                 f"but has shape {list(num_batches_tracked.shape)}")
+    torch._check(not training or shape[0] * shape[2] * shape[3] > 1, lambda: f"x: expected more than 1 value per "
+                 f"channel when training, got x of shape {list(x.shape)}")
     z = x.new_empty(shape) if (training or keep_z) else x.new_empty((0,))
-    return x.new_empty(shape), z, x.new_empty((weight.shape[0],)), x.new_empty((weight.shape[0],))
+    return x.new_empty(shape), z, x.new_empty((shape[1],)), x.new_empty((shape[1],))
 
 
 @torch.library.register_fake(lib.qualname("conv_bn_relu_backward"))
 def _backward_fake(grad_y, x, weight, z, y, bn_weight, save_mean, save_invstd, training, stride, padding, dilation,
                    version):
-    k = weight.shape[0]
+    shape = _out_shape(x, weight, stride, padding, dilation, bn_weight=bn_weight, save_mean=save_mean,
+                       save_invstd=save_invstd)
+    for name, t in (("grad_y", grad_y), ("z", z), ("y", y)):
+        torch._check(list(t.shape) == shape, lambda: f"{name} must be the forward's output {shape}, but has shape "
+                     f"{list(t.shape)}")
+    k = shape[1]
     return x.new_empty(x.shape), x.new_empty(weight.shape), x.new_empty((k,)), x.new_empty((k,)), x.new_empty((k,))
 
 

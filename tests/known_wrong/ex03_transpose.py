@@ -127,6 +127,18 @@ VARIANTS += [
             loses=set(), keeps=KEEPS, extra={"racecheck": True, "kind": "race", "old": "full marks"}),
 ]
 
+# The registered fake: torch.compile traces with it, so it must refuse what the op refuses (a make mutants
+# survivor before the property "the registered fake refuses what the op refuses": nothing else calls the fake
+# on arguments the op refuses).
+FAKE_CHECK = '    torch._check(x.dim() == 2, lambda: f"x must have 2 dimensions, but has shape {tuple(x.shape)}")\n'
+VARIANTS += [
+    Variant(EX, "fake_without_its_dim_check", "the registered fake accepts a tensor of any number of dimensions "
+            "(the op refuses all but 2-D ones): torch.compile traces a 3-D x to a 2-D result",
+            {"transpose.py": [(FAKE_CHECK, "")]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="torch.compile would trace a wrong shape",
+            extra={"kind": "registered fake", "old": "full marks"}),
+]
+
 # Memory edges (issue 47): an access outside an argument that changes no value, which the caching
 # allocator's mapped neighbouring memory hides from every other check.
 LOAD = "if (r < rows && c < cols) tile[threadIdx.y + j][threadIdx.x + i] = in[r * cols + c];"

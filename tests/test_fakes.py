@@ -1,0 +1,100 @@
+"""The solutions' registered fakes (the shape functions torch.compile and opcheck trace with), on the CPU
+under FakeTensorMode, against PyTorch's reference of each call with `registered=` (Spec.audit_calls and
+random_calls):
+
+- a valid call is accepted, with the reference's output shapes (a fake stricter than the op fails
+  torch.library.opcheck in the GPU grade);
+- each tensor argument misshapen (grader.verify.checks.shape_spoils: an extra leading dim, one dim fewer,
+  each dim one longer) where the reference refuses it is refused by the fake too (else torch.compile
+  traces a wrong shape).
+
+The GPU grade's property "the registered fake refuses what the op refuses" (grader.verify.properties)
+holds each fake to its own op; this holds it to PyTorch where no GPU runs the op.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader import env
+
+env.configure()  # before torch.utils.cpp_extension is imported (by the exercise modules' builds)
+
+import torch  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+from grader import specs  # noqa: E402
+from grader.verify.checks import shape_spoils  # noqa: E402
+from grader.verify.judge import resolve  # noqa: E402
+from grader.verify.spec import audit_seed  # noqa: E402
+from tests.grading import SOLUTIONS, selected  # noqa: E402
+
+SPECS = selected()
+SEEDS = (1, 2, 3)  # random geometries drawn per exercise
+
+
+def _fake(op, args: list):
+    with FakeTensorMode() as mode:
+        return op(*[mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args])
+
+
+def _reference(call, args: list):
+    return call.reference(*[a.detach().double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                            for a in args])
+
+
+def _shapes(value) -> list[list[int]]:
+    if isinstance(value, torch.Tensor):
+        return [list(value.shape)]
+    if isinstance(value, (tuple, list)):
+        return [s for v in value for s in _shapes(v)]
+    return []
+
+
+def _registered_calls(spec) -> list:
+    with audit_seed(0):
+        calls = spec.audit_calls("cpu", torch.float32)
+        for seed in SEEDS:
+            calls += spec.random_calls(torch.Generator().manual_seed(seed), "cpu", torch.float32)
+    return [c for c in calls if c.registered and c.reference is not None]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.exercise for s in SPECS])
+def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses(spec):
+    calls = _registered_calls(spec)
+    if not calls:
+        pytest.skip(f"{spec.exercise}: no call names a registered op")
+    try:
+        module = specs.import_exercise_module(SOLUTIONS / spec.exercise, spec)
+    except Exception as e:  # noqa: BLE001: no toolchain or build here
+        pytest.skip(f"solutions/{spec.exercise}: its extension cannot load here: {str(e).splitlines()[0][:200]}")
+    problems = []
+    for call in calls:
+        op = resolve(module, call.registered)
+        expected = _shapes(_reference(call, list(call.args)))
+        try:
+            got = _shapes(_fake(op, list(call.args)))
+            # (a fake may return more outputs than the reference compares: 09's saved statistics)
+            if got[:len(expected)] != expected:
+                problems.append(f"{call.label}: the fake gives {got}, the reference {expected}")
+        except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
+            problems.append(f"{call.label}: the fake refuses a valid call: {str(e).splitlines()[0][:200]}")
+        for i, t in enumerate(call.args):
+            if not isinstance(t, torch.Tensor):
+                continue
+            for which, spoil in shape_spoils(t):
+                args = list(call.args)
+                args[i] = spoil(t)
+                try:
+                    _reference(call, args)
+                    continue  # PyTorch computes it: the op's to refuse or compute (the GPU grade's property)
+                except Exception:  # noqa: BLE001: refused by the reference, however it says so
+                    pass
+                try:
+                    out = _fake(op, args)
+                except Exception:  # noqa: BLE001
+                    continue
+                problems.append(f"{call.label}: `{call.names[i]}` {which}: PyTorch refuses it, the fake gives "
+                                f"{_shapes(out)}")
+    assert not problems, f"solutions/{spec.exercise}: {len(problems)} problem(s):\n" + "\n".join(problems[:20])
