@@ -1,0 +1,294 @@
+"""Is a mutant's machine code the solution's own? Then it is an equivalent program, whatever its source says.
+
+`make mutants` (grader.run.mutants) lists a survivor as equivalent by hand, with a reason. Some survivors
+are equivalent for a reason only the compiler knows: a division by a literal zero that nvcc folds, a
+store past a register array it drops, a dead store. `same_code(mutant)` decides those objectively, on
+the CPU (no GPU, no cuobjdump): the solution's changed file and the mutant's are compiled at the SAME
+path with the SAME command the course's build runs for it (torch's build.ninja in the build folder of
+grader.toolchain.build, so CUDA_FLAGS, the TORCH_CUDA_ARCH_LIST architectures, the include paths and
+the precompiled header are the build's own), and their code compared:
+
+  host code    `objdump -d -r` of the object's code sections (relocations symbolic, so no address or
+               path of the build folder counts), the symbol table and the section sizes, and the
+               contents and relocations of its data sections (a constant table is code too), but the
+               device code's (.nv_fatbin and the module id: compared as PTX below);
+  device code  for a .cu file, the PTX of every architecture the build compiles for (nvcc --keep).
+               ptxas is deterministic, so the same PTX is the same SASS.
+
+Names in an anonymous namespace carry a hash of the translation unit and nvcc's process id
+(`_GLOBAL__N__<hash>_<len>_<file>_<hash>_<pid>`): they are normalised before the comparison.
+
+The check is one way (conservative): the same code on every listing shows the mutant equivalent (the
+same instructions, so the same results at the same speed); a different listing shows nothing, since
+two different programs may still be equivalent (a block of 255 threads instead of 256). A header
+mutant (.h, .cuh) compiles every source of the exercise. A .py mutant is not decided: Python has no
+machine code to compare (its bytecode would differ on a constant the program never reaches), so it
+is left to a reason written by hand.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import env
+
+WORK = env.BUILD_ROOT / "same-code"  # WORK/<exercise>: where both are compiled (one fixed path)
+# Device code lives in these sections of a .cu object: compared as PTX instead (the fatbin holds the
+# SASS that ptxas makes from that PTX; the module id is a hash of the translation unit)
+DEVICE_SECTIONS = (".nv_fatbin", ".nvFatBinSegment", "__nv_module_id", "__nv_relfatbin")
+
+
+@dataclass
+class Verdict:
+    same: bool | None  # None: not decided (a .py mutant, a mutant that does not compile)
+    why: str
+    differ: list[str] = field(default_factory=list)  # the listings that differ, e.g. "x.cuda.o: ptx sm_90a"
+    flags: str = ""  # the build's code flags, for the reason written into equivalent.txt
+
+
+_ANON = re.compile(r"(\d*)(_GLOBAL__N__|_INTERNAL_)[0-9a-f]+_(\d+)_")
+
+
+def anon_normalised(text: str) -> str:
+    """`text` with each name of an anonymous namespace or of internal linkage, as nvcc makes them
+    (`_GLOBAL__N__<hash>_<len>_<file>_<hash>_<pid>`, `_INTERNAL_...`: a hash of the translation unit and
+    nvcc's process id), replaced by one fixed name, its mangled length prefix with it."""
+    out, i = [], 0
+    while True:
+        m = _ANON.search(text, i)
+        if m is None:
+            break
+        digits, kind, name_len = m.group(1), m.group(2), int(m.group(3))
+        name = text[m.end():m.end() + name_len]
+        fixed = f"{kind}ANON_{name}"
+        start = m.start(2)
+        token = text[start:start + int(digits)] if digits else ""
+        if digits and re.fullmatch(rf"{kind}[0-9a-f]+_{name_len}_{re.escape(name)}_[0-9a-f]+_\d+", token):
+            out.append(text[i:m.start()] + f"{len(fixed)}{fixed}")  # mangled: its length says where it ends
+            i = start + int(digits)
+            continue
+        tail = re.compile(r"_[0-9a-f]+(?:_\d+)?").match(text, m.end() + name_len)
+        out.append(text[i:start] + fixed)
+        i = tail.end() if tail else m.end() + name_len
+    out.append(text[i:])
+    return "".join(out)
+
+
+def ptx_normalised(text: str) -> str:
+    """PTX with its byte strings (the line info's function names, `.b8 95,90,78,...`) read as text, and
+    the anonymous names in both normalised (anon_normalised)."""
+    lines, run, out = text.splitlines(), [], []
+
+    def flush() -> None:
+        if run:
+            out.append(".b8 " + repr(anon_normalised(bytes(run).decode("latin-1"))))
+            run.clear()
+
+    for line in lines:
+        m = re.fullmatch(r"\s*\.b8\s+([\d,\s]+)", line)
+        values = [int(v) for v in m.group(1).replace(",", " ").split()] if m else []
+        if values and all(v < 256 for v in values):
+            run.extend(values)
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return anon_normalised("\n".join(out))
+
+
+def _objdump(*args: str) -> str:
+    proc = subprocess.run(["objdump", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"objdump {' '.join(args)}: {proc.stderr.strip()}")
+    # less its `<file>:     file format ...` line (the object's path)
+    return "\n".join(l for l in proc.stdout.splitlines() if "file format" not in l)
+
+
+def elf_sections(obj: Path) -> list[tuple[str, int, int, int, bytes]]:
+    """(name, type, flags, size, contents) of each section of a 64-bit little-endian ELF object."""
+    b = obj.read_bytes()
+    if b[:4] != b"\x7fELF" or b[4] != 2 or b[5] != 1:
+        raise RuntimeError(f"{obj}: not a 64-bit little-endian ELF object")
+    shoff, = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQ", b, shoff + k * shentsize) for k in range(shnum)]
+    strtab = heads[shstrndx]
+    names = b[strtab[4]:strtab[4] + strtab[5]]
+    out = []
+    for name, kind, flags, _addr, offset, size in heads:
+        text = names[name:names.index(b"\0", name)].decode()
+        out.append((text, kind, flags, size, b"" if kind == 8 else b[offset:offset + size]))  # 8: SHT_NOBITS (.bss)
+    return out
+
+
+SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+
+
+def host_listing(obj: Path) -> str:
+    """The host code of an object file, as text to compare (see the module's docstring)."""
+    sections = [s for s in elf_sections(obj) if s[0] and not any(d in s[0] for d in DEVICE_SECTIONS)]
+    # each section's size (.bss's too), not its file offset (it follows the fatbin's size)
+    text = ["sections:", *(f"{n} type {k} flags {f:#x} size {z}" for n, k, f, z, _ in sections)]
+    data = [(n, d) for n, k, f, _, d in sections if f & SHF_ALLOC and not f & SHF_EXECINSTR and k != 8]
+    text += [_objdump("-d", "-r", "-w", str(obj)), _objdump("-t", "-w", str(obj))]
+    for n, d in data:  # as text: a kernel's name registered with the runtime is normalised there too
+        text.append(f"contents of {n}: " + anon_normalised(d.decode("latin-1")).encode("unicode_escape").decode())
+    if data:
+        text.append(_objdump("-r", "-w", *(w for n, _ in data for w in ("-j", n)), str(obj)))
+    return anon_normalised("\n".join(text))
+
+
+def _build_objects(build_dir: Path) -> dict[str, str]:
+    """object -> source path, from torch's build.ninja: its compile steps."""
+    found = {}
+    for line in (build_dir / "build.ninja").read_text().splitlines():
+        m = re.match(r"build (\S+): (compile|cuda_compile) (\S+)$", line.strip())
+        if m:
+            found[m.group(1)] = m.group(3)
+    return found
+
+
+def _compile_command(build_dir: Path, obj: str) -> list[str]:
+    """The command ninja runs for `obj` (its rule with the build's variables filled in)."""
+    proc = subprocess.run([_ninja(), "-t", "commands", obj], cwd=build_dir, capture_output=True, text=True)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"ninja -t commands {obj} in {build_dir}: {proc.stderr.strip()}")
+    return shlex.split(proc.stdout.strip().splitlines()[-1])
+
+
+def _ninja() -> str:
+    from grader.toolchain.build import _ninja as find
+
+    found = find()
+    if not found:
+        raise RuntimeError("no ninja: the course's build needs it")
+    return found
+
+
+def code_flags(command: list[str]) -> str:
+    """The flags of a compile command that choose its code: optimisation, architectures, CUDA's."""
+    keep = [w for w in command if re.match(r"-O\d|-gencode|-arch|--use_fast_math|-lineinfo|-std=|-G$|-g$", w)]
+    return " ".join(dict.fromkeys(keep))
+
+
+def listings(build_dir: Path, obj: str, scratch: Path) -> tuple[dict[str, str], str]:
+    """({what: listing}, code flags) of one object compiled now by its build.ninja command, the
+    object and the intermediates written under `scratch` (the build folder's own object untouched).
+    Raises subprocess.CalledProcessError with the compiler's output when it does not compile."""
+    command = _compile_command(build_dir, obj)
+    scratch.mkdir(parents=True, exist_ok=True)
+    out = scratch / Path(obj).name
+    fixed, k = [], 0
+    while k < len(command):
+        w = command[k]
+        if w == "-o" and k + 1 < len(command):
+            fixed += ["-o", str(out)]
+            k += 2
+            continue
+        if w in ("-MF", "--dependency-output") and k + 1 < len(command):
+            fixed += [w, str(out) + ".d"]
+            k += 2
+            continue
+        fixed.append(w)
+        k += 1
+    cuda = Path(fixed[0]).name == "nvcc"
+    keep = scratch / "keep"
+    if cuda:
+        keep.mkdir(exist_ok=True)
+        fixed += ["--keep", "--keep-dir", str(keep)]
+    proc = subprocess.run(fixed, cwd=build_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, fixed, proc.stdout)
+    found = {f"{obj}: host": host_listing(out)}
+    if cuda:
+        ptx = sorted(keep.glob("*.ptx"))
+        if not ptx:
+            raise RuntimeError(f"nvcc --keep left no PTX for {obj} in {keep}")
+        for p in ptx:
+            target = re.search(r"^\.target\s+(\S+)", p.read_text(), re.M)
+            found[f"{obj}: ptx {target.group(1) if target else p.name}"] = ptx_normalised(p.read_text())
+    return found, code_flags(fixed)
+
+
+_solution_listings: dict[str, tuple[dict[str, str], str]] = {}  # (folder, object, sources) -> listings
+
+
+def _sources_key(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.iterdir()):
+        if p.is_file():
+            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def same_code(mutant, source: Path | None = None, work: Path | None = None) -> Verdict:
+    """Whether `mutant` (grader.run.mutants.Mutant) compiles to the machine code of the solution
+    folder `source` (default solutions/<exercise>): see the module's docstring. `work` is the folder
+    both are compiled in (default WORK/<exercise>); its build folder is the course's, kept between
+    calls, so only the first call of an exercise builds it whole."""
+    from grader.run.mutants import SOLUTIONS, write_slot
+    from grader.toolchain.build import FolderLock, build, build_dir_for
+
+    if mutant.file.endswith(".py"):
+        return Verdict(None, "a .py mutant: Python has no machine code to compare")
+    source = source or SOLUTIONS / mutant.exercise
+    folder = (work or WORK / mutant.exercise).resolve()
+    env.configure()
+    write_slot(folder, source)
+    built = build(folder, load=False)  # build.ninja for this path and configuration (cached after the first)
+    if not built.ok:
+        raise RuntimeError(f"the solution {source} does not build at {folder}:\n{built.error}")
+    build_dir = build_dir_for(folder)
+    objects = _build_objects(build_dir)
+    path = str(folder / mutant.file)
+    wanted = [o for o, s in objects.items() if s == path] if Path(path).suffix in (".cu", ".cpp") else list(objects)
+    if not wanted:
+        raise RuntimeError(f"{build_dir}/build.ninja compiles no {mutant.file}")
+    solution_key = _sources_key(folder)
+    with FolderLock(build_dir), tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
+        mine: dict[str, str] = {}
+        theirs: dict[str, str] = {}
+        flags = ""
+        for obj in wanted:
+            key = f"{folder}\0{obj}\0{solution_key}"
+            if key not in _solution_listings:
+                _solution_listings[key] = listings(build_dir, obj, Path(tmp) / "solution" / obj)
+            theirs.update(_solution_listings[key][0])
+            flags = _solution_listings[key][1]
+        original = (folder / mutant.file).read_bytes()
+        try:
+            write_slot(folder, source, mutant.texts(source))
+            for obj in wanted:
+                try:
+                    mine.update(listings(build_dir, obj, Path(tmp) / "mutant" / obj)[0])
+                except subprocess.CalledProcessError as e:
+                    first = next((l for l in (e.output or b"").decode(errors="replace").splitlines()
+                                  if "error" in l), "")
+                    return Verdict(None, f"the mutant does not compile: {first[:200]}", flags=flags)
+        finally:
+            (folder / mutant.file).write_bytes(original)
+    differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    if differ:
+        return Verdict(False, "different code: " + ", ".join(differ), differ, flags)
+    what = "host objects and PTX" if any(" ptx " in k for k in mine) else "host objects"
+    return Verdict(True, f"the same machine code as the solution's: {what} identical "
+                         f"({nvcc_version()}, {flags})", [], flags)
+
+
+def nvcc_version() -> str:
+    """`nvcc 13.0` (the toolkit the code was compared with)."""
+    cuda = env.find_cuda_home()
+    nvcc = str(Path(cuda) / "bin" / "nvcc") if cuda else shutil.which("nvcc") or "nvcc"
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return "nvcc"
+    m = re.search(r"release (\d+\.\d+)", out)
+    return f"nvcc {m.group(1)}" if m else "nvcc"
