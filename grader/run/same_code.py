@@ -28,12 +28,15 @@ is left to a reason written by hand.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shlex
 import shutil
 import struct
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -292,3 +295,51 @@ def nvcc_version() -> str:
         return "nvcc"
     m = re.search(r"release (\d+\.\d+)", out)
     return f"nvcc {m.group(1)}" if m else "nvcc"
+
+
+def check_survivors(report: Path, every: dict, equivalents: dict[str, str], ids: list[str],
+                    append: Path | None = None, out=lambda line: print(line, flush=True)) -> int:
+    """`python -m grader.run.mutants --same-code`: run same_code on the survivors of `report` (its
+    report.json) not listed in `equivalents` (or on the mutants `ids`, listed or not), print the lines
+    for tests/mutants/equivalent.txt of those with the solution's machine code and list the others;
+    with `append`, add the lines to that file. `every`: exercise -> its mutants today. Returns 0."""
+    known = {m.id: m for ms in every.values() for m in ms}
+    if ids:
+        asked = list(dict.fromkeys(ids))
+        where = "asked for by --id"
+    else:
+        rows = json.loads(report.read_text()).get("mutants", []) if report.is_file() else []
+        numbers = {x[:2] for x in every}
+        asked = [r["id"] for r in rows if r.get("outcome") == "survived" and r["id"] not in equivalents
+                 and r["id"].split(":", 1)[0] in numbers]
+        where = f"the survivors of {report} not in the equivalents file"
+    gone = [i for i in asked if i not in known]
+    todo = [known[i] for i in asked if i in known]
+    out(f"{len(asked)} mutant(s), {where}: compiled here, the solution's file and the mutant's at one path "
+        f"with the build's commands (TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', '')})")
+    same, differ, undecided = [], [], []
+    for m in todo:
+        start = time.perf_counter()
+        verdict = same_code(m)
+        word = "same code" if verdict.same else "not decided" if verdict.same is None else "differs"
+        out(f"  {m.id}: {word} ({time.perf_counter() - start:.0f} s){'' if verdict.same else ': ' + verdict.why}")
+        (same if verdict.same else undecided if verdict.same is None else differ).append((m, verdict))
+    lines = [f"{m.id} # {v.why}" for m, v in same]
+    out("")
+    out(f"the same machine code as the solution's ({len(same)}): equivalent programs" + (":" if lines else ""))
+    for line in lines:
+        out(f"  {line}")
+    out(f"different code ({len(differ)}): a hole in the grader, or equivalent for a reason to write by hand")
+    for m, v in differ:
+        out(f"  {m.id} ({', '.join(v.differ)})")
+    if undecided:
+        out(f"not decided ({len(undecided)}):")
+        for m, v in undecided:
+            out(f"  {m.id}: {v.why}")
+    if gone:
+        out(f"no such mutant of today's solutions ({len(gone)}; a line moved or changed?): {', '.join(gone)}")
+    if append is not None and lines:
+        text = append.read_text() if append.is_file() else ""
+        append.write_text(text + ("" if not text or text.endswith("\n") else "\n") + "\n".join(lines) + "\n")
+        out(f"appended {len(lines)} line(s) to {append}")
+    return 0
