@@ -266,7 +266,7 @@ def test_a_removed_input_check_of_01_is_built_and_graded_killed(tmp_path):
     assert (row["killed"], row["survived"], row["kill_rate"]) == (1, 0, 1.0)
 
 
-def test_anonymous_names_are_normalised_whatever_their_hash_and_nvcc_process_id():
+def test_listings_normalise_anonymous_names_and_line_info_columns_only():
     """nvcc names an anonymous namespace `_GLOBAL__N__<hash>_<len>_<file>_<hash>_<pid>` (and an internal
     name `_INTERNAL_...`): two compiles of one file differ there, even in the mangled length (a pid of
     five digits or six); the file's name and everything around it still count."""
@@ -285,6 +285,11 @@ def test_anonymous_names_are_normalised_whatever_their_hash_and_nvcc_process_id(
     # PTX's line info writes the names as bytes: read as text first
     ptx = ".b8 " + ",".join(str(b) for b in one.encode()) + "\n.b8 0\n"
     assert S.ptx_normalised(ptx) == S.ptx_normalised(".b8 " + ",".join(str(b) for b in two.encode()) + ",0\n")
+    # line info's columns move with a change earlier in the line; its lines do not
+    loc = "\t.loc\t1 80 5\n\t.loc\t2 48 3, function_name $L__info_string0, inlined_at 1 39 3\n"
+    assert S.ptx_normalised(loc) == S.ptx_normalised(loc.replace(" 80 5", " 80 16").replace("39 3", "39 14"))
+    assert S.ptx_normalised(loc) != S.ptx_normalised(loc.replace(" 80 5", " 81 5"))
+    assert S.ptx_normalised(loc) != S.ptx_normalised(loc.replace("1 39 3", "1 40 3"))
 
 
 @pytest.mark.skipif(not (shutil.which("nvcc") or os.path.isfile("/usr/local/cuda/bin/nvcc"))

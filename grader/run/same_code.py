@@ -15,8 +15,10 @@ the precompiled header are the build's own), and their code compared:
   device code  for a .cu file, the PTX of every architecture the build compiles for (nvcc --keep).
                ptxas is deterministic, so the same PTX is the same SASS.
 
-Names in an anonymous namespace carry a hash of the translation unit and nvcc's process id
-(`_GLOBAL__N__<hash>_<len>_<file>_<hash>_<pid>`): they are normalised before the comparison.
+Two things that are no code are normalised before the comparison: names in an anonymous namespace
+carry a hash of the translation unit and nvcc's process id (`_GLOBAL__N__<hash>_<len>_<file>_<hash>_<pid>`),
+and the PTX's line info (-lineinfo) gives each position's column, which a change earlier in its line
+moves (`if (false) ` before a statement); the line numbers, which a one-line mutant keeps, still count.
 
 The check is one way (conservative): the same code on every listing shows the mutant equivalent (the
 same instructions, so the same results at the same speed); a different listing shows nothing, since
@@ -85,8 +87,9 @@ def anon_normalised(text: str) -> str:
 
 
 def ptx_normalised(text: str) -> str:
-    """PTX with its byte strings (the line info's function names, `.b8 95,90,78,...`) read as text, and
-    the anonymous names in both normalised (anon_normalised)."""
+    """PTX with its byte strings (the line info's function names, `.b8 95,90,78,...`) read as text, the
+    line info's columns left out, and the anonymous names normalised (anon_normalised). Line info is no
+    code: it maps the SASS to source lines, which a one-line mutant keeps."""
     lines, run, out = text.splitlines(), [], []
 
     def flush() -> None:
@@ -103,7 +106,11 @@ def ptx_normalised(text: str) -> str:
         flush()
         out.append(line)
     flush()
-    return anon_normalised("\n".join(out))
+    # a line-info position's column (`.loc 1 80 5`, `inlined_at 1 43 5`): a change within a line moves
+    # the columns after it (`if (false) ` before a statement), while the code is the same
+    text = re.sub(r"(\.loc\s+\d+\s+\d+)\s+\d+", r"\1", "\n".join(out))
+    text = re.sub(r"(inlined_at\s+\d+\s+\d+)\s+\d+", r"\1", text)
+    return anon_normalised(text)
 
 
 def _objdump(*args: str) -> str:
