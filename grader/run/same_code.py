@@ -34,7 +34,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import struct
 import subprocess
 import tempfile
@@ -189,7 +188,7 @@ def code_flags(command: list[str]) -> str:
 
 
 def listings(build_dir: Path, obj: str, scratch: Path) -> tuple[dict[str, str], str]:
-    """({what: listing}, code flags) of one object compiled now by its build.ninja command, the
+    """({what: listing}, its compiler and code flags) of one object compiled now by its build.ninja command, the
     object and the intermediates written under `scratch` (the build folder's own object untouched).
     Raises subprocess.CalledProcessError with the compiler's output when it does not compile."""
     command = _compile_command(build_dir, obj)
@@ -224,7 +223,7 @@ def listings(build_dir: Path, obj: str, scratch: Path) -> tuple[dict[str, str], 
         for p in ptx:
             target = re.search(r"^\.target\s+(\S+)", p.read_text(), re.M)
             found[f"{obj}: ptx {target.group(1) if target else p.name}"] = ptx_normalised(p.read_text())
-    return found, code_flags(fixed)
+    return found, f"{compiler_version(fixed[0])}, {code_flags(fixed)}"
 
 
 _solution_listings: dict[str, tuple[dict[str, str], str]] = {}  # (folder, object, sources) -> listings
@@ -265,13 +264,14 @@ def same_code(mutant, source: Path | None = None, work: Path | None = None) -> V
     with FolderLock(build_dir), tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
         mine: dict[str, str] = {}
         theirs: dict[str, str] = {}
-        flags = ""
+        described: list[str] = []  # each compile's compiler and flags
         for obj in wanted:
             key = f"{folder}\0{obj}\0{solution_key}"
             if key not in _solution_listings:
                 _solution_listings[key] = listings(build_dir, obj, Path(tmp) / "solution" / obj)
             theirs.update(_solution_listings[key][0])
-            flags = _solution_listings[key][1]
+            described.append(_solution_listings[key][1])
+        flags = "; ".join(dict.fromkeys(described))
         original = (folder / mutant.file).read_bytes()
         try:
             write_slot(folder, source, mutant.texts(source))
@@ -288,20 +288,23 @@ def same_code(mutant, source: Path | None = None, work: Path | None = None) -> V
     if differ:
         return Verdict(False, "different code: " + ", ".join(differ), differ, flags)
     what = "host objects and PTX" if any(" ptx " in k for k in mine) else "host objects"
-    return Verdict(True, f"the same machine code as the solution's: {what} identical "
-                         f"({nvcc_version()}, {flags})", [], flags)
+    return Verdict(True, f"the same machine code as the solution's: {what} identical ({flags})", [], flags)
 
 
-def nvcc_version() -> str:
-    """`nvcc 13.0` (the toolkit the code was compared with)."""
-    cuda = env.find_cuda_home()
-    nvcc = str(Path(cuda) / "bin" / "nvcc") if cuda else shutil.which("nvcc") or "nvcc"
+def compiler_version(compiler: str) -> str:
+    """`nvcc 13.0`, `gcc 12.2.0`: the compiler the code was compared with."""
+    name = Path(compiler).name
     try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
     except OSError:
-        return "nvcc"
-    m = re.search(r"release (\d+\.\d+)", out)
-    return f"nvcc {m.group(1)}" if m else "nvcc"
+        return name
+    if name == "nvcc":
+        m = re.search(r"release (\d+\.\d+)", out)
+        return f"nvcc {m.group(1)}" if m else name
+    first = out.splitlines()[0] if out else ""
+    m = re.search(r"(\d+\.\d+(?:\.\d+)?)\s*$", first)
+    kind = "clang" if "clang" in first else "gcc" if ("gcc" in first.lower() or "g++" in first or "c++" in first) else name
+    return f"{kind} {m.group(1)}" if m else name
 
 
 def check_survivors(report: Path, every: dict, equivalents: dict[str, str], ids: list[str],
