@@ -294,7 +294,7 @@ def test_listings_normalise_anonymous_names_and_line_info_columns_only():
 
 @pytest.mark.skipif(not (shutil.which("nvcc") or os.path.isfile("/usr/local/cuda/bin/nvcc"))
                     or not shutil.which("objdump"), reason="no CUDA compiler or no objdump here")
-def test_same_code_tells_01s_dead_register_store_from_a_block_size(monkeypatch):
+def test_same_code_tells_01s_dead_register_store_from_a_block_size(monkeypatch, tmp_path):
     """On the CPU, 01 built for the graded H200 (9.0a): the backward's loop one step past its register
     arrays (k <= V: nvcc drops the dead element) compiles to the solution's own host object and PTX;
     a block of 257 threads for 256 does not (the launch differs in the host code); a .py mutant is not
@@ -314,3 +314,14 @@ def test_same_code_tells_01s_dead_register_store_from_a_block_size(monkeypatch):
     assert S.same_code(python).same is None
     # the folder compiled in holds the solution again
     assert (S.WORK / "01_leaky_relu" / "leaky_relu.cu").read_text() == (SOLUTIONS / "01_leaky_relu" / "leaky_relu.cu").read_text()
+    # --same-code --id ... --append: the same-code mutant's line appended to the equivalents file, parsed
+    # as the run reads it; the other listed as different
+    printed: list[str] = []
+    equivalents = tmp_path / "equivalent.txt"
+    equivalents.write_text("# a header\n")
+    every = {"01_leaky_relu": list(mutants.values())}
+    assert S.check_survivors(tmp_path / "none.json", every, {}, [dead_store.id, block.id], append=equivalents,
+                             out=printed.append) == 0
+    assert M.read_equivalents(equivalents) == {dead_store.id: same.why}
+    header = next(k for k, line in enumerate(printed) if line.startswith("different code"))
+    assert printed[header + 1].strip().startswith(block.id), printed
