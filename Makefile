@@ -36,7 +36,9 @@
 #                                   graded, each stopping at its first failed check; the kill rate per exercise
 #                                   and the survivors, into mutants-report/ (EX= some exercises, N=300 mutants
 #                                   sampled, SEED=1 which ones, BUDGET=seconds: no round starts past it; a
-#                                   later run keeps what an earlier one graded with the same grader)
+#                                   later run keeps what an earlier one graded with the same grader;
+#                                   SAME_CODE=1: no GPU, no grading: which of the report's unlisted survivors
+#                                   compile to the solution's own machine code, as equivalents-file lines)
 #   make exercises                  regenerate exercises/ and the student notebooks from solutions/
 #                                   (FORCE=1 to overwrite edits in exercises/; EX= for some exercises only;
 #                                   LEVEL=steps, the default: each region with its steps; LEVEL=goal: each
@@ -130,7 +132,7 @@ bench:
 
 mutants:
 	@$(PY) $$py -m grader.run.mutants $(if $(EX),--ex $(EX)) $(if $(N),--n $(N)) $(if $(SEED),--seed $(SEED)) \
-	  $(if $(BUDGET),--budget $(BUDGET))
+	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(SAME_CODE),--same-code)
 
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both

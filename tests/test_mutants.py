@@ -1,13 +1,17 @@
 """grader.run.mutants: the enumerator, the sampler, materialization, the equivalents file, and one mutant of
-01 built as a real extension and graded killed by the checks a CPU runs."""
+01 built as a real extension and graded killed by the checks a CPU runs; grader.run.same_code: 01's mutants
+compiled here and their machine code compared with the solution's (`--same-code`)."""
 from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 
 import pytest
 
 from grader.run import mutants as M
+from grader.run import same_code as S
 from grader.verify.outcomes import ExerciseRow, GroupScore, TestOutcome
 from tests.grading import SOLUTIONS
 
@@ -260,3 +264,64 @@ def test_a_removed_input_check_of_01_is_built_and_graded_killed(tmp_path):
     assert "input_checks" in result["why"] or "CPU" in result["why"], result
     (row,) = report["exercises"]
     assert (row["killed"], row["survived"], row["kill_rate"]) == (1, 0, 1.0)
+
+
+def test_listings_normalise_anonymous_names_and_line_info_columns_only():
+    """nvcc names an anonymous namespace `_GLOBAL__N__<hash>_<len>_<file>_<hash>_<pid>` (and an internal
+    name `_INTERNAL_...`): two compiles of one file differ there, even in the mangled length (a pid of
+    five digits or six); the file's name and everything around it still count."""
+    one = "_ZN52_GLOBAL__N__d462c6db_13_leaky_relu_cu_f2ab6284_3002217leaky_relu_kernelIfEEvPKT_"
+    two = "_ZN53_GLOBAL__N__0badf00d_13_leaky_relu_cu_12345678_30022117leaky_relu_kernelIfEEvPKT_"
+    assert S.anon_normalised(one) == S.anon_normalised(two) != one
+    assert "17leaky_relu_kernel" in S.anon_normalised(one) and "leaky_relu_cu" in S.anon_normalised(one)
+    assert S.anon_normalised(one) != S.anon_normalised(one.replace("kernelIf", "kernelId"))
+    other_file = "_ZN44_GLOBAL__N__d462c6db_6_elu_cu_f2ab6284_3002217leaky_relu_kernelIfEEvPKT_"
+    assert S.anon_normalised(other_file) != S.anon_normalised(one)
+    internal = ("_ZN50_INTERNAL_5fdf270c_13_leaky_relu_cu_0277435e_3058352_GLOBAL__N__5fdf270c_13_leaky_relu_cu"
+                "_0277435e_3058317leaky_relu_kernel")
+    elsewhen = ("_ZN48_INTERNAL_5fdf270c_13_leaky_relu_cu_0277435e_61050_GLOBAL__N__5fdf270c_13_leaky_relu_cu"
+                "_0277435e_61017leaky_relu_kernel")  # nvcc's process 610
+    assert S.anon_normalised(internal) == S.anon_normalised(elsewhen)
+    # PTX's line info writes the names as bytes: read as text first
+    ptx = ".b8 " + ",".join(str(b) for b in one.encode()) + "\n.b8 0\n"
+    assert S.ptx_normalised(ptx) == S.ptx_normalised(".b8 " + ",".join(str(b) for b in two.encode()) + ",0\n")
+    # line info's columns move with a change earlier in the line; its lines do not
+    loc = "\t.loc\t1 80 5\n\t.loc\t2 48 3, function_name $L__info_string0, inlined_at 1 39 3\n"
+    assert S.ptx_normalised(loc) == S.ptx_normalised(loc.replace(" 80 5", " 80 16").replace("39 3", "39 14"))
+    assert S.ptx_normalised(loc) != S.ptx_normalised(loc.replace(" 80 5", " 81 5"))
+    assert S.ptx_normalised(loc) != S.ptx_normalised(loc.replace("1 39 3", "1 40 3"))
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") or os.path.isfile("/usr/local/cuda/bin/nvcc"))
+                    or not shutil.which("objdump"), reason="no CUDA compiler or no objdump here")
+def test_same_code_tells_01s_dead_register_store_from_a_block_size(monkeypatch, tmp_path):
+    """On the CPU, 01 built for the graded H200 (9.0a): the backward's loop one step past its register
+    arrays (k <= V: nvcc drops the dead element) compiles to the solution's own host object and PTX;
+    a block of 257 threads for 256 does not (the launch differs in the host code); a .py mutant is not
+    decided. About 30 s on two cores (01's build once, then three compiles of one file)."""
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0a")
+    mutants = {m.id: m for m in M.exercise_mutants(SOLUTIONS / "01_leaky_relu")}
+    dead_store = mutants["01:leaky_relu.cu:71:relational:a338241d"]
+    assert "k <= V" in dead_store.new_line
+    block = mutants["01:leaky_relu.cu:80:constant:016ac02c"]
+    assert "257" in block.new_line
+    same = S.same_code(dead_store)
+    assert same.same is True, same
+    assert "host objects and PTX identical" in same.why and "sm_90a" in same.why and "-O3" in same.why
+    other = S.same_code(block)
+    assert other.same is False and "leaky_relu.cuda.o: host" in other.differ, other
+    python = next(m for m in mutants.values() if m.file.endswith(".py"))
+    assert S.same_code(python).same is None
+    # the folder compiled in holds the solution again
+    assert (S.WORK / "01_leaky_relu" / "leaky_relu.cu").read_text() == (SOLUTIONS / "01_leaky_relu" / "leaky_relu.cu").read_text()
+    # --same-code --id ... --append: the same-code mutant's line appended to the equivalents file, parsed
+    # as the run reads it; the other listed as different
+    printed: list[str] = []
+    equivalents = tmp_path / "equivalent.txt"
+    equivalents.write_text("# a header\n")
+    every = {"01_leaky_relu": list(mutants.values())}
+    assert S.check_survivors(tmp_path / "none.json", every, {}, [dead_store.id, block.id], append=equivalents,
+                             out=printed.append) == 0
+    assert M.read_equivalents(equivalents) == {dead_store.id: same.why}
+    header = next(k for k, line in enumerate(printed) if line.startswith("different code"))
+    assert printed[header + 1].strip().startswith(block.id), printed

@@ -1,6 +1,7 @@
 """Mutation testing of the grader: how many small faults in the reference solutions does it catch?
 
     python -m grader.run.mutants [--ex 01 05] [--n 300] [--seed 1] [--budget 540]
+    python -m grader.run.mutants --same-code [--append]    (no GPU: which survivors compile to the solution's code)
 
 A mutant is a copy of a solution folder with ONE textual change at one place, of the kinds a
 student's slip makes (`OPERATORS`): a relational operator moved (`<` to `<=` or `>=`), `+` and `-`
@@ -789,12 +790,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--id", dest="ids", action="append", default=[],
                         help="grade this mutant (an id of the report; repeatable) instead of a sample")
     parser.add_argument("--out", type=Path, default=REPORT_DIR)
+    parser.add_argument("--same-code", action="store_true",
+                        help="grade nothing: compile the report's survivors not in the equivalents file (or the "
+                             "--id mutants) here, on the CPU, and print the equivalents-file lines of those whose "
+                             "machine code is the solution's (grader.run.same_code)")
+    parser.add_argument("--append", action="store_true", help="with --same-code: add those lines to the file")
     args = parser.parse_args(argv)
     began = time.perf_counter()
 
     from grader.run.grading import default_parallel, start_builds
     from grader.specs import Selection
 
+    if args.same_code and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        # the graded build's architectures: an H200's (env.configure's choice there), not this machine's default
+        os.environ["TORCH_CUDA_ARCH_LIST"] = env.HOPPER_ARCH_LIST
     env.configure()
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # a slot's .py changes within a second: no stale .pyc
     chosen = Selection.start([e for e in args.ex if e])
@@ -809,6 +818,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sampled = sample(every, args.n, args.seed)
     equivalents = read_equivalents()
+    if args.same_code:
+        from grader.run.same_code import check_survivors
+
+        return check_survivors(args.out / "report.json", every, equivalents, args.ids,
+                               append=EQUIVALENTS if args.append else None)
     known = {m.id for ms in every.values() for m in ms}
     chosen_numbers = {x[:2] for x in exercises}  # a line of an exercise not chosen is not looked at
     stale = sorted(m for m in set(equivalents) - known if m.split(":", 1)[0] in chosen_numbers)
