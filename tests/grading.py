@@ -127,7 +127,7 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
     from collections import deque
 
     from grader.run.grading import start_builds
-    from grader.run.mutants import write_slot
+    from grader.toolchain.build import write_slot
 
     root = root or VARIANT_SLOTS
     plan = slot_plan(variants, lanes, root)
@@ -176,7 +176,7 @@ def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root:
     one target folder (root/timed) holding one variant of each exercise of the round (written over the
     last round's, only the files that differ: grader.run.mutants.write_slot), its exercises graded at
     once (each timing alone on the GPU, none beside a build)."""
-    from grader.run.mutants import write_slot
+    from grader.toolchain.build import write_slot
 
     root = root or VARIANT_SLOTS
     folder = root / "timed"

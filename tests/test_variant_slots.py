@@ -15,7 +15,7 @@ import pytest
 
 from grader import env
 from grader.run.grading import build_all
-from grader.run.mutants import write_slot
+from grader.toolchain.build import write_slot
 from grader.toolchain import build
 from tests import grading
 from tests.known_wrong import all_variants

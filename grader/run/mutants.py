@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from grader import env
+from grader.toolchain.build import write_slot
 from grader.verify.outcomes import ExerciseRow
 
 SOLUTIONS = env.REPO / "solutions"
@@ -580,29 +581,6 @@ def tree_hash(folder: Path, suffixes: Iterable[str] | None = None) -> str:
         if p.is_file() and "__pycache__" not in p.parts and (suffixes is None or p.suffix in suffixes):
             h.update(str(p.relative_to(folder)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
-
-
-def write_slot(folder: Path, source: Path, texts: Mapping[str, str] | None = None) -> None:
-    """Make `folder` a copy of the folder `source` with `texts` (file name -> its whole text) in place
-    of those files, writing only the files whose bytes differ from what `folder` holds: ninja, in the
-    slot's own build folder (keyed by the slot's path), then recompiles only what changed since the
-    slot's last program. Every slot writer uses this: mutants here, the known-wrong variants in
-    tests/grading.py."""
-    texts = dict(texts or {})
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(folder / "__pycache__", ignore_errors=True)  # a .py rewritten within a second: no stale .pyc
-    wanted = {p.name for p in source.iterdir() if p.is_file()}
-    unknown = set(texts) - wanted
-    if unknown:
-        raise ValueError(f"{source} has no file {', '.join(sorted(unknown))}")
-    for p in folder.iterdir():
-        if p.is_file() and p.name not in wanted:
-            p.unlink()
-    for name in sorted(wanted):
-        data = texts[name].encode() if name in texts else (source / name).read_bytes()
-        dst = folder / name
-        if not dst.is_file() or dst.read_bytes() != data:
-            dst.write_bytes(data)
 
 
 @dataclass

@@ -242,12 +242,11 @@ def same_code(mutant, source: Path | None = None, work: Path | None = None) -> V
     folder `source` (default solutions/<exercise>): see the module's docstring. `work` is the folder
     both are compiled in (default WORK/<exercise>); its build folder is the course's, kept between
     calls, so only the first call of an exercise builds it whole."""
-    from grader.run.mutants import SOLUTIONS, write_slot
-    from grader.toolchain.build import FolderLock, build, build_dir_for
+    from grader.toolchain.build import FolderLock, build, build_dir_for, write_slot
 
     if mutant.file.endswith(".py"):
         return Verdict(None, "a .py mutant: Python has no machine code to compare")
-    source = source or SOLUTIONS / mutant.exercise
+    source = source or env.REPO / "solutions" / mutant.exercise
     folder = (work or WORK / mutant.exercise).resolve()
     env.configure()
     write_slot(folder, source)

@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from grader import env
 
@@ -528,6 +529,29 @@ class BuildError(RuntimeError):
     def __init__(self, exercise_dir: Path, message: str):
         super().__init__(f"build of {exercise_dir} failed:\n{message}")
         self.message = message
+
+
+def write_slot(folder: Path, source: Path, texts: Mapping[str, str] | None = None) -> None:
+    """Make `folder` a copy of the folder `source` with `texts` (file name -> its whole text) in place
+    of those files, writing only the files whose bytes differ from what `folder` holds: ninja, in the
+    slot's own build folder (keyed by the slot's path), then recompiles only what changed since the
+    slot's last program. Every slot writer uses this: grader.run.mutants, the known-wrong variants in
+    tests/grading.py."""
+    texts = dict(texts or {})
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(folder / "__pycache__", ignore_errors=True)  # a .py rewritten within a second: no stale .pyc
+    wanted = {p.name for p in source.iterdir() if p.is_file()}
+    unknown = set(texts) - wanted
+    if unknown:
+        raise ValueError(f"{source} has no file {', '.join(sorted(unknown))}")
+    for p in folder.iterdir():
+        if p.is_file() and p.name not in wanted:
+            p.unlink()
+    for name in sorted(wanted):
+        data = texts[name].encode() if name in texts else (source / name).read_bytes()
+        dst = folder / name
+        if not dst.is_file() or dst.read_bytes() != data:
+            dst.write_bytes(data)
 
 
 def main(argv: list[str] | None = None) -> int:
