@@ -1105,3 +1105,19 @@ def test_the_byte_outside_the_edge_is_not_mapped(where):
                           timeout=120)
     assert "the edge byte itself" not in done.stderr, done.stderr
     assert done.returncode != 0 or ("outside:" in done.stdout and "outside: 0" not in done.stdout), (done.stdout, done.stderr)
+
+
+def test_the_checks_likeliest_to_fault_run_last_in_the_grading_process():
+    """A fault the CUDA context does not survive costs every check after it: the grading suite collects
+    the huge checks after every other check, the memory edges after them, and the timing last."""
+    import sys
+
+    from grader.verify.properties import MEMORY_EDGE
+
+    ran = subprocess.run([sys.executable, "-m", "pytest", "grader/run/suite", "--exercise-dir",
+                          str(SOLUTIONS / "04_stencil2d"), "--collect-only", "-q", "-p", "no:cacheprovider"],
+                         cwd=env.REPO, capture_output=True, text=True, timeout=300)
+    names = [line.split("::", 1)[1] for line in ran.stdout.splitlines() if "::" in line]
+    assert names and names[-1] == "test_performance", ran.stdout[-2000:]
+    kind = [2 if n.endswith(f"[{MEMORY_EDGE}]]") else 1 if "[huge" in n else 0 for n in names[:-1]]
+    assert kind == sorted(kind) and {1, 2} <= set(kind), names

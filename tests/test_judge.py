@@ -278,31 +278,22 @@ def test_a_tensor_subclass_fails_its_own_call_and_costs_no_other(tmp_path):
     assert found["judge: leaky_relu autograd"].outcome == "passed", found
 
 
-def test_the_wrong_device_calls_are_recorded_once_before_the_first_memory_edge(monkeypatch):
-    """An op that reads past an argument's end faults on the memory-edge checks and takes the CUDA context
-    with it: the judge's wrong-device and layout calls must have been made by then (or the input checks go
-    too), and only once (the grading process's end runs them only if no memory-edge check did)."""
-    from grader.run.suite import conftest
-    from grader.verify.properties import MEMORY_EDGE, property_checks
-
-    calls = []
-    monkeypatch.setattr(conftest, "_judge_wrong_device", [lambda: calls.append("recorded")])
-    checks = property_checks(LEAKY)
-    edge = next(c for c in checks if c.name.endswith(f"[{MEMORY_EDGE}]"))
-    others = [c for c in checks if not c.name.endswith(f"[{MEMORY_EDGE}]")]
-
-    def item(check):
-        return types.SimpleNamespace(callspec=types.SimpleNamespace(params={"check": check}))
-
-    for check in others:
-        conftest.pytest_runtest_call(item(check))
-    conftest.pytest_runtest_call(types.SimpleNamespace())  # test_performance: no check
-    assert calls == []
-    conftest.pytest_runtest_call(item(edge))
-    assert calls == ["recorded"]
-    conftest.pytest_runtest_call(item(edge))
-    conftest._record_judge_wrong_device_once()  # the session's end
-    assert calls == ["recorded"]
-    # the memory-edge checks come after every other generated check, so none runs after the recording
-    edges = [k for k, c in enumerate(checks) if c.name.endswith(f"[{MEMORY_EDGE}]")]
-    assert others and min(edges) > max(checks.index(c) for c in others)
+def test_answers_lost_to_an_earlier_fault_are_not_judged_but_other_missing_ones_fail(tmp_path):
+    """The wrong-device and layout calls run as the grading process ends: after a check that faulted (the
+    CUDA context gone) they found no GPU. Their missing answers are then left out (that check's group pays
+    for the fault); without such a fault a missing answer fails, and a recorded wrong one fails either way."""
+    path = tmp_path / "outputs.pt"
+    judge.record_outputs(_leaky(), LEAKY, SEED, path, device="cpu")  # no layouts, no wrong-device answers
+    faulted = [*ALL_PASSED[:-1], TestOutcome(ALL_PASSED[-1].name, ALL_PASSED[-1].group, "failed",
+                                             "AcceleratorError: CUDA error: an illegal memory access was encountered")]
+    found = judge.verdicts(LEAKY, SEED, path, faulted)
+    assert found and not [e for e in found if e.group == "input_checks" or judge.LAYOUT_INFIX in e.name], found
+    assert all(e.outcome == "passed" for e in found), found  # the calls recorded first are judged as ever
+    missing = [e for e in judge.verdicts(LEAKY, SEED, path, ALL_PASSED) if e.outcome == "failed"]
+    assert {e.group for e in missing} >= {"input_checks"} and any(judge.LAYOUT_INFIX in e.name for e in missing)
+    assert all("no answer" in e.reason or "gave no output" in e.reason for e in missing), missing
+    wrong = _leaky(slope_used=0.3)
+    path2 = tmp_path / "wrong.pt"
+    judge.record_outputs(wrong, LEAKY, SEED, path2, device="cpu")
+    judge.record_layouts(wrong, LEAKY, SEED, path2, device="cpu")
+    assert any(e.outcome == "failed" and judge.LAYOUT_INFIX in e.name for e in judge.verdicts(LEAKY, SEED, path2, faulted))

@@ -81,6 +81,7 @@ class StencilSpec(Spec):
         checks.add("forward[filter changes between calls]", self._check_filter_changes)
         checks.add("forward[non-contiguous]", self._check_noncontiguous)
         checks.add("forward[huge: a batch of more than 2^31 pixels]", self._check_huge_batch, slow=True, huge=True)
+        checks.add("forward[huge: one row of 2^31 + 1 pixels]", self._check_huge_side, slow=True, huge=True)
         checks.add("forward[empty]", self._check_empty)
         checks.add("forward[output poisoned]", self._check_poisoned)
         checks.add("forward[current stream]", self._check_stream)
@@ -150,6 +151,34 @@ class StencilSpec(Spec):
         picks = torch.cat([torch.arange(batch - 64, batch), torch.arange(8), between]).to("cuda")
         xs = x[picks]
         assert_close(y[picks], reference(xs, w), tolerance(xs, w), f"{what}, on the images {batch - 64} to {batch - 1}, 0 to 7 and 56 between (index 0 here is image {batch - 64})")
+
+    def _check_huge_side(self, ctx: Context) -> None:
+        """One image of 1 x (2^31 + 1) pixels (8 GiB in and 8 out): a side past 2^31 - 1 that a kernel keeps
+        in a 32-bit int wraps negative. Refused with an error naming x (a limit the kernel states, as the
+        reference's sides below 2^30), or right on its first and last 63 columns (each compared with the
+        filter over a crop of 64, whose inner edge only the 64th output reads past)."""
+        side = (1 << 31) + 1
+        require_free_memory(2 * 4 * side + (1 << 30), "the check of a row of 2^31 + 1 pixels")
+        x = torch.empty((1, side), device="cuda")
+        x.normal_(generator=ctx.generator("huge-side"))
+        w = _rand(ctx, "huge-side-w", (3, 3), scale=0.5)
+        what = f"forward[huge: one row of {side} pixels]"
+        try:
+            y = ctx.module.stencil2d(x, w)
+            torch.cuda.synchronize()
+        except RuntimeError as e:
+            message = str(e)
+            if any(name in message for name in _names("x")):
+                return  # refused, naming x
+            raise CheckFailure(f"{what}: {message.splitlines()[0][:300]} (refuse it with an error naming x, or "
+                               "compute it)") from None
+        require_plain_tensor(y, what)
+        if tuple(y.shape) != tuple(x.shape):
+            raise CheckFailure(f"{what}: shape {tuple(y.shape)}, expected {tuple(x.shape)}")
+        for first, inner in ((0, slice(0, 63)), (side - 64, slice(1, 64))):
+            crop = x[:, first:first + 64]
+            got, want = y[:, first:first + 64][:, inner], reference(crop, w)[:, inner]
+            assert_close(got, want, tolerance(crop, w), f"{what}, columns {first + inner.start} to {first + inner.stop - 1}")
 
     def _check_empty(self, ctx: Context) -> None:
         w = _rand(ctx, "empty-w", (3, 3))

@@ -15,8 +15,7 @@ that process telling the truth. It works in two halves:
   `grad_args` is also differentiated through autograd (<d(y . v)/d arg> for a random v, one scalar
   backward): the gradients vouch for the "autograd" group, against the reference differentiated in
   float64 here.
-- After every check but the memory edges (a submission without input checks may crash on it; one
-  that reads past an argument's end faults on those), `record_input_checks`
+- After every check (a submission without input checks may crash on it), `record_input_checks`
   repeats each call with one tensor argument at a time on the CPU and saves the error it raised, or
   that it was accepted. The judge requires an error naming that argument, for "input_checks".
   Then `record_layouts` repeats each call with every tensor argument in each non-contiguous layout
@@ -282,15 +281,22 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) ->
         return []
     outputs, unreadable = load_outputs(path)
     entries = []
+    # a check that failed by a fault the CUDA context did not survive (an access past an argument's end,
+    # a 32-bit offset past 2^31): the calls recorded as the process ends (wrong devices, layouts) found no
+    # GPU, and their missing answers are not judged. The fault costs its own check's group; nothing is
+    # gained by one (the answers most often missing are input_checks', a point)
+    lost = next((t.name for t in tests if t.outcome == "failed" and cuda_context_lost(str(t.reason))), None)
 
-    def add(name: str, group: str, problem: str | None) -> None:
+    def add(name: str, group: str, problem: str | None, recorded_last: bool = False) -> None:
+        if problem and recorded_last and lost and name not in outputs and not unreadable:
+            return
         entries.append(TestOutcome(JUDGE_PREFIX + name, group, "failed", f"{RECHECKED}{problem}") if problem
                        else TestOutcome(JUDGE_PREFIX + name, group, "passed"))
 
     for call in calls:
         add(call.label, call.group, unreadable or _problem(call, outputs))
         for name, chosen, _ in layout_variants(call):
-            add(name, call.group, unreadable or _problem(call, outputs, name, [call.names[i] for i in chosen]))
+            add(name, call.group, unreadable or _problem(call, outputs, name, [call.names[i] for i in chosen]), True)
     # each pass draws its calls afresh: a reference may update its arguments in place
     if AUTOGRAD in ran:
         for call in judged_calls(spec, seed):
@@ -299,7 +305,7 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) ->
     if INPUT_CHECKS in ran:
         for call in judged_calls(spec, seed):
             for name, i in device_spoils(call):
-                add(name, INPUT_CHECKS, unreadable or _input_check_problem(name, call.names[i], outputs))
+                add(name, INPUT_CHECKS, unreadable or _input_check_problem(name, call.names[i], outputs), True)
     return entries
 
 

@@ -1041,8 +1041,7 @@ def property_checks(spec: Spec) -> list[Check]:
         return []
     checks: list[Check] = []
     # last of all: a fault there loses the checks after it (the CUDA context is gone), so every other
-    # check, and the judge's wrong-device and layout calls (grader/run/suite/conftest.py), has run by
-    # then, and the fault's reason is its group's first failure
+    # check has run by then, and the fault's reason is its group's first failure
     at_edges: list[Check] = []
     seen: set[str] = set()
     for call in calls:

@@ -98,6 +98,7 @@ VARIANTS += [
 # Layouts and state (issue: grader trust, point 5), each written against the grader before them.
 IMAGE = "    const float* image = in + b * height64 * width64;"
 DST = "    float* dst = out + b * height64 * width64;"
+SIDE_CHECK = "  TORCH_CHECK(height < kMaxSide && width < kMaxSide, \"x: each side must be below 2^30 pixels, but x is \" +\n"
 VARIANTS += [
     Variant(EX, "trusts_a_packed_batch_stride", "copies x only when its rows are not packed (last stride 1, row "
             "stride W), then reads image b at b * H * W: a slice of a longer batch, or images cropped from taller "
@@ -113,5 +114,11 @@ VARIANTS += [
             {"stencil2d.cu": [(IMAGE, "    const float* image = in + static_cast<int>(b * height64 * width64);"),
                               (DST, "    float* dst = out + static_cast<int>(b * height64 * width64);")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="more than 2^31 pixels",
+            extra={"huge": True, "kind": "coverage", "old": "full marks"}),
+    # shown only by the huge check of one row of 2^31 + 1 pixels (16 GiB): graded in full
+    Variant(EX, "side_limit_unchecked", "no check of the sides' limit (below 2^30 pixels): a side past 2^31 - 1 "
+            "wraps in the kernel's 32-bit int",
+            {"stencil2d.cu": [(SIDE_CHECK, "  if (false) " + SIDE_CHECK.lstrip())]},
+            loses={"forward", "performance"}, keeps=KEEPS, reason="2147483649 pixels",
             extra={"huge": True, "kind": "coverage", "old": "full marks"}),
 ]

@@ -141,10 +141,13 @@ def _spec(config):
 
 def pytest_generate_tests(metafunc):
     if "check" in metafunc.fixturenames:
-        from grader.verify.properties import property_checks
+        from grader.verify.properties import MEMORY_EDGE, property_checks
 
         spec = _spec(metafunc.config)
-        checks = spec.checks() + property_checks(spec)
+        # a fault the CUDA context does not survive costs every check after it: the checks most likely to
+        # fault run last, those past 2^31 elements (a 32-bit offset wraps), then the memory edges
+        checks = sorted(spec.checks() + property_checks(spec),
+                        key=lambda c: 2 if c.name.endswith(f"[{MEMORY_EDGE}]") else 1 if c.huge else 0)
         metafunc.parametrize("check", checks, ids=[c.name for c in checks])
 
 
@@ -225,35 +228,14 @@ def ctx(request, spec, built) -> specs.Context:
     judge_outputs = request.config.getoption("--judge-outputs")
     if judge_outputs:
         _record_judge_outputs(module, spec, seed, Path(judge_outputs))
-        _judge_wrong_device.append(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
-        request.addfinalizer(_record_judge_wrong_device_once)
+        request.addfinalizer(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
     return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir, kernel_rule=spec.kernel_rule())
 
 
-_judge_wrong_device: list = []  # the recording below, until it has run (once)
-
-
-def _record_judge_wrong_device_once() -> None:
-    while _judge_wrong_device:
-        _judge_wrong_device.pop()()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item):
-    """The judge's wrong-device and layout calls run after every check but the memory edges: an op that
-    reads past an argument's end faults there and takes the CUDA context with it, which would leave the
-    judge no answer to these calls and cost the input checks too (a fault in the wrong-device calls
-    costs the memory edges instead, which only an op that crashes on bad input risks)."""
-    from grader.verify.properties import MEMORY_EDGE
-
-    check = getattr(item, "callspec", None) and item.callspec.params.get("check")
-    if check is not None and check.name.endswith(f"[{MEMORY_EDGE}]"):
-        _record_judge_wrong_device_once()
-
-
 def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
-    """After the other checks: the wrong-device calls the parent judges (grader.verify.judge), late because
-    an op without input checks may crash on them."""
+    """After every test: the wrong-device calls the parent judges (grader.verify.judge), last because an
+    op without input checks may crash on them (a fault before them leaves their answers to the judge's
+    rule for a lost context: grader.verify.judge.verdicts)."""
     import torch
 
     from grader.verify import judge
