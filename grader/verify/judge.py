@@ -15,11 +15,12 @@ that process telling the truth. It works in two halves:
   `grad_args` is also differentiated through autograd (<d(y . v)/d arg> for a random v, one scalar
   backward): the gradients vouch for the "autograd" group, against the reference differentiated in
   float64 here.
-- After every check (a submission without input checks may crash on it), `record_input_checks`
-  repeats each call with one tensor argument at a time on the CPU and saves the error it raised, or
-  that it was accepted. The judge requires an error naming that argument, for "input_checks".
-  Then `record_layouts` repeats each call with every tensor argument in each non-contiguous layout
-  (grader.verify.checks.LAYOUTS): the right result, or an error naming one of them, for the call's group.
+- After every check, `record_layouts` repeats each call with every tensor argument in each
+  non-contiguous layout (grader.verify.checks.LAYOUTS): the right result, or an error naming one of
+  them, for the call's group. Then, last (a submission without input checks may crash on it),
+  `record_input_checks` repeats each call with one tensor argument at a time on the CPU and saves the
+  error it raised, or that it was accepted. The judge requires an error naming that argument, for
+  "input_checks".
 
 So wrong results cannot earn points by tampering with the checks: a group passes only if the op's
 outputs, read back and compared here, are right. What the judge cannot see from outside is how the
@@ -162,8 +163,9 @@ def layout_variants(call: AuditCall) -> list[tuple[str, list[int], object]]:
 
 def record_layouts(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> None:
     """Each judged call in every layout of layout_variants: its output or its error, added to the
-    outputs file after each call. Run as the grading process ends, after the wrong-device calls (an
-    op that faults on a layout costs these answers only); never raises, as record_input_checks."""
+    outputs file after each call. Run as the grading process ends, before the wrong-device calls (an
+    op without input checks that faults on those costs their answers only); never raises, as
+    record_input_checks."""
     try:
         outputs, _ = load_outputs(path)
         for call in judged_calls(spec, seed):

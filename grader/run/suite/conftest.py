@@ -233,16 +233,17 @@ def ctx(request, spec, built) -> specs.Context:
 
 
 def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
-    """After every test: the wrong-device calls the parent judges (grader.verify.judge), last because an
-    op without input checks may crash on them (a fault before them leaves their answers to the judge's
-    rule for a lost context: grader.verify.judge.verdicts)."""
+    """After every test: the layout calls, then the wrong-device calls the parent judges
+    (grader.verify.judge), last because an op without input checks may crash on them and so lose only
+    their answers (a fault in a check before them leaves all of these to the judge's rule for a lost
+    context: grader.verify.judge.verdicts)."""
     import torch
 
     from grader.verify import judge
 
     if torch.cuda.is_available():
-        judge.record_input_checks(module, spec, seed, path)
         judge.record_layouts(module, spec, seed, path)
+        judge.record_input_checks(module, spec, seed, path)
 
 
 def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
