@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from grader.verify.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, expect_error, poison_next_allocation,
-                                  on_a_busy_stream, require_free_memory, require_plain_tensor, unmodified)
+from grader.verify.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, ends_and_between, expect_error,
+                                  on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor,
+                                  unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn,
                                 random_shape)
@@ -147,8 +148,7 @@ class StencilSpec(Spec):
         require_plain_tensor(y, what)
         if tuple(y.shape) != tuple(x.shape):
             raise CheckFailure(f"{what}: shape {tuple(y.shape)}, expected {tuple(x.shape)}")
-        between = torch.randint(8, batch - 64, (56,), generator=torch.Generator().manual_seed(ctx.seed_for("huge")))
-        picks = torch.cat([torch.arange(batch - 64, batch), torch.arange(8), between]).to("cuda")
+        picks = ends_and_between(batch, 64, 8, 56, ctx.seed_for("huge"))
         xs = x[picks]
         assert_close(y[picks], reference(xs, w), tolerance(xs, w), f"{what}, on the images {batch - 64} to {batch - 1}, 0 to 7 and 56 between (index 0 here is image {batch - 64})")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.verify.checks import CheckFailure, assert_rel_error, require_free_memory, require_plain_tensor
+from grader.verify.checks import (CheckFailure, assert_rel_error, ends_and_between, require_free_memory,
+                                  require_plain_tensor)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import Benchmark, CheckList, DropIn
 from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference, with_channels
@@ -126,8 +127,7 @@ class ConvTranspose2dSpec(ConvSpec):
         if tuple(y.shape) != (n, 2 * cin, h, w):
             raise CheckFailure(f"{what}: shape {tuple(y.shape)}, expected {(n, 2 * cin, h, w)}")
         # each image on its own: the last 32, the first 16 and 16 between
-        between = torch.randint(16, n - 32, (16,), generator=torch.Generator().manual_seed(ctx.seed_for("past winograd")))
-        picks = torch.cat([torch.arange(n - 32, n), torch.arange(16), between]).to("cuda")
+        picks = ends_and_between(n, 32, 16, 16, ctx.seed_for("past winograd"))
         expected = F.conv_transpose2d(x[picks].double(), weight.double(), bias.double(), 1, 1, 0, 2, 1)
         assert_rel_error(y[picks], expected, REL_TOL[torch.float32], f"{what}, on images {n - 32} to {n - 1}, 0 to 15 and 16 between")
 

@@ -21,6 +21,13 @@ class CheckFailure(AssertionError):
     """A graded check failed; the message is the reason the student sees."""
 
 
+def ends_and_between(n: int, last: int, first: int, between: int, seed: int) -> torch.Tensor:
+    """Indices into n items for a huge check's sample, on the GPU: the last `last` (past 2^31 elements,
+    where a 32-bit offset wraps), the first `first`, then `between` drawn between them from `seed`."""
+    drawn = torch.randint(first, n - last, (between,), generator=torch.Generator().manual_seed(seed))
+    return torch.cat([torch.arange(n - last, n), torch.arange(first), drawn]).to("cuda")
+
+
 def require_free_memory(nbytes: int, what: str) -> None:
     """Skip the calling check, as not run here, unless the GPU has `nbytes` free."""
     free, total = torch.cuda.mem_get_info()
