@@ -266,6 +266,29 @@ def test_a_removed_input_check_of_01_is_built_and_graded_killed(tmp_path):
     assert (row["killed"], row["survived"], row["kill_rate"]) == (1, 0, 1.0)
 
 
+def test_an_interrupted_round_keeps_the_kills_of_the_processes_that_had_ended(monkeypatch, tmp_path):
+    """Ctrl-C (or the device call's time limit) arriving after a mutant's grading process failed a check,
+    while others still run: that kill is reported, not lost with the round, and the run says it was
+    interrupted (130). The real build and grading process; only the interrupt's moment is chosen."""
+    from grader.run import gate
+
+    mutants = M.exercise_mutants(SOLUTIONS / "01_leaky_relu")
+    mutant = next(m for m in mutants if m.operator == "remove-check" and "check_cuda" in m.old_line)
+    # a kernel change: no check a CPU runs fails it, so only the judge (not run once interrupted) could
+    passing = next(m for m in mutants if m.file.endswith(".cu") and m.operator == "arithmetic")
+    real_run = gate.run
+
+    def run_then_interrupt(*args, **kwargs):
+        real_run(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gate, "run", run_then_interrupt)
+    assert M.main(["--ex", "01", "--id", mutant.id, "--id", passing.id, "--out", str(tmp_path), "--fresh",
+                   "--timeout", "300"]) == 130
+    outcomes = {r["id"]: r["outcome"] for r in json.loads((tmp_path / "report.json").read_text())["mutants"]}
+    assert outcomes == {mutant.id: "killed", passing.id: "not graded"}, outcomes
+
+
 def test_listings_normalise_anonymous_names_and_line_info_columns_only():
     """nvcc names an anonymous namespace `_GLOBAL__N__<hash>_<len>_<file>_<hash>_<pid>` (and an internal
     name `_INTERNAL_...`): two compiles of one file differ there, even in the mangled length (a pid of

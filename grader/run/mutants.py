@@ -644,19 +644,25 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
 
         if stick is None and on_yardstick is not None:
             on_yardstick()
+        interrupted = False
         try:
             # the next round's compilers are suspended for each timing, which then need not wait for them
             gate.run(list(jobs.values()), tmp, parallel=parallel, resident=default_resident(parallel),
                      compiling=compiling, timeout=timeout, on_finish=done, stop_compilers=True)
+        except KeyboardInterrupt:
+            # the kills of the processes that ended before it still count (below); the rest stay ungraded
+            interrupted = True
         finally:
             if on_yardstick is not None:
                 on_yardstick()
-        if stick is not None:
+        if stick is not None and not interrupted:
             measured = read_yardstick(stick, tmp)
             for x in refs:
                 yardsticks[(None, x)] = measured.get(x) or measured.get("*") or {"error": "not measured"}
         for e in entries:
             spec = specs[e.mutant.exercise]
+            if interrupted and (not builds[e.folder].done() or jobs[e.name].returncode is None):
+                continue  # its process was stopped by the interrupt: not graded
             built = builds[e.folder].result()
             e.build_s = 0.0 if built.get("cached") else float(built.get("wall_s") or built.get("seconds") or 0.0)
             if not built["ok"]:
@@ -668,12 +674,16 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
                 except (OSError, ValueError, KeyError, TypeError):
                     tests = []
                 already = job.timed_out or (job.returncode or 0) < 0 or any(t.outcome == "failed" for t in tests)
+                if interrupted and not already:
+                    continue  # it passed its checks, but the judge's re-check did not run
                 # killed already: no need for the judge's re-check (it runs here, one mutant after another)
                 judge = gpu and not already
                 row = grading_row(spec, job, work, timeout, False, seed if judge else None,
                                   yardsticks.get((None, e.mutant.exercise)), None, False)
             e.outcome, e.why = classify(row)
             e.points, e.max_points = row.points, row.max_points
+        if interrupted:
+            raise KeyboardInterrupt
 
 
 def plan_rounds(sampled: dict[str, list[Mutant]], width: int) -> list[list[tuple[Mutant, int]]]:
@@ -901,6 +911,7 @@ def main(argv: list[str] | None = None) -> int:
 
     timed = threading.Event()  # set once the run's yardstick has ended (round 0)
     interrupted = False
+    current: list[Entry] = []
     try:
         current = start_round(0) if schedule else []
         for r in range(len(schedule)):
@@ -975,6 +986,12 @@ def main(argv: list[str] | None = None) -> int:
             current = following["entries"]
     except KeyboardInterrupt:
         interrupted = True
+        # the round in progress: the mutants whose grading process had already failed a check are kills
+        # (the judge only ever adds failures); the others stay "not graded"
+        for e in current:
+            if e.outcome:
+                record(e.mutant, e.outcome, e.why, build_s=round(e.build_s, 1), grade_s=round(e.grade_s, 1),
+                       points=e.points, max_points=e.max_points)
         print("interrupted: reporting what was graded", flush=True)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
