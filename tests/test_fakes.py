@@ -4,9 +4,10 @@ random_calls):
 
 - a valid call is accepted, with the reference's output shapes (a fake stricter than the op fails
   torch.library.opcheck in the GPU grade);
-- each tensor argument misshapen (grader.verify.checks.shape_spoils: an extra leading dim, one dim fewer,
-  each dim one longer) where the reference refuses it is refused by the fake too (else torch.compile
-  traces a wrong shape).
+- every refusal probe (grader.verify.properties.refusal_probes: each tensor argument misshapen, each
+  declared edge, each integer list out of its domain, and again with the optional tensors left out)
+  that the reference refuses is refused by the fake too (else torch.compile traces a wrong shape);
+  one the reference computes, where the fake computes it too, has the reference's shapes.
 
 The GPU grade's property "the registered fake refuses what the op refuses" (grader.verify.properties)
 holds each fake to its own op; this holds it to PyTorch where no GPU runs the op.
@@ -25,8 +26,8 @@ import torch  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 from grader import specs  # noqa: E402
-from grader.verify.checks import shape_spoils  # noqa: E402
 from grader.verify.judge import resolve  # noqa: E402
+from grader.verify.properties import optional_tensors, refusal_probes  # noqa: E402
 from grader.verify.spec import audit_seed  # noqa: E402
 from tests.grading import SOLUTIONS, selected  # noqa: E402
 
@@ -80,21 +81,17 @@ def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses
                 problems.append(f"{call.label}: the fake gives {got}, the reference {expected}")
         except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
             problems.append(f"{call.label}: the fake refuses a valid call: {str(e).splitlines()[0][:200]}")
-        for i, t in enumerate(call.args):
-            if not isinstance(t, torch.Tensor):
-                continue
-            for which, spoil in shape_spoils(t):
-                args = list(call.args)
-                args[i] = spoil(t)
-                try:
-                    _reference(call, args)
-                    continue  # PyTorch computes it: the op's to refuse or compute (the GPU grade's property)
-                except Exception:  # noqa: BLE001: refused by the reference, however it says so
-                    pass
-                try:
-                    out = _fake(op, args)
-                except Exception:  # noqa: BLE001
-                    continue
-                problems.append(f"{call.label}: `{call.names[i]}` {which}: PyTorch refuses it, the fake gives "
-                                f"{_shapes(out)}")
+        for args, which in refusal_probes(call, optional_tensors(op)):
+            try:
+                wanted = _shapes(_reference(call, args))
+            except Exception:  # noqa: BLE001: refused by the reference, however it says so
+                wanted = None
+            try:
+                got = _shapes(_fake(op, args))
+            except Exception:  # noqa: BLE001: a refusal, however the fake says it
+                continue  # (one the reference computes the op may refuse: a limit of the exercise's)
+            if wanted is None:
+                problems.append(f"{call.label}: {which}: PyTorch refuses it, the fake gives {got}")
+            elif got[:len(wanted)] != wanted:
+                problems.append(f"{call.label}: {which}: the fake gives {got}, the reference {wanted}")
     assert not problems, f"solutions/{spec.exercise}: {len(problems)} problem(s):\n" + "\n".join(problems[:20])

@@ -47,9 +47,10 @@ generates, for every op, in each dtype the spec lists:
   shape is seen; observed where the op can see a profiler, its values compared too;
 - output metadata (full grade): shape, dtype and strides against the registered fake
   (torch.library.opcheck), contiguous and in each non-contiguous layout;
-- the registered fake refuses what the op refuses (full grade): each tensor argument with an extra
-  leading dim, one dim fewer and each dim one longer (grader.verify.checks.shape_spoils): where the op
-  and PyTorch refuse it the fake raises too (else torch.compile traces a wrong shape); where the op
+- the registered fake refuses what the op refuses (full grade): every refusal probe (refusal_probes:
+  each tensor argument misshapen at either end or one longer along a dim, each declared edge, each
+  integer list out of its domain, and all again with the optional tensors left out): where the op and
+  PyTorch refuse it the fake raises too (else torch.compile traces a wrong shape); where the op
   computes it, the fake gives its shape and dtype;
 - each drop-in module class (Spec.drop_ins): built as torch.nn's is, with only the required arguments
   (torch.nn's defaults), positionally in torch.nn's order and by keyword: the same parameters and
@@ -980,45 +981,84 @@ def _reference_refuses(call: AuditCall, args: list) -> bool:
     return False
 
 
+def optional_tensors(op) -> tuple[int, ...]:
+    """The positions of `op`'s optional tensor arguments (`Tensor?` in its schema: a bias)."""
+    schema = getattr(getattr(op, "default", op), "_schema", None)
+    if schema is None:
+        return ()
+    return tuple(i for i, a in enumerate(schema.arguments)
+                 if isinstance(a.type, torch.OptionalType) and isinstance(a.type.getElementType(), torch.TensorType))
+
+
+def refusal_probes(call: AuditCall, optional: Sequence[int] = ()):
+    """(fresh arguments, description) for every misshapen or out-of-domain input the grader has for one
+    call, one change at a time: each tensor argument misshapen (grader.verify.checks.shape_spoils), each
+    declared edge (an input one pixel below the smallest, where PyTorch refuses it), each integer list
+    with a component at -1 or 0 or a value more or fewer (list_variants); then all of them again with
+    the `optional` tensor arguments (a bias) left out, whose own shape checks could refuse first and
+    hide a check behind them (a grouped weight's filter count divisible by groups)."""
+    def around(base: list, note: str, skip: Sequence[int]):
+        for i, t in enumerate(base):
+            if isinstance(t, torch.Tensor):
+                for which, spoil in shape_spoils(t):
+                    args = _fresh(base)
+                    args[i] = spoil(args[i])
+                    yield args, f"`{call.names[i]}` {which}{note}"
+        for i, edge in call.edges():
+            if i not in skip and (edge.make is None or isinstance(base[i], torch.Tensor)):
+                args = _fresh(base)
+                args[i] = edge.at(args[i])
+                yield args, f"{_edge_text(call, i, edge)}{note}"
+        for i in _int_lists(call):
+            for value, which in list_variants(base[i]):
+                args = _fresh(base)
+                args[i] = type(base[i])(value)
+                yield args, f"`{call.names[i]}` = {value} ({which}){note}"
+
+    yield from around(list(call.args), "", ())
+    left_out = [i for i in optional if isinstance(call.args[i], torch.Tensor)]
+    if left_out:
+        base = list(call.args)
+        for i in left_out:
+            base[i] = None
+        yield from around(base, f", with {', '.join(f'`{call.names[i]}`' for i in left_out)} None", left_out)
+
+
 def _fake_refuses(spec, calls: _Calls):
-    """Each tensor argument of each fixed call misshapen in turn (grader.verify.checks.shape_spoils: an extra
-    leading dim, one dim fewer, each dim one longer), the registered op called on it, then its registered
-    fake (under FakeTensorMode): where the op refuses it and so does PyTorch, the fake refuses it too, else
-    torch.compile traces a wrong shape; where the op computes it, the fake gives its shape and dtype."""
+    """Every refusal probe of each fixed call (refusal_probes: each tensor argument misshapen, each declared
+    edge, each integer list out of its domain, and again with the optional tensors left out), the
+    registered op called on it, then its registered fake (under FakeTensorMode): where the op refuses it
+    and so does PyTorch, the fake refuses it too, else torch.compile traces a wrong shape; where the op
+    computes it, the fake gives its shape and dtype."""
     def run(ctx):
         for call in calls(ctx, "fake refusals", _dtypes(spec)[0], random_shapes=False):
             op = resolve(ctx.module, call.registered)
-            for i, t in enumerate(call.args):
-                if not isinstance(t, torch.Tensor):
-                    continue
-                for which, spoil in shape_spoils(t):
-                    args = _fresh(call.args)
-                    args[i] = spoil(args[i])
-                    what = f"{_described(call)}, `{call.names[i]}` {which}"
-                    try:
-                        out, refused = op(*args), None
-                        DEVICE.sync()
-                    except ERRORS as e:
-                        out, refused = None, clean(e)
-                        if "not implemented yet" in refused:
-                            raise CheckFailure(f"{what}: {refused[:300]}") from None
-                    try:
-                        fake, fake_refused = _fake_result(op, args), None
-                    except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
-                        fake, fake_refused = None, clean(e)
-                    if refused is not None and fake_refused is None and _reference_refuses(call, args):
-                        shapes = ", ".join(str(list(f.shape)) for f in _tensors(fake))
-                        raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but its registered fake "
-                                           f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
-                                           f"the fake must make the op's checks [{FAKE_REFUSES}]")
-                    if refused is None and fake_refused is not None:
-                        raise CheckFailure(f"{what}: the op computes it, but its registered fake refuses it "
-                                           f"({fake_refused[:200]}) [{FAKE_REFUSES}]")
-                    if refused is None:
-                        got, want = ([(list(t.shape), t.dtype) for t in _tensors(v)] for v in (fake, out))
-                        if got != want:
-                            raise CheckFailure(f"{what}: the registered fake says {got}, the op returns {want} "
-                                               f"[{FAKE_REFUSES}]")
+            for args, which in refusal_probes(call, optional_tensors(op)):
+                what = f"{_described(call)}, {which}"
+                try:
+                    out, refused = op(*_fresh(args)), None
+                    DEVICE.sync()
+                except ERRORS as e:
+                    out, refused = None, clean(e)
+                    if "not implemented yet" in refused:
+                        raise CheckFailure(f"{what}: {refused[:300]}") from None
+                try:
+                    fake, fake_refused = _fake_result(op, args), None
+                except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
+                    fake, fake_refused = None, clean(e)
+                if refused is not None and fake_refused is None and _reference_refuses(call, args):
+                    shapes = ", ".join(str(list(f.shape)) for f in _tensors(fake))
+                    raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but its registered fake "
+                                       f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
+                                       f"the fake must make the op's checks [{FAKE_REFUSES}]")
+                if refused is None and fake_refused is not None and not _reference_refuses(call, args):
+                    raise CheckFailure(f"{what}: the op computes it, but its registered fake refuses it "
+                                       f"({fake_refused[:200]}) [{FAKE_REFUSES}]")
+                if refused is None and fake_refused is None:
+                    got, want = ([(list(t.shape), t.dtype) for t in _tensors(v)] for v in (fake, out))
+                    if got != want:
+                        raise CheckFailure(f"{what}: the registered fake says {got}, the op returns {want} "
+                                           f"[{FAKE_REFUSES}]")
     return run
 
 
