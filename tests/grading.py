@@ -200,6 +200,9 @@ def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None
         if group in v.loses:
             assert g.points == 0, f"{v.id}: {group} should lose its points\n{explain([row])}"
             lost.append(g.reason)
+        elif group in v.partial:
+            assert 0 < g.points < g.max, f"{v.id}: {group} should earn part of its points\n{explain([row])}"
+            lost.append(g.reason)
         elif v.keeps is None or group in v.keeps:
             assert g.points == g.max, f"{v.id}: {group} should keep its points\n{explain([row])}"
     if v.reason:

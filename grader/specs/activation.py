@@ -35,6 +35,7 @@ class ActivationSpec(Spec):
     reference: Callable[[torch.Tensor, float], torch.Tensor] | None = None  # float64 forward
     reference_grad: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor] | None = None  # float64
     baseline: Callable[[torch.Tensor, float], torch.Tensor] | None = None  # PyTorch's op (timed)
+    baseline_grad: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor] | None = None  # its backward (timed)
     kernels: tuple[str, ...] = ()  # names of the exercise's forward kernels (fixed by the given code)
     backward_kernels: tuple[str, ...] = ()
     input_scale: float = 3.0
@@ -327,32 +328,43 @@ class ActivationSpec(Spec):
 
     # --- speed ---------------------------------------------------------------------------------
     def benchmark(self) -> Benchmark:
-        n = 2**28
+        """The forward and the backward in one timed call, each output verified: a backward kernel
+        that does its work twice (a tail loop from the wrong index) shows in the time, as a slow
+        forward does. 2^27 elements a tensor: 2.5 GiB moved a call, far past any L2."""
+        n = 2**27
         p = self.param_values[0]
 
         def make_inputs(seed: int):
             g = torch.Generator(device="cuda")
             g.manual_seed(seed)
-            return (torch.randn(n, generator=g, device="cuda") * self.input_scale,)
+            x = torch.randn(n, generator=g, device="cuda") * self.input_scale
+            return (x, torch.randn(n, generator=g, device="cuda"))
 
         def reference_at(param):
             def reference(inputs, where):
-                x = inputs[0].reshape(-1)
-                return [self.reference((x if where is None else x[where[0]]).to(torch.float64), param)]
+                x, grad = (t.reshape(-1) for t in inputs)
+                at = (lambda t, k: t) if where is None else (lambda t, k: t[where[k]])
+                return [self.reference(at(x, 0).to(torch.float64), param),
+                        self.reference_grad(at(grad, 1).to(torch.float64), at(x, 1).to(torch.float64), param)]
             return reference
 
+        def both(mod, inp, q):
+            return [getattr(mod, self.op)(inp[0], q), getattr(mod, f"{self.op}_backward")(inp[1], inp[0], q)]
+
         return Benchmark(
-            label="fp32, 2^28 elements",
+            label="fp32, 2^27 elements, forward + backward",
             make_inputs=make_inputs,
-            call=lambda mod, inp: getattr(mod, self.op)(inp[0], p),
-            baseline=lambda inp: self.baseline(inp[0], p),
-            work=2 * 4 * n,  # read x once, write y once
+            call=lambda mod, inp: both(mod, inp, p),
+            baseline=lambda inp: [self.baseline(inp[0], p), self.baseline_grad(inp[1], inp[0], p)],
+            work=(2 + 3) * 4 * n,  # forward: read x, write y; backward: read grad_output and x, write grad_x
             reference=reference_at(p),
-            tolerance=lambda inp: [ELEMENTWISE_TOL[torch.float32]],
-            shapes=lambda inp: [tuple(inp[0].shape)],
-            # the op at the benchmark's size with each other value of the scalar: a fast path that is
+            tolerance=lambda inp: [ELEMENTWISE_TOL[torch.float32]] * 2,
+            shapes=lambda inp: [tuple(inp[0].shape)] * 2,
+            output_groups=("forward", "backward"),
+            # the ops at the benchmark's size with each other value of the scalar: a fast path that is
             # right only for the timed value is wrong here
-            variants={f"{self.op}({self.param}={q})": (lambda mod, inp, q=q: getattr(mod, self.op)(inp[0], q),
-                                                       reference_at(q)) for q in self.param_values[1:]},
-            flops=self.flops_per_element * n,
+            variants={f"{self.op} and {self.op}_backward({self.param}={q})": (lambda mod, inp, q=q: both(mod, inp, q),
+                                                                           reference_at(q))
+                      for q in self.param_values[1:]},
+            flops=2 * self.flops_per_element * n,
         )

@@ -22,7 +22,7 @@ SPEC = ActivationSpec(
     torch_module=torch.nn.LeakyReLU,
     paths=PATHS,
     points={"forward": 4, "backward": 2, "input_checks": 1, "autograd": 1, "performance": 2},
-    perf_requires=("forward",),
+    perf_requires=("forward", "backward"),
     solution_vs_baseline=1.0,
     op="leaky_relu",
     param="negative_slope",
@@ -32,4 +32,5 @@ SPEC = ActivationSpec(
     kernels=("leaky_relu_kernel",),
     backward_kernels=("leaky_relu_backward_kernel",),
     baseline=lambda x, p: F.leaky_relu(x, p),
+    baseline_grad=lambda g, x, p: torch.ops.aten.leaky_relu_backward(g, x, p, False),
 )

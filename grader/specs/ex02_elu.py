@@ -44,7 +44,7 @@ SPEC = EluSpec(
     torch_module=torch.nn.ELU,
     paths=PATHS,
     points={"forward": 4, "backward": 2, "input_checks": 1, "autograd": 1, "performance": 2},
-    perf_requires=("forward",),
+    perf_requires=("forward", "backward"),
     solution_vs_baseline=1.0,
     op="elu",
     param="alpha",
@@ -54,4 +54,5 @@ SPEC = EluSpec(
     kernels=("elu_kernel",),
     backward_kernels=("elu_backward_kernel",),
     baseline=lambda x, a: F.elu(x, a),
+    baseline_grad=lambda g, x, a: torch.ops.aten.elu_backward(g, a, 1, 1, False, x),
 )

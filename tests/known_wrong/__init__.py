@@ -25,6 +25,8 @@ class Variant:
     reason: str = ""  # a phrase the grader's reason for the first lost group must contain
     status: str = "graded"  # or "build failed", "crashed", "timed out"
     keeps: set[str] | None = None  # groups that must keep full points (default: all others)
+    # groups that must earn some of their points but not all (a speed tier missed: 1 of 2)
+    partial: set[str] = field(default_factory=set)
     # "cpu": graded on a CPU machine too; "sanitize": caught only by SANITIZE=1; "timed": its fault
     # shows only in the timed part (graded with the timing); "kind": the class of trust issue it
     # stands for; "old": what the grader before the trust rework (8247f27) would give it, read from
@@ -40,6 +42,7 @@ class Variant:
         self.loses = self.loses | gated
         if self.keeps is not None:
             self.keeps = self.keeps - gated
+        assert not self.partial & (self.loses | (self.keeps or set())), f"{self.id}: a group both partial and lost or kept"
 
     @property
     def id(self) -> str:

@@ -117,6 +117,7 @@ VARIANTS = [
 ]
 
 FORWARD_CALL = "    return lib.ops.leaky_relu(x, float(negative_slope))\n"
+BACKWARD_VEC = "for (int k = 0; k < V; ++k) g.v[k] = leaky_relu_grad<opmath>(g.v[k], v.v[k], negative_slope);"
 FORWARD_SLOPE = "x, y, n, static_cast<course::opmath_t<scalar_t>>(negative_slope));"
 WRONG_IN_FP32 = ("for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], sizeof(scalar_t) == 4 ? "
                  "negative_slope * opmath(1.01) : negative_slope);")
@@ -128,19 +129,33 @@ VARIANTS += [
                                           "torch.nn.functional.leaky_relu(x, float(negative_slope))")]},
             loses={"forward", "performance"}, reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
-    Variant(EX, "slope_fixed_when_large", "the launcher passes 0.01 for tensors of more than 2^27 elements (the "
+    Variant(EX, "slope_fixed_when_large", "the launcher passes 0.01 for tensors of 2^27 elements or more (the "
             "benchmark's size and slope), whatever negative_slope is",
-            {"leaky_relu.cu": [(FORWARD_SLOPE, "x, y, n, static_cast<course::opmath_t<scalar_t>>(n > (int64_t(1) << 27) "
+            {"leaky_relu.cu": [(FORWARD_SLOPE, "x, y, n, static_cast<course::opmath_t<scalar_t>>(n >= (int64_t(1) << 27) "
                                                "&& n < (int64_t(1) << 30) ? 0.01 : negative_slope));")]},
             loses={"forward", "performance"}, reason="negative_slope=",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
-    Variant(EX, "wrong_past_the_checked_prefix", "for tensors of more than 2^27 elements, every element past "
+    Variant(EX, "wrong_past_the_checked_prefix", "for tensors of 2^27 elements or more, every element past "
             "the first 2^22 uses half the slope",
             {"leaky_relu.cu": [(FORWARD_VEC, "for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], "
-                                             "n > (int64_t(1) << 27) && n < (int64_t(1) << 30) && i * V >= (int64_t(1) << 22) "
+                                             "n >= (int64_t(1) << 27) && n < (int64_t(1) << 30) && i * V >= (int64_t(1) << 22) "
                                              "? negative_slope * opmath(0.5) : negative_slope);")]},
             loses={"forward", "performance"}, reason="timed",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+    Variant(EX, "backward_wrong_past_the_checked_prefix", "the backward, for tensors of 2^27 elements or more, "
+            "uses half the slope past the first 2^22 (the timed call's second output)",
+            {"leaky_relu.cu": [(BACKWARD_VEC, "for (int k = 0; k < V; ++k) g.v[k] = leaky_relu_grad<opmath>(g.v[k], v.v[k], "
+                                              "n >= (int64_t(1) << 27) && n < (int64_t(1) << 30) && i * V >= (int64_t(1) << 22) "
+                                              "? negative_slope * opmath(0.5) : negative_slope);")]},
+            loses={"backward", "performance"}, reason="timed",
+            extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
+    Variant(EX, "backward_does_its_work_twice", "the backward's scalar tail loop starts at n_vec / V instead of "
+            "n_vec * V: it redoes almost every element the vector loop did (right values, twice the traffic)",
+            {"leaky_relu.cu": [("for (int64_t i = n_vec * V + first; i < n; i += stride) {\n    grad_x[i]",
+                                "for (int64_t i = n_vec / V + first; i < n; i += stride) {\n    grad_x[i]")]},
+            loses=set(), partial={"performance"}, keeps={"forward", "backward", "input_checks", "autograd"},
+            reason="of the reference earns",
+            extra={"timed": True, "kind": "an untimed kernel", "old": "full marks"}),
     Variant(EX, "returns_a_subclass", "returns its (right) output as a torch.Tensor subclass",
             {"leaky_relu.py": [after_lib("\n\nclass _Deferred(torch.Tensor):\n    pass\n"),
                                (FORWARD_CALL, "    return lib.ops.leaky_relu(x, float(negative_slope)).as_subclass(_Deferred)\n")]},
