@@ -205,6 +205,14 @@ def test_materialize_and_write_slot_differ_from_the_solution_in_exactly_one_line
     assert all((slot / p.name).read_bytes() == p.read_bytes() for p in folder.iterdir() if p.is_file())
 
 
+def test_every_equivalent_line_names_a_mutant_of_todays_solutions():
+    """An edit above a listed mutant moves its line, and so its id: the stale line then classifies
+    nothing, and the mutant it meant counts as a survivor until someone notices the runner's warning."""
+    ids = {m.id for folder in sorted(SOLUTIONS.iterdir()) if folder.is_dir() for m in M.exercise_mutants(folder)}
+    stale = [i for i in M.read_equivalents() if i not in ids]
+    assert not stale, f"tests/mutants/equivalent.txt names no mutant of today's solutions (moved lines?): {stale}"
+
+
 def test_sample_is_stratified_seeded_and_reproducible():
     every = {x: M.exercise_mutants(SOLUTIONS / x) for x in ("01_leaky_relu", "03_transpose", "05_matmul")}
     n = 20
