@@ -334,14 +334,15 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: b
     bench = spec.benchmark()
     if bench is None:
         return []
+    groups = {bench_group(spec, k, bench) for k in range(max(1, len(getattr(bench, "output_groups", ()) or ())))}
     data, unreadable = load_outputs(path)
     calls = data.get("calls") if isinstance(data, dict) else None
     problems: dict[str, str] = {}
     nothing_saved = unreadable or not isinstance(calls, list) or not calls
     if nothing_saved and excused:
         return []
-    if nothing_saved:
-        problems[bench_group(spec, 0, bench)] = unreadable or "the timing saved no sampled outputs"
+    if nothing_saved:  # every output went unchecked: each group one vouches for fails
+        problems = dict.fromkeys(groups, unreadable or "the timing saved no sampled outputs")
     else:
         import torch
 
@@ -355,7 +356,6 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: b
                                                                   f"({type(e).__name__}: {clean(e)[:200]})")
             finally:
                 torch.cuda.empty_cache()
-    groups = {bench_group(spec, k, bench) for k in range(max(1, len(getattr(bench, "output_groups", ()) or ())))}
     return [TestOutcome(JUDGE_PREFIX + "timed outputs", g, "failed", f"{RECHECKED}{problems[g]}") if g in problems
             else TestOutcome(JUDGE_PREFIX + "timed outputs", g, "passed") for g in sorted(groups)]
 
