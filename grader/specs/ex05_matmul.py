@@ -584,18 +584,23 @@ class MatmulSpec(Spec):
             d = self._dtype(group)
             calls.append(self._call(audit_randn(5, 8, device=device, dtype=d, seed=1),
                                     audit_randn(8, 12, device=device, dtype=d, seed=2), group, v, kernel))
+            if v >= 4:  # versions 4 to 6 take batches: the generated properties (the fake too) on one
+                calls.append(self._call(audit_randn(3, 5, 8, device=device, dtype=d, seed=3),
+                                        audit_randn(3, 8, 12, device=device, dtype=d, seed=4), group, v, kernel))
         return calls
 
     def _call(self, a, b, group, version, kernel) -> AuditCall:
         kernel = _kernels(kernel)
         precision = self.precision(group)
         label = f"matmul(version={version})" if precision is None else f"matmul(version={version}, {precision.name})"
+        if a.dim() == 3:
+            label = f"{label[:-1]}, batch of {a.shape[0]})"
         return AuditCall("matmul", (a, b, version), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
                          label=label, group=group, kernels=KernelRule(kernel),
                          registered="lib.ops.matmul", nonfinite=(0, 1),
                          # M = 1 and N = 1, each alone: a tile's bound or a vector path for a thin product
-                         domains={0: one_per_axis(a.shape, ("row of A (M = 1)", None)),
-                                  1: one_per_axis(b.shape, (None, "column of B (N = 1)"))},
+                         domains={0: one_per_axis(a.shape, (None,) * (a.dim() - 2) + ("row of A (M = 1)", None)),
+                                  1: one_per_axis(b.shape, (None,) * (b.dim() - 2) + (None, "column of B (N = 1)"))},
                          tolerance=None if precision is None else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
                          needs_capability=capability_of(version))
 

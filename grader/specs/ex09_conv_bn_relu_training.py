@@ -356,6 +356,8 @@ def _audit_forward(x, weight, bias, gamma, beta, running_mean, running_var, num_
     (empty when neither training nor keep_z), the statistics are the batch's or the running ones."""
     z = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), stride, padding, dilation)
     if training:
+        if z.numel() == z.shape[1]:  # refused as F.batch_norm refuses it
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(z.shape)}")
         mean, invstd = z.mean((0, 2, 3)), (z.var((0, 2, 3), unbiased=False) + eps).rsqrt()
     else:
         mean, invstd = running_mean.double(), (running_var.double() + eps).rsqrt()
@@ -378,11 +380,25 @@ def _audit_updates(x, weight, bias, gamma, beta, running_mean, running_var, num_
             6: (1 - m) * running_var + m * z.var((0, 2, 3), unbiased=True), 7: count}
 
 
+def _few_values_per_channel(x, w, conv) -> tuple[Edge, ...]:
+    """x cut to one image of the smallest height the kernel fits, then of the smallest width, then of
+    both (N = 1, and an output of one row, one column, one value): BatchNorm's batch statistics over a
+    single output row or column, the fewest it takes in training; and over one value per channel, which
+    PyTorch refuses in training (and so must the op)."""
+    hw = [max(1, d * (k - 1) + 1 - 2 * p) for k, d, p in zip(w.shape[2:], conv[2], conv[1])]
+    c, h, wd = x.shape[1:]
+    return (Edge(f"one image of one output row (x {[1, c, hw[0], wd]})", make=lambda t: t[:1, :, :hw[0]].contiguous()),
+            Edge(f"one image of one output column (x {[1, c, h, hw[1]]})", make=lambda t: t[:1, :, :, :hw[1]].contiguous()),
+            Edge(f"one value per channel (x {[1, c, *hw]}: refused in training)",
+                 make=lambda t: t[:1, :, :hw[0], :hw[1]].contiguous(), refused=True))
+
+
 def _domains(x, w, conv, momentum: int | None = None, eps: int = 10, gamma: int = 3, training: int | None = 8,
-             padding: int | None = 12) -> dict:
+             padding: int | None = 12, trains: bool = False) -> dict:
     """The edges of a call's arguments (their indices): BatchNorm's weight negative, zero and of both
     signs; the other mode; momentum and eps past their ranges (refused); the padding's edges and x at
-    its smallest size."""
+    its smallest size, and where the call `trains`, at one output row, one column and one value per
+    channel (refused)."""
     out = {gamma: (NEGATIVE, ZERO, SIGNS), eps: (Edge("0.0", 0.0, refused=True),)}
     if momentum is not None:
         out[momentum] = (Edge("1.5", 1.5, refused=True),)
@@ -391,6 +407,8 @@ def _domains(x, w, conv, momentum: int | None = None, eps: int = 10, gamma: int 
     if padding is not None:
         out[padding] = conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[0], conv[2], conv[1])
         out[0] = conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[2], conv[1])
+        if trains:
+            out[0] += _few_values_per_channel(x, w, conv)
     return out
 
 
@@ -442,7 +460,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                        grad_args=() if tf32 else (0, 1, 3, 4), mutates=RUNNING, nonfinite=(0,), infinities=False,
                        # momentum None: the cumulative average, a path of its own; 0.0: no update at all
                        # (not None's average), 1.0: the batch's statistics alone
-                       scalars={9: (None, 0.0, 0.3, 1.0), 10: (1e-3,)}, domains=_domains(x, w, conv, momentum=9),
+                       scalars={9: (None, 0.0, 0.3, 1.0), 10: (1e-3,)}, domains=_domains(x, w, conv, momentum=9, trains=True),
                        updates=None if tf32 else _audit_updates, updates_group="running_stats",
                        tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14], outputs=("y",))) if tf32 else None,
                        defaults=torch_defaults(NAMES, first=9), **per_version)]
@@ -455,7 +473,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                                # the batch's statistics of infinities: inf - inf in Welford's or Chan's updates
                                infinities=not training,
                                scalars={10: (0.1,), **({9: (None, 0.0, 1.0)} if training else {})},
-                               domains=_domains(x, w, conv, momentum=9, training=None),
+                               domains=_domains(x, w, conv, momentum=9, training=None, trains=training),
                                updates=None if tf32 else _audit_updates, updates_group="running_stats",
                                tolerance=(lambda *a: _audit_tf32_tolerance(*a[:14])) if tf32 else None, **per_version))
         y, z, m, invstd = (t.to(x.dtype) for t in _audit_forward(*args))

@@ -635,13 +635,20 @@ def grown(t: torch.Tensor, d: int) -> torch.Tensor:
 
 def shape_spoils(t: torch.Tensor) -> list[tuple[str, object]]:
     """(description, spoil) for each misshapen copy of a tensor argument: an extra dim of size 2 in front
-    and of size 1 at the end, one dim fewer at each end (from two dims), and each non-empty dim one longer.
-    Both ends: a check of `x.shape[1]` without `x.dim()` passes one of them. `spoil(t)` makes it."""
+    and of size 1 at the end, one dim fewer at each end (from two dims), and each non-empty dim one
+    longer and cut to 1. Both ends: a check of `x.shape[1]` without `x.dim()` passes one of them; 1: a
+    size check's `> 1` for `> 0`. (Not emptied: PyTorch's CPU reference, which decides whether PyTorch
+    refuses a probe, crashes on some empty ones: torch.nn.grad.conv2d_input, depthwise, with an empty
+    grad_output batch.) `spoil(t)` makes it."""
     shape = "[" + ", ".join(map(str, t.shape)) + "]"
     out = [(f"{shape} with an extra leading dim", with_leading_dim),
            (f"{shape} with an extra trailing dim of 1", lambda t: t.unsqueeze(-1).clone())]
     if t.dim() > 1:
         out.append((f"{shape} with one dim fewer (its first slice)", lambda t: t[0].clone()))
         out.append((f"{shape} with its last dim dropped (index 0 of it)", lambda t: t[..., 0].clone()))
-    out += [(f"{shape} with dim {d} {n} -> {n + 1}", lambda t, d=d: grown(t, d)) for d, n in enumerate(t.shape) if n]
+    for d, n in enumerate(t.shape):
+        if n:
+            out.append((f"{shape} with dim {d} {n} -> {n + 1}", lambda t, d=d: grown(t, d)))
+        if n > 1:
+            out.append((f"{shape} with dim {d} {n} -> 1", lambda t, d=d: t.narrow(d, 0, 1).clone()))
     return out

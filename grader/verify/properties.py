@@ -48,10 +48,10 @@ generates, for every op, in each dtype the spec lists:
 - output metadata (full grade): shape, dtype and strides against the registered fake
   (torch.library.opcheck), contiguous and in each non-contiguous layout;
 - the registered fake refuses what the op refuses (full grade): every refusal probe (refusal_probes:
-  each tensor argument misshapen at either end or one longer along a dim, each declared edge, each
-  integer list out of its domain, and all again with the optional tensors left out): where the op and
-  PyTorch refuse it the fake raises too (else torch.compile traces a wrong shape); where the op
-  computes it, the fake gives its shape and dtype;
+  each tensor argument misshapen at either end, or along a dim one longer or cut to 1; each
+  declared edge; each integer list out of its domain; all again with the optional tensors left out):
+  where the op and PyTorch refuse it the fake raises too (else torch.compile traces a wrong shape);
+  where the op computes it, the fake gives its shape and dtype;
 - each drop-in module class (Spec.drop_ins): built as torch.nn's is, with only the required arguments
   (torch.nn's defaults), positionally in torch.nn's order and by keyword: the same parameters and
   buffers, and with torch.nn's state loaded, its outputs and gradients;
@@ -994,9 +994,10 @@ def refusal_probes(call: AuditCall, optional: Sequence[int] = ()):
     """(fresh arguments, description) for every misshapen or out-of-domain input the grader has for one
     call, one change at a time: each tensor argument misshapen (grader.verify.checks.shape_spoils), each
     declared edge (an input one pixel below the smallest, where PyTorch refuses it), each integer list
-    with a component at -1 or 0 or a value more or fewer (list_variants); then all of them again with
-    the `optional` tensor arguments (a bias) left out, whose own shape checks could refuse first and
-    hide a check behind them (a grouped weight's filter count divisible by groups)."""
+    with a component at -1, at 0 (list_variants) or 64 above its value, or a value more or fewer; then
+    all of them again with the `optional` tensor arguments (a bias) left out, whose own shape checks
+    could refuse first and hide a check behind them (a grouped weight's filter count divisible by
+    groups)."""
     def around(base: list, note: str, skip: Sequence[int]):
         for i, t in enumerate(base):
             if isinstance(t, torch.Tensor):
@@ -1010,7 +1011,9 @@ def refusal_probes(call: AuditCall, optional: Sequence[int] = ()):
                 args[i] = edge.at(args[i])
                 yield args, f"{_edge_text(call, i, edge)}{note}"
         for i in _int_lists(call):
-            for value, which in list_variants(base[i]):
+            far = [(list(base[i][:j]) + [v + 64] + list(base[i][j + 1:]), f"component {j} far above")
+                   for j, v in enumerate(base[i])]  # an output_padding past the stride, a kernel past the input
+            for value, which in list_variants(base[i]) + far:
                 args = _fresh(base)
                 args[i] = type(base[i])(value)
                 yield args, f"`{call.names[i]}` = {value} ({which}){note}"
