@@ -27,7 +27,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 from grader import specs  # noqa: E402
 from grader.verify.judge import resolve  # noqa: E402
-from grader.verify.properties import optional_tensors, refusal_probes  # noqa: E402
+from grader.verify.properties import optional_tensors, reference_result, refusal_probes  # noqa: E402
 from grader.verify.spec import audit_seed  # noqa: E402
 from tests.grading import SOLUTIONS, selected  # noqa: E402
 
@@ -38,11 +38,6 @@ SEEDS = (1, 2, 3)  # random geometries drawn per exercise
 def _fake(op, args: list):
     with FakeTensorMode() as mode:
         return op(*[mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args])
-
-
-def _reference(call, args: list):
-    return call.reference(*[a.detach().double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                            for a in args])
 
 
 def _shapes(value) -> list[list[int]]:
@@ -73,7 +68,7 @@ def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses
     problems = []
     for call in calls:
         op = resolve(module, call.registered)
-        expected = _shapes(_reference(call, list(call.args)))
+        expected = _shapes(reference_result(call, list(call.args)))
         try:
             got = _shapes(_fake(op, list(call.args)))
             # (a fake may return more outputs than the reference compares: 09's saved statistics)
@@ -83,7 +78,7 @@ def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses
             problems.append(f"{call.label}: the fake refuses a valid call: {str(e).splitlines()[0][:200]}")
         for args, which in refusal_probes(call, optional_tensors(op)):
             try:
-                wanted = _shapes(_reference(call, args))
+                wanted = _shapes(reference_result(call, args))
             except Exception:  # noqa: BLE001: refused by the reference, however it says so
                 wanted = None
             try:

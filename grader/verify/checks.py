@@ -637,9 +637,9 @@ def shape_spoils(t: torch.Tensor) -> list[tuple[str, object]]:
     """(description, spoil) for each misshapen copy of a tensor argument: an extra dim of size 2 in front
     and of size 1 at the end, one dim fewer at each end (from two dims), and each non-empty dim one
     longer and cut to 1. Both ends: a check of `x.shape[1]` without `x.dim()` passes one of them; 1: a
-    size check's `> 1` for `> 0`. (Not emptied: PyTorch's CPU reference, which decides whether PyTorch
-    refuses a probe, crashes on some empty ones: torch.nn.grad.conv2d_input, depthwise, with an empty
-    grad_output batch.) `spoil(t)` makes it."""
+    size check's `> 1` for `> 0`. (Not emptied: what PyTorch refuses is decided on the meta device, whose
+    shape checks let a kernel of no columns through, and on the CPU some empty probes crash PyTorch:
+    torch.nn.grad.conv2d_input, depthwise, with an empty grad_output batch.) `spoil(t)` makes it."""
     shape = "[" + ", ".join(map(str, t.shape)) + "]"
     out = [(f"{shape} with an extra leading dim", with_leading_dim),
            (f"{shape} with an extra trailing dim of 1", lambda t: t.unsqueeze(-1).clone())]

@@ -969,13 +969,32 @@ def _fake(spec, calls: _Calls):
 FAKE_REFUSES = "the registered fake refuses what the op refuses"
 
 
+def on_meta(a):
+    """An argument as the reference takes it on the meta device (shapes and dtypes, no data)."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    return a.detach().to("meta").double() if a.is_floating_point() else a.detach().to("meta")
+
+
+def reference_result(call: AuditCall, args: list):
+    """PyTorch's answer (the call's reference) for a probe, or its error where PyTorch refuses it: its
+    shape checks on the meta device first (no kernel runs), then on the CPU in float64, where its
+    kernels check more (an output_padding past the stride, a kernel of no columns). Not on the CPU for
+    a probe with an empty tensor: some crash PyTorch's CPU kernels (torch.nn.grad.conv2d_input,
+    depthwise, with an empty grad_output batch), which would take this process with them."""
+    out = call.reference(*[on_meta(a) for a in args])
+    if any(isinstance(a, torch.Tensor) and not a.numel() for a in args):
+        return out
+    return call.reference(*[a.detach().cpu().double() if isinstance(a, torch.Tensor) and a.is_floating_point()
+                            else a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in args])
+
+
 def _reference_refuses(call: AuditCall, args: list) -> bool:
-    """Whether PyTorch (the call's reference, on the CPU) refuses these arguments. Where the op refuses what
-    PyTorch computes (a limit of the exercise's, which the audit lets an op state by an error naming the
+    """Whether PyTorch refuses these arguments (reference_result). Where the op refuses what PyTorch
+    computes (a limit of the exercise's, which the audit lets an op state by an error naming the
     argument), the fake may trace it: the op still refuses it when it runs."""
     try:
-        call.reference(*[a.detach().cpu().double() if isinstance(a, torch.Tensor) and a.is_floating_point()
-                         else a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in args])
+        reference_result(call, args)
     except Exception:  # noqa: BLE001: a refusal, however the reference says it
         return True
     return False
