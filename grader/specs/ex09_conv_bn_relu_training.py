@@ -23,8 +23,8 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
                                   require_capability, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
-                                ModuleOptions, Spec, audit_randn, conv_padding_edges, conv_smallest_input, torch_defaults,
-                                values)
+                                ModuleOptions, Spec, as_conv_output, audit_randn, conv_padding_edges, conv_smallest_input,
+                                torch_defaults, values)
 from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
@@ -428,6 +428,7 @@ def _audit_backward(grad_y, x, weight, z, y, gamma, mean, invstd, training, stri
     grad_bn_bias) from the saved tensors. In training the bias's gradient is 0 (the batch mean cancels it)."""
     x, weight = x.double(), weight.double()
     dz, dgamma, dbeta = _dz(grad_y, z, y, gamma, mean, invstd, training)
+    dz = as_conv_output(dz, x.shape, weight.shape, stride, padding, dilation)
     grad_x = torch.nn.grad.conv2d_input(x.shape, weight, dz, stride, padding, dilation)
     grad_w = torch.nn.grad.conv2d_weight(x, weight.shape, dz, stride, padding, dilation)
     grad_bias = torch.zeros_like(dbeta) if training else dz.sum((0, 2, 3))

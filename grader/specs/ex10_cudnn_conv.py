@@ -20,8 +20,8 @@ from grader.verify.timer import math_mode
 from grader.verify.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
-from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, conv_padding_edges,
-                                conv_smallest_input, torch_defaults)
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
+                                conv_padding_edges, conv_smallest_input, torch_defaults)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
@@ -1194,12 +1194,14 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
     calls.append(AuditCall(
         "conv2d_backward_input", (g, w, list(c.x), *conv, MODE["heuristic"]),
         ("grad_output", "weight", "input_size", *CONV_NAMES),
-        lambda g, w, size, s, p, d, groups, m: torch.nn.grad.conv2d_input(size, w.double(), g.double(), s, p, d, groups),
+        lambda g, w, size, s, p, d, groups, m: torch.nn.grad.conv2d_input(
+            size, w.double(), as_conv_output(g, size, w.shape, s, p, d, groups).double(), s, p, d, groups),
         label=f"conv2d_backward_input{suffix}", registered="lib.ops.conv2d_backward_input"))
     calls.append(AuditCall(
         "conv2d_backward_weight", (g, x, list(c.w), *conv, MODE["uncached"]),
         ("grad_output", "x", "weight_size", *CONV_NAMES),
-        lambda g, x, size, s, p, d, groups, m: torch.nn.grad.conv2d_weight(x.double(), size, g.double(), s, p, d, groups),
+        lambda g, x, size, s, p, d, groups, m: torch.nn.grad.conv2d_weight(
+            x.double(), size, as_conv_output(g, x.shape, size, s, p, d, groups).double(), s, p, d, groups),
         label=f"conv2d_backward_weight{suffix}", registered="lib.ops.conv2d_backward_weight"))
     if kind == "dense":
         calls.append(AuditCall("conv2d_backward_bias", (g,), ("grad_output",), lambda g: g.double().sum((0, 2, 3)),

@@ -436,6 +436,21 @@ def _cropped(dim: int, n: int):
     return lambda t: t.narrow(dim, 0, n).contiguous()
 
 
+def as_conv_output(g, x_size, w_size, stride, padding, dilation, groups=1):
+    """g, once it has the shape of the convolution's output for these sizes (PyTorch's shape checks, on
+    the meta device), else a ValueError: a float64 reference of a convolution's gradient calls
+    torch.nn.grad, which trusts its caller on it, and on the CPU a grad_output of another batch or size
+    reads past its end (a misshapen probe could crash the grading process)."""
+    import torch
+    import torch.nn.functional as F
+
+    y = F.conv2d(torch.empty(list(x_size), device="meta"), torch.empty(list(w_size), device="meta"), None, stride,
+                 padding, dilation, groups)
+    if tuple(g.shape) != tuple(y.shape):
+        raise ValueError(f"grad_output has shape {list(g.shape)}, but the convolution gives {list(y.shape)}")
+    return g
+
+
 def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False, stride=(1, 1),
                         output_padding=(0, 0)) -> tuple[Edge, ...]:
     """The edges of a convolution's input `x` at its smallest height, and at its smallest width (each
