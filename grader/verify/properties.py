@@ -162,11 +162,15 @@ def _fresh(args) -> list:
     return [a.clone() if isinstance(a, torch.Tensor) else (list(a) if isinstance(a, list) else a) for a in args]
 
 
-def _double(args) -> list:
-    """The arguments in float64 where the references run (grader.verify.fp64.reference_device)."""
-    device = reference_device()
+def _in_float64(args, device) -> list:
+    """The arguments on `device`, their floating-point tensors in float64."""
     return [a.detach().to(device, torch.float64 if a.is_floating_point() else a.dtype)
             if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def _double(args) -> list:
+    """The arguments in float64 where the references run (grader.verify.fp64.reference_device)."""
+    return _in_float64(args, reference_device())
 
 
 # --- comparing, NaN-aware ------------------------------------------------------------------------
@@ -969,24 +973,16 @@ def _fake(spec, calls: _Calls):
 FAKE_REFUSES = "the registered fake refuses what the op refuses"
 
 
-def on_meta(a):
-    """An argument as the reference takes it on the meta device (shapes and dtypes, no data)."""
-    if not isinstance(a, torch.Tensor):
-        return a
-    return a.detach().to("meta").double() if a.is_floating_point() else a.detach().to("meta")
-
-
 def reference_result(call: AuditCall, args: list):
     """PyTorch's answer (the call's reference) for a probe, or its error where PyTorch refuses it: its
     shape checks on the meta device first (no kernel runs), then on the CPU in float64, where its
     kernels check more (an output_padding past the stride, a kernel of no columns). Not on the CPU for
     a probe with an empty tensor: some crash PyTorch's CPU kernels (torch.nn.grad.conv2d_input,
     depthwise, with an empty grad_output batch), which would take this process with them."""
-    out = call.reference(*[on_meta(a) for a in args])
+    out = call.reference(*_in_float64(args, "meta"))
     if any(isinstance(a, torch.Tensor) and not a.numel() for a in args):
         return out
-    return call.reference(*[a.detach().cpu().double() if isinstance(a, torch.Tensor) and a.is_floating_point()
-                            else a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in args])
+    return call.reference(*_in_float64(args, "cpu"))
 
 
 def _reference_refuses(call: AuditCall, args: list) -> bool:
