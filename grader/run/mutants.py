@@ -851,6 +851,10 @@ def main(argv: list[str] | None = None) -> int:
                          "diff": m.diff, "outcome": outcome, "why": why, "key": keys[m.exercise],
                          "solution_key": solution_keys[m.exercise], "grader_key": grader_key, **extra}
 
+    def record_entry(e: Entry) -> None:
+        record(e.mutant, e.outcome, e.why, build_s=round(e.build_s, 1), grade_s=round(e.grade_s, 1),
+               points=e.points, max_points=e.max_points)
+
     todo: dict[str, list[Mutant]] = {}
     for x in exercises:
         todo[x] = []
@@ -960,8 +964,7 @@ def main(argv: list[str] | None = None) -> int:
             took = time.perf_counter() - t0
             rounds_s.append(took)
             for e in current:
-                record(e.mutant, e.outcome, e.why, build_s=round(e.build_s, 1), grade_s=round(e.grade_s, 1),
-                       points=e.points, max_points=e.max_points)
+                record_entry(e)
                 per_exercise.setdefault(e.mutant.exercise, []).append((e.build_s, e.grade_s))
             tally = {k: sum(e.outcome == k for e in current) for k in ("killed", "survived", "stillborn")}
             slowest = max(current, key=lambda e: e.build_s + e.grade_s)
@@ -990,8 +993,7 @@ def main(argv: list[str] | None = None) -> int:
         # (the judge only ever adds failures); the others stay "not graded"
         for e in current:
             if e.outcome:
-                record(e.mutant, e.outcome, e.why, build_s=round(e.build_s, 1), grade_s=round(e.grade_s, 1),
-                       points=e.points, max_points=e.max_points)
+                record_entry(e)
         print("interrupted: reporting what was graded", flush=True)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -23,8 +23,8 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
                                   require_capability, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
-                                ModuleOptions, Spec, as_conv_output, audit_randn, conv_padding_edges, conv_smallest_input,
-                                torch_defaults, values)
+                                ModuleOptions, Spec, as_conv_output, audit_randn, conv_padding_edges, conv_smallest_hw,
+                                conv_smallest_input, torch_defaults, values)
 from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
@@ -385,7 +385,7 @@ def _few_values_per_channel(x, w, conv) -> tuple[Edge, ...]:
     both (N = 1, and an output of one row, one column, one value): BatchNorm's batch statistics over a
     single output row or column, the fewest it takes in training; and over one value per channel, which
     PyTorch refuses in training (and so must the op)."""
-    hw = [max(1, d * (k - 1) + 1 - 2 * p) for k, d, p in zip(w.shape[2:], conv[2], conv[1])]
+    hw = conv_smallest_hw(w.shape[2:], conv[2], conv[1])
     c, h, wd = x.shape[1:]
     return (Edge(f"one image of one output row (x {[1, c, hw[0], wd]})", make=lambda t: t[:1, :, :hw[0]].contiguous()),
             Edge(f"one image of one output column (x {[1, c, h, hw[1]]})", make=lambda t: t[:1, :, :, :hw[1]].contiguous()),

@@ -451,6 +451,12 @@ def as_conv_output(g, x_size, w_size, stride, padding, dilation, groups=1):
     return g
 
 
+def conv_smallest_hw(k_hw, dilation, padding) -> list[int]:
+    """A convolution's smallest input height and width: where the (dilated) kernel just fits the padded
+    input, so that each axis of the output is 1."""
+    return [max(1, d * (k - 1) + 1 - 2 * p) for k, d, p in zip(k_hw, dilation, padding)]
+
+
 def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False, stride=(1, 1),
                         output_padding=(0, 0)) -> tuple[Edge, ...]:
     """The edges of a convolution's input `x` at its smallest height, and at its smallest width (each
@@ -460,7 +466,7 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
     one pixel below it, which PyTorch refuses (marked refused: the op must refuse it, naming x)."""
     def smallest(d: int) -> int:
         if not transposed:
-            return max(1, dilation[d] * (k_hw[d] - 1) + 1 - 2 * padding[d])
+            return conv_smallest_hw(k_hw, dilation, padding)[d]
         n = 1
         while (n - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k_hw[d] - 1) + output_padding[d] + 1 < 1:
             n += 1
