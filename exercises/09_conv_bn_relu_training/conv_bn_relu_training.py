@@ -105,10 +105,13 @@ def _forward_fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var
                   momentum, eps, stride, padding, dilation, keep_z, version):
     shape = _out_shape(x, weight, stride, padding, dilation, bias=bias, bn_weight=bn_weight, bn_bias=bn_bias,
                        running_mean=running_mean, running_var=running_var)
+    torch._check(eps > 0, lambda: f"eps must be positive, got {eps}")
     torch._check(num_batches_tracked.numel() == 1, lambda: f"num_batches_tracked must be a one-element int64 tensor, "
                  f"but has shape {list(num_batches_tracked.shape)}")
     torch._check(not training or shape[0] * shape[2] * shape[3] > 1, lambda: f"x: expected more than 1 value per "
                  f"channel when training, got x of shape {list(x.shape)}")
+    torch._check(not training or momentum is None or 0 <= momentum <= 1,
+                 lambda: f"momentum must be in [0, 1] or None, got {momentum}")
     z = x.new_empty(shape) if (training or keep_z) else x.new_empty((0,))
     return x.new_empty(shape), z, x.new_empty((shape[1],)), x.new_empty((shape[1],))
 

@@ -54,6 +54,7 @@ def _fake(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps, s
                  f"[K, {xs[1]}, R, S] (x's channels in dim 1, groups=1), but has shape {ws}")
     torch._check(all(n + 2 * p >= d * (k - 1) + 1 for n, p, d, k in zip(xs[2:], padding, dilation, ws[2:])),
                  lambda: f"x of shape {xs} is smaller than the (dilated) kernel {ws} plus padding")
+    torch._check(eps > 0, lambda: f"eps must be positive, got {eps}")
     k = ws[0]
     for name, t in (("bias", bias), ("bn_weight", bn_weight), ("bn_bias", bn_bias), ("running_mean", running_mean),
                     ("running_var", running_var)):
