@@ -90,3 +90,25 @@ def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses
             elif got[:len(wanted)] != wanted:
                 problems.append(f"{call.label}: {which}: the fake gives {got}, the reference {wanted}")
     assert not problems, f"solutions/{spec.exercise}: {len(problems)} problem(s):\n" + "\n".join(problems[:20])
+
+
+def test_a_random_training_draw_of_one_value_per_channel_becomes_a_valid_call():
+    """09's random calls take exercise 06's random convolutions, a few of which (about 1 in 7,000) have
+    one image and one output pixel: in training PyTorch refuses one value per channel, so such a draw
+    must become a valid call (its references are computed as its calls are made)."""
+    from grader.specs.ex06_conv2d import random_case
+
+    spec = specs.by_exercise("09_conv_bn_relu_training")
+    for seed in range(100_000):
+        c = random_case(torch.Generator().manual_seed(seed), "random 1")
+        p, q = ((n + 2 * pad - d * (k - 1) - 1) // st + 1
+                for n, pad, d, k, st in zip((c.h, c.w), c.padding, c.dilation, (c.kh, c.kw), c.stride))
+        if c.n * p * q == 1:
+            break
+    else:
+        pytest.fail("no draw of one value per channel in 100,000 seeds")
+    with audit_seed(0):
+        calls = spec.random_calls(torch.Generator().manual_seed(seed), "cpu", torch.float32)
+    for call in calls:
+        if call.reference is not None and "training" in call.label:
+            reference_result(call, list(call.args))

@@ -13,6 +13,7 @@ graded in its own group against bounds derived from TF32's precision (the sectio
 """
 from __future__ import annotations
 
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -852,8 +853,11 @@ class ConvBNReLUTrainingSpec(Spec):
         def r(*shape, seed, scale=1.0, offset=0.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale, offset=offset)
 
-        x, w, b = r(2, 3, 6, 5, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3), r(4, seed=3, scale=0.2)
-        conv = ((1, 2), (1, 0), (2, 1))  # stride, padding, dilation: the output is 4 x 2
+        x, w, b = r(2, 3, 6, 7, seed=1), r(4, 3, 3, 2, seed=2, scale=0.3), r(4, seed=3, scale=0.2)
+        # stride, padding, dilation: the output is 4 x 3, so that its edge of one output row holds 3 values per
+        # channel: over 2, BatchNorm's normalized values are +-sqrt(var / (var + eps)) whatever x is, and the
+        # gradient reaching x, eps / (var + eps) of the others' scale, is rounding in float32
+        conv = ((1, 2), (1, 0), (2, 1))
         # and a pointwise (1x1, stride 1, no padding) convolution, the other kind a model is made of: the
         # generated checks (which kernels ran among them) meet it in every run
         x1, w1 = r(2, 3, 5, 4, seed=20), r(4, 3, 1, 1, seed=21, scale=0.5)
@@ -877,6 +881,10 @@ class ConvBNReLUTrainingSpec(Spec):
         calls = []
         for version in (STRICT, TF32):
             c = random_case(g, f"random {version}")
+            p, q = ((n + 2 * pad - d * (k - 1) - 1) // st + 1
+                    for n, pad, d, k, st in zip((c.h, c.w), c.padding, c.dilation, (c.kh, c.kw), c.stride))
+            if c.n * p * q == 1:  # training needs more than one value per channel (F.batch_norm refuses one)
+                c = replace(c, n=2)
             seed = int(torch.randint(0, 2**31, (1,), generator=g))
             d = torch.float32 if version == TF32 else dtype
 
