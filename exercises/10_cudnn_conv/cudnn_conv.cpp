@@ -76,7 +76,7 @@ at::Tensor dense(const at::Tensor& t) {
 
 // What each op calls the convolution's three tensors in its messages: the names of its own arguments.
 struct Names {
-  const char* x;  // the convolution's input: "x", or "input_size" (backward-data), "the output" (transposed)
+  const char* x;  // the convolution's input: "x", or "input_size" (backward-data), "output_size" (transposed)
   const char* w;  // its filter: "weight", or "weight_size" (backward-filter)
   const char* y;  // its output: "the output", or "grad_output" (the gradients), "x" (transposed)
 };
@@ -229,7 +229,7 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   TORCH_CHECK(weight.size(0) == x.size(1), "weight must have x's ", str(x.size(1)), " input channels in dimension 0 "
               "(a transposed convolution's weight is (C_in, C_out / groups, kH, kW)), but has shape ",
               str(weight.sizes()), " (x has shape ", str(x.sizes()), ")");
-  const Names names{"the output", "weight", "x"};
+  const Names names{"output_size", "weight", "x"};
   conv::Args a = make_args(conv::Op::kBackwardData, output_size, weight.sizes(), stride, padding, dilation, groups,
                            x.scalar_type(), mode, names);
   check_output_shape(x, a, names, output_size);

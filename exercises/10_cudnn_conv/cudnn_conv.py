@@ -223,7 +223,7 @@ def _transpose_fake(x, weight, bias, output_size, stride, padding, dilation, gro
                  lambda: f"weight must have x's channels in dimension 0 (C_in, C_out / groups, kH, kW), but has shape "
                  f"{list(weight.shape)} (x has shape {list(x.shape)})")
     _check_output(x, "x", _out_shape(output_size, weight.shape, stride, padding, dilation, groups,
-                                     ("the output", "weight")))
+                                     ("output_size", "weight")))
     _check_bias(bias, output_size[1])
     return x.new_empty(output_size)
 

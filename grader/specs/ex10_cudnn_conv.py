@@ -46,6 +46,16 @@ GROUPED = (
 )
 # Convolutions large enough that cuDNN's algorithms need a workspace: (x shape, K, kernel, padding).
 WORKSPACE_CASES = (((8, 64, 56, 56), 64, 3, 1), ((16, 256, 14, 14), 256, 3, 1), ((4, 32, 64, 64), 48, 5, 2))
+# Strict fp32's watch for transforming algorithms: (op, x shape, kernel size, algorithm mode), stride 1,
+# "same" padding, as many output channels as x has. Each is a call where cuDNN picks a Winograd or FFT
+# algorithm when allowed (H200, cuDNN 9, scripts/strict_transform_shapes.py): a plan that lets one through
+# runs it there. Smaller convolutions (the other own-kernel calls) get direct algorithms in either case.
+TRANSFORM_WATCH = (("forward", (16, 128, 28, 28), 3, "benchmark"),  # Winograd
+                   ("forward", (8, 64, 28, 28), 5, "benchmark"),  # FFT
+                   ("backward_input", (16, 128, 28, 28), 3, "benchmark"),  # Winograd (non-fused)
+                   ("backward_input", (8, 32, 28, 28), 5, "heuristic"),  # FFT
+                   ("backward_weight", (8, 32, 28, 28), 3, "heuristic"),  # Winograd (non-fused)
+                   ("backward_weight", (8, 32, 28, 28), 5, "heuristic"))  # FFT
 # The timed convolutions: (x shape, output channels), 3x3, stride 1, padding 1.
 BENCH = (((32, 512, 7, 7), 512), ((32, 64, 56, 56), 64))
 # The launch cache's checks (CUDA graphs): the streams check's convolution, 3x3, stride 1, padding 1.
@@ -228,10 +238,10 @@ def _random_configs(seed: int, count: int) -> list[Config]:
 
 def expect_size_error(fn, ctx, arg: str, what: str) -> None:
     """A tensor or size cuDNN's int32 descriptors cannot hold: an error that says 2^31 and names the
-    argument (not a cuDNN status, which names neither)."""
+    argument (not a cuDNN status, which names neither), or one of `arg`'s names separated by "|"."""
     msg = expect_error(fn, ctx, names=("2^31",), what=what)
-    if not names_one_of(msg, (arg,)):
-        raise CheckFailure(f"{what}: the error says 2^31 but does not name `{arg}`: {msg[:200]}")
+    if not names_one_of(msg, tuple(arg.split("|"))):
+        raise CheckFailure(f"{what}: the error says 2^31 but does not name `{arg.replace('|', '` or `')}`: {msg[:200]}")
 
 
 class CudnnConvSpec(Spec):
@@ -324,6 +334,24 @@ class CudnnConvSpec(Spec):
             m.conv2d(x, wd, b, 1, 1, 1, 16)
             assert_no_pytorch_conv(lambda: m.conv2d(x, wd, b, 1, 1, 1, 16), "forward, depthwise with a bias", strict=True)
             assert_no_pytorch_conv(lambda: m.conv2d(x, w, b, 2, 1, mode="uncached"), "forward with a bias, mode=uncached")
+        self._check_no_transforms(ctx, "forward")
+
+    def _check_no_transforms(self, ctx, direction: str):
+        """Strict fp32 at TRANSFORM_WATCH's calls of `direction`'s ops: no Winograd or FFT kernel runs."""
+        m = ctx.module
+        for i, (op, xs, ks, algo) in enumerate(TRANSFORM_WATCH):
+            if not op.startswith(direction):
+                continue
+            x = _rand(ctx, f"transform-x{i}", xs)
+            w = _weight(ctx, f"transform-w{i}", (xs[1], xs[1], ks, ks))
+            g = _rand(ctx, f"transform-g{i}", xs)  # stride 1, "same" padding: the output has x's shape
+            pad = ks // 2
+            call = {"forward": lambda: m.conv2d(x, w, None, 1, pad, mode=algo),
+                    "backward_input": lambda: m.conv2d_backward_input(g, w, tuple(xs), 1, pad, mode=algo),
+                    "backward_weight": lambda: m.conv2d_backward_weight(g, x, tuple(w.shape), 1, pad, mode=algo)}[op]
+            with math_of("strict"):
+                call()  # its plan, chosen (by timing every algorithm in benchmark mode); the profiled call uses it
+                assert_no_pytorch_conv(call, f"{op}: x {xs}, {_name(ks, 1, pad)}, mode={algo}", strict=True)
 
     def _check_workspace(self, ctx, backward: bool):
         """Larger convolutions, where the chosen algorithms usually need a workspace (the seed crashed
@@ -478,6 +506,7 @@ class CudnnConvSpec(Spec):
                 m.conv2d_backward_bias(g)
             every()
             assert_no_pytorch_conv(every, "backward", strict=True)
+        self._check_no_transforms(ctx, "backward")
 
     # --- cache ---------------------------------------------------------------------------------
     def _stats(self, ctx):
@@ -982,7 +1011,7 @@ class CudnnConvSpec(Spec):
                 huge(1, 8, 16384, 16384)), ("size:grad_output",), True),
             ("conv_transpose2d: an output of 2^31 elements", transpose(lambda: huge(1, 1, 8192, 8192),
                                                                        lambda: w((1, 8, 1, 1)), None, 2, 0, 1),
-             ("size:output",), True),
+             ("size:output|output_size",), True),  # (the registered op's argument, or the output the call makes)
             ("conv_transpose2d: an x of 2^31 elements", transpose(lambda: huge(1, 2, 32768, 32768),
                                                                   lambda: w((2, 1, 1, 1))), ("size:x",), True),
             # gradients
@@ -1222,7 +1251,27 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
         domains={0: conv_smallest_input(ghw, khw, d, p, True, s, out_pad),
                  4: conv_padding_edges(ghw, khw, s, d, p, True, out_pad)},
         defaults=torch_defaults(("x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"), first=2)))
+    if kind == "dense":
+        # the registered op itself, which takes the output's size: the Python function's call above never
+        # hands its registered fake (torch.compile's) a wrong size, which only this call's probes do
+        calls.append(AuditCall(
+            "lib.ops.conv_transpose2d", (g, w, bt, list(c.x), s, p, d, c.groups, MODE["benchmark"]),
+            ("x", "weight", "bias", "output_size", "stride", "padding", "dilation", "groups", "mode"),
+            _transpose_op_reference, label="lib.ops.conv_transpose2d", group="backward",
+            registered="lib.ops.conv_transpose2d"))
     return calls
+
+
+def _transpose_op_reference(x, w, b, size, s, p, d, groups, mode):
+    """F.conv_transpose2d for the registered op, which takes the output's size: its batch and channels
+    must be x's and weight's, its height and width one output_padding in PyTorch's range makes."""
+    if len(size) != 4 or size[0] != x.shape[0] or size[1] != w.shape[1] * groups:
+        raise ValueError(f"output_size {list(size)} must be [{x.shape[0]}, {w.shape[1] * groups}, H, W]")
+    out_pad = [size[2 + i] - ((x.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w.shape[2 + i] - 1) + 1)
+               for i in range(2)]
+    if not all(0 <= out_pad[i] < max(s[i], d[i]) for i in range(2)):  # (the meta device checks no range)
+        raise ValueError(f"output_size {list(size)} needs an output_padding of {out_pad}, outside PyTorch's range")
+    return F.conv_transpose2d(x.double(), w.double(), _double(b), s, p, out_pad, groups, d)
 
 
 def conv_flops(x_shape, k, ks=3) -> int:
