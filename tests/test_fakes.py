@@ -112,3 +112,33 @@ def test_a_random_training_draw_of_one_value_per_channel_becomes_a_valid_call():
     for call in calls:
         if call.reference is not None and "training" in call.label:
             reference_result(call, list(call.args))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.exercise for s in SPECS])
+def test_every_tensor_op_of_a_library_has_a_fake_that_an_audit_call_probes(spec):
+    """Each op the solution's library registers that takes a tensor has a registered fake (torch.compile
+    traces through it), and some audit call names it as its `registered` op: the fake property probes
+    only the ops the audit calls name, so an op reached only through a Python function of another
+    signature (10's conv_transpose2d, which takes the output's size) would keep an unprobed fake."""
+    from torch._library import simple_registry
+
+    try:
+        module = specs.import_exercise_module(SOLUTIONS / spec.exercise, spec)
+    except Exception as e:  # noqa: BLE001: no toolchain or build here
+        pytest.skip(f"solutions/{spec.exercise}: its extension cannot load here: {str(e).splitlines()[0][:200]}")
+    namespace = module.lib.namespace
+    ops = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith(namespace + "::")]
+    assert ops, f"{spec.exercise}: no op registered in {namespace}"
+    with audit_seed(0):
+        probed = {c.registered for c in spec.audit_calls("cpu", torch.float32) if c.registered}
+    problems = []
+    for qualname in ops:
+        name = qualname.split("::", 1)[1]
+        schema = torch._C._get_schema(qualname, "")
+        takes_tensor = any("Tensor" in str(a.type) for a in schema.arguments)
+        has_fake = simple_registry.singleton.find(qualname).fake_impl.kernel is not None
+        if takes_tensor and not has_fake:
+            problems.append(f"{name} takes a tensor but has no registered fake")
+        if has_fake and f"lib.ops.{name}" not in probed:
+            problems.append(f"{name}'s fake is named by no audit call (registered=\"lib.ops.{name}\")")
+    assert not problems, f"solutions/{spec.exercise}: " + "; ".join(problems)
