@@ -28,7 +28,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 from grader import specs  # noqa: E402
 from grader.verify.judge import resolve  # noqa: E402
 from grader.verify.properties import optional_tensors, reference_result, refusal_probes  # noqa: E402
-from grader.verify.spec import audit_seed  # noqa: E402
+from grader.verify.spec import audit_seed, conv_output_hw  # noqa: E402
 from tests.grading import SOLUTIONS, selected  # noqa: E402
 
 SPECS = selected()
@@ -101,8 +101,7 @@ def test_a_random_training_draw_of_one_value_per_channel_becomes_a_valid_call():
     spec = specs.by_exercise("09_conv_bn_relu_training")
     for seed in range(100_000):
         c = random_case(torch.Generator().manual_seed(seed), "random 1")
-        p, q = ((n + 2 * pad - d * (k - 1) - 1) // st + 1
-                for n, pad, d, k, st in zip((c.h, c.w), c.padding, c.dilation, (c.kh, c.kw), c.stride))
+        p, q = conv_output_hw((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.dilation)
         if c.n * p * q == 1:
             break
     else:

@@ -24,8 +24,8 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
                                   require_capability, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
-                                ModuleOptions, Spec, as_conv_output, audit_randn, conv_padding_edges, conv_smallest_hw,
-                                conv_smallest_input, torch_defaults, values)
+                                ModuleOptions, Spec, as_conv_output, audit_randn, conv_output_hw, conv_padding_edges,
+                                conv_smallest_hw, conv_smallest_input, torch_defaults, values)
 from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
@@ -881,8 +881,7 @@ class ConvBNReLUTrainingSpec(Spec):
         calls = []
         for version in (STRICT, TF32):
             c = random_case(g, f"random {version}")
-            p, q = ((n + 2 * pad - d * (k - 1) - 1) // st + 1
-                    for n, pad, d, k, st in zip((c.h, c.w), c.padding, c.dilation, (c.kh, c.kw), c.stride))
+            p, q = conv_output_hw((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.dilation)
             if c.n * p * q == 1:  # training needs more than one value per channel (F.batch_norm refuses one)
                 c = replace(c, n=2)
             seed = int(torch.randint(0, 2**31, (1,), generator=g))

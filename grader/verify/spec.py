@@ -451,6 +451,11 @@ def as_conv_output(g, x_size, w_size, stride, padding, dilation, groups=1):
     return g
 
 
+def conv_output_hw(in_hw, k_hw, stride, padding, dilation) -> tuple[int, ...]:
+    """A convolution's output height and width (PyTorch's floor; below 1 where none is left)."""
+    return tuple((n + 2 * p - d * (k - 1) - 1) // s + 1 for n, k, s, p, d in zip(in_hw, k_hw, stride, padding, dilation))
+
+
 def conv_smallest_hw(k_hw, dilation, padding) -> list[int]:
     """A convolution's smallest input height and width: where the (dilated) kernel just fits the padded
     input, so that each axis of the output is 1."""
