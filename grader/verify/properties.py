@@ -1006,32 +1006,33 @@ def optional_tensors(op) -> tuple[int, ...]:
 
 
 def refusal_probes(call: AuditCall, optional: Sequence[int] = ()):
-    """(fresh arguments, description) for every misshapen or out-of-domain input the grader has for one
-    call, one change at a time: each tensor argument misshapen (grader.verify.checks.shape_spoils), each
-    declared edge (an input one pixel below the smallest, where PyTorch refuses it), each integer list
-    with a component at -1, at 0 (list_variants) or 64 above its value, or a value more or fewer; then
-    all of them again with the `optional` tensor arguments (a bias) left out, whose own shape checks
-    could refuse first and hide a check behind them (a grouped weight's filter count divisible by
-    groups)."""
+    """(fresh arguments, description, declared) for every misshapen or out-of-domain input the grader has
+    for one call, one change at a time: each tensor argument misshapen (grader.verify.checks.shape_spoils),
+    each declared edge (an input one pixel below the smallest, where PyTorch refuses it; `declared` is
+    True for an edge the spec lets the op refuse, as eps = 0, whatever PyTorch's version does with it),
+    each integer list with a component at -1, at 0 (list_variants) or 64 above its value, or a value
+    more or fewer; then all of them again with the `optional` tensor arguments (a bias) left out, whose
+    own shape checks could refuse first and hide a check behind them (a grouped weight's filter count
+    divisible by groups)."""
     def around(base: list, note: str, skip: Sequence[int]):
         for i, t in enumerate(base):
             if isinstance(t, torch.Tensor):
                 for which, spoil in shape_spoils(t):
                     args = _fresh(base)
                     args[i] = spoil(args[i])
-                    yield args, f"`{call.names[i]}` {which}{note}"
+                    yield args, f"`{call.names[i]}` {which}{note}", False
         for i, edge in call.edges():
             if i not in skip and (edge.make is None or isinstance(base[i], torch.Tensor)):
                 args = _fresh(base)
                 args[i] = edge.at(args[i])
-                yield args, f"{_edge_text(call, i, edge)}{note}"
+                yield args, f"{_edge_text(call, i, edge)}{note}", edge.refused
         for i in _int_lists(call):
             far = [(list(base[i][:j]) + [v + 64] + list(base[i][j + 1:]), f"component {j} far above")
                    for j, v in enumerate(base[i])]  # an output_padding past the stride, a kernel past the input
             for value, which in list_variants(base[i]) + far:
                 args = _fresh(base)
                 args[i] = type(base[i])(value)
-                yield args, f"`{call.names[i]}` = {value} ({which}){note}"
+                yield args, f"`{call.names[i]}` = {value} ({which}){note}", False
 
     yield from around(list(call.args), "", ())
     left_out = [i for i in optional if isinstance(call.args[i], torch.Tensor)]
@@ -1046,12 +1047,12 @@ def _fake_refuses(spec, calls: _Calls):
     """Every refusal probe of each fixed call (refusal_probes: each tensor argument misshapen, each declared
     edge, each integer list out of its domain, and again with the optional tensors left out), the
     registered op called on it, then its registered fake (under FakeTensorMode): where the op refuses it
-    and so does PyTorch, the fake refuses it too, else torch.compile traces a wrong shape; where the op
-    computes it, the fake gives its shape and dtype."""
+    and so does PyTorch, or the spec lets it (an edge declared refused), the fake refuses it too, else
+    torch.compile traces a wrong shape; where the op computes it, the fake gives its shape and dtype."""
     def run(ctx):
         for call in calls(ctx, "fake refusals", _dtypes(spec)[0], random_shapes=False):
             op = resolve(ctx.module, call.registered)
-            for args, which in refusal_probes(call, optional_tensors(op)):
+            for args, which, declared in refusal_probes(call, optional_tensors(op)):
                 what = f"{_described(call)}, {which}"
                 try:
                     out, refused = op(*_fresh(args)), None
@@ -1064,12 +1065,12 @@ def _fake_refuses(spec, calls: _Calls):
                     fake, fake_refused = _fake_result(op, args), None
                 except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
                     fake, fake_refused = None, clean(e)
-                if refused is not None and fake_refused is None and _reference_refuses(call, args):
+                if refused is not None and fake_refused is None and (declared or _reference_refuses(call, args)):
                     shapes = ", ".join(str(list(f.shape)) for f in _tensors(fake))
                     raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but its registered fake "
                                        f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
                                        f"the fake must make the op's checks [{FAKE_REFUSES}]")
-                if refused is None and fake_refused is not None and not _reference_refuses(call, args):
+                if refused is None and fake_refused is not None and not declared and not _reference_refuses(call, args):
                     raise CheckFailure(f"{what}: the op computes it, but its registered fake refuses it "
                                        f"({fake_refused[:200]}) [{FAKE_REFUSES}]")
                 if refused is None and fake_refused is None:

@@ -212,3 +212,14 @@ VARIANTS += [
                                               "padding.size() == 2 || padding[0] >= 0 && padding[1] >= 0")]},
             loses={"input_checks"}, reason="padding", extra={"kind": "input check", "old": "full marks"}),
 ]
+
+# The registered fake (torch.compile's shape function) without a check its op makes: the fake property
+# tries each refusal probe, declared edges included, on the op and then on the fake.
+VARIANTS += [
+    Variant(EX, "fake_accepts_eps_zero", "the registered fake leaves out the op's `eps > 0` check: torch.compile "
+            "traces eps = 0, which the op then refuses",
+            {"conv_bn_relu_inference.py": [('    torch._check(eps > 0, lambda: f"eps must be positive, got {eps}")\n',
+                                            "")]},
+            loses={"forward", "tensor_cores_tf32", "performance"}, keeps={"input_checks"},
+            reason="torch.compile would trace a wrong shape", extra={"kind": "registered fake", "old": "full marks"}),
+]

@@ -232,3 +232,16 @@ VARIANTS += [
             loses={"forward"}, keeps={"descriptors", "input_checks"}, reason="at a new address",
             extra={"kind": "state", "old": "full marks"}),
 ]
+
+# The registered conv_transpose2d's fake without its check of x against output_size (and of the
+# geometry that goes with it): only an audit call of the registered op itself, which takes the
+# output's size, hands the fake a size that does not match x.
+VARIANTS += [
+    Variant(EX, "transposed_fake_without_its_size_check", "the registered conv_transpose2d's fake returns "
+            "output_size as given, without checking that the convolution of that size gives x's shape",
+            {"cudnn_conv.py": [('    _check_output(x, "x", _out_shape(output_size, weight.shape, stride, padding, '
+                                'dilation, groups,\n                                     ("output_size", "weight")))\n',
+                                "")]},
+            loses={"backward"}, keeps={"forward", "input_checks"}, reason="torch.compile would trace a wrong shape",
+            extra={"kind": "registered fake", "old": "full marks"}),
+]
