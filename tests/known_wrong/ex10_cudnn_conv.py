@@ -245,3 +245,15 @@ VARIANTS += [
             loses={"backward"}, keeps={"forward", "input_checks"}, reason="torch.compile would trace a wrong shape",
             extra={"kind": "registered fake", "old": "full marks"}),
 ]
+
+# Strict fp32 letting a transforming algorithm through: the strict watch profiles calls where cuDNN
+# ranks Winograd or FFT first when allowed (TRANSFORM_WATCH in the spec); the smaller profiled calls
+# get direct algorithms either way.
+VARIANTS += [
+    Variant(EX, "strict_allows_winograd_backward_data", "transforms_the_data answers false for the backward-data "
+            "Winograd algorithms: strict fp32 takes them where cuDNN ranks them first",
+            {"cudnn_conv.cu": [("algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || "
+                                "algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;", "false;")]},
+            loses={"backward"}, keeps={"forward", "input_checks"}, reason="Winograd or FFT",
+            extra={"kind": "coverage", "old": "full marks"}),
+]
