@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.verify.checks import (CheckFailure, Tolerance, assert_close, assert_own_kernels, ends_and_between, expect_error,
-                                  on_a_busy_stream, poison_next_allocation, require_free_memory, require_plain_tensor,
-                                  unmodified)
+                                  poison_next_allocation, require_free_memory, require_plain_tensor, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn,
                                 random_shape)
@@ -84,14 +83,11 @@ class StencilSpec(Spec):
         checks.add("forward[huge: a batch of more than 2^31 pixels]", self._check_huge_batch, slow=True, huge=True)
         checks.add("forward[huge: one row of 2^31 + 1 pixels]", self._check_huge_side, slow=True, huge=True)
         checks.add("forward[empty]", self._check_empty)
-        checks.add("forward[output poisoned]", self._check_poisoned)
-        checks.add("forward[current stream]", self._check_stream)
         fn = lambda ctx: ctx.module.stencil2d  # noqa: E731
         x = lambda: torch.ones(8, 9, device="cuda")  # noqa: E731
         w = lambda k=3: torch.ones(k, k, device="cuda")  # noqa: E731
         bad = [
             ("cpu x", lambda: (torch.ones(8, 9), torch.ones(3, 3)), "x", "a CPU x"),
-            ("cpu weight", lambda: (x(), torch.ones(3, 3)), "weight", "a CPU weight"),
             ("float64 x", lambda: (x().double(), w()), "x", "a float64 x"),
             ("float64 weight", lambda: (x(), w().double()), "weight", "a float64 weight"),
             ("1-D x", lambda: (torch.ones(9, device="cuda"), w()), "x", "a 1-D x"),
@@ -107,13 +103,6 @@ class StencilSpec(Spec):
                        needs_gpu=label != "cpu x")
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks
-
-    def _check_stream(self, ctx: Context) -> None:
-        # the filter too reaches constant memory on the current stream
-        x, w = _rand(ctx, "stream", (517, 1031)), _rand(ctx, "streamw", (5, 5), scale=0.5)
-        y = on_a_busy_stream(ctx.module.stencil2d, x, w)
-        assert_close(y, reference(x, w), tolerance(x, w),
-                     "forward inside `with torch.cuda.stream(s)` (the filter copy and the launch on the current stream)")
 
     def _check_own(self, ctx: Context) -> None:
         x, w = _rand(ctx, "own", (2, 300, 301)), _rand(ctx, "ownw", (3, 3))  # made outside the profiled call
@@ -187,14 +176,6 @@ class StencilSpec(Spec):
             torch.cuda.synchronize()
             if tuple(y.shape) != shape:
                 raise CheckFailure(f"forward[empty {shape}]: shape {tuple(y.shape)}, expected {shape}")
-
-    def _check_poisoned(self, ctx: Context) -> None:
-        """Twice on different inputs, the output's memory poisoned in between: a pixel left
-        unwritten shows up as NaN or as the first run's value."""
-        w = _rand(ctx, "poison-w", (3, 3))
-        first = ctx.module.stencil2d(_rand(ctx, "poison1", (2, 517, 1029)), w)
-        del first
-        self._expect(ctx, _rand(ctx, "poison2", (2, 517, 1029)), _rand(ctx, "poison-w2", (3, 3)), "forward[output poisoned]")
 
     def _check_opcheck(self, ctx: Context) -> None:
         try:
