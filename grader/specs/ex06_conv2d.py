@@ -540,7 +540,6 @@ class ConvSpec(Spec):
         poison(torch.empty(4 * numel + (1 << 20), device="cuda"))  # the allocator hands this memory out next
         self._expect(ctx, version, c, torch.float32, f"{group}[output poisoned with NaN]", -x, w, b)
 
-
     def _check_own(self, ctx: Context, version, kernel, group: str) -> None:
         """The group's kernels did the work, on a dense convolution and on a grouped one (for a
         depthwise group: on two depthwise ones, 3x3 and 5x5)."""
