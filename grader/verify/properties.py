@@ -1070,7 +1070,7 @@ def _fake_refuses(spec, calls: _Calls):
                     raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but its registered fake "
                                        f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
                                        f"the fake must make the op's checks [{FAKE_REFUSES}]")
-                if refused is None and fake_refused is not None and not declared and not _reference_refuses(call, args):
+                if refused is None and fake_refused is not None and not _reference_refuses(call, args):
                     raise CheckFailure(f"{what}: the op computes it, but its registered fake refuses it "
                                        f"({fake_refused[:200]}) [{FAKE_REFUSES}]")
                 if refused is None and fake_refused is None:
