@@ -15,7 +15,7 @@ import torch
 from grader.verify import properties
 from grader.verify.checks import CheckFailure
 from grader.verify.properties import Device, property_checks
-from grader.verify.spec import AuditCall, Context, Spec, audit_randn, random_shape
+from grader.verify.spec import AuditCall, Context, Edge, Spec, audit_randn, random_shape
 
 LIB = torch.library.Library("course_props_test", "DEF")  # noqa: TOR901 (kept alive for the module's lifetime)
 LIB.define("scale(Tensor x, float a) -> Tensor")
@@ -305,12 +305,15 @@ def _scale_rows_strict(x, w):  # stricter than the op: a limit of 3 rows the op 
 @dataclass
 class RowsSpec(Spec):
     registered: str = "lib.ops.scale_rows"
+    four_rows_refused: bool = False  # declare x of 4 rows an edge the op may refuse (as 08's eps = 0)
 
     def audit_calls(self, device, dtype):
         x = audit_randn(3, 5, device=device, dtype=dtype, seed=1)
         w = audit_randn(5, device=device, dtype=dtype, seed=2)
+        four_rows = Edge("4 rows", make=lambda t: torch.cat([t, t[:1]]), refused=True)
+        domains = {0: (four_rows,)} if self.four_rows_refused else {}
         return [AuditCall("scale_rows", (x, w), ("x", "w"), lambda x, w: _scale_rows(x.double(), w.double()),
-                          registered=self.registered)]
+                          registered=self.registered, domains=domains)]
 
 
 def test_the_registered_fake_must_refuse_what_the_op_refuses():
@@ -333,6 +336,11 @@ def test_the_registered_fake_must_refuse_what_the_op_refuses():
     found = _run(RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
                           registered="lib.ops.scale_rows_limited"), limited, only=only)
     assert found and not any(found.values()), found
+    # unless the spec declares that limit an edge the op may refuse: the op refusing it, its fake must too,
+    # whatever PyTorch computes there
+    found = _run(RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
+                          registered="lib.ops.scale_rows_limited", four_rows_refused=True), limited, only=only)
+    assert found and all("`x` 4 rows: the op refuses it (x: at most 3 rows" in v for v in found.values()), found
 
 
 # --- declared domains (grader.verify.spec.Edge): every edge tried, the gradients frozen in turn, module options ---
@@ -367,7 +375,7 @@ PRODUCT = ProductSpec(exercise="98_product", title="product", module="product.py
 
 
 def _zeros_spec():
-    from grader.verify.spec import EXACT_ZEROS, Edge
+    from grader.verify.spec import EXACT_ZEROS
 
     class ZerosSpec(ScaleSpec):
         def _call(self, x, a):
