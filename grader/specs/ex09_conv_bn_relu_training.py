@@ -866,10 +866,11 @@ class ConvBNReLUTrainingSpec(Spec):
         def r32(*shape, seed, scale=1.0, offset=0.0):  # version 2 takes float32 only
             return audit_randn(*shape, device=device, dtype=torch.float32, seed=seed, scale=scale, offset=offset)
 
-        # version 2's: stride 2 and 3 with padding on both axes (a dilated 3 x 4 kernel, 3 x 2 outputs): x one
-        # pixel below its smallest then leaves (-1) / stride = 0 in C++'s division, an output of 1 where
-        # PyTorch's floor leaves none (conv_smallest_input's refused edges)
-        x2, w2 = r32(2, 3, 7, 5, seed=23), r32(4, 3, 3, 4, seed=24, scale=0.3)
+        # version 2's: stride 2 and 3 with padding on both axes (a dilated 3 x 4 kernel, 3 x 3 outputs: its
+        # one-output-row edge keeps 3 values per channel, as the first call's): x one pixel below its smallest
+        # then leaves (-1) / stride = 0 in C++'s division, an output of 1 where PyTorch's floor leaves none
+        # (conv_smallest_input's refused edges)
+        x2, w2 = r32(2, 3, 7, 8, seed=23), r32(4, 3, 3, 4, seed=24, scale=0.3)
         b32, x1_32, w1_32 = (t.float() for t in (b, x1, w1))
         return (_calls(r, x, w, b, conv, 4, seed=4) + _calls(r, x1, w1, b, pointwise, 4, seed=22, kind="pointwise")
                 + _calls(r32, x2, w2, b32, ((2, 3), (1, 1), (2, 1)), 4, seed=4, version=TF32)
