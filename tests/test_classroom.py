@@ -394,8 +394,13 @@ def test_an_interrupt_stops_the_class_before_its_next_round(small, tmp_path, mon
     monkeypatch.setattr(classroom_module, "grade_target", interrupted_in_the_first_round)
     monkeypatch.setattr(classroom_module, "start_builds", built)
     (out / "gradebook.json").write_text(json.dumps({"seed": 1, "students": {s: [] for s in SMALL}}))  # a stale one
-    with pytest.raises(KeyboardInterrupt):
-        grade_class(subs, select(["02"]), GradeOptions(seed=1, force=True), out=out, devices=[None])
+    # Ctrl-C as Python takes it: a test run started in the background (nohup ... &) inherits SIGINT ignored
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            grade_class(subs, select(["02"]), GradeOptions(seed=1, force=True), out=out, devices=[None])
+    finally:
+        signal.signal(signal.SIGINT, saved)
     time.sleep(2)  # a round still queued would have started by now
     assert len(graded) == 1, graded
     # the gradebook holds only the students finished before the interrupt (none: it came during the
