@@ -669,8 +669,7 @@ def check_tf32_backward(ctx: Context, sh: Shape, training: bool, what: str, g: t
 def _tf32_shape(c) -> Shape:
     """An exercise 06 Case (groups 1) as this exercise's Shape, with 2 images where one would leave a
     single value per channel (which training refuses)."""
-    p, q = ((size + 2 * pad - dil * (k - 1) - 1) // st + 1
-            for size, pad, dil, k, st in zip((c.h, c.w), c.padding, c.dilation, (c.kh, c.kw), c.stride))
+    p, q = conv_output_hw((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.dilation)
     n = 2 if c.n * p * q == 1 else c.n
     return Shape(c.name, n, c.cin, c.h, c.w, c.cout, c.kh, c.kw, c.stride, c.padding, c.dilation, c.bias)
 
