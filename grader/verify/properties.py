@@ -842,12 +842,28 @@ def _between_calls(spec, calls: _Calls):
     return run
 
 
+def _right_unchanged(ctx: Context, call: AuditCall) -> bool:
+    """Whether the op gives the reference's answer on the call as declared: an input check's variants
+    that PyTorch computes are judged on their values only then. An op wrong on every call (a dropped bias,
+    ignored groups) loses the call's own group there; its argument handling is judged by what it refuses.
+    Only a value or an error counts as wrong here: a call the watch faults (a PyTorch kernel, a modified
+    input) stays judged by each variant, as every other call is."""
+    args = _fresh(call.args)
+    try:
+        out, expected = invoke(ctx, call, args, f"{_described(call)}, as declared")
+    except ERRORS:
+        return False
+    except CheckFailure:
+        return True
+    return output_problem(out, expected, tolerance(call, args), "as declared") is None
+
+
 def _refused_as_the_reference_refuses(ctx: Context, call: AuditCall, args: list, i: int, what: str,
-                                      named: tuple[str, ...] | None = None) -> None:
+                                      named: tuple[str, ...] | None = None, values: bool = True) -> None:
     """Argument `i` changed in `args`: where the reference refuses the call, the op raises an error
     naming the argument, or one of `named` (computing something, or reading only part of it, is no
     check); where the reference computes it, the op gives the reference's answer or refuses it naming
-    one of them (an interface may support less than PyTorch)."""
+    one of them (an interface may support less than PyTorch), unless `values` is false (_right_unchanged)."""
     name = call.names[i]
     named = named or (name,)
     try:
@@ -855,7 +871,8 @@ def _refused_as_the_reference_refuses(ctx: Context, call: AuditCall, args: list,
     except Exception:  # noqa: BLE001: refused by the reference (however it says so): the op must refuse too
         pass
     else:
-        check_call(ctx, call, args, what, may_refuse=named)
+        if values:
+            check_call(ctx, call, args, what, may_refuse=named)
         return
     try:
         resolve(ctx.module, call.op)(*args)
@@ -876,13 +893,15 @@ def _wrong_lengths(spec, calls: _Calls):
         for call in calls(ctx, "wrong lengths", _dtypes(spec)[0], random_shapes=False):
             if sum(isinstance(t, torch.Tensor) for t in call.args) < 2:
                 continue
+            values = _right_unchanged(ctx, call)
             for i, t in enumerate(call.args):
                 if not isinstance(t, torch.Tensor) or t.dim() != 1:
                     continue
                 args = _fresh(call.args)
                 args[i] = torch.cat([args[i], args[i][:1] if args[i].numel() else args[i].new_zeros(1)])
                 _refused_as_the_reference_refuses(
-                    ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` one element longer ({args[i].numel()})")
+                    ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` one element longer ({args[i].numel()})",
+                    values=values)
     return run
 
 
@@ -913,13 +932,14 @@ def _list_components(spec, calls: _Calls):
     changed geometry makes inconsistent (a backward's grad_output no longer the forward's shape)."""
     def run(ctx):
         for call in calls(ctx, "list components", _dtypes(spec)[0], random_shapes=False):
+            values = _right_unchanged(ctx, call)
             for i in _int_lists(call):
                 for value, which in list_variants(call.args[i]):
                     args = _fresh(call.args)
                     args[i] = type(call.args[i])(value)
                     _refused_as_the_reference_refuses(
                         ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` = {value} ({which})",
-                        named=(call.names[i], *(n for n in call.names if n != call.names[i])))
+                        named=(call.names[i], *(n for n in call.names if n != call.names[i])), values=values)
     return run
 
 
@@ -928,6 +948,8 @@ def _other_gpu(spec, calls: _Calls):
     naming it, as PyTorch's ops give; a kernel reading it through the first GPU's pointers is neither."""
     def run(ctx):
         for call in calls(ctx, "other gpu", _dtypes(spec)[0], random_shapes=False):
+            if not _right_unchanged(ctx, call):
+                continue  # wrong as declared: the call's own group judges its values
             for i, t in enumerate(call.args):
                 if isinstance(t, torch.Tensor):
                     args = _fresh(call.args)
