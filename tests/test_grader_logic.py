@@ -896,16 +896,53 @@ def test_the_longest_builds_start_first(tmp_path):
     assert submitted == list(sizes)
 
 
-def test_spare_processes_go_to_the_heaviest_exercises():
-    from grader.run.grading import MAX_PARTS, plan_parts
+def test_spare_processes_go_to_the_longest_exercises():
+    from grader.run.grading import MAX_PARTS, STARTUP_S, plan_parts
 
-    k = 1000
-    assert plan_parts({"05": 160 * k, "09": 90 * k, "01": 10 * k}, 3) == {"05": 1, "09": 1, "01": 1}  # none spare
-    assert plan_parts({"05": 160 * k, "09": 90 * k, "01": 10 * k}, 5) == {"05": 2, "09": 2, "01": 1}
-    assert plan_parts({"09": 90 * k}, 12) == {"09": MAX_PARTS}
-    assert plan_parts({"05": 160 * k, "09": 90 * k}, 1) == {"05": 1, "09": 1}
+    # the H200's check seconds: the longest (09, then 05) shared until the slots hold no more
+    h200 = {"01": 8, "02": 9, "03": 5, "04": 7, "05": 73, "06": 33, "07": 31, "08": 18, "09": 107, "10": 24}
+    plan = plan_parts(h200, 12)
+    assert plan["09"] >= 3 and plan["05"] >= 2 and all(plan[e] == 1 for e in ("01", "02", "03", "04", "08", "10"))
+    longest = max(h200[e] / plan[e] for e in plan)
+    assert longest <= 40 and sum(h200[e] + STARTUP_S * plan[e] for e in plan) <= 12 * (longest + STARTUP_S)
+    # ten on a card that runs ten at once: fewer spare slots, fewer parts
+    assert sum(plan_parts(h200, 10).values()) < sum(plan.values())
+    # a small card, two at once: the slots are full already
+    assert plan_parts(h200, 2) == {e: 1 for e in h200}
+    # one exercise alone: as many parts as it has work for
+    assert plan_parts({"09": 107}, 12) == {"09": MAX_PARTS}
+    assert plan_parts({"09": 25}, 12) == {"09": 2}  # each part at least MIN_PART_S
     # a small exercise is not split: its checks take less than a process's start-up
-    assert plan_parts({"01": 10 * k, "08": 32 * k}, 12) == {"01": 1, "08": 1}
+    assert plan_parts({"01": 8, "08": 18}, 12) == {"01": 1, "08": 1}
+    assert plan_parts({}, 12) == {}
+
+
+def test_check_time_is_measured_per_gpu_and_read_back(tmp_path, monkeypatch):
+    """A full grade on a GPU records each exercise's check time (its tests' seconds but the timing's,
+    less its processes' wait for the builds); the next grade there plans its parts by it, and an
+    exercise never measured (or another GPU) by its sources' size."""
+    from types import SimpleNamespace
+
+    from grader.run import grading
+    from grader.verify.outcomes import ExerciseRow, TestOutcome
+
+    monkeypatch.setattr(grading, "CHECK_SECONDS", tmp_path / "check-seconds.json")
+    tests = (TestOutcome("forward[a]", "forward", "passed", seconds=30.0),
+             TestOutcome("forward[b]", "forward", "passed", seconds=12.5),
+             TestOutcome("performance", "performance", "passed", seconds=40.0))
+    rows = [ExerciseRow("09_x", "x", "graded", "", 1, 1, tests=tests),
+            ExerciseRow("05_y", "y", "build failed", "", 0, 1)]
+    jobs = {"09_x": [SimpleNamespace(held_s=20.0), SimpleNamespace(held_s=2.5)]}
+    grading.record_check_seconds(rows, jobs, "GPU A, 1.0")
+    (tmp_path / "05_y").mkdir()
+    (tmp_path / "05_y" / "y.cu").write_text("x" * 5000)
+    weights = grading.check_weights(tmp_path, ["09_x", "05_y"], "GPU A, 1.0")
+    assert weights == {"09_x": 20.0, "05_y": 5000 / grading.BYTES_PER_CHECK_SECOND}
+    assert grading.check_weights(tmp_path, ["09_x"], "GPU B, 1.0") == {"09_x": 0.0}  # no sources there
+    grading.record_check_seconds([ExerciseRow("05_y", "y", "graded", "", 1, 1, tests=tests[:1])], {}, "GPU A, 1.0")
+    assert grading.check_weights(tmp_path, ["09_x", "05_y"], "GPU A, 1.0") == {"09_x": 20.0, "05_y": 30.0}
+    (tmp_path / "check-seconds.json").write_text("not json")  # a damaged file: estimated again
+    assert grading.check_weights(tmp_path, ["05_y"], "GPU A, 1.0") == {"05_y": 5.0}
 
 
 def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
@@ -918,7 +955,7 @@ def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
 
     whole = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5, parallel=1), log=lambda *a: None)[0]
     monkeypatch.setattr(grading, "default_parallel", lambda count: min(count, 3))
-    monkeypatch.setattr(grading, "MIN_PART_BYTES", 0)  # 01 is small enough to be graded whole by default
+    monkeypatch.setattr(grading, "MIN_PART_S", 0)  # 01 is small enough to be graded whole by default
     seen = []
     parted = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5), log=seen.append)[0]
     assert any("01_leaky_relu by 3" in line for line in seen), seen

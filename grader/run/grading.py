@@ -297,25 +297,73 @@ def part_name(exercise: str, part: int) -> str:
 
 
 MAX_PARTS = 4  # an exercise's checks over at most this many processes (each pays its own start-up)
-# and each part with at least this much of the exercise's sources (bytes): 01-04's checks take seconds,
-# less than a process's start-up and first check's set-up; 05-10's take 20-60 s beside one another
-MIN_PART_BYTES = 20_000
+MIN_PART_S = 10.0  # and each part at least this many seconds of its checks: 01-04's take seconds in all
+STARTUP_S = 6.0  # a grading process's start-up before its first check (torch, CUDA, the extension)
+# a first grade's estimate of an exercise's check time from its sources' size (H200, 2026-11-29: 05's
+# 167 kB of sources took 73 s of checks, 09's 86 kB 107 s, 10's 75 kB 24 s, 01's 10 kB 8 s)
+BYTES_PER_CHECK_SECOND = 1000.0
+# each machine's last full grade's check time per exercise, by GPU: {device name: {exercise: seconds}}
+CHECK_SECONDS = env.BUILD_ROOT / "check-seconds.json"
 FP64_ENV = "COURSE_COUNT_FP64"  # grader.verify.fp64.ENV, named here without importing torch: counts per process
 
 
-def plan_parts(weights: dict[str, float], capacity: int) -> dict[str, int]:
-    """Grading processes per exercise: one each, then each process `capacity` leaves over to the exercise
-    with the most weight per process (its sources' size, for its checks' time), at most MAX_PARTS: a
-    grade ends with its longest exercise's checks, which several processes share (each part at least
-    MIN_PART_BYTES of sources)."""
+def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> dict[str, float]:
+    """Each exercise's check time in seconds, as this GPU's last full grade measured it (CHECK_SECONDS),
+    else estimated from its sources' size."""
+    try:
+        measured = json.loads(CHECK_SECONDS.read_text()).get(device_name, {})
+    except (OSError, ValueError, AttributeError):
+        measured = {}
+    return {e: float(measured[e]) if isinstance(measured.get(e), (int, float)) else
+            _source_bytes(target / e) / BYTES_PER_CHECK_SECOND for e in exercises}
+
+
+def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], device_name: str) -> None:
+    """Each graded exercise's check time (its tests' seconds but the timing's, less what its processes
+    spent waiting for their builds), kept for the next grade's plan_parts on this GPU."""
+    seconds = {}
+    for row in rows:
+        if row.status == "graded" and row.tests:
+            held = sum(job.held_s for job in jobs.get(row.exercise, ()))
+            checks = sum(t.seconds or 0.0 for t in row.tests if t.name != "performance")
+            seconds[row.exercise] = round(max(0.0, checks - held), 1)
+    if not seconds:
+        return
+    try:
+        known = json.loads(CHECK_SECONDS.read_text())
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    known[device_name] = {**(known.get(device_name) or {}), **seconds}
+    try:
+        write_json_atomic(CHECK_SECONDS, known)
+    except OSError:
+        pass  # a read-only build folder: the next grade estimates from the sources again
+
+
+def plan_parts(weights: dict[str, float], parallel: int) -> dict[str, int]:
+    """Grading processes per exercise, for `weights` (each exercise's check time, seconds) and `parallel`
+    processes running checks at once: the exercise with the most seconds per process gets one more while
+    it has at most MAX_PARTS, each part keeps MIN_PART_S, and the machine's slots still hold every
+    process's work within the new longest part (sum of the work and start-ups <= parallel x that). A
+    grade ends with its longest part's checks; an exercise done with its checks frees its slot for a
+    part started after it, so there may be more processes than `parallel` (started longest first)."""
     parts = {e: 1 for e in weights}
-    for _ in range(max(0, capacity - len(parts))):
-        open_ = [e for e in parts if parts[e] < MAX_PARTS and weights[e] / (parts[e] + 1) >= MIN_PART_BYTES]
-        if not open_:
-            break
-        chosen = max(open_, key=lambda e: weights[e] / parts[e])
-        parts[chosen] += 1
-    return parts
+    if not parts:
+        return parts
+
+    def fits(plan: dict[str, int]) -> bool:
+        longest = max(weights[e] / plan[e] for e in plan) + STARTUP_S
+        return sum(weights[e] + STARTUP_S * plan[e] for e in plan) <= parallel * longest + 1e-6
+
+    while True:
+        chosen = max(parts, key=lambda e: weights[e] / parts[e])
+        if parts[chosen] >= MAX_PARTS or weights[chosen] / (parts[chosen] + 1) < MIN_PART_S:
+            return parts  # the longest cannot be shared further: no other split shortens the grade
+        trial = {**parts, chosen: parts[chosen] + 1}
+        if not fits(trial):
+            return parts
+        parts = trial
 
 
 def merge_parts(exercise: str, jobs: list[gate.Job], workdir: Path) -> gate.Job:
@@ -556,12 +604,17 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
     # processes the machine runs at once left over by the exercises share their longest checks (only where
     # the parallelism is the grader's own choice: a class and a mutant round give theirs; not under
     # compute-sanitizer, nor when one failure ends a process, nor while float64 work is counted per process)
+    device_name = env.device_name() if gpu else ""
+    weights = check_weights(target, present, device_name)
     if options.parallel is None and not sanitize and not options.first_failure and not os.environ.get(FP64_ENV):
-        parts = plan_parts({e: _source_bytes(target / e) for e in present}, default_parallel(PARALLEL_MAX))
+        parts = plan_parts(weights, default_parallel(PARALLEL_MAX))
     else:
         parts = {e: 1 for e in present}
     parallel = max(1, options.parallel if options.parallel is not None
                    else default_parallel(max(len(chosen.exercises), sum(parts.values()))))
+    # a full grade on a GPU measures each exercise's check time for the next one's plan
+    measuring = (gpu and options.parallel is None and not options.quick and not keyword and not sanitize
+                 and not options.first_failure)
     if os.environ.get(paths.ENV):  # each process adds the planner paths it took: none from an earlier run
         for e in present:
             Path(os.environ[paths.ENV].replace("{exercise}", e)).unlink(missing_ok=True)
@@ -629,7 +682,9 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
                     notes.append(f"{session:.1f} s in pytest's session, {outside:.1f} s outside it")
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))
 
-            gate.run(list(jobs_by_name.values()), tmp, parallel=parallel, resident=default_resident(parallel),
+            # the longest parts first: a process started once another's checks end must not be the last to end
+            ordered = sorted(jobs_by_name.values(), key=lambda job: -weights[exercise_of[job.name]] / parts[exercise_of[job.name]])
+            gate.run(ordered, tmp, parallel=parallel, resident=default_resident(parallel),
                      compiling=compiling,
                      timeout=timeout, on_finish=done)
         for e, jobs_ in part_jobs.items():
@@ -665,4 +720,6 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
                 rows[e] = replace(rows[e], build={"cached": bool(builds[d].result().get("cached")),
                                                   "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)})
+    if measuring:
+        record_check_seconds(list(rows.values()), part_jobs, device_name)
     return [rows[e] for e in chosen.exercises if e in rows]
