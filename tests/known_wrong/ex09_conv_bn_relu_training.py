@@ -170,6 +170,23 @@ VARIANTS += [
             loses={"forward", "module", "performance"}, reason="relative error"),
 ]
 
+# Version 2's own arithmetic beyond the given engine: the training epilogue's per-tile statistics, and the
+# filter flip that turns the unit-stride data gradient into the forward engine's convolution (the GPU checks
+# of the TF32 group are what hold them: no CPU model of these kernels is kept).
+VARIANTS += [
+    Variant(EX, "tile_mean_over_a_full_tile", "version 2's training epilogue divides each tile's channel sums by "
+            "the tile's 128 pixels even where the last tile holds fewer: the batch mean of a batch whose N*P*Q is "
+            "not a multiple of 128 is too small",
+            {CU: [("mean[j][c] = (red[0][ch] + red[1][ch]) / float(nvalid);",
+                   "mean[j][c] = (red[0][ch] + red[1][ch]) / float(kTcPixels);")]},
+            loses={TF32}, reason="relative error"),
+    Variant(EX, "dgrad_filter_not_flipped", "version 2's unit-stride data gradient runs the forward engine on the "
+            "filter unflipped (tap r where R - 1 - r belongs): the gradient of every input pixel is wrong "
+            "but for 1 x 1 filters",
+            {CU: [("(s.R - 1 - r)) * s.S + (s.S - 1 - ss)]", "r) * s.S + ss]")]},
+            loses={TF32}, reason="relative error"),
+]
+
 # Issue 47: the precision probes on version 2's backward GEMMs (grad_w's, and grad_x's at stride 2), whose
 # forward stays right: the probes run on the backward too.
 BWD_MMA = "      for (int i = 0; i < 2; ++i) mma_tf32(acc[i][j], a[i], b0, b1);\n"
