@@ -7,9 +7,12 @@ in float64 against torch.autograd, on many random shapes: strides 1-3 per axis, 
 d (k - 1) too), dilations 1-3, non-square kernels 1-5, groups (depthwise and channel multipliers),
 output_padding, odd sizes, batch 1 and empty batches, the batch split into chunks. Then the
 registration (gradcheck, opcheck), `ctx.needs_input_grad`, and the calls made: always stride 1 for the
-data gradient, version 3 only where it takes the call (groups 1). Last, the calls of both backwards
-through the transliterated kernels of tests/test_conv_groups_model.py on small integer tensors, exact:
-the depthwise kernel with the weight gradient's image-sized "kernels" and the flipped weights too.
+data gradient, version 3 only where it takes the call (groups 1). Last, MobileNetV2's weight-gradient
+calls as 06's version 2 plans them (tests/test_depthwise_tile_plan.py's copy of the depthwise tile
+plan): each fits the depthwise tile kernel or falls back to the implicit GEMM. What the kernels compute
+on the backward's calls is graded on the GPU: the autograd groups of 06 and 07, which catch the
+known-wrong variants backward_kernel_not_flipped, backward_ignores_the_stride and
+weight_gradient_drops_groups of each (tests/known_wrong/).
 """
 from __future__ import annotations
 
@@ -419,95 +422,7 @@ def test_empty_batch_gives_zero_gradients(ex06, ex07, fn):
     assert torch.equal(b.grad, torch.zeros_like(b))
 
 
-# ------------------------------------------- the backward's calls through the kernels, transliterated
-
-def _model_conv2d(version):
-    """06's op on integer tensors through tests/test_conv_groups_model.py's transliterated kernels,
-    chosen as conv2d_cuda chooses (version 2: the depthwise kernels where groups == cin, the direct one
-    for 3x3 filters and the tile kernel where its tile fits, else the implicit GEMM, here with 64-pixel
-    tiles)."""
-    from tests import test_conv_groups_model as m
-
-    def conv(x, w, stride, padding, dilation, groups):
-        n, cin, h, wd = x.shape
-        cout, _, kh, kw = w.shape
-        ho, wo = (m.out_size(sz, k, st, p, d) for sz, k, st, p, d in zip((h, wd), (kh, kw), stride, padding, dilation))
-        s = m.Shape(n, cin, h, wd, cout, kh, kw, ho, wo, tuple(stride), tuple(padding), tuple(dilation), groups)
-        xs, ws = m.flat(x.contiguous()), m.flat(w.contiguous())
-        if version == 1:
-            y = m.conv2d_kernel1(xs, ws, [], s)
-        elif groups == cin and m.depthwise_path(s, 4) is not None:
-            conv.depthwise += 1
-            y = m.conv2d_depthwise(xs, ws, [], s)
-        else:
-            y = m.conv2d_kernel2(xs, ws, [], s, 64)
-        return y.tensor((n, cout, ho, wo))
-
-    conv.depthwise = 0
-    return conv
-
-
-def _model_conv_transpose2d(version):
-    from tests import test_conv_groups_model as m
-
-    def convt(x, w, stride, padding, output_padding, groups, dilation):
-        _op_checks_conv_transpose2d(x, w, stride, padding, output_padding, groups, dilation, version)
-        n, cin, h, wd = x.shape
-        _, cout_g, kh, kw = w.shape
-        ho, wo = (m.t_out_size(sz, k, st, p, op, d)
-                  for sz, k, st, p, op, d in zip((h, wd), (kh, kw), stride, padding, output_padding, dilation))
-        s = m.Shape(n, cin, h, wd, cout_g * groups, kh, kw, ho, wo, tuple(stride), tuple(padding), tuple(dilation),
-                    groups)
-        kernel = m.conv_transpose2d_kernel1 if version == 1 else m.conv_transpose2d_kernel2
-        return kernel(m.flat(x.contiguous()), m.flat(w.contiguous()), [], s).tensor((n, cout_g * groups, ho, wo))
-
-    return convt
-
-
-def _ints(g, *shape):
-    return torch.randint(-3, 4, shape, generator=g, dtype=torch.int64)
-
-
-def _exact_grads(fn, x, w, grad_y):
-    """torch.autograd's gradients in float64, exact for these small integers, back as integers."""
-    x64, w64 = x.double().requires_grad_(), w.double().requires_grad_()
-    dx, dw = torch.autograd.grad(fn(x64, w64), (x64, w64), grad_y.double())
-    return dx.to(torch.int64), dw.to(torch.int64)
-
-
-# (n, cin, h, w, cout, kh, kw, stride, padding, dilation, groups)
-MODEL_CONV_CASES = [
-    (2, 3, 7, 6, 3, 3, 3, (2, 2), (1, 1), (1, 1), 3),  # depthwise, stride 2: the depthwise kernel both ways
-    (2, 2, 6, 7, 4, 2, 3, (1, 2), (2, 1), (1, 1), 2),  # channel multiplier 2, p > d (k - 1) along h
-    (2, 3, 7, 6, 4, 3, 2, (2, 1), (1, 1), (1, 2), 1),  # the audit's dense call: stride (2, 1), dilation (1, 2)
-    (2, 4, 5, 6, 6, 1, 1, (2, 2), (0, 0), (1, 1), 2),  # grouped 1x1, stride 2
-]
-
-
-@pytest.mark.parametrize("case", MODEL_CONV_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{c[4]}-g{c[10]}")
-def test_conv2d_backward_calls_through_the_kernel_models(ex06, case):
-    """Exact gradients from the kernels' transliterations: the calls are ones the kernels compute
-    right, the depthwise kernel included, with the flipped weights and with the weight gradient's
-    kernels of a whole image (every chunk of one image: its grouped call is depthwise)."""
-    module, _ = ex06
-    n, cin, h, w, cout, kh, kw, stride, padding, dilation, groups = case
-    g = torch.Generator().manual_seed(7)
-    x, weight = _ints(g, n, cin, h, w), _ints(g, cout, cin // groups, kh, kw)
-    y_shape = F.conv2d(x.double(), weight.double(), None, stride, padding, dilation, groups).shape
-    grad_y = _ints(g, *y_shape)
-    dx, dw = _exact_grads(lambda a, k: F.conv2d(a, k, None, stride, padding, dilation, groups), x, weight, grad_y)
-    depthwise = 0
-    for version in (1, 2):
-        conv = _model_conv2d(version)
-        got = module.conv2d_input_grad(conv, grad_y, weight, tuple(x.shape), stride, padding, dilation, groups)
-        assert torch.equal(got, dx), version
-        for chunks in _divisors(n):
-            got = module.conv2d_weight_grad(conv, x, grad_y, tuple(weight.shape), stride, padding, dilation, groups,
-                                            chunks)
-            assert torch.equal(got, dw), (version, chunks)
-        depthwise += getattr(conv, "depthwise", 0)
-    assert depthwise > 0 or groups != cin  # a depthwise forward's gradients met the depthwise kernel
-
+# ------------------------------------------------ MobileNet's weight-gradient calls, as planned
 
 def test_weight_gradient_calls_of_mobilenet_layers(ex06):
     """MobileNetV2's layers at batch 32, their weight gradient as version 2 gets it (chunks for an H100's
@@ -516,7 +431,7 @@ def test_weight_gradient_calls_of_mobilenet_layers(ex06):
     layer's chunks keep two images), and its tile fits in shared memory, or the launcher falls back to
     the implicit GEMM, which takes the call (at most 65535 groups)."""
     from grader.bench import model_shapes
-    from tests import test_conv_groups_model as m
+    from tests import test_depthwise_tile_plan as m
 
     depthwise = fallback = 0
     for layer, _ in model_shapes.unique(model_shapes.mobilenet_v2()):
@@ -544,38 +459,6 @@ def test_weight_gradient_calls_of_mobilenet_layers(ex06):
             assert tp * in_rows * in_cols <= m.kDwSmemBytes // 4 and grid[1] <= 65535
             depthwise += 1
     assert depthwise >= 1 and fallback >= 1
-
-
-# (n, cin, h, w, cout, kh, kw, stride, padding, output_padding, dilation, groups)
-MODEL_TRANSPOSED_CASES = [
-    (2, 3, 4, 3, 6, 3, 2, (2, 1), (1, 1), (1, 0), (1, 2), 1),  # the audit's dense call
-    (2, 4, 3, 4, 6, 3, 3, (1, 2), (1, 1), (0, 1), (1, 1), 2),  # grouped
-    (2, 3, 3, 3, 3, 2, 3, (2, 2), (2, 0), (1, 0), (1, 1), 3),  # depthwise, p > d (k - 1) along h
-    (1, 2, 3, 4, 4, 2, 2, (1, 1), (0, 1), (2, 0), (3, 2), 2),  # output_padding >= stride (dilation 3)
-]
-
-
-@pytest.mark.parametrize("case", MODEL_TRANSPOSED_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{c[4]}-g{c[11]}")
-def test_conv_transpose2d_backward_calls_through_the_kernel_models(ex07, case):
-    module, _ = ex07
-    n, cin, h, w, cout, kh, kw, stride, padding, out_pad, dilation, groups = case
-    g = torch.Generator().manual_seed(8)
-    x, weight = _ints(g, n, cin, h, w), _ints(g, cin, cout // groups, kh, kw)
-
-    def fn(a, k):
-        return F.conv_transpose2d(a, k, None, stride, padding, out_pad, groups, dilation)
-
-    grad_y = _ints(g, *fn(x.double(), weight.double()).shape)
-    dx, dw = _exact_grads(fn, x, weight, grad_y)
-    for version in (1, 2):
-        convt = _model_conv_transpose2d(version)
-        got = module.conv_transpose2d_input_grad(convt, grad_y, weight, tuple(x.shape), stride, padding, dilation,
-                                                 groups)
-        assert torch.equal(got, dx), version
-        for chunks in _divisors(n):
-            got = module.conv_transpose2d_weight_grad(convt, x, grad_y, tuple(weight.shape), stride, padding,
-                                                      dilation, groups, chunks)
-            assert torch.equal(got, dw), (version, chunks)
 
 
 # -------------------------------- the grader's autograd group on the CPU, the stand-in for the op
