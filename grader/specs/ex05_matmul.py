@@ -153,7 +153,7 @@ BATCHES = ((1, 33, 31, 65), (3, 97, 101, 103), (5, 1, 300, 77), (4, 100, 1, 1000
            (2, 2049, 65, 33))
 # more batch elements than gridDim.z holds (65535): the launcher must take several launches
 MANY = 65535 + 7
-# Products whose plan depends on the GPU's SM count (kernel 4's tiles are 128 x 128; tests/test_matmul_shapes.py
+# Products whose plan depends on the GPU's SM count (kernel 4's tiles are 128 x 128; tests/test_matmul_plan.py
 # checks on several SM counts that each takes its path): a whole wave of 2 blocks per SM of 3-column rows of
 # tiles and a quarter of one more (the head and the tail), and about 1.2 SMs' worth of tiles (stream-K).
 def tail_shape(sms: int) -> tuple[int, int, int]:

@@ -81,7 +81,8 @@ def reference(t: dict, sh: Shape, eps: float) -> torch.Tensor:
 # no error (|relu(a) - relu(b)| <= |a - b|), so ||y - ref|| <= ||bound||, compared with ||ref|| of the
 # ReLU's output (about 1 / sqrt(2) of the pre-activation's: the tolerance is about 5 u sqrt(2), 3.4e-3
 # on random data, where TF32 lands near 3e-4 and a dropped K step or a wrong fragment near 1e-1 and above;
-# tests/test_fused_tensor_cores.py emulates them).
+# tests/test_fused_tensor_cores.py emulates TF32 and the dropped step, known-wrong c_fragment_rows_swapped plants
+# the wrong fragment).
 def folded(t: dict, eps: float):
     """BatchNorm (eval) and the conv's bias folded into the convolution, in float64: (weight * scale, shift)."""
     d = {k: (v.detach().double() if v is not None else None) for k, v in t.items()}

@@ -514,7 +514,8 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
 #
 # Each is compared normwise, ||actual - ref|| <= ||bound|| + (version 1's tolerance) ||ref||: on random
 # data about 1e-2 for y in training (3e-3 in eval) and 2.3e-3 for z, where TF32 lands near 3e-4 and a
-# dropped K step or a wrong fragment at 1e-1 and above (tests/test_fused_tensor_cores.py emulates them).
+# dropped K step or a wrong fragment at 1e-1 and above (tests/test_fused_tensor_cores.py emulates TF32 and the
+# dropped step; known-wrong c_fragment_rows_swapped_in_z and backward_b_fragment_wrong plant wrong fragments).
 # FP16 operands have TF32's mantissa: inputs near 1e5 (FP16 overflows) and 1e-6 (below its smallest
 # normal) tell them apart, in z (y is normalised).
 def tf32_forward_bounds(x, w, b, gamma, beta, running_mean, running_var, eps, momentum, stride, padding, dilation,
