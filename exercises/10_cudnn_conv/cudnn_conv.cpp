@@ -1,12 +1,15 @@
 // GENERATED from solutions/10_cudnn_conv/cudnn_conv.cpp by `make exercises`: edit only inside the BEGIN/END SOLUTION regions.
 // Exercise 10: the ops' C++ front end. Input checks, output shapes, the math mode, the stream, and
 // registration. The cuDNN work (plans, cache, calls) is in cudnn_conv.cu.
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
 
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <course/ops.h>
@@ -29,19 +32,25 @@ std::array<int64_t, 2> pair_arg(IntArrayRef v, const char* name, int64_t min) {
 }
 
 // cuDNN's 4-d descriptors take int32 sizes and strides: a tensor of 2^31 or more elements (or any
-// dimension that large) cannot be described. Refused here, naming the argument, instead of with a
-// cuDNN status that names no limit.
+// dimension that large) cannot be described. A batch of images (x, the output, their gradients) runs
+// in pieces of whole images where it is larger, as PyTorch's cuDNN path splits it (by_images); one image,
+// or a weight, that large is refused here, naming the argument, instead of with a cuDNN status that
+// names no limit.
 constexpr int64_t kMaxElements = std::numeric_limits<int32_t>::max();  // 2^31 - 1
 
-// A 4-d shape cuDNN's int-based descriptors can hold.
-std::array<int64_t, 4> shape4(IntArrayRef s, const char* name) {
+// A 4-d shape cuDNN's int-based descriptors can hold: the whole tensor, or with `batch` one image of it
+// (dimensions 1-3) and the batch below 2^31.
+std::array<int64_t, 4> shape4(IntArrayRef s, const char* name, bool batch = false) {
   TORCH_CHECK(s.size() == 4, name, " must have 4 dimensions (N, C, H, W), but has shape ", str(s));
   int64_t numel = 1;
-  for (int64_t d : s) {
-    TORCH_CHECK(d > 0, name, " must have no empty or negative dimension, but has shape ", str(s));
-    numel *= d;  // each factor is below 2^31 here, so the product cannot overflow int64
-    TORCH_CHECK(numel <= kMaxElements, name, " has shape ", str(s),
-                ": 2^31 or more elements, which cuDNN's 4-d descriptors (int32 sizes) cannot describe");
+  for (size_t i = 0; i < 4; ++i) {
+    TORCH_CHECK(s[i] > 0, name, " must have no empty or negative dimension, but has shape ", str(s));
+    TORCH_CHECK(s[i] <= kMaxElements, name, " has shape ", str(s), ": a dimension of 2^31 or more, which cuDNN's "
+                "4-d descriptors (int32 sizes) cannot describe");
+    if (i == 0 && batch) continue;
+    numel *= s[i];  // each factor is below 2^31 here, so the product cannot overflow int64
+    TORCH_CHECK(numel <= kMaxElements, name, " has shape ", str(s), batch ? ": one image of 2^31 or more elements"
+                : ": 2^31 or more elements", ", which cuDNN's 4-d descriptors (int32 sizes) cannot describe");
   }
   return {s[0], s[1], s[2], s[3]};
 }
@@ -93,7 +102,7 @@ conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntA
   a.dtype = dtype == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   // Read per call, so that torch.backends.cudnn.allow_tf32 takes effect at once (it is in the key).
   a.allow_tf32 = dtype == at::kFloat && at::globalContext().allowTF32CuDNN();
-  a.x = shape4(x_shape, names.x);
+  a.x = shape4(x_shape, names.x, /*batch=*/true);
   a.w = shape4(w_shape, names.w);
   a.stride = pair_arg(stride, "stride", 1);
   a.padding = pair_arg(padding, "padding", 0);
@@ -109,11 +118,43 @@ conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntA
               names.x, " has shape ", str(x_shape), ")");
   a.y = {a.x[0], a.w[0], out_size(a.x[2], a.w[2], a.stride[0], a.padding[0], a.dilation[0], "height"),
          out_size(a.x[3], a.w[3], a.stride[1], a.padding[1], a.dilation[1], "width")};
-  // the output's descriptor has cuDNN's limit too: refused here, not with a cuDNN status at run time
-  TORCH_CHECK(a.y[0] * a.y[1] * a.y[2] * a.y[3] <= kMaxElements, names.y, " has shape ", str(at::IntArrayRef(a.y)),
+  // one image of the output has cuDNN's limit too: refused here, not with a cuDNN status at run time
+  TORCH_CHECK(a.y[1] * a.y[2] * a.y[3] <= kMaxElements, names.y, " has shape ", str(at::IntArrayRef(a.y)),
               " (the convolution of ", names.x, " ", str(x_shape), " with ", names.w, " ", str(w_shape),
-              "): 2^31 or more elements, which cuDNN's 4-d descriptors (int32 sizes) cannot describe");
+              "): one image of 2^31 or more elements, which cuDNN's 4-d descriptors (int32 sizes) cannot describe");
   return a;
+}
+
+// Runs `call(piece, n0)` on images [n0, n0 + piece.x[0]) of the batch in turn: as many images a piece as
+// cuDNN's descriptors hold in x and in the output (the whole batch where it fits, one call).
+template <class Call>
+void by_images(const conv::Args& a, Call&& call) {
+  const int64_t per_image = std::max(a.x[1] * a.x[2] * a.x[3], a.y[1] * a.y[2] * a.y[3]);
+  const int64_t images = std::max<int64_t>(1, kMaxElements / per_image);
+  for (int64_t n0 = 0; n0 < a.x[0]; n0 += images) {
+    conv::Args piece = a;
+    piece.x[0] = piece.y[0] = std::min(images, a.x[0] - n0);
+    call(piece, n0);
+  }
+}
+
+// Images [n0, n0 + n) of a dense batch, 16-byte aligned (a copy where the piece's offset is not).
+at::Tensor images_of(const at::Tensor& t, int64_t n0, int64_t n) {
+  return n == t.size(0) ? t : dense(t.narrow(0, n0, n));
+}
+
+// Writes images [n0, n0 + n) of `out` (dense) by `write(pointer)`: in place where the piece is 16-byte
+// aligned, else into a copy then copied in, on the current stream either way.
+template <class Write>
+void write_images(at::Tensor& out, int64_t n0, int64_t n, Write&& write) {
+  at::Tensor piece = n == out.size(0) ? out : out.narrow(0, n0, n);
+  if (reinterpret_cast<uintptr_t>(piece.const_data_ptr()) % 16 == 0) {
+    write(piece.mutable_data_ptr());
+    return;
+  }
+  at::Tensor aligned = at::empty_like(piece);
+  write(aligned.mutable_data_ptr());
+  piece.copy_(aligned);
 }
 
 // The optional bias: null for none, else its (dense) data, checked to be one value per output channel
@@ -159,7 +200,12 @@ at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const std::opti
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor xc = dense(x), wc = dense(weight);
   at::Tensor y = at::empty(a.y, x.options());
-  run_on(x, a, {const_cast<void*>(xc.const_data_ptr()), const_cast<void*>(wc.const_data_ptr()), y.mutable_data_ptr(), b});
+  by_images(a, [&](conv::Args& piece, int64_t n0) {
+    const at::Tensor xs = images_of(xc, n0, piece.x[0]);
+    write_images(y, n0, piece.y[0], [&](void* out) {
+      run_on(x, piece, {const_cast<void*>(xs.const_data_ptr()), const_cast<void*>(wc.const_data_ptr()), out, b});
+    });
+  });
   return y;
 }
 
@@ -178,8 +224,12 @@ at::Tensor conv2d_backward_input(const at::Tensor& grad_output, const at::Tensor
   const c10::cuda::CUDAGuard guard(weight.device());
   const at::Tensor gc = dense(grad_output), wc = dense(weight);
   at::Tensor grad_x = at::empty(a.x, weight.options());
-  run_on(weight, a, {grad_x.mutable_data_ptr(), const_cast<void*>(wc.const_data_ptr()),
-                     const_cast<void*>(gc.const_data_ptr())});
+  by_images(a, [&](conv::Args& piece, int64_t n0) {
+    const at::Tensor gs = images_of(gc, n0, piece.y[0]);
+    write_images(grad_x, n0, piece.x[0], [&](void* out) {
+      run_on(weight, piece, {out, const_cast<void*>(wc.const_data_ptr()), const_cast<void*>(gs.const_data_ptr())});
+    });
+  });
   return grad_x;
 }
 
@@ -197,8 +247,16 @@ at::Tensor conv2d_backward_weight(const at::Tensor& grad_output, const at::Tenso
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor gc = dense(grad_output), xc = dense(x);
   at::Tensor grad_w = at::empty(a.w, x.options());
-  run_on(x, a, {const_cast<void*>(xc.const_data_ptr()), grad_w.mutable_data_ptr(),
-                const_cast<void*>(gc.const_data_ptr())});
+  // the pieces' gradients summed: the first piece's written in place, each other's added to it
+  at::Tensor part;
+  by_images(a, [&](conv::Args& piece, int64_t n0) {
+    const at::Tensor xs = images_of(xc, n0, piece.x[0]), gs = images_of(gc, n0, piece.y[0]);
+    if (n0 > 0 && !part.defined()) part = at::empty_like(grad_w);
+    at::Tensor& into = n0 == 0 ? grad_w : part;
+    run_on(x, piece, {const_cast<void*>(xs.const_data_ptr()), into.mutable_data_ptr(),
+                      const_cast<void*>(gs.const_data_ptr())});
+    if (n0 > 0) grad_w.add_(part);
+  });
   return grad_w;
 }
 
@@ -206,14 +264,25 @@ at::Tensor conv2d_backward_weight(const at::Tensor& grad_output, const at::Tenso
 // (cudnnConvolutionBackwardBias).
 at::Tensor conv2d_backward_bias(const at::Tensor& grad_output) {
   check_tensor(grad_output, "grad_output");
-  const std::array<int64_t, 4> shape = shape4(grad_output.sizes(), "grad_output");
+  const std::array<int64_t, 4> shape = shape4(grad_output.sizes(), "grad_output", /*batch=*/true);
   const c10::cuda::CUDAGuard guard(grad_output.device());
   const at::Tensor gc = dense(grad_output);
   at::Tensor grad_b = at::empty({shape[1]}, grad_output.options());
   const int device = grad_output.get_device();
-  conv::backward_bias(device, c10::cuda::getCurrentCUDAStream(device).stream(),
-                      grad_output.scalar_type() == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT, shape,
-                      gc.const_data_ptr(), grad_b.mutable_data_ptr());
+  const cudnnDataType_t dtype = grad_output.scalar_type() == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  // as many images a piece as a descriptor holds, the pieces' sums added up
+  const int64_t images = std::max<int64_t>(1, kMaxElements / (shape[1] * shape[2] * shape[3]));
+  at::Tensor part;
+  for (int64_t n0 = 0; n0 < shape[0]; n0 += images) {
+    std::array<int64_t, 4> piece = shape;
+    piece[0] = std::min(images, shape[0] - n0);
+    const at::Tensor gs = images_of(gc, n0, piece[0]);
+    if (n0 > 0 && !part.defined()) part = at::empty_like(grad_b);
+    at::Tensor& into = n0 == 0 ? grad_b : part;
+    conv::backward_bias(device, c10::cuda::getCurrentCUDAStream(device).stream(), dtype, piece, gs.const_data_ptr(),
+                        into.mutable_data_ptr());
+    if (n0 > 0) grad_b.add_(part);
+  }
   return grad_b;
 }
 
@@ -238,7 +307,12 @@ at::Tensor conv_transpose2d(const at::Tensor& x, const at::Tensor& weight, const
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor xc = dense(x), wc = dense(weight);
   at::Tensor y = at::empty(a.x, x.options());
-  run_on(x, a, {y.mutable_data_ptr(), const_cast<void*>(wc.const_data_ptr()), const_cast<void*>(xc.const_data_ptr()), b});
+  by_images(a, [&](conv::Args& piece, int64_t n0) {
+    const at::Tensor xs = images_of(xc, n0, piece.y[0]);
+    write_images(y, n0, piece.x[0], [&](void* out) {
+      run_on(x, piece, {out, const_cast<void*>(wc.const_data_ptr()), const_cast<void*>(xs.const_data_ptr()), b});
+    });
+  });
   return y;
 }
 

@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from grader.verify.timer import math_mode
-from grader.verify.checks import CheckFailure, assert_rel_error, expect_error, poison, poison_next_allocation, unmodified
+from grader.verify.checks import (CheckFailure, Comparison, assert_rel_error, expect_error, poison, poison_next_allocation,
+                                  require_free_memory, unmodified)
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
@@ -60,6 +61,14 @@ TRANSFORM_WATCH = (*(("forward", xs, 3, "benchmark") for xs in _WINOGRAD_BENCHMA
                    ("backward_input", (16, 128, 28, 28), 3, "heuristic"),  # FFT
                    ("backward_weight", (16, 256, 28, 28), 3, "heuristic"),  # Winograd (non-fused)
                    ("backward_weight", (16, 128, 28, 28), 3, "heuristic"))  # FFT
+# A batch past cuDNN's 2^31-element descriptors, run in pieces of whole images as PyTorch splits it: HUGE_N images
+# of 1 x HUGE_SIDE x HUGE_SIDE through a 1 x 1 kernel to HUGE_K channels, an output of exactly 2^31 elements.
+# Its gradients of the weight and the bias sum 2^29 products a channel over both pieces: on values in [0, 1)
+# (no cancellation) float32's sums land within HUGE_SUM_TOL of float64's, where a piece dropped or counted
+# twice is 50% off.
+HUGE_N, HUGE_K, HUGE_SIDE = 2, 4, 16384
+HUGE_SUM_TOL = 1e-3
+HUGE_CHUNK = 1 << 24  # elements a piece of the float64 comparison (128 MiB)
 # The timed convolutions: (x shape, output channels), 3x3, stride 1, padding 1.
 BENCH = (((32, 512, 7, 7), 512), ((32, 64, 56, 56), 64))
 # The launch cache's checks (CUDA graphs): the streams check's convolution, 3x3, stride 1, padding 1.
@@ -422,6 +431,77 @@ class CudnnConvSpec(Spec):
                   (8, 8, 3, 2, 1, 1, 1, 8, True),  # depthwise: weight (8, 1, 3, 3)
                   (6, 9, 4, 3, 2, 2, 1, 3, False),  # 3 groups of 2 -> 3 channels
                   (4, 8, 3, 1, 1, 0, 2, 4, True))  # depthwise x2, dilated
+
+    def _check_huge_batch_forward(self, ctx):
+        """conv2d and conv_transpose2d on a batch whose output has 2^31 elements (HUGE_N, HUGE_K, HUGE_SIDE),
+        strict fp32, each output plane against float64 piece by piece. Needs x, the output and a float64 piece."""
+        what = "forward[huge: a batch past 2^31 output elements, in pieces of whole images]"
+        plane = HUGE_SIDE * HUGE_SIDE
+        require_free_memory(4 * plane * HUGE_N * (1 + HUGE_K) + 64 * HUGE_CHUNK + (2 << 30), what)
+        g = ctx.generator("huge batch forward")
+        x = torch.empty((HUGE_N, 1, HUGE_SIDE, HUGE_SIDE), device="cuda").normal_(generator=g)
+        w = torch.randn((HUGE_K, 1, 1, 1), generator=g, device="cuda")
+        b = torch.randn((HUGE_K,), generator=g, device="cuda")
+        w64, b64 = w.reshape(-1).double(), b.double()
+        for name, call in (("conv2d", lambda: ctx.module.conv2d(x, w, b, 1, 0, mode="heuristic")),
+                           ("conv_transpose2d", lambda: ctx.module.conv_transpose2d(
+                               x, w.reshape(1, HUGE_K, 1, 1), b, 1, 0, 0, 1, 1, mode="heuristic"))):
+            with math_of("strict"):
+                y = call()
+            if tuple(y.shape) != (HUGE_N, HUGE_K, HUGE_SIDE, HUGE_SIDE):
+                raise CheckFailure(f"{what}: {name} gave shape {tuple(y.shape)}, expected "
+                                   f"{(HUGE_N, HUGE_K, HUGE_SIDE, HUGE_SIDE)}")
+            cmp = Comparison(TOL["strict"], f"{what}: {name} of x {tuple(x.shape)} with a 1 x 1 weight to {HUGE_K} "
+                             "channels and a bias")
+            for n in range(HUGE_N):
+                for k in range(HUGE_K):
+                    xs, ys = x[n, 0].reshape(-1), y[n, k].reshape(-1)
+                    for i in range(0, plane, HUGE_CHUNK):
+                        cmp.add(ys[i:i + HUGE_CHUNK], xs[i:i + HUGE_CHUNK].double() * w64[k] + b64[k],
+                                offset=((n * HUGE_K + k) * plane + i))
+            del y
+            if cmp.problem():
+                raise CheckFailure(cmp.problem())
+
+    def _check_huge_batch_backward(self, ctx):
+        """The gradients of x, the weight and the bias for the batch of _check_huge_batch_forward: x and grad_output
+        drawn in [0, 1), each against float64 piece by piece (the weight's and the bias's sums over both pieces of
+        the batch within HUGE_SUM_TOL)."""
+        what = "backward[huge: a batch past 2^31 output elements, in pieces of whole images]"
+        plane = HUGE_SIDE * HUGE_SIDE
+        require_free_memory(4 * plane * HUGE_N * (2 + HUGE_K) + 64 * HUGE_CHUNK + (2 << 30), what)
+        g = ctx.generator("huge batch backward")
+        x = torch.empty((HUGE_N, 1, HUGE_SIDE, HUGE_SIDE), device="cuda").uniform_(generator=g)
+        gy = torch.empty((HUGE_N, HUGE_K, HUGE_SIDE, HUGE_SIDE), device="cuda").uniform_(generator=g)
+        w = torch.randn((HUGE_K, 1, 1, 1), generator=g, device="cuda")
+        w64 = w.reshape(-1).double()
+        m = ctx.module
+        with math_of("strict"):
+            gw = m.conv2d_backward_weight(gy, x, (HUGE_K, 1, 1, 1), 1, 0, mode="heuristic")
+            gb = m.conv2d_backward_bias(gy)
+        expected_w = torch.zeros(HUGE_K, dtype=torch.float64, device="cuda")
+        expected_b = torch.zeros(HUGE_K, dtype=torch.float64, device="cuda")
+        for n in range(HUGE_N):
+            xs = x[n, 0].reshape(-1)
+            for k in range(HUGE_K):
+                gs = gy[n, k].reshape(-1)
+                for i in range(0, plane, HUGE_CHUNK):
+                    piece = gs[i:i + HUGE_CHUNK].double()
+                    expected_w[k] += torch.dot(xs[i:i + HUGE_CHUNK].double(), piece)
+                    expected_b[k] += piece.sum()
+        assert_rel_error(gw.reshape(-1), expected_w, HUGE_SUM_TOL, f"{what}: conv2d_backward_weight (grad of weight)")
+        assert_rel_error(gb, expected_b, HUGE_SUM_TOL, f"{what}: conv2d_backward_bias (grad of bias)")
+        with math_of("strict"):
+            gx = m.conv2d_backward_input(gy, w, (HUGE_N, 1, HUGE_SIDE, HUGE_SIDE), 1, 0, mode="heuristic")
+        if tuple(gx.shape) != tuple(x.shape):
+            raise CheckFailure(f"{what}: conv2d_backward_input gave shape {tuple(gx.shape)}, expected {tuple(x.shape)}")
+        cmp = Comparison(TOL["strict"], f"{what}: conv2d_backward_input (grad of x)")
+        for n in range(HUGE_N):
+            for i in range(0, plane, HUGE_CHUNK):
+                expected = sum(gy[n, k].reshape(-1)[i:i + HUGE_CHUNK].double() * w64[k] for k in range(HUGE_K))
+                cmp.add(gx[n, 0].reshape(-1)[i:i + HUGE_CHUNK], expected, offset=n * plane + i)
+        if cmp.problem():
+            raise CheckFailure(cmp.problem())
 
     def _check_transposed(self, ctx, mode):
         for i, (ci, co, k, s, p, op, d, groups, bias) in enumerate(self.TRANSPOSED):
@@ -1091,6 +1171,8 @@ class CudnnConvSpec(Spec):
         checks.add("forward[mode=heuristic]", lambda ctx: self._check_modes(ctx, "heuristic"))
         checks.add("forward[mode=uncached]", lambda ctx: self._check_modes(ctx, "uncached"))
         checks.add("forward[plans with a workspace]", lambda ctx: self._check_workspace(ctx, False))
+        checks.add("forward[huge: a batch past 2^31 output elements]", self._check_huge_batch_forward, slow=True,
+                   huge=True)
         # the profiler's checks (seconds to start) are in the full grade only, not in the quick loop
         checks.add("forward[no PyTorch convolution ran]", self._check_own_forward, slow=True)
         for mode in ("strict", "tf32"):
@@ -1110,6 +1192,8 @@ class CudnnConvSpec(Spec):
         checks.add("backward[autograd]", self._check_autograd)
         checks.add("backward[gradcheck float64]", self._check_gradcheck)
         checks.add("backward[plans with a workspace]", lambda ctx: self._check_workspace(ctx, True))
+        checks.add("backward[huge: a batch past 2^31 output elements]", self._check_huge_batch_backward, slow=True,
+                   huge=True)
         checks.add("backward[no PyTorch convolution ran]", self._check_own_backward, slow=True)
         checks.add("cache[second identical call hits]", self._check_hit)
         checks.add("cache[every key field]", self._check_key_fields)

@@ -257,3 +257,17 @@ VARIANTS += [
             loses={"backward"}, keeps={"forward", "input_checks"}, reason="Winograd or FFT",
             extra={"kind": "coverage", "old": "full marks"}),
 ]
+
+# A batch past cuDNN's 2^31-element descriptors, run in pieces of whole images (cudnn_conv.cpp's by_images): the
+# huge checks of the forward and the backward, the only calls large enough to be split.
+VARIANTS += [
+    Variant(EX, "weight_gradient_of_the_last_piece_only", "conv2d_backward_weight writes each piece's gradient over "
+            "the one before instead of adding it: a batch past 2^31 elements gets its last piece's gradient",
+            {"cudnn_conv.cpp": [("    if (n0 > 0) grad_w.add_(part);\n", "    if (n0 > 0) grad_w.copy_(part);\n")]},
+            loses={"backward"}, reason="relative error", extra={"huge": True, "kind": "coverage", "old": "full marks"}),
+    Variant(EX, "pieces_written_from_image_0", "the forward writes every piece of a split batch at the output's first "
+            "image: the later images of a batch past 2^31 elements are left unwritten",
+            {"cudnn_conv.cpp": [("    write_images(y, n0, piece.y[0], [&](void* out) {\n",
+                                 "    write_images(y, 0, piece.y[0], [&](void* out) {\n")]},
+            loses={"forward"}, reason="huge", extra={"huge": True, "kind": "coverage", "old": "full marks"}),
+]
