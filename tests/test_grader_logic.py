@@ -941,6 +941,10 @@ def test_check_time_is_measured_per_gpu_and_read_back(tmp_path, monkeypatch):
     assert grading.check_weights(tmp_path, ["09_x"], "GPU B, 1.0") == {"09_x": 0.0}  # no sources there
     grading.record_check_seconds([ExerciseRow("05_y", "y", "graded", "", 1, 1, tests=tests[:1])], {}, "GPU A, 1.0")
     assert grading.check_weights(tmp_path, ["09_x", "05_y"], "GPU A, 1.0") == {"09_x": 20.0, "05_y": 30.0}
+    # a grade with a failed check (a stub's, stopping early) leaves the measurement as it was
+    failed = (TestOutcome("forward[a]", "forward", "failed", seconds=0.5),)
+    grading.record_check_seconds([ExerciseRow("05_y", "y", "graded", "", 0, 1, tests=failed)], {}, "GPU A, 1.0")
+    assert grading.check_weights(tmp_path, ["05_y"], "GPU A, 1.0") == {"05_y": 30.0}
     (tmp_path / "check-seconds.json").write_text("not json")  # a damaged file: estimated again
     assert grading.check_weights(tmp_path, ["05_y"], "GPU A, 1.0") == {"05_y": 5.0}
 

@@ -319,11 +319,13 @@ def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> d
 
 
 def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], device_name: str) -> None:
-    """Each graded exercise's check time (its tests' seconds but the timing's, less what its processes
-    spent waiting for their builds), kept for the next grade's plan_parts on this GPU."""
+    """Each exercise's check time where every check ran to its end (no test failed: a failing check stops at
+    its first wrong answer, so a stub's or a half-done exercise's seconds would say little), as its tests'
+    seconds but the timing's, less what its processes spent waiting for their builds: kept for the next
+    grade's plan_parts on this GPU."""
     seconds = {}
     for row in rows:
-        if row.status == "graded" and row.tests:
+        if row.status == "graded" and row.tests and not any(t.outcome == "failed" for t in row.tests):
             held = sum(job.held_s for job in jobs.get(row.exercise, ()))
             checks = sum(t.seconds or 0.0 for t in row.tests if t.name != "performance")
             seconds[row.exercise] = round(max(0.0, checks - held), 1)
