@@ -133,3 +133,25 @@ def test_the_layers_summary_gives_the_worst_and_the_median_ratio_in_both_math_mo
     rows = [{"vs_strict": v, "vs_tf32": t} for v, t in ((0.5, 0.9), (1.2, 0.7), (0.8, 1.1))]
     line = layers_summary(rows + [{"skipped": "failed: RuntimeError"}])
     assert "0.50x-1.20x (median 0.80x)" in line and "0.70x-1.10x (median 0.90x)" in line and "1 FAILED" in line
+
+
+def test_the_page_plots_each_ops_worst_and_median_layer_ratio_in_both_math_modes(tmp_path):
+    rows = [{"model": "ResNet-50", "layer": f"conv{i}", "shape": "s", "count": 1, "tflops": 1.0, "ours_us": 1.0,
+             "vs_strict": v, "vs_tf32": t} for i, (v, t) in enumerate(((0.5, 0.9), (1.2, 0.7), (0.8, 1.1)))]
+    layered = {"exercise": "10_cudnn_conv", "label": "fp32", "unit": "FLOP", "work": 1e9, "rows": [
+        {"version": "reference", "time_s": 1e-3, "rate": 1e12}, {"version": "PyTorch", "time_s": 1e-3, "rate": 1e12}],
+        "extra": {ms.EXTRA_KEY: rows + [{"model": "UNet", "layer": "up", "shape": "s", "count": 1,
+                                          "skipped": "failed: RuntimeError"}]}}
+    plain = {**layered, "exercise": "01_leaky_relu", "unit": "B", "extra": {}}
+    assert benchmarks.layer_ratios([plain, layered]) == [
+        ("10_cudnn_conv", {"strict fp32": (0.5, 0.8), "TF32 allowed": (0.7, 0.9)})]
+    limits = {"copy_bandwidth": 1e12, "fp32_matmul": 1e13}
+    benchmarks.plot([plain, layered], limits, tmp_path)
+    assert (tmp_path / "layers.png").stat().st_size > 1000
+    info = {"gpu": "GPU", "driver": "1", "cuda": "13.0", "cudnn": "9", "torch": "2", "date": "today", "sms": 1}
+    assert "(layers.png)" in benchmarks.render([plain, layered], limits, info)[1]
+    # no layer timed: no plot, no link
+    (tmp_path / "none").mkdir()
+    benchmarks.plot([plain], limits, tmp_path / "none")
+    assert not (tmp_path / "none" / "layers.png").exists()
+    assert "(layers.png)" not in benchmarks.render([plain], limits, info)[1]

@@ -230,7 +230,24 @@ def render(results: list[dict], lim: dict, info: dict) -> tuple[str, str]:
             if r["extra"].get(model_shapes.EXTRA_KEY):
                 md += layers_table(r["extra"][model_shapes.EXTRA_KEY]) + [""]
     md += ["", "![throughput](throughput.png)", "", "![roofline](roofline.png)", ""]
+    if layer_ratios(results):
+        md += ["![each op on the model layers: worst and median time ratio against PyTorch](layers.png)", ""]
     return "\n".join(lines), "\n".join(md)
+
+
+def layer_ratios(results: list[dict]) -> list[tuple[str, dict]]:
+    """(exercise, {mode: (worst, median)}) for each exercise with timed model-layer rows, mode "strict fp32"
+    and "TF32 allowed": PyTorch's time / ours over its distinct layers (above 1, ours is faster)."""
+    out = []
+    for r in results:
+        timed = [x for x in (r.get("extra") or {}).get(model_shapes.EXTRA_KEY, []) if "skipped" not in x]
+        if timed:
+            ratios = {}
+            for mode, key in (("strict fp32", "vs_strict"), ("TF32 allowed", "vs_tf32")):
+                values = sorted(x[key] for x in timed)
+                ratios[mode] = (values[0], values[len(values) // 2])
+            out.append((r["exercise"], ratios))
+    return out
 
 
 def plot(results: list[dict], lim: dict, out: Path) -> None:
@@ -294,6 +311,28 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
     fig.savefig(out / "roofline.png", dpi=120)
     plt.close(fig)
 
+    # 3) each op on the model layers: its worst and its median ratio against PyTorch, in both math modes
+    ops = layer_ratios(results)
+    if ops:
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(ops) + 2), 4.2))
+        for i, (mode, color) in enumerate((("strict fp32", plt.get_cmap("tab10")(0)),
+                                           ("TF32 allowed", plt.get_cmap("tab10")(1)))):
+            xs = [j - 0.2 + 0.4 * i for j in range(len(ops))]
+            medians = [ratios[mode][1] for _, ratios in ops]
+            worst = [ratios[mode][0] for _, ratios in ops]
+            ax.bar(xs, medians, 0.38, color=color, alpha=0.85, label=f"median, {mode}")
+            ax.plot(xs, worst, "v", color="k", markersize=7, label="worst layer" if i == 0 else None)
+        ax.axhline(1.0, color="k", lw=1, ls="--", label="PyTorch")
+        ax.axhline(0.8, color="0.5", lw=1, ls=":", label="0.8x")
+        ax.set_xticks(range(len(ops)))
+        ax.set_xticklabels([e for e, _ in ops], rotation=20, ha="right")
+        ax.set_ylabel("PyTorch's time / ours (above 1: faster)")
+        ax.set_title("The reference ops on the layers of real models")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        fig.tight_layout()
+        fig.savefig(out / "layers.png", dpi=120)
+        plt.close(fig)
+
 
 README_BEGIN = "<!-- bench:begin (written by `make bench PUBLISH=1`) -->"
 README_END = "<!-- bench:end -->"
@@ -303,14 +342,14 @@ def publish(report: Path, docs: Path = env.REPO / "docs" / "results", readme: Pa
     """Copy a `make bench` report into docs/results/<gpu>/ and put its table into the README.
 
     The README shows the table and the throughput plot between the bench markers; the folder keeps
-    the page, the JSON (every sample) and both plots, named by the device so runs on different
+    the page, the JSON (every sample) and the plots, named by the device so runs on different
     GPUs sit side by side."""
     data = json.loads((report / "results.json").read_text())
     info = data["info"]
     slug = re.sub(r"[^a-z0-9]+", "-", info["gpu"].lower()).strip("-")
     folder = docs / slug
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("results.json", "results.md", "throughput.png", "roofline.png"):
+    for name in ("results.json", "results.md", "throughput.png", "roofline.png", "layers.png"):
         if (report / name).exists():
             (folder / name).write_bytes((report / name).read_bytes())
     _, md = render(data["results"], data["limits"], info)
