@@ -606,7 +606,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
     # processes the machine runs at once left over by the exercises share their longest checks (only where
     # the parallelism is the grader's own choice: a class and a mutant round give theirs; not under
     # compute-sanitizer, nor when one failure ends a process, nor while float64 work is counted per process)
-    device_name = env.device_name() if gpu else ""
+    # (nvidia-smi, by name: not on the quick edit loop, which estimates from the sources and measures nothing)
+    device_name = env.device_name() if gpu and not options.quick else ""
     weights = check_weights(target, present, device_name)
     if options.parallel is None and not sanitize and not options.first_failure and not os.environ.get(FP64_ENV):
         parts = plan_parts(weights, default_parallel(PARALLEL_MAX))
