@@ -159,9 +159,10 @@ VARIANTS += [
 
 # The output's size is cuDNN's to refuse when the op does not check it: a status that names no limit.
 VARIANTS += [
-    Variant(EX, "output_size_unchecked", "make_args checks x's and the weight's element counts but not the output's",
-            {"cudnn_conv.cpp": [("  TORCH_CHECK(a.y[0] * a.y[1] * a.y[2] * a.y[3] <= kMaxElements,",
-                                 "  TORCH_CHECK(true || a.y[0] * a.y[1] * a.y[2] * a.y[3] <= kMaxElements,")]},
+    Variant(EX, "output_size_unchecked", "make_args checks x's and the weight's element counts but not one output "
+            "image's",
+            {"cudnn_conv.cpp": [("  TORCH_CHECK(a.y[1] * a.y[2] * a.y[3] <= kMaxElements,",
+                                 "  TORCH_CHECK(true || a.y[1] * a.y[2] * a.y[3] <= kMaxElements,")]},
             # refused by cuDNN or the allocator instead, with a message that names no limit: the output of
             # 2^31 elements, conv2d_backward_input's grad_output and conv_transpose2d's x of 2^31 elements
             loses={"input_checks"}, reason="2^31"),
@@ -215,7 +216,7 @@ VARIANTS += [
     # a variant without it would run a convolution cuDNN may not index correctly.
     Variant(EX, "input_size_unchecked", "make_args takes the convolution input's shape as it is, without "
             "shape4's element count check (nor its other checks)",
-            {"cudnn_conv.cpp": [("  a.x = shape4(x_shape, names.x);\n",
+            {"cudnn_conv.cpp": [("  a.x = shape4(x_shape, names.x, /*batch=*/true);\n",
                                  "  a.x = {x_shape[0], x_shape[1], x_shape[2], x_shape[3]};\n")]},
             loses={"input_checks"}, reason="2^31"),
 ]
