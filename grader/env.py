@@ -84,14 +84,28 @@ def nvidia_smi(query: str) -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
 
 
+_fixed: dict[str, list[str]] = {}
+
+
+def _fixed_smi(query: str) -> list[str]:
+    """nvidia_smi(query) for what does not change while a process lives (names, drivers, capabilities):
+    asked once a process (each call costs the edit loop a tenth of a second or more)."""
+    if query not in _fixed:
+        found = nvidia_smi(query)
+        if not found:
+            return found  # no answer (no GPU, or nvidia-smi failed): asked again next time
+        _fixed[query] = found
+    return _fixed[query]
+
+
 def device_name() -> str:
     """The first GPU's name and driver version ("NVIDIA H200, 580.65"); "" without a GPU."""
-    return (nvidia_smi("name,driver_version") or [""])[0]
+    return (_fixed_smi("name,driver_version") or [""])[0]
 
 
 def device_cc() -> str | None:
     """The first GPU's compute capability, e.g. "9.0"; None without a GPU."""
-    cc = (nvidia_smi("compute_cap") or [""])[0].strip()
+    cc = (_fixed_smi("compute_cap") or [""])[0].strip()
     return cc if re.fullmatch(r"\d+\.\d+", cc) else None
 
 
@@ -105,7 +119,7 @@ def gpu_capabilities() -> set[str]:
     """The visible GPUs' compute capabilities ("9.0"), from nvidia-smi, without importing torch (this
     runs before torch.utils.cpp_extension is imported); empty when nvidia-smi cannot say."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    caps = nvidia_smi("compute_cap")
+    caps = _fixed_smi("compute_cap")
     if visible is not None:  # (indices only; a UUID list keeps them all)
         picked = [int(v) for v in visible.split(",") if v.strip().isdigit()]
         if picked and all(i < len(caps) for i in picked):

@@ -609,7 +609,9 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
     # (nvidia-smi, by name: not on the quick edit loop, which estimates from the sources and measures nothing)
     device_name = env.device_name() if gpu and not options.quick else ""
     weights = check_weights(target, present, device_name)
-    if options.parallel is None and not sanitize and not options.first_failure and not os.environ.get(FP64_ENV):
+    splittable = any(w / 2 >= MIN_PART_S for w in weights.values())  # else no need to ask for the slots
+    if (options.parallel is None and splittable and not sanitize and not options.first_failure
+            and not os.environ.get(FP64_ENV)):
         parts = plan_parts(weights, default_parallel(PARALLEL_MAX))
     else:
         parts = {e: 1 for e in present}
@@ -687,7 +689,9 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
 
             # the longest parts first: a process started once another's checks end must not be the last to end
             ordered = sorted(jobs_by_name.values(), key=lambda job: -weights[exercise_of[job.name]] / parts[exercise_of[job.name]])
-            gate.run(ordered, tmp, parallel=parallel, resident=default_resident(parallel),
+            # (the bound on processes alive matters only where some wait for a slot)
+            resident = default_resident(parallel) if len(ordered) > parallel else None
+            gate.run(ordered, tmp, parallel=parallel, resident=resident,
                      compiling=compiling,
                      timeout=timeout, on_finish=done)
         for e, jobs_ in part_jobs.items():
