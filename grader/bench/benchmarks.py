@@ -277,14 +277,8 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
                    edgecolor="0.3", linewidth=0.5, label=None if v in labelled else v)
             labelled.add(v)
     ax.axhline(100, color="k", lw=1, ls="--", label="device limit (measured)")
-    ax.set_xticks(range(len(ok)))
-    ax.set_xticklabels([r["exercise"] for r in ok], rotation=20, ha="right")
-    ax.set_ylabel("% of the limit (copy bandwidth or fp32 cuBLAS)")
-    ax.set_title("Throughput of the reference kernels and PyTorch")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    fig.savefig(out / "throughput.png", dpi=120)
-    plt.close(fig)
+    _save_bars(fig, ax, [r["exercise"] for r in ok], "% of the limit (copy bandwidth or fp32 cuBLAS)",
+               "Throughput of the reference kernels and PyTorch", out / "throughput.png")
 
     # 2) roofline: achieved FLOP/s against arithmetic intensity, under the measured ceilings
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -324,14 +318,22 @@ def plot(results: list[dict], lim: dict, out: Path) -> None:
             ax.plot(xs, worst, "v", color="k", markersize=7, label="worst layer" if i == 0 else None)
         ax.axhline(1.0, color="k", lw=1, ls="--", label="PyTorch")
         ax.axhline(0.8, color="0.5", lw=1, ls=":", label="0.8x")
-        ax.set_xticks(range(len(ops)))
-        ax.set_xticklabels([e for e, _ in ops], rotation=20, ha="right")
-        ax.set_ylabel("PyTorch's time / ours (above 1: faster)")
-        ax.set_title("The reference ops on the layers of real models")
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        fig.tight_layout()
-        fig.savefig(out / "layers.png", dpi=120)
-        plt.close(fig)
+        _save_bars(fig, ax, [e for e, _ in ops], "PyTorch's time / ours (above 1: faster)",
+                   "The reference ops on the layers of real models", out / "layers.png")
+
+
+def _save_bars(fig, ax, exercises: list[str], ylabel: str, title: str, path: Path) -> None:
+    """A chart of one group of bars per exercise: its labels, the legend beside it, written to `path`."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xticks(range(len(exercises)))
+    ax.set_xticklabels(exercises, rotation=20, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 README_BEGIN = "<!-- bench:begin (written by `make bench PUBLISH=1`) -->"
