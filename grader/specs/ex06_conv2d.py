@@ -21,7 +21,7 @@ from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule, kernel_function, observe
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn, conv_padding_edges,
-                                conv_output_hw, conv_smallest_input, torch_defaults)
+                                conv_output_hw, conv_smallest_input, conv_transpose_output_hw, torch_defaults)
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -683,8 +683,7 @@ class ConvSpec(Spec):
 
     def _out_hw(self, c: Case) -> tuple[int, int]:
         if self.transposed:
-            return tuple((size - 1) * s - 2 * p + d * (k - 1) + op + 1 for size, k, s, p, op, d in
-                         zip((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.output_padding, c.dilation))
+            return conv_transpose_output_hw((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.output_padding, c.dilation)
         return conv_output_hw((c.h, c.w), (c.kh, c.kw), c.stride, c.padding, c.dilation)
 
     def gradient_tolerance(self, c: Case) -> float:

@@ -25,7 +25,8 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
                                 ModuleOptions, Spec, as_conv_output, audit_randn, conv_output_hw, conv_padding_edges,
-                                conv_smallest_hw, conv_smallest_input, torch_defaults, values)
+                                conv_smallest_hw, conv_smallest_input, conv_transpose_output_hw, torch_defaults,
+                                values)
 from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
 from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
@@ -570,8 +571,8 @@ def tf32_backward_bounds(grad_y, x, w, z, y, gamma, mean, invstd, training, stri
     bounds: name -> (reference, bound, floor) for grad_input and grad_weight."""
     dz, _, _ = _dz(grad_y, z, y, gamma, mean, invstd, training)
     x64, w64 = x.double(), w.double()
-    output_padding = [x.shape[2 + d] - ((dz.shape[2 + d] - 1) * stride[d] - 2 * padding[d]
-                                        + dilation[d] * (w.shape[2 + d] - 1) + 1) for d in range(2)]
+    output_padding = [n - m for n, m in zip(x.shape[2:], conv_transpose_output_hw(dz.shape[2:], w.shape[2:], stride,
+                                                                                  padding, (0, 0), dilation))]
     gx, bx = tf32_bound(dz, w64, None, stride, padding, dilation, output_padding=output_padding)
     gw, bw = tf32_products_bound(lambda a, b: torch.nn.grad.conv2d_weight(a, w.shape, b, stride, padding, dilation),
                                  x64, dz, dz.numel() // dz.shape[1])

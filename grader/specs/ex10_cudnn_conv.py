@@ -22,7 +22,8 @@ from grader.verify.checks import (CheckFailure, Comparison, assert_rel_error, ex
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
-                                conv_padding_edges, conv_smallest_input, torch_defaults)
+                                conv_output_hw, conv_padding_edges, conv_smallest_input, conv_transpose_output_hw,
+                                torch_defaults)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 is far below TF32's rounding (~5e-4), so a
@@ -94,10 +95,6 @@ def _rand(ctx: Context, name: str, shape, dtype=torch.float32, scale=1.0) -> tor
 def _weight(ctx, name, shape, dtype=torch.float32):
     fan_in = shape[1] * shape[2] * shape[3]
     return _rand(ctx, name, shape, dtype, fan_in ** -0.5)
-
-
-def _out(n, k, s, p, d):
-    return (n + 2 * p - d * (k - 1) - 1) // s + 1
 
 
 def _double(t):
@@ -384,8 +381,7 @@ class CudnnConvSpec(Spec):
     # --- backward ------------------------------------------------------------------------------
     def _expect_backward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark", groups=1):
         """conv2d_backward_input, conv2d_backward_weight and conv2d_backward_bias of one convolution."""
-        y_shape = (x.shape[0], w.shape[0], _out(x.shape[2], w.shape[2], s[0], p[0], d[0]),
-                   _out(x.shape[3], w.shape[3], s[1], p[1], d[1]))
+        y_shape = (x.shape[0], w.shape[0], *conv_output_hw(x.shape[2:], w.shape[2:], s, p, d))
         g = _rand(ctx, what + "-g", y_shape, x.dtype)
         m = ctx.module
         with math_of(mode), unmodified(grad_output=g, x=x, weight=w):
@@ -643,7 +639,7 @@ class CudnnConvSpec(Spec):
         def grad_output(c):
             """A gradient of the call's output shape (one per shape and dtype, drawn once)."""
             xs, ws, s, p, d = c["x"].shape, c["w"].shape, c["s"], c["p"], c["d"]
-            shape = (xs[0], ws[0], _out(xs[2], ws[2], s[0], p[0], d[0]), _out(xs[3], ws[3], s[1], p[1], d[1]))
+            shape = (xs[0], ws[0], *conv_output_hw(xs[2:], ws[2:], s, p, d))
             key = (shape, c["x"].dtype)
             if key not in grads:
                 grads[key] = _rand(ctx, f"key-g{shape}", shape, c["x"].dtype)
@@ -744,7 +740,7 @@ class CudnnConvSpec(Spec):
         x = _rand(ctx, "unc-x", CASE_X)
         w = _weight(ctx, "unc-w", (CASE_K, CASE_X[1], 3, 3))
         self._expect_forward(ctx, x, w, 2, 1, 1, "strict", "forward[mode=uncached]", "uncached")
-        g = _rand(ctx, "unc-g", (CASE_X[0], CASE_K, _out(CASE_X[2], 3, 2, 1, 1), _out(CASE_X[3], 3, 2, 1, 1)))
+        g = _rand(ctx, "unc-g", (CASE_X[0], CASE_K, *conv_output_hw(CASE_X[2:], (3, 3), (2, 2), (1, 1), (1, 1))))
         with math_of("strict"):
             gx = m.conv2d_backward_input(g, w, CASE_X, 2, 1, mode="uncached")
             gw = m.conv2d_backward_weight(g, x, tuple(w.shape), 2, 1, mode="uncached")
@@ -1127,7 +1123,7 @@ class CudnnConvSpec(Spec):
         configs += _random_configs(ctx.seed_for("describe"), 21)
         for c in configs:
             (n, _, h, wd), (k, _, kh, kw), s, p, d = c.x, c.w, c.stride, c.padding, c.dilation
-            want = (n, k, _out(h, kh, s[0], p[0], d[0]), _out(wd, kw, s[1], p[1], d[1]))
+            want = (n, k, *conv_output_hw((h, wd), (kh, kw), s, p, d))
             for dtype in (torch.float32, torch.float64):
                 got = tuple(ctx.module.describe(c.x, c.w, s, p, d, c.groups, dtype))
                 if got != want:
@@ -1294,7 +1290,7 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
     b = r(c.w[0], seed=4) if c.bias else None
     (n, _, h, wd), (k, _, kh, kw) = c.x, c.w
     s, p, d = c.stride, c.padding, c.dilation
-    g = r(n, k, _out(h, kh, s[0], p[0], d[0]), _out(wd, kw, s[1], p[1], d[1]), seed=3)
+    g = r(n, k, *conv_output_hw((h, wd), (kh, kw), s, p, d), seed=3)
     conv = (s, p, d, c.groups)
     suffix = "" if kind == "dense" else f"({kind})"
     forward = ("benchmark", "heuristic", "uncached") if kind == "dense" else ("benchmark",)
@@ -1356,8 +1352,7 @@ def _transpose_op_reference(x, w, b, size, s, p, d, groups, mode):
     must be x's and weight's, its height and width one output_padding in PyTorch's range makes."""
     if len(size) != 4 or size[0] != x.shape[0] or size[1] != w.shape[1] * groups:
         raise ValueError(f"output_size {list(size)} must be [{x.shape[0]}, {w.shape[1] * groups}, H, W]")
-    out_pad = [size[2 + i] - ((x.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w.shape[2 + i] - 1) + 1)
-               for i in range(2)]
+    out_pad = [n - m for n, m in zip(size[2:], conv_transpose_output_hw(x.shape[2:], w.shape[2:], s, p, (0, 0), d))]
     if not all(0 <= out_pad[i] < max(s[i], d[i]) for i in range(2)):  # (the meta device checks no range)
         raise ValueError(f"output_size {list(size)} needs an output_padding of {out_pad}, outside PyTorch's range")
     return F.conv_transpose2d(x.double(), w.double(), _double(b), s, p, out_pad, groups, d)

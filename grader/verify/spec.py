@@ -456,6 +456,12 @@ def conv_output_hw(in_hw, k_hw, stride, padding, dilation) -> tuple[int, ...]:
     return tuple((n + 2 * p - d * (k - 1) - 1) // s + 1 for n, k, s, p, d in zip(in_hw, k_hw, stride, padding, dilation))
 
 
+def conv_transpose_output_hw(in_hw, k_hw, stride, padding, output_padding, dilation) -> tuple[int, ...]:
+    """A transposed convolution's output height and width (below 1 where the padding crops all of it)."""
+    return tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1
+                 for n, k, s, p, op, d in zip(in_hw, k_hw, stride, padding, output_padding, dilation))
+
+
 def conv_smallest_hw(k_hw, dilation, padding) -> list[int]:
     """A convolution's smallest input height and width: where the (dilated) kernel just fits the padded
     input, so that each axis of the output is 1."""
@@ -473,7 +479,8 @@ def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False
         if not transposed:
             return conv_smallest_hw(k_hw, dilation, padding)[d]
         n = 1
-        while (n - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k_hw[d] - 1) + output_padding[d] + 1 < 1:
+        while conv_transpose_output_hw((n,), k_hw[d:d + 1], stride[d:d + 1], padding[d:d + 1], output_padding[d:d + 1],
+                                       dilation[d:d + 1])[0] < 1:
             n += 1
         return n
 
@@ -505,10 +512,10 @@ def conv_padding_edges(in_hw, k_hw, stride, dilation, padding, transposed: bool 
     the largest that leaves an output row and column. Those leaving no output, and the call's own
     padding, are left out."""
     def out(d, p):
-        n, k, s, dil = in_hw[d], k_hw[d], stride[d], dilation[d]
+        geometry = (in_hw[d:d + 1], k_hw[d:d + 1], stride[d:d + 1], (p,))
         if transposed:
-            return (n - 1) * s - 2 * p + dil * (k - 1) + output_padding[d] + 1
-        return (n + 2 * p - dil * (k - 1) - 1) // s + 1
+            return conv_transpose_output_hw(*geometry, output_padding[d:d + 1], dilation[d:d + 1])[0]
+        return conv_output_hw(*geometry, dilation[d:d + 1])[0]
 
     if transposed:
         widest = [max([p for p in range(0, 64) if out(d, p) >= 1], default=0) for d in range(2)]
