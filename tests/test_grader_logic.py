@@ -897,16 +897,17 @@ def test_the_longest_builds_start_first(tmp_path):
 
 
 def test_spare_processes_go_to_the_longest_exercises():
-    from grader.run.grading import MAX_PARTS, STARTUP_S, plan_parts
+    from grader.run.grading import FIRST_GRADE_SECONDS as h200, MAX_PARTS, STARTUP_S, plan_parts
 
-    # the H200's check seconds: the longest (09, then 05) shared until the slots hold no more
-    h200 = {"01": 8, "02": 9, "03": 5, "04": 7, "05": 73, "06": 33, "07": 31, "08": 18, "09": 107, "10": 24}
+    # the H200's check seconds: the longest (09 first) shared until the slots hold no more
     plan = plan_parts(h200, 12)
-    assert plan["09"] >= 3 and plan["05"] >= 2 and all(plan[e] == 1 for e in ("01", "02", "03", "04", "08", "10"))
+    assert plan["09_conv_bn_relu_training"] >= 3 and sum(plan.values()) > len(plan)
+    assert all(plan[e] == 1 for e in ("01_leaky_relu", "02_elu", "03_transpose", "04_stencil2d"))
     longest = max(h200[e] / plan[e] for e in plan)
-    assert longest <= 40 and sum(h200[e] + STARTUP_S * plan[e] for e in plan) <= 12 * (longest + STARTUP_S)
-    # ten on a card that runs ten at once: fewer spare slots, fewer parts
-    assert sum(plan_parts(h200, 10).values()) < sum(plan.values())
+    assert longest < max(h200.values()) / 2
+    assert sum(h200[e] + STARTUP_S * plan[e] for e in plan) <= 12 * (longest + STARTUP_S)
+    # ten on a card that runs ten at once: fewer spare slots, no more parts
+    assert sum(plan_parts(h200, 10).values()) <= sum(plan.values())
     # a small card, two at once: the slots are full already
     assert plan_parts(h200, 2) == {e: 1 for e in h200}
     # one exercise alone: as many parts as it has work for
@@ -918,35 +919,40 @@ def test_spare_processes_go_to_the_longest_exercises():
 
 
 def test_check_time_is_measured_per_gpu_and_read_back(tmp_path, monkeypatch):
-    """A full grade on a GPU records each exercise's check time (its tests' seconds but the timing's,
-    less its processes' wait for the builds); the next grade there plans its parts by it, and an
-    exercise never measured (or another GPU) by its sources' size."""
+    """A full grade on a GPU records each exercise's check time (its processes' running time, less their
+    waits and a start-up each); the next grade there plans its parts by it, an exercise never measured by
+    the course's first-grade table, or by its sources' size where the table has none."""
     from types import SimpleNamespace
 
     from grader.run import grading
     from grader.verify.outcomes import ExerciseRow, TestOutcome
 
     monkeypatch.setattr(grading, "CHECK_SECONDS", tmp_path / "check-seconds.json")
-    tests = (TestOutcome("forward[a]", "forward", "passed", seconds=30.0),
-             TestOutcome("forward[b]", "forward", "passed", seconds=12.5),
-             TestOutcome("performance", "performance", "passed", seconds=40.0))
-    rows = [ExerciseRow("09_x", "x", "graded", "", 1, 1, tests=tests),
-            ExerciseRow("05_y", "y", "build failed", "", 0, 1)]
-    jobs = {"09_x": [SimpleNamespace(held_s=20.0), SimpleNamespace(held_s=2.5)]}
+    passed = (TestOutcome("forward[a]", "forward", "passed", seconds=30.0),)
+    rows = [ExerciseRow("09_conv_bn_relu_training", "x", "graded", "", 1, 1, tests=passed),
+            ExerciseRow("05_matmul", "y", "build failed", "", 0, 1)]
+    jobs = {"09_conv_bn_relu_training": [SimpleNamespace(wall_s=80.0, held_s=20.0, waited_s=10.0),
+                                         SimpleNamespace(wall_s=40.0, held_s=2.0, waited_s=0.0)],
+            "05_matmul": [SimpleNamespace(wall_s=50.0, held_s=0.0, waited_s=0.0)]}
     grading.record_check_seconds(rows, jobs, "GPU A, 1.0")
-    (tmp_path / "05_y").mkdir()
-    (tmp_path / "05_y" / "y.cu").write_text("x" * 5000)
-    weights = grading.check_weights(tmp_path, ["09_x", "05_y"], "GPU A, 1.0")
-    assert weights == {"09_x": 20.0, "05_y": 5000 / grading.BYTES_PER_CHECK_SECOND}
-    assert grading.check_weights(tmp_path, ["09_x"], "GPU B, 1.0") == {"09_x": 0.0}  # no sources there
-    grading.record_check_seconds([ExerciseRow("05_y", "y", "graded", "", 1, 1, tests=tests[:1])], {}, "GPU A, 1.0")
-    assert grading.check_weights(tmp_path, ["09_x", "05_y"], "GPU A, 1.0") == {"09_x": 20.0, "05_y": 30.0}
+    (tmp_path / "99_new").mkdir()
+    (tmp_path / "99_new" / "y.cu").write_text("x" * 5000)
+    names = ["09_conv_bn_relu_training", "05_matmul", "99_new"]
+    startup = grading.STARTUP_S
+    assert grading.check_weights(tmp_path, names, "GPU A, 1.0") == {
+        "09_conv_bn_relu_training": round(88.0 - 2 * startup, 1), "05_matmul": grading.FIRST_GRADE_SECONDS["05_matmul"],
+        "99_new": 5000 / grading.BYTES_PER_CHECK_SECOND}
+    assert grading.check_weights(tmp_path, names[:1], "GPU B, 1.0") == {
+        "09_conv_bn_relu_training": grading.FIRST_GRADE_SECONDS["09_conv_bn_relu_training"]}  # another GPU
+    grading.record_check_seconds([ExerciseRow("05_matmul", "y", "graded", "", 1, 1, tests=passed)], jobs, "GPU A, 1.0")
+    assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": 50.0 - startup}
     # a grade with a failed check (a stub's, stopping early) leaves the measurement as it was
     failed = (TestOutcome("forward[a]", "forward", "failed", seconds=0.5),)
-    grading.record_check_seconds([ExerciseRow("05_y", "y", "graded", "", 0, 1, tests=failed)], {}, "GPU A, 1.0")
-    assert grading.check_weights(tmp_path, ["05_y"], "GPU A, 1.0") == {"05_y": 30.0}
-    (tmp_path / "check-seconds.json").write_text("not json")  # a damaged file: estimated again
-    assert grading.check_weights(tmp_path, ["05_y"], "GPU A, 1.0") == {"05_y": 5.0}
+    jobs_fast = {"05_matmul": [SimpleNamespace(wall_s=9.0, held_s=0.0, waited_s=0.0)]}
+    grading.record_check_seconds([ExerciseRow("05_matmul", "y", "graded", "", 0, 1, tests=failed)], jobs_fast, "GPU A, 1.0")
+    assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": 50.0 - startup}
+    (tmp_path / "check-seconds.json").write_text("not json")  # a damaged file: the table again
+    assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": grading.FIRST_GRADE_SECONDS["05_matmul"]}
 
 
 def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):

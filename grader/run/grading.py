@@ -299,9 +299,14 @@ def part_name(exercise: str, part: int) -> str:
 MAX_PARTS = 4  # an exercise's checks over at most this many processes (each pays its own start-up)
 MIN_PART_S = 10.0  # and each part at least this many seconds of its checks: 01-04's take seconds in all
 STARTUP_S = 6.0  # a grading process's start-up before its first check (torch, CUDA, the extension)
-# a first grade's estimate of an exercise's check time from its sources' size (H200, 2026-11-29: 05's
-# 167 kB of sources took 73 s of checks, 09's 86 kB 107 s, 10's 75 kB 24 s, 01's 10 kB 8 s)
-BYTES_PER_CHECK_SECOND = 1000.0
+# A first grade's estimate of each exercise's check time, before this GPU has measured its own: the
+# reference solutions' grading processes on an H200 (2026-11-29, `make grade TARGET=solutions`, cold, ten
+# exercises at once: each process's time less its waits and one start-up). Relative costs are what plan_parts
+# uses, and they hold across GPUs better than sources' sizes do (05 has twice 09's sources and half its checks).
+FIRST_GRADE_SECONDS = {"01_leaky_relu": 4.3, "02_elu": 5.2, "03_transpose": 1.1, "04_stencil2d": 2.8,
+                       "05_matmul": 29.6, "06_conv2d": 32.5, "07_conv_transpose2d": 31.2,
+                       "08_conv_bn_relu_inference": 14.1, "09_conv_bn_relu_training": 70.1, "10_cudnn_conv": 21.8}
+BYTES_PER_CHECK_SECOND = 2000.0  # an exercise not in the table: from its sources' size (about the table's ratio)
 # each machine's last full grade's check time per exercise, by GPU: {device name: {exercise: seconds}}
 CHECK_SECONDS = env.BUILD_ROOT / "check-seconds.json"
 FP64_ENV = "COURSE_COUNT_FP64"  # grader.verify.fp64.ENV, named here without importing torch: counts per process
@@ -309,26 +314,31 @@ FP64_ENV = "COURSE_COUNT_FP64"  # grader.verify.fp64.ENV, named here without imp
 
 def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> dict[str, float]:
     """Each exercise's check time in seconds, as this GPU's last full grade measured it (CHECK_SECONDS),
-    else estimated from its sources' size."""
+    else FIRST_GRADE_SECONDS, else estimated from its sources' size."""
     try:
         measured = json.loads(CHECK_SECONDS.read_text()).get(device_name, {})
     except (OSError, ValueError, AttributeError):
         measured = {}
-    return {e: float(measured[e]) if isinstance(measured.get(e), (int, float)) else
-            _source_bytes(target / e) / BYTES_PER_CHECK_SECOND for e in exercises}
+    out = {}
+    for e in exercises:
+        known = measured.get(e) if isinstance(measured, dict) else None
+        out[e] = (float(known) if isinstance(known, (int, float)) else FIRST_GRADE_SECONDS.get(e)
+                  or _source_bytes(target / e) / BYTES_PER_CHECK_SECOND)
+    return out
 
 
 def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], device_name: str) -> None:
     """Each exercise's check time where every check ran to its end (no test failed: a failing check stops at
-    its first wrong answer, so a stub's or a half-done exercise's seconds would say little), as its tests'
-    seconds but the timing's, less what its processes spent waiting for their builds: kept for the next
-    grade's plan_parts on this GPU."""
+    its first wrong answer, so a stub's or a half-done exercise's seconds would say little): its processes'
+    running time (less their waits for the builds, the GPU and the lock of the largest checks) less one
+    start-up each, kept for the next grade's plan_parts on this GPU. (The tests' own seconds leave out the
+    fixtures and the collection a process spends beside them.)"""
     seconds = {}
     for row in rows:
-        if row.status == "graded" and row.tests and not any(t.outcome == "failed" for t in row.tests):
-            held = sum(job.held_s for job in jobs.get(row.exercise, ()))
-            checks = sum(t.seconds or 0.0 for t in row.tests if t.name != "performance")
-            seconds[row.exercise] = round(max(0.0, checks - held), 1)
+        parts = jobs.get(row.exercise, ())
+        if row.status == "graded" and parts and not any(t.outcome == "failed" for t in row.tests):
+            running = sum(job.wall_s - job.held_s - job.waited_s for job in parts)
+            seconds[row.exercise] = round(max(0.0, running - STARTUP_S * len(parts)), 1)
     if not seconds:
         return
     try:
