@@ -125,12 +125,15 @@ conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntA
   return a;
 }
 
+// Images a cuDNN call takes at most, each of `per_image` elements in its largest tensor: as many as a
+// descriptor holds (the whole batch where it fits).
+int64_t images_per_call(int64_t per_image) { return std::max<int64_t>(1, kMaxElements / per_image); }
+
 // Runs `call(piece, n0)` on images [n0, n0 + piece.x[0]) of the batch in turn: as many images a piece as
 // cuDNN's descriptors hold in x and in the output (the whole batch where it fits, one call).
 template <class Call>
 void by_images(const conv::Args& a, Call&& call) {
-  const int64_t per_image = std::max(a.x[1] * a.x[2] * a.x[3], a.y[1] * a.y[2] * a.y[3]);
-  const int64_t images = std::max<int64_t>(1, kMaxElements / per_image);
+  const int64_t images = images_per_call(std::max(a.x[1] * a.x[2] * a.x[3], a.y[1] * a.y[2] * a.y[3]));
   for (int64_t n0 = 0; n0 < a.x[0]; n0 += images) {
     conv::Args piece = a;
     piece.x[0] = piece.y[0] = std::min(images, a.x[0] - n0);
@@ -271,7 +274,7 @@ at::Tensor conv2d_backward_bias(const at::Tensor& grad_output) {
   const int device = grad_output.get_device();
   const cudnnDataType_t dtype = grad_output.scalar_type() == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   // as many images a piece as a descriptor holds, the pieces' sums added up
-  const int64_t images = std::max<int64_t>(1, kMaxElements / (shape[1] * shape[2] * shape[3]));
+  const int64_t images = images_per_call(shape[1] * shape[2] * shape[3]);
   at::Tensor part;
   for (int64_t n0 = 0; n0 < shape[0]; n0 += images) {
     std::array<int64_t, 4> piece = shape;
