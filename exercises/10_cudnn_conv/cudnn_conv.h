@@ -131,6 +131,11 @@ void run(const Args& args, const Buffers& buffers);
 void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& dy_shape,
                    const void* dy, void* db);
 
+// dst += src for two dense tensors of `shape` (cudnnAddTensor), on `stream` of `device`: how the op sums
+// the pieces of a gradient it computes in pieces of a batch.
+void add_into(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& shape,
+              const void* src, void* dst);
+
 // The cache seen from Python: counts, size, bound; and the launch cache's (CUDA graphs) counts.
 struct CacheStats {
   int64_t hits = 0, misses = 0, evictions = 0, size = 0, capacity = 0;

@@ -249,7 +249,7 @@ at::Tensor conv2d_backward_weight(const at::Tensor& grad_output, const at::Tenso
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor gc = dense(grad_output), xc = dense(x);
   at::Tensor grad_w = at::empty(a.w, x.options());
-  // the pieces' gradients summed: the first piece's written in place, each other's added to it
+  // the pieces' gradients summed: the first piece's written in place, each other's added to it by cuDNN
   at::Tensor part;
   by_images(a, [&](conv::Args& piece, int64_t n0) {
     const at::Tensor xs = images_of(xc, n0, piece.x[0]), gs = images_of(gc, n0, piece.y[0]);
@@ -257,7 +257,7 @@ at::Tensor conv2d_backward_weight(const at::Tensor& grad_output, const at::Tenso
     at::Tensor& into = n0 == 0 ? grad_w : part;
     run_on(x, piece, {const_cast<void*>(xs.const_data_ptr()), into.mutable_data_ptr(),
                       const_cast<void*>(gs.const_data_ptr())});
-    if (n0 > 0) grad_w.add_(part);
+    if (n0 > 0) conv::add_into(piece.device, piece.stream, a.dtype, a.w, part.const_data_ptr(), grad_w.mutable_data_ptr());
   });
   return grad_w;
 }
@@ -283,7 +283,8 @@ at::Tensor conv2d_backward_bias(const at::Tensor& grad_output) {
     at::Tensor& into = n0 == 0 ? grad_b : part;
     conv::backward_bias(device, c10::cuda::getCurrentCUDAStream(device).stream(), dtype, piece, gs.const_data_ptr(),
                         into.mutable_data_ptr());
-    if (n0 > 0) grad_b.add_(part);
+    if (n0 > 0) conv::add_into(device, c10::cuda::getCurrentCUDAStream(device).stream(), dtype, {1, shape[1], 1, 1},
+                               part.const_data_ptr(), grad_b.mutable_data_ptr());
   }
   return grad_b;
 }

@@ -1012,6 +1012,17 @@ void backward_bias(int device, cudaStream_t stream, cudnnDataType_t dtype, const
   // END OPEN
 }
 
+// dst += src, two dense tensors of `shape`, on `stream`, by cudnnAddTensor (C = alpha * A + beta * C with
+// alpha = beta = 1): the pieces of a split batch's gradient summed by cuDNN, so the op runs cuDNN's kernels only.
+void add_into(int device, cudaStream_t stream, cudnnDataType_t dtype, const std::array<int64_t, 4>& shape,
+              const void* src, void* dst) {
+  TensorDesc desc;
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), CUDNN_TENSOR_NCHW, dtype, as_int(shape[0]), as_int(shape[1]),
+                                         as_int(shape[2]), as_int(shape[3])));
+  BoundHandle h(handle_for(device), stream);
+  CUDNN_CHECK(cudnnAddTensor(h.get(), one(dtype), desc.get(), src, one(dtype), desc.get(), dst));
+}
+
 CacheStats cache_stats() {
   // BEGIN OPEN
   // GOAL: the plan cache's stats, the launch cache's and whether graphs are on, in one CacheStats.
