@@ -110,6 +110,8 @@ def test_no_more_processes_alive_than_resident(tmp_path):
     edges = sorted(t for span in alive.values() for t in span)
     most = max(sum(a <= t < b for a, b in alive.values()) for t in edges)
     assert most == 3, f"{most} processes alive at once, resident=3"
+    # each process's timing, alone on the GPU, is counted as such (0.3 s slept after its go)
+    assert all(0.25 <= j.timed_s < j.wall_s for j in jobs.values()), {n: j.timed_s for n, j in jobs.items()}
     checks = [spans[(n, "checks")] for n in plan]
     assert any(_overlap(x, y) for i, x in enumerate(checks) for y in checks[i + 1:]), "no checks ran at once"
 

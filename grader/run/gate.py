@@ -156,6 +156,7 @@ class Job:
     stalled: bool = False
     waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
     held_s: float = 0.0  # running while held: waiting for its builds
+    timed_s: float = 0.0  # from its go to its end: its timing, alone on the GPU (the others wait meanwhile)
     wall_s: float = 0.0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _state: str = field(default=CHECKS, repr=False)
@@ -315,6 +316,9 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
                 if job.held:  # bounded by the parent's own limit on builds
                     job.held_s += step
+                elif job._state == TIMING:
+                    job.timed_s += step
+                    job.active_s += step
                 elif waits and (len(running) > 1 or building):
                     job.waited_s += step
                 else:

@@ -330,14 +330,14 @@ def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> d
 def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], device_name: str) -> None:
     """Each exercise's check time where every check ran to its end (no test failed: a failing check stops at
     its first wrong answer, so a stub's or a half-done exercise's seconds would say little): its processes'
-    running time (less their waits for the builds, the GPU and the lock of the largest checks) less one
-    start-up each, kept for the next grade's plan_parts on this GPU. (The tests' own seconds leave out the
+    running time (less their waits for the builds, the GPU and the lock of the largest checks, and the timing
+    alone on the GPU, which no split shortens) less one start-up each, kept for the next grade's plan_parts on this GPU. (The tests' own seconds leave out the
     fixtures and the collection a process spends beside them.)"""
     seconds = {}
     for row in rows:
         parts = jobs.get(row.exercise, ())
         if row.status == "graded" and parts and not any(t.outcome == "failed" for t in row.tests):
-            running = sum(job.wall_s - job.held_s - job.waited_s for job in parts)
+            running = sum(job.wall_s - job.held_s - job.waited_s - job.timed_s for job in parts)
             seconds[row.exercise] = round(max(0.0, running - STARTUP_S * len(parts)), 1)
     if not seconds:
         return
@@ -684,7 +684,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
                 if own.done() and not own.result()["ok"]:
                     return  # reported as a failed build
                 notes = [f"{s:.1f} s of it {what}" for s, what in
-                         ((job.held_s, "while its build ran"), (job.waited_s, "waiting for the GPU")) if s >= 0.1]
+                         ((job.held_s, "while its build ran"), (job.waited_s, "waiting for the GPU"),
+                          (job.timed_s, "timing alone on the GPU")) if s >= 0.1]
                 try:
                     peak = peak_check_mib(json.loads(_results_path(tmp, job.name).read_text()))
                 except (OSError, ValueError):
