@@ -66,16 +66,18 @@ TRANSFORM_WATCH = (*(("forward", xs, 3, "benchmark") for xs in _WINOGRAD_BENCHMA
 # A batch past cuDNN's 2^31-element descriptors, run in pieces of whole images as PyTorch splits it: HUGE_N images
 # of 1 x HUGE_SIDE x HUGE_SIDE through a 1 x 1 kernel to HUGE_K channels, an output of exactly 2^31 elements.
 HUGE_N, HUGE_K, HUGE_SIDE = 2, 4, 16384
-# The gradients' batch past 2^31 elements: HUGE_BWD_N images of HUGE_BWD_C x H x W, a 1 x 1 kernel to HUGE_BWD_K
-# channels (grad_output 2^31 elements, in two pieces). The forward's geometry would not do: with one input channel
-# and four outputs, cuDNN's heuristic weight-gradient algorithm lost its float32 sums (H200, 2026-11-29: on values
-# in [0, 1) every channel came back as exactly 2^25, a quarter of the true sum) and the check took 29 s. Here
-# the weight's gradient has 256 values, each a sum of 2^26 terms: drawn with mean 0, so that no sum grows far past
-# its terms' norm sqrt(sum of their squares), and each is held within HUGE_SUM_TOL of that norm, where a piece
-# dropped or counted twice is about 70% of it off.
-HUGE_BWD_N, HUGE_BWD_C, HUGE_BWD_K, HUGE_BWD_H, HUGE_BWD_W = 2, 8, 32, 4096, 8192
+# The gradients' batch past 2^31 elements: HUGE_BWD_N images of HUGE_BWD_C x H x W through a 2 x 1 kernel (stride
+# 1, no padding) to HUGE_BWD_K channels, grad_output of 2^31 elements in two pieces. Taller than wide, in plane and
+# kernel, so that a size read for another (W for H) changes what is split or summed. The forward's geometry would
+# not do: with one input channel and four outputs, cuDNN's heuristic weight-gradient algorithm lost its float32
+# sums (H200, 2026-11-29: on values in [0, 1) every channel came back as exactly 2^25, a quarter of the true sum)
+# and the check took 29 s. Here the weight's gradient has 512 values, each a sum of 2^26 terms: drawn with mean 0,
+# so that no sum grows far past its terms' norm sqrt(sum of their squares), and each is held within HUGE_SUM_TOL
+# of that norm, where a piece dropped or counted twice is about 70% of it off.
+HUGE_BWD_N, HUGE_BWD_C, HUGE_BWD_K, HUGE_BWD_H, HUGE_BWD_W = 2, 8, 32, 8193, 4096
+HUGE_BWD_KH = 2  # the kernel's height (its width is 1): grad_output is (N, K, H - 1, W)
 HUGE_SUM_TOL = 1e-2
-HUGE_BWD_PIXELS = 1 << 18  # pixels a piece of the reference (the float64 grad of x: 16 MiB a channel)
+HUGE_BWD_ROWS = 64  # rows of grad_output a piece of the reference (64 x 4096 pixels)
 HUGE_CHUNK = 1 << 24  # elements a piece of the float64 comparison (128 MiB)
 # The timed convolutions: (x shape, output channels), 3x3, stride 1, padding 1.
 BENCH = (((32, 512, 7, 7), 512), ((32, 64, 56, 56), 64))
@@ -468,48 +470,62 @@ class CudnnConvSpec(Spec):
 
     def _check_huge_batch_backward(self, ctx):
         """The gradients of x, the weight and the bias for a batch whose grad_output has 2^31 elements (HUGE_BWD_*),
-        strict fp32, piece by piece of pixels: the grad of x against float64 at the strict tolerance, the weight's
-        and the bias's sums over the whole batch within HUGE_SUM_TOL of their terms' norm (float32 products of a
-        piece summed in float64: their error is far below that tolerance)."""
+        strict fp32, piece by piece of rows: the grad of x at the strict tolerance, the weight's and the bias's sums
+        over the whole batch within HUGE_SUM_TOL of their terms' norm (float32 products of a piece summed in
+        float64: their error is far below that tolerance)."""
         what = "backward[huge: a batch past 2^31 output elements, in pieces of whole images]"
-        n_img, c, k, h, w_ = HUGE_BWD_N, HUGE_BWD_C, HUGE_BWD_K, HUGE_BWD_H, HUGE_BWD_W
-        hw = h * w_
-        require_free_memory(4 * n_img * hw * (2 * c + k) + 8 * HUGE_BWD_PIXELS * (3 * c + 2 * k) + (2 << 30), what)
+        n_img, c, k, h, w_, kh = HUGE_BWD_N, HUGE_BWD_C, HUGE_BWD_K, HUGE_BWD_H, HUGE_BWD_W, HUGE_BWD_KH
+        ho = h - kh + 1
+        piece = HUGE_BWD_ROWS * w_
+        require_free_memory(4 * n_img * w_ * (2 * c * h + k * ho) + 16 * piece * (2 * c + k) + (2 << 30), what)
         g = ctx.generator("huge batch backward")
         x = torch.empty((n_img, c, h, w_), device="cuda").normal_(generator=g)
-        gy = torch.empty((n_img, k, h, w_), device="cuda").normal_(generator=g)
-        w = torch.randn((k, c, 1, 1), generator=g, device="cuda") * c ** -0.5
+        gy = torch.empty((n_img, k, ho, w_), device="cuda").normal_(generator=g)
+        w = torch.randn((k, c, kh, 1), generator=g, device="cuda") * (c * kh) ** -0.5
         m = ctx.module
         with math_of("strict"):
-            gw = m.conv2d_backward_weight(gy, x, (k, c, 1, 1), 1, 0, mode="heuristic")
+            gw = m.conv2d_backward_weight(gy, x, (k, c, kh, 1), 1, 0, mode="heuristic")
             gb = m.conv2d_backward_bias(gy)
             gx = m.conv2d_backward_input(gy, w, (n_img, c, h, w_), 1, 0, mode="heuristic")
         if tuple(gx.shape) != tuple(x.shape):
             raise CheckFailure(f"{what}: conv2d_backward_input gave shape {tuple(gx.shape)}, expected {tuple(x.shape)}")
-        if tuple(gw.shape) != (k, c, 1, 1) or tuple(gb.shape) != (k,):
+        if tuple(gw.shape) != (k, c, kh, 1) or tuple(gb.shape) != (k,):
             raise CheckFailure(f"{what}: the weight's and the bias's gradients have shapes {tuple(gw.shape)} and "
-                               f"{tuple(gb.shape)}, expected {(k, c, 1, 1)} and {(k,)}")
+                               f"{tuple(gb.shape)}, expected {(k, c, kh, 1)} and {(k,)}")
         # the sums of the terms and of their squares (the norm each sum is held to), accumulated in float64
-        sum_w = torch.zeros((k, c), dtype=torch.float64, device="cuda")
-        sq_w, sum_b, sq_b = torch.zeros_like(sum_w), torch.zeros(k, dtype=torch.float64, device="cuda"), \
-            torch.zeros(k, dtype=torch.float64, device="cuda")
-        w64 = w.reshape(k, c).double()
+        sum_w = torch.zeros((kh, k, c), dtype=torch.float64, device="cuda")
+        sq_w = torch.zeros_like(sum_w)
+        sum_b = torch.zeros(k, dtype=torch.float64, device="cuda")
+        sq_b = torch.zeros_like(sum_b)
+        wt = w[..., 0].permute(2, 1, 0).contiguous()  # (kh, c, k): x's gradient is wt[i] @ grad_output, shifted by i
+        # The grad of x against PyTorch's strict float32 products (a sum of 64 terms each: about 1e-7 off, 100x
+        # below the tolerance): in float64 they would take a consumer card's float64 units about a minute.
         cmp = Comparison(TOL["strict"], f"{what}: conv2d_backward_input (grad of x)")
         with math_of("strict"):
             for n in range(n_img):
-                xn, gn, gxn = x[n].reshape(c, hw), gy[n].reshape(k, hw), gx[n].reshape(c, hw)
-                for i in range(0, hw, HUGE_BWD_PIXELS):
-                    xs, gs = xn[:, i:i + HUGE_BWD_PIXELS], gn[:, i:i + HUGE_BWD_PIXELS]
-                    sum_w += (gs @ xs.T).double()
-                    sq_w += (gs.square() @ xs.square().T).double()
+                for t in range(0, ho, HUGE_BWD_ROWS):  # grad_output's rows t .. t + rows
+                    rows = min(HUGE_BWD_ROWS, ho - t)
+                    gs = gy[n, :, t:t + rows].reshape(k, -1)
+                    for i in range(kh):
+                        xs = x[n, :, t + i:t + i + rows].reshape(c, -1)
+                        sum_w[i] += (gs @ xs.T).double()
+                        sq_w[i] += (gs.square() @ xs.square().T).double()
                     sum_b += gs.double().sum(1)
                     sq_b += gs.double().square().sum(1)
-                    cmp.add(gxn[:, i:i + HUGE_BWD_PIXELS], w64.T @ gs.double())
+                for r in range(0, h, HUGE_BWD_ROWS):  # x's rows r .. r + rows
+                    rows = min(HUGE_BWD_ROWS, h - r)
+                    expected = torch.zeros((c, rows * w_), device="cuda")
+                    for i in range(kh):  # grad_output's rows r - i .. reach them through the kernel's row i
+                        lo, hi = max(r - i, 0), min(r + rows - i, ho)
+                        if hi > lo:
+                            expected[:, (lo + i - r) * w_:(hi + i - r) * w_] += wt[i] @ gy[n, :, lo:hi].reshape(k, -1)
+                    cmp.add(gx[n, :, r:r + rows].reshape(c, -1), expected)
         if cmp.problem():
             raise CheckFailure(cmp.problem())
-        for name, got, expected, sq, call in (("weight", gw.reshape(-1), sum_w.reshape(-1), sq_w.reshape(-1),
-                                               "conv2d_backward_weight"),
-                                              ("bias", gb.reshape(-1), sum_b, sq_b, "conv2d_backward_bias")):
+        for name, got, expected, sq, call in (
+                ("weight", gw.permute(2, 0, 1, 3).reshape(-1), sum_w.reshape(-1), sq_w.reshape(-1),
+                 "conv2d_backward_weight"),
+                ("bias", gb.reshape(-1), sum_b, sq_b, "conv2d_backward_bias")):
             norm = sq.sqrt()
             off = ((got.double() - expected).abs() / norm).nan_to_num(nan=float("inf"))
             if not bool((off <= HUGE_SUM_TOL).all()):
