@@ -133,6 +133,9 @@ int64_t images_per_call(int64_t per_image) { return std::max<int64_t>(1, kMaxEle
 template <class Call>
 void by_images(const conv::Args& a, Call&& call) {
   const int64_t images = images_per_call(std::max(a.x[1] * a.x[2] * a.x[3], a.y[1] * a.y[2] * a.y[3]));
+  // (planner paths: course/paths.h) a batch split into pieces, per cuDNN call
+  if (images < a.x[0]) course::took(a.op == conv::Op::kForward ? "pieces.forward"
+                                    : a.op == conv::Op::kBackwardData ? "pieces.backward_data" : "pieces.backward_filter");
   for (int64_t n0 = 0; n0 < a.x[0]; n0 += images) {
     conv::Args piece = a;
     piece.x[0] = piece.y[0] = std::min(images, a.x[0] - n0);
@@ -274,6 +277,7 @@ at::Tensor conv2d_backward_bias(const at::Tensor& grad_output) {
   const cudnnDataType_t dtype = grad_output.scalar_type() == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   // as many images a piece as a descriptor holds, the pieces' sums added up
   const int64_t images = images_per_call(shape[1] * shape[2] * shape[3]);
+  if (images < shape[0]) course::took("pieces.backward_bias");
   at::Tensor part;
   for (int64_t n0 = 0; n0 < shape[0]; n0 += images) {
     std::array<int64_t, 4> piece = shape;
