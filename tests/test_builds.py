@@ -289,3 +289,16 @@ def test_a_rebuild_killed_mid_way_leaves_no_lock(restore, tmp_path):
     proc, result = _build_in_subprocess(folder, tmp_path, without_torch=True)
     assert proc.returncode == 0 and result["ok"] and result["extra"]["ninja_only"], proc.stderr
     assert time.monotonic() - start < 120
+
+
+def test_the_compilers_module_waits_for_a_thread_importing_torch():
+    """A build in the process that imports the specs in a thread (grader.specs.Selection: `make mutants`'
+    same-code check) asks for torch.utils.cpp_extension while that thread is inside torch's import:
+    importing the submodule first ran it against a half-initialized torch.utils ("cannot import name
+    'set_module' from partially initialized module"); cpp_extension_module() waits for torch. A fresh
+    interpreter, so that torch is not imported yet."""
+    script = ("import time\nfrom grader.specs import Selection\nchosen = Selection.start(['02'])\ntime.sleep(0.3)\n"
+              "from grader.toolchain.build import cpp_extension_module\n"
+              "print(cpp_extension_module().__name__)\nchosen.specs()\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=env.REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "torch.utils.cpp_extension" in done.stdout, done.stderr[-2000:]

@@ -81,8 +81,7 @@ def torch_nvcc_flags() -> tuple[str, ...]:
     env.configure()  # before cpp_extension is imported: it reads CUDA_HOME once
     import inspect
 
-    from torch.utils import cpp_extension
-
+    cpp_extension = build.cpp_extension_module()
     standards = re.findall(r"-std=c\+\+(\d+)", inspect.getsource(cpp_extension))
     std = f"-std=c++{max(map(int, standards))}" if standards else "-std=c++17"
     includes = [flag for path in cpp_extension.include_paths() for flag in ("-isystem", path)]

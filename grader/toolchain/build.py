@@ -167,6 +167,17 @@ def pch_header() -> Path:
     return env.BUILD_ROOT / "pch" / key / PCH_NAME
 
 
+def cpp_extension_module():
+    """torch.utils.cpp_extension, once torch itself is imported: `import torch` waits for another thread's
+    import of torch to end (grader.specs.Selection imports the specs, and torch, in a thread), where importing
+    the submodule first can run it against a half-initialized torch.utils ("cannot import name 'set_module'
+    from partially initialized module 'torch.utils'", seen in `make mutants SAME_CODE=1`)."""
+    import torch  # noqa: F401
+
+    from torch.utils import cpp_extension
+    return cpp_extension
+
+
 def torch_cxx_flags() -> list[str]:
     """What torch.utils.cpp_extension gives every .cpp but its per-build macro and include folders:
     the macro every extension gets, its include folders (torch's, CUDA's, Python's) and the C++
@@ -176,8 +187,7 @@ def torch_cxx_flags() -> list[str]:
     import inspect
     import sysconfig
 
-    from torch.utils import cpp_extension
-
+    cpp_extension = cpp_extension_module()
     standards = re.findall(r"-std=c\+\+(\d+)", inspect.getsource(cpp_extension))
     std = f"-std=c++{max(map(int, standards))}" if standards else "-std=c++17"
     includes = [*cpp_extension.include_paths("cuda"), sysconfig.get_path("include", scheme="posix_prefix")]
@@ -431,7 +441,7 @@ def _compile(exercise_dir: Path, namespace: str, out_dir: Path, verbose: bool) -
     import tempfile
     from contextlib import redirect_stdout
 
-    from torch.utils import cpp_extension
+    cpp_extension = cpp_extension_module()
 
     ninja = _ninja()
     if ninja and not shutil.which("ninja"):  # torch runs the ninja on PATH: the one the fast path uses
