@@ -76,16 +76,11 @@ def kernel_sources(folder: Path) -> list[Path]:
 def torch_nvcc_flags() -> tuple[str, ...]:
     """What torch.utils.cpp_extension gives every .cu besides the architecture and our own flags:
     its nvcc flags (the half/bfloat16 operator macros, --expt-relaxed-constexpr), its include
-    folders, and the C++ standard this torch builds extensions with (c++17 up to some 2.x, c++20 since;
-    read from the module, which names no other standard in a flag)."""
+    folders, and the C++ standard this torch builds extensions with (build.cpp_standard_flag)."""
     env.configure()  # before cpp_extension is imported: it reads CUDA_HOME once
-    import inspect
-
     cpp_extension = build.cpp_extension_module()
-    standards = re.findall(r"-std=c\+\+(\d+)", inspect.getsource(cpp_extension))
-    std = f"-std=c++{max(map(int, standards))}" if standards else "-std=c++17"
     includes = [flag for path in cpp_extension.include_paths() for flag in ("-isystem", path)]
-    return (*cpp_extension.COMMON_NVCC_FLAGS, *includes, std)
+    return (*cpp_extension.COMMON_NVCC_FLAGS, *includes, build.cpp_standard_flag())
 
 
 def nvcc() -> str:

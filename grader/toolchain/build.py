@@ -178,20 +178,26 @@ def cpp_extension_module():
     return cpp_extension
 
 
+def cpp_standard_flag() -> str:
+    """The C++ standard this torch builds extensions with (c++17 up to some 2.x, c++20 since), as a flag: the
+    newest its cpp_extension module names in a flag (it names no other standard in one)."""
+    import inspect
+
+    standards = re.findall(r"-std=c\+\+(\d+)", inspect.getsource(cpp_extension_module()))
+    return f"-std=c++{max(map(int, standards))}" if standards else "-std=c++17"
+
+
 def torch_cxx_flags() -> list[str]:
     """What torch.utils.cpp_extension gives every .cpp but its per-build macro and include folders:
     the macro every extension gets, its include folders (torch's, CUDA's, Python's) and the C++
-    standard (the newest the module names in a flag, as grader.run.archs reads it). A precompiled header
-    is used only with the flags it was made with (tests/test_builds.py checks them against a real
-    build.ninja)."""
-    import inspect
+    standard (cpp_standard_flag). A precompiled header is used only with the flags it was made with
+    (tests/test_builds.py checks them against a real build.ninja)."""
     import sysconfig
 
     cpp_extension = cpp_extension_module()
-    standards = re.findall(r"-std=c\+\+(\d+)", inspect.getsource(cpp_extension))
-    std = f"-std=c++{max(map(int, standards))}" if standards else "-std=c++17"
     includes = [*cpp_extension.include_paths("cuda"), sysconfig.get_path("include", scheme="posix_prefix")]
-    return ["-DTORCH_API_INCLUDE_EXTENSION_H", *(w for p in includes for w in ("-isystem", p)), "-fPIC", std]
+    return ["-DTORCH_API_INCLUDE_EXTENSION_H", *(w for p in includes for w in ("-isystem", p)), "-fPIC",
+            cpp_standard_flag()]
 
 
 def ensure_pch() -> tuple[Path, str]:
