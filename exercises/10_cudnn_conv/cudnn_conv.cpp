@@ -90,6 +90,9 @@ struct Names {
   const char* y;  // its output: "the output", or "grad_output" (the gradients), "x" (transposed)
 };
 
+// cuDNN's data type for a tensor's (float64 or float32: check_tensor refuses the others).
+cudnnDataType_t cudnn_dtype(at::ScalarType t) { return t == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
+
 // Everything but the buffers: shapes, parameters, groups, math mode, device and stream.
 conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntArrayRef stride,
                      IntArrayRef padding, IntArrayRef dilation, int64_t groups, at::ScalarType dtype, int64_t mode,
@@ -99,7 +102,7 @@ conv::Args make_args(conv::Op op, IntArrayRef x_shape, IntArrayRef w_shape, IntA
   conv::Args a;
   a.op = op;
   a.mode = static_cast<conv::Mode>(mode);
-  a.dtype = dtype == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  a.dtype = cudnn_dtype(dtype);
   // Read per call, so that torch.backends.cudnn.allow_tf32 takes effect at once (it is in the key).
   a.allow_tf32 = dtype == at::kFloat && at::globalContext().allowTF32CuDNN();
   a.x = shape4(x_shape, names.x, /*batch=*/true);
@@ -275,7 +278,8 @@ at::Tensor conv2d_backward_bias(const at::Tensor& grad_output) {
   const at::Tensor gc = dense(grad_output);
   at::Tensor grad_b = at::empty({shape[1]}, grad_output.options());
   const int device = grad_output.get_device();
-  const cudnnDataType_t dtype = grad_output.scalar_type() == at::kDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
+  const cudnnDataType_t dtype = cudnn_dtype(grad_output.scalar_type());
   // as many images a piece as a descriptor holds, the pieces' sums added up
   const int64_t images = images_per_call(shape[1] * shape[2] * shape[3]);
   if (images < shape[0]) course::took("pieces.backward_bias");
@@ -286,10 +290,8 @@ at::Tensor conv2d_backward_bias(const at::Tensor& grad_output) {
     const at::Tensor gs = images_of(gc, n0, piece[0]);
     if (n0 > 0 && !part.defined()) part = at::empty_like(grad_b);
     at::Tensor& into = n0 == 0 ? grad_b : part;
-    conv::backward_bias(device, c10::cuda::getCurrentCUDAStream(device).stream(), dtype, piece, gs.const_data_ptr(),
-                        into.mutable_data_ptr());
-    if (n0 > 0) conv::add_into(device, c10::cuda::getCurrentCUDAStream(device).stream(), dtype, {1, shape[1], 1, 1},
-                               part.const_data_ptr(), grad_b.mutable_data_ptr());
+    conv::backward_bias(device, stream, dtype, piece, gs.const_data_ptr(), into.mutable_data_ptr());
+    if (n0 > 0) conv::add_into(device, stream, dtype, {1, shape[1], 1, 1}, part.const_data_ptr(), grad_b.mutable_data_ptr());
   }
   return grad_b;
 }
