@@ -18,6 +18,7 @@ from grader.verify import checks
 from grader.run import report
 from grader.verify.checks import CheckFailure, Tolerance
 from grader.verify.outcomes import ExerciseRow, TestOutcome
+from grader.verify.properties import property_checks
 from grader.verify.results import write_json_atomic
 from grader.verify.scoring import score_exercise, speed_verdict, tier_fraction, work_escaped
 from grader.verify.timer import Timing
@@ -342,6 +343,9 @@ def test_every_spec_is_consistent():
         groups = {c.group for c in s.checks()}
         scored = set(s.points) - {spec.PERFORMANCE}
         assert groups == scored, f"{s.exercise}: checks cover {groups}, points cover {scored}"
+        # a generated check in a group the spec does not score would run and count for nothing
+        unscored = {c.name: c.group for c in property_checks(s) if c.group not in scored}
+        assert not unscored, f"{s.exercise}: checks in groups without points: {unscored}"
         names = [c.name for c in s.checks()]
         assert len(names) == len(set(names)), f"{s.exercise}: duplicate check names"
         assert set(s.perf_requires) <= scored

@@ -697,4 +697,7 @@ def test_a_drop_in_module_is_built_and_run_as_torch_nn_s(wrong, words):
             check.run(ctx)
         except CheckFailure as e:
             failures.append(str(e))
-    assert len(failures) == 1 and re.search(words, failures[0]), failures
+    # the outputs' check comes first: a module wrong in its gradients alone fails the gradients' check only
+    assert failures and re.search(words, failures[0]), failures
+    if "gradient" in words:
+        assert len(failures) == 1, failures

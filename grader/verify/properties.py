@@ -1211,7 +1211,9 @@ def _arguments_text(args, kwargs) -> str:
     return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
 
 
-def _drop_in(entry: DropIn):
+def _drop_in(entry: DropIn, gradients: bool):
+    """The check of `entry`'s outputs (its construction, parameters and buffers too), or of its gradients:
+    two checks, so that a module whose backward alone is wrong keeps its forward group's points."""
     def shapes(module) -> dict:
         return {"parameters": {n: tuple(t.shape) for n, t in module.named_parameters()},
                 "buffers": {n: tuple(t.shape) for n, t in module.named_buffers()}}
@@ -1239,8 +1241,12 @@ def _drop_in(entry: DropIn):
             y_ref = theirs(x_ref)
             y = ours(x_ours)
             DEVICE.sync()
-            assert_rel_error(y.detach(), y_ref.detach(), entry.tol, f"{what}: the output")
             v = torch.randn(tuple(y_ref.shape), generator=g, dtype=torch.float64).to(device)
+            if not gradients:
+                assert_rel_error(y.detach(), y_ref.detach(), entry.tol, f"{what}: the output")
+                continue
+            if y.shape != y_ref.shape:
+                raise CheckFailure(f"{what}: an output of shape {tuple(y.shape)}, expected {tuple(y_ref.shape)}")
             (y_ref * v).sum().backward()
             (y * v.to(y.dtype)).sum().backward()
             DEVICE.sync()
@@ -1253,7 +1259,13 @@ def _drop_in(entry: DropIn):
 
 
 def drop_in_checks(spec: Spec) -> list[Check]:
-    """One check per drop-in module class of `spec` (Spec.drop_ins): torch.nn's defaults, argument order,
-    parameters and results."""
-    return [Check(f"{entry.group}[{entry.name}: a drop-in for torch.nn.{entry.torch_class.__name__}]", entry.group,
-                  _drop_in(entry)) for entry in spec.drop_ins()]
+    """Two checks per drop-in module class of `spec` (Spec.drop_ins): torch.nn's defaults, argument order,
+    parameters and outputs in the entry's group; its gradients in its grad_group (the spec's autograd
+    group where it has one)."""
+    checks = []
+    for entry in spec.drop_ins():
+        title = f"{entry.name}: a drop-in for torch.nn.{entry.torch_class.__name__}"
+        grad_group = entry.grad_group if entry.grad_group in spec.points else entry.group
+        checks += [Check(f"{entry.group}[{title}]", entry.group, _drop_in(entry, gradients=False)),
+                   Check(f"{grad_group}[{title}: its gradients]", grad_group, _drop_in(entry, gradients=True))]
+    return checks

@@ -164,7 +164,8 @@ class DropIn:
     input_shape: Callable  # (args, kwargs) -> the input's shape for that construction
     tol: float = 1e-6  # relative error of the float32 output against float64
     grad_tol: float = 1e-5
-    group: str = "forward"
+    group: str = "forward"  # the group of the outputs' check (one of the spec's points)
+    grad_group: str = "autograd"  # the group of the gradients' check (`group` where the spec has no such group)
 
 
 @dataclass
