@@ -131,7 +131,7 @@ def show(file, start, stop):
 # `CUDNN_FMA_MATH`. With TF32 allowed, the plan asks for Tensor Core math (`CUDNN_TENSOR_OP_MATH`);
 # `math_type_for(a)` (given) decides. TF32 keeps 10 bits of mantissa: about 3 decimal digits, which the
 # grader's strict tolerance (1e-4, which the Winograd and FFT algorithms strict fp32 may take stay well
-# within, but for the 5x5 Winograd weight gradient `strict_refuses`) tells apart from fp32.
+# within, but for the non-fused Winograd of kernels past 3x3, which `strict_refuses`) tells apart from fp32.
 #
 # **Ownership.** A descriptor is created and must be destroyed exactly once. `Owned<...>` (in
 # `cudnn_conv.h`) does that: created in its constructor, destroyed in its destructor, movable and never

@@ -267,11 +267,14 @@ VARIANTS += [
             loses={"forward", "backward", "streams", "performance"}, keeps={"descriptors", "input_checks", "cache", "threads"},
             reason="Winograd or FFT",
             extra={"kind": "coverage", "old": "full marks"}),
-    Variant(EX, "strict_takes_a_5x5_winograd_weight_gradient", "choose_algorithm takes every transforming algorithm "
-            "in strict fp32, the non-fused Winograd weight gradient of a 5 x 5 kernel too: 1.2e-3 off float64 where "
-            "cuDNN's heuristic ranks it first (H200, cuDNN 9)",
+    Variant(EX, "strict_takes_a_5x5_winograd", "choose_algorithm takes every transforming algorithm in strict fp32, "
+            "the non-fused Winograd of a 5 x 5 kernel too: its weight gradient 1.2e-3 off float64 at the workspace "
+            "check's 8 x 128 x 28 x 28 and 4.9e-4 at the key check's 2 x 6 x 16 x 15, where cuDNN's heuristic ranks "
+            "it first (H200, cuDNN 9)",
             {"cudnn_conv.cu": [("    if (strict && strict_refuses(a, c.algo)) continue;\n", "")]},
-            loses={"backward"}, reason="exceeds 0.0001", extra={"kind": "precision", "old": "full marks"}),
+            # cache: lost where timing picks that algorithm for the key check's 5 x 5 call (it did on an H200)
+            loses={"backward"}, keeps={"descriptors", "forward", "input_checks", "threads", "streams"},
+            reason="exceeds 0.0001", extra={"kind": "precision", "old": "full marks"}),
 ]
 
 # A batch past cuDNN's 2^31-element descriptors, run in pieces of whole images (cudnn_conv.cpp's by_images): the
