@@ -71,11 +71,19 @@ def pythonpath_outside_the_checkout() -> str:
 
 
 def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
-          sanitize: bool | str = False, parallel: int = 1, stall: float | None = None):
+          sanitize: bool | str = False, parallel: int = 1, stall: float | None = None, device: str | None = None):
+    """`device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU; None: CUDA's first."""
     specs = selected(exercises)
     options = GradeOptions(seed=seed, timeout=timeout, jobs=JOBS, keyword=keyword, sanitize=sanitize, parallel=parallel,
                            **({"stall": stall} if stall is not None else {}))
-    return {row.exercise: row for row in grade_target(target, specs, options, log=quiet)}
+    return {row.exercise: row for row in grade_target(target, specs, options, device=device, log=quiet)}
+
+
+def spread_devices() -> list[str | None]:
+    """The GPUs the known-wrong suite spreads its gradings over: every visible one where there are several
+    (a machine of 2-8 GPUs grades the suite that many times faster), else [None] (CUDA's default device)."""
+    gpus = env.visible_gpus()
+    return list(gpus) if len(gpus) > 1 else [None]
 
 
 def explain(rows) -> str:
@@ -117,10 +125,11 @@ def slot_plan(variants: list[Variant], lanes: int = LANES, root: Path | None = N
 
 
 def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, root: Path | None = None,
-                   log=quiet) -> dict:
+                   log=quiet, devices: list[str | None] | None = None) -> dict:
     """Each variant written into a slot of its exercise (slot_plan), built there, then
-    `grade_one(variant, target)` (target: the slot's parent folder, which holds the slot as <exercise>)
-    with at most JOBS gradings at once. A slot takes its exercise's next variant only once its last
+    `grade_one(variant, target, device)` (target: the slot's parent folder, which holds the slot as <exercise>;
+    device: the slot's GPU, the slots dealt over `devices` in turn, default spread_devices()) with at most
+    JOBS gradings at once, JOBS on each GPU where there are several. A slot takes its exercise's next variant only once its last
     one is graded, so no grading sees another variant's files; the slots run side by side, each at its
     own pace (a slow or hanging variant holds up its slot alone, not a round). Returns variant id ->
     grade_one's result."""
@@ -130,16 +139,17 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
     from grader.toolchain.build import write_slot
 
     root = root or VARIANT_SLOTS
-    plan = slot_plan(variants, lanes, root)
+    devices = devices or spread_devices()
+    plan = slot_plan(variants, lanes * len(devices), root)
     count = sum(len(folders) for folders, _ in plan)
-    gradings = threading.BoundedSemaphore(JOBS)
+    gradings = threading.BoundedSemaphore(JOBS * len(devices))
     found: dict = {}
     # one run at a time in a slots folder: two pytest runs of one checkout would write each other's slots
     with FolderLock(root, ".lock"), ThreadPoolExecutor(max_workers=BUILDS, thread_name_prefix="build") as builder:
         # ninja's jobs in one build: the cores shared by the builds that can run at once
         at_once = max(1, min(count, BUILDS))
 
-        def run(folder: Path, queue: deque) -> None:
+        def run(folder: Path, queue: deque, device: str | None) -> None:
             while True:
                 try:
                     v = queue.popleft()  # atomic: the exercise's slots share its queue
@@ -148,13 +158,14 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
                 write_slot(folder, v.source, v.texts())
                 start_builds([folder], at_once, builder, log=log)[folder].result()
                 with gradings:
-                    found[v.id] = grade_one(v, folder.parent)
+                    found[v.id] = grade_one(v, folder.parent, device)
 
         with ThreadPoolExecutor(max_workers=max(1, count), thread_name_prefix="slot") as slots:
             futures = []
             for folders, vs in plan:
                 queue = deque(vs)
-                futures += [slots.submit(run, folder, queue) for folder in folders]
+                futures += [slots.submit(run, folder, queue, devices[len(futures) % len(devices)])
+                            for folder in folders]
             for f in futures:
                 f.result()
     return found
@@ -165,28 +176,38 @@ def grade_variants(variants: list[Variant], keyword: str | None, timeout: float 
     """Grade each variant (correctness only with a keyword that leaves out the timing: several
     processes share the GPU) in reusable slot folders (grade_in_slots). Returns variant id -> its
     exercise's row, the same row whichever slot it used."""
-    def one(v: Variant, target: Path) -> dict:
-        return grade(target, [v.exercise], timeout=timeout, keyword=keyword)[v.exercise]
+    def one(v: Variant, target: Path, device: str | None) -> dict:
+        return grade(target, [v.exercise], timeout=timeout, keyword=keyword, device=device)[v.exercise]
 
     return grade_in_slots(variants, one, root=root)
 
 
-def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root: Path | None = None) -> dict[str, ExerciseRow]:
+def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root: Path | None = None,
+                         devices: list[str | None] | None = None) -> dict[str, ExerciseRow]:
     """A full grade, timing included, of variants whose fault shows only in the timed part: in rounds,
-    one target folder (root/timed) holding one variant of each exercise of the round (written over the
-    last round's, only the files that differ: grader.run.mutants.write_slot), its exercises graded at
-    once (each timing alone on the GPU, none beside a build)."""
+    one target folder holding one variant of each exercise of the round (written over the last round's,
+    only the files that differ: grader.run.mutants.write_slot), its exercises graded at once (each timing
+    alone on its GPU, none beside a build). The rounds are dealt over `devices` (default spread_devices()),
+    each GPU grading its share one round after another in its own folder (root/timed, root/timed-<gpu>)."""
     from grader.toolchain.build import write_slot
 
     root = root or VARIANT_SLOTS
-    folder = root / "timed"
+    devices = devices or spread_devices()
+    batches = rounds(variants, lambda v: v.exercise)
     found = {}
-    with FolderLock(root, ".lock"):
-        for batch in rounds(variants, lambda v: v.exercise):
+
+    def run(device: str | None, mine: list[list[Variant]]) -> None:
+        folder = root / ("timed" if device is None else f"timed-{device}")
+        for batch in mine:
             for v in batch:
                 write_slot(folder / v.exercise, v.source, v.texts())
-            rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS)
+            rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS, device=device)
             found.update({v.id: rows[v.exercise] for v in batch})
+
+    with FolderLock(root, ".lock"), ThreadPoolExecutor(max_workers=len(devices), thread_name_prefix="timed") as pool:
+        futures = [pool.submit(run, d, batches[i::len(devices)]) for i, d in enumerate(devices)]
+        for f in futures:
+            f.result()
     return found
 
 

@@ -59,7 +59,7 @@ def test_slots_grade_each_variant_alone_with_its_own_files(tmp_path, monkeypatch
     busy, lock, seen = set(), threading.Lock(), []
     chosen = [v for v in VARIANTS if v.exercise[:2] in ("01", "03", "05")]
 
-    def one(v, target):
+    def one(v, target, device):
         folder = target / v.exercise
         with lock:
             assert folder not in busy
@@ -77,6 +77,32 @@ def test_slots_grade_each_variant_alone_with_its_own_files(tmp_path, monkeypatch
     rows = grading.grade_in_slots(chosen, one, lanes=4, root=tmp_path)
     assert sorted(seen) == sorted(v.id for v in chosen)
     assert {k: r["id"] for k, r in rows.items()} == {v.id: v.id for v in chosen}
+
+
+def test_slots_are_dealt_over_every_gpu_each_slot_on_one(tmp_path, monkeypatch):
+    """On a machine of several GPUs the slots are dealt over all of them: every GPU grades, a slot's
+    variants all go to its one GPU, and each variant is graded once."""
+    from grader.run import grading as run_grading
+
+    def no_build(dirs, jobs, pool, log=print):
+        done: Future = Future()
+        done.set_result({"ok": True})
+        return {d: done for d in dirs}
+
+    monkeypatch.setattr(run_grading, "start_builds", no_build)
+    lock, by_slot, graded = threading.Lock(), {}, []
+    chosen = [v for v in VARIANTS if v.exercise[:2] in ("01", "03", "05")]
+
+    def one(v, target, device):
+        with lock:
+            by_slot.setdefault(str(target / v.exercise), set()).add(device)
+            graded.append(v.id)
+        return v.id
+
+    grading.grade_in_slots(chosen, one, lanes=2, root=tmp_path, devices=["0", "1", "2"])
+    assert sorted(graded) == sorted(v.id for v in chosen)
+    assert all(len(d) == 1 for d in by_slot.values()), by_slot
+    assert set().union(*by_slot.values()) == {"0", "1", "2"}
 
 
 def ran_steps(log: str) -> set[str]:
