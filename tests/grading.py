@@ -129,7 +129,7 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
     """Each variant written into a slot of its exercise (slot_plan), built there, then
     `grade_one(variant, target, device)` (target: the slot's parent folder, which holds the slot as <exercise>;
     device: the slot's GPU, the slots dealt over `devices` in turn, default spread_devices()) with at most
-    JOBS gradings at once, JOBS on each GPU where there are several. A slot takes its exercise's next variant only once its last
+    JOBS gradings at once. A slot takes its exercise's next variant only once its last
     one is graded, so no grading sees another variant's files; the slots run side by side, each at its
     own pace (a slow or hanging variant holds up its slot alone, not a round). Returns variant id ->
     grade_one's result."""
@@ -140,9 +140,10 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
 
     root = root or VARIANT_SLOTS
     devices = devices or spread_devices()
-    plan = slot_plan(variants, lanes * len(devices), root)
+    plan = slot_plan(variants, lanes, root)
     count = sum(len(folders) for folders, _ in plan)
-    gradings = threading.BoundedSemaphore(JOBS * len(devices))
+    # JOBS and the lanes follow the cores, which a machine of several GPUs has in proportion
+    gradings = threading.BoundedSemaphore(JOBS)
     found: dict = {}
     # one run at a time in a slots folder: two pytest runs of one checkout would write each other's slots
     with FolderLock(root, ".lock"), ThreadPoolExecutor(max_workers=BUILDS, thread_name_prefix="build") as builder:
