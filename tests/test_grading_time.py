@@ -43,3 +43,26 @@ def test_the_yardstick_runs_after_the_grading_processes_with_its_builds_said(tmp
     assert json.loads(grading._build_result_path(tmp_path, grading.YARDSTICK).read_text()) == {
         "ok": True, "01_leaky_relu": {"ok": True}}
     assert "01_leaky_relu" in measured and logged and "1 exercise(s)" in logged[0], (measured, logged)
+
+
+def test_a_reports_check_time_is_summed_by_exercise_and_kind(tmp_path, capsys):
+    """scripts/grade_time.py: wall and CPU seconds per exercise and per kind of check (a property's bracketed
+    kind; a dtype or size in brackets is not a kind), the timing left out."""
+    import importlib.util
+
+    from grader import env
+
+    spec = importlib.util.spec_from_file_location("grade_time", env.REPO / "scripts" / "grade_time.py")
+    grade_time = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grade_time)
+    assert grade_time.kind("forward[float32-1]") == "forward"
+    assert grade_time.kind("conv2d [non-contiguous arguments]") == "non-contiguous arguments"
+    tests = [{"name": "forward[float32-1]", "seconds": 2.0, "cpu_seconds": 0.5},
+             {"name": "conv2d [state between calls]", "seconds": 4.0, "cpu_seconds": 1.0},
+             {"name": "performance", "seconds": 9.0, "cpu_seconds": 9.0}]
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"exercises": [{"exercise": "09_x", "tests": tests}]}))
+    grade_time.main([str(path)])
+    out = capsys.readouterr().out
+    assert "09_x" in out and "     6.0      1.5     0.25" in out, out
+    assert "4.0 s wall     1.0 s CPU     1 checks  state between calls" in out, out

@@ -63,6 +63,7 @@ class TestOutcome:
     properties: dict[str, Any] = field(default_factory=dict)  # pytest's user properties: the timing's raw numbers
     huge: bool | None = None  # a check of more than 2^31 bytes (run alone); the checks collected only
     seconds: float | None = None  # setup, call and teardown, once it ran
+    cpu_seconds: float | None = None  # the process's CPU time (all its threads) over those: far below `seconds`, it waited
     gpu_peak_mib: int | None = None  # the GPU memory PyTorch held at most during it, where CUDA was started
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -78,7 +79,7 @@ class TestOutcome:
         return replace(self, outcome=outcome, reason=reason)
 
     def to_json(self) -> dict:
-        return _to_json(self, ("huge", "seconds", "gpu_peak_mib"))
+        return _to_json(self, ("huge", "seconds", "cpu_seconds", "gpu_peak_mib"))
 
     @classmethod
     def from_json(cls, data: dict) -> TestOutcome:

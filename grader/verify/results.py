@@ -70,6 +70,7 @@ class ResultsRecorder:
         self.file_s = self.integrity_s = 0.0  # this recorder's own time, in the log
         self._encoded: dict[str, str] = {}  # each test's entry as JSON, encoded again only when it changed
         self._changed: set[str] = set()
+        self._cpu_began: float | None = None  # the process's CPU time when the running test started
 
     def watch(self) -> None:
         manager = self.config.pluginmanager if self.config is not None else None
@@ -97,6 +98,7 @@ class ResultsRecorder:
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.running = nodeid.split("::")[-1]
+        self._cpu_began = time.process_time()
         self._flush(check=self.running == "test_performance", deep=True)  # nothing changed before the timing
         torch = _cuda_torch()
         if torch is not None:
@@ -132,6 +134,10 @@ class ResultsRecorder:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self._record_peak(nodeid)
+        name = _test_name(nodeid)
+        if name in self.tests and self._cpu_began is not None:
+            self.tests[name] = replace(self.tests[name], cpu_seconds=round(time.process_time() - self._cpu_began, 3))
+            self._changed.add(name)
         self.running = None
         self.finished += 1
         deep = self.finished == 1 or nodeid.endswith("test_performance")
