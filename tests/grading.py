@@ -165,8 +165,8 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
             futures = []
             for folders, vs in plan:
                 queue = deque(vs)
-                futures += [slots.submit(run, folder, queue, devices[len(futures) % len(devices)])
-                            for folder in folders]
+                for folder in folders:  # an exercise's slots over every GPU too
+                    futures.append(slots.submit(run, folder, queue, devices[len(futures) % len(devices)]))
             for f in futures:
                 f.result()
     return found

@@ -99,10 +99,12 @@ def test_slots_are_dealt_over_every_gpu_each_slot_on_one(tmp_path, monkeypatch):
             graded.append(v.id)
         return v.id
 
-    grading.grade_in_slots(chosen, one, lanes=2, root=tmp_path, devices=["0", "1", "2"])
+    grading.grade_in_slots(chosen, one, lanes=12, root=tmp_path, devices=["0", "1", "2"])
     assert sorted(graded) == sorted(v.id for v in chosen)
     assert all(len(d) == 1 for d in by_slot.values()), by_slot
     assert set().union(*by_slot.values()) == {"0", "1", "2"}
+    # 05's many variants have several slots: they go to more than one GPU
+    assert len({d for slot, ds in by_slot.items() if slot.endswith("05_matmul") for d in ds}) > 1, by_slot
 
 
 def ran_steps(log: str) -> set[str]:
