@@ -80,8 +80,8 @@ def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | 
 
 
 def spread_devices() -> list[str | None]:
-    """The GPUs the known-wrong suite spreads its gradings over: every visible one where there are several
-    (a machine of 2-8 GPUs grades the suite that many times faster), else [None] (CUDA's default device)."""
+    """The GPUs the known-wrong suite spreads its gradings over: every visible one where there are several,
+    else [None] (CUDA's default device)."""
     gpus = env.visible_gpus()
     return list(gpus) if len(gpus) > 1 else [None]
 
