@@ -302,3 +302,13 @@ VARIANTS += [
             loses={"autograd"}, reason="past 2^31 elements",
             extra={"huge": True, "kind": "coverage", "old": "full marks"}),
 ]
+
+# The drop-in module class (Spec.drop_ins): built as torch.nn's is, its outputs a registration check, its
+# gradients an autograd one (the outputs' check had sat in a group 06 does not score)
+VARIANTS += [
+    Variant(EX, "module_default_padding_one", "Conv2d's constructor defaults padding to 1, not torch.nn.Conv2d's 0: "
+            "a layer built with the required arguments only pads every image",
+            {"conv2d.py": [("kernel_size, stride=1, padding=0, dilation=1,", "kernel_size, stride=1, padding=1, dilation=1,")]},
+            loses={"registration", "autograd"}, reason="a drop-in for torch.nn.Conv2d",
+            extra={"kind": "drop-in defaults", "old": "full marks"}),
+]

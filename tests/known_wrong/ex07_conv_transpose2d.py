@@ -257,3 +257,14 @@ VARIANTS += [
             loses={"autograd"}, reason="past 2^31 elements",
             extra={"huge": True, "kind": "coverage", "old": "full marks"}),
 ]
+
+# The drop-in module class (Spec.drop_ins): built as torch.nn's is, its outputs a registration check, its
+# gradients an autograd one (the outputs' check had sat in a group 07 does not score)
+VARIANTS += [
+    Variant(EX, "module_default_dilation_two", "ConvTranspose2d's constructor defaults dilation to 2, not "
+            "torch.nn.ConvTranspose2d's 1: a layer built without it spreads its kernel taps",
+            {"conv_transpose2d.py": [("groups: int = 1, bias: bool = True, dilation=1, device=None, dtype=None):",
+                                      "groups: int = 1, bias: bool = True, dilation=2, device=None, dtype=None):")]},
+            loses={"registration", "autograd"}, reason="a drop-in for torch.nn.ConvTranspose2d",
+            extra={"kind": "drop-in defaults", "old": "full marks"}),
+]
