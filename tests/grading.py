@@ -8,6 +8,7 @@ from pathlib import Path
 
 from grader import env
 from grader import specs as spec
+from grader.classroom.grade import worker_devices
 from grader.run.grading import grade_target, rounds
 from grader.toolchain.build import FolderLock
 from grader.run.options import GradeOptions
@@ -79,13 +80,6 @@ def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | 
     return {row.exercise: row for row in grade_target(target, specs, options, device=device, log=quiet)}
 
 
-def spread_devices() -> list[str | None]:
-    """The GPUs the known-wrong suite spreads its gradings over: every visible one where there are several,
-    else [None] (CUDA's default device)."""
-    gpus = env.visible_gpus()
-    return list(gpus) if len(gpus) > 1 else [None]
-
-
 def explain(rows) -> str:
     return table(list(rows.values() if isinstance(rows, dict) else rows))
 
@@ -128,7 +122,8 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
                    log=quiet, devices: list[str | None] | None = None) -> dict:
     """Each variant written into a slot of its exercise (slot_plan), built there, then
     `grade_one(variant, target, device)` (target: the slot's parent folder, which holds the slot as <exercise>;
-    device: the slot's GPU, the slots dealt over `devices` in turn, default spread_devices()) with at most
+    device: the slot's GPU, the slots dealt over `devices` in turn, default a class grading's workers: one per
+    visible GPU, grader.classroom.grade.worker_devices) with at most
     JOBS gradings at once. A slot takes its exercise's next variant only once its last
     one is graded, so no grading sees another variant's files; the slots run side by side, each at its
     own pace (a slow or hanging variant holds up its slot alone, not a round). Returns variant id ->
@@ -139,7 +134,7 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
     from grader.toolchain.build import write_slot
 
     root = root or VARIANT_SLOTS
-    devices = devices or spread_devices()
+    devices = devices or worker_devices(None)
     plan = slot_plan(variants, lanes, root)
     count = sum(len(folders) for folders, _ in plan)
     # JOBS and the lanes follow the cores, which a machine of several GPUs has in proportion
@@ -188,12 +183,12 @@ def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root:
     """A full grade, timing included, of variants whose fault shows only in the timed part: in rounds,
     one target folder holding one variant of each exercise of the round (written over the last round's,
     only the files that differ: grader.run.mutants.write_slot), its exercises graded at once (each timing
-    alone on its GPU, none beside a build). The rounds are dealt over `devices` (default spread_devices()),
-    each GPU grading its share one round after another in its own folder (root/timed, root/timed-<gpu>)."""
+    alone on its GPU, none beside a build). The rounds are dealt over `devices` (default one per visible GPU,
+    worker_devices), each GPU grading its share one round after another in its own folder (root/timed-<gpu>)."""
     from grader.toolchain.build import write_slot
 
     root = root or VARIANT_SLOTS
-    devices = devices or spread_devices()
+    devices = list(dict.fromkeys(devices or worker_devices(None)))  # without a GPU: one None, one folder
     batches = rounds(variants, lambda v: v.exercise)
     found = {}
 
