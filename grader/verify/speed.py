@@ -275,7 +275,8 @@ def measure_submission(spec: Spec, ctx: Context) -> dict:
         result["judged"] = inspector.judged
         return result
     result.update(time_s=timing.median_s, samples=timing.samples, rate=timing.rate(bench.work),
-                  busy_after_s=timing.busy_after_s, wall_s=timing.wall_median_s,
+                  busy_after_s=timing.busy_after_s, honest_busy_after_s=timing.honest_busy_after_s,
+                  wall_s=timing.wall_median_s,
                   threads_started=timing.threads_started, verified=inspector.verified, **watched)
     result["judged"] = inspector.judged
     if watched["foreign"]:

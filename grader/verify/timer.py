@@ -34,6 +34,7 @@ class Timing:
     samples: int
     wall_median_s: float
     busy_after_s: float = 0.0  # median time the device stayed busy after the timed stream finished
+    honest_busy_after_s: float = 0.0  # the same wait after a GPU sleep as long as the median, measured next
     threads_started: int = 0  # most host threads a call left running after it returned
     lead_cycles: int = 0  # the GPU sleep queued before each call (host_lead_cycles)
     last: tuple | None = field(default=None, repr=False)  # (output, inputs) of the last timed call, if kept
@@ -215,9 +216,26 @@ def time_fn(
     times = [s.time_s for s in samples]
     mean = statistics.fmean(times)
     sem = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
-    return Timing(statistics.median(times), mean, sem, len(times), statistics.median(s.wall_s for s in samples),
-                  statistics.median(s.busy_after_s for s in samples), max(s.threads_started for s in samples),
-                  lead, last if keep_last else None)
+    median = statistics.median(times)
+    return Timing(median, mean, sem, len(times), statistics.median(s.wall_s for s in samples),
+                  statistics.median(s.busy_after_s for s in samples), honest_busy_after(median, lead, events, flush),
+                  max(s.threads_started for s in samples), lead, last if keep_last else None)
+
+
+HONEST_SAMPLES = 10
+
+
+def honest_busy_after(median_s: float, lead: int, events, flush: "L2Flusher") -> float:
+    """The median wait for the whole device after an honest call of `median_s` on the timed stream (a GPU
+    sleep that long, nothing on other streams), timed as each sample is, in the same process just after
+    its samples: what a device sync costs this host now. The same honest op's wait was 20 us in one
+    process and 90-117 us in another on one H200 host, so a baseline measured elsewhere misjudges it."""
+    cycles = max(1, int(median_s * _sleep_rate()))
+    busy = []
+    for _ in range(HONEST_SAMPLES):
+        prepare(None, None, flush)
+        busy.append(timed_call(lambda _: torch.cuda._sleep(cycles), None, events, lead).busy_after_s)
+    return statistics.median(busy)
 
 
 def output_tensors(out) -> list:
