@@ -55,8 +55,9 @@ def visible_gpus(dev: Path = Path("/dev")) -> list[str]:
 
 
 def configure() -> dict[str, str]:
-    """Set CUDA_HOME and TORCH_CUDA_ARCH_LIST for extension builds; return what was set."""
-    changed = {}
+    """Set CUDA_HOME and TORCH_CUDA_ARCH_LIST for extension builds, and where child processes keep
+    compiled Python (`keep_bytecode`); return what was set."""
+    changed = keep_bytecode()
     cuda_home = find_cuda_home()
     if cuda_home and os.environ.get("CUDA_HOME") != cuda_home:
         os.environ["CUDA_HOME"] = changed["CUDA_HOME"] = cuda_home
@@ -67,6 +68,24 @@ def configure() -> dict[str, str]:
             os.environ["TORCH_CUDA_ARCH_LIST"] = changed["TORCH_CUDA_ARCH_LIST"] = HOPPER_ARCH_LIST
         # other GPUs: torch's own choice, each visible GPU's compute capability
     return changed
+
+
+BYTECODE_DIR = BUILD_ROOT / "pycache"
+
+
+def keep_bytecode() -> dict[str, str]:
+    """Child processes (builds, grading processes, the yardstick) keep compiled Python under
+    .build/pycache, unless the user chose a place (PYTHONPYCACHEPREFIX). Where the interpreter's
+    packages carry no .pyc and PYTHONDONTWRITEBYTECODE is set, as in many containers, every grading
+    process compiled torch's modules from source: 6 s of CPU each on an H200 host (cProfile of a grading
+    process), on the critical path of a warm grade. The cache is written there (PYTHONDONTWRITEBYTECODE
+    dropped for the children) unless the grader itself asks for none (grader.run.mutants sets it after
+    this: a mutant slot's .py changes within a second, so its processes only read the cache)."""
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        return {}
+    os.environ["PYTHONPYCACHEPREFIX"] = str(BYTECODE_DIR)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    return {"PYTHONPYCACHEPREFIX": str(BYTECODE_DIR)}
 
 
 def nvidia_smi(query: str) -> list[str]:

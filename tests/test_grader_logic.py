@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,18 @@ def test_a_sync_as_slow_as_the_baselines_is_not_escaped_work():
     honest = _perf(0.97, time_s=192e-6, busy_after_s=76e-6, baseline_busy_after_s=51e-6)
     assert speed_verdict(LEAKY, honest) == (1.0, "")
     escaped = _perf(0.97, time_s=20e-6, busy_after_s=192e-6, baseline_busy_after_s=51e-6)
+    assert "outside the current stream" in speed_verdict(LEAKY, escaped)[1]
+
+
+def test_a_sync_as_slow_as_an_honest_sleeps_in_the_same_process_is_not_escaped_work():
+    """On a two-H200 host 02's and 07's solutions waited 93-117 us for the device after 233-627 us of work,
+    PyTorch's baseline 20 us in the yardstick's process: an honest GPU sleep timed in the op's own process
+    (honest_busy_after_s) waits as long, and the margin counts above it, up to the cap."""
+    honest = _perf(0.97, time_s=233e-6, busy_after_s=117e-6, baseline_busy_after_s=20e-6, honest_busy_after_s=95e-6)
+    assert speed_verdict(LEAKY, honest) == (1.0, "")
+    assert "outside the current stream" in speed_verdict(LEAKY, dict(honest, honest_busy_after_s=0.0))[1]
+    # a slow sync of its own does not hide more than the cap's worth of work run off the stream
+    escaped = _perf(0.97, time_s=233e-6, busy_after_s=400e-6, baseline_busy_after_s=20e-6, honest_busy_after_s=300e-6)
     assert "outside the current stream" in speed_verdict(LEAKY, escaped)[1]
 
 
@@ -874,6 +887,27 @@ def test_configure_builds_hopper_s_own_instructions_on_a_hopper_gpu(monkeypatch,
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0")  # a list the user set is kept
     env.configure()
     assert os.environ["TORCH_CUDA_ARCH_LIST"] == "8.0"
+
+
+def test_child_processes_keep_compiled_python_in_the_build_folder(monkeypatch, tmp_path):
+    """Where PYTHONDONTWRITEBYTECODE is set (many containers) every grading process compiled torch from
+    source; the children cache it under .build/pycache (written, and read by the next process), unless
+    the user chose a cache of their own."""
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env.configure()
+    assert os.environ["PYTHONPYCACHEPREFIX"] == str(env.BYTECODE_DIR) and "PYTHONDONTWRITEBYTECODE" not in os.environ
+    # a child started so writes its modules' bytecode there, and the next one finds it
+    prefix = tmp_path / "pycache"
+    module = tmp_path / "course_pyc_probe.py"
+    module.write_text("VALUE = 1\n")
+    child = dict(os.environ, PYTHONPYCACHEPREFIX=str(prefix), PYTHONPATH=str(tmp_path))
+    subprocess.run([sys.executable, "-c", "import course_pyc_probe"], env=child, check=True)
+    assert list(prefix.rglob("course_pyc_probe*.pyc"))
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "mine"))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env.configure()
+    assert os.environ["PYTHONPYCACHEPREFIX"] == str(tmp_path / "mine") and os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 def test_the_longest_builds_start_first(tmp_path):
