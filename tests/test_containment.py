@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.grading import SOLUTIONS, check_variant, explain, grade
-from tests.known_wrong import all_variants
+from tests.known_wrong import Variant, all_variants
 
 CPU_CRASHES = [v for v in all_variants() if v.extra.get("cpu")]
 # a hang costs its exercise this long; the healthy neighbour takes about 15 s on 2 cores
@@ -45,3 +45,25 @@ def test_a_failed_build_costs_only_its_exercise(tmp_path, neighbour):
     neighbour = rows["02_elu"]
     assert neighbour.status == "graded", explain(rows)
     assert any(t.outcome == "passed" for t in neighbour.tests), explain(rows)
+
+
+def test_a_lost_cuda_context_costs_the_faulted_check_alone(tmp_path):
+    """A kernel fault leaves the CUDA context unusable: the grading process goes on with the checks left in a
+    fresh process (grader/run/suite/resume.py), so a fault costs its own check's group, not every check after
+    it. The fault is simulated on the host (check_input raises CUDA's illegal-address message in the process's
+    first image only), so this runs on a CPU machine too: there the faulted check is the CPU-tensor input check;
+    on a GPU, the judge's first call."""
+    fault = ('  if (std::getenv("COURSE_RESUMED_AFTER") == nullptr)\n'
+             '    TORCH_CHECK(false, "CUDA error: an illegal memory access was encountered (simulated)");\n'
+             '  course::check_cuda(t, name);\n')
+    variant = Variant("01_leaky_relu", "fault_in_the_first_image", "check_input raises a lost context's message once",
+                      {"leaky_relu.cpp": [("  course::check_cuda(t, name);\n", fault)]}, loses=set())
+    variant.materialize(tmp_path)
+    row = grade(tmp_path, ["01"], timeout=120)["01_leaky_relu"]
+    assert row.status == "graded", explain([row])
+    assert "going on in a fresh process (1 of at most" in (row.log or ""), row.log
+    failed = [t for t in row.tests if t.outcome == "failed"]
+    assert len(failed) <= 1 and all("illegal memory access" in t.reason for t in failed), explain([row])
+    assert not any("not run: a kernel faulted" in (t.reason or "") for t in row.tests), explain([row])
+    names = [t.name for t in row.tests]
+    assert len(names) == len(set(names)) and not any(t.outcome == "not run" for t in row.tests), explain([row])

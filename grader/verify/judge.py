@@ -126,12 +126,17 @@ def _storable(value):
 
 # --- in the grading process -------------------------------------------------------------------------
 
-def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> str | None:
+def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda",
+                   go_on: bool = False) -> str | None:
     """Call every judged op on `device` and save its outputs to `path` after each call (a crash
-    leaves the finished ones). Returns the first failure's message, or None."""
-    outputs: dict[str, object] = {}
+    leaves the finished ones). Returns the first failure's message, or None. `go_on`: the file holds
+    what an earlier image of this process recorded before a fault (grader/run/suite/resume.py): those
+    calls, the faulted one among them, are kept and not made again."""
+    outputs: dict[str, object] = load_outputs(path)[0] if go_on else {}
     first_problem = None
     for call in judged_calls(spec, seed):
+        if call.label in outputs:
+            continue
         try:
             result = resolve(module, call.op)(*[_to(a, device) for a in call.args])
             _sync(device)

@@ -44,7 +44,7 @@ def save_atomic(path: Path, data) -> None:
     _write_atomic(path, lambda f: torch.save(data, f))
 
 
-def _test_name(nodeid: str) -> str:
+def recorded_name(nodeid: str) -> str:
     """`forward[float32-257]` for a check, `performance` for the timing test."""
     name = nodeid.split("::")[-1]
     if name.startswith("test_check["):
@@ -59,7 +59,9 @@ class ResultsRecorder:
     imported), it also asks the integrity snapshot what changed after every test: deeply at the
     first test, around the timing and at the end (grader.verify.integrity)."""
 
-    def __init__(self, path: Path, config=None):
+    def __init__(self, path: Path, config=None, earlier: dict | None = None):
+        """`earlier`: the file as an earlier image of this process left it (grader/run/suite/resume.py),
+        whose tests (and any tampering found) this one keeps, adding its own."""
         self.path = path
         self.config = config
         self.tests: dict[str, TestOutcome] = {}
@@ -71,6 +73,11 @@ class ResultsRecorder:
         self._encoded: dict[str, str] = {}  # each test's entry as JSON, encoded again only when it changed
         self._changed: set[str] = set()
         self._cpu_began: float | None = None  # the process's CPU time when the running test started
+        for entry in (earlier or {}).get("tests", []):
+            outcome = TestOutcome.from_json(entry)
+            self.tests[outcome.name] = outcome
+        self.tampered = list((earlier or {}).get("tampered") or [])
+        self._changed.update(self.tests)
 
     def watch(self) -> None:
         manager = self.config.pluginmanager if self.config is not None else None
@@ -108,13 +115,13 @@ class ResultsRecorder:
         """The GPU memory PyTorch held at most during the test (how many grading processes fit beside
         one another: `python -m grader` prints each exercise's largest)."""
         torch = _cuda_torch()
-        name = _test_name(nodeid)
+        name = recorded_name(nodeid)
         if torch is not None and name in self.tests:
             self.tests[name] = replace(self.tests[name], gpu_peak_mib=round(torch.cuda.max_memory_reserved() / 2**20))
             self._changed.add(name)
 
     def pytest_runtest_logreport(self, report):
-        name = _test_name(report.nodeid)
+        name = recorded_name(report.nodeid)
         entry = self.tests.get(name) or TestOutcome(name, None, "not run")
         outcome, reason = entry.outcome, entry.reason
         if report.failed and outcome != "failed":  # a failure in setup counts too
@@ -134,7 +141,7 @@ class ResultsRecorder:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self._record_peak(nodeid)
-        name = _test_name(nodeid)
+        name = recorded_name(nodeid)
         if name in self.tests and self._cpu_began is not None:
             self.tests[name] = replace(self.tests[name], cpu_seconds=round(time.process_time() - self._cpu_began, 3))
             self._changed.add(name)

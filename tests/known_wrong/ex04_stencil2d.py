@@ -15,8 +15,8 @@ VARIANTS = [
             "borders read the neighbouring image rows instead of zeros",
             {"stencil2d.cu": [("y < height && x >= 0 && x < width)\n", "y < height)\n")]},
             # reading before the first row's start can leave the allocation: an illegal address then
-            # ends the exercise's later checks too, so only the forward's loss is certain
-            loses={"forward", "performance"}, keeps=set(), reason="elements wrong"),
+            # costs the check it happens in (forward's), the rest going on in a fresh process
+            loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),
     Variant(EX, "missing_syncthreads", "no barrier between loading the tile and reading it",
             {"stencil2d.cu": [("      }\n    }\n    __syncthreads();\n    // END SOLUTION\n\n", "      }\n    }\n    // END SOLUTION\n\n")]},
             loses={"forward", "performance"}, keeps=KEEPS, reason="elements wrong"),

@@ -241,7 +241,7 @@ VARIANTS += [
             "multiplies batch element 0's A and B",
             {"matmul_pipeline.cu": [(K4_BATCH, "")]},
             loses={"async_pipeline", "performance"}, reason="relative error"),
-    # (a wrong row stride instead reads past B's end where N > K: a fault, which costs every group)
+    # (a wrong row stride instead reads past B's end where N > K: a fault, which costs the group it happens in)
     Variant(EX, "transposed_b_splits_start_at_k0", "kernel 4's loader starts a transposed B "
             "at k = 0 in every split of K: each split's A columns meet B's first rows",
             {"matmul_pipeline.cu": [(K4_LOADER, K4_LOADER.replace("b(B, kTransB ? K : N, N, n0, k0, k_len)",

@@ -46,6 +46,7 @@ _warm_up_thread = threading.Thread(target=_warm_up, name="warm-up", daemon=True)
 _warm_up_thread.start()
 
 from grader.run import gate  # noqa: E402
+from grader.run.suite import resume  # noqa: E402
 from grader import specs  # noqa: E402
 from grader.verify.checks import without_cpp_stack  # noqa: E402
 from grader.verify.results import ResultsRecorder  # noqa: E402
@@ -71,28 +72,45 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: skipped in the quick edit-grade loop")
     config.addinivalue_line("markers", "huge: allocates more than 2^31 bytes (one such check at a time)")
     config.addinivalue_line("markers", "racecheck: run under compute-sanitizer racecheck by RACECHECK=1 (small cases)")
-    if config.getoption("--results"):
-        config.pluginmanager.register(ResultsRecorder(Path(config.getoption("--results")), config), "course-results")
+    results = Path(config.getoption("--results")) if config.getoption("--results") else None
+    # a fresh image of a process whose kernel faulted: what the earlier ones recorded (grader/run/suite/resume.py)
+    earlier = _read_results(results) if results is not None and resume.faulted_before() else None
+    if results is not None:
+        config.pluginmanager.register(ResultsRecorder(results, config, earlier), "course-results")
     part, parts = (int(v) for v in config.getoption("--shard").split("/"))
-    if parts > 1:
-        config.pluginmanager.register(_Shard(part, parts), "course-shard")
+    done = resume.finished(earlier) if earlier else set()
+    if parts > 1 or done:
+        config.pluginmanager.register(_Shard(part, parts, done), "course-shard")
+
+
+def _read_results(path: Path) -> dict:
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 class _Shard:
     """This process's part of the exercise's checks: every n-th of those -k and -m selected, from the
-    i-th (so each part gets checks of every kind), and part 0 the timing too."""
+    i-th (so each part gets checks of every kind), and part 0 the timing too; less those an earlier
+    image of this process finished before a fault (`done`, grader/run/suite/resume.py)."""
 
-    def __init__(self, part: int, parts: int):
+    def __init__(self, part: int, parts: int, done: set[str] = frozenset()):
         if not 0 <= part < parts:
             raise pytest.UsageError(f"--shard {part}/{parts}: the part must be 0 to {parts - 1}")
-        self.part, self.parts = part, parts
+        self.part, self.parts, self.done = part, parts, done
 
     @pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
     def pytest_collection_modifyitems(self, config, items):
+        from grader.verify.results import recorded_name
+
         checks = [it for it in items if it.name != "test_performance"]
         mine = {id(it) for k, it in enumerate(checks) if k % self.parts == self.part}
         if self.part == 0:
             mine |= {id(it) for it in items if it.name == "test_performance"}
+        mine -= {id(it) for it in items if recorded_name(it.nodeid) in self.done}
         dropped = [it for it in items if id(it) not in mine]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
@@ -100,14 +118,42 @@ class _Shard:
 
 
 _exit_status: list[int] = []
+_session: list = []
+
+
+def pytest_sessionstart(session):
+    _session.append(session)
+
+
+@pytest.hookimpl(trylast=True)  # after the results file has recorded the test (its outcome, its time)
+def pytest_runtest_logfinish(nodeid, location):
+    """A check whose kernel faulted has just been recorded: go on with the checks left in a fresh process
+    (grader/run/suite/resume.py), the planner paths taken so far recorded first."""
+    if not resume.lost or resume.attempted or not _session or not resume.allowed():
+        return
+    session = _session[0]
+    if session.shouldfail or session.shouldstop or not session.config.getoption("--results"):
+        return
+    ids = [it.nodeid for it in session.items]
+    if nodeid not in ids or ids.index(nodeid) == len(ids) - 1:
+        return  # nothing left to run
+    _record_paths(session)
+    resume.restart(resume.lost[0])
+
+
+def _record_paths(session) -> None:
+    if os.environ.get("COURSE_PATHS_OUT") and session.config.getoption("--exercise-dir"):
+        from grader.verify import paths  # the planner paths the exercise's library took (grader/verify/paths.py)
+
+        try:
+            paths.record(Path(session.config.getoption("--exercise-dir")), os.environ["COURSE_PATHS_OUT"])
+        except Exception:  # noqa: BLE001: a library the fault left unreadable adds none
+            pass
 
 
 def pytest_sessionfinish(session, exitstatus):
     _exit_status.append(int(exitstatus))
-    if os.environ.get("COURSE_PATHS_OUT") and session.config.getoption("--exercise-dir"):
-        from grader.verify import paths  # the planner paths the exercise's library took (grader/verify/paths.py)
-
-        paths.record(Path(session.config.getoption("--exercise-dir")), os.environ["COURSE_PATHS_OUT"])
+    _record_paths(session)
     if _fp64_work and _fp64_work[0] is not None:
         _fp64_work[0].save(os.environ["COURSE_COUNT_FP64"].replace("{exercise}", _spec(session.config).exercise))
 
@@ -248,7 +294,7 @@ def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
 
 def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
     """Before any check: the outputs the parent re-checks (grader.verify.judge). A fault there leaves the
-    GPU unusable, so every check fails naming it."""
+    GPU unusable: the process goes on in a fresh one, or, its restarts spent, every check fails naming it."""
     import torch
 
     from grader.verify import judge
@@ -256,8 +302,11 @@ def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
 
     if not torch.cuda.is_available():
         return
-    problem = judge.record_outputs(module, spec, seed, path)
+    # a fresh image after a fault goes on from the calls the earlier ones recorded (grader/run/suite/resume.py)
+    problem = judge.record_outputs(module, spec, seed, path, go_on=bool(resume.faulted_before()))
     if problem and cuda_context_lost(problem):
+        if resume.allowed():  # no check has run yet: the fresh image runs them all
+            resume.restart(f"the judge's call {problem.split(': ', 1)[0]}")
         pytest.fail(f"not run: a kernel faulted in the judge's call {problem}", pytrace=False)
 
 

@@ -7,6 +7,7 @@ import types
 import pytest
 
 from grader.run import gate
+from grader.run.suite import resume
 from grader.verify.checks import cuda_context_lost, run_check
 from grader.verify.observe import WATCH, KernelRule, observe
 from grader.verify.properties import watched
@@ -14,14 +15,12 @@ from grader.verify.speed import measure_submission
 from grader.verify.results import save_atomic
 from grader.verify.scoring import NOT_TIMED
 
-# Set once a kernel faults: the CUDA context is then unusable, so every later check would fail with
-# the same message. They are failed at once, naming the check that faulted.
-_context_lost: list[str] = []
-
-
 def _fail_if_context_lost() -> None:
-    if _context_lost:
-        pytest.fail(f"not run: a kernel faulted in {_context_lost[0]}, which leaves the GPU unusable "
+    """After a fault the CUDA context is unusable and every later check would fail with the same message.
+    The process goes on in a fresh one (grader/run/suite/resume.py); where it may not (its restarts spent,
+    under compute-sanitizer), the checks left are failed at once, naming the first fault."""
+    if resume.lost:
+        pytest.fail(f"not run: a kernel faulted in {resume.first_fault()}, which leaves the GPU unusable "
                     "for the rest of this exercise's checks", pytrace=False)
 
 
@@ -64,7 +63,7 @@ def test_check(check, ctx, spec):
         failure = run_check(check, ctx)
     if failure is not None:
         if cuda_context_lost(failure):
-            _context_lost.append(check.name)
+            resume.lost.append(check.name)
         pytest.fail(failure, pytrace=False)
 
 
