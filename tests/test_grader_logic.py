@@ -1147,6 +1147,27 @@ def test_at_memory_edge_leaves_the_graders_state_as_the_integrity_snapshot_took_
 
 
 @pytest.mark.gpu
+def test_memory_the_module_holds_does_not_turn_a_large_check_off():
+    """On the GPU: a module that holds all but 2 GiB of the GPU through PyTorch does not make an 8 GiB check
+    "not run here" (which costs nothing): its holdings count as free, so the check runs, and fails if they
+    leave it too little; the GPU's own lack of memory still skips it."""
+    from grader.verify.checks import GRADER_HELD, require_free_memory
+
+    torch.cuda.empty_cache()
+    free, _ = torch.cuda.mem_get_info()
+    if free < (12 << 30):
+        pytest.skip("needs 12 GiB of free GPU memory")
+    hog = torch.empty(free - (2 << 30), dtype=torch.uint8, device="cuda")
+    try:
+        require_free_memory(8 << 30, "an 8 GiB check")  # not skipped
+        with pytest.raises(pytest.skip.Exception, match="not run here"):
+            require_free_memory(free + GRADER_HELD + (4 << 30), "a check larger than the GPU's free memory")
+    finally:
+        del hog
+        torch.cuda.empty_cache()
+
+
+@pytest.mark.gpu
 def test_at_memory_edge_frees_its_memory():
     """On the GPU: 200 placements made and dropped leave neither torch's allocator nor the device's free
     memory lower, and the driver reports no error."""
