@@ -57,7 +57,17 @@ def restart(faulted: str) -> None:
     sys.stderr.flush()
     child = dict(os.environ)
     child[ENV] = json.dumps(faulted_before() + [faulted])
+    # the fresh image starts as a fresh process would: no descriptor of this one's but its standard
+    # streams (the log), so none of the CUDA driver's keeps the faulted context's memory alive
+    os.closerange(3, _max_fd())
     try:
         os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], child)
     except OSError as e:
         sys.stdout.write(f"[could not start it: {e}]\n")
+
+
+def _max_fd() -> int:
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if 0 < soft < (1 << 20) else (1 << 16)
