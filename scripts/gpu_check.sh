@@ -6,7 +6,7 @@
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
 #                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 tune3 models
-#                                              mutants openstubs paths
+#                                              mutants openstubs paths knownwrong
 #   N=300 SEED=1 STAGES=mutants ...            the mutants stage: N mutants of EXS (default all) sampled with SEED,
 #                                              graded until the stage's time is spent; report in $OUT/mutants-report/
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
@@ -14,6 +14,8 @@
 #   TEST_K=timed ...                           and only their tests matching this -k expression
 #   KNOWN_WRONG='03_.*/pytorch' ...             the known-wrong tests grade only these variants (regex over ids; "new": the
 #                                              trust rework's)
+#   STAGES=knownwrong KW_PATTERN='^0[67]_' ...  the known-wrong suite alone, in rounds of KW_ROUND (default half the
+#                                              cores), each its own pytest run (a pass cut short loses one round)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 #   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
 #   TUNE_CONFIGS=A,C ...                       the tune5 / tune3 stages try only these configurations
@@ -257,6 +259,19 @@ if want mutants; then
   rm -rf "$OUT/mutants-report"; cp -r mutants-report "$OUT/" 2>/dev/null
   grep -E "^round|^budget|^  [0-9][0-9]_|^  wall" "$L/mutants.log"
   tail -16 "$L/mutants.log"
+fi
+if want knownwrong; then
+  # the known-wrong suite (tests/test_gpu_grading.py) in rounds of KW_ROUND variants matching KW_PATTERN, each
+  # its own pytest run, so a pass cut short loses one round; a round's size is best the gradings that run at
+  # once (tests/grading.py's JOBS, half the cores: on two H200s about 220 s a round of 05's)
+  size=${KW_ROUND:-$(( $(nproc) / 2 ))}; i=0
+  while read -r rx; do
+    i=$((i + 1))
+    if [ "$(left)" -lt 120 ]; then echo "knownwrong_$i: not started, $(left) s left" | tee -a "$T"; continue; fi
+    KNOWN_WRONG="$rx" run "knownwrong_$i" "$(left)" python3 -m pytest tests/test_gpu_grading.py -k known_wrong \
+      -q -rf -p no:cacheprovider
+    grep -E "^FAILED|[0-9]+ (passed|failed)" "$L/knownwrong_$i.log" | tail -8
+  done < <(python3 -m tests.known_wrong "${KW_PATTERN:-.}" "$size")
 fi
 if want bench; then
   run bench "$(left)" make bench EX="$EXS"
