@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.grading import SOLUTIONS, check_variant, explain, grade
+from grader.verify.judge import JUDGE_PREFIX
 from tests.known_wrong import Variant, all_variants
 
 CPU_CRASHES = [v for v in all_variants() if v.extra.get("cpu")]
@@ -64,6 +65,8 @@ def test_a_lost_cuda_context_costs_the_faulted_check_alone(tmp_path):
     assert "going on in a fresh process (1 of at most" in (row.log or ""), row.log
     failed = [t for t in row.tests if t.outcome == "failed"]
     assert len(failed) <= 1 and all("illegal memory access" in t.reason for t in failed), explain([row])
+    # a check's fault is marked as one the process went on after (the judge then excuses no missing answer)
+    assert all(t.extra.get("resumed") for t in failed if not t.name.startswith(JUDGE_PREFIX)), failed
     assert not any("not run: a kernel faulted" in (t.reason or "") for t in row.tests), explain([row])
     names = [t.name for t in row.tests]
     assert len(names) == len(set(names)) and not any(t.outcome == "not run" for t in row.tests), explain([row])

@@ -291,8 +291,10 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) ->
     # a check that failed by a fault the CUDA context did not survive (an access past an argument's end,
     # a 32-bit offset past 2^31): the calls recorded as the process ends (wrong devices, layouts) found no
     # GPU, and their missing answers are not judged. The fault costs its own check's group; nothing is
-    # gained by one (the answers most often missing are input_checks', a point)
-    lost = next((t.name for t in tests if t.outcome == "failed" and cuda_context_lost(str(t.reason))), None)
+    # gained by one (the answers most often missing are input_checks', a point). Not a fault the process
+    # went on after in a fresh image (extra "resumed", grader/run/suite/resume.py): that image recorded them
+    lost = next((t.name for t in tests if t.outcome == "failed" and cuda_context_lost(str(t.reason))
+                 and not t.extra.get("resumed")), None)
 
     def add(name: str, group: str, problem: str | None, recorded_last: bool = False) -> None:
         if problem and recorded_last and lost and name not in outputs and not unreadable:

@@ -7,6 +7,7 @@ import sys
 import time
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 from dataclasses import replace
 
@@ -59,9 +60,11 @@ class ResultsRecorder:
     imported), it also asks the integrity snapshot what changed after every test: deeply at the
     first test, around the timing and at the end (grader.verify.integrity)."""
 
-    def __init__(self, path: Path, config=None, earlier: dict | None = None):
+    def __init__(self, path: Path, config=None, earlier: dict | None = None, resumed_after: Sequence[str] = ()):
         """`earlier`: the file as an earlier image of this process left it (grader/run/suite/resume.py),
-        whose tests (and any tampering found) this one keeps, adding its own."""
+        whose tests (and any tampering found) this one keeps, adding its own; `resumed_after`: the checks
+        whose faults the earlier images ended on, marked so (extra "resumed": the judge's answers recorded
+        after them were recorded by a fresh process, so their fault excuses no missing answer)."""
         self.path = path
         self.config = config
         self.tests: dict[str, TestOutcome] = {}
@@ -75,6 +78,8 @@ class ResultsRecorder:
         self._cpu_began: float | None = None  # the process's CPU time when the running test started
         for entry in (earlier or {}).get("tests", []):
             outcome = TestOutcome.from_json(entry)
+            if outcome.name in resumed_after:
+                outcome = replace(outcome, extra={**outcome.extra, "resumed": True})
             self.tests[outcome.name] = outcome
         self.tampered = list((earlier or {}).get("tampered") or [])
         self._changed.update(self.tests)

@@ -76,7 +76,7 @@ def pytest_configure(config):
     # a fresh image of a process whose kernel faulted: what the earlier ones recorded (grader/run/suite/resume.py)
     earlier = _read_results(results) if results is not None and resume.faulted_before() else None
     if results is not None:
-        config.pluginmanager.register(ResultsRecorder(results, config, earlier), "course-results")
+        config.pluginmanager.register(ResultsRecorder(results, config, earlier, resume.faulted_before()), "course-results")
     part, parts = (int(v) for v in config.getoption("--shard").split("/"))
     done = resume.finished(earlier) if earlier else set()
     if parts > 1 or done:
