@@ -353,6 +353,6 @@ def test_same_code_tells_01s_dead_register_store_from_a_block_size(monkeypatch, 
     every = {"01_leaky_relu": list(mutants.values())}
     assert S.check_survivors(tmp_path / "none.json", every, {}, [dead_store.id, block.id], append=equivalents,
                              out=printed.append) == 0
-    assert M.read_equivalents(equivalents) == {dead_store.id: same.why}
+    assert M.read_equivalents(equivalents) == {dead_store.id: same.why}, "\n".join(printed)
     header = next(k for k, line in enumerate(printed) if line.startswith("different code"))
     assert printed[header + 1].strip().startswith(block.id), printed
