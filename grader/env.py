@@ -74,18 +74,53 @@ BYTECODE_DIR = BUILD_ROOT / "pycache"
 
 
 def keep_bytecode() -> dict[str, str]:
-    """Child processes (builds, grading processes, the yardstick) keep compiled Python under
-    .build/pycache, unless the user chose a place (PYTHONPYCACHEPREFIX). Where the interpreter's
-    packages carry no .pyc and PYTHONDONTWRITEBYTECODE is set, as in many containers, every grading
-    process compiled torch's modules from source: 6 s of CPU each on an H200 host (cProfile of a grading
-    process), on the critical path of a warm grade. The cache is written there (PYTHONDONTWRITEBYTECODE
-    dropped for the children) unless the grader itself asks for none (grader.run.mutants sets it after
-    this: a mutant slot's .py changes within a second, so its processes only read the cache)."""
-    if os.environ.get("PYTHONPYCACHEPREFIX"):
+    """Where the interpreter's packages carry no compiled Python (torch's .pyc beside its sources) and
+    PYTHONDONTWRITEBYTECODE is set, as in many containers, every grading process compiled torch's modules
+    from source: 6 s of CPU each on an H200 host (cProfile of a grading process), on the critical path of
+    a warm grade. There, child processes (builds, grading processes, the yardstick) keep it under
+    .build/pycache, written (PYTHONDONTWRITEBYTECODE dropped for them) unless the grader itself asks for
+    none (grader.run.mutants sets it after this: a mutant slot's .py changes within a second, so its
+    processes only read the cache). Nothing changes where the packages have their .pyc (a prefix would
+    hide them: each child would compile torch once more) or the user chose a place (PYTHONPYCACHEPREFIX)."""
+    if os.environ.get("PYTHONPYCACHEPREFIX") or _bytecode_beside("torch"):
         return {}
     os.environ["PYTHONPYCACHEPREFIX"] = str(BYTECODE_DIR)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     return {"PYTHONPYCACHEPREFIX": str(BYTECODE_DIR)}
+
+
+def _bytecode_beside(package: str) -> bool:
+    """Whether `package` (found, not imported) has compiled Python beside its sources that this interpreter
+    can use: its __init__'s and its largest subpackage's (torch._dynamo, which the grading processes import
+    too) .pyc present and valid for the source (the interpreter's magic, and the source's mtime and size,
+    or a hash); True where that cannot be told (no such package, no source)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return True
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return True
+    sources = [Path(spec.origin), Path(spec.origin).parent / "_dynamo" / "__init__.py"]
+    return all(_valid_bytecode(src) for src in sources if src.is_file())
+
+
+def _valid_bytecode(source: Path) -> bool:
+    import importlib.util
+
+    try:
+        with open(importlib.util.cache_from_source(str(source)), "rb") as f:
+            header = f.read(16)
+        stat = source.stat()
+    except (OSError, ValueError, NotImplementedError):
+        return False
+    if len(header) < 16 or header[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    if int.from_bytes(header[4:8], "little") & 1:  # hash-based: valid as its flags say
+        return True
+    return (int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF)
 
 
 def nvidia_smi(query: str) -> list[str]:

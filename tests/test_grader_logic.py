@@ -890,11 +890,16 @@ def test_configure_builds_hopper_s_own_instructions_on_a_hopper_gpu(monkeypatch,
 
 
 def test_child_processes_keep_compiled_python_in_the_build_folder(monkeypatch, tmp_path):
-    """Where PYTHONDONTWRITEBYTECODE is set (many containers) every grading process compiled torch from
-    source; the children cache it under .build/pycache (written, and read by the next process), unless
-    the user chose a cache of their own."""
+    """Where torch has no .pyc and PYTHONDONTWRITEBYTECODE is set (many containers) every grading process
+    compiled torch from source; the children cache it under .build/pycache (written, and read by the next
+    process), unless the user chose a cache of their own."""
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    # where torch has its .pyc beside its sources (a pip install), nothing changes: a prefix would hide them
+    monkeypatch.setattr(env, "_bytecode_beside", lambda package: True)
+    env.configure()
+    assert "PYTHONPYCACHEPREFIX" not in os.environ and os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
+    monkeypatch.setattr(env, "_bytecode_beside", lambda package: False)
     env.configure()
     assert os.environ["PYTHONPYCACHEPREFIX"] == str(env.BYTECODE_DIR) and "PYTHONDONTWRITEBYTECODE" not in os.environ
     # a child started so writes its modules' bytecode there, and the next one finds it
@@ -904,6 +909,13 @@ def test_child_processes_keep_compiled_python_in_the_build_folder(monkeypatch, t
     child = dict(os.environ, PYTHONPYCACHEPREFIX=str(prefix), PYTHONPATH=str(tmp_path))
     subprocess.run([sys.executable, "-c", "import course_pyc_probe"], env=child, check=True)
     assert list(prefix.rglob("course_pyc_probe*.pyc"))
+    # a .pyc beside its source is used only while it matches the source (a copy that changed the mtimes not)
+    import py_compile
+
+    py_compile.compile(str(module), cfile=importlib.util.cache_from_source(str(module)))
+    assert env._valid_bytecode(module)
+    os.utime(module, (module.stat().st_atime, module.stat().st_mtime + 5))
+    assert not env._valid_bytecode(module)
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "mine"))
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     env.configure()

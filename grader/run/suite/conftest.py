@@ -76,7 +76,8 @@ def pytest_configure(config):
     # a fresh image of a process whose kernel faulted: what the earlier ones recorded (grader/run/suite/resume.py)
     earlier = _read_results(results) if results is not None and resume.faulted_before() else None
     if results is not None:
-        config.pluginmanager.register(ResultsRecorder(results, config, earlier, resume.faulted_before()), "course-results")
+        recorder = ResultsRecorder(results, config, earlier, resume.faulted_before())
+        config.pluginmanager.register(recorder, "course-results")
     part, parts = (int(v) for v in config.getoption("--shard").split("/"))
     done = resume.finished(earlier) if earlier else set()
     if parts > 1 or done:
@@ -138,7 +139,16 @@ def pytest_runtest_logfinish(nodeid, location):
     if nodeid not in ids or ids.index(nodeid) == len(ids) - 1:
         return  # nothing left to run
     _record_paths(session)
-    resume.restart(resume.lost[0])
+    _restart(session.config, resume.lost[0])
+
+
+def _restart(config, faulted: str) -> None:
+    """resume.restart with pytest's output capture off first: a fixture's setup (the judge's recording)
+    runs with the standard streams on pytest's temporary file, which the fresh image would write to."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture(in_=True)
+    resume.restart(faulted)
 
 
 def _record_paths(session) -> None:
@@ -273,7 +283,7 @@ def ctx(request, spec, built) -> specs.Context:
     seed = request.config.getoption("--seed")
     judge_outputs = request.config.getoption("--judge-outputs")
     if judge_outputs:
-        _record_judge_outputs(module, spec, seed, Path(judge_outputs))
+        _record_judge_outputs(request.config, module, spec, seed, Path(judge_outputs))
         request.addfinalizer(lambda: _record_judge_input_checks(module, spec, seed, Path(judge_outputs)))
     return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir, kernel_rule=spec.kernel_rule())
 
@@ -292,7 +302,7 @@ def _record_judge_input_checks(module, spec, seed: int, path: Path) -> None:
         judge.record_input_checks(module, spec, seed, path)
 
 
-def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
+def _record_judge_outputs(config, module, spec, seed: int, path: Path) -> None:
     """Before any check: the outputs the parent re-checks (grader.verify.judge). A fault there leaves the
     GPU unusable: the process goes on in a fresh one, or, its restarts spent, every check fails naming it."""
     import torch
@@ -305,8 +315,9 @@ def _record_judge_outputs(module, spec, seed: int, path: Path) -> None:
     # a fresh image after a fault goes on from the calls the earlier ones recorded (grader/run/suite/resume.py)
     problem = judge.record_outputs(module, spec, seed, path, go_on=bool(resume.faulted_before()))
     if problem and cuda_context_lost(problem):
-        if resume.allowed():  # no check has run yet: the fresh image runs them all
-            resume.restart(f"the judge's call {problem.split(': ', 1)[0]}")
+        # no check has run yet: the fresh image runs them all (not where the first failure ends the run)
+        if resume.allowed() and not config.getoption("maxfail"):
+            _restart(config, f"the judge's call {problem.split(': ', 1)[0]}")
         pytest.fail(f"not run: a kernel faulted in the judge's call {problem}", pytrace=False)
 
 
