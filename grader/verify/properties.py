@@ -245,10 +245,11 @@ def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool =
 def _modified(args: list, before: dict) -> list[int]:
     """The indices of `before` (index -> copy taken before the call) whose argument changed, bits or shape,
     compared on the device with one copy to the host per device (each copy waits on the GPU)."""
-    changed = [i for i, copy in before.items() if args[i].shape != copy.shape]
-    by_device: dict = {}
+    changed, by_device = [], {}
     for i, copy in before.items():
-        if i not in changed:
+        if args[i].shape != copy.shape:
+            changed.append(i)
+        else:
             by_device.setdefault(args[i].device, []).append(i)
     for ids in by_device.values():
         same = torch.stack([(_bits(args[i]) == _bits(before[i])).all() for i in ids]).tolist()

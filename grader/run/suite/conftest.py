@@ -74,23 +74,14 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "racecheck: run under compute-sanitizer racecheck by RACECHECK=1 (small cases)")
     results = Path(config.getoption("--results")) if config.getoption("--results") else None
     # a fresh image of a process whose kernel faulted: what the earlier ones recorded (grader/run/suite/resume.py)
-    earlier = _read_results(results) if results is not None and resume.faulted_before() else None
+    faulted = resume.faulted_before()
+    earlier = resume.recorded(results) if results is not None and faulted else None
     if results is not None:
-        recorder = ResultsRecorder(results, config, earlier, resume.faulted_before())
-        config.pluginmanager.register(recorder, "course-results")
+        config.pluginmanager.register(ResultsRecorder(results, config, earlier, faulted), "course-results")
     part, parts = (int(v) for v in config.getoption("--shard").split("/"))
     done = resume.finished(earlier) if earlier else set()
     if parts > 1 or done:
         config.pluginmanager.register(_Shard(part, parts, done), "course-shard")
-
-
-def _read_results(path: Path) -> dict:
-    import json
-
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 class _Shard:
