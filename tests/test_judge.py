@@ -297,3 +297,32 @@ def test_answers_lost_to_an_earlier_fault_are_not_judged_but_other_missing_ones_
     judge.record_outputs(wrong, LEAKY, SEED, path2, device="cpu")
     judge.record_layouts(wrong, LEAKY, SEED, path2, device="cpu")
     assert any(e.outcome == "failed" and judge.LAYOUT_INFIX in e.name for e in judge.verdicts(LEAKY, SEED, path2, faulted))
+
+
+def test_a_fresh_image_records_what_the_faulted_one_left_unasked(tmp_path):
+    """A forward call that lost the CUDA context ends the recording (every later call would fail); the fresh
+    image (go_on) keeps the fault as that call's answer and records the rest, its gradients included: a
+    fault in the forward costs the forward's group, not the gradients' ones."""
+    lost = "CUDA error: an illegal memory access was encountered"
+    first = types.SimpleNamespace(**vars(_leaky()))
+    first.leaky_relu = lambda x, p: (_ for _ in ()).throw(RuntimeError(lost))
+    path = tmp_path / "outputs.pt"
+    problem = judge.record_outputs(first, LEAKY, SEED, path, device="cpu")
+    assert problem and lost in problem, problem
+    recorded, _ = judge.load_outputs(path)
+    assert len(recorded) == 1 and lost in next(iter(recorded.values()))["error"], recorded
+    assert judge.record_outputs(_leaky(), LEAKY, SEED, path, device="cpu", go_on=True) is None
+    outputs, _ = judge.load_outputs(path)
+    calls = judge.judged_calls(LEAKY, SEED)
+    expected = {c.label for c in calls} | {c.label + judge.GRADS_SUFFIX for c in calls if c.grad_args}
+    assert set(outputs) == expected, sorted(set(outputs) ^ expected)
+    assert lost in outputs[calls[0].label]["error"], "the faulted call's answer is the fault, not asked again"
+    grads = outputs[calls[0].label + judge.GRADS_SUFFIX]
+    assert not (isinstance(grads, dict) and "error" in grads), grads
+    # a later image replays every answered step (its one-time work done unwatched again), not the fault
+    again, made = _leaky(), []
+    for name, f in vars(_leaky()).items():
+        setattr(again, name, lambda *a, f=f, name=name: made.append(name) or f(*a))
+    assert judge.record_outputs(again, LEAKY, SEED, path, device="cpu", go_on=True) is None
+    assert "leaky_relu_backward" in made and made.count("leaky_relu") == 1, made  # the gradients' forward; not the faulted one
+    assert judge.load_outputs(path)[0].keys() == outputs.keys()

@@ -129,29 +129,53 @@ def _storable(value):
 def record_outputs(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda",
                    go_on: bool = False) -> str | None:
     """Call every judged op on `device` and save its outputs to `path` after each call (a crash
-    leaves the finished ones). Returns the first failure's message, or None. `go_on`: the file holds
-    what an earlier image of this process recorded before a fault (grader/run/suite/resume.py): those
-    calls, the faulted one among them, are kept and not made again."""
+    leaves the finished ones). Returns the first failure's message (a fault that lost the CUDA context:
+    its own, as the calls stop there), or None. `go_on`: the file holds what an earlier image of this
+    process recorded before a fault (grader/run/suite/resume.py): what it holds (a call's output, its
+    gradients: each a step of its own) is kept, the faulted step among them; the others are replayed."""
     outputs: dict[str, object] = load_outputs(path)[0] if go_on else {}
     first_problem = None
     for call in judged_calls(spec, seed):
-        if call.label in outputs:
-            continue
-        try:
-            result = resolve(module, call.op)(*[_to(a, device) for a in call.args])
-            _sync(device)
-            outputs[call.label] = _storable(result)
-        except Exception as e:  # noqa: BLE001: any error is this call's answer, for the judge to report
-            outputs[call.label] = _error(e)
-            message = outputs[call.label]["error"]
-            first_problem = first_problem or f"{call.label}: {message}"
-            if cuda_context_lost(message):
-                save_atomic(path, outputs)
-                return first_problem
+        steps = [(call.label, lambda call=call: _forward(module, call, device))]
         if call.grad_args and spec.points.get(AUTOGRAD):
-            outputs[call.label + GRADS_SUFFIX] = _gradients(module, call, seed, device)
-        save_atomic(path, outputs)
+            # its own step: after a fault in the forward, a fresh image still records the gradients
+            steps.append((call.label + GRADS_SUFFIX, lambda call=call: _gradients(module, call, seed, device)))
+        for label, step in steps:
+            if label in outputs:
+                if not _is_error(outputs[label]):
+                    _replay(step)
+                continue
+            try:
+                outputs[label] = step()
+            except Exception as e:  # noqa: BLE001: any error is this call's answer, for the judge to report
+                outputs[label] = _error(e)
+            message = outputs[label]["error"] if _is_error(outputs[label]) else None
+            if message:
+                first_problem = first_problem or f"{label}: {message}"
+            save_atomic(path, outputs)
+            if message and cuda_context_lost(message):
+                return f"{label}: {message}"  # this one, which the caller goes on after
     return first_problem
+
+
+def _is_error(answer) -> bool:
+    return isinstance(answer, dict) and isinstance(answer.get("error"), str)
+
+
+def _replay(step) -> None:
+    """A step an earlier image answered, made again with its answer dropped: the fresh image's ops then
+    start from the state the first image's checks met (a flag read back from the GPU once, a cache
+    filled), so none of that one-time work lands in a watched check. Not a step that failed (the fault)."""
+    try:
+        step()
+    except Exception:  # noqa: BLE001: its answer is the earlier image's
+        pass
+
+
+def _forward(module: ModuleType, call: AuditCall, device: str):
+    result = resolve(module, call.op)(*[_to(a, device) for a in call.args])
+    _sync(device)
+    return _storable(result)
 
 
 def layout_variants(call: AuditCall) -> list[tuple[str, list[int], object]]:
