@@ -509,13 +509,14 @@ def test_each_component_of_a_list_argument_and_the_smallest_input_are_checked():
                       (refuses_without_naming, "does not name `stride`")):
         found = _run(spec, types.SimpleNamespace(conv=op), only=["list arguments"])
         assert any(words in v for v in found.values()), found
-    # the input checks judge argument handling: an op wrong on every call (a dropped bias, ignored
-    # groups) loses its own group there, not the list property too; one wrong only where a component
-    # changes loses the list property
+    # the input checks judge argument handling, the call's own group its values: an op wrong on every call
+    # (a dropped bias, ignored groups) loses its own group, not the input checks too; one wrong only where
+    # a component changes to a value PyTorch computes loses its own group there, not the input checks
     def wrong_everywhere(x, w, stride, padding, dilation):
         return _checked_conv(x, w, stride, padding, dilation) + 1.0
 
     def first_padding_of_0_taken_as_1(x, w, stride, padding, dilation):  # right as declared ([1, 0])
+        _checked_conv(x, w, stride, padding, dilation)  # its checks are right
         return _checked_conv(x, w, stride, [padding[0] or 1, padding[1]], dilation)
 
     found = _run(spec, types.SimpleNamespace(conv=wrong_everywhere))
@@ -523,8 +524,10 @@ def test_each_component_of_a_list_argument_and_the_smallest_input_are_checked():
     assert any(v for n, v in found.items() if "list arguments" not in n), found
     list_check = next(c for c in property_checks(spec) if "list arguments" in c.name)
     assert list_check.group == "input_checks"
+    values_check = next(c for c in property_checks(spec) if "list arguments, where PyTorch computes" in c.name)
+    assert values_check.group == "forward"
     found = _run(spec, types.SimpleNamespace(conv=first_padding_of_0_taken_as_1), only=["list arguments"])
-    assert any("`padding` = [0, 0]" in v for v in found.values()), found
+    assert "`padding` = [0, 0]" in found[values_check.name] and not found[list_check.name], found
     # a size check off by one (`>` for `>=`) refuses the smallest input PyTorch computes
     found = _run(spec, types.SimpleNamespace(conv=lambda *a: _checked_conv(*a, size_check=">")),
                  only=["every declared edge"])

@@ -938,22 +938,36 @@ def list_variants(value) -> list[tuple[list, str]]:
     return out
 
 
-def _list_components(spec, calls: _Calls):
+def _list_components(spec, calls: _Calls, refused: bool = True):
     """Each integer-list argument with one component at -1 or 0 (the others as they were), and one value
-    shorter or longer: where PyTorch's reference refuses it, the op refuses it; where it computes it,
-    the op gives its answer or refuses it. A refusal names an argument: this one, or another that the
-    changed geometry makes inconsistent (a backward's grad_output no longer the forward's shape)."""
+    shorter or longer. `refused`: those PyTorch's reference refuses, which the op must refuse with an error
+    naming an argument (this one, or another that the changed geometry makes inconsistent: a backward's
+    grad_output no longer the forward's shape): the input checks. Else those it computes, where the op
+    gives its answer or refuses them so: values, judged in the call's own group (a kernel wrong only at
+    padding 0 is wrong in its group, and its input checks may still be right)."""
     def run(ctx):
         for call in calls(ctx, "list components", _dtypes(spec)[0], random_shapes=False):
-            values = _right_unchanged(ctx, call)
             for i in _int_lists(call):
+                named = (call.names[i], *(n for n in call.names if n != call.names[i]))
                 for value, which in list_variants(call.args[i]):
                     args = _fresh(call.args)
                     args[i] = type(call.args[i])(value)
-                    _refused_as_the_reference_refuses(
-                        ctx, call, args, i, f"{_described(call)}, `{call.names[i]}` = {value} ({which})",
-                        named=(call.names[i], *(n for n in call.names if n != call.names[i])), values=values)
+                    what = f"{_described(call)}, `{call.names[i]}` = {value} ({which})"
+                    if _reference_refuses(call, args) != refused:
+                        continue
+                    if refused:
+                        _refused_as_the_reference_refuses(ctx, call, args, i, what, named=named)
+                    else:
+                        check_call(ctx, call, args, what, may_refuse=named)
     return run
+
+
+def _reference_refuses(call: AuditCall, args: list) -> bool:
+    try:
+        _reference(call, args)
+    except Exception:  # noqa: BLE001: however it says so
+        return True
+    return False
 
 
 def _other_gpu(spec, calls: _Calls):
@@ -1179,6 +1193,8 @@ def property_checks(spec: Spec) -> list[Check]:
         if _int_lists(call):
             add("each component of its list arguments", _list_components,
                 grp="input_checks" if "input_checks" in spec.points else group)
+            add("each component of its list arguments, where PyTorch computes it",
+                lambda sp, c: _list_components(sp, c, refused=False))
         if call.grad_args:
             add("gradients", _gradients_property, grad_group)
         if call.kernels is not None or spec.kernel_rule() is not None:
