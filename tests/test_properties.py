@@ -704,3 +704,21 @@ def test_a_drop_in_module_is_built_and_run_as_torch_nn_s(wrong, words):
     assert failures and re.search(words, failures[0]), failures
     if "gradient" in words:
         assert len(failures) == 1, failures
+
+
+def test_the_stream_property_calls_again_on_the_same_tensors_with_new_values():
+    """The second pass of "on the current stream" reuses the first's tensors (new values, arriving late on a
+    GPU): an op that answers calls on addresses it has seen otherwise (on a stream of its own, or from a memo,
+    as the variant below) meets it every run, not only where the allocator happens to reuse an address."""
+    spec = _conv_spec()
+    memo = {}
+
+    def memo_by_address(x, w, stride, padding, dilation):
+        key = (x.data_ptr(), w.data_ptr())
+        if key not in memo:
+            memo[key] = _checked_conv(x, w, stride, padding, dilation)
+        return memo[key].clone()
+
+    found = _run(spec, types.SimpleNamespace(conv=memo_by_address), only=["on the current stream"])
+    assert any("the same tensors again with new values" in v for v in found.values()), found
+    assert not any(_run(spec, types.SimpleNamespace(conv=_checked_conv), only=["on the current stream"]).values())

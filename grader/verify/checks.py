@@ -464,6 +464,21 @@ def late_copies(args, later_sizes=()) -> list:
     return late
 
 
+def refill_late(tensors, values) -> None:
+    """Called inside a side stream's context: each tensor of `tensors` holds NaN (zeros where not floating)
+    now and its match in `values` only after a GPU sleep of some milliseconds on the current stream. The
+    same tensors again: an op that has seen their addresses (the timing's repeated inputs) and runs such
+    calls on a stream of its own reads them too early, whatever the allocator reuses."""
+    pairs = [(t, v) for t, v in zip(tensors, values) if isinstance(t, torch.Tensor)]
+    for t, _ in pairs:
+        t.fill_(float("nan") if t.is_floating_point() else 0)
+    if torch.cuda.is_available() and any(t.is_cuda for t, _ in pairs):
+        torch.cuda.synchronize()  # NaN before anything of the op's can run
+        torch.cuda._sleep(20_000_000)
+    for t, v in pairs:
+        t.copy_(v)
+
+
 def on_a_busy_stream(fn, *inputs: torch.Tensor):
     """Call `fn(*copies)` inside `torch.cuda.stream(s)`, where `s` fills each copy of `inputs` only
     after a sleep of some milliseconds: an op that launches on any stream but the current one reads

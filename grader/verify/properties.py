@@ -79,6 +79,7 @@ import math
 import torch
 
 from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
+from grader.verify.checks import refill_late
 from grader.verify.checks import assert_rel_error, require_plain_tensor, shape_spoils
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
@@ -113,6 +114,15 @@ class Device:
         """grader.verify.checks.late_copies (on the CPU: plain copies, nothing to be late for)."""
         return late_copies(args, later_sizes) if self.cuda else [a.clone() if isinstance(a, torch.Tensor) else a
                                                                  for a in args]
+
+    def refill_late(self, tensors: list, values: list) -> None:
+        """grader.verify.checks.refill_late (on the CPU: plain copies)."""
+        if self.cuda:
+            refill_late(tensors, values)
+        else:
+            for t, v in zip(tensors, values):
+                if isinstance(t, torch.Tensor):
+                    t.copy_(v)
 
     def to_device(self, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return t.to(self.name if self.cuda else "cpu", dtype)
@@ -609,25 +619,36 @@ def _updates(spec, calls: _Calls):
 
 
 def _stream(spec, calls: _Calls):
+    """Each fixed call inside `with torch.cuda.stream(s)`, its inputs arriving late on s: on fresh tensors,
+    then on the same tensors again with new values (an op that runs the calls it has seen before on a
+    stream of its own, as the timing's repeated inputs, reads them early there, whatever the allocator
+    reuses)."""
     def run(ctx):
         side = DEVICE.side_stream()
-        for call in calls(ctx, "stream", _dtypes(spec)[0], random_shapes=False):
-            expected = _reference(call, list(call.args))
-            DEVICE.sync()
+        dtype = _dtypes(spec)[0]
+        for call, again in zip(calls(ctx, "stream", dtype, random_shapes=False),
+                               calls(ctx, "stream again", dtype, random_shapes=False)):
             fn = resolve(ctx.module, call.op)
             what = f"{_described(call)} inside `with torch.cuda.stream(s)` (launch on the current stream)"
             rule = _rule(ctx, call) if _watching() else None
-            with DEVICE.on(side):
-                late = DEVICE.late_copies(list(call.args))
-                # observed like every call (grader.verify.observe.WATCH); the late inputs' copies and sleep are
-                # still queued, which the window allows
-                out, seen = observe(lambda: fn(*late), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True,
-                                    queued_ok=True) if rule is not None else (fn(*late), None)
-            DEVICE.sync()
-            problem = rule.problem(seen, what, expect_work=False) if rule is not None else None
-            if problem:
-                raise CheckFailure(problem)
-            _compare(out, expected, tolerance(call), what)
+            late = None
+            for values, how in ((call.args, ""), (again.args, ", the same tensors again with new values")):
+                expected = _reference(call, list(values))
+                DEVICE.sync()
+                with DEVICE.on(side):
+                    if late is None:
+                        late = DEVICE.late_copies(list(values))
+                    else:
+                        DEVICE.refill_late(late, list(values))
+                    # observed like every call (grader.verify.observe.WATCH); the late inputs' copies and sleep
+                    # are still queued, which the window allows
+                    out, seen = observe(lambda: fn(*late), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True,
+                                        queued_ok=True) if rule is not None else (fn(*late), None)
+                DEVICE.sync()
+                problem = rule.problem(seen, what + how, expect_work=False) if rule is not None else None
+                if problem:
+                    raise CheckFailure(problem)
+                _compare(out, expected, tolerance(call), what + how)
     return run
 
 
@@ -938,25 +959,28 @@ def list_variants(value) -> list[tuple[list, str]]:
     return out
 
 
-def _list_components(spec, calls: _Calls, refused: bool = True):
+def _list_components(spec, calls: _Calls, input_checks: bool = True):
     """Each integer-list argument with one component at -1 or 0 (the others as they were), and one value
-    shorter or longer. `refused`: those PyTorch's reference refuses, which the op must refuse with an error
-    naming an argument (this one, or another that the changed geometry makes inconsistent: a backward's
-    grad_output no longer the forward's shape): the input checks. Else those it computes, where the op
-    gives its answer or refuses them so: values, judged in the call's own group (a kernel wrong only at
-    padding 0 is wrong in its group, and its input checks may still be right)."""
+    shorter or longer. `input_checks`: the lengths, and the components PyTorch's reference refuses, which
+    the op must refuse with an error naming an argument (this one, or another that the changed geometry
+    makes inconsistent: a backward's grad_output no longer the forward's shape), or (a length PyTorch
+    computes) give its answer where it is right as declared. Else the components PyTorch computes, where
+    the op gives its answer or refuses it so: values, judged in the call's own group (a kernel wrong only
+    at padding 0 is wrong in its group; its input checks may be right)."""
     def run(ctx):
         for call in calls(ctx, "list components", _dtypes(spec)[0], random_shapes=False):
+            values = _right_unchanged(ctx, call) if input_checks else False
             for i in _int_lists(call):
                 named = (call.names[i], *(n for n in call.names if n != call.names[i]))
                 for value, which in list_variants(call.args[i]):
                     args = _fresh(call.args)
                     args[i] = type(call.args[i])(value)
                     what = f"{_described(call)}, `{call.names[i]}` = {value} ({which})"
-                    if _reference_refuses(call, args) != refused:
+                    handling = len(value) != len(call.args[i]) or _reference_refuses(call, args)
+                    if handling != input_checks:
                         continue
-                    if refused:
-                        _refused_as_the_reference_refuses(ctx, call, args, i, what, named=named)
+                    if input_checks:
+                        _refused_as_the_reference_refuses(ctx, call, args, i, what, named=named, values=values)
                     else:
                         check_call(ctx, call, args, what, may_refuse=named)
     return run
@@ -1194,7 +1218,7 @@ def property_checks(spec: Spec) -> list[Check]:
             add("each component of its list arguments", _list_components,
                 grp="input_checks" if "input_checks" in spec.points else group)
             add("each component of its list arguments, where PyTorch computes it",
-                lambda sp, c: _list_components(sp, c, refused=False))
+                lambda sp, c: _list_components(sp, c, input_checks=False))
         if call.grad_args:
             add("gradients", _gradients_property, grad_group)
         if call.kernels is not None or spec.kernel_rule() is not None:
