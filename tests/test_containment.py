@@ -69,4 +69,5 @@ def test_a_lost_cuda_context_costs_the_faulted_check_alone(tmp_path):
     assert all(t.extra.get("resumed") for t in failed if not t.name.startswith(JUDGE_PREFIX)), failed
     assert not any("not run: a kernel faulted" in (t.reason or "") for t in row.tests), explain([row])
     names = [t.name for t in row.tests]
-    assert len(names) == len(set(names)) and not any(t.outcome == "not run" for t in row.tests), explain([row])
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+    assert not any(t.outcome == "not run" for t in row.tests), explain([row])

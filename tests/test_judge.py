@@ -326,3 +326,13 @@ def test_a_fresh_image_records_what_the_faulted_one_left_unasked(tmp_path):
     assert judge.record_outputs(again, LEAKY, SEED, path, device="cpu", go_on=True) is None
     assert "leaky_relu_backward" in made and made.count("leaky_relu") == 1, made  # the gradients' forward; not the faulted one
     assert judge.load_outputs(path)[0].keys() == outputs.keys()
+
+
+@pytest.mark.parametrize("s", spec.all_specs(), ids=lambda s: s.exercise)
+def test_the_timed_outputs_verdicts_have_a_name_each(s, tmp_path):
+    """One verdict per timed output's group (01 and 02 time forward and backward, 09 three groups): each
+    its own name, as every outcome of a report (its rows and the gradebook's feedback are keyed by name)."""
+    verdicts = judge.timed_verdicts(s, tmp_path / "none.pt")
+    names = [v.name for v in verdicts]
+    assert len(names) == len(set(names)), names
+    assert all(v.outcome == "failed" for v in verdicts), "a timing that saved nothing fails each group"

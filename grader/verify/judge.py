@@ -357,7 +357,7 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: b
     """The parent's re-check of timed outputs: for each timed call the grading process sampled (the
     last one always), regenerate its inputs from the call's seed on this process's GPU, compute the
     reference at the sampled elements and compare. One test per output's group, `judge: timed
-    outputs`; a timing that saved nothing fails (it ran: the file is written when it ends), unless
+    outputs` (with the group's name where there are several); a timing that saved nothing fails (it ran: the file is written when it ends), unless
     `excused`: it stopped for a reason scored already (a wrong timed output fails its own group; out
     of GPU memory costs the speed points), and the other groups' points stand."""
     from grader.verify.speed import bench_group
@@ -387,8 +387,10 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: b
                                                                   f"({type(e).__name__}: {clean(e)[:200]})")
             finally:
                 torch.cuda.empty_cache()
-    return [TestOutcome(JUDGE_PREFIX + "timed outputs", g, "failed", f"{RECHECKED}{problems[g]}") if g in problems
-            else TestOutcome(JUDGE_PREFIX + "timed outputs", g, "passed") for g in sorted(groups)]
+    def name(g: str) -> str:  # one outcome per group, each its own name (a report's rows are keyed by name)
+        return f"{JUDGE_PREFIX}timed outputs" + (f" ({g})" if len(groups) > 1 else "")
+    return [TestOutcome(name(g), g, "failed", f"{RECHECKED}{problems[g]}") if g in problems
+            else TestOutcome(name(g), g, "passed") for g in sorted(groups)]
 
 
 def _timed_call_problems(bench, call: dict, what: str) -> dict[int, str]:
