@@ -56,3 +56,23 @@ def test_09s_few_values_edges_keep_at_least_3_values_per_channel_in_training():
                 assert z.numel() // z.shape[1] >= 3, f"{call.label}, {edge.name}: output {list(z.shape)}"
                 seen += 1
     assert seen
+
+
+@pytest.mark.parametrize("s", specs.all_specs(), ids=lambda s: s.exercise)
+def test_every_call_tolerance_is_a_number_where_its_inputs_hold_nan_and_infinities(s):
+    """A tolerance that is a function of the call's arguments (a bound from the inputs) stays finite where
+    the NaN property puts NaN and infinities into them: compared against NaN, every output would fail
+    ("relative error 0 exceeds nan"), the solution's too."""
+    from grader.verify.checks import call_tolerance
+
+    with audit_seed(0):
+        calls = s.audit_calls("cpu", torch.float32)
+    for call in calls:
+        if not callable(call.tolerance):
+            continue
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in call.args]
+        for i in call.nonfinite or (0,):
+            if isinstance(args[i], torch.Tensor) and args[i].is_floating_point() and args[i].numel() >= 2:
+                args[i].view(-1)[0], args[i].view(-1)[-1] = float("nan"), float("inf")
+        tol = call_tolerance(call, args)
+        assert tol == tol and tol < float("inf"), f"{call.label}: tolerance {tol} with NaN and infinities in its inputs"

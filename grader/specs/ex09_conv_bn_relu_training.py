@@ -13,6 +13,7 @@ graded in its own group against bounds derived from TF32's precision (the sectio
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import torch
@@ -28,7 +29,7 @@ from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Che
                                 conv_smallest_hw, conv_smallest_input, conv_transpose_output_hw, torch_defaults,
                                 values)
 from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
-from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound,
+from grader.specs.ex06_conv2d import (RANGE_SCALES, TENSOR_CORE_CAPABILITY, clean64, random_case, tf32_bound,
                                       tf32_products_bound, whole_reference)
 
 # version 1 (strict fp32): the convolutions' kernels, then BatchNorm's and the split-K reduction's
@@ -581,12 +582,15 @@ def _audit_strict_tolerance(x, w, b, gamma, beta, running_mean, running_var, cou
     if not training or "y" not in outputs:
         return floor
     u = 2.0**-24 if x.dtype == torch.float32 else 2.0**-53
-    z = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride, padding, dilation)
+    # non-finite inputs as 0 (the NaN checks' calls): their positions are compared apart, and a NaN here
+    # would make every tolerance NaN
+    z = F.conv2d(clean64(x), clean64(w), clean64(b), stride, padding, dilation)
     mean, var = z.mean((0, 2, 3)), z.var((0, 2, 3), unbiased=False)
-    gamma = gamma.detach().double()
-    y = F.relu((z - _per_channel(mean)) * _per_channel(gamma * (var + eps).rsqrt()) + _per_channel(beta.detach().double()))
+    gamma = clean64(gamma)
+    y = F.relu((z - _per_channel(mean)) * _per_channel(gamma * (var + eps).rsqrt()) + _per_channel(clean64(beta)))
     bound = 4 * u * _per_channel(gamma.abs() * (var + eps).rsqrt()) * (z.abs() + _per_channel(mean.abs()))
-    return bound_tolerance(y, bound, floor)
+    allowed = bound_tolerance(y, bound, floor)
+    return allowed if math.isfinite(allowed) else floor
 
 
 def tf32_backward_bounds(grad_y, x, w, z, y, gamma, mean, invstd, training, stride, padding, dilation) -> dict:
