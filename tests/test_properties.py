@@ -250,6 +250,7 @@ LIB.define("scale_rows_unchecked_fake(Tensor x, Tensor w) -> Tensor")
 LIB.define("scale_rows_strict_fake(Tensor x, Tensor w) -> Tensor")
 LIB.define("scale_rows_rank_only_fake(Tensor x, Tensor w) -> Tensor")
 LIB.define("scale_rows_limited(Tensor x, Tensor w) -> Tensor")
+LIB.define("scale_rows_wrong_past_3(Tensor x, Tensor w) -> Tensor")
 
 
 def _scale_rows(x, w):
@@ -302,6 +303,16 @@ def _scale_rows_strict(x, w):  # stricter than the op: a limit of 3 rows the op 
     return x.new_empty(x.shape)
 
 
+@torch.library.impl("course_props_test::scale_rows_wrong_past_3", "CPU")
+def _scale_rows_wrong_past_3(x, w):  # accepts x of 4 rows (a faulty limit check) and answers it wrong
+    return _scale_rows(x, w) if x.dim() != 2 or x.shape[0] <= 3 else torch.zeros_like(x)
+
+
+@torch.library.register_fake("course_props_test::scale_rows_wrong_past_3")
+def _scale_rows_wrong_past_3_fake(x, w):
+    return _scale_rows_strict(x, w)
+
+
 @dataclass
 class RowsSpec(Spec):
     registered: str = "lib.ops.scale_rows"
@@ -341,6 +352,10 @@ def test_the_registered_fake_must_refuse_what_the_op_refuses():
     found = _run(RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
                           registered="lib.ops.scale_rows_limited", four_rows_refused=True), limited, only=only)
     assert found and all("`x` 4 rows: the op refuses it (x: at most 3 rows" in v for v in found.values()), found
+    # an op that computes what its fake refuses, wrongly: its values (or input checks) judge that, not the fake
+    found = _run(RowsSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1},
+                          registered="lib.ops.scale_rows_wrong_past_3"), limited, only=only)
+    assert found and not any(found.values()), found
 
 
 # --- declared domains (grader.verify.spec.Edge): every edge tried, the gradients frozen in turn, module options ---
