@@ -737,3 +737,38 @@ def test_the_stream_property_calls_again_on_the_same_tensors_with_new_values():
     found = _run(spec, types.SimpleNamespace(conv=memo_by_address), only=["on the current stream"])
     assert any("the same tensors again with new values" in v for v in found.values()), found
     assert not any(_run(spec, types.SimpleNamespace(conv=_checked_conv), only=["on the current stream"]).values())
+
+
+class _PackedGradProduct(torch.autograd.Function):
+    """x * y whose backward reads the gradient as packed (its storage in row-major order, as a kernel given
+    a raw pointer without .contiguous() would): right for a dense gradient only."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        packed = g.as_strided(g.shape, [g.shape[1], 1], g.storage_offset())
+        return packed * y, packed * x
+
+
+def test_the_gradient_flowing_back_strided_and_expanded_is_checked():
+    """The gradients property hands the op's backward a gradient with gaps and one expanded from a single
+    value (every stride 0, as `y.sum()` gives): a backward that takes it as packed computes from the wrong
+    elements in both, and a right one passes."""
+    right = types.SimpleNamespace(product=lambda x, y: x * y)
+    assert not any(_run(PRODUCT, right, only=["gradients"]).values())
+    found = _run(PRODUCT, types.SimpleNamespace(product=_PackedGradProduct.apply), only=["gradients"])
+    failure = next(iter(found.values()))
+    assert "the gradient flowing back as a strided view" in failure, found
+    # the dense passes come first and pass: only the laid-out gradient tells this backward from a right one
+    from grader.verify.properties import check_gradients
+
+    ctx = Context(module=types.SimpleNamespace(product=_PackedGradProduct.apply), seed=7, exercise_dir=None)
+    call = PRODUCT.audit_calls("cpu", torch.float32)[0]
+    check_gradients(ctx, call, list(call.args), "dense")
+    with pytest.raises(CheckFailure):
+        check_gradients(ctx, call, list(call.args), "expanded", flowing="expanded")

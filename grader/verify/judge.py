@@ -266,8 +266,23 @@ def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Ten
         raise RuntimeError("the result does not require grad: no backward is registered")
     if v is None:
         v = cotangent(y.shape, cotangent_seed)
-    (y * v.to(y)).sum().backward()
+    _HandsBack.apply(y, v.to(device=y.device, dtype=y.dtype)).backward()
     return [args[i].grad for i in call.grad_args]
+
+
+class _HandsBack(torch.autograd.Function):
+    """A scalar whose backward hands `v` itself to y's backward as its gradient, layout and all (a product
+    with v, summed, would hand it a new dense tensor): d<y, v>/d args, and a backward meets the gradient
+    a caller gives, non-contiguous or expanded (stride 0, as `y.sum()` hands back) where it is."""
+
+    @staticmethod
+    def forward(ctx, y, v):
+        ctx.v = v
+        return y.new_zeros(())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.v, None
 
 
 def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:

@@ -79,7 +79,7 @@ import math
 import torch
 
 from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
-from grader.verify.checks import refill_late
+from grader.verify.checks import refill_late, strided_copy
 from grader.verify.checks import assert_rel_error, require_plain_tensor, shape_spoils
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
@@ -353,17 +353,26 @@ def watched(fn, rule: KernelRule, what: str, queued_ok: bool = False):
 
 # --- gradients -----------------------------------------------------------------------------------
 
-def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None) -> None:
+# How the gradient flowing back into an op's backward may be laid out (check_gradients's `flowing`): a
+# view with gaps (a transpose or a slice downstream), and one value expanded, every stride 0 (`y.sum()`).
+FLOWING_BACK = {"a strided view": "strided", "one value expanded (stride 0, as y.sum() hands back)": "expanded"}
+
+
+def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None, flowing: str = "") -> None:
     """<d(y . v)/d arg> through autograd against the reference differentiated in float64 (on a side
-    stream whose inputs arrive late, when `stream` is given)."""
+    stream whose inputs arrive late, when `stream` is given); v, the gradient the op's backward receives,
+    dense, or laid out as `flowing` says (a value of FLOWING_BACK)."""
     if _reached is not None:  # a dry run calls no op
         return
     seed = ctx.seed_for(what)
-    expected = gradients(call.reference, call, _double(args), seed)
     tol = max(tolerance(call, args), 1e-5)
     with torch.no_grad():
         out = call.reference(*_double(args))
     shape = out.shape if isinstance(out, torch.Tensor) else ()
+    v64 = cotangent(shape, seed)
+    if flowing == "expanded" and v64.numel():
+        v64 = v64.reshape(-1)[:1].expand(shape)
+    expected = gradients(call.reference, call, _double(args), seed, v64)
     sizes = sorted({a.numel() for a in args if isinstance(a, torch.Tensor)} | {math.prod(shape)}
                    | {e.numel() for e in expected if isinstance(e, torch.Tensor)})
     fn = _observed(ctx, call, resolve(ctx.module, call.op), what, queued_ok=stream is not None)
@@ -375,7 +384,15 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
             # values). On a side stream the inputs, the output and the gradient flowing back are made
             # after a sleep, and the cotangent before it (a copy from the CPU would wait out the sleep and
             # let the race go either way): an op or a backward on another stream reads NaN.
-            v = DEVICE.to_device(cotangent(shape, seed), dtype_of(call))
+            v = DEVICE.to_device(v64.contiguous(), dtype_of(call))
+            if flowing == "expanded" and v.numel():
+                # its storage past the one value NaN: a backward reading it as packed reads NaN
+                storage = torch.full_like(v.reshape(-1), float("nan"))
+                storage[:1] = v.reshape(-1)[:1]
+                v = storage[:1].expand(shape)
+            elif flowing == "strided":
+                v = strided_copy(v) if v.dim() else v  # the same values, with gaps
+                v = v if v is not None else DEVICE.to_device(v64, dtype_of(call))
             if stream is not None:
                 args = DEVICE.late_copies(args, sizes)
             else:
@@ -692,6 +709,11 @@ def _gradients_property(spec, calls: _Calls):
                                     "requires_grad=False (the others differentiated)")
             check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
                             "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
+            # the gradient a caller's graph hands back is not always dense: a backward that reads it as packed
+            # (a raw pointer, no .contiguous()) computes from the wrong elements
+            for name, flowing in FLOWING_BACK.items():
+                check_gradients(ctx, call, _fresh(call.args), f"{through}, the gradient flowing back as {name}",
+                                flowing=flowing)
     return run
 
 
