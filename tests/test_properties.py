@@ -739,14 +739,9 @@ def test_the_stream_property_calls_again_on_the_same_tensors_with_new_values():
     assert not any(_run(spec, types.SimpleNamespace(conv=_checked_conv), only=["on the current stream"]).values())
 
 
-class _PackedGradProduct(torch.autograd.Function):
+class _PackedGradProduct(_Product):
     """x * y whose backward reads the gradient as packed (its storage in row-major order, as a kernel given
     a raw pointer without .contiguous() would): right for a dense gradient only."""
-
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return x * y
 
     @staticmethod
     def backward(ctx, g):
