@@ -457,11 +457,16 @@ def late_copies(args, later_sizes=()) -> list:
         dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), torch.float32)
         for numel in sorted(set(later_sizes)):
             poison_next_allocation(numel, dtype, blocks=None)
-        torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
-    for copy, a in zip(late, args):
-        if isinstance(a, torch.Tensor):
-            copy.copy_(a)
+    _copied_after_a_sleep([(copy, a) for copy, a in zip(late, args) if isinstance(a, torch.Tensor)])
     return late
+
+
+def _copied_after_a_sleep(pairs) -> None:
+    """Each (tensor, value) of `pairs` copied on the current stream after a GPU sleep there."""
+    if torch.cuda.is_available():
+        torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
+    for t, v in pairs:
+        t.copy_(v)
 
 
 def refill_late(tensors, values) -> None:
@@ -472,11 +477,9 @@ def refill_late(tensors, values) -> None:
     pairs = [(t, v) for t, v in zip(tensors, values) if isinstance(t, torch.Tensor)]
     for t, _ in pairs:
         t.fill_(float("nan") if t.is_floating_point() else 0)
-    if torch.cuda.is_available() and any(t.is_cuda for t, _ in pairs):
+    if torch.cuda.is_available():
         torch.cuda.synchronize()  # NaN before anything of the op's can run
-        torch.cuda._sleep(20_000_000)
-    for t, v in pairs:
-        t.copy_(v)
+    _copied_after_a_sleep(pairs)
 
 
 def on_a_busy_stream(fn, *inputs: torch.Tensor):
