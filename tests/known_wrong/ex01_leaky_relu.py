@@ -196,3 +196,15 @@ VARIANTS += [
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="PyTorch's defaults",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
 ]
+
+# The gradient flowing back laid out as a caller's graph hands it (issue 47: every tensor argument non-contiguous,
+# the backward's incoming gradient too)
+VARIANTS += [
+    Variant(EX, "backward_reads_grad_output_packed", "the backward op hands grad_output's storage to its kernel as "
+            "it is (no .contiguous()): right for a dense gradient only",
+            {"leaky_relu.cpp": [("  const at::Tensor gc = grad_output.contiguous();",
+                                 "  const at::Tensor gc = grad_output;")]},
+            # the backward op's own non-contiguous calls, and autograd's gradient flowing back strided and expanded
+            loses={"backward", "autograd", "performance"}, keeps={"forward", "input_checks"},
+            extra={"kind": "coverage", "old": "loses backward"}),
+]
