@@ -455,6 +455,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
     count = torch.zeros((), dtype=torch.long, device=x.device)
     tf32 = version == TF32
     tag = "".join(f", {t}" for t in (kind, "TF32" if tf32 else "") if t)
+    forward_tolerance = _audit_tf32_tolerance if tf32 else _audit_strict_tolerance
     per_version = {"group": TF32_GROUP if tf32 else "", "kernels": KernelRule(TF32_KERNELS if tf32 else KERNELS),
                    "needs_capability": TENSOR_CORE_CAPABILITY if tf32 else None}
     calls = [AuditCall("conv_bn_relu", (x, w, b, gamma, beta, mean, var, count, True, 0.1, 1e-5, *conv, version),
@@ -466,8 +467,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                        # (not None's average), 1.0: the batch's statistics alone
                        scalars={9: (None, 0.0, 0.3, 1.0), 10: (1e-3,)}, domains=_domains(x, w, conv, momentum=9, trains=True),
                        updates=None if tf32 else _audit_updates, updates_group="running_stats",
-                       tolerance=(lambda *a: (_audit_tf32_tolerance if tf32 else _audit_strict_tolerance)(
-                           *a[:14], outputs=("y",))),
+                       tolerance=lambda *a: forward_tolerance(*a[:14], outputs=("y",)),
                        defaults=torch_defaults(NAMES, first=9), **per_version)]
     for training in (True, False):
         mode = "training" if training else "eval"
@@ -480,8 +480,7 @@ def _calls(r, x, w, b, conv, k: int, seed: int, kind: str = "", version: int = S
                                scalars={10: (0.1,), **({9: (None, 0.0, 1.0)} if training else {})},
                                domains=_domains(x, w, conv, momentum=9, training=None, trains=training),
                                updates=None if tf32 else _audit_updates, updates_group="running_stats",
-                               tolerance=lambda *a: (_audit_tf32_tolerance if tf32 else _audit_strict_tolerance)(*a[:14]),
-                               **per_version))
+                               tolerance=lambda *a: forward_tolerance(*a[:14]), **per_version))
         y, z, m, invstd = (t.to(x.dtype) for t in _audit_forward(*args))
         grad_y = r(*y.shape, seed=seed + 4)
         calls.append(AuditCall(

@@ -372,8 +372,8 @@ def timed_verdicts(spec: Spec, path: Path, device: str | None = None, excused: b
     """The parent's re-check of timed outputs: for each timed call the grading process sampled (the
     last one always), regenerate its inputs from the call's seed on this process's GPU, compute the
     reference at the sampled elements and compare. One test per output's group, `judge: timed
-    outputs` (with the group's name where there are several); a timing that saved nothing fails (it ran: the file is written when it ends), unless
-    `excused`: it stopped for a reason scored already (a wrong timed output fails its own group; out
+    outputs` (with the group's name where there are several); a timing that saved nothing fails (it
+    ran: the file is written when it ends), unless `excused`: it stopped for a reason scored already (a wrong timed output fails its own group; out
     of GPU memory costs the speed points), and the other groups' points stand."""
     from grader.verify.speed import bench_group
 

@@ -391,8 +391,8 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
                 storage[:1] = v.reshape(-1)[:1]
                 v = storage[:1].expand(shape)
             elif flowing == "strided":
-                v = strided_copy(v) if v.dim() else v  # the same values, with gaps
-                v = v if v is not None else DEVICE.to_device(v64, dtype_of(call))
+                with_gaps = strided_copy(v)  # the same values (None for a single one: it stays dense)
+                v = v if with_gaps is None else with_gaps
             if stream is not None:
                 args = DEVICE.late_copies(args, sizes)
             else:

@@ -34,7 +34,8 @@ VARIANTS = [
     Variant(EX, "fp16_operands", "the implicit GEMM rounds the input to a 10-bit mantissa (like TF32 or fp16)",
             {"conv2d.cu": [(A_LOAD, "? static_cast<scalar_t>(static_cast<float>(c10::Half(static_cast<float>("
                                     "load_padded(xn + c_off, ih0 + kh * s.dil_h, iw0 + kw * s.dil_w, s.h, s.w)))))")]},
-            loses={"implicit_gemm", "depthwise", "autograd", "performance"}, reason="relative error"),  # GEMM's depthwise row
+            # GEMM's depthwise row
+            loses={"implicit_gemm", "depthwise", "autograd", "performance"}, reason="relative error"),
     Variant(EX, "pytorch_fallback", "the Python wrapper calls torch.nn.functional.conv2d (cuDNN)",
             {"conv2d.py": [("return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), "
                             "int(version))",
