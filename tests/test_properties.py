@@ -358,6 +358,38 @@ def test_the_registered_fake_must_refuse_what_the_op_refuses():
     assert found and not any(found.values()), found
 
 
+LIB.define("add_sum(Tensor x, int[] by) -> Tensor")
+
+
+@torch.library.impl("course_props_test::add_sum", "CPU")
+def _add_sum(x, by):  # any length computed (a length check left out), as PyTorch's reference computes it
+    return x + sum(by)
+
+
+@torch.library.register_fake("course_props_test::add_sum")
+def _add_sum_fake(x, by):  # the op's intended check: two values
+    torch._check(len(by) == 2, lambda: f"by must be 2 values, got {list(by)}")
+    return x.new_empty(x.shape)
+
+
+@dataclass
+class AddSumSpec(Spec):
+    def audit_calls(self, device, dtype):
+        x = audit_randn(3, 5, device=device, dtype=dtype, seed=1)
+        return [AuditCall("add_sum", (x, [1, 2]), ("x", "by"), lambda x, by: x.double() + sum(by),
+                          registered="lib.ops.add_sum")]
+
+
+def test_a_list_accepted_at_another_length_is_judged_by_the_input_checks_not_the_fake():
+    """An op whose length check is left out computes a padding of one value (rightly where what lies past
+    the list happens to be 0, wrongly elsewhere): the list-components property of its input checks judges
+    that; its fake, refusing the length as the exercise declares, is not at fault."""
+    module = types.SimpleNamespace(lib=types.SimpleNamespace(ops=torch.ops.course_props_test))
+    spec = AddSumSpec(exercise="97_rows", title="rows", module="rows.py", points={"forward": 1})
+    found = _run(spec, module, only=[properties.FAKE_REFUSES])
+    assert found and not any(found.values()), found
+
+
 # --- declared domains (grader.verify.spec.Edge): every edge tried, the gradients frozen in turn, module options ---
 
 def _wrong_derivative_at_zero(x, a):

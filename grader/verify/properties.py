@@ -967,6 +967,10 @@ def _int_lists(call: AuditCall) -> list[int]:
             and all(isinstance(v, int) and not isinstance(v, bool) for v in a)]
 
 
+def _list_length_changed(call: AuditCall, args: list) -> bool:
+    return any(len(args[i]) != len(call.args[i]) for i in _int_lists(call))
+
+
 def list_variants(value) -> list[tuple[list, str]]:
     """Each component of an integer list alone at -1 and at 0, and the list one shorter and one longer:
     the values a check of one component, or of the length, decides (`a[0] >= 1 && a[1] >= 1`)."""
@@ -1167,8 +1171,10 @@ def _fake_refuses(spec, calls: _Calls):
                                        f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
                                        f"the fake must make the op's checks [{FAKE_REFUSES}]")
                 # computed where PyTorch computes it: the fake must not refuse it, unless the op's answer is wrong
-                # (an input accepted by a faulty check and read in part: the input checks judge that)
+                # or a list's length changed (an input accepted by a faulty check and read in part, its answer
+                # right or wrong by what lies past the list: the input checks judge both, _list_components)
                 if refused is None and fake_refused is not None and not _reference_refuses(call, args) \
+                        and not _list_length_changed(call, args) \
                         and output_problem(out, _reference(call, args), tolerance(call, args), what) is None:
                     raise CheckFailure(f"{what}: the op computes it, but its registered fake refuses it "
                                        f"({fake_refused[:200]}) [{FAKE_REFUSES}]")
