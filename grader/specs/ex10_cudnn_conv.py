@@ -856,6 +856,34 @@ class CudnnConvSpec(Spec):
             assert_rel_error(gx, ref_x, TOL["strict"], f"graphs: conv2d_backward_input {same}")
             assert_rel_error(gw, ref_w, TOL["strict"], f"graphs: conv2d_backward_weight {same}")
 
+    def _check_graph_interleaved(self, ctx):
+        """A model's layers: several keys called in turn (one buffer, three weights), round after round.
+        Each key's second call captures and its later calls replay, however many other keys come between
+        (a cache that remembers only the last key seen, or evicts on every new one, never captures here)."""
+        m = ctx.module
+        x, _, values = self._graph_inputs(ctx, "graph-layers", 4)
+        weights = [_weight(ctx, f"graph-layers-w{j}", (GRAPH_K, GRAPH_X[1], 3, 3)) for j in range(3)]
+        m.cache_clear()
+        outs = []
+        with math_of("strict"), launch_cache(m, True):
+            for v in values:
+                x.copy_(v)
+                for w in weights:
+                    y = m.conv2d(x, w, None, 1, 1)
+                    outs.append(y.clone())
+                    del y  # the next layer's output takes the same block, as the same layer's did before
+            torch.cuda.synchronize()
+            counts = graph_counts(m)
+        for i, y in enumerate(outs):
+            round_, layer = divmod(i, len(weights))
+            assert_rel_error(y, _reference(values[round_], weights[layer], 1, 1, 1), TOL["strict"],
+                             f"graphs: round {round_ + 1}, layer {layer + 1} of {len(weights)} convolutions called in turn")
+        if counts["graph_captures"] < len(weights) or counts["graph_hits"] < len(weights):
+            raise CheckFailure(f"graphs: {len(values)} rounds of {len(weights)} convolutions called in turn (as a "
+                               f"model's layers) captured {counts['graph_captures']} graphs and replayed "
+                               f"{counts['graph_hits']} (counts {counts}); each layer's second call should capture "
+                               "its graph and its later calls replay it, whatever other keys came between")
+
     def _check_graph_new_output(self, ctx):
         """A graph holds the addresses it was captured with: a call whose output is another buffer must
         not replay it (it would write the old buffer and leave the new one unwritten)."""
@@ -1269,6 +1297,7 @@ class CudnnConvSpec(Spec):
         checks.add("cache[bounded, least recently used evicted]", self._check_bounded)
         checks.add("cache[mode=uncached bypasses it]", self._check_uncached)
         checks.add("cache[graphs: repeated calls replay, reading new values]", self._check_graph_replay)
+        checks.add("cache[graphs: layers called in turn each replay]", self._check_graph_interleaved)
         checks.add("cache[graphs: a new output buffer never replays an old graph]", self._check_graph_new_output)
         checks.add("cache[graphs: the bias is read at every replay, and another bias is another graph]",
                    self._check_graph_bias)

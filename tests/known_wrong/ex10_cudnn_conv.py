@@ -234,6 +234,18 @@ VARIANTS += [
             extra={"kind": "state", "old": "full marks"}),
 ]
 
+# The launch cache's memory of first calls (GraphCache::seen_) forgotten at every new key: one layer
+# called alone captures on its second call, but a model's layers called in turn never do (a mutant of
+# the solution that survived until the cache's interleaved check). Values stay right (no graph is
+# replayed at all): only the cache group can see it.
+VARIANTS += [
+    Variant(EX, "graph_cache_remembers_one_key", "GraphCache::find forgets every key seen once when it meets a "
+            "new one: layers called in turn never reach their second call",
+            {"cudnn_conv.cu": [("      if (seen_.size() >= kSeenCapacity) seen_.clear();\n", "      seen_.clear();\n")]},
+            loses={"cache"}, keeps={"descriptors", "forward", "backward", "input_checks", "threads", "streams"},
+            reason="called in turn", extra={"kind": "state", "old": "full marks"}),
+]
+
 # The registered conv_transpose2d's fake without its check of x against output_size (and of the
 # geometry that goes with it): only an audit call of the registered op itself, which takes the
 # output's size, hands the fake a size that does not match x.
