@@ -179,3 +179,37 @@ def gpu_capabilities() -> set[str]:
         if picked and all(i < len(caps) for i in picked):
             caps = [caps[i] for i in picked]
     return set(caps)
+
+
+# How a grading process's thread waits for the GPU (COURSE_CUDA_SYNC): CUDA's default ("auto") spins
+# while a process has fewer contexts than the machine has cores, so a dozen grading processes that
+# share one GPU by time slices each keep a core spinning through the others' slices.
+CUDA_SYNC_ENV = "COURSE_CUDA_SYNC"
+CUDA_SYNC_FLAGS = {"auto": 0, "spin": 1, "yield": 2, "blocking": 4}  # CU_CTX_SCHED_*
+
+
+def set_cuda_sync(mode: str | None = None) -> str | None:
+    """Set how this process's threads wait for every visible GPU (`mode`, else $COURSE_CUDA_SYNC; one of
+    CUDA_SYNC_FLAGS), before the first CUDA call creates the primary contexts (the driver API's
+    cuDevicePrimaryCtxSetFlags: the runtime, torch's, then uses those flags). The mode set, or None where
+    none was asked or the driver is missing (no GPU: nothing waits)."""
+    import ctypes
+
+    mode = mode or os.environ.get(CUDA_SYNC_ENV) or None
+    if mode is None:
+        return None
+    if mode not in CUDA_SYNC_FLAGS:
+        raise ValueError(f"{CUDA_SYNC_ENV}={mode!r}: one of {', '.join(CUDA_SYNC_FLAGS)}")
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    count = ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return None
+    set_flags = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None) or cuda.cuDevicePrimaryCtxSetFlags
+    for ordinal in range(count.value):
+        device = ctypes.c_int(0)
+        if cuda.cuDeviceGet(ctypes.byref(device), ordinal) == 0:
+            set_flags(device, ctypes.c_uint(CUDA_SYNC_FLAGS[mode]))
+    return mode

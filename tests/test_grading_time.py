@@ -66,3 +66,17 @@ def test_a_reports_check_time_is_summed_by_exercise_and_kind(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "09_x" in out and "     6.0      1.5     0.25" in out, out
     assert "4.0 s wall     1.0 s CPU     1 checks  state between calls" in out, out
+
+
+def test_the_cuda_sync_mode_is_one_of_cudas_and_off_unless_asked(monkeypatch):
+    """COURSE_CUDA_SYNC sets how a grading process waits for the GPU (grader.env.set_cuda_sync): unset,
+    nothing is changed; a name CUDA has no flag for is refused, naming the variable. (Whether the driver
+    takes the flag only a GPU can say: cuDevicePrimaryCtxGetState reads it back.)"""
+    from grader import env
+
+    monkeypatch.delenv(env.CUDA_SYNC_ENV, raising=False)
+    assert env.set_cuda_sync() is None
+    monkeypatch.setenv(env.CUDA_SYNC_ENV, "sleepy")
+    with pytest.raises(ValueError, match="COURSE_CUDA_SYNC='sleepy'"):
+        env.set_cuda_sync()
+    assert set(env.CUDA_SYNC_FLAGS) == {"auto", "spin", "yield", "blocking"}

@@ -16,6 +16,7 @@ import pytest
 from grader import env
 
 env.configure()
+env.set_cuda_sync()  # before the warm-up thread creates the CUDA context
 
 # the generated properties that RACECHECK=1 runs (grader.run.grading): every op's fixed small calls, the
 # forward on the current stream and the backward through autograd
