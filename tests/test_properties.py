@@ -799,3 +799,34 @@ def test_the_gradient_flowing_back_strided_and_expanded_is_checked():
     check_gradients(ctx, call, list(call.args), "dense")
     with pytest.raises(CheckFailure):
         check_gradients(ctx, call, list(call.args), "expanded", flowing="expanded")
+
+
+# --- the state an op updates in place (running statistics): judged in its own group, the outputs in theirs ---
+
+def _tracked(x, total, out_scale=2.0, state_scale=1.0):
+    total.add_(x.sum() * state_scale)  # the running state, updated in place by design
+    return x * out_scale
+
+
+@dataclass
+class TrackSpec(Spec):
+    def audit_calls(self, device, dtype):
+        x = audit_randn(3, 4, device=device, dtype=dtype, seed=1)
+        total = torch.zeros((), device=device, dtype=dtype)
+        return [AuditCall("track", (x, total), ("x", "total"), lambda x, total: x * 2.0,
+                          updates=lambda x, total: {1: total + x.sum()}, updates_group="state", mutates=(1,),
+                          domains={0: (Edge("negative", make=lambda t: -t.abs()),)})]
+
+
+@pytest.mark.parametrize("out_scale, state_scale, failing", [
+    (2.0, 1.0, set()),
+    (3.0, 1.0, {"forward"}),  # wrong outputs, the state right: forward's properties alone
+    (2.0, 2.0, {"state"}),  # the outputs right, the state wrong: the state's property alone
+])
+def test_the_state_an_op_updates_is_judged_in_its_group_and_its_outputs_in_theirs(out_scale, state_scale, failing):
+    spec = TrackSpec(exercise="96_track", title="track", module="track.py", points={"forward": 1, "state": 1})
+    module = types.SimpleNamespace(track=lambda x, total: _tracked(x, total, out_scale, state_scale))
+    found = _run(spec, module, only=["non-contiguous arguments", "every declared edge", "the state it updates"])
+    groups = {c.name: c.group for c in property_checks(spec)}
+    assert "track [the state it updates, at every edge]" in found, found
+    assert {groups[name] for name, why in found.items() if why} == failing, found
