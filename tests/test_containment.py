@@ -13,6 +13,9 @@ from tests.known_wrong import Variant, all_variants
 CPU_CRASHES = [v for v in all_variants() if v.extra.get("cpu")]
 # a hang costs its exercise this long; the healthy neighbour takes about 15 s on 2 cores
 TIMEOUT = 30
+# and a check that runs this long with no other starting (the hang's), sooner: the neighbour's longest
+# check takes about a second here
+STALL = 10
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +29,7 @@ def neighbour():
 def test_crash_costs_only_its_exercise(tmp_path, variant, neighbour):
     variant.materialize(tmp_path)
     (tmp_path / "02_elu").symlink_to(neighbour)
-    rows = grade(tmp_path, ["01", "02"], timeout=TIMEOUT, parallel=2)
+    rows = grade(tmp_path, ["01", "02"], timeout=TIMEOUT, parallel=2, stall=STALL)
     check_variant(variant, rows["01_leaky_relu"])
     healthy = rows["02_elu"]
     assert healthy.status == "graded", explain(rows)
