@@ -108,6 +108,41 @@ def test_stale_torch_lock_does_not_block_a_build(first_build):
     assert result.ok and not result.extra["ninja_only"], result.error  # torch's way, the one that took the lock
 
 
+def test_builds_in_threads_of_one_process_write_the_precompiled_header_together(tmp_path, monkeypatch):
+    """Builds run in processes and in threads (a grade's pool, a test's): each writes the header under a name
+    of its own before putting it in place, so none renames another's file away. Eight threads make a new
+    folder's header at once, twenty times. (Its .gch is marked failed, so no compile runs: the header is what
+    threads race on.)"""
+    import threading
+
+    rounds, current = iter(range(20)), []
+
+    def next_folder():  # run by one thread once all eight wait: the next round's empty folder
+        folder = tmp_path / f"pch{next(rounds, 'done')}"
+        folder.mkdir()
+        (folder / "failed").write_text("not made in this test")
+        current[:] = [folder / build.PCH_NAME]
+
+    monkeypatch.setattr(build, "pch_header", lambda: current[0])
+    start, errors = threading.Barrier(8, action=next_folder), []
+
+    def make():
+        for _ in range(20):
+            start.wait()
+            try:
+                build.ensure_pch()
+            except OSError as e:
+                errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert all((tmp_path / f"pch{r}" / build.PCH_NAME).read_text() == build._pch_text() for r in range(20))
+
+
 def test_the_binding_files_compile_with_the_precompiled_header(builds):
     """The torch headers every .cpp includes come precompiled (grader.toolchain.build.ensure_pch), made with the
     flags torch gives a real build but the build's own (its macro, namespace and include folders), so

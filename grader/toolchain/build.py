@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import threading
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -200,6 +201,11 @@ def torch_cxx_flags() -> list[str]:
             cpp_standard_flag()]
 
 
+def _writer() -> str:
+    """This process and thread, for a temporary file's name: builds run in processes and in threads."""
+    return f"{os.getpid()}.{threading.get_ident()}"
+
+
 def ensure_pch() -> tuple[Path, str]:
     """The precompiled header for this build's `-include`, made first if no other build is making it
     (one that is would make this one wait: it reads the header as text instead). Returns the header
@@ -209,7 +215,7 @@ def ensure_pch() -> tuple[Path, str]:
     failed = header.with_name("failed")
     header.parent.mkdir(parents=True, exist_ok=True)
     if not header.is_file() or header.read_text() != _pch_text():
-        tmp = header.with_name(f".{header.name}.{os.getpid()}")
+        tmp = header.with_name(f".{header.name}.{_writer()}")
         tmp.write_text(_pch_text())
         os.replace(tmp, header)
     if gch.is_file() or failed.is_file():
@@ -222,7 +228,7 @@ def ensure_pch() -> tuple[Path, str]:
             return header, ""
         if gch.is_file():
             return header, ""
-        tmp = gch.with_name(f".{gch.name}.{os.getpid()}")
+        tmp = gch.with_name(f".{gch.name}.{_writer()}")
         flags = [*torch_cxx_flags(), *CXX_FLAGS]
         start = time.perf_counter()
         proc = subprocess.run([_cxx(), *flags, "-x", "c++-header", str(header), "-o", str(tmp)],
