@@ -210,7 +210,7 @@ def _rule(ctx: Context, call: AuditCall) -> KernelRule | None:
 
 
 def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool = False, queued_ok: bool = False,
-           expected=None, omit: frozenset = frozenset()):
+           expected=None, omit: frozenset = frozenset(), kernels: bool = True):
     """Call the op as a user would: the result must be plain tensors, the inputs unmodified (but
     those the op updates by design), the memory it may write poisoned beforehand, and no host thread
     may outlive the call. Every call is observed (grader.verify.observe.WATCH): in the watch's hidden window
@@ -219,7 +219,9 @@ def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool =
     done the work). Either way the caller compares the values. `expected`: the reference's answer for
     these values, when the caller has it already (the same values in another layout). `omit`: indices of
     arguments left out of the call (each holds in `args` the value the op must then take), those after
-    them passed by keyword, under the names of the op's own signature."""
+    them passed by keyword, under the names of the op's own signature. Without `kernels`, the call is
+    observed all the same (the op cannot tell) but which kernels ran is not judged here (a property of
+    the state alone: the call's own group judges its kernels at the same calls)."""
     fn = resolve(ctx.module, call.op)
     if omit:
         fn = _leaving_out(fn, omit)
@@ -243,7 +245,7 @@ def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool =
     for t in _tensors(out) if isinstance(out, (tuple, list)) else [out]:
         if t is not None:
             require_plain_tensor(t, what)
-    if rule is not None and seen is not None:
+    if kernels and rule is not None and seen is not None:
         problem = rule.problem(seen, what, expect_work=visible and any(t.numel() for t in _tensors(out)))
         if problem:
             raise CheckFailure(problem)
@@ -302,13 +304,13 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
                outputs: bool = True):
     """The op on `args` gives the reference's answer (or, when `may_refuse` names arguments, an error
     naming one of them), its kernels observed (`invoke`); with `updates`, the arguments it updates in
-    place by design hold the call's `updates` after it. Without `outputs`, its outputs are not compared
-    (a property of the state alone: the outputs' own properties judge them in their group). Returns
-    (output, expected), (None, None) when refused."""
+    place by design hold the call's `updates` after it. Without `outputs`, neither its outputs nor its
+    kernels are judged (a property of the state alone: the call's own properties judge both, in its
+    group, at the same calls). Returns (output, expected), (None, None) when refused."""
     # the state the op updates in place by design, as it must be after the call (before it runs)
     updated = call.updates(*_double(args)) if updates and call.updates is not None else {}
     try:
-        out, expected = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit)
+        out, expected = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit, kernels=outputs)
     except ERRORS as e:
         msg = clean(e)
         if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
@@ -630,8 +632,9 @@ def _at_edge(ctx: Context, call: AuditCall, args: list, i: int, what: str, may_r
 
 def _updates(spec, calls: _Calls):
     """The state each fixed call updates in place (running statistics), at every declared edge: judged in
-    the updates' own group, its outputs left to theirs (a forward normalising with the wrong statistics
-    but updating the running ones right loses forward, not running_stats)."""
+    the updates' own group, its outputs and kernels left to the call's (a forward normalising with the
+    wrong statistics, or through PyTorch at one edge, but updating the running ones right loses forward,
+    not running_stats)."""
     def run(ctx):
         for dtype in edge_dtypes(spec):
             for call in calls(ctx, f"updates {dtype}", dtype, random_shapes=False):
