@@ -19,8 +19,8 @@ import re
 import shlex
 import shutil
 import subprocess
-import threading
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
