@@ -37,7 +37,9 @@ def declared(spec) -> set[tuple]:
                 if dtype == first and call.grad_args and not edge.refused:
                     out.add((call.label, call.names[i], f"{edge.name} (gradients)", d))
             if dtype == first and len(call.grad_args) > 1:
-                out |= {(call.label, call.names[i], frozen_edge(call.names[i]), d) for i in call.grad_args}
+                modes = [None] + [edge.name for _, edge in call.edges() if edge.is_mode]
+                out |= {(call.label, call.names[i], frozen_edge(call.names[i], m), d) for i in call.grad_args
+                        for m in modes}
     for entry in spec.module_options():
         out |= {(entry.name, option, edge.name, "module") for option, edges in entry.options.items() for edge in edges}
     return out

@@ -15,7 +15,7 @@ import torch
 from grader.verify import properties
 from grader.verify.checks import CheckFailure
 from grader.verify.properties import Device, property_checks
-from grader.verify.spec import AuditCall, Context, Edge, Spec, audit_randn, random_shape
+from grader.verify.spec import AuditCall, Context, Edge, Spec, audit_randn, random_shape, values
 
 LIB = torch.library.Library("course_props_test", "DEF")  # noqa: TOR901 (kept alive for the module's lifetime)
 LIB.define("scale(Tensor x, float a) -> Tensor")
@@ -463,6 +463,45 @@ def test_each_differentiable_argument_is_frozen_in_turn():
     assert found and not any(found.values()), found
     found = _run(PRODUCT, types.SimpleNamespace(product=_Product.apply), only=["gradients"])
     assert any("requires_grad=False" in v for v in found.values()), found
+
+
+class _SwitchedProduct(torch.autograd.Function):
+    """x * y, or x * y + x when `shifted`. Off that mode it keeps x only when x itself needs a gradient,
+    though y's gradient reads it: right in the base call (shifted), wrong with x frozen in the other mode
+    (09's z kept only for gamma, which only eval's backward missed)."""
+
+    @staticmethod
+    def forward(ctx, x, y, shifted):
+        keep = ctx.needs_input_grad[0] or shifted
+        ctx.save_for_backward(x if keep else torch.zeros_like(x), y)
+        ctx.shifted = shifted
+        return x * y + (x if shifted else 0)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * (y + 1 if ctx.shifted else y), g * x, None
+
+
+@dataclass
+class SwitchedProductSpec(Spec):
+    def audit_calls(self, device, dtype):
+        x = audit_randn(3, 5, device=device, dtype=dtype, seed=1)
+        y = audit_randn(3, 5, device=device, dtype=dtype, seed=2)
+        return [AuditCall("product", (x, y, True), ("x", "y", "shifted"),
+                          lambda x, y, s: x.double() * y.double() + (x.double() if s else 0),
+                          grad_args=(0, 1), domains={2: values(False)})]
+
+
+def test_each_differentiable_argument_is_frozen_in_every_mode():
+    spec = SwitchedProductSpec(exercise="98_product", title="product", module="product.py",
+                               points={"forward": 1, "autograd": 1})
+    assert Edge("False", False).is_mode and not Edge("1.5", 1.5).is_mode and not Edge("r", "r", refused=True).is_mode
+    right = types.SimpleNamespace(product=lambda x, y, s: x * y + (x if s else 0))
+    found = _run(spec, right, only=["gradients"])
+    assert found and not any(found.values()), found
+    found = _run(spec, types.SimpleNamespace(product=_SwitchedProduct.apply), only=["gradients"])
+    assert any("`x` with requires_grad=False" in v and "shifted=False" in v for v in found.values()), found
 
 
 def test_a_module_entry_point_tries_every_option_and_wants_a_refusal_named():

@@ -709,14 +709,18 @@ def _gradients_property(spec, calls: _Calls):
                                                    dtype_of(call)):
                     check_gradients(ctx, call, args, f"{through}, {which}")
             # each differentiable argument left out of autograd while the others are differentiated (a
-            # frozen parameter): the backward must still give the others theirs
+            # frozen parameter), in the base call and in each of its modes (a frozen BatchNorm in eval):
+            # the backward must still give the others theirs
             if len(call.grad_args) > 1:
+                modes = [(None, _fresh(call.args), "")]
+                modes += [(edge.name, args, f", {which}") for _, edge, args, which in _at_each_edge(call) if edge.is_mode]
                 for i in call.grad_args:
-                    if _reach(call.label, call.names[i], frozen_edge(call.names[i]), dtype_of(call)):
-                        continue
-                    frozen = dataclasses.replace(call, grad_args=tuple(j for j in call.grad_args if j != i))
-                    check_gradients(ctx, frozen, _fresh(call.args), f"{through}, `{call.names[i]}` with "
-                                    "requires_grad=False (the others differentiated)")
+                    for mode, args, at in modes:
+                        if _reach(call.label, call.names[i], frozen_edge(call.names[i], mode), dtype_of(call)):
+                            continue
+                        frozen = dataclasses.replace(call, grad_args=tuple(j for j in call.grad_args if j != i))
+                        check_gradients(ctx, frozen, _fresh(args), f"{through}, `{call.names[i]}` with "
+                                        f"requires_grad=False (the others differentiated){at}")
             check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
                             "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
             # the gradient a caller's graph hands back is not always dense: a backward that reads it as packed

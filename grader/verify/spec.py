@@ -95,6 +95,13 @@ class Edge:
         """The argument at this edge, from its value in the base call."""
         return self.make(current) if self.make is not None else self.value
 
+    @property
+    def is_mode(self) -> bool:
+        """A mode the op supports (a flag, a named option: training=False, padding_mode='reflect'): a path
+        of its own through the forward and the backward, which the gradient property freezes each
+        differentiable argument in as well."""
+        return self.make is None and not self.refused and isinstance(self.value, (bool, str))
+
 
 def values(*vs, refused: Sequence = ()) -> tuple[Edge, ...]:
     """Value edges, named by repr (a float keeps its decimal point: 0.0 and 0 differ for an op)."""
@@ -126,10 +133,11 @@ def _mixed_signs(t):
 SIGNS = Edge("mixed signs", make=_mixed_signs)
 
 
-def frozen_edge(name: str) -> str:
+def frozen_edge(name: str, mode: str | None = None) -> str:
     """The edge of a differentiable argument left out of autograd while the others are differentiated
-    (grader.verify.properties's gradient property runs it for each of a call's grad_args)."""
-    return f"requires_grad=False ({name} frozen, the others differentiated)"
+    (grader.verify.properties's gradient property runs it for each of a call's grad_args, in the base
+    call and at each of its mode edges)."""
+    return f"requires_grad=False ({name} frozen, the others differentiated{f', at {mode}' if mode else ''})"
 
 
 @dataclass
