@@ -24,7 +24,9 @@
 #                                   TESTS=tests/test_classroom.py runs one file); prints the 30 slowest
 #                                   tests and every skip's reason. Without a GPU it builds for one
 #                                   architecture, 9.0a (TORCH_CUDA_ARCH_LIST="7.5;9.0a" asks for others;
-#                                   on a GPU, the GPU's own); every architecture is `make archs`'
+#                                   on a GPU, the GPU's own) and runs the test files side by side, one
+#                                   worker a core (pytest-xdist; TEST_WORKERS=n, 1 for one process);
+#                                   every architecture is `make archs`'
 #   make archs                      compile every solution's and stub's kernels (.cu) for each of the 8 GPU
 #                                   architectures the course supports (7.5 8.0 8.6 8.9 9.0 9.0a 10.0 12.0),
 #                                   no GPU needed; a table of compiled / the compiler's error. EX= narrows,
@@ -116,11 +118,23 @@ grade:
 # must fail, not pass silently.
 TEST_ARCH = 9.0a
 TEST_REPORT = -ra --durations=30
+# Without a GPU the test files run side by side, one pytest-xdist worker a core (at most 8), each
+# file whole on one worker (its module fixtures built once); on a GPU one after another (the GPU
+# tests time kernels). TEST_WORKERS=n chooses either way; 1: one process.
+TEST_WORKERS ?=
 test:
-	@$(PY) if [ -z "$${TORCH_CUDA_ARCH_LIST:-}" ] && \
-	  ! $$py -c 'import sys; from grader import env; sys.exit(0 if env.gpu_present() else 1)'; then \
-	  export TORCH_CUDA_ARCH_LIST="$(TEST_ARCH)"; echo "make test: building for $(TEST_ARCH) (no GPU here)"; fi; \
-	EX="$(EX)" $$py -m pytest $(TESTS) $(TEST_REPORT) $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) n="$(TEST_WORKERS)"; \
+	if ! $$py -c 'import sys; from grader import env; sys.exit(0 if env.gpu_present() else 1)'; then \
+	  if [ -z "$${TORCH_CUDA_ARCH_LIST:-}" ]; then export TORCH_CUDA_ARCH_LIST="$(TEST_ARCH)"; \
+	    echo "make test: building for $(TEST_ARCH) (no GPU here)"; fi; \
+	  [ -n "$$n" ] || n=$$(( $$(nproc) < 8 ? $$(nproc) : 8 )); \
+	fi; \
+	workers=""; if [ "$${n:-1}" -gt 1 ]; then \
+	  if $$py -c 'import xdist' 2>/dev/null; then workers="-n $$n --dist loadfile"; \
+	    echo "make test: $$n workers (pytest-xdist), each test file whole on one"; \
+	  else echo "make test: one process (pytest-xdist is not installed: pip install pytest-xdist)"; fi; \
+	fi; \
+	EX="$(EX)" $$py -m pytest $(TESTS) $$workers $(TEST_REPORT) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 # TARGET only when given (its default, exercises, is make grade's): both trees otherwise

@@ -228,17 +228,29 @@ def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None
 
 
 def level_tree(level: str) -> Path:
-    """The student copies of every exercise at hint level `level`, generated anew under .build/
+    """The student copies of every exercise at hint level `level`, generated under .build/
     (`goal`: .build/hints-goal/exercises/, `open`: .build/level-open/exercises/): builds there are
-    cached by source hash, so a second run compiles nothing."""
+    cached by source hash, so a second run compiles nothing. The tree is replaced only where the
+    generator writes something else (under a lock): test files on other pytest-xdist workers may be
+    building from it."""
+    import filecmp
     import shutil
+    import tempfile
 
     from grader.authoring import stubs
 
-    root = env.BUILD_ROOT / ("hints-goal" if level == "goal" else f"level-{level}") / "exercises"
-    if root.exists():
-        shutil.rmtree(root)
-    stubs.generate(SOLUTIONS, root, level)
+    base = env.BUILD_ROOT / ("hints-goal" if level == "goal" else f"level-{level}")
+    root = base / "exercises"
+    with FolderLock(base, ".tree.lock"):
+        fresh = Path(tempfile.mkdtemp(prefix=".new-", dir=base)) / "exercises"  # the generator writes the tree's name
+        written = stubs.generate(SOLUTIONS, fresh, level)
+        same = root.is_dir() and all((root / f.relative_to(fresh)).is_file() and
+                                     filecmp.cmp(f, root / f.relative_to(fresh), shallow=False) for f in written)
+        if not same:
+            if root.exists():
+                shutil.rmtree(root)
+            fresh.rename(root)
+        shutil.rmtree(fresh.parent)
     return root
 
 
