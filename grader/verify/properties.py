@@ -712,8 +712,12 @@ def _gradients_property(spec, calls: _Calls):
             # frozen parameter), in the base call and in each of its modes (a frozen BatchNorm in eval):
             # the backward must still give the others theirs
             if len(call.grad_args) > 1:
-                modes = [(None, _fresh(call.args), "")]
-                modes += [(edge.name, args, f", {which}") for _, edge, args, which in _at_each_edge(call) if edge.is_mode]
+                modes = [(None, call.args, "")]
+                for j, edge in call.edges():
+                    if edge.is_mode:
+                        args = list(call.args)
+                        args[j] = edge.value
+                        modes.append((edge.name, args, f", {_edge_text(call, j, edge)}"))
                 for i in call.grad_args:
                     for mode, args, at in modes:
                         if _reach(call.label, call.names[i], frozen_edge(call.names[i], mode), dtype_of(call)):
