@@ -21,7 +21,7 @@ def cpu(monkeypatch):
 
 def declared(spec) -> set[tuple]:
     """(call label or entry point, argument, edge, dtype) for every edge the spec declares: each call's
-    edges in every dtype the edges are tried in, their gradients and each differentiable argument frozen
+    edges in every dtype the edges are tried in, their gradients and each differentiable argument frozen (and alone)
     (in the first dtype), and every module option's edges."""
     out = set()
     first = properties._dtypes(spec)[0]
@@ -38,8 +38,9 @@ def declared(spec) -> set[tuple]:
                     out.add((call.label, call.names[i], f"{edge.name} (gradients)", d))
             if dtype == first and len(call.grad_args) > 1:
                 modes = [None] + [edge.name for _, edge in call.edges() if edge.is_mode]
-                out |= {(call.label, call.names[i], frozen_edge(call.names[i], m), d) for i in call.grad_args
-                        for m in modes}
+                alone = (False, True) if len(call.grad_args) > 2 else (False,)
+                out |= {(call.label, call.names[i], frozen_edge(call.names[i], m, a), d) for i in call.grad_args
+                        for m in modes for a in alone}
     for entry in spec.module_options():
         out |= {(entry.name, option, edge.name, "module") for option, edges in entry.options.items() for edge in edges}
     return out

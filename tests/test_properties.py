@@ -504,6 +504,40 @@ def test_each_differentiable_argument_is_frozen_in_every_mode():
     assert any("`x` with requires_grad=False" in v and "shifted=False" in v for v in found.values()), found
 
 
+class _TripleProduct(torch.autograd.Function):
+    """x * y * z, keeping x only when x or y needs a gradient, though z's reads it too: right with any one
+    argument frozen, wrong with z alone differentiated (09's z kept only for x or the weight, met when
+    only BatchNorm's affine parameters are trained)."""
+
+    @staticmethod
+    def forward(ctx, x, y, z):
+        keep = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        ctx.save_for_backward(x if keep else torch.zeros_like(x), y, z)
+        return x * y * z
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, z = ctx.saved_tensors
+        return g * y * z, g * x * z, g * x * y
+
+
+@dataclass
+class TripleProductSpec(Spec):
+    def audit_calls(self, device, dtype):
+        x, y, z = (audit_randn(3, 5, device=device, dtype=dtype, seed=s) for s in (1, 2, 3))
+        return [AuditCall("product", (x, y, z), ("x", "y", "z"),
+                          lambda x, y, z: x.double() * y.double() * z.double(), grad_args=(0, 1, 2))]
+
+
+def test_each_differentiable_argument_is_differentiated_alone_where_there_are_three():
+    spec = TripleProductSpec(exercise="98_product", title="product", module="product.py",
+                             points={"forward": 1, "autograd": 1})
+    found = _run(spec, types.SimpleNamespace(product=lambda x, y, z: x * y * z), only=["gradients"])
+    assert found and not any(found.values()), found
+    found = _run(spec, types.SimpleNamespace(product=_TripleProduct.apply), only=["gradients"])
+    assert any("`z` alone differentiated" in v for v in found.values()), found
+
+
 def test_a_module_entry_point_tries_every_option_and_wants_a_refusal_named():
     from grader.verify.properties import module_checks
     from grader.verify.spec import ModuleOptions, values

@@ -709,8 +709,9 @@ def _gradients_property(spec, calls: _Calls):
                                                    dtype_of(call)):
                     check_gradients(ctx, call, args, f"{through}, {which}")
             # each differentiable argument left out of autograd while the others are differentiated (a
-            # frozen parameter), in the base call and in each of its modes (a frozen BatchNorm in eval):
-            # the backward must still give the others theirs
+            # frozen parameter), and where there are three or more, each alone differentiated (only
+            # BatchNorm's affine parameters trained), in the base call and in each of its modes (a frozen
+            # BatchNorm in eval): the backward must still give the differentiated ones theirs
             if len(call.grad_args) > 1:
                 modes = [(None, call.args, "")]
                 for j, edge in call.edges():
@@ -719,12 +720,18 @@ def _gradients_property(spec, calls: _Calls):
                         args[j] = edge.value
                         modes.append((edge.name, args, f", {_edge_text(call, j, edge)}"))
                 for i in call.grad_args:
-                    for mode, args, at in modes:
-                        if _reach(call.label, call.names[i], frozen_edge(call.names[i], mode), dtype_of(call)):
-                            continue
-                        frozen = dataclasses.replace(call, grad_args=tuple(j for j in call.grad_args if j != i))
-                        check_gradients(ctx, frozen, _fresh(args), f"{through}, `{call.names[i]}` with "
-                                        f"requires_grad=False (the others differentiated){at}")
+                    name = call.names[i]
+                    subsets = [(False, tuple(j for j in call.grad_args if j != i),
+                                f"`{name}` with requires_grad=False (the others differentiated)")]
+                    if len(call.grad_args) > 2:
+                        subsets.append((True, (i,), f"`{name}` alone differentiated (the others with "
+                                                    "requires_grad=False)"))
+                    for alone, grad_args, how in subsets:
+                        for mode, args, at in modes:
+                            if _reach(call.label, name, frozen_edge(name, mode, alone), dtype_of(call)):
+                                continue
+                            check_gradients(ctx, dataclasses.replace(call, grad_args=grad_args), _fresh(args),
+                                            f"{through}, {how}{at}")
             check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
                             "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
             # the gradient a caller's graph hands back is not always dense: a backward that reads it as packed

@@ -133,11 +133,15 @@ def _mixed_signs(t):
 SIGNS = Edge("mixed signs", make=_mixed_signs)
 
 
-def frozen_edge(name: str, mode: str | None = None) -> str:
-    """The edge of a differentiable argument left out of autograd while the others are differentiated
-    (grader.verify.properties's gradient property runs it for each of a call's grad_args, in the base
-    call and at each of its mode edges)."""
-    return f"requires_grad=False ({name} frozen, the others differentiated{f', at {mode}' if mode else ''})"
+def frozen_edge(name: str, mode: str | None = None, alone: bool = False) -> str:
+    """The edge of a differentiable argument left out of autograd while the others are differentiated,
+    or with `alone` the only one differentiated (grader.verify.properties's gradient property runs both
+    for each of a call's grad_args, the second where there are three or more, in the base call and at
+    each of its mode edges)."""
+    at = f", at {mode}" if mode else ""
+    if alone:
+        return f"requires_grad=True alone ({name} differentiated, the others frozen{at})"
+    return f"requires_grad=False ({name} frozen, the others differentiated{at})"
 
 
 @dataclass
