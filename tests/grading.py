@@ -230,8 +230,8 @@ def check_variant(v: Variant, row: dict, ignore: set[str] = frozenset()) -> None
 def level_tree(level: str) -> Path:
     """The student copies of every exercise at hint level `level`, generated under .build/
     (`goal`: .build/hints-goal/exercises/, `open`: .build/level-open/exercises/): builds there are
-    cached by source hash, so a second run compiles nothing. The tree is replaced only where the
-    generator writes something else (under a lock): test files on other pytest-xdist workers may be
+    cached by source hash, so a second run compiles nothing. The tree is replaced only when the
+    generator writes other files (under a lock): test files on other pytest-xdist workers may be
     building from it."""
     import filecmp
     import shutil
@@ -243,9 +243,9 @@ def level_tree(level: str) -> Path:
     root = base / "exercises"
     with FolderLock(base, ".tree.lock"):
         fresh = Path(tempfile.mkdtemp(prefix=".new-", dir=base)) / "exercises"  # the generator writes the tree's name
-        written = stubs.generate(SOLUTIONS, fresh, level)
-        same = root.is_dir() and all((root / f.relative_to(fresh)).is_file() and
-                                     filecmp.cmp(f, root / f.relative_to(fresh), shallow=False) for f in written)
+        written = {f.relative_to(fresh) for f in stubs.generate(SOLUTIONS, fresh, level)}
+        same = (root.is_dir() and {f.relative_to(root) for f in root.rglob("*") if f.is_file()} == written
+                and all(filecmp.cmp(fresh / f, root / f, shallow=False) for f in written))
         if not same:
             if root.exists():
                 shutil.rmtree(root)
