@@ -590,10 +590,12 @@ def _edge_text(call: AuditCall, i: int, edge: Edge) -> str:
     return f"`{named}` {edge.name}" if edge.make is not None else f"{named}={edge.name}"
 
 
-def _at_each_edge(call: AuditCall):
-    """(argument index, Edge, fresh arguments, description) for every declared edge of the call, one at
-    a time over its own arguments."""
+def _at_each_edge(call: AuditCall, modes_only: bool = False):
+    """(argument index, Edge, fresh arguments, description) for every declared edge of the call (or only
+    its modes, Edge.is_mode), one at a time over its own arguments."""
     for i, edge in call.edges():
+        if modes_only and not edge.is_mode:
+            continue
         args = _fresh(call.args)
         args[i] = edge.at(args[i])
         yield i, edge, args, _edge_text(call, i, edge)
@@ -714,11 +716,8 @@ def _gradients_property(spec, calls: _Calls):
             # BatchNorm in eval): the backward must still give the differentiated ones theirs
             if len(call.grad_args) > 1:
                 modes = [(None, call.args, "")]
-                for j, edge in call.edges():
-                    if edge.is_mode:
-                        args = list(call.args)
-                        args[j] = edge.value
-                        modes.append((edge.name, args, f", {_edge_text(call, j, edge)}"))
+                modes += [(edge.name, args, f", {which}")
+                          for _, edge, args, which in _at_each_edge(call, modes_only=True)]
                 for i in call.grad_args:
                     name = call.names[i]
                     subsets = [(False, tuple(j for j in call.grad_args if j != i),
