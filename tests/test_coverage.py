@@ -21,8 +21,8 @@ def cpu(monkeypatch):
 
 def declared(spec) -> set[tuple]:
     """(call label or entry point, argument, edge, dtype) for every edge the spec declares: each call's
-    edges in every dtype the edges are tried in, their gradients and each differentiable argument frozen (and alone)
-    (in the first dtype), and every module option's edges."""
+    edges in every dtype the edges are tried in, their gradients and each differentiable argument frozen
+    and alone (in the first dtype, in every mode), and every module option's edges."""
     out = set()
     first = properties._dtypes(spec)[0]
     labels = set()
