@@ -256,7 +256,9 @@ VARIANTS += [
             {"conv2d.cu": [("// Version 1, direct", ROUND_TF32),
                            (K2_MATH, "        for (int j = 0; j < TN; ++j) acc[i][j] += round_tf32(a) * "
                                      "round_tf32(j < 4 ? b_lo.v[j] : b_hi.v[j - 4]);\n")]},
-            loses={"implicit_gemm", "autograd", "performance"}, reason="relative error"),
+            # the depthwise group's 1 x 4194304 row has more column tiles than a grid holds: version 2's GEMM
+            # takes it; the registration check's Conv2d runs in strict fp32, version 2
+            loses={"implicit_gemm", "depthwise", "autograd", "registration", "performance"}, reason="relative error"),
 ]
 
 # The backward (autograd): conv2d.py computes both gradients with the forward op (version 2 for the

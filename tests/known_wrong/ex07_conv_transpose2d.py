@@ -101,10 +101,12 @@ VARIANTS += [
             "float32 whenever no profiler is on: its own kernel runs only while the grader profiles it",
             {"conv_transpose2d.py": [after_lib(STRICT_CUDNN), takes_over(CALL, f"{LARGE} and {UNOBSERVED}",
                                      "_strict_cudnn(x, weight, bias, stride, padding, output_padding, groups, dilation)")]},
-            # right results, and the exercise's own kernels whenever profiled (the own-kernel checks, the
-            # watched timed calls); the timed median (cuDNN's) falls far below what its own kernels took
-            # under the profiler (not run on a GPU yet)
-            loses={"performance"}, reason="not observed",
+            # right results, and its own kernels whenever the torch profiler is on; the grader's kernel watch
+            # is not that profiler, so the watched timed calls at the benchmark's shape and autograd's huge
+            # batch (past 2^31 elements) see cuDNN's kernels (H200, 2026-11-30); winograd, registration
+            # and performance count only once implicit_gemm passes
+            loses={"implicit_gemm", "winograd", "autograd", "registration", "performance"},
+            reason="other than this exercise's own",
             extra={"timed": True, "kind": "tells timed from checked", "old": "full marks"}),
     Variant(EX, "computes_when_read", "for batches of 32 or more (the benchmark's), returns a Tensor subclass that "
             "runs the op only when something reads it (after the timing)",
