@@ -15,7 +15,9 @@
 #   KNOWN_WRONG='03_.*/pytorch' ...             the known-wrong tests grade only these variants (regex over ids; "new": the
 #                                              trust rework's)
 #   STAGES=knownwrong KW_PATTERN='^0[67]_' ...  the known-wrong suite alone, in rounds of KW_ROUND (default half the
-#                                              cores), each its own pytest run (a pass cut short loses one round)
+#                                              cores), each its own pytest run (a pass cut short loses one round);
+#                                              KW_STALE=1: only the variants the ledger holds no current grade of
+#                                              (tests/known_wrong/ledger.py; the updated ledger: $OUT/graded.json)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
 #   NB_UNITS="unit1 unit2" ...                 the notebooks stage autogrades only these units
 #   TUNE_CONFIGS=A,C ...                       the tune5 / tune3 stages try only these configurations
@@ -271,7 +273,8 @@ if want knownwrong; then
     KNOWN_WRONG="$rx" run "knownwrong_$i" "$(left)" python3 -m pytest tests/test_gpu_grading.py -k known_wrong \
       -q -rf -p no:cacheprovider
     grep -E "^FAILED|[0-9]+ (passed|failed)" "$L/knownwrong_$i.log" | tail -8
-  done < <(python3 -m tests.known_wrong "${KW_PATTERN:-.}" "$size")
+    cp tests/known_wrong/graded.json "$OUT/" 2>/dev/null
+  done < <(python3 -m tests.known_wrong ${KW_STALE:+stale} "${KW_PATTERN:-.}" "$size")
 fi
 if want bench; then
   run bench "$(left)" make bench EX="$EXS"

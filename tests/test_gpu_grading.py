@@ -12,14 +12,16 @@ import pytest
 from tests.grading import (EXERCISES, SOLUTIONS, check_variant, explain, grade, grade_variants, grade_variants_timed,
                            selected)
 from grader.verify import paths
-from tests.known_wrong import Variant, all_variants
+from tests.known_wrong import Variant, all_variants, ledger
 
 pytestmark = pytest.mark.gpu
 
 CHOSEN = {s.exercise for s in selected()}
-# KNOWN_WRONG=new: only the variants of the trust rework's classes (those with a "kind"); any other
-# value is a regular expression over variant ids ("09_.*/pytorch|stale"): the module's fixtures grade
-# every chosen variant at once, so -k alone would not save their time
+# KNOWN_WRONG=new: only the variants of the trust rework's classes (those with a "kind"); =stale: only
+# those the ledger holds no current grade of (tests.known_wrong.ledger); any other value is a regular
+# expression over variant ids ("09_.*/pytorch|transpose"): the module's fixtures grade every chosen
+# variant at once, so -k alone would not save their time. Each variant graded as expected is entered in
+# the ledger (tests/known_wrong/graded.json, or the file KNOWN_WRONG_LEDGER names).
 KNOWN_WRONG = os.environ.get("KNOWN_WRONG", "")
 
 
@@ -28,10 +30,12 @@ def wanted(variant) -> bool:
         return False
     if KNOWN_WRONG == "new":
         return bool(variant.extra.get("kind"))
-    return not KNOWN_WRONG or re.search(KNOWN_WRONG, variant.id) is not None
+    return KNOWN_WRONG in ("", "stale") or re.search(KNOWN_WRONG, variant.id) is not None
 
 
 WANTED = [v for v in all_variants() if wanted(v)]
+if KNOWN_WRONG == "stale":
+    WANTED = ledger.stale(WANTED)
 GPU_VARIANTS = [v for v in WANTED if not v.extra.get("cpu") and not v.extra.get("timed") and not v.extra.get("huge")]
 # whose fault shows only in the timed part, or in a check of more than 2^31 bytes: graded in full,
 # timing and huge checks included
@@ -102,6 +106,7 @@ def variant_rows():
 @pytest.mark.parametrize("variant", GPU_VARIANTS, ids=[v.id for v in GPU_VARIANTS])
 def test_known_wrong_loses_exactly_its_points(variant_rows, variant):
     check_variant(variant, variant_rows[variant.id], ignore={"performance"})
+    ledger.record(variant)
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +117,7 @@ def timed_variant_rows():
 @pytest.mark.parametrize("variant", TIMED_VARIANTS, ids=[v.id for v in TIMED_VARIANTS])
 def test_known_wrong_timed_loses_exactly_its_points(timed_variant_rows, variant):
     check_variant(variant, timed_variant_rows[variant.id])
+    ledger.record(variant)
 
 
 def test_a_hanging_kernel_costs_its_exercise_alone_at_the_stall_limit(tmp_path):

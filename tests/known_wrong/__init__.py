@@ -165,11 +165,17 @@ def all_variants() -> list[Variant]:
     return variants
 
 
-def rounds(pattern: str, size: int) -> list[str]:
-    """The GPU variants whose ids match `pattern`, in rounds of `size`, each round as a regular expression
+def rounds(pattern: str, size: int, stale_only: bool = False) -> list[str]:
+    """The GPU variants whose ids match `pattern` (only those the ledger holds no current grade of, with
+    `stale_only`: tests.known_wrong.ledger), in rounds of `size`, each round as a regular expression
     naming its ids (KNOWN_WRONG=<it> for one pytest run of tests/test_gpu_grading.py): a lent machine's
     time limit then cuts one round short, not the whole suite (scripts/gpu_check.sh's knownwrong stage)."""
     import re
 
-    ids = [v.id for v in all_variants() if re.search(pattern, v.id) and not v.extra.get("cpu")]
+    chosen = [v for v in all_variants() if re.search(pattern, v.id) and not v.extra.get("cpu")]
+    if stale_only:
+        from tests.known_wrong.ledger import stale
+
+        chosen = stale(chosen)
+    ids = [v.id for v in chosen]
     return ["^(" + "|".join(re.escape(i) for i in ids[k:k + size]) + ")$" for k in range(0, len(ids), max(1, size))]
