@@ -1036,14 +1036,6 @@ def _list_components(spec, calls: _Calls, input_checks: bool = True):
     return run
 
 
-def _reference_refuses(call: AuditCall, args: list) -> bool:
-    try:
-        _reference(call, args)
-    except Exception:  # noqa: BLE001: however it says so
-        return True
-    return False
-
-
 def _other_gpu(spec, calls: _Calls):
     """Each tensor argument alone on a second GPU (where there is one): the right answer, or an error
     naming it, as PyTorch's ops give; a kernel reading it through the first GPU's pointers is neither."""
