@@ -328,6 +328,61 @@ def test_modules_train_like_pytorchs(ex06, ex07):
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-12, atol=1e-12, msg=name)
 
 
+# (kernel, dilation): d (k - 1) odd along one axis, along both, along neither (with a dilation), a 1x1
+PADDING_WORD_CASES = [((2, 3), (1, 1)), ((4, 4), (1, 1)), ((3, 2), (2, 3)), ((3, 3), (1, 1)), ((1, 1), (1, 1))]
+
+
+@pytest.mark.parametrize("kernel, dilation", PADDING_WORD_CASES)
+def test_padding_words_as_pytorch_takes_them(ex06, kernel, dilation):
+    """conv2d and Conv2d take padding "same" and "valid" as F.conv2d and torch.nn.Conv2d do (the stand-in
+    op takes numbers only: the wrapper resolves the words), values and gradients; "same" with a stride
+    and any other word are refused with an error naming the padding, by the function and the class."""
+    module, _ = ex06
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 3, 9, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(4, 3, *kernel, generator=g, dtype=torch.float64, requires_grad=True)
+    y, want = module.conv2d(x, w, None, 1, "same", dilation, version=2), F.conv2d(x, w, None, 1, "same", dilation)
+    torch.testing.assert_close(y, want, rtol=1e-12, atol=1e-12)
+    v = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    for got, ref in zip(torch.autograd.grad(y, (x, w), v), torch.autograd.grad(want, (x, w), v)):
+        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(module.conv2d(x, w, None, 2, "valid", dilation, version=2),
+                               F.conv2d(x, w, None, 2, "valid", dilation), rtol=1e-12, atol=1e-12)
+    ours = module.Conv2d(3, 4, kernel, padding="same", dilation=dilation, dtype=torch.float64)
+    theirs = torch.nn.Conv2d(3, 4, kernel, padding="same", dilation=dilation, dtype=torch.float64)
+    theirs.load_state_dict(ours.state_dict())
+    assert ours.padding == theirs.padding == "same"
+    torch.testing.assert_close(ours(x), theirs(x), rtol=1e-12, atol=1e-12)
+    for refused in (lambda: module.conv2d(x, w, None, 2, "same", version=2), lambda: module.conv2d(x, w, None, 1, "full"),
+                    lambda: module.Conv2d(3, 4, kernel, stride=2, padding="same"),
+                    lambda: module.Conv2d(3, 4, kernel, padding="full")):
+        with pytest.raises(ValueError, match="padding"):
+            refused()
+
+
+def test_the_cudnn_wrappers_padding_words_as_pytorch_takes_them():
+    """10's conv2d resolves "same" and "valid" before its op (cuDNN's padding is the same on both sides):
+    the padded input and the padding it gives F.conv2d make F.conv2d's "same" and "valid"."""
+    from grader import specs
+
+    spec = specs.by_exercise("10_cudnn_conv")
+    try:
+        module = specs.import_exercise_module(TREE / spec.exercise, spec)
+    except Exception as e:  # noqa: BLE001: no toolchain or build here
+        pytest.skip(f"10_cudnn_conv: its extension cannot load here: {str(e).splitlines()[0][:200]}")
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(2, 3, 9, 8, generator=g, dtype=torch.float64)
+    for kernel, dilation in PADDING_WORD_CASES:
+        w = torch.randn(4, 3, *kernel, generator=g, dtype=torch.float64)
+        for word, stride in (("same", 1), ("valid", 2)):
+            padded, padding = module._resolve_padding(x, w, stride, word, dilation)
+            torch.testing.assert_close(F.conv2d(padded, w, None, stride, padding, dilation),
+                                       F.conv2d(x, w, None, stride, word, dilation), rtol=1e-12, atol=1e-12)
+        for word, stride in (("same", 2), ("full", 1)):
+            with pytest.raises(ValueError, match="padding"):
+                module.conv2d(x, w, None, stride, word, dilation)
+
+
 def test_opcheck_autograd_registration(ex06, ex07):
     checks = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_static")
     op6, op7 = ex06[1], ex07[1]

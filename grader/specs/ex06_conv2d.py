@@ -988,9 +988,13 @@ class ConvSpec(Spec):
 @dataclass
 class Conv2dSpec(ConvSpec):
     def drop_ins(self) -> list[DropIn]:
-        """Conv2d with torch.nn's defaults, every argument positionally, and the tuples by keyword."""
+        """Conv2d with torch.nn's defaults, every argument positionally, the tuples by keyword, and the padding
+        words: "same" with d (k - 1) odd along one axis (PyTorch's one more row of zeros after the end) and
+        along both, "valid" with a stride."""
         constructions = (((5, 8, 3), {}), ((6, 9, (3, 2), 2, 1, 2, 3, False), {}),
-                         ((4, 6, 3), {"stride": (2, 1), "padding": (1, 2), "dilation": (2, 1), "groups": 2, "bias": False}))
+                         ((4, 6, 3), {"stride": (2, 1), "padding": (1, 2), "dilation": (2, 1), "groups": 2, "bias": False}),
+                         ((4, 6, (4, 3)), {"padding": "same", "dilation": (1, 2)}), ((5, 8, 2), {"padding": "same"}),
+                         ((5, 8, 3), {"padding": "valid", "stride": 2}))
         return [DropIn("Conv2d", torch.nn.Conv2d, constructions, input_shape=lambda args, kwargs: (2, args[0], 13, 11),
                        tol=REL_TOL[torch.float32], grad_tol=1e-4,
                        group="registration")]  # fitting PyTorch as torch.nn's does, beside opcheck

@@ -323,6 +323,35 @@ class CudnnConvSpec(Spec):
                              "forward[channels_last x]")
         self._expect_forward(ctx, x, w.transpose(2, 3), 1, 0, 1, "strict", "forward[transposed weight view]")
 
+    def _check_padding_words(self, ctx):
+        """padding "same" and "valid" as F.conv2d takes them: "same" where d (k - 1) is odd along an axis
+        (one more row or column of zeros after the end than before, PyTorch's side), even, or both, with a
+        dilation; "valid" with a stride; "same" with a stride refused with an error naming the padding, as
+        PyTorch refuses it."""
+        x = _rand(ctx, "pw-x", (2, 5, 13, 12))
+        for kh, kw, d in ((2, 3, (1, 1)), (4, 4, (1, 1)), (3, 2, (2, 3)), (3, 3, (1, 1))):
+            w = _weight(ctx, f"pw-w{kh}{kw}", (6, 5, kh, kw))
+            self._expect_forward(ctx, x, w, 1, "same", d, "strict",
+                                 f"forward[padding 'same', a {kh}x{kw} kernel, dilation {d}]")
+        self._expect_forward(ctx, x, w, 2, "valid", 1, "strict", "forward[padding 'valid', stride 2]")
+        expect_error(ctx.module.conv2d, x, w, None, 2, "same", names=("padding",),
+                     what="forward[padding 'same' with stride 2, which PyTorch refuses]")
+
+    def _check_padding_words_backward(self, ctx):
+        """The gradients through padding "same" (an odd d (k - 1) along one axis: the zeros PyTorch adds after
+        the end take no gradient back to x)."""
+        x = _rand(ctx, "pwb-x", (2, 4, 11, 10)).requires_grad_()
+        w = _weight(ctx, "pwb-w", (6, 4, 2, 3)).requires_grad_()
+        b = _rand(ctx, "pwb-b", (6,)).requires_grad_()
+        with math_of("strict"):
+            y = ctx.module.conv2d(x, w, b, 1, "same", (1, 2))
+            g = _rand(ctx, "pwb-g", tuple(y.shape))
+            grads = torch.autograd.grad(y, (x, w, b), g)
+            torch.cuda.synchronize()
+        for name, got, ref in zip(("x", "weight", "bias"), grads, _reference_grads(x, w, g, 1, "same", (1, 2))):
+            assert_rel_error(got, ref, TOL["strict"], f"backward[padding 'same', a 2x3 kernel, dilation (1, 2)]: "
+                             f"the gradient of {name}")
+
     def _check_poisoned(self, ctx):
         """Run twice with results that differ, poisoning free memory in between: an output element
         left unwritten shows up as NaN or as the first run's value."""
@@ -1273,6 +1302,7 @@ class CudnnConvSpec(Spec):
         checks.add("forward[random shapes, float64]",
                    lambda ctx: self._check_random_forward(ctx, "forward[random shapes, float64]", torch.float64, "float64"))
         checks.add("forward[non-contiguous]", self._check_noncontiguous)
+        checks.add("forward[padding 'same' and 'valid']", self._check_padding_words)
         checks.add("forward[output poisoned]", self._check_poisoned)
         checks.add("forward[mode=heuristic]", lambda ctx: self._check_modes(ctx, "heuristic"))
         checks.add("forward[mode=uncached]", lambda ctx: self._check_modes(ctx, "uncached"))
@@ -1296,6 +1326,7 @@ class CudnnConvSpec(Spec):
         checks.add("backward[conv_transpose2d strict]", lambda ctx: self._check_transposed(ctx, "strict"))
         checks.add("backward[conv_transpose2d tf32]", lambda ctx: self._check_transposed(ctx, "tf32"))
         checks.add("backward[autograd]", self._check_autograd)
+        checks.add("backward[padding 'same']", self._check_padding_words_backward)
         checks.add("backward[gradcheck float64]", self._check_gradcheck)
         checks.add("backward[plans with a workspace]", lambda ctx: self._check_workspace(ctx, True))
         checks.add("backward[huge: a batch past 2^31 output elements]", self._check_huge_batch_backward, slow=True,
