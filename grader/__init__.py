@@ -1,9 +1,9 @@
 """The course's grader. Its wings (grader/*/) are mapped in docs/authoring.md.
 
-The public faces: `grader.build`, `grader.timer`, `grader.benchmark_extras` and `grader.notebooks` are
-the names the students' wrappers, the notebooks and the solutions' benchmarks import. Each is the very
-module of its wing under a second name (as `os.path` is `posixpath`), so a patch through either name is
-seen by both. The finder below answers the first three; `grader/notebooks.py` stays a file, because
+The public faces: `grader.build`, `grader.conv_args`, `grader.timer`, `grader.benchmark_extras` and
+`grader.notebooks` are the names the students' wrappers, the notebooks and the solutions' benchmarks
+import. Each is the very module of its wing under a second name (as `os.path` is `posixpath`), so a patch
+through either name is seen by both. The finder below answers the first four; `grader/notebooks.py` stays a file, because
 every released notebook's setup cell finds the course's folder by it.
 """
 import importlib
@@ -11,8 +11,8 @@ import importlib.abc
 import importlib.util
 import sys
 
-PUBLIC_FACES = {"grader.build": "grader.toolchain.build", "grader.timer": "grader.verify.timer",
-                "grader.benchmark_extras": "grader.bench.benchmark_extras"}
+PUBLIC_FACES = {"grader.build": "grader.toolchain.build", "grader.conv_args": "grader.toolchain.conv_args",
+                "grader.timer": "grader.verify.timer", "grader.benchmark_extras": "grader.bench.benchmark_extras"}
 
 
 class _PublicFaces(importlib.abc.MetaPathFinder, importlib.abc.Loader):

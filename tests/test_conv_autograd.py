@@ -360,27 +360,50 @@ def test_padding_words_as_pytorch_takes_them(ex06, kernel, dilation):
             refused()
 
 
-def test_the_cudnn_wrappers_padding_words_as_pytorch_takes_them():
-    """10's conv2d resolves "same" and "valid" before its op (cuDNN's padding is the same on both sides):
-    the padded input and the padding it gives F.conv2d make F.conv2d's "same" and "valid"."""
+@pytest.mark.parametrize("exercise", ["08_conv_bn_relu_inference", "09_conv_bn_relu_training", "10_cudnn_conv"])
+def test_the_other_wrappers_take_the_padding_words_as_pytorch(exercise, monkeypatch):
+    """08's, 09's and 10's functional ops take "same" and "valid" as F.conv2d does: their op, played by a
+    numbers-only stand-in built on F.conv2d, gets the input and the padding that make F.conv2d's result
+    (x padded after its end where d (k - 1) is odd); "same" with a stride and other words are refused
+    naming the padding."""
     from grader import specs
 
-    spec = specs.by_exercise("10_cudnn_conv")
+    spec = specs.by_exercise(exercise)
     try:
         module = specs.import_exercise_module(TREE / spec.exercise, spec)
     except Exception as e:  # noqa: BLE001: no toolchain or build here
-        pytest.skip(f"10_cudnn_conv: its extension cannot load here: {str(e).splitlines()[0][:200]}")
+        pytest.skip(f"{exercise}: its extension cannot load here: {str(e).splitlines()[0][:200]}")
+    seen = []
+
+    def conv(x, w, stride, padding, dilation):
+        assert all(isinstance(p, int) for p in padding), padding
+        seen.append(padding)
+        return F.conv2d(x, w, None, stride, padding, dilation)
+
+    if exercise == "10_cudnn_conv":
+        monkeypatch.setattr(module, "_conv2d", lambda x, w, b, s, p, d, g, m: conv(x, w, s, p, d))
+        call = lambda x, w, s, p, d: module.conv2d(x, w, None, s, p, d)  # noqa: E731
+    elif exercise == "08_conv_bn_relu_inference":
+        monkeypatch.setattr(module, "lib", mock.Mock(ops=mock.Mock(conv_bn_relu_inference=lambda x, w, b, g, bb, m, v,
+                                                                      e, s, p, d, ver: conv(x, w, s, p, d))))
+        call = lambda x, w, s, p, d: module.conv_bn_relu_inference(x, w, None, None, None, None, None, 1e-5, s, p, d,  # noqa: E731
+                                                                   version=1)
+    else:
+        monkeypatch.setattr(module.ConvBNReLUFunction, "apply",
+                            lambda x, w, b, g, bb, m, v, n, t, mom, e, s, p, d, ver: conv(x, w, s, p, d))
+        call = lambda x, w, s, p, d: module.conv_bn_relu(x, w, None, None, None, None, None, None, stride=s,  # noqa: E731
+                                                         padding=p, dilation=d, version=1)
     g = torch.Generator().manual_seed(8)
     x = torch.randn(2, 3, 9, 8, generator=g, dtype=torch.float64)
     for kernel, dilation in PADDING_WORD_CASES:
         w = torch.randn(4, 3, *kernel, generator=g, dtype=torch.float64)
         for word, stride in (("same", 1), ("valid", 2)):
-            padded, padding = module._resolve_padding(x, w, stride, word, dilation)
-            torch.testing.assert_close(F.conv2d(padded, w, None, stride, padding, dilation),
-                                       F.conv2d(x, w, None, stride, word, dilation), rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(call(x, w, stride, word, dilation), F.conv2d(x, w, None, stride, word, dilation),
+                                       rtol=1e-12, atol=1e-12)
         for word, stride in (("same", 2), ("full", 1)):
             with pytest.raises(ValueError, match="padding"):
-                module.conv2d(x, w, None, stride, word, dilation)
+                call(x, w, stride, word, dilation)
+    assert seen, "the stand-in op was never called"
 
 
 def test_opcheck_autograd_registration(ex06, ex07):

@@ -14,13 +14,9 @@ import math
 import torch
 
 from grader.build import load_library
+from grader.conv_args import pair as _pair
 
 lib = load_library(__file__)
-
-
-def _pair(v) -> list[int]:
-    """An int means the same value for height and width; a pair passes through (and is checked in C++)."""
-    return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
 # version 3 runs its 36 products per group as one call of version 2, which takes 65535 groups
@@ -141,7 +137,7 @@ def conv_transpose2d_input_grad(convt, grad_y: torch.Tensor, weight: torch.Tenso
     # TODO: [max(q, 0) per axis], [0, 0], g, dilation); dL/dx[i] = full[i s + min(q, 0)], 0 where that
     # TODO: is outside full: sample(full, [min(q, 0) per axis], stride, (h, w)).
     # TODO: (the reference solution takes about 6 lines)
-    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 137 is not implemented yet")
+    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 133 is not implemented yet")
     # END SOLUTION
 
 
@@ -161,7 +157,7 @@ def conv_transpose2d_weight_grad(convt, x: torch.Tensor, grad_y: torch.Tensor, w
     # TODO: (cout / g, g, c, cin / g, kh, kw), summed over the chunks, ordered (g, cin / g, cout / g, kh,
     # TODO: kw), is dL/dW reshaped to (cin, cout / g, kh, kw).
     # TODO: (the reference solution takes about 8 lines)
-    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 158 is not implemented yet")
+    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 154 is not implemented yet")
     # END SOLUTION
 
 
@@ -268,9 +264,10 @@ class ConvTranspose2d(torch.nn.Module):
         super().__init__()
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"groups ({groups}) must divide in_channels ({in_channels}) and out_channels ({out_channels})")
-        kh, kw = _pair(kernel_size)
-        self.stride, self.padding, self.dilation = _pair(stride), _pair(padding), _pair(dilation)
-        self.output_padding, self.groups = _pair(output_padding), groups
+        kh, kw = _pair(kernel_size, "kernel_size")
+        self.stride, self.padding = _pair(stride, "stride"), _pair(padding, "padding")
+        self.dilation, self.output_padding = _pair(dilation, "dilation"), _pair(output_padding, "output_padding")
+        self.groups = groups
         factory = {"device": device, "dtype": dtype}
         self.weight = torch.nn.Parameter(torch.empty(in_channels, out_channels // groups, kh, kw, **factory))
         self.bias = torch.nn.Parameter(torch.empty(out_channels, **factory)) if bias else None

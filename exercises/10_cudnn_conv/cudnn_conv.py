@@ -7,6 +7,7 @@ defines the gradients and the shape functions, and exposes the Python API.
 import torch
 
 from grader.build import load_library
+from grader.conv_args import resolve_padding
 
 lib = load_library(__file__)
 
@@ -52,28 +53,11 @@ def _needs_grad(x, weight, bias) -> bool:
     return torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or getattr(bias, "requires_grad", False))
 
 
-def _resolve_padding(x, weight, stride, padding, dilation):
-    """x and the padding the op takes for F.conv2d's padding words: "valid" (none) or "same" (stride 1, an
-    output as large as x: d (k - 1) zeros along each axis, half before x and the rest after it). cuDNN's
-    padding is the same on both sides; where d (k - 1) is odd, x gets the one more row or column after its
-    end, zeros, as PyTorch gives it before calling cuDNN."""
-    if padding not in ("valid", "same"):
-        raise ValueError(f"padding must be numbers or one of ('valid', 'same'), but is {padding!r}")
-    if padding == "same" and _pair(stride, "stride") != [1, 1]:
-        raise ValueError("padding='same' is not supported for strided convolutions")
-    if padding == "valid" or weight.dim() != 4:  # a misshapen weight: the op's own check names it
-        return x, [0, 0]
-    total = [d * (k - 1) for d, k in zip(_pair(dilation, "dilation"), weight.shape[2:])]
-    if total[0] % 2 or total[1] % 2:
-        x = torch.nn.functional.pad(x, (0, total[1] % 2, 0, total[0] % 2))  # zeros: a fill and a copy
-    return x, [t // 2 for t in total]
-
-
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, mode="benchmark"):
     """Like F.conv2d(x, weight, bias, stride, padding, dilation, groups) for NCHW float32/float64 tensors:
     weight (C_out, C_in / groups, kH, kW), bias None or (C_out,); padding numbers, "valid" or "same"."""
     if isinstance(padding, str):
-        x, padding = _resolve_padding(x, weight, stride, padding, dilation)
+        x, padding = resolve_padding(x, weight, stride, padding, dilation)
     # _needs_grad inlined: this is the path whose host time is measured (cheapest tests first)
     if (x.requires_grad or weight.requires_grad or getattr(bias, "requires_grad", False)) and torch.is_grad_enabled():
         geometry = _pairs(stride=stride, padding=padding, dilation=dilation)

@@ -35,11 +35,15 @@ SHAPES = (
 )
 
 
-def conv_bn_modules(g: torch.Generator, options: dict, cin: int = 5, cout: int = 6, padding: int = 2):
-    """nn.Conv2d(3x3, padding 2) and nn.BatchNorm2d built with `options` (bias, padding_mode, eps,
+def conv_bn_modules(g: torch.Generator, options: dict, cin: int = 5, cout: int = 6):
+    """nn.Conv2d(3x3, padding 2) and nn.BatchNorm2d built with `options` (bias, padding, padding_mode, eps,
     momentum, affine, track_running_stats), on the GPU, every parameter and buffer drawn from `g` (a CPU
-    generator): BatchNorm's weight of both signs, its running variance positive."""
-    conv = torch.nn.Conv2d(cin, cout, 3, padding=padding, bias=options["bias"], padding_mode=options["padding_mode"])
+    generator): BatchNorm's weight of both signs, its running variance positive. With padding "same" the
+    kernel is 2x3: its height's d (k - 1) is odd, so PyTorch puts one more zero row after x's end than
+    before it."""
+    padding = options.get("padding", 2)
+    conv = torch.nn.Conv2d(cin, cout, (2, 3) if padding == "same" else 3, padding=padding, bias=options["bias"],
+                           padding_mode=options["padding_mode"])
     bn = torch.nn.BatchNorm2d(cout, eps=options["eps"], momentum=options["momentum"], affine=options["affine"],
                               track_running_stats=options["track_running_stats"])
     with torch.no_grad():

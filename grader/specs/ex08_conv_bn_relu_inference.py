@@ -246,9 +246,9 @@ class ConvBNReLUInferenceSpec(Spec):
         BatchNorm2d without affine parameters or running statistics it does not support are refused."""
         return [ModuleOptions(
             "ConvBNReLUInference.from_modules", "forward",
-            base={"bias": True, "padding_mode": "zeros", "eps": 1e-5, "momentum": 0.1, "affine": True,
+            base={"bias": True, "padding": 2, "padding_mode": "zeros", "eps": 1e-5, "momentum": 0.1, "affine": True,
                   "track_running_stats": True},
-            options={"bias": values(False),
+            options={"bias": values(False), "padding": values("same", "valid"),
                      "padding_mode": values("reflect", "replicate", "circular",
                                             refused=("reflect", "replicate", "circular")),
                      "eps": values(1e-3, 0.1), "momentum": values(0.0, None, 1.0),

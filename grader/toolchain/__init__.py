@@ -1,1 +1,2 @@
-"""Building an exercise: the compiler's flags and caches, and the course's C++ headers (include/)."""
+"""Building an exercise: the compiler's flags and caches, the course's C++ headers (include/), and the
+convolution wrappers' shared argument spelling (conv_args.py)."""

@@ -12,13 +12,9 @@ import math
 import torch
 
 from grader.build import load_library
+from grader.conv_args import check_padding_word, pair as _pair, resolve_padding
 
 lib = load_library(__file__)
-
-
-def _pair(v) -> list[int]:
-    """An int means the same value for height and width; a pair passes through (and is checked in C++)."""
-    return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
 def default_version(x: torch.Tensor, groups: int = 1) -> int:
@@ -31,34 +27,6 @@ def default_version(x: torch.Tensor, groups: int = 1) -> int:
     return 2
 
 
-PADDING_STRINGS = ("valid", "same")
-
-
-def check_padding_string(padding, stride) -> None:
-    """torch.nn.Conv2d's refusals of a padding given as a word."""
-    if isinstance(padding, str):
-        if padding not in PADDING_STRINGS:
-            raise ValueError(f"padding must be numbers or one of {PADDING_STRINGS}, but is {padding!r}")
-        if padding == "same" and _pair(stride) != [1, 1]:
-            raise ValueError("padding='same' is not supported for strided convolutions")
-
-
-def resolve_padding(x: torch.Tensor, weight: torch.Tensor, stride, padding, dilation) -> tuple[torch.Tensor, list[int]]:
-    """x and the padding the op takes, for a padding as torch.nn.functional.conv2d takes it: numbers,
-    "valid" (none) or "same" (stride 1, an output as large as x: d (k - 1) zeros along each axis, half
-    before x and the rest after it). Where d (k - 1) is odd the op's padding, the same on both sides,
-    cannot say it: x gets the one more row or column after its end, zeros, as PyTorch gives it."""
-    if not isinstance(padding, str):
-        return x, _pair(padding)
-    check_padding_string(padding, stride)
-    if padding == "valid" or weight.dim() != 4:  # a misshapen weight: the op's own check names it
-        return x, [0, 0]
-    total = [d * (k - 1) for d, k in zip(_pair(dilation), weight.shape[2:])]
-    if total[0] % 2 or total[1] % 2:
-        x = torch.nn.functional.pad(x, (0, total[1] % 2, 0, total[0] % 2))  # zeros: a fill and a copy
-    return x, [t // 2 for t in total]
-
-
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1, version: int | None = None) -> torch.Tensor:
     """Like torch.nn.functional.conv2d (same argument order, padding "valid" and "same" too): x (N, Cin, H, W),
@@ -69,7 +37,7 @@ def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if version is None:
         version = default_version(x, groups)
     x, padding = resolve_padding(x, weight, stride, padding, dilation)
-    return lib.ops.conv2d(x, weight, bias, _pair(stride), padding, _pair(dilation), int(groups), int(version))
+    return lib.ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups), int(version))
 
 
 def output_size(size: int, k: int, stride: int, pad: int, dil: int) -> int:
@@ -291,10 +259,10 @@ class Conv2d(torch.nn.Module):
         super().__init__()
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"groups ({groups}) must divide in_channels ({in_channels}) and out_channels ({out_channels})")
-        kh, kw = _pair(kernel_size)
-        check_padding_string(padding, stride)
-        self.stride, self.dilation = _pair(stride), _pair(dilation)
-        self.padding = padding if isinstance(padding, str) else _pair(padding)
+        kh, kw = _pair(kernel_size, "kernel_size")
+        check_padding_word(padding, stride)
+        self.stride, self.dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+        self.padding = padding if isinstance(padding, str) else _pair(padding, "padding")
         self.groups = groups
         factory = {"device": device, "dtype": dtype}
         self.weight = torch.nn.Parameter(torch.empty(out_channels, in_channels // groups, kh, kw, **factory))

@@ -10,14 +10,9 @@ from __future__ import annotations
 import torch
 
 from grader.build import load_library
+from grader.conv_args import pair as _pair, resolve_padding
 
 lib = load_library(__file__)
-
-
-def _pair(v) -> list[int]:
-    if isinstance(v, str):
-        raise ValueError(f"padding={v!r}: give the padding as numbers (string padding is not supported)")
-    return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
 def default_version(x: torch.Tensor) -> int:
@@ -33,11 +28,13 @@ def default_version(x: torch.Tensor) -> int:
 def conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, eps: float = 1e-5,
                            stride=1, padding=0, dilation=1, version: int | None = None) -> torch.Tensor:
     """relu(F.batch_norm(F.conv2d(x, weight, bias, stride, padding, dilation), running_mean, running_var,
-    bn_weight, bn_bias, training=False, eps=eps)) in one kernel. Not differentiable (inference only).
+    bn_weight, bn_bias, training=False, eps=eps)) in one kernel (padding numbers, "valid" or "same", as
+    F.conv2d takes it: grader.conv_args). Not differentiable (inference only).
     version 1: strict fp32 (float32 or float64); version 2: the convolution on TF32 tensor cores (float32,
     compute capability 8.0+); None: as PyTorch's flag torch.backends.cudnn.allow_tf32 says (default_version)."""
     if version is None:
         version = default_version(x)
+    x, padding = resolve_padding(x, weight, stride, padding, dilation)
     return lib.ops.conv_bn_relu_inference(x, weight, bias, bn_weight, bn_bias, running_mean, running_var, float(eps),
                                           _pair(stride), _pair(padding), _pair(dilation), int(version))
 
@@ -77,7 +74,6 @@ class ConvBNReLUInference(torch.nn.Module):
             raise ValueError("only groups=1 and padding_mode='zeros' are supported")
         if not (bn.affine and bn.track_running_stats):
             raise ValueError("the BatchNorm2d must have affine=True and track_running_stats=True")
-        _pair(conv.padding)
         self.conv, self.bn = conv, bn
 
     @classmethod

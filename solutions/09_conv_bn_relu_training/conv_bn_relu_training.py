@@ -12,14 +12,9 @@ from __future__ import annotations
 import torch
 
 from grader.build import load_library
+from grader.conv_args import pair as _pair, resolve_padding
 
 lib = load_library(__file__)
-
-
-def _pair(v) -> list[int]:
-    if isinstance(v, str):
-        raise ValueError(f"padding={v!r}: give the padding as numbers (string padding is not supported)")
-    return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
 
 
 class ConvBNReLUFunction(torch.autograd.Function):
@@ -78,12 +73,14 @@ def conv_bn_relu(x, weight, bias, bn_weight, bn_bias, running_mean, running_var,
                  training: bool = True, momentum: float | None = 0.1, eps: float = 1e-5, stride=1, padding=0,
                  dilation=1, version: int | None = None) -> torch.Tensor:
     """The functional form: relu(F.batch_norm(F.conv2d(x, weight, bias, stride, padding, dilation),
-    running_mean, running_var, bn_weight, bn_bias, training, momentum, eps)), in our own kernels.
+    running_mean, running_var, bn_weight, bn_bias, training, momentum, eps)), in our own kernels (padding
+    numbers, "valid" or "same", as F.conv2d takes it: grader.conv_args).
     version 1: strict fp32 (float32 or float64); version 2: the forward's and the backward's convolutions
     on TF32 tensor cores (float32, compute capability 8.0+); None: as PyTorch's flag
     torch.backends.cudnn.allow_tf32 says (default_version)."""
     if version is None:
         version = default_version(x)
+    x, padding = resolve_padding(x, weight, stride, padding, dilation)
     return ConvBNReLUFunction.apply(x, weight, bias, bn_weight, bn_bias, running_mean, running_var,
                                     num_batches_tracked, bool(training), None if momentum is None else float(momentum),
                                     float(eps), _pair(stride), _pair(padding), _pair(dilation), int(version))
@@ -152,7 +149,6 @@ class FusedConvBNReLU(torch.nn.Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  bias: bool = True, eps: float = 1e-5, momentum: float | None = 0.1, device=None, dtype=None):
         super().__init__()
-        _pair(padding)  # rejects string padding up front
         self.conv = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
                                     dilation=dilation, bias=bias, device=device, dtype=dtype)
         self.bn = torch.nn.BatchNorm2d(out_channels, eps=eps, momentum=momentum, device=device, dtype=dtype)
