@@ -72,11 +72,14 @@ def pythonpath_outside_the_checkout() -> str:
 
 
 def grade(target: Path, exercises=None, *, timeout: float = 900, keyword: str | None = None, seed: int = 1234,
-          sanitize: bool | str = False, parallel: int = 1, stall: float | None = None, device: str | None = None):
-    """`device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU; None: CUDA's first."""
+          sanitize: bool | str = False, parallel: int = 1, stall: float | None = None, device: str | None = None,
+          skip_lost_groups: bool = False):
+    """`device` (a CUDA_VISIBLE_DEVICES entry) pins the grading processes to one GPU; None: CUDA's first.
+    `skip_lost_groups`: a group's checks after its first failure are skipped (GradeOptions): the known-wrong
+    variants', whose verdict is which groups are lost and the first failure's reason."""
     specs = selected(exercises)
     options = GradeOptions(seed=seed, timeout=timeout, jobs=JOBS, keyword=keyword, sanitize=sanitize, parallel=parallel,
-                           **({"stall": stall} if stall is not None else {}))
+                           skip_lost_groups=skip_lost_groups, **({"stall": stall} if stall is not None else {}))
     return {row.exercise: row for row in grade_target(target, specs, options, device=device, log=quiet)}
 
 
@@ -173,7 +176,8 @@ def grade_variants(variants: list[Variant], keyword: str | None, timeout: float 
     processes share the GPU) in reusable slot folders (grade_in_slots). Returns variant id -> its
     exercise's row, the same row whichever slot it used."""
     def one(v: Variant, target: Path, device: str | None) -> dict:
-        return grade(target, [v.exercise], timeout=timeout, keyword=keyword, device=device)[v.exercise]
+        return grade(target, [v.exercise], timeout=timeout, keyword=keyword, device=device,
+                     skip_lost_groups=True)[v.exercise]
 
     return grade_in_slots(variants, one, root=root)
 
@@ -197,7 +201,8 @@ def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root:
         for batch in mine:
             for v in batch:
                 write_slot(folder / v.exercise, v.source, v.texts())
-            rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS, device=device)
+            rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS, device=device,
+                         skip_lost_groups=True)
             found.update({v.id: rows[v.exercise] for v in batch})
 
     with FolderLock(root, ".lock"), ThreadPoolExecutor(max_workers=len(devices), thread_name_prefix="timed") as pool:

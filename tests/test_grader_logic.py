@@ -1242,3 +1242,30 @@ def test_the_checks_likeliest_to_fault_run_last_in_the_grading_process():
     assert names and names[-1] == "test_performance", ran.stdout[-2000:]
     kind = [2 if n.endswith(f"[{MEMORY_EDGE}]]") else 1 if "[huge" in n else 0 for n in names[:-1]]
     assert kind == sorted(kind) and {1, 2} <= set(kind), names
+
+
+def test_a_lost_group_skips_its_other_checks_but_not_one_another_group_requires():
+    """--skip-lost-groups (GradeOptions.skip_lost_groups, the known-wrong suite's): once a check of a group has
+    failed in this process, the group's later checks are skipped (its points and its first failure's reason
+    are decided), whatever other groups did; a check named by a group's `requires` still runs, since its
+    outcome decides that group's points; without the option nothing is skipped."""
+    from types import SimpleNamespace
+
+    from grader.run.suite.test_exercise import _group_lost
+
+    exercise_spec = spec.by_exercise("09_conv_bn_relu_training")
+    required = next(n for needed in exercise_spec.requires.values() for n in needed if n not in exercise_spec.points)
+    group = required.split("[", 1)[0]
+
+    def lost(check_name, outcomes, on=True):
+        recorder = SimpleNamespace(tests={n: TestOutcome(n, n.split("[", 1)[0], o) for n, o in outcomes.items()})
+        config = SimpleNamespace(getoption=lambda name: on if name == "--skip-lost-groups" else None,
+                                 pluginmanager=SimpleNamespace(get_plugin=lambda name: recorder))
+        check = SimpleNamespace(name=check_name, group=check_name.split("[", 1)[0])
+        return _group_lost(check, exercise_spec, SimpleNamespace(config=config))
+
+    failed_first = {f"{group}[an earlier check]": "failed"}
+    assert lost(f"{group}[a later check]", failed_first)
+    assert not lost(f"{group}[a later check]", failed_first, on=False)
+    assert not lost(required, failed_first)
+    assert not lost(f"{group}[a later check]", {f"{group}[an earlier check]": "passed", "other[x]": "failed"})

@@ -101,6 +101,7 @@ OPTIONS = {
     "strict": (True, lambda p: p.strict and all(p.strict), ["--strict"], ["--strict"]),
     "force": (True, lambda p: bool(p.cmds), None, ["--force"]),  # shown on a class graded before: graded again
     "first_failure": (True, lambda p: p.cmds and all("-x" in c for c in p.cmds), None, None),
+    "skip_lost_groups": (True, lambda p: p.cmds and all("--skip-lost-groups" in c for c in p.cmds), None, None),
 }
 PATHS = ("grade", "class", "slurm")
 

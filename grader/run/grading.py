@@ -273,6 +273,8 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
         cmd += ["-m", "not slow"]
     if options.first_failure:
         cmd.append("-x")
+    if options.skip_lost_groups:
+        cmd.append("--skip-lost-groups")
     cmd.append("--durations=5")  # in the log: where grading time goes
     child = _child_env(device)
     child[gate.BUILD_ENV] = str(_build_result_path(workdir, name))

@@ -32,6 +32,9 @@ class GradeOptions:
     strict: bool = False  # a check this GPU cannot run for lack of memory costs its group
     force: bool = False  # class grading: regrade students already graded
     first_failure: bool = False  # stop each grading process at its first failed check (grader.run.mutants)
+    # after a group's first failed check, skip its others (the known-wrong suite, whose verdict is which groups
+    # are lost and why: the first failure's reason is the group's); checks another group requires still run
+    skip_lost_groups: bool = False
 
     def __post_init__(self):
         if self.sanitize not in (False, True, RACECHECK):

@@ -61,6 +61,9 @@ def pytest_addoption(parser):
     group.addoption("--results", help="write each test's outcome here as JSON, as the run goes")
     group.addoption("--judge-outputs", help="save the op's outputs on the judge's calls here (grader.verify.judge)")
     group.addoption("--timed-outputs", help="save sampled elements of timed outputs here (grader.verify.judge)")
+    group.addoption("--skip-lost-groups", action="store_true",
+                    help="after a group's first failed check, skip its other checks (the group's points and "
+                         "reason are decided; a check another group requires still runs)")
     group.addoption("--shard", default="0/1",
                     help="i/n: run every n-th of the selected checks from the i-th (part 0 also the timing): one "
                          "exercise's checks over n processes (grader.run.grading.plan_shards)")

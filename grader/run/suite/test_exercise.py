@@ -51,8 +51,22 @@ class Watched:
         return watched(fn, self._rule, f"{self._what} (the call of {name})")
 
 
-def test_check(check, ctx, spec):
+def _group_lost(check, spec, request) -> bool:
+    """Under --skip-lost-groups: whether an earlier check of this check's group failed in this process,
+    and no group's `requires` names this check (whose outcome decides that group's points)."""
+    if not request.config.getoption("--skip-lost-groups"):
+        return False
+    if any(check.name in needed for needed in spec.requires.values()):
+        return False
+    recorder = request.config.pluginmanager.get_plugin("course-results")
+    return recorder is not None and any(t.group == check.group and t.outcome == "failed"
+                                        for t in recorder.tests.values())
+
+
+def test_check(check, ctx, spec, request):
     _fail_if_context_lost()
+    if _group_lost(check, spec, request):
+        pytest.skip(f"not run: {check.group} has lost its points already (--skip-lost-groups)")
     if check.huge and WATCH.on:
         # the op's calls in a check of more than 2^31 elements are observed too (Watched):
         # a fall-back to PyTorch for inputs past 2^31 elements shows its kernels
