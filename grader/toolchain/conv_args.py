@@ -40,8 +40,9 @@ def resolve_padding(x: torch.Tensor, weight: torch.Tensor, stride, padding, dila
     if not isinstance(padding, str):
         return x, pair(padding, "padding")
     check_padding_word(padding, stride)
-    if padding == "valid" or weight.dim() != 4:  # a misshapen weight: the op's own check names it
-        return x, [0, 0]
+    if padding == "valid" or not (isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor)
+                                  and weight.dim() == 4):
+        return x, [0, 0]  # a misshapen argument: the op's own check names it
     total = [d * (k - 1) for d, k in zip(pair(dilation, "dilation"), weight.shape[2:])]
     if total[0] % 2 or total[1] % 2:
         x = torch.nn.functional.pad(x, (0, total[1] % 2, 0, total[0] % 2))
