@@ -374,3 +374,24 @@ def test_no_stall_limit_without_a_progress_file(tmp_path):
     (tmp_path / "work").mkdir()
     gate.run([job], tmp_path / "work", parallel=1, timeout=30.0)
     assert job.returncode == 0 and not job.stalled
+
+
+def test_gated_processes_are_given_their_share_of_the_gpu_and_a_lone_one_none(tmp_path):
+    """Processes that share the GPU (gated) are told their share of its memory (MEMORY_CAP_ENV, which
+    cap_gpu_memory turns into PyTorch's per-process limit); one grading alone is told none; the share is
+    the per-process memory the grader plans its parallelism by, as a fraction of the GPU at most 1."""
+    from grader.run import grading
+
+    show = [sys.executable, "-c", f"import os; print('cap=' + str(os.environ.get({gate.MEMORY_CAP_ENV!r})))"]
+    child = {k: v for k, v in os.environ.items() if k != gate.MEMORY_CAP_ENV}
+    pair = [gate.Job(name, show, dict(child), env.REPO) for name in ("a", "b")]
+    (tmp_path / "two").mkdir()
+    (tmp_path / "one").mkdir()
+    gate.run(pair, tmp_path / "two", parallel=2, timeout=30)
+    assert all(f"cap={gate.MEMORY_CAP_GIB:g}" in j.output for j in pair), [j.output for j in pair]
+    alone = gate.Job("alone", show, dict(child), env.REPO)
+    gate.run([alone], tmp_path / "one", parallel=1, timeout=30)
+    assert "cap=None" in alone.output, alone.output
+    assert grading.GIB_PER_PROCESS == gate.MEMORY_CAP_GIB
+    assert gate.memory_fraction(7.5, 80 * 2**30) == pytest.approx(7.5 / 80)
+    assert gate.memory_fraction(7.5, 4 * 2**30) == 1.0 and gate.memory_fraction(7.5, 0) == 1.0

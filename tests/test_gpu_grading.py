@@ -143,6 +143,30 @@ def test_a_hanging_kernel_costs_its_exercise_alone_at_the_stall_limit(tmp_path):
     assert all(g.points == g.max for name, g in elu.groups.items() if name != "performance"), explain(rows)
 
 
+def test_an_op_that_keeps_what_it_allocates_costs_its_exercise_alone(tmp_path):
+    """01 whose op keeps every output and 256 MiB more in a module list (a cache that only grows), graded
+    beside 02: 01's process is held to its share of the GPU (grader.run.gate.MEMORY_CAP_GIB), so its own
+    checks run out of memory once it has kept that much, and 02, beside it, keeps every point it earns
+    alone; on a large GPU without the share 01 would take most of the card before its checks end."""
+    import shutil
+
+    keeps = Variant("01_leaky_relu", "keeps_what_it_allocates", "every call keeps its output and 256 MiB more",
+                    {"leaky_relu.py": [("lib = load_library(__file__)\n", "lib = load_library(__file__)\n_kept = []\n"),
+                                       ("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
+                                        "    _kept.append(torch.empty(1 << 26, device=x.device))\n"
+                                        "    _kept.append(lib.ops.leaky_relu(x, float(negative_slope)))\n"
+                                        "    return _kept[-1]\n")]},
+                    loses={"forward"})
+    target = tmp_path / "class"
+    keeps.materialize(target)
+    shutil.copytree(SOLUTIONS / "02_elu", target / "02_elu", ignore=shutil.ignore_patterns("__pycache__"))
+    rows = grade(target, ["01", "02"], keyword=QUICK, parallel=2, timeout=900)
+    reasons = " ".join(g.reason for g in rows["01_leaky_relu"].groups.values()).lower()
+    assert "out of memory" in reasons, explain(rows)
+    elu = rows["02_elu"]
+    assert all(g.points == g.max for name, g in elu.groups.items() if name != "performance"), explain(rows)
+
+
 SANITIZE_VARIANTS = [v for v in all_variants() if v.extra.get("sanitize") and wanted(v)]
 
 

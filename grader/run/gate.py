@@ -9,7 +9,11 @@ timing never overlaps another process's checks, nor another timing.
 
 Checks that allocate more than 2^31 bytes run one at a time (`one_at_a_time`, an exclusive lock
 on `huge.lock` in the same folder), so that several of them never exhaust the GPU's memory
-together; a process waiting for the lock says so with `<name>.lockwait`.
+together; a process waiting for the lock says so with `<name>.lockwait`. Outside that lock each gated
+process's PyTorch allocations are held to its share of the GPU (`MEMORY_CAP_GIB`, `cap_gpu_memory`):
+an op that keeps what it allocates (a cache that only grows) then fails its own checks when it
+passes its share, not the checks of the processes beside it (memory taken by cudaMalloc past
+PyTorch's allocator is not held so).
 
 Each process has its own time limit, and its clock stops while it waits for its turn on the GPU
 or for the lock (while another process is alive, so a wait can never be longer than the others'
@@ -37,6 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 GATE_ENV = "COURSE_GPU_GATE"  # "<folder>/<name>": where this process's gate files go
+MEMORY_CAP_ENV = "COURSE_GPU_MEMORY_CAP_GIB"  # a gated process's share of the GPU's memory (cap_gpu_memory)
+# The GPU memory a grading process that runs its checks may hold beside the others (outside one_at_a_time):
+# 5x the most any solution's check held alone (1.5 GiB, 10's, H200 2026-11-30); the grader runs one process
+# per this much free memory (grader.run.grading.default_parallel)
+MEMORY_CAP_GIB = 7.5
 PARENT_ENV = "COURSE_GPU_GATE_PARENT"  # the parent's pid: a waiting process stops if it is gone
 BUILD_ENV = "COURSE_BUILD_RESULT"  # the file in which the parent says how this process's builds went
 POLL_S = 0.01
@@ -75,6 +84,22 @@ def _parent_gone() -> bool:
         except (OSError, ValueError, IndexError):  # gone meanwhile, or no /proc: the parent alone
             return os.getppid() != int(parent)
     return True
+
+
+def memory_fraction(cap_gib: float, total_bytes: int) -> float:
+    """The fraction of a GPU of `total_bytes` that `cap_gib` is (PyTorch's per-process limit), at most 1."""
+    return min(1.0, cap_gib * 2**30 / total_bytes) if total_bytes > 0 else 1.0
+
+
+def cap_gpu_memory(lifted: bool = False) -> None:
+    """Hold this process's PyTorch allocations to the share the parent gave it (MEMORY_CAP_ENV; nothing
+    without one, e.g. a grade of one exercise), or lift the hold (`lifted`: inside one_at_a_time)."""
+    cap = os.environ.get(MEMORY_CAP_ENV)
+    torch = sys.modules.get("torch")
+    if not cap or torch is None or not torch.cuda.is_available():
+        return
+    total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    torch.cuda.set_per_process_memory_fraction(1.0 if lifted else memory_fraction(float(cap), total))
 
 
 def wait_for_gpu() -> None:
@@ -123,10 +148,12 @@ def one_at_a_time(exclusive: bool = True):
                 fcntl.flock(f, fcntl.LOCK_EX)
             finally:
                 waiting.unlink(missing_ok=True)
+        cap_gpu_memory(lifted=True)
         try:
             yield
         finally:
             _release_cached_memory()
+            cap_gpu_memory()
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
@@ -287,6 +314,7 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
         env[PARENT_ENV] = str(os.getpid())
         if gated:
             env[GATE_ENV] = str(folder / job.name)
+            env.setdefault(MEMORY_CAP_ENV, f"{MEMORY_CAP_GIB:g}")
         with open(folder / f"{job.name}.log", "wb") as log:
             job._proc = subprocess.Popen(job.cmd, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)

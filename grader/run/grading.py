@@ -518,7 +518,7 @@ def resource_reports(target: Path, rows: list[ExerciseRow], cc: str | None) -> N
         rows[i] = replace(row, resources=report)
 
 
-GIB_PER_PROCESS = 7.5  # free GPU memory to allow per grading process that runs its checks
+GIB_PER_PROCESS = gate.MEMORY_CAP_GIB  # free GPU memory to allow per grading process that runs its checks (its cap)
 CORES_SPARED, PARALLEL_MAX = 2, 12  # default_parallel: the cores less two (the parent, the builds), at most 12
 # PARALLEL's default as the Makefile, the README and `python -m grader --help` state it (tests/test_messages.py)
 PARALLEL_DEFAULT = (f"the cores less {CORES_SPARED}, at most {PARALLEL_MAX}, "

@@ -269,6 +269,7 @@ def built(request) -> dict:
 def ctx(request, spec, built) -> specs.Context:
     exercise_dir = Path(request.config.getoption("--exercise-dir")).resolve()
     _start_watch()  # started by `built` already (idempotent)
+    gate.cap_gpu_memory()  # this process's share of the GPU, before submitted code allocates any of it
     recorder = request.config.pluginmanager.get_plugin("course-results")
     if recorder is not None:
         recorder.watch()  # the last moment before submitted code runs (grader.verify.integrity)
