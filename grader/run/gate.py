@@ -114,6 +114,7 @@ def wait_for_gpu() -> None:
         if _parent_gone():  # nobody will ever say go
             os._exit(3)
         time.sleep(POLL_S)
+    cap_gpu_memory(lifted=True)  # alone on the GPU: a library's workspace may take what it would take alone
 
 
 def wait_for_build() -> dict:
