@@ -101,6 +101,18 @@ def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -
 PAST_WINOGRAD = (932_068, 16, 5, 1)
 
 
+
+def _output_sizes(module: torch.nn.ConvTranspose2d, x_shape: tuple) -> list[tuple[dict, bool]]:
+    """forward(x, output_size=...) as a UNet's decoder calls it: the largest size along each axis as (H, W),
+    the smallest height with the largest width as the whole shape, and one row past the largest, which
+    torch.nn's module refuses (torch.nn.ConvTranspose2d._output_padding's range: a stride s leaves s sizes)."""
+    smallest = [(x_shape[2 + d] - 1) * module.stride[d] - 2 * module.padding[d]
+                + module.dilation[d] * (module.kernel_size[d] - 1) + 1 for d in range(2)]
+    largest = [smallest[d] + module.stride[d] - 1 for d in range(2)]
+    return [({"output_size": largest}, False),
+            ({"output_size": (x_shape[0], module.out_channels, smallest[0], largest[1])}, False),
+            ({"output_size": [largest[0] + 1, smallest[1]]}, True)]
+
 class ConvTranspose2dSpec(ConvSpec):
     def checks(self) -> CheckList:
         checks = super().checks()
@@ -138,7 +150,8 @@ class ConvTranspose2dSpec(ConvSpec):
                                       "dilation": (1, 2), "bias": False}))
         return [DropIn("ConvTranspose2d", torch.nn.ConvTranspose2d, constructions,
                        input_shape=lambda args, kwargs: (2, args[0], 7, 6), tol=REL_TOL[torch.float32], grad_tol=1e-4,
-                       group="registration")]  # fitting PyTorch as torch.nn's does, beside opcheck
+                       group="registration",  # fitting PyTorch as torch.nn's does, beside opcheck
+                       forward_calls=_output_sizes)]
 
     def benchmark(self) -> Benchmark:
         # the gradient, with respect to its input, of exercise 06's benchmark convolution

@@ -80,7 +80,7 @@ import torch
 
 from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
 from grader.verify.checks import refill_late, strided_copy
-from grader.verify.checks import assert_rel_error, require_plain_tensor, shape_spoils
+from grader.verify.checks import assert_rel_error, expect_error, require_plain_tensor, shape_spoils
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
 from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
@@ -1338,24 +1338,34 @@ def _drop_in(entry: DropIn, gradients: bool):
             ours.load_state_dict(theirs.state_dict())
             ours, theirs = ours.to(device), theirs.to(device, torch.float64)
             x = torch.randn(entry.input_shape(args, kwargs), generator=g, dtype=torch.float64) * 3
-            x_ours, x_ref = (x.to(device, torch.float32).requires_grad_(), x.to(device).requires_grad_())
-            y_ref = theirs(x_ref)
-            y = ours(x_ours)
-            DEVICE.sync()
-            v = torch.randn(tuple(y_ref.shape), generator=g, dtype=torch.float64).to(device)
-            if not gradients:
-                assert_rel_error(y.detach(), y_ref.detach(), entry.tol, f"{what}: the output")
-                continue
-            if y.shape != y_ref.shape:
-                raise CheckFailure(f"{what}: an output of shape {tuple(y.shape)}, expected {tuple(y_ref.shape)}")
-            (y_ref * v).sum().backward()
-            (y * v.to(y.dtype)).sum().backward()
-            DEVICE.sync()
-            mine = {"the input": x_ours.grad, **{n: t.grad for n, t in ours.named_parameters()}}
-            for name, want in {"the input": x_ref.grad, **{n: t.grad for n, t in theirs.named_parameters()}}.items():
-                if mine[name] is None:
-                    raise CheckFailure(f"{what}: no gradient for {name}")
-                assert_rel_error(mine[name], want, entry.grad_tol, f"{what}: the gradient of {name}")
+            calls = [({}, False), *(entry.forward_calls(theirs, tuple(x.shape)) if entry.forward_calls else ())]
+            for extra, refused in calls:
+                said = f"{what}, forward(x, {_arguments_text((), extra)})" if extra else what
+                if refused:
+                    expect_error(lambda: ours(x.to(device, torch.float32), **extra), names=tuple(extra),
+                                 what=f"{said}, which torch.nn's refuses")
+                    continue
+                ours.zero_grad(), theirs.zero_grad()
+                # fresh leaves each call (on the CPU, x.to() of x's own device and dtype would be x itself)
+                x_ours = x.to(device, torch.float32).detach().requires_grad_()
+                x_ref = x.to(device).detach().clone().requires_grad_()
+                y_ref = theirs(x_ref, **extra)
+                y = ours(x_ours, **extra)
+                DEVICE.sync()
+                v = torch.randn(tuple(y_ref.shape), generator=g, dtype=torch.float64).to(device)
+                if not gradients:
+                    assert_rel_error(y.detach(), y_ref.detach(), entry.tol, f"{said}: the output")
+                    continue
+                if y.shape != y_ref.shape:
+                    raise CheckFailure(f"{said}: an output of shape {tuple(y.shape)}, expected {tuple(y_ref.shape)}")
+                (y_ref * v).sum().backward()
+                (y * v.to(y.dtype)).sum().backward()
+                DEVICE.sync()
+                mine = {"the input": x_ours.grad, **{n: t.grad for n, t in ours.named_parameters()}}
+                for name, want in {"the input": x_ref.grad, **{n: t.grad for n, t in theirs.named_parameters()}}.items():
+                    if mine[name] is None:
+                        raise CheckFailure(f"{said}: no gradient for {name}")
+                    assert_rel_error(mine[name], want, entry.grad_tol, f"{said}: the gradient of {name}")
     return run
 
 

@@ -178,6 +178,9 @@ class DropIn:
     grad_tol: float = 1e-5
     group: str = "forward"  # the group of the outputs' check (one of the spec's points)
     grad_group: str = "autograd"  # the group of the gradients' check (`group` where the spec has no such group)
+    # (torch.nn's module, the input's shape) -> [(forward's keyword arguments, refused), ...]: calls tried beside
+    # the plain forward(x) (ConvTranspose2d's output_size); a refused one must raise as torch.nn's does
+    forward_calls: Callable | None = None
 
 
 @dataclass

@@ -290,9 +290,30 @@ class ConvTranspose2d(torch.nn.Module):
         if self.bias is not None:
             torch.nn.init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups,
+    def forward(self, x: torch.Tensor, output_size=None) -> torch.Tensor:
+        """`output_size` ((H, W), or the whole output shape), as torch.nn.ConvTranspose2d takes it: the
+        output_padding that gives that size, in place of the module's."""
+        output_padding = self.output_padding if output_size is None else self._output_padding(x, output_size)
+        return conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
                                 self.dilation)
+
+    def _output_padding(self, x: torch.Tensor, output_size) -> list[int]:
+        """torch.nn.ConvTranspose2d's rule: a stride s leaves s sizes an output could have (output_padding
+        0 to s - 1 more than the smallest); `output_size` must be one of them along each axis."""
+        size = [int(v) for v in output_size]
+        if len(size) == x.dim():  # the whole shape: its height and width
+            size = size[-2:]
+        if len(size) != 2:
+            raise ValueError(f"output_size must be (height, width) or the output's whole shape, but is "
+                             f"{list(output_size)}")
+        kernel = self.weight.shape[2:]
+        smallest = [(x.shape[2 + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (kernel[d] - 1) + 1 for d in range(2)]
+        largest = [smallest[d] + self.stride[d] - 1 for d in range(2)]
+        if any(not smallest[d] <= size[d] <= largest[d] for d in range(2)):
+            raise ValueError(f"output_size {size}: the sizes this input ({list(x.shape[2:])}) can give range from "
+                             f"{smallest} to {largest}")
+        return [size[d] - smallest[d] for d in range(2)]
 
     def extra_repr(self) -> str:
         return (f"{self.weight.shape[0]}, {self.weight.shape[1] * self.groups}, kernel_size={tuple(self.weight.shape[2:])}, "
