@@ -96,7 +96,8 @@ def cap_gpu_memory(lifted: bool = False) -> None:
     without one, e.g. a grade of one exercise), or lift the hold (`lifted`: inside one_at_a_time)."""
     cap = os.environ.get(MEMORY_CAP_ENV)
     torch = sys.modules.get("torch")
-    if not cap or torch is None or not torch.cuda.is_available():
+    # under compute-sanitizer (COURSE_SANITIZE) PyTorch's caching is off and memory errors are the point
+    if not cap or os.environ.get("COURSE_SANITIZE") or torch is None or not torch.cuda.is_available():
         return
     total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
     torch.cuda.set_per_process_memory_fraction(1.0 if lifted else memory_fraction(float(cap), total))
