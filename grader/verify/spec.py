@@ -168,7 +168,7 @@ class DropIn:
     arguments in torch.nn's order, keywords by torch.nn's names; the first with only the required ones,
     so that every default is torch.nn's), requires the same parameters and buffers (names and shapes),
     loads torch.nn's state into the exercise's module, and compares the outputs and the gradients (the
-    input's and every parameter's) with torch.nn's module run in float64."""
+    input's and every parameter's) with torch.nn's module run in float64; the input is left as it was."""
 
     name: str  # the class's name in the exercise's module: "LeakyReLU"
     torch_class: type  # torch.nn.LeakyReLU
