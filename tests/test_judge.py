@@ -299,6 +299,32 @@ def test_answers_lost_to_an_earlier_fault_are_not_judged_but_other_missing_ones_
     assert any(e.outcome == "failed" and judge.LAYOUT_INFIX in e.name for e in judge.verdicts(LEAKY, SEED, path2, faulted))
 
 
+def test_a_fault_in_a_layout_call_costs_its_group_not_the_input_checks_after_it(tmp_path):
+    """A layout call (made as the process ends) that loses the CUDA context leaves the wrong-device calls
+    after it no GPU: their answers are not asked for, and not judged; the layout's own answer, the fault,
+    fails its group. Seen on the H200: an unguarded halo read past a strided copy's allocation there."""
+    lost = "CUDA error: an illegal memory access was encountered"
+    module = _leaky()
+    forward = module.leaky_relu
+    module.leaky_relu = lambda x, p: forward(x, p) if x.is_contiguous() else _raise(lost)
+    path = tmp_path / "outputs.pt"
+    judge.record_outputs(module, LEAKY, SEED, path, device="cpu")
+    judge.record_layouts(module, LEAKY, SEED, path, device="cpu")
+    judge.record_input_checks(module, LEAKY, SEED, path, device="cpu")
+    outputs, _ = judge.load_outputs(path)
+    assert not [n for n in outputs if judge.DEVICE_INFIX in n], "asked on a GPU the fault had lost"
+    found = judge.verdicts(LEAKY, SEED, path, ALL_PASSED)
+    assert not [e for e in found if e.group == "input_checks"], found
+    faulted = [e for e in found if e.outcome == "failed"]
+    assert faulted and all(judge.LAYOUT_INFIX in e.name and e.group == "forward" for e in faulted), faulted
+    assert lost in faulted[0].reason
+    # the same answers without the fault's mark: the wrong-device calls missing fail, as any missing answer
+    outputs.pop(judge.CONTEXT_LOST_KEY)
+    judge.save_atomic(path, outputs)
+    assert any(e.group == "input_checks" and "no answer" in e.reason
+               for e in judge.verdicts(LEAKY, SEED, path, ALL_PASSED))
+
+
 def test_a_fresh_image_records_what_the_faulted_one_left_unasked(tmp_path):
     """A forward call that lost the CUDA context ends the recording (every later call would fail); the fresh
     image (go_on) keeps the fault as that call's answer and records the rest, its gradients included: a

@@ -20,7 +20,8 @@ that process telling the truth. It works in two halves:
   them, for the call's group. Then, last (a submission without input checks may crash on it),
   `record_input_checks` repeats each call with one tensor argument at a time on the CPU and saves the
   error it raised, or that it was accepted. The judge requires an error naming that argument, for
-  "input_checks".
+  "input_checks". A call among these that loses the CUDA context fails its own group and leaves the
+  ones after it unasked and unjudged, as a check's fault does (`verdicts`).
 
 So wrong results cannot earn points by tampering with the checks: a group passes only if the op's
 outputs, read back and compared here, are right. What the judge cannot see from outside is how the
@@ -56,6 +57,9 @@ LAYOUT_INFIX = ": every tensor argument as a "  # "<call>: every tensor argument
 DEVICE_INFIX = ": device, "  # "<call>: device, <argument> on the CPU", as the bad-input audit names it
 # the outputs file is written by the submission's process: refuse to load an absurd one
 MAX_OUTPUTS_BYTES = 64 << 20
+# the answer (in the outputs file) whose fault lost the CUDA context as the process ended: no call after it
+# could reach the GPU, so the judge leaves the answers missing after it unjudged (`verdicts`)
+CONTEXT_LOST_KEY = "\0context lost in"
 
 
 # --- comparing (shared with the bad-input audit, tests/test_input_audit.py) ----------------------
@@ -209,6 +213,8 @@ def record_layouts(module: ModuleType, spec: Spec, seed: int, path: Path, device
                 except Exception as e:  # noqa: BLE001: the error is the answer (naming an argument may be fine)
                     outputs[name] = _error(e)
                     lost = cuda_context_lost(outputs[name]["error"])
+                if lost:
+                    outputs[CONTEXT_LOST_KEY] = name
                 save_atomic(path, outputs)
                 if lost:
                     return
@@ -231,17 +237,23 @@ def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, d
         return
     try:
         outputs, _ = load_outputs(path)
+        if CONTEXT_LOST_KEY in outputs:  # a layout call faulted: no call here could reach the GPU
+            return
         for call in judged_calls(spec, seed):
             for name, i in device_spoils(call):
-                args = [_to(a, device) for a in call.args]
-                args[i] = call.args[i]
                 try:
+                    args = [_to(a, device) for a in call.args]
+                    args[i] = call.args[i]
                     resolve(module, call.op)(*args)
                     _sync(device)
                     outputs[name] = {"accepted": True}
                 except Exception as e:  # noqa: BLE001: the error is the answer
                     outputs[name] = {"error": error_message(e, module, op=call.op)[:500]}
+                    if cuda_context_lost(outputs[name]["error"]):
+                        outputs[CONTEXT_LOST_KEY] = name
                 save_atomic(path, outputs)
+                if CONTEXT_LOST_KEY in outputs:
+                    return
     except Exception:  # noqa: BLE001: what is missing, the judge reports as missing
         traceback.print_exc()
 
@@ -334,6 +346,9 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) ->
     # went on after in a fresh image (extra "resumed", grader/run/suite/resume.py): that image recorded them
     lost = next((t.name for t in tests if t.outcome == "failed" and cuda_context_lost(str(t.reason))
                  and not t.extra.get("resumed")), None)
+    # or a layout (or wrong-device) call as the process ended: it fails its own group (its answer is the
+    # fault); the wrong-device answers after it, which found no GPU, are not judged
+    lost = lost or outputs.pop(CONTEXT_LOST_KEY, None)
 
     def add(name: str, group: str, problem: str | None, recorded_last: bool = False) -> None:
         if problem and recorded_last and lost and name not in outputs and not unreadable:
