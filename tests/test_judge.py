@@ -248,7 +248,7 @@ def test_input_checks_are_judged_by_the_error_naming_the_argument(tmp_path):
 
 
 def test_a_fault_while_recording_the_input_checks_is_printed_not_raised(tmp_path, capsys):
-    """It runs as the grading process ends: raising would be blamed on the last test, and a
+    """It runs after every check: raising would be blamed on a test it is not part of, and a
     silent fault once cost every exercise its input_checks points."""
     judge.record_input_checks(_leaky(), LEAKY, SEED, tmp_path, device="meta")  # a folder: cannot be saved
     assert "Traceback" in capsys.readouterr().err
@@ -279,7 +279,7 @@ def test_a_tensor_subclass_fails_its_own_call_and_costs_no_other(tmp_path):
 
 
 def test_answers_lost_to_an_earlier_fault_are_not_judged_but_other_missing_ones_fail(tmp_path):
-    """The wrong-device and layout calls run as the grading process ends: after a check that faulted (the
+    """The wrong-device and layout calls run after every check: after a check that faulted (the
     CUDA context gone) they found no GPU. Their missing answers are then left out (that check's group pays
     for the fault); without such a fault a missing answer fails, and a recorded wrong one fails either way."""
     path = tmp_path / "outputs.pt"
@@ -300,7 +300,7 @@ def test_answers_lost_to_an_earlier_fault_are_not_judged_but_other_missing_ones_
 
 
 def test_a_fault_in_a_layout_call_costs_its_group_not_the_input_checks_after_it(tmp_path):
-    """A layout call (made as the process ends) that loses the CUDA context leaves the wrong-device calls
+    """A layout call (made after every check) that loses the CUDA context leaves the wrong-device calls
     after it no GPU: their answers are not asked for, and not judged; the layout's own answer, the fault,
     fails its group. Seen on the H200: an unguarded halo read past a strided copy's allocation there."""
     lost = "CUDA error: an illegal memory access was encountered"

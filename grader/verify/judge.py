@@ -196,11 +196,12 @@ def layout_variants(call: AuditCall) -> list[tuple[str, list[int], object]]:
 
 def record_layouts(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> None:
     """Each judged call in every layout of layout_variants: its output or its error, added to the
-    outputs file after each call. Run as the grading process ends, before the wrong-device calls (an
-    op without input checks that faults on those costs their answers only); never raises, as
-    record_input_checks."""
+    outputs file after each call. Run after every check, before the wrong-device calls (an op without
+    input checks that faults on those costs their answers only); never raises, as record_input_checks."""
     try:
         outputs, _ = load_outputs(path)
+        if CONTEXT_LOST_KEY in outputs:  # made by an earlier image of this process, which faulted there
+            return
         for call in judged_calls(spec, seed):
             for name, chosen, copy in layout_variants(call):
                 args = [_to(a, device) for a in call.args]
@@ -230,9 +231,10 @@ def device_spoils(call: AuditCall) -> list[tuple[str, int]]:
 
 def record_input_checks(module: ModuleType, spec: Spec, seed: int, path: Path, device: str = "cuda") -> None:
     """Each judged call with one tensor argument on the CPU and the rest on `device`: the error it
-    raised, or that it was accepted, added to the outputs file after each call. Never raises: it
-    runs as the grading process ends, where an exception would be blamed on its last test (a fault
-    of its own is printed to the grading log; the judge reports the answers missing)."""
+    raised, or that it was accepted, added to the outputs file after each call. Never raises: it runs
+    after every check (before the timing's turn, or as the process ends), where an exception would be
+    blamed on a test it is not part of (a fault of its own is printed to the grading log; the judge
+    reports the answers missing)."""
     if not spec.points.get(INPUT_CHECKS):
         return
     try:
@@ -340,7 +342,7 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) ->
     outputs, unreadable = load_outputs(path)
     entries = []
     # a check that failed by a fault the CUDA context did not survive (an access past an argument's end,
-    # a 32-bit offset past 2^31): the calls recorded as the process ends (wrong devices, layouts) found no
+    # a 32-bit offset past 2^31): the calls recorded after every check (layouts, wrong devices) found no
     # GPU, and their missing answers are not judged. The fault costs its own check's group; nothing is
     # gained by one (the answers most often missing are input_checks', a point). Not a fault the process
     # went on after in a fresh image (extra "resumed", grader/run/suite/resume.py): that image recorded them

@@ -32,7 +32,9 @@ VARIANTS = [
             loses={"forward", "performance", "autograd", "input_checks"}, reason="other than this exercise's own"),
     Variant(EX, "no_input_checks", "check_input accepts anything",
             {"leaky_relu.cpp": [("  course::check_cuda(t, name);\n  course::check_dtype(t, {at::kHalf, at::kBFloat16, at::kFloat, at::kDouble}, name);\n", "")]},
-            loses={"input_checks"}, reason="a CPU tensor"),
+            # graded with its timing: the wrong-device calls come before the timing's turn, and where one
+            # faults (a host pointer in a kernel) the timing goes on in a fresh process, keeping its points
+            loses={"input_checks"}, reason="a CPU tensor", extra={"timed": True}),
     Variant(EX, "compile_error", "an undeclared name in the kernel file",
             {"leaky_relu.cu": [("if (n == 0) return;\n  leaky_relu_kernel", "if (n == 0) return;\n  blocks_total += 1;\n  leaky_relu_kernel")]},
             loses={"forward", "backward", "input_checks", "autograd", "performance"}, status="build failed",

@@ -81,7 +81,7 @@ def test_check(check, ctx, spec, request):
         pytest.fail(failure, pytrace=False)
 
 
-def test_performance(spec, ctx, record_property, request):
+def test_performance(spec, ctx, record_property, request, judge_last_calls):
     """The submission's op timed at the benchmark's shape (grader.verify.speed); the parent scores the
     raw numbers against the yardstick's, and re-checks the sampled outputs saved here."""
     _fail_if_context_lost()
@@ -94,6 +94,8 @@ def test_performance(spec, ctx, record_property, request):
               if t.group in spec.perf_requires and t.outcome == "failed"]
     if failed:
         pytest.skip(f"{NOT_TIMED}{failed[0]} failed")
+    if judge_last_calls is not None:
+        judge_last_calls.before_timing(request.config)  # the judge's last calls: not in the GPU's turn below
     gate.wait_for_gpu()  # graded beside other exercises: the timing runs alone on the GPU
     result = measure_submission(spec, ctx)
     judged = result.pop("judged", [])
