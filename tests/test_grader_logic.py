@@ -1004,6 +1004,10 @@ def test_check_time_is_measured_per_gpu_and_read_back(tmp_path, monkeypatch):
     jobs_fast = {"05_matmul": [SimpleNamespace(wall_s=9.0, held_s=0.0, waited_s=0.0, timed_s=0.0)]}
     grading.record_check_seconds([ExerciseRow("05_matmul", "y", "graded", "", 0, 1, tests=failed)], jobs_fast, "GPU A, 1.0")
     assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": 50.0 - startup}
+    # nor does a grade that built anything (its checks ran beside compilers and processes waiting on them)
+    grading.record_check_seconds([ExerciseRow("05_matmul", "y", "graded", "", 1, 1, tests=passed)], jobs_fast,
+                                 "GPU A, 1.0", built=True)
+    assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": 50.0 - startup}
     (tmp_path / "check-seconds.json").write_text("not json")  # a damaged file: the table again
     assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": grading.FIRST_GRADE_SECONDS["05_matmul"]}
 

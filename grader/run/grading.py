@@ -216,6 +216,7 @@ def run_yardstick(references: dict[str, Path | None], builds: dict[Path, Future]
     write_json_atomic(_build_result_path(workdir, YARDSTICK), {"ok": all(v["ok"] for v in ok.values()), **ok})
     log(f"timing the reference of {len(references)} exercise(s) beside PyTorch and the device's limit ...")
     gate.run([stick], workdir, parallel=1, timeout=timeout, compiling=compiling)
+    log(f"  timed them in {stick.wall_s:.1f} s")
     return read_yardstick(stick, workdir)
 
 
@@ -301,14 +302,15 @@ def part_name(exercise: str, part: int) -> str:
 MAX_PARTS = 4  # an exercise's checks over at most this many processes (each pays its own start-up)
 MIN_PART_S = 10.0  # and each part at least this many seconds of its checks: 01-04's take seconds in all
 STARTUP_S = 6.0  # a grading process's start-up before its first check (torch, CUDA, the extension)
-# A first grade's estimate of each exercise's check time, before this GPU has measured its own: the
-# reference solutions' grading processes on an H200 (2026-11-29, `make grade TARGET=solutions`, cold, ten
-# exercises at once: each process's time less its waits and one start-up). Relative costs are what plan_parts
-# uses, and they hold across GPUs better than sources' sizes do (05 has twice 09's sources and half its checks).
-FIRST_GRADE_SECONDS = {"01_leaky_relu": 4.3, "02_elu": 5.2, "03_transpose": 1.1, "04_stencil2d": 2.8,
-                       "05_matmul": 29.6, "06_conv2d": 32.5, "07_conv_transpose2d": 31.2,
-                       "08_conv_bn_relu_inference": 14.1, "09_conv_bn_relu_training": 70.1, "10_cudnn_conv": 21.8}
-BYTES_PER_CHECK_SECOND = 2000.0  # an exercise not in the table: from its sources' size (about the table's ratio)
+# A first warm grade's estimate of each exercise's check time, before this GPU has measured its own (a grade
+# that built nothing records them: record_check_seconds): the reference solutions' grading processes on an
+# H200 (2026-11-30, `make grade TARGET=solutions`, warm, twelve at once: each process's time less its waits,
+# its timing and one start-up). Relative costs are what plan_parts uses, and they hold across GPUs better
+# than sources' sizes do (05 has twice 09's sources and half its checks).
+FIRST_GRADE_SECONDS = {"01_leaky_relu": 8.4, "02_elu": 5.9, "03_transpose": 3.1, "04_stencil2d": 5.1,
+                       "05_matmul": 59.2, "06_conv2d": 50.5, "07_conv_transpose2d": 59.0,
+                       "08_conv_bn_relu_inference": 20.0, "09_conv_bn_relu_training": 120.3, "10_cudnn_conv": 60.7}
+BYTES_PER_CHECK_SECOND = 1300.0  # an exercise not in the table: from its sources' size (about the table's ratio)
 # each machine's last full grade's check time per exercise, by GPU: {device name: {exercise: seconds}}
 CHECK_SECONDS = env.BUILD_ROOT / "check-seconds.json"
 FP64_ENV = "COURSE_COUNT_FP64"  # grader.verify.fp64.ENV, named here without importing torch: counts per process
@@ -329,12 +331,18 @@ def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> d
     return out
 
 
-def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], device_name: str) -> None:
+def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], device_name: str,
+                         built: bool = False) -> None:
     """Each exercise's check time where every check ran to its end (no test failed: a failing check stops at
     its first wrong answer, so a stub's or a half-done exercise's seconds would say little): its processes'
     running time (less their waits for the builds, the GPU and the lock of the largest checks, and the timing
     alone on the GPU, which no split shortens) less one start-up each, kept for the next grade's plan_parts on this GPU. (The tests' own seconds leave out the
-    fixtures and the collection a process spends beside them.)"""
+    fixtures and the collection a process spends beside them.) Not from a grade that `built` anything: its
+    checks met another load (processes waiting on their builds leave the GPU to the rest, compilers take
+    cores): on the H200, 10 measured 43 s cold and 61 s warm, and a warm grade planned by the cold one's
+    seconds left 06 unsplit, its longest process (2026-11-30)."""
+    if built:
+        return
     seconds = {}
     for row in rows:
         parts = jobs.get(row.exercise, ())
@@ -721,6 +729,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
         # every build has ended here (a process may end before its build: no check needed it)
         loaded = chosen.specs()
         rows: dict[str, ExerciseRow] = {}
+        scoring_all = time.perf_counter()
         for e in chosen.exercises:
             s = loaded.get(e)
             if s is None:
@@ -740,6 +749,10 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
                 rows[e] = replace(rows[e], build={"cached": bool(builds[d].result().get("cached")),
                                                   "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)})
+        scoring_all = time.perf_counter() - scoring_all
+        if scoring_all >= 2 and len(rows) > 1:  # after every process and the yardstick: a grade's last seconds
+            log(f"  scored {len(rows)} exercises in {scoring_all:.1f} s")
     if measuring:
-        record_check_seconds(list(rows.values()), part_jobs, device_name)
+        record_check_seconds(list(rows.values()), part_jobs, device_name,
+                             built=not all(f.result().get("cached") for f in builds.values()))
     return [rows[e] for e in chosen.exercises if e in rows]
