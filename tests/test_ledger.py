@@ -46,8 +46,17 @@ def test_a_grading_file_makes_every_exercise_stale_and_a_wing_that_grades_nothin
         f.write("\n# not read by a grade\n")
     ledger._grader_digest.cache_clear()
     assert (ledger.digest(v01), ledger.digest(v09)) == before
-    with open(grader_copy / "verify" / "checks.py", "a") as f:
-        f.write("\n# read by every grade\n")
+    checks = grader_copy / "verify" / "checks.py"
+    with open(checks, "a") as f:
+        f.write("\n# a comment in a module every grade reads\n")
+    text = checks.read_text()
+    edited = text.replace('"""Whether an error message says the CUDA context is gone', '"""Whether it says so')
+    assert edited != text, "the docstring this test edits has moved"
+    checks.write_text(edited)
+    ledger._grader_digest.cache_clear()
+    assert (ledger.digest(v01), ledger.digest(v09)) == before, "a comment or a docstring changes no grade"
+    with open(checks, "a") as f:
+        f.write("\nREAD_BY_EVERY_GRADE = 1\n")
     ledger._grader_digest.cache_clear()
     assert ledger.digest(v01) != before[0] and ledger.digest(v09) != before[1]
 
@@ -56,7 +65,7 @@ def test_an_exercise_spec_reaches_its_exercise_and_those_that_import_it(grader_c
     v05, v06, v09 = first("05"), first("06"), first("09")
     before = [ledger.digest(v) for v in (v05, v06, v09)]
     with open(next((grader_copy / "specs").glob("ex06_*.py")), "a") as f:
-        f.write("\n# 09's spec imports 06's\n")
+        f.write("\n_09_SPEC_IMPORTS_06S = 1\n")
     ledger._grader_digest.cache_clear()
     after = [ledger.digest(v) for v in (v05, v06, v09)]
     assert after[0] == before[0] and after[1] != before[1] and after[2] != before[2]

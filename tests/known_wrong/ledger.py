@@ -10,11 +10,14 @@ prints the stale ones in rounds, and `KNOWN_WRONG=stale` grades only them.
 What a grade depends on: the grader (every module but the authoring, class-grading and benchmark
 wings, with only the specs the exercise's own spec imports), the course headers the build includes, the
 variant's source tree as graded (the solution folder with its edits), what it is declared to lose and
-keep, and the two test modules that grade it. A change anywhere else (docs, other exercises, the
-notebooks) leaves the ledger valid; a change to any of these makes the variants it reaches stale.
+keep, and the two test modules that grade it; of the Python among these, its code (the syntax tree
+without docstrings: a comment or a docstring changes no grade). A change anywhere else (docs, other
+exercises, the notebooks) leaves the ledger valid; a change to any of these makes the variants it
+reaches stale.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -47,6 +50,25 @@ def _feed(h, name: str, data: bytes) -> None:
     h.update(data)
 
 
+def _code(path: Path) -> bytes:
+    """What of a grader file a grade can depend on: a Python module's syntax tree without its docstrings
+    (its comments, layout and prose change no grade), any other file (a header, a table) as it is."""
+    data = path.read_bytes()
+    if path.suffix != ".py":
+        return data
+    try:
+        tree = ast.parse(data)
+    except SyntaxError:
+        return data  # a grade would fail on it: its every byte counts
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 def _specs_of(exercise: str) -> list[Path]:
     """The exercise's spec module and the exercise specs it imports, transitively."""
     specs = GRADER / "specs"
@@ -66,11 +88,11 @@ def _grader_digest(exercise: str) -> str:
         rel = p.relative_to(GRADER)
         if rel.parts[0] in NOT_GRADING or (rel.parts[0] == "specs" and rel.name.startswith("ex")):
             continue
-        _feed(h, str(rel), p.read_bytes())
+        _feed(h, str(rel), _code(p))
     for p in _specs_of(exercise):
-        _feed(h, str(p.relative_to(GRADER)), p.read_bytes())
+        _feed(h, str(p.relative_to(GRADER)), _code(p))
     for p in GRADING_TESTS:
-        _feed(h, str(p.relative_to(REPO)), p.read_bytes())
+        _feed(h, str(p.relative_to(REPO)), _code(p))
     return h.hexdigest()
 
 
