@@ -325,6 +325,32 @@ def test_a_fault_in_a_layout_call_costs_its_group_not_the_input_checks_after_it(
                for e in judge.verdicts(LEAKY, SEED, path, ALL_PASSED))
 
 
+def test_the_last_calls_are_made_once_and_a_fault_among_them_is_named_for_the_fresh_image(tmp_path):
+    """LastCalls: the layouts and the wrong-device calls, made once per image; a call among them that loses
+    the CUDA context is returned (the grading process then times in a fresh image), and that fresh image
+    makes none of them again (the fault's answer is in the file): its op is never called there."""
+    path = tmp_path / "outputs.pt"
+    judge.record_outputs(_leaky(), LEAKY, SEED, path, device="cpu")
+    last = judge.LastCalls(_leaky(), LEAKY, SEED, path, device="cpu")
+    assert last.make() is None and last.make() is None
+    outputs, _ = judge.load_outputs(path)
+    assert [n for n in outputs if judge.LAYOUT_INFIX in n] and [n for n in outputs if judge.DEVICE_INFIX in n]
+
+    lost = "CUDA error: an illegal memory access was encountered"
+    module = _leaky()
+    forward = module.leaky_relu
+    module.leaky_relu = lambda x, p: forward(x, p) if x.is_contiguous() else _raise(lost)
+    path2 = tmp_path / "faulted.pt"
+    judge.record_outputs(module, LEAKY, SEED, path2, device="cpu")
+    faulted = judge.LastCalls(module, LEAKY, SEED, path2, device="cpu").make()
+    assert faulted and judge.LAYOUT_INFIX in faulted, faulted
+    called = []
+    fresh = types.SimpleNamespace(**{name: (lambda *a, name=name: called.append(name))
+                                     for name in vars(_leaky())})
+    assert judge.LastCalls(fresh, LEAKY, SEED, path2, device="cpu").make() is None
+    assert not called, called
+
+
 def test_a_fresh_image_records_what_the_faulted_one_left_unasked(tmp_path):
     """A forward call that lost the CUDA context ends the recording (every later call would fail); the fresh
     image (go_on) keeps the fault as that call's answer and records the rest, its gradients included: a

@@ -280,57 +280,44 @@ def ctx(request, spec, built) -> specs.Context:
     judge_outputs = request.config.getoption("--judge-outputs")
     if judge_outputs:
         _record_judge_outputs(request.config, module, spec, seed, Path(judge_outputs))
-        last_calls = _JudgeLastCalls(module, spec, seed, Path(judge_outputs))
+        from grader.verify import judge
+
+        last_calls = judge.LastCalls(module, spec, seed, Path(judge_outputs))
         request.config.stash[_LAST_CALLS] = last_calls  # not a plugin: the integrity snapshot holds those
-        request.addfinalizer(last_calls)  # where no timing made them (none, or one skipped)
+        request.addfinalizer(lambda: _make_last_calls(last_calls))  # where no timing made them
     return specs.Context(module=module, seed=seed, exercise_dir=exercise_dir, kernel_rule=spec.kernel_rule())
 
 
 @pytest.fixture(scope="session")
 def judge_last_calls(request, ctx):
-    """The judge's last calls (_JudgeLastCalls), for test_performance to make before its turn on the GPU;
-    None where this process records no outputs for the judge (a part after the first)."""
-    return request.config.stash.get(_LAST_CALLS, None)
+    """Makes the judge's last calls (grader.verify.judge.LastCalls) before the timing's turn on the GPU, for
+    test_performance: a fault among them sends the timing to a fresh image of this process
+    (grader/run/suite/resume.py). Where that is not allowed (restarts spent, compute-sanitizer, pytest -x),
+    or this process records no outputs for the judge (a part after the first), it does nothing: they wait
+    for the session's end, after the timing."""
+    last_calls, config = request.config.stash.get(_LAST_CALLS, None), request.config
 
-
-class _JudgeLastCalls:
-    """The layout calls, then the wrong-device calls the parent judges (grader.verify.judge), once, after
-    every check: last because an op without input checks may crash on them and so lose only their answers
-    (a fault in a check before them leaves all of these to the judge's rule for a lost context:
-    grader.verify.judge.verdicts). test_performance makes them before it waits for its turn on the GPU,
-    so that its turn holds the timing alone; a fault among them then sends the timing to a fresh image of
-    this process (grader/run/suite/resume.py), where that is allowed: else they wait for the session's end."""
-
-    def __init__(self, module, spec, seed: int, path: Path):
-        self.module, self.spec, self.seed, self.path = module, spec, seed, path
-        self.made = False
-
-    def before_timing(self, config) -> None:
-        from grader.verify import judge
-
-        if self.made or not resume.allowed() or config.getoption("maxfail"):
+    def before_timing() -> None:
+        if last_calls is None or not resume.allowed() or config.getoption("maxfail") or not _cuda():
             return
-        if judge.CONTEXT_LOST_KEY in judge.load_outputs(self.path)[0]:
-            self.made = True  # an earlier image of this process made them, and faulted there
-            return
-        self()
-        faulted = judge.load_outputs(self.path)[0].get(judge.CONTEXT_LOST_KEY)
+        faulted = last_calls.make()
         if faulted:
             _restart(config, f"the judge's call {faulted}")
-
-    def __call__(self) -> None:
-        import torch
-
-        from grader.verify import judge
-
-        if self.made or not torch.cuda.is_available():
-            return
-        self.made = True
-        judge.record_layouts(self.module, self.spec, self.seed, self.path)
-        judge.record_input_checks(self.module, self.spec, self.seed, self.path)
+    return before_timing
 
 
-_LAST_CALLS = pytest.StashKey[_JudgeLastCalls]()
+_LAST_CALLS = pytest.StashKey["judge.LastCalls"]()
+
+
+def _make_last_calls(last_calls) -> None:
+    if _cuda():
+        last_calls.make()
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _record_judge_outputs(config, module, spec, seed: int, path: Path) -> None:

@@ -94,8 +94,7 @@ def test_performance(spec, ctx, record_property, request, judge_last_calls):
               if t.group in spec.perf_requires and t.outcome == "failed"]
     if failed:
         pytest.skip(f"{NOT_TIMED}{failed[0]} failed")
-    if judge_last_calls is not None:
-        judge_last_calls.before_timing(request.config)  # the judge's last calls: not in the GPU's turn below
+    judge_last_calls()  # the judge's last calls: not in the GPU's turn below
     gate.wait_for_gpu()  # graded beside other exercises: the timing runs alone on the GPU
     result = measure_submission(spec, ctx)
     judged = result.pop("judged", [])
