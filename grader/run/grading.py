@@ -728,27 +728,34 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
                 yardsticks[(device, e)] = measured.get(e) or measured.get("*") or {"error": "not measured"}
         # every build has ended here (a process may end before its build: no check needed it)
         loaded = chosen.specs()
-        rows: dict[str, ExerciseRow] = {}
         scoring_all = time.perf_counter()
-        for e in chosen.exercises:
+
+        def score(e: str) -> ExerciseRow | None:
             s = loaded.get(e)
             if s is None:
-                continue  # its spec failed to load (grader.specs.SPEC_ERRORS): not graded
+                return None  # its spec failed to load (grader.specs.SPEC_ERRORS): not graded
             d = target / e
             if not d.is_dir():
-                rows[e] = score_exercise(s, [], "missing", f"no folder {d}")
-            elif not builds[d].result()["ok"]:
-                rows[e] = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
+                return score_exercise(s, [], "missing", f"no folder {d}")
+            if not builds[d].result()["ok"]:
+                row = score_exercise(s, [], "build failed", builds[d].result().get("error", ""))
             else:
                 scoring = time.perf_counter()
-                rows[e] = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
-                                      yardsticks.get((device, e)), device, options.strict)
+                row = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
+                                  yardsticks.get((device, e)), device, options.strict)
                 scoring = time.perf_counter() - scoring
                 if scoring >= 2:  # the judge's re-checks here, outside the grading process
                     log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")
-            if d.is_dir():  # fresh or cached, and how long it took (VERBOSE=1 says which)
-                rows[e] = replace(rows[e], build={"cached": bool(builds[d].result().get("cached")),
-                                                  "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)})
+            # fresh or cached, and how long it took (VERBOSE=1 says which)
+            return replace(row, build={"cached": bool(builds[d].result().get("cached")),
+                                       "wall_s": round(builds[d].result().get("wall_s") or 0.0, 1)})
+
+        # side by side (the judge's float64 references, the outputs read back): every process has ended and the
+        # yardstick is timed, so nothing here shares the GPU with a timing; a class's workers, one per GPU,
+        # score in threads as well (the judge's own GPU work holds a lock)
+        with ThreadPoolExecutor(max_workers=max(1, min(4, len(chosen.exercises))), thread_name_prefix="score") as pool:
+            scored = dict(zip(chosen.exercises, pool.map(score, chosen.exercises)))
+        rows: dict[str, ExerciseRow] = {e: row for e, row in scored.items() if row is not None}
         scoring_all = time.perf_counter() - scoring_all
         if scoring_all >= 2 and len(rows) > 1:  # after every process and the yardstick: a grade's last seconds
             log(f"  scored {len(rows)} exercises in {scoring_all:.1f} s")
