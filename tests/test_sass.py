@@ -187,3 +187,63 @@ def test_every_tensor_core_group_declares_its_instruction_and_checks_it():
         assert names[-1] == f"{group}[{need.describe()} in its kernels' machine code]", (spec.exercise, names[-1])
         for probe in probes.PROBES:
             assert probes.check_name(group, probe) in names, (spec.exercise, group, probe.label)
+
+
+def test_the_grader_judges_the_instruction_from_the_library_it_read_before_the_process_loaded_it(
+        hopper_builds, tmp_path, monkeypatch):
+    """The parent reads each library once its build is done and before releasing the grading processes
+    (read_library_when_built); told so, a process passes its instruction checks at once (its submitted code
+    could have replaced the file since), and the parent judges each one that ran from what it read: the
+    solution's kernels pass, a kernel 5 of FMAs fails both mma.sync groups by name."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from grader.run import grading
+    from grader.verify.outcomes import TestOutcome
+
+    spec = by_exercise("05_matmul")
+    checks = [c for c in spec.checks() if sass.instruction_of(c.run)]
+    assert {c.group for c in checks} == set(spec05.INSTRUCTIONS)
+    # in the grading process, told that the grader read the library, each check passes at once even where the
+    # file on disk now lacks the instruction (the grader judges it); else it reads the file (sass.check)
+    import inspect
+
+    monkeypatch.setattr(sass, "library_of", lambda folder: hopper_builds["fmas"])
+    monkeypatch.setattr(sass, "read_by_grader", True)
+    for c in checks:
+        inspect.unwrap(c.run)(SimpleNamespace(exercise_dir=tmp_path))
+    # in the parent: read once the build is done, judged from what was read
+    monkeypatch.setattr(grading, "_capability", lambda device: (9, 0))
+    built, code = Future(), {}
+    with ThreadPoolExecutor(1) as pool:
+        read = grading.read_library_when_built("05_matmul", tmp_path, built, SimpleNamespace(specs=lambda: {"05_matmul": spec}),
+                                               pool, None, code)
+        assert not read.done()  # not before the build
+        built.set_result({"ok": True})
+        assert read.result(timeout=120) == {"ok": True, "read": True}
+    ran = [TestOutcome(c.name, c.group, "passed") for c in checks]
+    verdicts = {v.name: v for v in grading.instruction_verdicts(spec, ran, *code["05_matmul"])}
+    assert set(verdicts) == {"judge: " + c.name for c in checks}
+    failed = {v.group for v in verdicts.values() if v.outcome == "failed"}
+    assert failed >= {"tensor_cores_tf32", "tensor_cores_bf16"}, verdicts
+    assert all("matmul_kernel5" in verdicts["judge: " + c.name].reason for c in checks if c.group in failed
+               and c.group.startswith("tensor_cores"))
+    solution = (*sass.read_library(hopper_builds["solution"]), (9, 0))
+    assert all(v.outcome == "passed" for v in grading.instruction_verdicts(spec, ran, *solution))
+    # a check the process did not run (another part's, deselected) is not judged; one it skipped neither
+    skipped = [TestOutcome(c.name, c.group, "skipped") for c in checks]
+    assert grading.instruction_verdicts(spec, skipped, *solution) == []
+    # a failed build, or no instruction check in the spec: nothing read, the process checks for itself
+    with ThreadPoolExecutor(1) as pool:
+        failed_build, none = Future(), {}
+        failed_build.set_result({"ok": False})
+        assert grading.read_library_when_built("05_matmul", tmp_path, failed_build, SimpleNamespace(
+            specs=lambda: {"05_matmul": spec}), pool, None, none).result(timeout=60) == {"ok": True, "read": False}
+        assert grading.read_library_when_built("01_leaky_relu", tmp_path, Future(), SimpleNamespace(
+            specs=lambda: {"01_leaky_relu": by_exercise("01_leaky_relu")}), pool, None, none).done() is False
+        built01 = Future()
+        built01.set_result({"ok": True})
+        assert grading.read_library_when_built("01_leaky_relu", tmp_path, built01, SimpleNamespace(
+            specs=lambda: {"01_leaky_relu": by_exercise("01_leaky_relu")}), pool, None, none).result(timeout=60) \
+            == {"ok": True, "read": False}
+        assert none == {}

@@ -417,9 +417,70 @@ def merge_parts(exercise: str, jobs: list[gate.Job], workdir: Path) -> gate.Job:
     return merged
 
 
+SASS_READ = "sass"  # the build result's word that the grader read the library (grader/run/suite/conftest.py)
+
+
+def read_library_when_built(exercise: str, folder: Path, build_done: Future, chosen, pool: ThreadPoolExecutor,
+                            device: str | None, library_code: dict) -> Future:
+    """Once `folder`'s build is done, and before any grading process loads it: where the exercise's spec has
+    instruction checks (grader.verify.sass.InstructionCheck), read its library (cuobjdump, in `pool`) into
+    `library_code[exercise]` = (SASS, PTX, the GPU's compute capability) for instruction_verdicts. The future
+    gives {"ok": True, "read": whether it was read}: a library the grader could not read (no cuobjdump here)
+    leaves the check to the grading process, as before."""
+    done: Future = Future()
+
+    def read() -> None:
+        from grader.verify import sass
+
+        try:
+            spec = chosen.specs().get(exercise)
+            needed = spec is not None and any(sass.instruction_of(c.run) for c in spec.checks())
+            capability = _capability(device) if needed else None
+            if needed and capability and build_done.result().get("ok"):
+                library_code[exercise] = (*sass.read_library(sass.library_of(folder)), capability)
+        except Exception:  # noqa: BLE001: no cuobjdump, an unreadable file: the grading process reads it, as it did
+            library_code.pop(exercise, None)
+        done.set_result({"ok": True, "read": exercise in library_code})
+
+    build_done.add_done_callback(lambda _f: pool.submit(read))
+    return done
+
+
+def _capability(device: str | None) -> tuple[int, int] | None:
+    """The compute capability of the GPU a grading process runs on (`device`: its index, else the first that
+    CUDA_VISIBLE_DEVICES leaves visible), from nvidia-smi; None where it cannot say."""
+    index = device if device is not None else (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+    found = env.nvidia_smi("compute_cap")
+    try:
+        major, minor = found[int(index)].split(".")
+        return int(major), int(minor)
+    except (IndexError, ValueError):
+        return None
+
+
+def instruction_verdicts(spec: Spec, tests: Sequence[TestOutcome], sass_code: list, ptx_code: list,
+                         capability: tuple[int, int]) -> list[TestOutcome]:
+    """The judge's word on each instruction check (grader.verify.sass.InstructionCheck) that ran in the grading
+    process, from the library as the grader read it before that process loaded it: the process, told so,
+    passes the check at once (its submitted code could have replaced the file on disk since)."""
+    from grader.verify import sass
+    from grader.verify.judge import JUDGE_PREFIX, RECHECKED
+
+    ran = {t.name: t for t in tests}
+    out = []
+    for check in spec.checks():
+        need = sass.instruction_of(check.run)
+        if need is None or check.name not in ran or not ran[check.name].ran:
+            continue
+        found = sass.problem(sass_code, ptx_code, need, capability)
+        out.append(TestOutcome(JUDGE_PREFIX + check.name, check.group, "failed", RECHECKED + found) if found
+                   else TestOutcome(JUDGE_PREFIX + check.name, check.group, "passed"))
+    return out
+
+
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool | str = False,
                 seed: int | None = None, yardstick: dict | None = None, device: str | None = None,
-                strict: bool = False) -> ExerciseRow:
+                strict: bool = False, library_code: tuple | None = None) -> ExerciseRow:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
     With the run's `seed` (on a GPU), the judge re-checks the op's saved outputs here, where the
     submission's code never ran (grader.verify.judge): its verdicts join the tests of their groups, and the
@@ -465,6 +526,8 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
         from grader.verify import judge  # imports torch: the specs, loaded by now, did already
 
         tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests)
+        if library_code is not None:
+            tests += instruction_verdicts(spec, tests, *library_code)
         tests, timing = timing_tests(spec, tests, yardstick or {}, _timed_outputs_path(workdir, spec.exercise), device)
         tests += timing
     elif seed is None:
@@ -591,7 +654,7 @@ def release_when_built(jobs: dict[str, gate.Job], waits: list[tuple[str, dict[st
                 return
             settled.add(name)
         try:
-            ok = {k: {"ok": f.result()["ok"]} for k, f in needs.items()}
+            ok = {k: {key: v for key, v in f.result().items() if key in ("ok", "read")} for k, f in needs.items()}
             write_json_atomic(result_file, {"ok": all(v["ok"] for v in ok.values()), **ok})
         finally:
             jobs[name].held = False
@@ -676,8 +739,12 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             # the longest builds first (09's and 10's, not after 01-08's): a grade's critical path is its
             # slowest exercise's build and checks
             builds = start_builds(to_build, jobs, pool, log, longest_first=True)
-            release_when_built(jobs_by_name, [(name, {e: builds[target / e]}, _build_result_path(tmp, name))
-                                              for name, e in exercise_of.items()])
+            # the tensor-core groups' instruction, read from each library as built before its processes load it
+            library_code: dict[str, tuple] = {}
+            reads = {e: read_library_when_built(e, target / e, builds[target / e], chosen, pool, device, library_code)
+                     for e in present} if gpu else {}
+            release_when_built(jobs_by_name, [(name, {e: builds[target / e], **({SASS_READ: reads[e]} if e in reads else {})},
+                                               _build_result_path(tmp, name)) for name, e in exercise_of.items()])
             if len(gradings) > 1 and parallel <= 1 and timed:
                 # one after another: build everything first, so that no timing runs beside a compiler
                 wait_all(builds.values())
@@ -742,7 +809,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             else:
                 scoring = time.perf_counter()
                 row = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
-                                  yardsticks.get((device, e)), device, options.strict)
+                                  yardsticks.get((device, e)), device, options.strict, library_code.get(e))
                 scoring = time.perf_counter() - scoring
                 if scoring >= 2:  # the judge's re-checks here, outside the grading process
                     log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")

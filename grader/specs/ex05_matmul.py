@@ -196,6 +196,7 @@ def _on_capability(run, capability: tuple[int, int], what: str):
     def checked(ctx):
         require_capability(*capability, what)
         return run(ctx)
+    checked.__wrapped__ = run  # what it checks, for the grader (grader.verify.sass.instruction_of)
     return checked
 
 
@@ -333,7 +334,7 @@ class MatmulSpec(Spec):
             if group in INSTRUCTIONS:  # last: a wrong precision is reported by the value checks first
                 need = INSTRUCTIONS[group]
                 add(f"{group}[{need.describe()} in its kernels' machine code]",
-                    lambda ctx, need=need: sass.check(sass.library_of(ctx.exercise_dir), need))
+                    sass.InstructionCheck(need))
         self._input_checks(checks)
         checks.add("registration[opcheck]", self._check_opcheck)
         return checks

@@ -492,7 +492,7 @@ class ConvSpec(Spec):
             add(f"{group}[output poisoned]", lambda ctx, v=version, g=group: self._check_poisoned(ctx, v, g))
             for need in (need for g, need in self.instructions if g == group):  # last: value checks report first
                 add(f"{group}[{need.describe()} in its kernels' machine code]",
-                    lambda ctx, need=need: sass.check(sass.library_of(ctx.exercise_dir), need))
+                    sass.InstructionCheck(need))
         if AUTOGRAD in self.points:
             self._autograd_checks(checks)
         self._input_checks(checks)

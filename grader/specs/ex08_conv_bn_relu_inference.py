@@ -204,7 +204,7 @@ class ConvBNReLUInferenceSpec(Spec):
                     ctx, sh, torch.float32, probes.what(TF32_GROUP, p, pa), version=TF32, probe=p))
         # last: a wrong precision is reported by the value checks first
         add(f"{TF32_INSTRUCTION.describe()} in its kernels' machine code",
-            lambda ctx: sass.check(sass.library_of(ctx.exercise_dir), TF32_INSTRUCTION))
+            sass.InstructionCheck(TF32_INSTRUCTION))
 
     def _check_empty(self, ctx: Context, version: int = STRICT) -> None:
         sh = Shape("empty", 0, 4, 8, 8, 6, 3, 3, padding=(1, 1))

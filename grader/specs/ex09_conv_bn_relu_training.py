@@ -799,7 +799,7 @@ class ConvBNReLUTrainingSpec(Spec):
                                         probe=p)))
         # last: a wrong precision is reported by the value checks first
         add(f"{TF32_INSTRUCTION.describe()} in its kernels' machine code",
-            lambda ctx: sass.check(sass.library_of(ctx.exercise_dir), TF32_INSTRUCTION))
+            sass.InstructionCheck(TF32_INSTRUCTION))
 
     def _input_checks(self, checks: CheckList) -> None:
         def call(mod, x, w, bn_w=None, training=True, stride=1, padding=1, version=STRICT):

@@ -7,6 +7,11 @@ exercise's library (`cuobjdump -sass`; where it holds only PTX for this GPU, `cu
 it by kernel function and wants the instruction in every instantiation of those kernels, in the code
 the GPU runs. Without a GPU (`arch=` given) the same reading runs on any build, as the tests do.
 
+In a grade the grader reads each library itself once its build is done, before any grading process loads
+it (grader.run.grading.read_library_when_built), and judges each InstructionCheck from that reading
+(`instruction_verdicts`): the grading process, whose submitted code could replace the file on disk before
+its check ran, passes the check at once (`read_by_grader`), and no grading process waits on cuobjdump.
+
     SASS: mma.sync TF32 -> HMMA.1688.F32.TF32, BF16 -> HMMA.16816.F32.BF16;
           wgmma TF32 -> HGMMA.64xNx8.F32.TF32, BF16 -> HGMMA.64xNx16.F32.BF16
     PTX:  mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32
@@ -273,6 +278,23 @@ def missing(codes: list[Code], need: MmaInstruction) -> list[str]:
     return problems
 
 
+def problem(sass: list[Code], ptx: list[Code], need: MmaInstruction, capability: tuple[int, int] | None = None,
+            arch: str | None = None) -> str | None:
+    """Why the library read as (sass, ptx) fails `need` on a GPU of `capability` (or in `arch`'s SASS), or None."""
+    if arch is not None:
+        codes, why = [c for c in sass if c.arch == arch], f"the library has no {arch} SASS"
+    else:
+        codes, why = code_that_runs(sass, ptx, capability)
+    if not codes:
+        return why
+    problems = missing(codes, need)
+    if not problems:
+        return None
+    shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    return (f"{shown}: this group's kernels must compute on the tensor cores' {need.describe()} "
+            "instruction (the README's How it is graded)")
+
+
 def check(library: str | Path, need: MmaInstruction, capability: tuple[int, int] | None = None,
           arch: str | None = None) -> None:
     """Raise grader.verify.checks.CheckFailure naming each kernel of `need` whose code lacks its instruction, in
@@ -292,21 +314,41 @@ def check(library: str | Path, need: MmaInstruction, capability: tuple[int, int]
         sass, ptx = read_library(library)
     except SassError as e:
         raise CheckFailure(str(e)) from None
-    if arch is not None:
-        codes, why = [c for c in sass if c.arch == arch], f"the library has no {arch} SASS"
-    else:
-        if capability is None:
-            import torch
+    if arch is None and capability is None:
+        import torch
 
-            capability = torch.cuda.get_device_capability()
-        codes, why = code_that_runs(sass, ptx, capability)
-    if not codes:
-        raise CheckFailure(why)
-    problems = missing(codes, need)
-    if problems:
-        shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-        raise CheckFailure(f"{shown}: this group's kernels must compute on the tensor cores' {need.describe()} "
-                           "instruction (the README's How it is graded)")
+        capability = torch.cuda.get_device_capability()
+    found = problem(sass, ptx, need, capability, arch)
+    if found:
+        raise CheckFailure(found)
+
+
+# Whether the grader read this exercise's library itself, as built, before any submitted code ran (the
+# grading suite sets it from the parent's build result, before the integrity snapshot): then the parent
+# judges each InstructionCheck (grader.run.grading.instruction_verdicts), and the grading process, whose
+# submitted code could have replaced the file on disk by the time its check ran, does not read it again.
+read_by_grader = False
+
+
+def instruction_of(run) -> MmaInstruction | None:
+    """The instruction a check's `run` looks for, where it is an InstructionCheck (or wraps one, `__wrapped__`)."""
+    import inspect
+
+    found = inspect.unwrap(run)
+    return found.need if isinstance(found, InstructionCheck) else None
+
+
+class InstructionCheck:
+    """A spec's check that `need` is in its kernels' machine code (`check`), found by the grader: judged
+    from the library as built, outside the grading process, where the grader read it (read_by_grader);
+    in the grading process otherwise."""
+
+    def __init__(self, need: MmaInstruction):
+        self.need = need
+
+    def __call__(self, ctx) -> None:
+        if not read_by_grader:
+            check(library_of(ctx.exercise_dir), self.need)
 
 
 def library_of(exercise_dir: str | Path) -> Path:

@@ -262,7 +262,13 @@ def built(request) -> dict:
     result = gate.wait_for_build()
     if not result.get("ok", True):
         pytest.exit("the exercise failed to build (the grader reports why)", returncode=0)
+    from grader.verify import sass
+
+    sass.read_by_grader = bool((result.get(SASS_READ) or {}).get("read"))  # before the integrity snapshot
     return result
+
+
+SASS_READ = "sass"  # grader.run.grading.SASS_READ: the build result's word that the parent read the library
 
 
 @pytest.fixture(scope="session")
