@@ -722,7 +722,9 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
     log(f"building {len(dict.fromkeys(to_build))} extension(s), {jobs} at a time ...")
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         tmp = Path(tmp)
-        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool:
+        # the libraries' reads (read_library_when_built) in a pool of their own: not behind a build still queued
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool, \
+                ThreadPoolExecutor(max_workers=4, thread_name_prefix="library") as readers:
             part_jobs = {e: [grading_job(e, target / e, tmp, options, device, (k, parts[e])) for k in range(parts[e])]
                          for e in present}
             gradings = {e: jobs_[0] for e, jobs_ in part_jobs.items()}
@@ -741,7 +743,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             builds = start_builds(to_build, jobs, pool, log, longest_first=True)
             # the tensor-core groups' instruction, read from each library as built before its processes load it
             library_code: dict[str, tuple] = {}
-            reads = {e: read_library_when_built(e, target / e, builds[target / e], chosen, pool, device, library_code)
+            reads = {e: read_library_when_built(e, target / e, builds[target / e], chosen, readers, device, library_code)
                      for e in present} if gpu else {}
             release_when_built(jobs_by_name, [(name, {e: builds[target / e], **({SASS_READ: reads[e]} if e in reads else {})},
                                                _build_result_path(tmp, name)) for name, e in exercise_of.items()])
@@ -820,8 +822,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
         # side by side (the judge's float64 references, the outputs read back): every process has ended and the
         # yardstick is timed, so nothing here shares the GPU with a timing; a class's workers, one per GPU,
         # score in threads as well (the judge's own GPU work holds a lock)
-        with ThreadPoolExecutor(max_workers=max(1, min(4, len(chosen.exercises))), thread_name_prefix="score") as pool:
-            scored = dict(zip(chosen.exercises, pool.map(score, chosen.exercises)))
+        with ThreadPoolExecutor(max_workers=max(1, min(4, len(chosen.exercises))), thread_name_prefix="score") as scorers:
+            scored = dict(zip(chosen.exercises, scorers.map(score, chosen.exercises)))
         rows: dict[str, ExerciseRow] = {e: row for e, row in scored.items() if row is not None}
         scoring_all = time.perf_counter() - scoring_all
         if scoring_all >= 2 and len(rows) > 1:  # after every process and the yardstick: a grade's last seconds
