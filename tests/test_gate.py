@@ -20,12 +20,15 @@ import sys, time
 from grader.run import gate
 
 name, log, checks_s, huge_s, timed_s = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:6])
+startup_s = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0  # a grading process's torch and CUDA
 
 def mark(event):
     with open(log, "a") as f:
         f.write(f"{name} {event} {time.monotonic()}\\n")
 
 mark("start")
+time.sleep(startup_s)
+mark("up")
 gate.wait_for_build()
 mark("checks-start")
 time.sleep(checks_s)
@@ -43,9 +46,9 @@ mark("timed-end")
 HANG = 3600.0
 
 
-def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, parallel: int, timeout: float,
+def _run(tmp_path: Path, plan: dict[str, tuple[float, ...]], *, parallel: int, timeout: float,
          builds: dict[str, float] | None = None, resident: int | None = None, light: frozenset = frozenset(),
-         compiling=None, stop_compilers: bool = False):
+         compiling=None, stop_compilers: bool = False, may_queue: bool = False):
     """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
     name -> seconds until the parent says that job's build is done (it is held until then)."""
     script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
@@ -55,7 +58,7 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, float, float]], *, paralle
     for name, times in plan.items():
         child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
         job = gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO,
-                       light=name in light)
+                       light=name in light, may_queue=may_queue)
         if builds and name in builds:
             result = work / f"{name}.build.json"
             job.env[gate.BUILD_ENV], job.held = str(result), True
@@ -114,6 +117,29 @@ def test_no_more_processes_alive_than_resident(tmp_path):
     assert all(0.25 <= j.timed_s < j.wall_s for j in jobs.values()), {n: j.timed_s for n, j in jobs.items()}
     checks = [spans[(n, "checks")] for n in plan]
     assert any(_overlap(x, y) for i, x in enumerate(checks) for y in checks[i + 1:]), "no checks ran at once"
+
+
+@pytest.mark.parametrize("resident", [10, 3])
+def test_processes_past_the_slots_start_up_beside_the_checks_and_begin_theirs_as_a_slot_frees(tmp_path, resident):
+    """A process that waits for its build before its checks (a grading process) may start ahead of its slot
+    where the GPU's memory holds it (`resident` known): its start-up (torch, CUDA: here 0.6 s) runs beside the
+    others' checks, and its checks begin as soon as a slot frees, never more than `parallel` at once nor more
+    than `resident` processes alive; its wait for the slot stops its clock."""
+    plan = {name: (0.8, 0, 0.1, 0.6) for name in "abcde"}
+    jobs, spans, wall = _run(tmp_path, plan, parallel=2, timeout=60, resident=resident, may_queue=True)
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    checks = {n: spans[(n, "checks")] for n in plan}
+    edges = sorted(t for span in checks.values() for t in span)
+    assert max(sum(a <= t < b for a, b in checks.values()) for t in edges) == 2, "more checks at once than slots"
+    alive = {n: (spans[(n, "start")][0], spans[(n, "timed")][1]) for n in plan}
+    edges = sorted(t for span in alive.values() for t in span)
+    most = max(sum(a <= t < b for a, b in alive.values()) for t in edges)
+    assert most <= resident, f"{most} processes alive at once, resident={resident}"
+    first_end = min(checks["a"][1], checks["b"][1])
+    assert spans[("c", "up")][0] <= first_end, "the third process's start-up did not run beside the first two's checks"
+    assert checks["c"][0] - first_end < 0.4, "its checks waited for a start-up after the slot freed"
+    queued = jobs["c"]
+    assert queued.held_s > 0.2 and queued.active_s < queued.wall_s - 0.2, (queued.held_s, queued.active_s, queued.wall_s)
 
 
 def test_one_at_a_time_runs_each_job_alone(tmp_path):

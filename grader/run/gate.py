@@ -21,7 +21,10 @@ own limits): a hang costs only the exercise that hangs, never one that waited be
 
 A process may also start while the parent still builds its exercise (and the reference it is
 timed against): it imports torch and collects its checks meanwhile, then `wait_for_build()` waits
-for the parent's word (a small file in the run's folder). While the parent holds a job that way
+for the parent's word (a small file in the run's folder). Such a process (`Job.may_queue`) may also
+start before a slot among the `parallel` is free: its start-up runs beside the others' checks, and
+`wait_for_build()` waits for `<name>.slot` too, which the parent creates once one is (its clock stopped
+meanwhile). While the parent holds a job that way
 (`Job.held`), its clock stops, and no timing starts anywhere (a compiler would share the machine).
 
 Without COURSE_GPU_GATE in the environment (one exercise, or `--parallel 1`) nothing waits for the
@@ -48,6 +51,7 @@ MEMORY_CAP_ENV = "COURSE_GPU_MEMORY_CAP_GIB"  # a gated process's share of the G
 MEMORY_CAP_GIB = 7.5
 PARENT_ENV = "COURSE_GPU_GATE_PARENT"  # the parent's pid: a waiting process stops if it is gone
 BUILD_ENV = "COURSE_BUILD_RESULT"  # the file in which the parent says how this process's builds went
+SLOT_ENV = "COURSE_CHECKS_SLOT"  # the file whose creation lets a process started ahead of its slot begin its checks
 POLL_S = 0.01
 LOCK_NAME = "huge.lock"
 
@@ -120,16 +124,15 @@ def wait_for_gpu() -> None:
 
 def wait_for_build() -> dict:
     """Before loading the exercise: wait until the parent has built it, and return what the parent
-    wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait."""
+    wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait.
+    A process started ahead of its slot (SLOT_ENV) then waits for that too."""
     path = os.environ.get(BUILD_ENV)
-    if not path:
-        return {}
-    result = Path(path)
-    while not result.exists():
-        if _parent_gone():
-            os._exit(3)
-        time.sleep(POLL_S)
-    return json.loads(result.read_text())
+    for wanted in [Path(p) for p in (path, os.environ.get(SLOT_ENV)) if p]:
+        while not wanted.exists():
+            if _parent_gone():
+                os._exit(3)
+            time.sleep(POLL_S)
+    return json.loads(Path(path).read_text()) if path else {}
 
 
 @contextlib.contextmanager
@@ -174,6 +177,9 @@ class Job:
     output: str = ""  # stdout and stderr together
     # set by the parent while it still builds what the job needs: the job's clock stops meanwhile
     held: bool = False
+    # its process waits for the build (wait_for_build) before its checks: it may be started ahead of its slot
+    # among the `parallel`, and so make its start-up (torch, CUDA) beside the others' checks
+    may_queue: bool = False
     # a process that does little before its timing (grader.run.yardstick): started at once, and the
     # others only once it has ended, so that no submitted code runs while it times the reference
     light: bool = False
@@ -189,6 +195,7 @@ class Job:
     wall_s: float = 0.0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _state: str = field(default=CHECKS, repr=False)
+    _queued: bool = field(default=False, repr=False)  # started ahead of its slot, waiting for it (its clock stopped)
     _started: float = field(default=0.0, repr=False)
     _progress: tuple = field(default=(None, 0.0), repr=False)  # (the file's last mtime, active_s then)
 
@@ -311,12 +318,15 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
     holder: Job | None = None  # the one whose timing has the GPU
     compilers = Compilers() if stop_compilers and compiling is not None else None
 
-    def start(job: Job) -> None:
+    def start(job: Job, queued: bool = False) -> None:
         env = dict(job.env)
         env[PARENT_ENV] = str(os.getpid())
         if gated:
             env[GATE_ENV] = str(folder / job.name)
             env.setdefault(MEMORY_CAP_ENV, f"{MEMORY_CAP_GIB:g}")
+        if queued:
+            env[SLOT_ENV] = str(folder / f"{job.name}.slot")
+            job._queued = True
         with open(folder / f"{job.name}.log", "wb") as log:
             job._proc = subprocess.Popen(job.cmd, cwd=job.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
@@ -344,7 +354,7 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
             building = held or others_build  # no timing beside a compiler
             for job in list(running):
                 waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
-                if job.held:  # bounded by the parent's own limit on builds
+                if job.held or job._queued:  # bounded by the parent's own limit on builds, by the others' limits
                     job.held_s += step
                 elif job._state == TIMING:
                     job.timed_s += step
@@ -371,10 +381,25 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 pending.remove(job)
                 start(job)
             if holder is None:
-                while (pending and not any(j.light for j in running)
-                       and sum(j._state == CHECKS and not j.light for j in running) < parallel
-                       and (resident is None or sum(not j.light for j in running) < max(1, resident))):
+                def checking() -> int:
+                    return sum(j._state == CHECKS and not j.light and not j._queued for j in running)
+
+                def room() -> bool:
+                    return resident is None or sum(not j.light for j in running) < max(1, resident)
+
+                for job in [j for j in running if j._queued]:  # those started ahead first, in order
+                    if checking() >= parallel:
+                        break
+                    job._queued = False
+                    (folder / f"{job.name}.slot").touch()
+                while pending and not any(j.light for j in running) and checking() < parallel and room():
                     start(pending.pop(0))
+                # the rest start ahead of their slot, where they can wait for it and the GPU's memory is known
+                # to hold their contexts (`resident`): their start-up runs beside the others' checks instead of
+                # after a slot frees (never beside a timing: they hold it off until their own checks are done)
+                while (pending and pending[0].may_queue and resident is not None and not any(j.light for j in running)
+                       and room()):
+                    start(pending.pop(0), queued=True)
                 ready = [j for j in running if j._state == READY]
                 # other rounds' builds may be suspended for a timing; a job's own build may not (it waits on it)
                 quiet = not building or (compilers is not None and not held)

@@ -291,7 +291,9 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
                str(SANITIZER_EXIT), "--print-limit", "10", "--target-processes", "all", *cmd]
         child.update(PYTORCH_NO_CUDA_MEMORY_CACHING="1", COURSE_SANITIZE="1")
     # under compute-sanitizer one check may run minutes: only the time limit applies there
-    return gate.Job(name, cmd, child, env.REPO, progress=results_path, stall_s=None if sanitize else options.stall)
+    # it waits for its build before its checks (wait_for_build): it may start up ahead of its slot
+    return gate.Job(name, cmd, child, env.REPO, progress=results_path, stall_s=None if sanitize else options.stall,
+                    may_queue=True)
 
 
 def part_name(exercise: str, part: int) -> str:
