@@ -126,13 +126,17 @@ def wait_for_build() -> dict:
     """Before loading the exercise: wait until the parent has built it, and return what the parent
     wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait.
     A process started ahead of its slot (SLOT_ENV) then waits for that too."""
-    path = os.environ.get(BUILD_ENV)
+    path, result = os.environ.get(BUILD_ENV), {}
     for wanted in [Path(p) for p in (path, os.environ.get(SLOT_ENV)) if p]:
+        if result and not result.get("ok", True):
+            break  # a failed build: no check will run, no slot is needed
         while not wanted.exists():
             if _parent_gone():
                 os._exit(3)
             time.sleep(POLL_S)
-    return json.loads(Path(path).read_text()) if path else {}
+        if path and wanted == Path(path):
+            result = json.loads(wanted.read_text())
+    return result
 
 
 @contextlib.contextmanager
