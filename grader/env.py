@@ -163,6 +163,18 @@ def device_cc() -> str | None:
     return cc if re.fullmatch(r"\d+\.\d+", cc) else None
 
 
+def device_capability(device: str | None = None) -> tuple[int, int] | None:
+    """The compute capability of one GPU (`device`: its index, else the first that CUDA_VISIBLE_DEVICES
+    leaves visible), from nvidia-smi, e.g. (9, 0); None where it cannot say."""
+    index = device if device is not None else (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+    found = _fixed_smi("compute_cap")
+    try:
+        major, minor = found[int(index)].split(".")
+        return int(major), int(minor)
+    except (IndexError, ValueError):
+        return None
+
+
 def gpu_free_gib() -> float | None:
     """The least free memory of the visible GPUs, in GiB; None where nvidia-smi cannot say."""
     free_mib = [float(m) for m in nvidia_smi("memory.free") if m.strip().replace(".", "").isdigit()]

@@ -1273,3 +1273,18 @@ def test_a_lost_group_skips_its_other_checks_but_not_one_another_group_requires(
     assert not lost(f"{group}[a later check]", failed_first, on=False)
     assert not lost(required, failed_first)
     assert not lost(f"{group}[a later check]", {f"{group}[an earlier check]": "passed", "other[x]": "failed"})
+
+
+def test_a_device_s_compute_capability_is_read_by_its_index(monkeypatch):
+    """env.device_capability: the GPU a grading process is pinned to (its index), else the first visible one;
+    None where nvidia-smi cannot say (here, a machine without one, its answers given)."""
+    from grader import env
+
+    monkeypatch.setattr(env, "_fixed_smi", lambda query: ["9.0", "8.6"] if query == "compute_cap" else [])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert env.device_capability("1") == (8, 6) and env.device_capability() == (9, 0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    assert env.device_capability() == (8, 6)
+    assert env.device_capability("2") is None and env.device_capability("GPU-uuid") is None
+    monkeypatch.setattr(env, "_fixed_smi", lambda query: [])
+    assert env.device_capability("0") is None

@@ -213,7 +213,7 @@ def test_the_grader_judges_the_instruction_from_the_library_it_read_before_the_p
     for c in checks:
         inspect.unwrap(c.run)(SimpleNamespace(exercise_dir=tmp_path))
     # in the parent: read once the build is done, judged from what was read
-    monkeypatch.setattr(grading, "_capability", lambda device: (9, 0))
+    monkeypatch.setattr(grading.env, "device_capability", lambda device: (9, 0))
     built, code = Future(), {}
     with ThreadPoolExecutor(1) as pool:
         read = grading.read_library_when_built("05_matmul", tmp_path, built, SimpleNamespace(specs=lambda: {"05_matmul": spec}),

@@ -437,7 +437,7 @@ def read_library_when_built(exercise: str, folder: Path, build_done: Future, cho
         try:
             spec = chosen.specs().get(exercise)
             needed = spec is not None and any(sass.instruction_of(c.run) for c in spec.checks())
-            capability = _capability(device) if needed else None
+            capability = env.device_capability(device) if needed else None
             if needed and capability and build_done.result().get("ok"):
                 library_code[exercise] = (*sass.read_library(sass.library_of(folder)), capability)
         except Exception:  # noqa: BLE001: no cuobjdump, an unreadable file: the grading process reads it, as it did
@@ -446,18 +446,6 @@ def read_library_when_built(exercise: str, folder: Path, build_done: Future, cho
 
     build_done.add_done_callback(lambda _f: pool.submit(read))
     return done
-
-
-def _capability(device: str | None) -> tuple[int, int] | None:
-    """The compute capability of the GPU a grading process runs on (`device`: its index, else the first that
-    CUDA_VISIBLE_DEVICES leaves visible), from nvidia-smi; None where it cannot say."""
-    index = device if device is not None else (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
-    found = env.nvidia_smi("compute_cap")
-    try:
-        major, minor = found[int(index)].split(".")
-        return int(major), int(minor)
-    except (IndexError, ValueError):
-        return None
 
 
 def instruction_verdicts(spec: Spec, tests: Sequence[TestOutcome], sass_code: list, ptx_code: list,
