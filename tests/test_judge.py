@@ -299,14 +299,22 @@ def test_answers_lost_to_an_earlier_fault_are_not_judged_but_other_missing_ones_
     assert any(e.outcome == "failed" and judge.LAYOUT_INFIX in e.name for e in judge.verdicts(LEAKY, SEED, path2, faulted))
 
 
+LOST = "CUDA error: an illegal memory access was encountered"
+
+
+def _faulting_on_layouts():
+    """LeakyReLU whose forward loses the CUDA context on a non-contiguous input (the judge's layout calls)."""
+    module = _leaky()
+    forward = module.leaky_relu
+    module.leaky_relu = lambda x, p: forward(x, p) if x.is_contiguous() else _raise(LOST)
+    return module
+
+
 def test_a_fault_in_a_layout_call_costs_its_group_not_the_input_checks_after_it(tmp_path):
     """A layout call (made after every check) that loses the CUDA context leaves the wrong-device calls
     after it no GPU: their answers are not asked for, and not judged; the layout's own answer, the fault,
     fails its group. Seen on the H200: an unguarded halo read past a strided copy's allocation there."""
-    lost = "CUDA error: an illegal memory access was encountered"
-    module = _leaky()
-    forward = module.leaky_relu
-    module.leaky_relu = lambda x, p: forward(x, p) if x.is_contiguous() else _raise(lost)
+    module = _faulting_on_layouts()
     path = tmp_path / "outputs.pt"
     judge.record_outputs(module, LEAKY, SEED, path, device="cpu")
     judge.record_layouts(module, LEAKY, SEED, path, device="cpu")
@@ -317,7 +325,7 @@ def test_a_fault_in_a_layout_call_costs_its_group_not_the_input_checks_after_it(
     assert not [e for e in found if e.group == "input_checks"], found
     faulted = [e for e in found if e.outcome == "failed"]
     assert faulted and all(judge.LAYOUT_INFIX in e.name and e.group == "forward" for e in faulted), faulted
-    assert lost in faulted[0].reason
+    assert LOST in faulted[0].reason
     # the same answers without the fault's mark: the wrong-device calls missing fail, as any missing answer
     outputs.pop(judge.CONTEXT_LOST_KEY)
     judge.save_atomic(path, outputs)
@@ -336,10 +344,7 @@ def test_the_last_calls_are_made_once_and_a_fault_among_them_is_named_for_the_fr
     outputs, _ = judge.load_outputs(path)
     assert [n for n in outputs if judge.LAYOUT_INFIX in n] and [n for n in outputs if judge.DEVICE_INFIX in n]
 
-    lost = "CUDA error: an illegal memory access was encountered"
-    module = _leaky()
-    forward = module.leaky_relu
-    module.leaky_relu = lambda x, p: forward(x, p) if x.is_contiguous() else _raise(lost)
+    module = _faulting_on_layouts()
     path2 = tmp_path / "faulted.pt"
     judge.record_outputs(module, LEAKY, SEED, path2, device="cpu")
     faulted = judge.LastCalls(module, LEAKY, SEED, path2, device="cpu").make()
