@@ -194,7 +194,7 @@ class Job:
     stall_s: float | None = None
     stalled: bool = False
     waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
-    held_s: float = 0.0  # running while held: waiting for its builds
+    held_s: float = 0.0  # running while held (waiting for its builds) or queued (for a slot)
     timed_s: float = 0.0  # from its go to its end: its timing, alone on the GPU (the others wait meanwhile)
     wall_s: float = 0.0
     _proc: subprocess.Popen | None = field(default=None, repr=False)

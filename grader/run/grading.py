@@ -753,7 +753,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
                 if own.done() and not own.result()["ok"]:
                     return  # reported as a failed build
                 notes = [f"{s:.1f} s of it {what}" for s, what in
-                         ((job.held_s, "while its build ran"), (job.waited_s, "waiting for the GPU"),
+                         ((job.held_s, "waiting for its build or a slot"), (job.waited_s, "waiting for the GPU"),
                           (job.timed_s, "timing alone on the GPU")) if s >= 0.1]
                 try:
                     peak = peak_check_mib(json.loads(_results_path(tmp, job.name).read_text()))
