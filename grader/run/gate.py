@@ -114,11 +114,7 @@ def wait_for_gpu() -> None:
         return
     _release_cached_memory()
     Path(prefix + ".ready").touch()
-    go = Path(prefix + ".go")
-    while not go.exists():
-        if _parent_gone():  # nobody will ever say go
-            os._exit(3)
-        time.sleep(POLL_S)
+    _appeared(Path(prefix + ".go"))
     cap_gpu_memory(lifted=True)  # alone on the GPU: a library's workspace may take what it would take alone
 
 
@@ -126,17 +122,20 @@ def wait_for_build() -> dict:
     """Before loading the exercise: wait until the parent has built it, and return what the parent
     wrote: {"ok": the exercise built, "reference": its reference built}. {} when not asked to wait.
     A process started ahead of its slot (SLOT_ENV) then waits for that too."""
-    path, result = os.environ.get(BUILD_ENV), {}
-    for wanted in [Path(p) for p in (path, os.environ.get(SLOT_ENV)) if p]:
-        if result and not result.get("ok", True):
-            break  # a failed build: no check will run, no slot is needed
-        while not wanted.exists():
-            if _parent_gone():
-                os._exit(3)
-            time.sleep(POLL_S)
-        if path and wanted == Path(path):
-            result = json.loads(wanted.read_text())
+    path, slot = os.environ.get(BUILD_ENV), os.environ.get(SLOT_ENV)
+    result = json.loads(_appeared(Path(path)).read_text()) if path else {}
+    if slot and result.get("ok", True):  # a failed build runs no check: it needs no slot
+        _appeared(Path(slot))
     return result
+
+
+def _appeared(path: Path) -> Path:
+    """`path` once the parent has created it (this process ends if the parent is gone: nobody would)."""
+    while not path.exists():
+        if _parent_gone():
+            os._exit(3)
+        time.sleep(POLL_S)
+    return path
 
 
 @contextlib.contextmanager
@@ -348,6 +347,12 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
         if on_finish is not None:
             on_finish(job)
 
+    def checking() -> int:  # processes running their checks (not those started ahead of their slot)
+        return sum(j._state == CHECKS and not j.light and not j._queued for j in running)
+
+    def room() -> bool:  # another process may be alive beside these
+        return resident is None or sum(not j.light for j in running) < max(1, resident)
+
     try:
         last = time.monotonic()
         while pending or running:
@@ -385,12 +390,6 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 pending.remove(job)
                 start(job)
             if holder is None:
-                def checking() -> int:
-                    return sum(j._state == CHECKS and not j.light and not j._queued for j in running)
-
-                def room() -> bool:
-                    return resident is None or sum(not j.light for j in running) < max(1, resident)
-
                 for job in [j for j in running if j._queued]:  # those started ahead first, in order
                     if checking() >= parallel:
                         break

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from grader.verify.checks import (CheckFailure, assert_rel_error, ends_and_between, require_free_memory,
                                   require_plain_tensor)
 from grader.verify.observe import KernelRule
-from grader.verify.spec import Benchmark, CheckList, DropIn
+from grader.verify.spec import Benchmark, CheckList, DropIn, conv_transpose_output_hw
 from grader.specs.ex06_conv2d import CASES, FP64_CASES, REL_TOL, Case, ConvSpec, randn, whole_reference, with_channels
 
 # Exercise 06's cases (all give a non-empty output when transposed too), and output_padding: with
@@ -101,17 +101,17 @@ def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -
 PAST_WINOGRAD = (932_068, 16, 5, 1)
 
 
-
 def _output_sizes(module: torch.nn.ConvTranspose2d, x_shape: tuple) -> list[tuple[dict, bool]]:
     """forward(x, output_size=...) as a UNet's decoder calls it: the largest size along each axis as (H, W),
     the smallest height with the largest width as the whole shape, and one row past the largest, which
     torch.nn's module refuses (torch.nn.ConvTranspose2d._output_padding's range: a stride s leaves s sizes)."""
-    smallest = [(x_shape[2 + d] - 1) * module.stride[d] - 2 * module.padding[d]
-                + module.dilation[d] * (module.kernel_size[d] - 1) + 1 for d in range(2)]
+    smallest = conv_transpose_output_hw(x_shape[2:], module.kernel_size, module.stride, module.padding, (0, 0),
+                                        module.dilation)
     largest = [smallest[d] + module.stride[d] - 1 for d in range(2)]
     return [({"output_size": largest}, False),
             ({"output_size": (x_shape[0], module.out_channels, smallest[0], largest[1])}, False),
             ({"output_size": [largest[0] + 1, smallest[1]]}, True)]
+
 
 class ConvTranspose2dSpec(ConvSpec):
     def checks(self) -> CheckList:
