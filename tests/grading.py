@@ -171,24 +171,29 @@ def grade_in_slots(variants: list[Variant], grade_one, *, lanes: int = LANES, ro
 
 
 def grade_variants(variants: list[Variant], keyword: str | None, timeout: float = 600, *,
-                   root: Path | None = None) -> dict[str, ExerciseRow]:
+                   root: Path | None = None, on_row=None) -> dict[str, ExerciseRow]:
     """Grade each variant (correctness only with a keyword that leaves out the timing: several
     processes share the GPU) in reusable slot folders (grade_in_slots). Returns variant id -> its
-    exercise's row, the same row whichever slot it used."""
+    exercise's row, the same row whichever slot it used; `on_row(variant, row)` is called as each
+    row arrives (a run cut short keeps what it did with the rows before)."""
     def one(v: Variant, target: Path, device: str | None) -> dict:
-        return grade(target, [v.exercise], timeout=timeout, keyword=keyword, device=device,
-                     skip_lost_groups=True)[v.exercise]
+        row = grade(target, [v.exercise], timeout=timeout, keyword=keyword, device=device,
+                    skip_lost_groups=True)[v.exercise]
+        if on_row is not None:
+            on_row(v, row)
+        return row
 
     return grade_in_slots(variants, one, root=root)
 
 
 def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root: Path | None = None,
-                         devices: list[str | None] | None = None) -> dict[str, ExerciseRow]:
+                         devices: list[str | None] | None = None, on_row=None) -> dict[str, ExerciseRow]:
     """A full grade, timing included, of variants whose fault shows only in the timed part: in rounds,
     one target folder holding one variant of each exercise of the round (written over the last round's,
     only the files that differ: grader.run.mutants.write_slot), its exercises graded at once (each timing
     alone on its GPU, none beside a build). The rounds are dealt over `devices` (default one per visible GPU,
-    worker_devices), each GPU grading its share one round after another in its own folder (root/timed-<gpu>)."""
+    worker_devices), each GPU grading its share one round after another in its own folder (root/timed-<gpu>).
+    `on_row(variant, row)` is called as each round's rows arrive."""
     from grader.toolchain.build import write_slot
 
     root = root or VARIANT_SLOTS
@@ -204,6 +209,8 @@ def grade_variants_timed(variants: list[Variant], timeout: float = 900, *, root:
             rows = grade(folder, [v.exercise for v in batch], timeout=timeout, parallel=JOBS, device=device,
                          skip_lost_groups=True)
             found.update({v.id: rows[v.exercise] for v in batch})
+            for v in batch if on_row is not None else []:
+                on_row(v, rows[v.exercise])
 
     with FolderLock(root, ".lock"), ThreadPoolExecutor(max_workers=len(devices), thread_name_prefix="timed") as pool:
         futures = [pool.submit(run, d, batches[i::len(devices)]) for i, d in enumerate(devices)]

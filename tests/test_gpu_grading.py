@@ -98,26 +98,37 @@ def test_stubs_earn_nothing_and_say_not_implemented():
         assert "not implemented" in reasons, explain(rows)
 
 
+def entered_if_exact(ignore: frozenset = frozenset()):
+    """What to do with each variant's row as it arrives: enter the variant in the ledger when it lost
+    exactly its groups (its test reports it otherwise), so that a run cut short by a lent machine's time
+    limit keeps every grade it finished."""
+    def enter(variant, row) -> None:
+        try:
+            check_variant(variant, row, ignore=ignore)
+        except AssertionError:
+            return
+        ledger.record(variant)
+    return enter
+
+
 @pytest.fixture(scope="module")
 def variant_rows():
-    return grade_variants(GPU_VARIANTS, keyword=QUICK)
+    return grade_variants(GPU_VARIANTS, keyword=QUICK, on_row=entered_if_exact(frozenset({"performance"})))
 
 
 @pytest.mark.parametrize("variant", GPU_VARIANTS, ids=[v.id for v in GPU_VARIANTS])
 def test_known_wrong_loses_exactly_its_points(variant_rows, variant):
     check_variant(variant, variant_rows[variant.id], ignore={"performance"})
-    ledger.record(variant)
 
 
 @pytest.fixture(scope="module")
 def timed_variant_rows():
-    return grade_variants_timed(TIMED_VARIANTS)
+    return grade_variants_timed(TIMED_VARIANTS, on_row=entered_if_exact())
 
 
 @pytest.mark.parametrize("variant", TIMED_VARIANTS, ids=[v.id for v in TIMED_VARIANTS])
 def test_known_wrong_timed_loses_exactly_its_points(timed_variant_rows, variant):
     check_variant(variant, timed_variant_rows[variant.id])
-    ledger.record(variant)
 
 
 def test_a_hanging_kernel_costs_its_exercise_alone_at_the_stall_limit(tmp_path):

@@ -107,6 +107,44 @@ def test_slots_are_dealt_over_every_gpu_each_slot_on_one(tmp_path, monkeypatch):
     assert len({d for slot, ds in by_slot.items() if slot.endswith("05_matmul") for d in ds}) > 1, by_slot
 
 
+def test_each_exact_variant_is_entered_as_its_row_arrives(tmp_path, monkeypatch):
+    """A known-wrong run cut short (a lent machine's time limit) keeps the ledger entries of the variants
+    graded before the cut: each row is judged as it arrives, and only a variant that lost exactly its
+    groups is entered."""
+    from grader.run import grading as run_grading
+    from grader.verify.outcomes import ExerciseRow, GroupScore
+    from tests.known_wrong import ledger
+    from tests.test_gpu_grading import entered_if_exact
+
+    def no_build(dirs, jobs, pool, log=print):
+        done: Future = Future()
+        done.set_result({"ok": True})
+        return {d: done for d in dirs}
+
+    entered: list[str] = []
+    monkeypatch.setattr(run_grading, "start_builds", no_build)
+    monkeypatch.setattr(ledger, "record", lambda v, device=None: entered.append(v.id))
+    exact, wrong, cut = [v for v in VARIANTS if v.exercise.startswith("03") and v.reason][:3]
+
+    def row(v, lose: bool) -> ExerciseRow:
+        groups = {g: GroupScore(points=0 if lose and g in v.loses else 1, max=1, state="failed", reason=v.reason)
+                  for g in ("performance", *v.loses)}
+        return ExerciseRow(exercise=v.exercise, title="", status="graded", error="", points=0, max_points=1, groups=groups)
+
+    def fake_grade(target, exercises, **kwargs):
+        v = next(x for x in (exact, wrong, cut) if held_files(target / x.exercise) == expected_files(x))
+        if v is cut:
+            raise KeyboardInterrupt  # the device call's limit
+        return {v.exercise: row(v, lose=v is exact)}
+
+    monkeypatch.setattr(grading, "grade", fake_grade)
+    with pytest.raises(KeyboardInterrupt):
+        # one slot: the three graded in turn
+        grading.grade_variants([exact, wrong, cut], keyword=None, root=tmp_path,
+                               on_row=entered_if_exact(frozenset({"performance"})))
+    assert entered == [exact.id]
+
+
 def ran_steps(log: str) -> set[str]:
     """The files ninja's verbose output says it compiled (the source of each `-c`) or linked (`.so`)."""
     steps = set()
