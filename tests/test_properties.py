@@ -903,3 +903,37 @@ def test_the_state_an_op_updates_is_judged_in_its_group_and_its_outputs_in_their
     groups = {c.name: c.group for c in property_checks(spec)}
     assert "track [the state it updates, at every edge]" in found, found
     assert {groups[name] for name, why in found.items() if why} == failing, found
+
+
+def test_a_call_is_judged_in_one_copy_to_the_host(monkeypatch):
+    """check_call brings whether its inputs were modified and every output's numbers to the host in one
+    copy (each copy from a GPU waits for it, and the grading processes share the GPU), and still names
+    the first fault: an input written before any output's value."""
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    call = AuditCall("pair", (x, y), ("x", "y"), lambda x, y: (x.double() * y.double(), x.double() + y.double(),
+                                                                 x.double() - y.double()))
+    copies = [0]
+    real = torch.Tensor.tolist
+
+    def counting(self):
+        copies[0] += 1
+        return real(self)
+
+    def right(x, y):
+        return x * y, x + y, x - y
+
+    def writes_y(x, y):
+        out = right(x, y)
+        y.mul_(2)
+        return out[0], out[1] + 1, out[2]
+
+    monkeypatch.setattr(torch.Tensor, "tolist", counting)
+    properties.check_call(Context(module=types.SimpleNamespace(pair=right), seed=1, exercise_dir=None),
+                          call, [x.clone(), y.clone()], "pair")
+    assert copies[0] == 1
+    with pytest.raises(CheckFailure, match="the input `y` was modified"):
+        properties.check_call(Context(module=types.SimpleNamespace(pair=writes_y), seed=1, exercise_dir=None),
+                              call, [x.clone(), y.clone()], "pair")
+    with pytest.raises(CheckFailure, match=r"pair\[1\]: relative error"):
+        properties.check_call(Context(module=types.SimpleNamespace(pair=lambda x, y: writes_y(x, y.clone())), seed=1,
+                                      exercise_dir=None), call, [x.clone(), y.clone()], "pair")

@@ -274,45 +274,97 @@ def call_tolerance(call, args=None) -> float:
     return CALL_TOLERANCE[call_dtype(call)]
 
 
+# the special values an output must hold where its reference does, and nowhere else
+_SPECIAL = (("NaN", torch.isnan), ("+inf", lambda t: t == float("inf")), ("-inf", lambda t: t == -float("inf")))
+
+
+def host_values(*vectors: torch.Tensor | None) -> list[list[float] | None]:
+    """Each of `vectors` (1-D tensors; None for none) as a list of floats, copied to the host in one copy
+    per device: each copy from a GPU waits for it, and the GPU is shared with the other grading processes."""
+    by_device: dict = {}
+    for k, v in enumerate(vectors):
+        if v is not None:
+            by_device.setdefault(v.device, []).append(k)
+    found: list[list[float] | None] = [None] * len(vectors)
+    for ids in by_device.values():
+        flat = torch.cat([vectors[k].reshape(-1).to(torch.float64) for k in ids]).tolist()
+        at = 0
+        for k in ids:
+            n = vectors[k].numel()
+            found[k], at = flat[at:at + n], at + n
+    return found
+
+
+class OutputCheck:
+    """output_problem in two steps, so that a caller can fetch several checks' numbers in one copy
+    (`host_values`): the statistics of every output compared by value are queued on the device when
+    made (`stats`: five per output), and `problem(values)` judges them once on the host."""
+
+    def __init__(self, actual, expected, tol: float, what: str, same_device: bool = False):
+        self.tol = tol
+        self.pairs: list[tuple[torch.Tensor, torch.Tensor, str]] = []
+        # the first problem found without the values (a count, a type, a shape, a device): it counts only
+        # where no output before it is wrong by value
+        self.early = self._collect(actual, expected, what, same_device)
+        stats = [self._stats(a, e) for a, e, _ in self.pairs]
+        self.stats = torch.cat(stats) if stats and len({t.device for t in stats}) == 1 else None
+        self._parts = None if self.stats is not None or not stats else stats
+
+    def _collect(self, actual, expected, what: str, same_device: bool) -> str | None:
+        if expected is None:
+            return None
+        if isinstance(expected, (tuple, list)):
+            if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+                return f"{what}: expected {len(expected)} outputs, got {type(actual).__name__}"
+            for k, (a, e) in enumerate(zip(actual, expected)):
+                problem = self._collect(a, e, f"{what}[{k}]", same_device)
+                if problem:
+                    return problem
+            return None
+        if not isinstance(actual, torch.Tensor):
+            return f"{what}: expected a tensor, got {type(actual).__name__}"
+        if tuple(actual.shape) != tuple(expected.shape):
+            return f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}"
+        if same_device and actual.device != expected.device:
+            return f"{what}: on {actual.device}, expected on {expected.device}"
+        e = expected.to(torch.float64)
+        self.pairs.append((actual.detach().to(e.device, torch.float64), e, what))
+        return None
+
+    @staticmethod
+    def _stats(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        finite = torch.isfinite(e)
+        return torch.stack([*((test(a) != test(e)).any().to(torch.float64) for _, test in _SPECIAL),
+                            torch.linalg.vector_norm(torch.where(finite, a - e, 0.0)),
+                            torch.linalg.vector_norm(torch.where(finite, e, 0.0))])
+
+    def problem(self, values: list[float] | None = None) -> str | None:
+        """Why the outputs do not match, or None; `values`: `stats` as host_values copied them (copied
+        here when not given)."""
+        if self._parts is not None:  # references on several devices: one copy each
+            values = [x for part in host_values(*self._parts) for x in part]
+        elif values is None and self.stats is not None:
+            values = self.stats.tolist()
+        for k, (a, e, what) in enumerate(self.pairs):
+            *differ, err, ref = values[5 * k:5 * k + 5]
+            for (name, test), differs in zip(_SPECIAL, differ):
+                if differs:
+                    i = (test(a) != test(e)).nonzero()[0].tolist()
+                    return (f"{what}: at {i} got {a[tuple(i)].item():.8g}, expected {e[tuple(i)].item():.8g} "
+                            f"({name} where the reference has{' none' if not bool(test(e)[tuple(i)]) else ' one'})")
+            rel = err / ref if ref > 0 else err
+            if not rel <= self.tol:
+                return f"{what}: relative error {rel:.3g} exceeds {self.tol:g}"
+        return self.early
+
+
 def output_problem(actual, expected, tol: float, what: str, same_device: bool = False) -> str | None:
     """Why `actual` (a tensor, or a tuple/list of them) does not match `expected` (None where not
     compared), or None: the same shape, NaN and infinities at the same positions, and the finite values
     within `tol` in norm (relative to the reference's). One home for the generated properties and the
-    judge; `same_device` also requires the reference's device."""
-    if expected is None:
-        return None
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            return f"{what}: expected {len(expected)} outputs, got {type(actual).__name__}"
-        for k, (a, e) in enumerate(zip(actual, expected)):
-            problem = output_problem(a, e, tol, f"{what}[{k}]", same_device)
-            if problem:
-                return problem
-        return None
-    if not isinstance(actual, torch.Tensor):
-        return f"{what}: expected a tensor, got {type(actual).__name__}"
-    if tuple(actual.shape) != tuple(expected.shape):
-        return f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}"
-    if same_device and actual.device != expected.device:
-        return f"{what}: on {actual.device}, expected on {expected.device}"
-    e = expected.to(torch.float64)
-    a = actual.detach().to(e.device, torch.float64)
-    tests = (("NaN", torch.isnan), ("+inf", lambda t: t == float("inf")), ("-inf", lambda t: t == -float("inf")))
-    finite = torch.isfinite(e)
-    # one copy to the host, not five (and no boolean indexing, a sixth): each is a wait on the GPU, which
-    # the other grading processes share; where the special values differ, the first is found afterwards
-    *differ, err, ref = torch.stack([*((test(a) != test(e)).any().to(torch.float64) for _, test in tests),
-                                     torch.linalg.vector_norm(torch.where(finite, a - e, 0.0)),
-                                     torch.linalg.vector_norm(torch.where(finite, e, 0.0))]).tolist()
-    for (name, test), differs in zip(tests, differ):
-        if differs:
-            i = (test(a) != test(e)).nonzero()[0].tolist()
-            return (f"{what}: at {i} got {a[tuple(i)].item():.8g}, expected {e[tuple(i)].item():.8g} "
-                    f"({name} where the reference has{' none' if not bool(test(e)[tuple(i)]) else ' one'})")
-    rel = err / ref if ref > 0 else err
-    if not rel <= tol:
-        return f"{what}: relative error {rel:.3g} exceeds {tol:g}"
-    return None
+    judge; `same_device` also requires the reference's device. Every output's numbers come to the host
+    in one copy (`OutputCheck`), not one per output."""
+    return OutputCheck(actual, expected, tol, what, same_device).problem()
 
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:

@@ -81,7 +81,7 @@ import torch
 from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
 from grader.verify.checks import refill_late, strided_copy
 from grader.verify.checks import assert_rel_error, expect_error, require_plain_tensor, shape_spoils
-from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, output_problem
+from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, host_values, output_problem, OutputCheck
 from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
 from grader.verify.judge import clean, cotangent, gradients, names_one_of, resolve
@@ -210,7 +210,7 @@ def _rule(ctx: Context, call: AuditCall) -> KernelRule | None:
 
 
 def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool = False, queued_ok: bool = False,
-           expected=None, omit: frozenset = frozenset(), kernels: bool = True):
+           expected=None, omit: frozenset = frozenset(), kernels: bool = True, defer: bool = False):
     """Call the op as a user would: the result must be plain tensors, the inputs unmodified (but
     those the op updates by design), the memory it may write poisoned beforehand, and no host thread
     may outlive the call. Every call is observed (grader.verify.observe.WATCH): in the watch's hidden window
@@ -221,7 +221,9 @@ def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool =
     arguments left out of the call (each holds in `args` the value the op must then take), those after
     them passed by keyword, under the names of the op's own signature. Without `kernels`, the call is
     observed all the same (the op cannot tell) but which kernels ran is not judged here (a property of
-    the state alone: the call's own group judges its kernels at the same calls)."""
+    the state alone: the call's own group judges its kernels at the same calls). With `defer`, whether the
+    inputs were modified is queued and returned third (`Unmodified`), for the caller to copy to the host
+    with its comparisons (one wait on the GPU for all)."""
     fn = resolve(ctx.module, call.op)
     if omit:
         fn = _leaving_out(fn, omit)
@@ -249,24 +251,35 @@ def invoke(ctx: Context, call: AuditCall, args: list, what: str, visible: bool =
         problem = rule.problem(seen, what, expect_work=visible and any(t.numel() for t in _tensors(out)))
         if problem:
             raise CheckFailure(problem)
-    for i in _modified(args, before):
-        raise CheckFailure(f"{what}: the input `{call.names[i]}` was modified; an op must not write to its inputs")
+    unmodified = Unmodified(args, before, call.names, what)
+    if defer:
+        return out, expected_first, unmodified
+    unmodified.check()
     return out, expected_first
 
 
-def _modified(args: list, before: dict) -> list[int]:
-    """The indices of `before` (index -> copy taken before the call) whose argument changed, bits or shape,
-    compared on the device with one copy to the host per device (each copy waits on the GPU)."""
-    changed, by_device = [], {}
-    for i, copy in before.items():
-        if args[i].shape != copy.shape:
-            changed.append(i)
-        else:
-            by_device.setdefault(args[i].device, []).append(i)
-    for ids in by_device.values():
-        same = torch.stack([(_bits(args[i]) == _bits(before[i])).all() for i in ids]).tolist()
-        changed += [i for i, ok in zip(ids, same) if not ok]
-    return sorted(changed)
+class Unmodified:
+    """Whether a call left its inputs as they were (`before`: index -> copy taken before the call), bits
+    and shape, compared on the device when made; `check(values)` fails on the first one changed, from
+    `flags` as host_values copied them (copied here when not given)."""
+
+    def __init__(self, args: list, before: dict, names, what: str):
+        self.names, self.what = names, what
+        self.reshaped = [i for i, copy in before.items() if args[i].shape != copy.shape]
+        self.ids = [i for i in before if i not in self.reshaped]
+        same = [(_bits(args[i]) == _bits(before[i])).all().to(torch.float64) for i in self.ids]
+        # inputs on several devices (a wrong-device call): one vector per device
+        self.flags = torch.stack(same) if same and len({t.device for t in same}) == 1 else None
+        self._parts = None if self.flags is not None or not same else same
+
+    def check(self, values: list[float] | None = None) -> None:
+        if self._parts is not None:
+            values = [v[0] for v in host_values(*(t.reshape(1) for t in self._parts))]
+        elif values is None and self.flags is not None:
+            values = self.flags.tolist()
+        changed = sorted(self.reshaped + [i for i, ok in zip(self.ids, values or []) if not ok])
+        for i in changed[:1]:
+            raise CheckFailure(f"{self.what}: the input `{self.names[i]}` was modified; an op must not write to its inputs")
 
 
 def _leaving_out(fn, omit: frozenset):
@@ -310,16 +323,23 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
     # the state the op updates in place by design, as it must be after the call (before it runs)
     updated = call.updates(*_double(args)) if updates and call.updates is not None else {}
     try:
-        out, expected = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit, kernels=outputs)
+        out, expected, unmodified = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit,
+                                           kernels=outputs, defer=True)
     except ERRORS as e:
         msg = clean(e)
         if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
             return None, None
         raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
-    if outputs:
-        _compare(out, expected, tolerance(call, args), what)
-    for i, value in updated.items():
-        _compare(args[i], value, tolerance(call, args), f"{what}: `{call.names[i]}` after the call")
+    tol = tolerance(call, args)
+    checks = [OutputCheck(out, expected, tol, what)] if outputs else []
+    checks += [OutputCheck(args[i], value, tol, f"{what}: `{call.names[i]}` after the call") for i, value in updated.items()]
+    # the inputs' flags and every output's numbers in one copy to the host: one wait on the shared GPU
+    flags, *values = host_values(unmodified.flags, *(c.stats for c in checks))
+    unmodified.check(flags)
+    for c, v in zip(checks, values):
+        problem = c.problem(v)
+        if problem:
+            raise CheckFailure(problem)
     return out, expected
 
 

@@ -1,0 +1,111 @@
+"""One comparison (grader.verify.checks.output_problem / OutputCheck): the first problem of a call's outputs in
+their order, whatever makes it (a value, a special value, a shape, a count), and every output's numbers
+brought to the host in one copy per device, not one per output (each copy from a GPU waits for it, and the
+grading processes share the GPU)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grader.verify import checks
+from grader.verify.checks import OutputCheck, host_values, output_problem
+
+
+def _outputs(n=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(3, 5, generator=g, dtype=torch.float64) for _ in range(n)]
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    """How many host copies (`Tensor.tolist`) the body makes."""
+    count = [0]
+    real = torch.Tensor.tolist
+
+    def counting(self):
+        count[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(torch.Tensor, "tolist", counting)
+    return count
+
+
+def test_every_output_is_judged_in_one_copy(copies):
+    expected = _outputs()
+    actual = tuple(e.float() for e in expected)
+    assert output_problem(actual, expected, 1e-6, "call") is None
+    assert copies[0] == 1
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_each_outputs_own_problem_is_found_and_named(k):
+    expected = _outputs()
+    for spoil, says in ((lambda t: t + 1, "relative error"), (lambda t: t.index_fill(1, torch.tensor([2]), float("nan")), "NaN"),
+                        (lambda t: t.index_fill(0, torch.tensor([1]), float("-inf")), "-inf"), (lambda t: t[:, :4], "shape")):
+        actual = [e.clone() for e in expected]
+        actual[k] = spoil(actual[k])
+        problem = output_problem(actual, expected, 1e-6, "call")
+        assert problem is not None and problem.startswith(f"call[{k}]") and says in problem, (k, problem)
+
+
+def test_the_first_problem_in_order_wins_whichever_kind():
+    expected = _outputs()
+    value_first = [e.clone() for e in expected]
+    value_first[0] = value_first[0] * 2
+    value_first[2] = value_first[2][:2]
+    assert output_problem(value_first, expected, 1e-6, "call").startswith("call[0]: relative error")
+    shape_first = [e.clone() for e in expected]
+    shape_first[1] = shape_first[1][:2]
+    shape_first[3] = shape_first[3] * 2
+    assert output_problem(shape_first, expected, 1e-6, "call").startswith("call[1]: shape")
+    assert "expected 4 outputs" in output_problem(expected[:3], expected, 1e-6, "call")
+    assert "expected a tensor" in output_problem([1.0, *expected[1:]], expected, 1e-6, "call")
+
+
+def test_outputs_not_compared_and_nested_ones():
+    expected = _outputs(3)
+    actual = [e.clone() for e in expected]
+    actual[1] = actual[1] * 5
+    assert output_problem(actual, [expected[0], None, expected[2]], 1e-6, "call") is None
+    nested = (expected[0], (expected[1], expected[2]))
+    wrong = (expected[0], (expected[1], expected[2] * 3))
+    assert output_problem(wrong, nested, 1e-6, "call").startswith("call[1][1]: relative error")
+
+
+def test_several_checks_share_one_copy(copies):
+    """check_call's way: the inputs' flags and several OutputChecks fetched together (host_values)."""
+    expected = _outputs(2)
+    first, second = OutputCheck(tuple(expected), expected, 1e-6, "out"), OutputCheck(expected[0] * 2, expected[0], 1e-6, "x after")
+    flags = torch.ones(3, dtype=torch.float64)
+    got_flags, v1, v2 = host_values(flags, first.stats, second.stats)
+    assert copies[0] == 1 and got_flags == [1.0, 1.0, 1.0]
+    assert first.problem(v1) is None and second.problem(v2).startswith("x after: relative error")
+    assert host_values(None, flags)[0] is None
+
+
+def test_a_reference_on_another_device_is_fetched_on_its_own(monkeypatch):
+    """References on several devices (the CPU and a GPU where float64 is slow) cannot be concatenated: each
+    device's numbers come in their own copy, and the verdict is the same."""
+    if not torch.cuda.is_available():
+        # stand-in for a second device: the stats of the second pair report another device
+        real = OutputCheck._stats
+        calls = [0]
+
+        class Other(torch.Tensor):
+            @property
+            def device(self):
+                return torch.device("meta") if getattr(self, "_other", False) else super().device
+
+        def stats(a, e):
+            calls[0] += 1
+            t = real(a, e)
+            if calls[0] == 2:
+                t = t.as_subclass(Other)
+                t._other = True
+            return t
+
+        monkeypatch.setattr(OutputCheck, "_stats", staticmethod(stats))
+    expected = _outputs(2)
+    c = OutputCheck([expected[0].clone(), expected[1] * 2], expected, 1e-6, "call")
+    assert c.stats is None
+    assert c.problem().startswith("call[1]: relative error")
