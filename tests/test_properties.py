@@ -937,3 +937,40 @@ def test_a_call_is_judged_in_one_copy_to_the_host(monkeypatch):
     with pytest.raises(CheckFailure, match=r"pair\[1\]: relative error"):
         properties.check_call(Context(module=types.SimpleNamespace(pair=lambda x, y: writes_y(x, y.clone())), seed=1,
                                       exercise_dir=None), call, [x.clone(), y.clone()], "pair")
+
+
+def test_gradients_are_judged_in_one_copy_and_in_order(monkeypatch):
+    """check_gradients brings every gradient's numbers to the host in one copy, and fails on the first
+    wrong or missing one in the arguments' order."""
+    call = AuditCall("product", (torch.randn(3, 4), torch.randn(3, 4)), ("x", "y"),
+                     lambda x, y: x.double() * y.double(), grad_args=(0, 1))
+    copies = [0]
+    real = torch.Tensor.tolist
+
+    def counting(self):
+        copies[0] += 1
+        return real(self)
+
+    class Product(torch.autograd.Function):
+        wrong_x = no_y = False
+
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * y * (2 if Product.wrong_x else 1), None if Product.no_y else g * x
+
+    ctx = Context(module=types.SimpleNamespace(product=Product.apply), seed=1, exercise_dir=None)
+    monkeypatch.setattr(torch.Tensor, "tolist", counting)
+    properties.check_gradients(ctx, call, list(call.args), "product")
+    assert copies[0] == 1
+    Product.wrong_x = Product.no_y = True
+    with pytest.raises(CheckFailure, match="d/dx: relative error"):
+        properties.check_gradients(ctx, call, list(call.args), "product")
+    Product.wrong_x = False
+    with pytest.raises(CheckFailure, match="no gradient reached `y`"):
+        properties.check_gradients(ctx, call, list(call.args), "product")

@@ -427,10 +427,25 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     except (TypeError, RuntimeError) as e:
         raise CheckFailure(f"{what}: {clean(e)[:300]}") from None
     DEVICE.sync()
+    # every gradient's numbers in one copy to the host, judged in the arguments' order: the first wrong or
+    # missing one fails the check
+    checks, missing = [], None
     for k, (a, e) in enumerate(zip(actual, expected)):
         if a is None:
-            raise CheckFailure(f"{what}: no gradient reached `{call.names[call.grad_args[k]]}`")
-        _compare(a, e, tol, f"{what}, d/d{call.names[call.grad_args[k]]}")
+            missing = f"{what}: no gradient reached `{call.names[call.grad_args[k]]}`"
+            break
+        try:
+            require_plain_tensor(a, what)
+        except CheckFailure as e:
+            missing = str(e)
+            break
+        checks.append(OutputCheck(a, e, tol, f"{what}, d/d{call.names[call.grad_args[k]]}"))
+    for c, values in zip(checks, host_values(*(c.stats for c in checks))):
+        problem = c.problem(values)
+        if problem:
+            raise CheckFailure(problem)
+    if missing:
+        raise CheckFailure(missing)
 
 
 # --- the properties ------------------------------------------------------------------------------
