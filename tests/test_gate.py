@@ -38,7 +38,9 @@ if huge_s:
         time.sleep(huge_s)
         mark("huge-end")
 mark("checks-end")
-gate.wait_for_gpu()
+told = gate.wait_for_gpu()
+with open(f"{log}.{name}.told", "w") as f:
+    f.write(told)
 mark("timed-start")
 time.sleep(timed_s)
 mark("timed-end")
@@ -48,9 +50,10 @@ HANG = 3600.0
 
 def _run(tmp_path: Path, plan: dict[str, tuple[float, ...]], *, parallel: int, timeout: float,
          builds: dict[str, float] | None = None, resident: int | None = None, light: frozenset = frozenset(),
-         compiling=None, stop_compilers: bool = False, may_queue: bool = False):
+         compiling=None, stop_compilers: bool = False, may_queue: bool = False, last: dict | None = None):
     """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
-    name -> seconds until the parent says that job's build is done (it is held until then)."""
+    name -> seconds until the parent says that job's build is done (it is held until then); last: name ->
+    its go_text (a `last` job)."""
     script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
     script.write_text(CHILD)
     work.mkdir()
@@ -58,7 +61,8 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, ...]], *, parallel: int, t
     for name, times in plan.items():
         child_env = dict(os.environ, PYTHONPATH=str(env.REPO))
         job = gate.Job(name, [sys.executable, str(script), name, str(log), *map(str, times)], child_env, env.REPO,
-                       light=name in light, may_queue=may_queue)
+                       light=name in light, may_queue=may_queue, last=name in (last or {}),
+                       go_text=(last or {}).get(name))
         if builds and name in builds:
             result = work / f"{name}.build.json"
             job.env[gate.BUILD_ENV], job.held = str(result), True
@@ -281,6 +285,27 @@ def test_no_submission_runs_while_the_yardstick_times_the_reference(tmp_path):
     assert spans[("yardstick", "timed")][0] >= spans[("a", "built")][1], "a timing beside a compiler"
     for name in ("a", "b"):
         assert spans[(name, "start")][0] >= spans[("yardstick", "timed")][1], f"{name} ran beside the yardstick"
+
+
+@pytest.mark.parametrize("resident", [None, 2])
+def test_the_last_job_starts_beside_the_checks_and_times_once_every_other_process_has_ended(tmp_path, resident):
+    """A grade's yardstick (a `last` job): its start-up runs beside the others' checks (where `resident`
+    has room for it: on a small GPU once a grading process has ended), its timing once every other
+    process has ended, told what the parent's go_text() says then."""
+    plan = {"stick": (0.0, 0, 0.2, 0.6), "a": (1.0, 0, 0.2), "b": (0.4, 0, 0.2), "c": (0.3, 0, 0.2)}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=2, timeout=30, resident=resident,
+                          last={"stick": lambda: f"{time.monotonic()}"})
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    others_end = max(spans[(n, "timed")][1] for n in "abc")
+    assert spans[("stick", "timed")][0] >= others_end, "the yardstick timed beside a grading process"
+    assert float((tmp_path / "events.log.stick.told").read_text()) >= others_end, "its go text asked too early"
+    startup = (spans[("stick", "start")][0], spans[("stick", "up")][0])
+    if resident is None:
+        assert startup[1] < spans[("a", "checks")][1], "its start-up did not overlap the checks"
+    else:  # two alive at most: it starts once one of the first two has ended
+        assert startup[0] >= min(spans[(n, "timed")][1] for n in "ab")
+    for name in "abc":
+        assert not _overlap(spans[(name, "timed")], startup), f"{name}'s timing beside the yardstick's start-up"
 
 
 def test_a_grading_process_leaves_no_process_behind(tmp_path):

@@ -28,21 +28,27 @@ def test_pytest_s_session_time_is_read_from_a_grading_log():
     assert grading.pytest_session_s("Fatal Python error: Segmentation fault") is None
 
 
-def test_the_yardstick_runs_after_the_grading_processes_with_its_builds_said(tmp_path):
-    """run_yardstick: the references' builds said to the yardstick's process, which runs alone (here,
-    without a GPU, it answers that it cannot time) and whose numbers come back by exercise."""
+def test_the_yardstick_is_a_last_job_told_its_builds(tmp_path):
+    """A grade's yardstick is a `last` job of the grading run (grader.run.gate: it times once every grading
+    process has ended); the references' builds are said to its process, which (here, without a GPU)
+    answers that it cannot time, and its numbers come back by exercise."""
     from concurrent.futures import Future
 
+    from grader.run import gate
     from tests.grading import SOLUTIONS
 
     built: Future = Future()
     built.set_result({"ok": True})
     ref = SOLUTIONS / "01_leaky_relu"
-    logged = []
-    measured = grading.run_yardstick({"01_leaky_relu": ref}, {ref: built}, tmp_path, None, 120, log=logged.append)
-    assert json.loads(grading._build_result_path(tmp_path, grading.YARDSTICK).read_text()) == {
-        "ok": True, "01_leaky_relu": {"ok": True}}
-    assert "01_leaky_relu" in measured and logged and "1 exercise(s)" in logged[0], (measured, logged)
+    stick = grading.yardstick_job({"01_leaky_relu": ref}, tmp_path, None, last=True)
+    assert stick.last and not stick.light and grading.yardstick_job({}, tmp_path).light
+    stick.held = True
+    grading.release_when_built({stick.name: stick}, [(stick.name, {"01_leaky_relu": built},
+                                                      grading._build_result_path(tmp_path, grading.YARDSTICK))])
+    gate.run([stick], tmp_path, parallel=1, timeout=120)
+    assert json.loads(grading._build_result_path(tmp_path, grading.YARDSTICK).read_text())["ok"] is True
+    measured = grading.read_yardstick(stick, tmp_path)
+    assert "01_leaky_relu" in measured and "no CUDA GPU" in measured["01_leaky_relu"]["error"], measured
 
 
 def test_a_reports_check_time_is_summed_by_exercise_and_kind(tmp_path, capsys):

@@ -27,6 +27,10 @@ start before a slot among the `parallel` is free: its start-up runs beside the o
 meanwhile). While the parent holds a job that way
 (`Job.held`), its clock stops, and no timing starts anywhere (a compiler would share the machine).
 
+A grade's yardstick (grader.run.yardstick) is one of the run's jobs (`Job.last`): it starts beside the
+checks and loads what it times, and its go comes once every other process has ended, naming the
+exercises whose timing ran (the go file's text, which `wait_for_gpu` returns).
+
 Without COURSE_GPU_GATE in the environment (one exercise, or `--parallel 1`) nothing waits for the
 GPU.
 """
@@ -42,6 +46,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 GATE_ENV = "COURSE_GPU_GATE"  # "<folder>/<name>": where this process's gate files go
 MEMORY_CAP_ENV = "COURSE_GPU_MEMORY_CAP_GIB"  # a gated process's share of the GPU's memory (cap_gpu_memory)
@@ -107,15 +112,17 @@ def cap_gpu_memory(lifted: bool = False) -> None:
     torch.cuda.set_per_process_memory_fraction(1.0 if lifted else memory_fraction(float(cap), total))
 
 
-def wait_for_gpu() -> None:
-    """Before the timing: announce readiness and wait for the parent's go (at once when ungated)."""
+def wait_for_gpu() -> str:
+    """Before the timing: announce readiness and wait for the parent's go (at once when ungated).
+    Returns what the parent wrote in the go file ("" for nothing: the yardstick's list of what to time)."""
     prefix = os.environ.get(GATE_ENV)
     if not prefix:
-        return
+        return ""
     _release_cached_memory()
     Path(prefix + ".ready").touch()
-    _appeared(Path(prefix + ".go"))
+    text = _appeared(Path(prefix + ".go")).read_text()
     cap_gpu_memory(lifted=True)  # alone on the GPU: a library's workspace may take what it would take alone
+    return text
 
 
 def wait_for_build() -> dict:
@@ -186,6 +193,11 @@ class Job:
     # a process that does little before its timing (grader.run.yardstick): started at once, and the
     # others only once it has ended, so that no submitted code runs while it times the reference
     light: bool = False
+    # a process that times after every other job has ended (a grade's yardstick: no submitted code is alive
+    # then): started early, so that its start-up (torch, CUDA, the references' libraries) runs beside the
+    # others' checks; it counts against `resident`, not `parallel`
+    last: bool = False
+    go_text: Callable[[], str] | None = None  # what the parent writes in its go file, asked when it gives it
     active_s: float = 0.0  # what counts against the time limit
     # a file the process rewrites as its checks start and end (its results file): past `stall_s` of its
     # own time with no change to it, the process is stopped as hanging (`stalled`)
@@ -310,14 +322,18 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
     given, and then no timing starts while any job is held. Light jobs start at once and count against neither bound; the
     others start once every light job has ended: a submission's process, alive beside the yardstick,
     could otherwise keep the GPU busy from a thread of its own while the reference is timed, and slow
-    the yardstick every submission is scored against.
+    the yardstick every submission is scored against. A `last` job (a grade's yardstick) starts as soon as
+    `resident` has room for it (it counts against that bound only), and gets its go once every other job
+    has ended, with what its `go_text()` says then.
     `on_finish(job)` is called as each ends. `compiling()`, when given, says whether builds the jobs
     do not wait for still run on this machine (a class's next rounds): no timing starts meanwhile
     either, unless `stop_compilers`: then those builds' processes are suspended for each timing
     (`Compilers`) and go on after it. Returns `jobs`."""
-    gated = (len(jobs) > 1 and (parallel > 1 or any(j.light for j in jobs))) or compiling is not None
+    gated = ((len(jobs) > 1 and (parallel > 1 or any(j.light or j.last for j in jobs)))
+             or compiling is not None)
     folder = Path(folder)
-    pending, running = list(jobs), []
+    pending, running = [j for j in jobs if not j.last], []
+    lasts = [j for j in jobs if j.last]
     holder: Job | None = None  # the one whose timing has the GPU
     compilers = Compilers() if stop_compilers and compiling is not None else None
 
@@ -348,14 +364,14 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
             on_finish(job)
 
     def checking() -> int:  # processes running their checks (not those started ahead of their slot)
-        return sum(j._state == CHECKS and not j.light and not j._queued for j in running)
+        return sum(j._state == CHECKS and not j.light and not j.last and not j._queued for j in running)
 
     def room() -> bool:  # another process may be alive beside these
         return resident is None or sum(not j.light for j in running) < max(1, resident)
 
     try:
         last = time.monotonic()
-        while pending or running:
+        while pending or lasts or running:
             now = time.monotonic()
             step, last = now - last, now
             held = any(j.held for j in jobs)
@@ -403,15 +419,24 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 while (pending and pending[0].may_queue and resident is not None and not any(j.light for j in running)
                        and room()):
                     start(pending.pop(0), queued=True)
+                # a `last` job where the GPU's memory holds one more context: at once on a large GPU, once a
+                # grading process has ended on a small one (it would otherwise take a grading process's place)
+                while lasts and not any(j.light for j in running) and room():
+                    start(lasts.pop(0))
                 ready = [j for j in running if j._state == READY]
                 # other rounds' builds may be suspended for a timing; a job's own build may not (it waits on it)
                 quiet = not building or (compilers is not None and not held)
-                if ready and len(ready) == len(running) and quiet:
+                # in order of start (the report's order); a `last` job once it is all that is left
+                turn = [j for j in ready if not j.last] or ([] if pending or lasts else ready)
+                if turn and len(ready) == len(running) and quiet:
                     if building:
                         compilers.stop(jobs)
-                    holder = ready[0]  # in order of start: the report's order
+                    holder = turn[0]
                     holder._state = TIMING
-                    (folder / f"{holder.name}.go").touch()
+                    go = folder / f"{holder.name}.go"
+                    staged = go.with_name(go.name + ".tmp")  # the process reads it once it exists: whole
+                    staged.write_text(holder.go_text() if holder.go_text is not None else "")
+                    os.replace(staged, go)
             elif compilers is not None and (compilers.stopped or others_build):
                 compilers.stop(jobs)  # a compiler a build thread started during the timing
             time.sleep(POLL_S)

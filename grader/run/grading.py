@@ -173,10 +173,12 @@ def _timed_outputs_path(workdir: Path, exercise: str) -> Path:
 YARDSTICK = "yardstick"  # the name of the run's yardstick job (no exercise is named so)
 
 
-def yardstick_job(references: dict[str, Path | None], workdir: Path, device: str | None = None) -> gate.Job:
+def yardstick_job(references: dict[str, Path | None], workdir: Path, device: str | None = None,
+                  last: bool = False) -> gate.Job:
     """The trusted process that times the reference, PyTorch and the device's limit for each of
     `references` (exercise -> reference folder, None without one; grader.run.yardstick); it waits for
-    the references' builds and for the GPU."""
+    the references' builds and for the GPU. `last`: it times after the run's other jobs (gate.Job.last;
+    else before them: gate.Job.light)."""
     out = workdir / f"{YARDSTICK}.json"
     out.unlink(missing_ok=True)
     _build_result_path(workdir, YARDSTICK).unlink(missing_ok=True)
@@ -184,7 +186,7 @@ def yardstick_job(references: dict[str, Path | None], workdir: Path, device: str
            *(e if ref is None else f"{e}={ref}" for e, ref in references.items())]
     child = _child_env(device)
     child[gate.BUILD_ENV] = str(_build_result_path(workdir, YARDSTICK))
-    return gate.Job(YARDSTICK, cmd, child, env.REPO, light=True)
+    return gate.Job(YARDSTICK, cmd, child, env.REPO, light=not last, last=last)
 
 
 def _timing_ran(workdir: Path, exercise: str) -> bool:
@@ -202,22 +204,6 @@ def read_results(path: Path) -> dict:
     TestOutcomes, and what it was running and found tampered with."""
     data = json.loads(Path(path).read_text())
     return {**data, "tests": [TestOutcome.from_json(t) for t in data["tests"]]}
-
-
-def run_yardstick(references: dict[str, Path | None], builds: dict[Path, Future], workdir: Path, device: str | None,
-                  timeout: float, compiling=None, log=print) -> dict[str, dict]:
-    """Time `references` (exercise -> reference folder) in the yardstick's own process, alone on the
-    GPU (after the grading processes; in a class, after its builds too: `compiling`); its numbers
-    by exercise (read_yardstick)."""
-    stick = yardstick_job(references, workdir, device)
-    needs = {e: builds[ref] for e, ref in references.items() if ref is not None}
-    wait_all(needs.values())
-    ok = {e: {"ok": f.result()["ok"]} for e, f in needs.items()}
-    write_json_atomic(_build_result_path(workdir, YARDSTICK), {"ok": all(v["ok"] for v in ok.values()), **ok})
-    log(f"timing the reference of {len(references)} exercise(s) beside PyTorch and the device's limit ...")
-    gate.run([stick], workdir, parallel=1, timeout=timeout, compiling=compiling)
-    log(f"  timed them in {stick.wall_s:.1f} s")
-    return read_yardstick(stick, workdir)
 
 
 def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
@@ -771,18 +757,28 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             ordered = sorted(jobs_by_name.values(), key=lambda job: -weights[exercise_of[job.name]] / parts[exercise_of[job.name]])
             # (the bound on processes alive matters only where some wait for a slot)
             resident = default_resident(parallel) if len(ordered) > parallel else None
-            gate.run(ordered, tmp, parallel=parallel, resident=resident,
+            # The yardstick, a job of the same run: started beside the checks, it times once every grading
+            # process has ended (no submitted code is alive), the exercises whose timing ran (a stub's does
+            # not: its checks fail first, and its grade does not wait for its reference's timing)
+            stick = None
+            if references:
+                stick = yardstick_job(references, tmp, device, last=True)
+                stick.held = True
+                stick.go_text = lambda: json.dumps(sorted(e for e in references if _timing_ran(tmp, e)))
+                release_when_built({stick.name: stick}, [(stick.name, {e: builds[ref] for e, ref in references.items()
+                                                                      if ref is not None},
+                                                          _build_result_path(tmp, YARDSTICK))])
+            gate.run(ordered + ([stick] if stick is not None else []), tmp, parallel=parallel, resident=resident,
                      compiling=compiling,
                      timeout=timeout, on_finish=done)
         for e, jobs_ in part_jobs.items():
             if len(jobs_) > 1:
                 gradings[e] = merge_parts(e, jobs_, tmp)
-        # The yardstick, once every grading process has ended (no submitted code is alive), for the
-        # exercises whose timing ran: a stub's timing does not run (its checks fail first), and timing
-        # its reference anyway made a grade of the stubs wait for every reference's timing.
         timed_here = {e: ref for e, ref in references.items() if _timing_ran(tmp, e)}
         if timed_here:
-            measured = run_yardstick(timed_here, builds, tmp, device, timeout, compiling, log)
+            log(f"  timed the reference of {len(timed_here)} exercise(s) beside PyTorch and the device's limit "
+                f"in {stick.timed_s:.1f} s")
+            measured = read_yardstick(stick, tmp)
             for e in timed_here:
                 yardsticks[(device, e)] = measured.get(e) or measured.get("*") or {"error": "not measured"}
         # every build has ended here (a process may end before its build: no check needed it)
