@@ -217,6 +217,8 @@ def test_a_right_op_passes_every_property(seed):
 @pytest.mark.parametrize("op, property_, words", [
     (_ignores_negative_scales, "every declared edge", "a=-0.5"),
     (_reads_strided_as_contiguous, "non-contiguous", "strided view"),
+    (_returns_a_subclass, "non-contiguous", "plain torch.Tensor"),
+    (_leaves_a_thread, "non-contiguous", "host thread"),
     (_drops_nan, "NaN and infinities", "NaN"),
     (_keeps_one_buffer_per_shape, "two results held at once", "shares memory with the first"),
     (_writes_its_input, "random shapes", "was modified"),
@@ -974,3 +976,34 @@ def test_gradients_are_judged_in_one_copy_and_in_order(monkeypatch):
     Product.wrong_x = False
     with pytest.raises(CheckFailure, match="no gradient reached `y`"):
         properties.check_gradients(ctx, call, list(call.args), "product")
+
+
+@pytest.mark.parametrize("batch_bytes", [1, properties.BATCH_BYTES])
+def test_the_layouts_of_a_call_are_judged_together_and_alike_in_batches_of_any_size(monkeypatch, batch_bytes):
+    """The non-contiguous property makes a call's layouts back to back and judges them together
+    (check_calls): one copy to the host per batch, where a batch holds at most BATCH_BYTES of arguments,
+    and the same verdicts whatever the batches' size."""
+    monkeypatch.setattr(properties, "BATCH_BYTES", batch_bytes)
+    copies = [0]
+    real = torch.Tensor.tolist
+
+    def counting(self):
+        copies[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(torch.Tensor, "tolist", counting)
+    assert not any(_run(SPEC, _module(_right), only=["non-contiguous"]).values())
+    calls = len([c for c in SPEC.audit_calls("cpu", torch.float32)]) + len(SPEC.random_calls(torch.Generator().manual_seed(0), "cpu", torch.float32))
+    if batch_bytes > 1:
+        assert 0 < copies[0] <= calls, (copies[0], calls)
+    else:
+        assert copies[0] > calls  # one batch per layout
+    def restores_x(x, a):  # right values, but its input written (and put back to within rounding)
+        with torch.no_grad():
+            x.add_(1.0)
+            out = torch.ops.course_props_test.scale(x - 1.0, float(a))
+        return out
+
+    for op, words in ((_reads_strided_as_contiguous, "strided view"), (restores_x, "was modified")):
+        found = _run(SPEC, _module(op), only=["non-contiguous"])
+        assert found and all(found.values()) and any(words in v for v in found.values()), found

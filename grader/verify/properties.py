@@ -343,6 +343,90 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
     return out, expected
 
 
+# The most argument bytes one batch of check_calls holds at once (its calls' arguments, their copies and
+# outputs stay alive until the batch is judged)
+BATCH_BYTES = 256 << 20
+
+
+def check_calls(ctx: Context, call: AuditCall, items: list[tuple[list, str, tuple[str, ...]]], expected) -> None:
+    """check_call for each of `items` ((args, what, may_refuse)) of one call, all of whose arguments hold the
+    same values (other layouts of them: `expected` is the answer of each), with the calls made back to back
+    in one hidden observation window and judged together: one synchronisation before, one after and one
+    copy to the host for the batch, where check_call waits three times per call (each a wait for this
+    context's turn on the GPU the grading processes share). Judged in the items' order as check_call judges
+    each, but for the kernels: one the rule forbids, in any call of the batch, fails it naming the batch."""
+    batch, held = [], 0
+    for item in items:
+        size = sum(a.numel() * a.element_size() for a in item[0] if isinstance(a, torch.Tensor))
+        if batch and held + 3 * size > BATCH_BYTES:
+            _check_batch(ctx, call, batch, expected)
+            batch, held = [], 0
+        batch.append(item)
+        held += 3 * size  # the arguments, the copy that shows they were not modified, and about as much output
+    if batch:
+        _check_batch(ctx, call, batch, expected)
+
+
+def _check_batch(ctx: Context, call: AuditCall, items: list, expected) -> None:
+    fn = resolve(ctx.module, call.op)
+    rule = _rule(ctx, call) if _watching() else None
+    first = (_tensors(expected) or [None])[0]
+    befores = [{i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates}
+               for args, _, _ in items]
+    described = f"{_described(call)}, one of {len(items)} calls ({items[0][1]}, ...)" if len(items) > 1 else items[0][1]
+    if _watching():
+        WATCH.start()  # before the threads are counted: the watch's own thread is no thread of the op's
+    threads = native_threads()
+    ran: list[tuple[object, Exception | None, int]] = []  # (output, error, threads it started)
+
+    def calls():
+        for args, _, _ in items:
+            if first is not None:  # after the copies above: they would take the poisoned blocks
+                DEVICE.poison(first.numel(), dtype_of(call))
+            before = native_threads()
+            try:
+                ran.append((fn(*args), None, 0))
+            except ERRORS as e:
+                ran.append((None, e, 0))
+            ran[-1] = (*ran[-1][:2], native_threads() - before)
+
+    try:
+        if _watching():
+            _, seen = observe(calls, cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True)
+        else:
+            calls()
+            seen = None
+        DEVICE.sync()
+    except ERRORS as e:  # an error the GPU reports after the calls (a fault): the batch's
+        raise CheckFailure(f"{described}: {type(e).__name__}: {clean(e)[:300]}") from None
+    left = native_threads() - threads
+    checks = []  # (item, its Unmodified, its OutputCheck) of the calls that answered
+    for (args, what, may_refuse), before, (out, error, started) in zip(items, befores, ran):
+        if error is not None:
+            msg = clean(error)
+            if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
+                continue
+            raise CheckFailure(f"{what}: {type(error).__name__}: {msg[:300]}") from None
+        if left > 0 and started > 0:
+            raise CheckFailure(f"{what}: the call left {left} host thread(s) running")
+        for t in _tensors(out) if isinstance(out, (tuple, list)) else [out]:
+            if t is not None:
+                require_plain_tensor(t, what)
+        checks.append((Unmodified(args, before, call.names, what), OutputCheck(out, expected, tolerance(call, args), what)))
+    if left > 0:
+        raise CheckFailure(f"{described}: the calls left {left} host thread(s) running")
+    if rule is not None and seen is not None:
+        problem = rule.problem(seen, described, expect_work=False)
+        if problem:
+            raise CheckFailure(problem)
+    values = host_values(*(t for u, c in checks for t in (u.flags, c.stats)))
+    for k, (unmodified, output) in enumerate(checks):
+        unmodified.check(values[2 * k])
+        problem = output.problem(values[2 * k + 1])
+        if problem:
+            raise CheckFailure(problem)
+
+
 def _storages(value) -> list[tuple[int, int]]:
     out = []
     for t in _tensors(value):
@@ -489,8 +573,9 @@ def _noncontiguous(spec, calls: _Calls):
     def run(ctx):
         for call in calls(ctx, "noncontiguous", _dtypes(spec)[0]):
             # every layout holds the same values: one float64 reference serves them all (a consumer
-            # GPU runs float64 at 1/32 to 1/64 of its float32 rate)
+            # GPU runs float64 at 1/32 to 1/64 of its float32 rate), and the calls are judged together
             expected = _reference(call, _fresh(call.args))
+            items = []
             for layout, copy in LAYOUTS.items():
                 tensors = [i for i, a in enumerate(call.args) if isinstance(a, torch.Tensor) and i not in call.mutates
                            and copy(a) is not None]
@@ -499,8 +584,8 @@ def _noncontiguous(spec, calls: _Calls):
                     for i in chosen:
                         args[i] = copy(args[i])
                     names = tuple(call.names[i] for i in chosen)
-                    check_call(ctx, call, args, f"{_described(call)}, {' and '.join(names)} as a {layout}",
-                               may_refuse=names, expected=expected)
+                    items.append((args, f"{_described(call)}, {' and '.join(names)} as a {layout}", names))
+            check_calls(ctx, call, items, expected)
     return run
 
 
