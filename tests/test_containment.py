@@ -15,8 +15,8 @@ CPU_CRASHES = [v for v in all_variants() if v.extra.get("cpu")]
 # beside the crashing exercise's fresh images and CI's other test worker
 TIMEOUT = 60
 # and a check that runs this long with no other starting (the hang's), sooner: the neighbour's longest
-# check takes about a second here alone, but its first use of autograd's checks imports torch._dynamo,
-# which took over 10 s of a process's own time on CI's 2 cores (twice, 2026-11-30)
+# check takes about a second here alone, but one of its checks ran past 10 s of its process's own time on
+# CI's loaded 2 cores (twice, 2026-11-30: its stall limit, then 10 s, stopped it)
 STALL = 25
 
 
