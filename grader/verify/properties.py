@@ -348,31 +348,30 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
 BATCH_BYTES = 256 << 20
 
 
-def check_calls(ctx: Context, call: AuditCall, items: list[tuple[list, str, tuple[str, ...]]], expected) -> None:
-    """check_call for each of `items` ((args, what, may_refuse)) of one call, all of whose arguments hold the
-    same values (other layouts of them: `expected` is the answer of each), with the calls made back to back
-    in one hidden observation window and judged together: one synchronisation before, one after and one
-    copy to the host for the batch, where check_call waits three times per call (each a wait for this
-    context's turn on the GPU the grading processes share). Judged in the items' order as check_call judges
-    each, but for the kernels: one the rule forbids, in any call of the batch, fails it naming the batch."""
+def check_calls(ctx: Context, call: AuditCall, items: list[tuple[list, str, tuple[str, ...], object]]) -> None:
+    """check_call for each of `items` ((args, what, may_refuse, expected): the reference's answer for args)
+    of one call, with the calls made back to back in one hidden observation window and judged together:
+    one synchronisation before, one after and one copy to the host for the batch, where check_call waits
+    three times per call (each a wait for this context's turn on the GPU the grading processes share).
+    Judged in the items' order as check_call judges each, but for the kernels: one the rule forbids, in
+    any call of the batch, fails it naming the batch."""
     batch, held = [], 0
     for item in items:
         size = sum(a.numel() * a.element_size() for a in item[0] if isinstance(a, torch.Tensor))
         if batch and held + 3 * size > BATCH_BYTES:
-            _check_batch(ctx, call, batch, expected)
+            _check_batch(ctx, call, batch)
             batch, held = [], 0
         batch.append(item)
         held += 3 * size  # the arguments, the copy that shows they were not modified, and about as much output
     if batch:
-        _check_batch(ctx, call, batch, expected)
+        _check_batch(ctx, call, batch)
 
 
-def _check_batch(ctx: Context, call: AuditCall, items: list, expected) -> None:
+def _check_batch(ctx: Context, call: AuditCall, items: list) -> None:
     fn = resolve(ctx.module, call.op)
     rule = _rule(ctx, call) if _watching() else None
-    first = (_tensors(expected) or [None])[0]
     befores = [{i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates}
-               for args, _, _ in items]
+               for args, *_ in items]
     described = f"{_described(call)}, one of {len(items)} calls ({items[0][1]}, ...)" if len(items) > 1 else items[0][1]
     if _watching():
         WATCH.start()  # before the threads are counted: the watch's own thread is no thread of the op's
@@ -380,7 +379,8 @@ def _check_batch(ctx: Context, call: AuditCall, items: list, expected) -> None:
     ran: list[tuple[object, Exception | None, int]] = []  # (output, error, threads it started)
 
     def calls():
-        for args, _, _ in items:
+        for args, _, _, expected in items:
+            first = (_tensors(expected) or [None])[0]
             if first is not None:  # after the copies above: they would take the poisoned blocks
                 DEVICE.poison(first.numel(), dtype_of(call))
             before = native_threads()
@@ -401,7 +401,7 @@ def _check_batch(ctx: Context, call: AuditCall, items: list, expected) -> None:
         raise CheckFailure(f"{described}: {type(e).__name__}: {clean(e)[:300]}") from None
     left = native_threads() - threads
     checks = []  # (item, its Unmodified, its OutputCheck) of the calls that answered
-    for (args, what, may_refuse), before, (out, error, started) in zip(items, befores, ran):
+    for (args, what, may_refuse, expected), before, (out, error, started) in zip(items, befores, ran):
         if error is not None:
             msg = clean(error)
             if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
@@ -584,8 +584,8 @@ def _noncontiguous(spec, calls: _Calls):
                     for i in chosen:
                         args[i] = copy(args[i])
                     names = tuple(call.names[i] for i in chosen)
-                    items.append((args, f"{_described(call)}, {' and '.join(names)} as a {layout}", names))
-            check_calls(ctx, call, items, expected)
+                    items.append((args, f"{_described(call)}, {' and '.join(names)} as a {layout}", names, expected))
+            check_calls(ctx, call, items)
     return run
 
 
@@ -730,13 +730,22 @@ def _edges(spec, calls: _Calls):
     def run(ctx):
         for dtype in edge_dtypes(spec):
             for call in calls(ctx, f"edges {dtype}", dtype, random_shapes=False):
+                items = []  # the edges PyTorch computes, judged together (check_calls), in order
                 for i, edge, args, which in _at_each_edge(call):
                     if _reach(call.label, call.names[i], edge.name, dtype_of(call)):
                         continue
                     # a refused edge (a mode the interface does not support): an error naming the argument,
                     # or the right answer
-                    _at_edge(ctx, call, args, i, f"{_described(call)}, {which}",
-                             may_refuse=(call.names[i],) if edge.refused else ())
+                    what = f"{_described(call)}, {which}"
+                    try:
+                        expected = _reference(call, args)
+                    except Exception:  # noqa: BLE001: refused by the reference, however it says so
+                        check_calls(ctx, call, items)  # the edges before it first: the first fault in order
+                        items = []
+                        _refused_as_the_reference_refuses(ctx, call, args, i, what)
+                        continue
+                    items.append((args, what, (call.names[i],) if edge.refused else (), expected))
+                check_calls(ctx, call, items)
     return run
 
 
