@@ -348,26 +348,27 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
 BATCH_BYTES = 256 << 20
 
 
-def check_calls(ctx: Context, call: AuditCall, items: list[tuple[list, str, tuple[str, ...], object]]) -> None:
+def check_calls(ctx: Context, call: AuditCall, items: list[tuple[list, str, tuple[str, ...], object]]) -> list:
     """check_call for each of `items` ((args, what, may_refuse, expected): the reference's answer for args)
     of one call, with the calls made back to back in one hidden observation window and judged together:
     one synchronisation before, one after and one copy to the host for the batch, where check_call waits
     three times per call (each a wait for this context's turn on the GPU the grading processes share).
     Judged in the items' order as check_call judges each, but for the kernels: one the rule forbids, in
-    any call of the batch, fails it naming the batch."""
-    batch, held = [], 0
+    any call of the batch, fails it naming the batch. Returns each item's output (None where refused)."""
+    batch, held, outputs = [], 0, []
     for item in items:
         size = sum(a.numel() * a.element_size() for a in item[0] if isinstance(a, torch.Tensor))
         if batch and held + 3 * size > BATCH_BYTES:
-            _check_batch(ctx, call, batch)
+            outputs += _check_batch(ctx, call, batch)
             batch, held = [], 0
         batch.append(item)
         held += 3 * size  # the arguments, the copy that shows they were not modified, and about as much output
     if batch:
-        _check_batch(ctx, call, batch)
+        outputs += _check_batch(ctx, call, batch)
+    return outputs
 
 
-def _check_batch(ctx: Context, call: AuditCall, items: list) -> None:
+def _check_batch(ctx: Context, call: AuditCall, items: list) -> list:
     fn = resolve(ctx.module, call.op)
     rule = _rule(ctx, call) if _watching() else None
     befores = [{i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in call.mutates}
@@ -400,8 +401,10 @@ def _check_batch(ctx: Context, call: AuditCall, items: list) -> None:
     except ERRORS as e:  # an error the GPU reports after the calls (a fault): the batch's
         raise CheckFailure(f"{described}: {type(e).__name__}: {clean(e)[:300]}") from None
     left = native_threads() - threads
-    checks = []  # (item, its Unmodified, its OutputCheck) of the calls that answered
+    checks = []  # (its Unmodified, its OutputCheck) of each call that answered
+    outputs = []
     for (args, what, may_refuse, expected), before, (out, error, started) in zip(items, befores, ran):
+        outputs.append(out)
         if error is not None:
             msg = clean(error)
             if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
@@ -425,6 +428,7 @@ def _check_batch(ctx: Context, call: AuditCall, items: list) -> None:
         problem = output.problem(values[2 * k + 1])
         if problem:
             raise CheckFailure(problem)
+    return outputs
 
 
 def _storages(value) -> list[tuple[int, int]]:
@@ -941,6 +945,7 @@ def _output_strides(spec, calls: _Calls):
     def run(ctx):
         for call in calls(ctx, "output strides", _dtypes(spec)[0], random_shapes=False):
             registered = resolve(ctx.module, call.registered) if call.registered else None
+            layouts = []  # (how, args, what, PyTorch's own result where it makes a new tensor)
             for how in ("contiguous", *LAYOUTS):
                 args, chosen = _fresh(call.args), []
                 if how != "contiguous":
@@ -957,7 +962,11 @@ def _output_strides(spec, calls: _Calls):
                     with torch.no_grad():
                         made = call.reference(*doubled)
                     pytorch = None if _overlap(made, doubled) else made
-                out, _ = check_call(ctx, call, args, what, may_refuse=tuple(call.names[i] for i in chosen))
+                layouts.append((args, what, tuple(call.names[i] for i in chosen), pytorch))
+            # every layout holds the same values: one reference, and the calls judged together (check_calls)
+            expected = _reference(call, _fresh(call.args))
+            outs = check_calls(ctx, call, [(args, what, refusable, expected) for args, what, refusable, _ in layouts])
+            for (args, what, _, pytorch), out in zip(layouts, outs):
                 if out is None:
                     continue  # refused, with an error naming the argument
                 if registered is not None:
