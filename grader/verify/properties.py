@@ -686,6 +686,7 @@ def _nonfinite(spec, calls: _Calls):
     def run(ctx):
         g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} nonfinite"))
         for call in calls(ctx, "nonfinite", _dtypes(spec)[0]):
+            items = []  # each argument's special values, the calls judged together (check_calls)
             for i in call.nonfinite:
                 args = _fresh(call.args)
                 flat = args[i].view(-1)
@@ -696,7 +697,9 @@ def _nonfinite(spec, calls: _Calls):
                 for pos, value in zip(where, values):
                     flat[pos] = value
                 what = "NaN, +inf and -inf" if call.infinities else "NaN"
-                check_call(ctx, call, args, f"{_described(call)}, {what} in `{call.names[i]}` at flat indices {where}")
+                items.append((args, f"{_described(call)}, {what} in `{call.names[i]}` at flat indices {where}", (),
+                              _reference(call, args)))
+            check_calls(ctx, call, items)
     return run
 
 
