@@ -1161,6 +1161,7 @@ def _list_components(spec, calls: _Calls, input_checks: bool = True):
     def run(ctx):
         for call in calls(ctx, "list components", _dtypes(spec)[0], random_shapes=False):
             values = _right_unchanged(ctx, call) if input_checks else False
+            computed = []  # the components PyTorch computes, judged together (check_calls)
             for i in _int_lists(call):
                 named = (call.names[i], *(n for n in call.names if n != call.names[i]))
                 for value, which in list_variants(call.args[i]):
@@ -1173,7 +1174,8 @@ def _list_components(spec, calls: _Calls, input_checks: bool = True):
                     if input_checks:
                         _refused_as_the_reference_refuses(ctx, call, args, i, what, named=named, values=values)
                     else:
-                        check_call(ctx, call, args, what, may_refuse=named)
+                        computed.append((args, what, named, _reference(call, args)))
+            check_calls(ctx, call, computed)
     return run
 
 
