@@ -31,8 +31,8 @@ A grade's yardstick (grader.run.yardstick) is one of the run's jobs (`Job.last`)
 checks and loads what it times, and its go comes once every other process has ended, naming the
 exercises whose timing ran (the go file's text, which `wait_for_gpu` returns).
 
-Without COURSE_GPU_GATE in the environment (one exercise, or `--parallel 1`) nothing waits for the
-GPU.
+Without COURSE_GPU_GATE in the environment (one job, or `--parallel 1` without a yardstick among the
+jobs: a grade without a GPU or without timings) nothing waits for the GPU.
 """
 from __future__ import annotations
 
