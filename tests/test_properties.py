@@ -1007,3 +1007,38 @@ def test_the_layouts_of_a_call_are_judged_together_and_alike_in_batches_of_any_s
     for op, words in ((_reads_strided_as_contiguous, "strided view"), (restores_x, "was modified")):
         found = _run(SPEC, _module(op), only=["non-contiguous"])
         assert found and all(found.values()) and any(words in v for v in found.values()), found
+
+
+def test_later_judges_a_checks_values_in_one_copy_and_the_first_failure_first(monkeypatch):
+    """check_call(later=...): the values of a check's calls come to the host together (the own-kernel
+    property's calls, each in its own window), and the first wrong call in order fails the check, even
+    when a later call fails otherwise (an error, a kernel) before the values are judged."""
+    call = SPEC._call(torch.randn(3, 4), 0.3)
+    copies = [0]
+    real = torch.Tensor.tolist
+
+    def counting(self):
+        copies[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(torch.Tensor, "tolist", counting)
+    right = Context(module=_module(_right), seed=1, exercise_dir=None)
+    later = properties.Later()
+    for k in range(4):
+        properties.check_call(right, call, properties._fresh(call.args), f"call {k}", later=later)
+    assert copies[0] == 0
+    later.judge()
+    assert copies[0] == 1
+
+    def fails_after_the_first(x, a):
+        fails_after_the_first.calls += 1
+        if fails_after_the_first.calls > 1:
+            raise RuntimeError("an internal error")
+        return _right(x, a) * 1.5
+
+    fails_after_the_first.calls = 0
+    later = properties.Later()
+    wrong = Context(module=_module(fails_after_the_first), seed=1, exercise_dir=None)
+    properties.check_call(wrong, call, properties._fresh(call.args), "call 0", later=later)
+    with pytest.raises(CheckFailure, match="call 0: relative error"):
+        properties.check_call(wrong, call, properties._fresh(call.args), "call 1", later=later)

@@ -314,33 +314,70 @@ def _reference(call: AuditCall, args: list):
 
 def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse: tuple[str, ...] = (),
                visible: bool = False, updates: bool = False, expected=None, omit: frozenset = frozenset(),
-               outputs: bool = True):
+               outputs: bool = True, later: Later | None = None):
     """The op on `args` gives the reference's answer (or, when `may_refuse` names arguments, an error
     naming one of them), its kernels observed (`invoke`); with `updates`, the arguments it updates in
     place by design hold the call's `updates` after it. Without `outputs`, neither its outputs nor its
     kernels are judged (a property of the state alone: the call's own properties judge both, in its
-    group, at the same calls). Returns (output, expected), (None, None) when refused."""
+    group, at the same calls). `later`: the values are judged with the other calls' of the check, in
+    one copy to the host (`Later`). Returns (output, expected), (None, None) when refused."""
     # the state the op updates in place by design, as it must be after the call (before it runs)
     updated = call.updates(*_double(args)) if updates and call.updates is not None else {}
     try:
-        out, expected, unmodified = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit,
-                                           kernels=outputs, defer=True)
-    except ERRORS as e:
-        msg = clean(e)
-        if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
-            return None, None
-        raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
+        try:
+            out, expected, unmodified = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit,
+                                               kernels=outputs, defer=True)
+        except ERRORS as e:
+            msg = clean(e)
+            if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
+                return None, None
+            raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
+    except CheckFailure:
+        if later is not None:
+            later.judge()  # a wrong value of an earlier call fails the check first
+        raise
     tol = tolerance(call, args)
     checks = [OutputCheck(out, expected, tol, what)] if outputs else []
     checks += [OutputCheck(args[i], value, tol, f"{what}: `{call.names[i]}` after the call") for i, value in updated.items()]
-    # the inputs' flags and every output's numbers in one copy to the host: one wait on the shared GPU
-    flags, *values = host_values(unmodified.flags, *(c.stats for c in checks))
-    unmodified.check(flags)
-    for c, v in zip(checks, values):
-        problem = c.problem(v)
-        if problem:
-            raise CheckFailure(problem)
+    if later is not None:
+        later.add(unmodified, checks, args)
+    else:
+        Later.judged([(unmodified, checks)])
     return out, expected
+
+
+class Later:
+    """The values of a check's calls judged together: each call's flags and numbers kept on the device
+    (`add`) and brought to the host in one copy (`judge`, at the end of the check, when BATCH_BYTES of
+    arguments are held, or before a failure of a later call is raised), failing on the first wrong one in
+    the calls' order. Each copy from a GPU waits for this context's turn on the GPU the grading
+    processes share: a check of N calls then waits 2N + 1 times, not 3N."""
+
+    def __init__(self):
+        self.pending: list = []
+        self.held = 0
+
+    def add(self, unmodified: Unmodified, checks: list, args: list) -> None:
+        self.pending.append((unmodified, checks))
+        self.held += 3 * sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+        if self.held > BATCH_BYTES:
+            self.judge()
+
+    def judge(self) -> None:
+        pending, self.pending, self.held = self.pending, [], 0
+        Later.judged(pending)
+
+    @staticmethod
+    def judged(pending: list) -> None:
+        values = host_values(*(t for unmodified, checks in pending for t in (unmodified.flags, *(c.stats for c in checks))))
+        at = 0
+        for unmodified, checks in pending:
+            unmodified.check(values[at])
+            for c, v in zip(checks, values[at + 1:at + 1 + len(checks)]):
+                problem = c.problem(v)
+                if problem:
+                    raise CheckFailure(problem)
+            at += 1 + len(checks)
 
 
 # The most argument bytes one batch of check_calls holds at once (its calls' arguments, their copies and
@@ -908,9 +945,11 @@ def _own_kernels(spec, calls: _Calls):
         if not _watching():
             pytest.skip("which kernels ran is not checked under compute-sanitizer (SANITIZE=1)")
         # float64 too, which the judge's calls use: an exercise taking only float32 draws float32 for it
+        later = Later()  # each call in its own visible window, the values judged together
         for dtype in dict.fromkeys([*_dtypes(spec), torch.float64]):
             for call, args, what in _kernel_cases(spec, calls, ctx, dtype):
-                check_call(ctx, call, args, what, visible=True)
+                check_call(ctx, call, args, what, visible=True, later=later)
+        later.judge()
     return run
 
 
