@@ -605,8 +605,10 @@ def _random_shapes(spec, calls: _Calls, every_dtype: bool = False):
             with audit_seed(ctx.seed_for(f"{calls.label} random {dtype}")):
                 g = torch.Generator().manual_seed(ctx.seed_for(f"{calls.label} shapes {dtype}"))
                 chosen = [c for c in spec.random_calls(g, DEVICE.name, dtype) if c.label == calls.label]
+            later = Later()  # the values judged together
             for call in chosen:
-                check_call(ctx, call, _fresh(call.args), _described(call))
+                check_call(ctx, call, _fresh(call.args), _described(call), later=later)
+            later.judge()
     return run
 
 
@@ -636,7 +638,7 @@ def _defaults(spec, calls: _Calls):
     PyTorch refuses at those defaults (groups 1 against a grouped weight) is passed over; a label none of
     whose calls is valid there fails, so the property never passes without a call."""
     def run(ctx):
-        tried = 0
+        tried, later = 0, Later()  # the values judged together
         for call in calls(ctx, "defaults", _dtypes(spec)[0], random_shapes=False):
             if not call.defaults:
                 continue
@@ -650,7 +652,8 @@ def _defaults(spec, calls: _Calls):
             tried += 1
             left_out = ", ".join(call.names[i] for i in sorted(call.defaults))
             check_call(ctx, call, args, f"{_described(call)} with {left_out} left out (PyTorch's defaults)",
-                       expected=expected, omit=frozenset(call.defaults))
+                       expected=expected, omit=frozenset(call.defaults), later=later)
+        later.judge()
         if not tried:
             raise CheckFailure(f"{calls.label}: no call of the spec is valid at PyTorch's defaults (a grader bug)")
     return run
