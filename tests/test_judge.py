@@ -394,3 +394,15 @@ def test_the_timed_outputs_verdicts_have_a_name_each(s, tmp_path):
     names = [v.name for v in verdicts]
     assert len(names) == len(set(names)), names
     assert all(v.outcome == "failed" for v in verdicts), "a timing that saved nothing fails each group"
+
+
+def test_a_calls_reference_is_computed_once_for_it_and_its_layouts(tmp_path, monkeypatch):
+    """The parent's re-checks compute each judged call's float64 reference (on the CPU) once, for the call
+    and each layout of it (the same values), not once per answer: the parent's scoring is a grade's tail."""
+    computed = []
+    real = judge._reference_answer
+    monkeypatch.setattr(judge, "_reference_answer", lambda call: computed.append(call.label) or real(call))
+    found = _verdicts(_leaky(), tmp_path)
+    layouts = [n for n in found if judge.LAYOUT_INFIX in n]
+    assert layouts and all(e.outcome == "passed" for e in found.values()), found
+    assert len(computed) == len(set(computed)) == len(judge.judged_calls(LEAKY, SEED)), computed

@@ -380,9 +380,12 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) ->
                        else TestOutcome(JUDGE_PREFIX + name, group, "passed"))
 
     for call in calls:
-        add(call.label, call.group, unreadable or _problem(call, outputs))
+        # the layouts hold the call's values: one reference (float64, on the CPU) serves them all
+        reference = _once(lambda call=call: _reference_answer(call))
+        add(call.label, call.group, unreadable or _problem(call, outputs, reference=reference))
         for name, chosen, _ in layout_variants(call):
-            add(name, call.group, unreadable or _problem(call, outputs, name, [call.names[i] for i in chosen]), True)
+            add(name, call.group, unreadable or _problem(call, outputs, name, [call.names[i] for i in chosen],
+                                                         reference=reference), True)
     # each pass draws its calls afresh: a reference may update its arguments in place
     if AUTOGRAD in ran:
         for call in judged_calls(spec, seed):
@@ -495,9 +498,12 @@ def _gradient_problem(call: AuditCall, seed: int, outputs: dict) -> str | None:
     return compare(actual, expected, tolerance(call), what)
 
 
-def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse: list[str] = ()) -> str | None:
+def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse: list[str] = (),
+             reference=None) -> str | None:
     """What is wrong with the saved answer `name` (default: the call's label) to the call; an error
-    naming one of `may_refuse` (arguments an interface may refuse in that layout) is an answer too."""
+    naming one of `may_refuse` (arguments an interface may refuse in that layout) is an answer too.
+    `reference()`: the call's reference answer, computed once for the call and its layouts (the same
+    values), by default here."""
     name = name or call.label
     if name not in outputs:
         return f"{name} gave no output (the grading process ended before this call)"
@@ -509,7 +515,29 @@ def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse
             return f"{name} on valid arguments raised {actual['error']}"
         return f"{name} returned a {actual.get('unexpected type', 'value')}, not tensors"
     try:
-        expected = call.reference(*[_to(a, "cpu") for a in call.args])
+        expected = reference() if reference is not None else _reference_answer(call)
     except Exception as e:  # noqa: BLE001: a grader fault, reported as such
         return f"grader error: the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
     return compare(actual, expected, tolerance(call), f"{name}'s result")
+
+
+def _reference_answer(call: AuditCall):
+    """The call's reference answer, in float64 on the CPU."""
+    return call.reference(*[_to(a, "cpu") for a in call.args])
+
+
+def _once(compute):
+    """`compute()`, called the first time only (an exception, too, is kept and raised again)."""
+    kept: list = []
+
+    def get():
+        if not kept:
+            try:
+                kept.append((compute(), None))
+            except Exception as e:  # noqa: BLE001: raised again to each caller
+                kept.append((None, e))
+        value, error = kept[0]
+        if error is not None:
+            raise error
+        return value
+    return get
