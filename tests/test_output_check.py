@@ -109,3 +109,39 @@ def test_a_reference_on_another_device_is_fetched_on_its_own(monkeypatch):
     c = OutputCheck([expected[0].clone(), expected[1] * 2], expected, 1e-6, "call")
     assert c.stats is None
     assert c.problem().startswith("call[1]: relative error")
+
+
+def test_relative_errors_of_a_check_come_in_one_copy_and_the_first_wrong_fails(copies):
+    """RelErrors (assert_rel_error for several results of one check: a layer's output and its gradients):
+    one copy to the host, the first wrong result in order failing, a NaN an infinite error, and a wrong
+    result before an exception of the block (a backward that fails after a wrong forward) the failure."""
+    from grader.verify.checks import CheckFailure, RelErrors, assert_rel_error
+
+    e = _outputs(3)
+    with RelErrors() as errors:
+        for k in range(3):
+            errors.add(e[k].float(), e[k], 1e-6, f"result {k}")
+    assert copies[0] == 1
+    with pytest.raises(CheckFailure, match="result 1: relative error"):
+        with RelErrors() as errors:
+            errors.add(e[0], e[0], 1e-6, "result 0")
+            errors.add(e[1] * 2, e[1], 1e-6, "result 1")
+            errors.add(e[2] * 3, e[2], 1e-6, "result 2")
+    with pytest.raises(CheckFailure, match="result 0: relative error inf"):
+        assert_rel_error(e[0].index_fill(1, torch.tensor([0]), float("nan")), e[0], 1e-6, "result 0")
+    with pytest.raises(CheckFailure, match="forward: relative error"):
+        with RelErrors() as errors:
+            errors.add(e[0] + 1, e[0], 1e-6, "forward")
+            raise RuntimeError("the backward that follows fails")
+    with pytest.raises(RuntimeError, match="the backward"):
+        with RelErrors() as errors:
+            errors.add(e[0], e[0], 1e-6, "forward")
+            raise RuntimeError("the backward that follows fails")
+    with pytest.raises(CheckFailure, match="result 0: relative error"):  # a later shape problem waits its turn
+        with RelErrors() as errors:
+            errors.add(e[0] * 2, e[0], 1e-6, "result 0")
+            errors.add(e[1][:2], e[1], 1e-6, "result 1")
+    with pytest.raises(CheckFailure, match=r"result 1: shape \(2, 5\)"):
+        with RelErrors() as errors:
+            errors.add(e[0], e[0], 1e-6, "result 0")
+            errors.add(e[1][:2], e[1], 1e-6, "result 1")

@@ -21,8 +21,8 @@ import torch.nn.functional as F
 
 from grader.verify import precision as probes
 from grader.verify import sass
-from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, assert_own_kernels, assert_rel_error, expect_error,
-                                  poison, require_capability, unmodified)
+from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, RelErrors, assert_own_kernels, assert_rel_error,
+                                  expect_error, poison, require_capability, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
                                 ModuleOptions, Spec, as_conv_output, audit_randn, conv_output_hw, conv_padding_edges,
@@ -141,23 +141,25 @@ def check_step(ctx: Context, layer: Layer, training: bool, what: str, backward: 
     xr = x64.clone().requires_grad_()
     yr = layer.ref(xr)
     poison(torch.empty(yr.numel() * 3, device="cuda", dtype=layer.dtype))  # the allocator hands this out next
-    with unmodified(x=x):
-        y = layer.call(ctx.module, x, training, version)
-    if forward:
-        assert_rel_error(y, yr, Y_TOL if layer.dtype == torch.float32 else 1e-12, f"{what}: output")
-    if not backward:
-        return
-    y.backward(gy64.to(layer.dtype))
-    yr.backward(gy64)
-    conv, bn = layer.ref[0], layer.ref[1]
-    p = layer.params
-    tol = GRAD_TOL if layer.dtype == torch.float32 else 1e-10
-    for name, mine, ref in (("grad_input", x.grad, xr.grad), ("grad_weight", p["weight"].grad, conv.weight.grad),
-                            ("grad_gamma (bn weight)", p["bn_weight"].grad, bn.weight.grad),
-                            ("grad_beta (bn bias)", p["bn_bias"].grad, bn.bias.grad)):
-        if mine is None:
-            raise CheckFailure(f"{what}: {name} is None")
-        assert_rel_error(mine, ref, tol, f"{what}: {name}")
+    # the output and every gradient judged in one copy to the host, in this order (RelErrors)
+    with RelErrors() as errors:
+        with unmodified(x=x):
+            y = layer.call(ctx.module, x, training, version)
+        if forward:
+            errors.add(y, yr, Y_TOL if layer.dtype == torch.float32 else 1e-12, f"{what}: output")
+        if not backward:
+            return
+        y.backward(gy64.to(layer.dtype))
+        yr.backward(gy64)
+        conv, bn = layer.ref[0], layer.ref[1]
+        p = layer.params
+        tol = GRAD_TOL if layer.dtype == torch.float32 else 1e-10
+        for name, mine, ref in (("grad_input", x.grad, xr.grad), ("grad_weight", p["weight"].grad, conv.weight.grad),
+                                ("grad_gamma (bn weight)", p["bn_weight"].grad, bn.weight.grad),
+                                ("grad_beta (bn bias)", p["bn_bias"].grad, bn.bias.grad)):
+            if mine is None:
+                raise CheckFailure(f"{what}: {name} is None")  # after the results before it (RelErrors)
+            errors.add(mine, ref, tol, f"{what}: {name}")
     if layer.shape.bias:
         mine, ref = p["bias"].grad, conv.bias.grad
         if mine is None:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.verify.timer import math_mode
-from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, assert_rel_error, expect_error, poison,
+from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelErrors, assert_rel_error, expect_error, poison,
                                   poison_next_allocation, require_free_memory, unmodified)
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
@@ -464,11 +464,12 @@ class CudnnConvSpec(Spec):
             gb = m.conv2d_backward_bias(g)
             torch.cuda.synchronize()
         ref_x, ref_w, ref_b = _reference_grads(x, w, g, s, p, d, groups)
-        assert_rel_error(gx, ref_x, TOL[mode], f"{what}: conv2d_backward_input (grad of x)")
-        assert_rel_error(gw, ref_w, TOL[mode], f"{what}: conv2d_backward_weight (grad of weight)")
-        # a sum of grad_output: exact to its dtype's rounding whatever the math mode
-        assert_rel_error(gb, ref_b, TOL["float64" if x.dtype == torch.float64 else "strict"],
-                         f"{what}: conv2d_backward_bias (grad of bias)")
+        with RelErrors() as errors:  # the three in one copy to the host, in this order
+            errors.add(gx, ref_x, TOL[mode], f"{what}: conv2d_backward_input (grad of x)")
+            errors.add(gw, ref_w, TOL[mode], f"{what}: conv2d_backward_weight (grad of weight)")
+            # a sum of grad_output: exact to its dtype's rounding whatever the math mode
+            errors.add(gb, ref_b, TOL["float64" if x.dtype == torch.float64 else "strict"],
+                       f"{what}: conv2d_backward_bias (grad of bias)")
 
     def _check_backward_case(self, ctx, k, s, p, mode):
         dtype = torch.float64 if mode == "float64" else torch.float32
@@ -845,8 +846,9 @@ class CudnnConvSpec(Spec):
             gx = m.conv2d_backward_input(g, w, CASE_X, 2, 1, mode="uncached")
             gw = m.conv2d_backward_weight(g, x, tuple(w.shape), 2, 1, mode="uncached")
         ref_x, ref_w, _ = _reference_grads(x, w, g, 2, 1, 1)
-        assert_rel_error(gx, ref_x, TOL["strict"], "conv2d_backward_input, mode=uncached")
-        assert_rel_error(gw, ref_w, TOL["strict"], "conv2d_backward_weight, mode=uncached")
+        with RelErrors() as errors:
+            errors.add(gx, ref_x, TOL["strict"], "conv2d_backward_input, mode=uncached")
+            errors.add(gw, ref_w, TOL["strict"], "conv2d_backward_weight, mode=uncached")
         after = self._stats(ctx)
         if after != before:
             raise CheckFailure(f"cache: mode='uncached' must not use the cache, but the counts moved: {before} -> {after}")
@@ -880,10 +882,11 @@ class CudnnConvSpec(Spec):
             grads = [_reference_grads(x, w, gi, 1, 1, 1) for gi in gs]
             gxs = repeat_on_same_buffers(lambda: m.conv2d_backward_input(g, w, GRAPH_X, 1, 1), g, gs)
             gws = repeat_on_same_buffers(lambda: m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1), g, gs)
-        for i, ((ref_x, ref_w, _), gx, gw) in enumerate(zip(grads, gxs, gws)):
-            same = f"call {i + 1} on the same buffers"
-            assert_rel_error(gx, ref_x, TOL["strict"], f"graphs: conv2d_backward_input {same}")
-            assert_rel_error(gw, ref_w, TOL["strict"], f"graphs: conv2d_backward_weight {same}")
+        with RelErrors() as errors:  # every call's gradients in one copy to the host, in this order
+            for i, ((ref_x, ref_w, _), gx, gw) in enumerate(zip(grads, gxs, gws)):
+                same = f"call {i + 1} on the same buffers"
+                errors.add(gx, ref_x, TOL["strict"], f"graphs: conv2d_backward_input {same}")
+                errors.add(gw, ref_w, TOL["strict"], f"graphs: conv2d_backward_weight {same}")
 
     def _check_graph_interleaved(self, ctx):
         """A model's layers: several keys called in turn (one input buffer, three weights), round after
@@ -991,9 +994,10 @@ class CudnnConvSpec(Spec):
                 off_counts = graph_counts(m)
             uncached = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1, mode="uncached"), x, values)
             uncached_counts = graph_counts(m)
-        for i, ref in enumerate(refs):
-            assert_rel_error(off[i], ref, TOL["strict"], f"graphs off: call {i + 1} on the same buffers")
-            assert_rel_error(uncached[i], ref, TOL["strict"], f"mode=uncached: call {i + 1} on the same buffers")
+        with RelErrors() as errors:
+            for i, ref in enumerate(refs):
+                errors.add(off[i], ref, TOL["strict"], f"graphs off: call {i + 1} on the same buffers")
+                errors.add(uncached[i], ref, TOL["strict"], f"mode=uncached: call {i + 1} on the same buffers")
         if any(off_counts.values()):
             raise CheckFailure(f"graphs: with set_graphs(False), repeated calls still used graphs: {off_counts}")
         if any(uncached_counts.values()):

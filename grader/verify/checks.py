@@ -381,14 +381,50 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
 def assert_rel_error(actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str) -> None:
     """Normwise check for reductions (matmul, convolution) whose rounding depends on the order of
     summation; all-zeros gives 1.0 and fails, NaN gives inf and fails."""
-    require_plain_tensor(actual, what)
-    if tuple(actual.shape) != tuple(expected.shape):
-        raise CheckFailure(f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
-    err = relative_error(actual, expected)
-    if not err <= tol:
-        bad = ~(torch.abs(actual.double() - expected.double()) <= 10 * tol * expected.double().abs().max())
-        detail = _describe_mismatches(actual.double(), expected.double(), bad) if bad.any() else ""
-        raise CheckFailure(f"{what}: relative error {err:.3g} exceeds {tol:g}" + (f"; first: {detail}" if detail else ""))
+    with RelErrors() as errors:
+        errors.add(actual, expected, tol, what)
+
+
+class RelErrors:
+    """assert_rel_error for several results of one check, their numbers brought to the host in one copy
+    (each copy from a GPU waits for this context's turn on the GPU the grading processes share):
+    `add` each as it is made, and the first wrong one in order fails when the block ends, or before an
+    exception of the block is let through (a wrong output is the failure, not the backward that followed)."""
+
+    def __init__(self):
+        self.items: list = []
+
+    def __enter__(self) -> RelErrors:
+        return self
+
+    def __exit__(self, kind, error, tb) -> bool:
+        self.judge()
+        return False
+
+    def add(self, actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str) -> None:
+        problem = None
+        try:
+            require_plain_tensor(actual, what)
+        except CheckFailure as e:
+            problem = str(e)
+        if problem is None and tuple(actual.shape) != tuple(expected.shape):
+            problem = f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+        if problem is not None:
+            self.judge()  # the results before it first
+            raise CheckFailure(problem)
+        a, e = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
+        stats = torch.stack([torch.isfinite(a).all().to(torch.float64), torch.linalg.vector_norm(a - e),
+                             torch.linalg.vector_norm(e)])
+        self.items.append((a, e, tol, what, stats))
+
+    def judge(self) -> None:
+        items, self.items = self.items, []
+        for (a, e, tol, what, _), (finite, num, denom) in zip(items, host_values(*(item[4] for item in items))):
+            err = float("inf") if not finite else (num / denom if denom > 0 else num)
+            if not err <= tol:
+                bad = ~(torch.abs(a - e) <= 10 * tol * e.abs().max())
+                detail = _describe_mismatches(a, e, bad) if bad.any() else ""
+                raise CheckFailure(f"{what}: relative error {err:.3g} exceeds {tol:g}" + (f"; first: {detail}" if detail else ""))
 
 
 @contextlib.contextmanager
