@@ -16,25 +16,11 @@ def _outputs(n=4, seed=0):
     return [torch.randn(3, 5, generator=g, dtype=torch.float64) for _ in range(n)]
 
 
-@pytest.fixture
-def copies(monkeypatch):
-    """How many host copies (`Tensor.tolist`) the body makes."""
-    count = [0]
-    real = torch.Tensor.tolist
-
-    def counting(self):
-        count[0] += 1
-        return real(self)
-
-    monkeypatch.setattr(torch.Tensor, "tolist", counting)
-    return count
-
-
-def test_every_output_is_judged_in_one_copy(copies):
+def test_every_output_is_judged_in_one_copy(host_copies):
     expected = _outputs()
     actual = tuple(e.float() for e in expected)
     assert output_problem(actual, expected, 1e-6, "call") is None
-    assert copies[0] == 1
+    assert host_copies[0] == 1
 
 
 @pytest.mark.parametrize("k", range(4))
@@ -72,13 +58,13 @@ def test_outputs_not_compared_and_nested_ones():
     assert output_problem(wrong, nested, 1e-6, "call").startswith("call[1][1]: relative error")
 
 
-def test_several_checks_share_one_copy(copies):
+def test_several_checks_share_one_copy(host_copies):
     """check_call's way: the inputs' flags and several OutputChecks fetched together (host_values)."""
     expected = _outputs(2)
     first, second = OutputCheck(tuple(expected), expected, 1e-6, "out"), OutputCheck(expected[0] * 2, expected[0], 1e-6, "x after")
     flags = torch.ones(3, dtype=torch.float64)
     got_flags, v1, v2 = host_values(flags, first.stats, second.stats)
-    assert copies[0] == 1 and got_flags == [1.0, 1.0, 1.0]
+    assert host_copies[0] == 1 and got_flags == [1.0, 1.0, 1.0]
     assert first.problem(v1) is None and second.problem(v2).startswith("x after: relative error")
     assert host_values(None, flags)[0] is None
 
@@ -111,7 +97,7 @@ def test_a_reference_on_another_device_is_fetched_on_its_own(monkeypatch):
     assert c.problem().startswith("call[1]: relative error")
 
 
-def test_relative_errors_of_a_check_come_in_one_copy_and_the_first_wrong_fails(copies):
+def test_relative_errors_of_a_check_come_in_one_copy_and_the_first_wrong_fails(host_copies):
     """RelErrors (assert_rel_error for several results of one check: a layer's output and its gradients):
     one copy to the host, the first wrong result in order failing, a NaN an infinite error, and a wrong
     result before an exception of the block (a backward that fails after a wrong forward) the failure."""
@@ -121,7 +107,7 @@ def test_relative_errors_of_a_check_come_in_one_copy_and_the_first_wrong_fails(c
     with RelErrors() as errors:
         for k in range(3):
             errors.add(e[k].float(), e[k], 1e-6, f"result {k}")
-    assert copies[0] == 1
+    assert host_copies[0] == 1
     with pytest.raises(CheckFailure, match="result 1: relative error"):
         with RelErrors() as errors:
             errors.add(e[0], e[0], 1e-6, "result 0")

@@ -907,19 +907,13 @@ def test_the_state_an_op_updates_is_judged_in_its_group_and_its_outputs_in_their
     assert {groups[name] for name, why in found.items() if why} == failing, found
 
 
-def test_a_call_is_judged_in_one_copy_to_the_host(monkeypatch):
+def test_a_call_is_judged_in_one_copy_to_the_host(monkeypatch, host_copies):
     """check_call brings whether its inputs were modified and every output's numbers to the host in one
     copy (each copy from a GPU waits for it, and the grading processes share the GPU), and still names
     the first fault: an input written before any output's value."""
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     call = AuditCall("pair", (x, y), ("x", "y"), lambda x, y: (x.double() * y.double(), x.double() + y.double(),
                                                                  x.double() - y.double()))
-    copies = [0]
-    real = torch.Tensor.tolist
-
-    def counting(self):
-        copies[0] += 1
-        return real(self)
 
     def right(x, y):
         return x * y, x + y, x - y
@@ -929,10 +923,9 @@ def test_a_call_is_judged_in_one_copy_to_the_host(monkeypatch):
         y.mul_(2)
         return out[0], out[1] + 1, out[2]
 
-    monkeypatch.setattr(torch.Tensor, "tolist", counting)
     properties.check_call(Context(module=types.SimpleNamespace(pair=right), seed=1, exercise_dir=None),
                           call, [x.clone(), y.clone()], "pair")
-    assert copies[0] == 1
+    assert host_copies[0] == 1
     with pytest.raises(CheckFailure, match="the input `y` was modified"):
         properties.check_call(Context(module=types.SimpleNamespace(pair=writes_y), seed=1, exercise_dir=None),
                               call, [x.clone(), y.clone()], "pair")
@@ -941,25 +934,14 @@ def test_a_call_is_judged_in_one_copy_to_the_host(monkeypatch):
                                       exercise_dir=None), call, [x.clone(), y.clone()], "pair")
 
 
-def test_gradients_are_judged_in_one_copy_and_in_order(monkeypatch):
+def test_gradients_are_judged_in_one_copy_and_in_order(monkeypatch, host_copies):
     """check_gradients brings every gradient's numbers to the host in one copy, and fails on the first
     wrong or missing one in the arguments' order."""
     call = AuditCall("product", (torch.randn(3, 4), torch.randn(3, 4)), ("x", "y"),
                      lambda x, y: x.double() * y.double(), grad_args=(0, 1))
-    copies = [0]
-    real = torch.Tensor.tolist
 
-    def counting(self):
-        copies[0] += 1
-        return real(self)
-
-    class Product(torch.autograd.Function):
+    class Product(_Product):  # its forward; a backward wrong in x or missing y's gradient
         wrong_x = no_y = False
-
-        @staticmethod
-        def forward(ctx, x, y):
-            ctx.save_for_backward(x, y)
-            return x * y
 
         @staticmethod
         def backward(ctx, g):
@@ -967,9 +949,8 @@ def test_gradients_are_judged_in_one_copy_and_in_order(monkeypatch):
             return g * y * (2 if Product.wrong_x else 1), None if Product.no_y else g * x
 
     ctx = Context(module=types.SimpleNamespace(product=Product.apply), seed=1, exercise_dir=None)
-    monkeypatch.setattr(torch.Tensor, "tolist", counting)
     properties.check_gradients(ctx, call, list(call.args), "product")
-    assert copies[0] == 1
+    assert host_copies[0] == 1
     Product.wrong_x = Product.no_y = True
     with pytest.raises(CheckFailure, match="d/dx: relative error"):
         properties.check_gradients(ctx, call, list(call.args), "product")
@@ -979,25 +960,18 @@ def test_gradients_are_judged_in_one_copy_and_in_order(monkeypatch):
 
 
 @pytest.mark.parametrize("batch_bytes", [1, properties.BATCH_BYTES])
-def test_the_layouts_of_a_call_are_judged_together_and_alike_in_batches_of_any_size(monkeypatch, batch_bytes):
+def test_the_layouts_of_a_call_are_judged_together_and_alike_in_batches_of_any_size(monkeypatch, host_copies, batch_bytes):
     """The non-contiguous property makes a call's layouts back to back and judges them together
     (check_calls): one copy to the host per batch, where a batch holds at most BATCH_BYTES of arguments,
     and the same verdicts whatever the batches' size."""
     monkeypatch.setattr(properties, "BATCH_BYTES", batch_bytes)
-    copies = [0]
-    real = torch.Tensor.tolist
 
-    def counting(self):
-        copies[0] += 1
-        return real(self)
-
-    monkeypatch.setattr(torch.Tensor, "tolist", counting)
     assert not any(_run(SPEC, _module(_right), only=["non-contiguous"]).values())
     calls = len([c for c in SPEC.audit_calls("cpu", torch.float32)]) + len(SPEC.random_calls(torch.Generator().manual_seed(0), "cpu", torch.float32))
     if batch_bytes > 1:
-        assert 0 < copies[0] <= calls, (copies[0], calls)
+        assert 0 < host_copies[0] <= calls, (host_copies[0], calls)
     else:
-        assert copies[0] > calls  # one batch per layout
+        assert host_copies[0] > calls  # one batch per layout
     def restores_x(x, a):  # right values, but its input written (and put back to within rounding)
         with torch.no_grad():
             x.add_(1.0)
@@ -1009,26 +983,19 @@ def test_the_layouts_of_a_call_are_judged_together_and_alike_in_batches_of_any_s
         assert found and all(found.values()) and any(words in v for v in found.values()), found
 
 
-def test_later_judges_a_checks_values_in_one_copy_and_the_first_failure_first(monkeypatch):
+def test_later_judges_a_checks_values_in_one_copy_and_the_first_failure_first(monkeypatch, host_copies):
     """check_call(later=...): the values of a check's calls come to the host together (the own-kernel
     property's calls, each in its own window), and the first wrong call in order fails the check, even
     when a later call fails otherwise (an error, a kernel) before the values are judged."""
     call = SPEC._call(torch.randn(3, 4), 0.3)
-    copies = [0]
-    real = torch.Tensor.tolist
 
-    def counting(self):
-        copies[0] += 1
-        return real(self)
-
-    monkeypatch.setattr(torch.Tensor, "tolist", counting)
     right = Context(module=_module(_right), seed=1, exercise_dir=None)
     later = properties.Later()
     for k in range(4):
         properties.check_call(right, call, properties._fresh(call.args), f"call {k}", later=later)
-    assert copies[0] == 0
+    assert host_copies[0] == 0
     later.judge()
-    assert copies[0] == 1
+    assert host_copies[0] == 1
 
     def fails_after_the_first(x, a):
         fails_after_the_first.calls += 1
