@@ -69,6 +69,12 @@ requires plain torch.Tensor results, inputs left unmodified (but those the op
 updates by design), outputs written everywhere (the memory it may reuse is poisoned with NaN) and no
 host thread left running. Each property belongs to the group of its op's calls (the gradients to
 "autograd" where the exercise grades it), so a failure costs that group.
+
+Each copy to the host and each synchronisation waits for this process's turn on the GPU the grading
+processes share, so a call's values come to the host in one copy (`OutputCheck`, `host_values`); a
+call's variants (layouts, edges, special values, list components) run back to back in one window and
+are judged together (`check_calls`), and the own-kernel, random-shapes and defaults properties judge
+their calls' values at the end of the check (`Later`); either way the first wrong call in order fails.
 """
 from __future__ import annotations
 
