@@ -540,6 +540,47 @@ def test_each_differentiable_argument_is_differentiated_alone_where_there_are_th
     assert any("`z` alone differentiated" in v for v in found.values()), found
 
 
+class _QuadProduct(torch.autograd.Function):
+    """x * y * z * w, whose backward has a path of its own when exactly two arguments need a gradient (as a
+    fused backward may for a frozen BatchNorm's affine parameters), wrong there: right with every argument
+    differentiated, with one frozen and with one alone."""
+
+    @staticmethod
+    def forward(ctx, x, y, z, w):
+        ctx.save_for_backward(x, y, z, w)
+        return x * y * z * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, z, w = ctx.saved_tensors
+        grads = [g * y * z * w, g * x * z * w, g * x * y * w, g * x * y * z]
+        if sum(ctx.needs_input_grad) == 2:
+            grads = [t * 2 for t in grads]
+        return tuple(grads)
+
+
+@dataclass
+class QuadProductSpec(Spec):
+    def audit_calls(self, device, dtype):
+        x, y, z, w = (audit_randn(3, 5, device=device, dtype=dtype, seed=s) for s in (1, 2, 3, 4))
+        return [AuditCall("product", (x, y, z, w), ("x", "y", "z", "w"),
+                          lambda *a: a[0].double() * a[1].double() * a[2].double() * a[3].double(),
+                          grad_args=(0, 1, 2, 3))]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_subset_between_one_and_all_but_one_is_differentiated_where_there_are_four(seed):
+    """With four or more differentiable arguments, each run differentiates one subset between those the
+    frozen and alone checks cover, drawn from its seed: a backward wrong only there loses its gradients."""
+    spec = QuadProductSpec(exercise="97_product", title="product", module="product.py",
+                           points={"forward": 1, "autograd": 1})
+    found = _run(spec, types.SimpleNamespace(product=lambda *a: a[0] * a[1] * a[2] * a[3]), only=["gradients"], seed=seed)
+    assert found and not any(found.values()), found
+    found = _run(spec, types.SimpleNamespace(product=_QuadProduct.apply), only=["gradients"], seed=seed)
+    assert any("differentiated (the others with requires_grad=False)" in v and "only" in v
+               for v in found.values()), found
+
+
 def test_a_module_entry_point_tries_every_option_and_wants_a_refusal_named():
     from grader.verify.properties import module_checks
     from grader.verify.spec import ModuleOptions, values

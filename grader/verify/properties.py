@@ -25,7 +25,8 @@ generates, for every op, in each dtype the spec lists:
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
 - gradients (calls with `grad_args`) at every declared edge, with each differentiable argument frozen
-  in turn (requires_grad=False while the others are differentiated), and on a side stream;
+  in turn (requires_grad=False while the others are differentiated), each alone differentiated (three or
+  more), one subset between drawn from the run's seed (four or more), and on a side stream;
 - module entry points (Spec.module_options): each option's every edge built into PyTorch's own
   modules and compared with them, or refused with an error naming the option;
 - output strides: the op's own result (the Python API's) laid out as the registered fake says, for
@@ -913,6 +914,17 @@ def _gradients_property(spec, calls: _Calls):
                                 continue
                             check_gradients(ctx, dataclasses.replace(call, grad_args=grad_args), _fresh(args),
                                             f"{through}, {how}{at}")
+                # where there are four or more, one of the subsets between (a backward with a path of its own
+                # for, say, a frozen BatchNorm's affine parameters: x, weight and bias differentiated), drawn
+                # from the run's seed: each run meets another
+                if len(call.grad_args) >= 4 and _reached is None:
+                    g = torch.Generator().manual_seed(ctx.seed_for(f"{call.label} gradient subset"))
+                    size = int(torch.randint(2, len(call.grad_args) - 1, (1,), generator=g))
+                    picked = sorted(call.grad_args[int(k)] for k in torch.randperm(len(call.grad_args), generator=g)[:size])
+                    names = ", ".join(f"`{call.names[j]}`" for j in picked)
+                    for mode, args, at in modes:
+                        check_gradients(ctx, dataclasses.replace(call, grad_args=tuple(picked)), _fresh(args),
+                                        f"{through}, only {names} differentiated (the others with requires_grad=False){at}")
             check_gradients(ctx, call, _fresh(call.args), f"the gradients through {_described(call)} inside "
                             "`with torch.cuda.stream(s)` (the backward too runs on the current stream)", stream=side)
             # the gradient a caller's graph hands back is not always dense: a backward that reads it as packed
