@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     torch.empty(1, device="cuda")
     # before the go (the yardstick of a grade starts beside the grading processes' checks): the profiler's
-    # first session, each spec and each reference's library, so that the turn holds the timings alone
+    # first use, each spec and each reference's library, so that the turn holds the timings alone
     from grader.verify.observe import WATCH
 
     WATCH.start()
