@@ -307,8 +307,8 @@ class OutputCheck:
         # where no output before it is wrong by value
         self.early = self._collect(actual, expected, what, same_device)
         stats = [self._stats(a, e) for a, e, _ in self.pairs]
-        self.stats = torch.cat(stats) if stats and len({t.device for t in stats}) == 1 else None
-        self._parts = None if self.stats is not None or not stats else stats
+        # one vector on the first one's device (references on two devices, which no call makes, cost a copy)
+        self.stats = torch.cat([t.to(stats[0].device) for t in stats]) if stats else None
 
     def _collect(self, actual, expected, what: str, same_device: bool) -> str | None:
         if expected is None:
@@ -341,9 +341,7 @@ class OutputCheck:
     def problem(self, values: list[float] | None = None) -> str | None:
         """Why the outputs do not match, or None; `values`: `stats` as host_values copied them (copied
         here when not given)."""
-        if self._parts is not None:  # references on several devices: one copy each
-            values = [x for part in host_values(*self._parts) for x in part]
-        elif values is None and self.stats is not None:
+        if values is None and self.stats is not None:
             values = self.stats.tolist()
         for k, (a, e, what) in enumerate(self.pairs):
             *differ, err, ref = values[5 * k:5 * k + 5]
@@ -369,10 +367,18 @@ def output_problem(actual, expected, tol: float, what: str, same_device: bool = 
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     """‖actual - expected‖ / ‖expected‖ in float64 (inf if actual has NaN/inf)."""
-    a, e = actual.to(torch.float64), expected.to(torch.float64)
-    # one copy to the host, not three: each is a wait on the GPU, which other grading processes share
-    finite, num, denom = torch.stack([torch.isfinite(a).all().to(torch.float64), torch.linalg.vector_norm(a - e),
-                                      torch.linalg.vector_norm(e)]).tolist()
+    return _relative_error(_relative_error_stats(actual.to(torch.float64), expected.to(torch.float64)).tolist())
+
+
+def _relative_error_stats(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """(all of a finite, ‖a - e‖, ‖e‖) on the device: one copy to the host brings all three (each copy waits
+    on the GPU, which the other grading processes share)."""
+    return torch.stack([torch.isfinite(a).all().to(torch.float64), torch.linalg.vector_norm(a - e),
+                        torch.linalg.vector_norm(e)])
+
+
+def _relative_error(stats: list[float]) -> float:
+    finite, num, denom = stats
     if not finite:
         return float("inf")
     return num / denom if denom > 0 else num
@@ -413,14 +419,12 @@ class RelErrors:
             self.judge()  # the results before it first
             raise CheckFailure(problem)
         a, e = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
-        stats = torch.stack([torch.isfinite(a).all().to(torch.float64), torch.linalg.vector_norm(a - e),
-                             torch.linalg.vector_norm(e)])
-        self.items.append((a, e, tol, what, stats))
+        self.items.append((a, e, tol, what, _relative_error_stats(a, e)))
 
     def judge(self) -> None:
         items, self.items = self.items, []
-        for (a, e, tol, what, _), (finite, num, denom) in zip(items, host_values(*(item[4] for item in items))):
-            err = float("inf") if not finite else (num / denom if denom > 0 else num)
+        for (a, e, tol, what, _), stats in zip(items, host_values(*(item[4] for item in items))):
+            err = _relative_error(stats)
             if not err <= tol:
                 bad = ~(torch.abs(a - e) <= 10 * tol * e.abs().max())
                 detail = _describe_mismatches(a, e, bad) if bad.any() else ""
