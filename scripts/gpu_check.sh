@@ -14,9 +14,9 @@
 #   TEST_K=timed ...                           and only their tests matching this -k expression
 #   KNOWN_WRONG='03_.*/pytorch' ...             the known-wrong tests grade only these variants (regex over ids; "new": the
 #                                              trust rework's)
-#   STAGES=knownwrong KW_PATTERN='^0[67]_' ...  the known-wrong suite alone, in rounds of KW_ROUND (default half the
-#                                              cores), each its own pytest run (each variant entered in the ledger as
-#                                              its grade arrives: a pass cut short loses the gradings under way);
+#   STAGES=knownwrong KW_PATTERN='^0[67]_' ...  the known-wrong suite alone, in one pytest run (KW_ROUND=N: rounds of N,
+#                                              each its own run); each variant is entered in the ledger as its grade
+#                                              arrives: a pass cut short loses only the gradings under way;
 #                                              KW_STALE=1: only the variants the ledger holds no current grade of
 #                                              (tests/known_wrong/ledger.py; the updated ledger: $OUT/graded.json)
 #   BUDGET=540 scripts/gpu_check.sh            seconds for the whole pass; each stage gets what is left
@@ -264,10 +264,10 @@ if want mutants; then
   tail -16 "$L/mutants.log"
 fi
 if want knownwrong; then
-  # the known-wrong suite (tests/test_gpu_grading.py) in rounds of KW_ROUND variants matching KW_PATTERN, each
-  # its own pytest run; a round's size is best the gradings that run at
-  # once (tests/grading.py's JOBS, half the cores: on two H200s about 220 s a round of 05's)
-  size=${KW_ROUND:-$(( $(nproc) / 2 ))}; i=0
+  # the known-wrong suite (tests/test_gpu_grading.py): the variants matching KW_PATTERN in one pytest run with
+  # the time left (each is entered in the ledger as its grade arrives, so a run cut short keeps what it
+  # finished), or in rounds of KW_ROUND variants, each its own run
+  size=${KW_ROUND:-100000}; i=0
   while read -r rx; do
     i=$((i + 1))
     if [ "$(left)" -lt 120 ]; then echo "knownwrong_$i: not started, $(left) s left" | tee -a "$T"; continue; fi
