@@ -363,7 +363,7 @@ class Later:
 
     def add(self, unmodified: Unmodified, checks: list, args: list) -> None:
         self.pending.append((unmodified, checks))
-        self.held += 3 * sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+        self.held += _held_bytes(args)
         if self.held > BATCH_BYTES:
             self.judge()
 
@@ -384,9 +384,15 @@ class Later:
             at += 1 + len(checks)
 
 
-# The most argument bytes one batch of check_calls holds at once (its calls' arguments, their copies and
-# outputs stay alive until the batch is judged)
+# The most argument bytes one batch of check_calls (or one Later) holds at once (its calls' arguments, their
+# copies and outputs stay alive until the batch is judged)
 BATCH_BYTES = 256 << 20
+
+
+def _held_bytes(args: list) -> int:
+    """What a call judged later holds until then: its arguments, the copy that shows they were not
+    modified, and about as much output."""
+    return 3 * sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
 
 def check_calls(ctx: Context, call: AuditCall, items: list[tuple[list, str, tuple[str, ...], object]]) -> list:
@@ -398,12 +404,12 @@ def check_calls(ctx: Context, call: AuditCall, items: list[tuple[list, str, tupl
     any call of the batch, fails it naming the batch. Returns each item's output (None where refused)."""
     batch, held, outputs = [], 0, []
     for item in items:
-        size = sum(a.numel() * a.element_size() for a in item[0] if isinstance(a, torch.Tensor))
-        if batch and held + 3 * size > BATCH_BYTES:
+        size = _held_bytes(item[0])
+        if batch and held + size > BATCH_BYTES:
             outputs += _check_batch(ctx, call, batch)
             batch, held = [], 0
         batch.append(item)
-        held += 3 * size  # the arguments, the copy that shows they were not modified, and about as much output
+        held += size
     if batch:
         outputs += _check_batch(ctx, call, batch)
     return outputs
