@@ -9,7 +9,7 @@
 #                                   between threads: a missing __syncthreads; no timing; minutes, not seconds),
 #                                   VERBOSE=1 for every kernel's resource report and the compiler's warnings,
 #                                   PARALLEL=n to grade n exercises' checks at once, default: the cores
-#                                   less 2, at most 12, one per 7.5 GiB of free GPU memory, the ones left
+#                                   less 2, at most 16, one per 7.5 GiB of free GPU memory, the ones left
 #                                   over sharing the largest exercises' checks; 1 for one after another; a
 #                                   timing always runs alone;
 #                                   STRICT=1: a check this GPU cannot run, for lack of memory, costs points)

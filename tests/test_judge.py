@@ -91,6 +91,30 @@ def test_right_outputs_pass(tmp_path):
     assert found["judge: leaky_relu autograd"].group == "autograd"
 
 
+@pytest.mark.parametrize("slope_used", [None, 0.5], ids=["right", "slope ignored"])
+def test_answers_computed_ahead_in_a_thread_give_the_verdicts_computed_at_the_end(tmp_path, monkeypatch, slope_used):
+    """The parent computes the judge's answers while the checks run (grader.run.grading.judge_ahead):
+    the verdicts, reasons included, are those computed at the end, and scoring then computes none."""
+    import threading
+
+    path = tmp_path / "outputs.pt"
+    judge.record_outputs(_leaky(slope_used), LEAKY, SEED, path, device="cpu")
+    judge.record_layouts(_leaky(slope_used), LEAKY, SEED, path, device="cpu")
+    at_the_end = [(v.name, v.group, v.outcome, v.reason) for v in judge.verdicts(LEAKY, SEED, path, ALL_PASSED)]
+    # (the wrong-device calls are not recorded on the CPU: their verdicts fail either way)
+    assert any(o == "failed" for _, g, o, _ in at_the_end if g != "input_checks") == (slope_used is not None)
+    ahead = judge.References(LEAKY, SEED)
+    worker = threading.Thread(target=ahead.compute_all)
+    worker.start()
+    worker.join()
+
+    def computed_again(*_):
+        raise AssertionError("an answer computed ahead was computed again")
+    monkeypatch.setattr(judge, "_reference_answer", computed_again)
+    monkeypatch.setattr(judge, "_differentiate", computed_again)
+    assert [(v.name, v.group, v.outcome, v.reason) for v in judge.verdicts(LEAKY, SEED, path, ALL_PASSED, ahead)] == at_the_end
+
+
 def _reads_any_layout_as_contiguous(x, p):
     dense = torch.as_strided(x, x.shape, torch.empty(x.shape).stride(), x.storage_offset())
     return F.leaky_relu(dense, p)

@@ -5,6 +5,7 @@ call `grade_target`; `build_all` is the one build scheduler.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -456,10 +457,11 @@ def instruction_verdicts(spec: Spec, tests: Sequence[TestOutcome], sass_code: li
 
 def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, sanitize: bool | str = False,
                 seed: int | None = None, yardstick: dict | None = None, device: str | None = None,
-                strict: bool = False, library_code: tuple | None = None) -> ExerciseRow:
+                strict: bool = False, library_code: tuple | None = None, references=None) -> ExerciseRow:
     """Score an ended grading process: its tests, or why it crashed, hung, erred or was tampered with.
     With the run's `seed` (on a GPU), the judge re-checks the op's saved outputs here, where the
-    submission's code never ran (grader.verify.judge): its verdicts join the tests of their groups, and the
+    submission's code never ran (grader.verify.judge; `references`, its answers for this spec and seed,
+    may have been computed ahead): its verdicts join the tests of their groups, and the
     timing's raw numbers are put beside the `yardstick`'s (grader.run.yardstick) to be scored. Without
     (no GPU), nothing can be re-checked, and a GPU check's "passed" is not believed."""
     results_path = _results_path(workdir, spec.exercise)
@@ -501,7 +503,7 @@ def grading_row(spec: Spec, job: gate.Job, workdir: Path, timeout: float, saniti
     if seed is not None and status == "graded":
         from grader.verify import judge  # imports torch: the specs, loaded by now, did already
 
-        tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests)
+        tests += judge.verdicts(spec, seed, _judge_outputs_path(workdir, spec.exercise), tests, references)
         if library_code is not None:
             tests += instruction_verdicts(spec, tests, *library_code)
         tests, timing = timing_tests(spec, tests, yardstick or {}, _timed_outputs_path(workdir, spec.exercise), device)
@@ -566,7 +568,7 @@ def resource_reports(target: Path, rows: list[ExerciseRow], cc: str | None) -> N
 
 
 GIB_PER_PROCESS = gate.MEMORY_CAP_GIB  # free GPU memory to allow per grading process that runs its checks (its cap)
-CORES_SPARED, PARALLEL_MAX = 2, 12  # default_parallel: the cores less two (the parent, the builds), at most 12
+CORES_SPARED, PARALLEL_MAX = 2, 16  # default_parallel: the cores less two (the parent, the builds), at most 16
 # PARALLEL's default as the Makefile, the README and `python -m grader --help` state it (tests/test_messages.py)
 PARALLEL_DEFAULT = (f"the cores less {CORES_SPARED}, at most {PARALLEL_MAX}, "
                     f"one per {GIB_PER_PROCESS:g} GiB of free GPU memory")
@@ -577,7 +579,7 @@ GIB_PER_WAITING_PROCESS = 1.0
 
 def default_parallel(count: int) -> int:
     """How many of `count` exercises run their checks at once: as many as there are cores less two
-    (a grading process keeps about one busy), at most 12, and one per 7.5 GiB of free GPU memory, so
+    (a grading process keeps about one busy), at most 16, and one per 7.5 GiB of free GPU memory, so
     that the check that needs 8.8 GiB (one at a time) still finds it beside the others (a 16 GB T4
     grades one at a time, a 24 GB card two or three, an 80 GB H100 all ten). All at once where that
     fits: each timing waits for every running check to end, and a process started later makes every
@@ -641,6 +643,35 @@ def release_when_built(jobs: dict[str, gate.Job], waits: list[tuple[str, dict[st
         settle(name, needs, result_file)
 
 
+def judge_ahead(chosen: Selection, exercises: Sequence[str], seed: int) -> dict:
+    """The judge's answers (grader.verify.judge.References) for `exercises` and `seed`, computed in a thread
+    of this process, in that order, while the grading processes run their checks: they depend on nothing a
+    submission does, and scoring at the end then only compares. Returns a dict that holds each exercise's
+    References once its spec has loaded (scoring makes its own for one still missing). One core's worth:
+    the cores less CORES_SPARED run the checks."""
+    answers: dict = {}
+
+    def compute() -> None:
+        import torch
+
+        from grader.verify import judge
+
+        loaded = chosen.specs()
+        answers.update({e: judge.References(loaded[e], seed) for e in exercises if e in loaded})
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for e in exercises:
+                if e in answers:
+                    with contextlib.suppress(Exception):  # a grader fault: scoring meets it again and reports it
+                        answers[e].compute_all()
+        finally:
+            torch.set_num_threads(threads)  # the scoring threads, started later, take every core again
+
+    threading.Thread(target=compute, name="judge ahead", daemon=True).start()
+    return answers
+
+
 def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: GradeOptions, *,
                  device: str | None = None, yardsticks: dict | None = None, log=print,
                  compiling=None) -> list[ExerciseRow]:
@@ -693,6 +724,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             references[e] = target / e  # grading the solutions: each is its own reference (built once)
         else:
             references[e] = solutions / e if (solutions / e).is_dir() else None
+    # the judge's answers, computed while the grading processes run their checks (None without a GPU: no verdicts)
+    judge_answers = judge_ahead(chosen, sorted(present, key=lambda e: -weights.get(e, 0.0)), seed) if gpu else None
     # each exercise and each reference a yardstick times
     to_build = [d for d in [*(target / e for e in present), *references.values()] if d is not None]
     log(f"building {len(dict.fromkeys(to_build))} extension(s), {jobs} at a time ...")
@@ -797,7 +830,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             else:
                 scoring = time.perf_counter()
                 row = grading_row(s, gradings[e], tmp, timeout, sanitize, seed if gpu else None,
-                                  yardsticks.get((device, e)), device, options.strict, library_code.get(e))
+                                  yardsticks.get((device, e)), device, options.strict, library_code.get(e),
+                                  judge_answers.get(e) if judge_answers is not None else None)
                 scoring = time.perf_counter() - scoring
                 if scoring >= 2:  # the judge's re-checks here, outside the grading process
                     log(f"  scored {e} in {scoring:.1f} s (the judge's re-checks in this process)")

@@ -30,6 +30,7 @@ the parent recomputes the speed's verdict from the raw measurements (grader.veri
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -353,11 +354,66 @@ def load_outputs(path: Path) -> tuple[dict, str]:
     return data, ""
 
 
-def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) -> list[TestOutcome]:
+class References:
+    """The judge's float64 answers for one spec and seed, each computed once (under one lock): they depend
+    on nothing a submission does, so the parent computes them ahead (`compute_all`, in a thread beside the
+    grading processes' checks: 4 of a warm grade's last 5 s on an H200, 2026-11-30) and `verdicts` only
+    compares; or `verdicts` computes those it asks for first. The forward answers and the gradients each
+    have their own draw of the calls (a reference may update its arguments in place), as each pass of
+    `verdicts` had."""
+
+    def __init__(self, spec: Spec, seed: int):
+        self.spec, self.seed = spec, seed
+        self._lock = threading.RLock()
+        self._draws: dict[str, list[AuditCall]] = {}
+        self._kept: dict[tuple[str, str], tuple] = {}
+
+    def calls(self, kind: str = "forward") -> list[AuditCall]:
+        """The judged calls of the `kind` ("forward" or "gradients") draw, the same objects every time."""
+        with self._lock:
+            if kind not in self._draws:
+                self._draws[kind] = judged_calls(self.spec, self.seed)
+            return self._draws[kind]
+
+    def _get(self, key: tuple[str, str], compute):
+        with self._lock:
+            if key not in self._kept:
+                try:
+                    self._kept[key] = (compute(), None)
+                except Exception as e:  # noqa: BLE001: raised again to each caller, reported as a grader fault
+                    self._kept[key] = (None, e)
+            value, error = self._kept[key]
+        if error is not None:
+            raise error
+        return value
+
+    def answer(self, call: AuditCall):
+        """The reference answer of `call` (one of `calls()`), in float64 on the CPU."""
+        return self._get(("forward", call.label), lambda: _reference_answer(call))
+
+    def gradients(self, call: AuditCall) -> list:
+        """The reference's gradients through `call` (one of `calls("gradients")`), in float64 on the CPU."""
+        return self._get(("gradients", call.label), lambda: _differentiate(call.reference, call, self.seed, "cpu"))
+
+    def compute_all(self) -> None:
+        """Every answer and gradient `verdicts` may ask for (a fault is kept for it to report)."""
+        for call in self.calls():
+            with contextlib.suppress(Exception):
+                self.answer(call)
+        for call in self.calls("gradients"):
+            if call.grad_args:
+                with contextlib.suppress(Exception):
+                    self.gradients(call)
+
+
+def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome],
+             references: References | None = None) -> list[TestOutcome]:
     """One test per judged call whose group the grading process ran (passed or failed: deselected
-    or skipped groups are not judged), comparing its saved output with the reference computed here."""
+    or skipped groups are not judged), comparing its saved output with the reference computed here
+    (`references`: those of this spec and seed, computed ahead or now)."""
+    references = references or References(spec, seed)
     ran = {t.group for t in tests if t.ran}
-    calls = [c for c in judged_calls(spec, seed) if c.group in ran]
+    calls = [c for c in references.calls() if c.group in ran]
     if not calls and not {AUTOGRAD, INPUT_CHECKS} & ran:
         return []
     outputs, unreadable = load_outputs(path)
@@ -381,18 +437,18 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome]) ->
 
     for call in calls:
         # the layouts hold the call's values: one reference (float64, on the CPU) serves them all
-        reference = _once(lambda call=call: _reference_answer(call))
+        reference = lambda call=call: references.answer(call)  # noqa: E731
         add(call.label, call.group, unreadable or _problem(call, outputs, reference=reference))
         for name, chosen, _ in layout_variants(call):
             add(name, call.group, unreadable or _problem(call, outputs, name, [call.names[i] for i in chosen],
                                                          reference=reference), True)
-    # each pass draws its calls afresh: a reference may update its arguments in place
     if AUTOGRAD in ran:
-        for call in judged_calls(spec, seed):
+        for call in references.calls("gradients"):
             if call.grad_args:
-                add(call.label + GRADS_SUFFIX, AUTOGRAD, unreadable or _gradient_problem(call, seed, outputs))
+                add(call.label + GRADS_SUFFIX, AUTOGRAD,
+                    unreadable or _gradient_problem(call, outputs, lambda call=call: references.gradients(call)))
     if INPUT_CHECKS in ran:
-        for call in judged_calls(spec, seed):
+        for call in references.calls():
             for name, i in device_spoils(call):
                 add(name, INPUT_CHECKS, unreadable or _input_check_problem(name, call.names[i], outputs), True)
     return entries
@@ -484,7 +540,8 @@ def _input_check_problem(name: str, argument: str, outputs: dict) -> str | None:
     return None
 
 
-def _gradient_problem(call: AuditCall, seed: int, outputs: dict) -> str | None:
+def _gradient_problem(call: AuditCall, outputs: dict, expected) -> str | None:
+    """What is wrong with the saved gradients through `call`; `expected()`: the reference's."""
     what = f"the gradients through {call.label}"
     actual = outputs.get(call.label + GRADS_SUFFIX)
     if actual is None:
@@ -492,7 +549,7 @@ def _gradient_problem(call: AuditCall, seed: int, outputs: dict) -> str | None:
     if isinstance(actual, dict):
         return f"{what}: {actual.get('error', 'not tensors')}"
     try:
-        expected = _differentiate(call.reference, call, seed, "cpu")
+        expected = expected()
     except Exception as e:  # noqa: BLE001: a grader fault, reported as such
         return f"grader error: differentiating the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
     return compare(actual, expected, tolerance(call), what)
@@ -524,20 +581,3 @@ def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse
 def _reference_answer(call: AuditCall):
     """The call's reference answer, in float64 on the CPU."""
     return call.reference(*[_to(a, "cpu") for a in call.args])
-
-
-def _once(compute):
-    """`compute()`, called the first time only (an exception, too, is kept and raised again)."""
-    kept: list = []
-
-    def get():
-        if not kept:
-            try:
-                kept.append((compute(), None))
-            except Exception as e:  # noqa: BLE001: raised again to each caller
-                kept.append((None, e))
-        value, error = kept[0]
-        if error is not None:
-            raise error
-        return value
-    return get
