@@ -1024,6 +1024,21 @@ def test_the_layouts_of_a_call_are_judged_together_and_alike_in_batches_of_any_s
         assert found and all(found.values()) and any(words in v for v in found.values()), found
 
 
+def test_a_result_a_later_call_of_the_batch_writes_over_is_named_as_shared_memory():
+    """check_calls holds a batch's results until it judges them: an op that returns one buffer per shape
+    (a second call writes over the first's result) fails for the memory the two share, not for the
+    wrong value the first result then holds."""
+    buffers = {}
+
+    def one_buffer_per_shape(x, a):
+        y = _right(x, a)
+        return buffers.setdefault((tuple(y.shape), y.dtype, y.device), torch.empty_like(y)).copy_(y)
+
+    found = _run(SPEC, _module(one_buffer_per_shape), only=["every declared edge", "NaN and infinities"])
+    reasons = [v for v in found.values() if v]
+    assert reasons and all("shares memory with the result of an earlier call" in v for v in reasons), found
+
+
 def test_later_judges_a_checks_values_in_one_copy_and_the_first_failure_first(monkeypatch, host_copies):
     """check_call(later=...): the values of a check's calls come to the host together (the own-kernel
     property's calls, each in its own window), and the first wrong call in order fails the check, even

@@ -450,6 +450,7 @@ def _check_batch(ctx: Context, call: AuditCall, items: list) -> list:
     left = native_threads() - threads
     checks = []  # (its Unmodified, its OutputCheck) of each call that answered
     outputs = []
+    answered = []  # (output, what) of the earlier calls whose result is none of their arguments
     for (args, what, may_refuse, expected), before, (out, error, started) in zip(items, befores, ran):
         outputs.append(out)
         if error is not None:
@@ -462,6 +463,14 @@ def _check_batch(ctx: Context, call: AuditCall, items: list) -> list:
         for t in _tensors(out) if isinstance(out, (tuple, list)) else [out]:
             if t is not None:
                 require_plain_tensor(t, what)
+        # the batch holds every result until it is judged: one written over by a later call would read
+        # as a wrong value, where the fault is the memory the two share
+        earlier = next((w for o, w in answered if _overlap(out, o)), None)
+        if earlier is not None:
+            raise CheckFailure(f"{what}: the result shares memory with the result of an earlier call ({earlier}), "
+                               "which it overwrote (an op returns new tensors; a caller keeps each)")
+        if not _overlap(out, args):
+            answered.append((out, what))
         checks.append((Unmodified(args, before, call.names, what), OutputCheck(out, expected, tolerance(call, args), what)))
     if left > 0:
         raise CheckFailure(f"{described}: the calls left {left} host thread(s) running")
