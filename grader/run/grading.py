@@ -293,12 +293,12 @@ MIN_PART_S = 10.0  # and each part at least this many seconds of its checks: 01-
 STARTUP_S = 6.0  # a grading process's start-up before its first check (torch, CUDA, the extension)
 # A first warm grade's estimate of each exercise's check time, before this GPU has measured its own (a grade
 # that built nothing records them: record_check_seconds): the reference solutions' grading processes on an
-# H200 (2026-11-30, `make grade TARGET=solutions`, warm, twelve at once: each process's time less its waits,
+# H200 (2026-11-30, `make grade TARGET=solutions`, warm, fourteen at once: each process's time less its waits,
 # its timing and one start-up). Relative costs are what plan_parts uses, and they hold across GPUs better
-# than sources' sizes do (05 has twice 09's sources and half its checks).
-FIRST_GRADE_SECONDS = {"01_leaky_relu": 8.4, "02_elu": 5.9, "03_transpose": 3.1, "04_stencil2d": 5.1,
-                       "05_matmul": 59.2, "06_conv2d": 50.5, "07_conv_transpose2d": 59.0,
-                       "08_conv_bn_relu_inference": 20.0, "09_conv_bn_relu_training": 120.3, "10_cudnn_conv": 60.7}
+# than sources' sizes do (05 has twice 09's sources and a third of its checks' time).
+FIRST_GRADE_SECONDS = {"01_leaky_relu": 3.9, "02_elu": 2.9, "03_transpose": 1.0, "04_stencil2d": 1.2,
+                       "05_matmul": 47.0, "06_conv2d": 73.3, "07_conv_transpose2d": 72.2,
+                       "08_conv_bn_relu_inference": 19.1, "09_conv_bn_relu_training": 124.3, "10_cudnn_conv": 72.5}
 BYTES_PER_CHECK_SECOND = 1300.0  # an exercise not in the table: from its sources' size (about the table's ratio)
 # each machine's last full grade's check time per exercise, by GPU: {device name: {exercise: seconds}}
 CHECK_SECONDS = env.BUILD_ROOT / "check-seconds.json"
