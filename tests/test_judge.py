@@ -115,6 +115,29 @@ def test_answers_computed_ahead_in_a_thread_give_the_verdicts_computed_at_the_en
     assert [(v.name, v.group, v.outcome, v.reason) for v in judge.verdicts(LEAKY, SEED, path, ALL_PASSED, ahead)] == at_the_end
 
 
+def test_the_parent_computes_every_answer_in_a_thread_of_its_own(monkeypatch):
+    """grading.judge_ahead, as a grade on a GPU starts it: a thread of the parent computes each exercise's
+    answers (References for the run's seed); once it has ended, none is computed again."""
+    import threading
+
+    from grader.run.grading import judge_ahead
+    from grader.specs import Selection
+
+    answers = judge_ahead(Selection.of([LEAKY]), [LEAKY.exercise], SEED)
+    for thread in threading.enumerate():
+        if thread.name == "judge ahead":
+            thread.join(120)
+    ahead = answers[LEAKY.exercise]
+    assert isinstance(ahead, judge.References) and ahead.seed == SEED
+
+    def computed_again(*_):
+        raise AssertionError("an answer computed ahead was computed again")
+    monkeypatch.setattr(judge, "_reference_answer", computed_again)
+    monkeypatch.setattr(judge, "_differentiate", computed_again)
+    assert [ahead.answer(call) for call in ahead.calls()]
+    assert [ahead.gradients(call) for call in ahead.calls("gradients") if call.grad_args]
+
+
 def _reads_any_layout_as_contiguous(x, p):
     dense = torch.as_strided(x, x.shape, torch.empty(x.shape).stride(), x.storage_offset())
     return F.leaky_relu(dense, p)
