@@ -56,7 +56,7 @@ def probe(monkeypatch):
         p.cmds += [list(j.cmd) for j in jobs]
 
     def grading_row(spec, job, workdir, timeout, sanitize=False, seed=None, yardstick=None, device=None,
-                    strict=False, library_code=None):
+                    strict=False, library_code=None, references=None):
         p.strict.append(strict)
         return score_exercise(spec, [], "missing", "recorded by tests/test_options.py", strict)
 
