@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 import grader.verify.checks
@@ -103,6 +104,48 @@ def test_the_recorder_still_reports_when_the_detector_is_patched(tmp_path, monke
     recorder._flush(check=True)
     tampered = json.loads((tmp_path / "r.json").read_text())["tampered"]
     assert "grader.verify.integrity.Snapshot.changed" in tampered and "grader.verify.checks.assert_close" in tampered
+
+
+@pytest.mark.parametrize("timing_last", [True, False], ids=["timing last", "a test after the timing"])
+def test_the_snapshot_is_checked_deeply_at_the_first_test_around_the_timing_and_at_the_end(tmp_path, timing_last):
+    """The recorder's deep checks: after the first test, before and after the timing, and at the session's
+    end; after the timing only where a test follows it (else the end's check comes next, in the GPU's turn)."""
+    import pytest as pytest_module
+
+    from grader.verify.results import ResultsRecorder
+
+    deep_checks: list[str] = []
+
+    class Counting(ResultsRecorder):
+        where = ""
+
+        def pytest_runtest_logstart(self, nodeid, location):
+            self.where = "before " + nodeid.split("::")[-1]
+            super().pytest_runtest_logstart(nodeid, location)
+
+        def pytest_runtest_logfinish(self, nodeid, location):
+            self.where = "after " + nodeid.split("::")[-1]
+            super().pytest_runtest_logfinish(nodeid, location)
+
+        def pytest_sessionfinish(self, session, exitstatus):
+            self.where = "end"
+            super().pytest_sessionfinish(session, exitstatus)
+
+        def _flush(self, check=False, deep=False, **kwargs):
+            if check and deep:
+                deep_checks.append(self.where)
+            return super()._flush(check=check, deep=deep, **kwargs)
+
+    tests = ["def test_a():\n    pass\n", "def test_b():\n    pass\n", "def test_performance():\n    pass\n"]
+    if not timing_last:
+        tests.append("def test_z():\n    pass\n")
+    flow = tmp_path / f"test_flow_{len(tests)}.py"  # a module name of its own: pytest runs twice in one process
+    flow.write_text("".join(tests))
+    recorder = Counting(tmp_path / "r.json")
+    recorder.snapshot = Snapshot().take()
+    assert pytest_module.main([str(flow), "-q", "-p", "no:cacheprovider"], plugins=[recorder]) == 0
+    after_timing = [] if timing_last else ["after test_performance"]
+    assert deep_checks == ["after test_a", "before test_performance", *after_timing, "end"]
 
 
 def test_patching_the_seed_function_is_named(monkeypatch):
