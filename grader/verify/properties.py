@@ -332,10 +332,8 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
             out, expected, unmodified = invoke(ctx, call, args, what, visible=visible, expected=expected, omit=omit,
                                                kernels=outputs, defer=True)
         except ERRORS as e:
-            msg = clean(e)
-            if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
-                return None, None
-            raise CheckFailure(f"{what}: {type(e).__name__}: {msg[:300]}") from None
+            _refused_or_raise(e, may_refuse, what)
+            return None, None
     except CheckFailure:
         if later is not None:
             later.judge()  # a wrong value of an earlier call fails the check first
@@ -348,6 +346,15 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
     else:
         Later.judged([(unmodified, checks)])
     return out, expected
+
+
+def _refused_or_raise(error: BaseException, may_refuse, what: str) -> None:
+    """Return where `error` refuses the call by naming one of `may_refuse` (an argument or option the
+    interface may refuse; a stub's "not implemented yet" is no refusal); else raise it as the call's failure."""
+    msg = clean(error)
+    if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
+        return
+    raise CheckFailure(f"{what}: {type(error).__name__}: {msg[:300]}") from None
 
 
 class Later:
@@ -454,10 +461,8 @@ def _check_batch(ctx: Context, call: AuditCall, items: list) -> list:
     for (args, what, may_refuse, expected), before, (out, error, started) in zip(items, befores, ran):
         outputs.append(out)
         if error is not None:
-            msg = clean(error)
-            if may_refuse and names_one_of(msg, may_refuse) and "not implemented yet" not in msg:
-                continue
-            raise CheckFailure(f"{what}: {type(error).__name__}: {msg[:300]}") from None
+            _refused_or_raise(error, may_refuse, what)
+            continue
         if left > 0 and started > 0:
             raise CheckFailure(f"{what}: the call left {left} host thread(s) running")
         for t in _tensors(out) if isinstance(out, (tuple, list)) else [out]:
@@ -1501,9 +1506,8 @@ def _module_options(entry: ModuleOptions):
                 except ERRORS as e:
                     # an option the entry point does not support: refused with an error naming it (or
                     # computed as PyTorch's modules compute it)
-                    if edge.refused and names_one_of(clean(e), (option,)) and "not implemented yet" not in clean(e):
-                        continue
-                    raise CheckFailure(f"{what}: {type(e).__name__}: {clean(e)[:300]}") from None
+                    _refused_or_raise(e, (option,) if edge.refused else (), what)
+                    continue
                 except CheckFailure as e:
                     if edge.refused:
                         raise CheckFailure(f"{e} ({option}={edge.name} is not supported: refuse it with an error "
