@@ -11,7 +11,8 @@ import torch
 
 from grader.verify.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, assert_own_kernels, assert_rel_error, expect_error,
                                   on_a_busy_stream, poison_next_allocation, relative_error, require_capability,
-                                  require_plain_tensor, transposed_copy, unmodified)
+                                  require_plain_tensor, sum_of_products_tolerance, terms_norm, transposed_copy,
+                                  unmodified)
 from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import SLEEP_KERNEL, KernelRule, kernel_function, observe
@@ -57,6 +58,11 @@ PROBE_PATHS = {
 }
 
 
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A B in float64 (batches too): the reference, and on squared operands the terms' norms (terms_norm)."""
+    return a.double() @ b.double()
+
+
 def tensor_core_bound(a: torch.Tensor, b: torch.Tensor, precision: Precision) -> tuple[torch.Tensor, torch.Tensor]:
     """(the float64 product, the error allowed per element) for C = A B on tensor cores:
 
@@ -70,7 +76,7 @@ def tensor_core_bound(a: torch.Tensor, b: torch.Tensor, precision: Precision) ->
     a64 = torch.nan_to_num(a.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
     b64 = torch.nan_to_num(b.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
     ref = a64 @ b64  # (batches too: the bound is per element either way)
-    spread = ((a64 * a64) @ (b64 * b64)).sqrt()
+    spread = terms_norm(_product, (a64, b64))
     magnitude = a64.abs() @ b64.abs()
     k = a.shape[-1]
     sums = OPERAND_SIGMAS * precision.operand_u * spread + SUM_SIGMAS * math.sqrt(max(k, 1)) * SUM_U * magnitude
@@ -257,7 +263,8 @@ class MatmulSpec(Spec):
         if precision is None:
             if isinstance(c, torch.Tensor) and c.dtype != torch.float32:
                 raise CheckFailure(f"{what}: output dtype {c.dtype}, expected torch.float32")
-            assert_rel_error(c, a.double() @ b.double(), REL_TOL, what)  # (batched: one norm over all)
+            # (batched: one norm over all) relative to the terms' norm where the answer cancels (a 1 x 1 product)
+            assert_rel_error(c, a.double() @ b.double(), REL_TOL, what, terms=terms_norm(_product, (a, b)))
         else:
             assert_tensor_core_result(c, a, b, precision, what)
 
@@ -585,13 +592,16 @@ class MatmulSpec(Spec):
         label = f"matmul(version={version})" if precision is None else f"matmul(version={version}, {precision.name})"
         if a.dim() == 3:
             label = f"{label[:-1]}, batch of {a.shape[0]})"
-        return AuditCall("matmul", (a, b, version), ("A", "B", "version"), lambda A, B, v: A.double() @ B.double(),
+        return AuditCall("matmul", (a, b, version), ("A", "B", "version"), lambda A, B, v: _product(A, B),
                          label=label, group=group, kernels=KernelRule(kernel),
                          registered="lib.ops.matmul", nonfinite=(0, 1),
                          # M = 1 and N = 1, each alone: a tile's bound or a vector path for a thin product
                          domains={0: one_per_axis(a.shape, (None,) * (a.dim() - 2) + ("row of A (M = 1)", None)),
                                   1: one_per_axis(b.shape, (None,) * (b.dim() - 2) + (None, "column of B (N = 1)"))},
-                         tolerance=None if precision is None else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
+                         # strict float32: REL_TOL of the answer's norm or its terms' norm, the larger (a
+                         # random call's 1 x 1 product cancels); tensor cores: their precision's bound
+                         tolerance=(lambda A, B, v: sum_of_products_tolerance(REL_TOL, _product, (A, B))) if precision is None
+                         else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
                          needs_capability=capability_of(version))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:

@@ -370,11 +370,14 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return _relative_error(_relative_error_stats(actual.to(torch.float64), expected.to(torch.float64)).tolist())
 
 
-def _relative_error_stats(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """(all of a finite, ‖a - e‖, ‖e‖) on the device: one copy to the host brings all three (each copy waits
-    on the GPU, which the other grading processes share)."""
-    return torch.stack([torch.isfinite(a).all().to(torch.float64), torch.linalg.vector_norm(a - e),
-                        torch.linalg.vector_norm(e)])
+def _relative_error_stats(a: torch.Tensor, e: torch.Tensor, terms: torch.Tensor | None = None) -> torch.Tensor:
+    """(all of a finite, ‖a - e‖, the denominator) on the device: one copy to the host brings all three (each
+    copy waits on the GPU, which the other grading processes share). The denominator: ‖e‖, or the larger of
+    ‖e‖ and ‖terms‖ (`terms_norm`)."""
+    denom = torch.linalg.vector_norm(e)
+    if terms is not None:
+        denom = torch.maximum(denom, torch.linalg.vector_norm(terms.to(torch.float64)))
+    return torch.stack([torch.isfinite(a).all().to(torch.float64), torch.linalg.vector_norm(a - e), denom])
 
 
 def _relative_error(stats: list[float]) -> float:
@@ -384,11 +387,44 @@ def _relative_error(stats: list[float]) -> float:
     return num / denom if denom > 0 else num
 
 
-def assert_rel_error(actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str) -> None:
+# --- sums of products: an answer that cancels ------------------------------------------------------
+# An output that is a sum of products (a matmul's or a convolution's, its bias added) rounds, in float32, in
+# proportion to its terms' norm sqrt(sum of the squared terms), not to its own value: a 1 x 1 product of K =
+# 300 random terms lands near 0 one time in ten, and then the summation order's rounding alone is 1e-5 of the
+# answer one time in a hundred (a right kernel failing at random). Relative to the larger of the two norms,
+# nothing changes where the answer does not cancel (for random data the two norms are alike), and any wrong
+# term or precision still shows: a term dropped is ~1/sqrt(K) of the terms' norm, TF32 ~1e-4 of it.
+
+
+def terms_norm(reference, args) -> torch.Tensor:
+    """Each output element's terms' norm sqrt(sum of its squared terms), for an op each of whose outputs is a
+    sum of products of its tensor arguments' elements with coefficients 0 or 1 (matmul, a convolution and
+    its transpose and their gradients, a bias added): `reference` (float64) on every floating tensor of
+    `args` squared (non-finite values as 0: they are judged on their own)."""
+    squared = [torch.nan_to_num(a.detach().double(), nan=0.0, posinf=0.0, neginf=0.0) ** 2
+               if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    out = reference(*squared)
+    return out.clamp_min(0).sqrt()
+
+
+def sum_of_products_tolerance(tol: float, reference, args) -> float:
+    """`tol` (normwise, relative to the answer) for a sum-of-products op (`terms_norm`) on `args`: relative
+    to the larger of the answer's norm and its terms' norm, as a tolerance relative to the answer (what a
+    call's `tolerance` gives): tol * max(1, ‖terms‖ / ‖answer‖)."""
+    answer = reference(*args).double()
+    finite = torch.isfinite(answer)  # (NaN and infinities are judged on their own: the finite outputs count)
+    norm = torch.linalg.vector_norm(answer[finite]).item()
+    terms = torch.linalg.vector_norm(terms_norm(reference, args)[finite]).item()
+    return tol * max(1.0, terms / norm) if norm > 0 else tol
+
+
+def assert_rel_error(actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str,
+                     terms: torch.Tensor | None = None) -> None:
     """Normwise check for reductions (matmul, convolution) whose rounding depends on the order of
-    summation; all-zeros gives 1.0 and fails, NaN gives inf and fails."""
+    summation; all-zeros gives 1.0 and fails, NaN gives inf and fails. `terms`: the outputs' terms' norms
+    (`terms_norm`), for an answer that may cancel: the error is then relative to the larger norm."""
     with RelErrors() as errors:
-        errors.add(actual, expected, tol, what)
+        errors.add(actual, expected, tol, what, terms)
 
 
 class RelErrors:
@@ -407,7 +443,8 @@ class RelErrors:
         self.judge()
         return False
 
-    def add(self, actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str) -> None:
+    def add(self, actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str,
+            terms: torch.Tensor | None = None) -> None:
         problem = None
         try:
             require_plain_tensor(actual, what)
@@ -419,16 +456,18 @@ class RelErrors:
             self.judge()  # the results before it first
             raise CheckFailure(problem)
         a, e = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
-        self.items.append((a, e, tol, what, _relative_error_stats(a, e)))
+        self.items.append((a, e, tol, what, terms is not None, _relative_error_stats(a, e, terms)))
 
     def judge(self) -> None:
         items, self.items = self.items, []
-        for (a, e, tol, what, _), stats in zip(items, host_values(*(item[4] for item in items))):
+        for (a, e, tol, what, cancels, _), stats in zip(items, host_values(*(item[5] for item in items))):
             err = _relative_error(stats)
             if not err <= tol:
                 bad = ~(torch.abs(a - e) <= 10 * tol * e.abs().max())
                 detail = _describe_mismatches(a, e, bad) if bad.any() else ""
-                raise CheckFailure(f"{what}: relative error {err:.3g} exceeds {tol:g}" + (f"; first: {detail}" if detail else ""))
+                of = " (of the larger of the answer's norm and its terms' norm)" if cancels else ""
+                raise CheckFailure(f"{what}: relative error {err:.3g}{of} exceeds {tol:g}"
+                                   + (f"; first: {detail}" if detail else ""))
 
 
 @contextlib.contextmanager

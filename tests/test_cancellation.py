@@ -1,0 +1,88 @@
+"""Sums of products that cancel (grader.verify.checks.terms_norm): a right float32 answer whose value lands
+near 0 passes in every draw, while the wrong answers of the class (a term dropped, TF32 or bfloat16 operands,
+a wrong sign) still fail, for the spec checks (assert_rel_error with terms) and the calls' tolerances
+(sum_of_products_tolerance) alike. On the CPU: float32 sums in a kernel's order against float64."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from grader.verify.checks import CheckFailure, assert_rel_error, sum_of_products_tolerance, terms_norm
+
+K = 300
+
+
+def product(a, b):
+    return a.double() @ b.double()
+
+
+def sequential_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A 1 x 1 product summed term by term in float32, as one thread of a tiled kernel does."""
+    acc = torch.zeros((), dtype=torch.float32)
+    for x, y in zip(a[0], b[:, 0]):
+        acc = acc + x * y
+    return acc.reshape(1, 1)
+
+
+def draws(n: int):
+    g = torch.Generator().manual_seed(7)
+    for _ in range(n):
+        yield torch.randn(1, K, generator=g), torch.randn(K, 1, generator=g)
+
+
+def test_terms_norm_is_the_root_of_the_squared_terms_sum():
+    a, b = torch.randn(3, 5, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64)
+    expected = torch.stack([torch.stack([(a[i] * b[:, j]).norm() for j in range(4)]) for i in range(3)])
+    assert torch.allclose(terms_norm(product, (a, b)), expected)
+    x, w, bias = torch.randn(1, 2, 5, 5, dtype=torch.float64), torch.randn(3, 2, 3, 3, dtype=torch.float64), \
+        torch.randn(3, dtype=torch.float64)
+    conv = lambda x, w, b: F.conv2d(x, w, b, 1, 1)  # noqa: E731
+    terms = terms_norm(conv, (x, w, bias))
+    # output (0, 0, 2, 2): 18 products and the bias
+    patch = x[0, :, 1:4, 1:4]
+    assert torch.isclose(terms[0, 0, 2, 2], ((patch * w[0]) ** 2).sum().add(bias[0] ** 2).sqrt())
+
+
+def test_a_right_float32_answer_passes_however_it_cancels():
+    """The draws where the answer's own norm would have failed it (they exist: the reason for the rule)
+    pass against the terms' norm, in both the spec checks' form and the calls' tolerance."""
+    cancelled = 0
+    for a, b in draws(600):
+        ref, got = product(a, b), sequential_dot(a, b)
+        err = (got.double() - ref).norm().item()
+        if err > 1e-5 * ref.norm().item():
+            cancelled += 1
+        assert_rel_error(got, ref, 1e-5, "1 x 1 x 300", terms=terms_norm(product, (a, b)))
+        assert err <= sum_of_products_tolerance(1e-5, product, (a, b)) * ref.norm().item()
+    assert cancelled, "no draw cancelled: the test shows nothing"
+
+
+@pytest.mark.parametrize("wrong", ["a term dropped", "TF32 operands", "bfloat16 operands", "sign flipped"])
+def test_wrong_answers_that_cancel_still_fail(wrong):
+    failed = 0
+    for a, b in draws(50):
+        ref = product(a, b)
+        if wrong == "a term dropped":
+            got = product(a[:, 1:], b[1:]).float()
+        elif wrong == "TF32 operands":  # 10 mantissa bits
+            tf32 = lambda t: (t.view(torch.int32) & ~0x1FFF).view(torch.float32)  # noqa: E731
+            got = product(tf32(a), tf32(b)).float()
+        elif wrong == "bfloat16 operands":
+            got = product(a.bfloat16(), b.bfloat16()).float()
+        else:
+            got = -ref.float()
+        try:
+            assert_rel_error(got, ref, 1e-5, "wrong", terms=terms_norm(product, (a, b)))
+        except CheckFailure as e:
+            assert "terms' norm" in str(e)
+            failed += 1
+    assert failed >= 48, f"{wrong}: only {failed} of 50 draws failed"
+
+
+def test_non_finite_answers_do_not_loosen_the_tolerance():
+    a, b = torch.randn(4, 6), torch.randn(6, 5)
+    a[0, 0] = float("nan")
+    plain = sum_of_products_tolerance(1e-5, product, (a[1:], b))
+    assert sum_of_products_tolerance(1e-5, product, (a, b)) <= plain * 1.5  # the finite rows' ratio, about 1
+    assert sum_of_products_tolerance(1e-5, product, (torch.zeros(2, 3), torch.randn(3, 2))) == 1e-5
