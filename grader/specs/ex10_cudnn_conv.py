@@ -1369,7 +1369,7 @@ class CudnnConvSpec(Spec):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
 
         return [call for c, kind in ((AUDIT_DENSE, "dense"), (AUDIT_GROUPED, "grouped"), (AUDIT_DEPTHWISE, "depthwise"))
-                for call in _calls(c, kind, r)]
+                for call in _calls(c, kind, r)] + _gradients_at_defaults(AUDIT_DENSE, r)
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """Every op on a convolution of random geometry of each kind (no dimension empty)."""
@@ -1497,6 +1497,30 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
             _transpose_op_reference, label="lib.ops.conv_transpose2d", group="backward",
             registered="lib.ops.conv_transpose2d", tolerance=_audit_tolerance))
     return calls
+
+
+def _gradients_at_defaults(c: Config, r) -> list[AuditCall]:
+    """conv2d_backward_input and conv2d_backward_weight of `c`'s shapes at PyTorch's default geometry (stride
+    1, padding 0, dilation 1, groups 1), each with that geometry declared as its defaults: a gradient's
+    grad_output is shaped by the geometry, so only a call at the defaults can leave them out (the "PyTorch's
+    defaults" property then calls the op without them: a wrong default of the Python function shows)."""
+    x, w = r(*c.x, seed=11), r(*c.w, seed=12, scale=(c.w[1] * c.w[2] * c.w[3]) ** -0.5)
+    g = r(c.x[0], c.w[0], c.x[2] - c.w[2] + 1, c.x[3] - c.w[3] + 1, seed=13)
+    conv = ((1, 1), (0, 0), (1, 1), 1)
+    input_names = ("grad_output", "weight", "input_size", *CONV_NAMES)
+    weight_names = ("grad_output", "x", "weight_size", *CONV_NAMES)
+    return [
+        AuditCall("conv2d_backward_input", (g, w, list(c.x), *conv, MODE["benchmark"]), input_names,
+                  lambda g, w, size, s, p, d, groups, m: torch.nn.grad.conv2d_input(
+                      size, w.double(), as_conv_output(g, size, w.shape, s, p, d, groups).double(), s, p, d, groups),
+                  label="conv2d_backward_input(PyTorch's default geometry)", registered="lib.ops.conv2d_backward_input",
+                  tolerance=_audit_tolerance, defaults=torch_defaults(input_names, first=3)),
+        AuditCall("conv2d_backward_weight", (g, x, list(c.w), *conv, MODE["benchmark"]), weight_names,
+                  lambda g, x, size, s, p, d, groups, m: torch.nn.grad.conv2d_weight(
+                      x.double(), size, as_conv_output(g, x.shape, size, s, p, d, groups).double(), s, p, d, groups),
+                  label="conv2d_backward_weight(PyTorch's default geometry)", registered="lib.ops.conv2d_backward_weight",
+                  tolerance=_audit_tolerance, defaults=torch_defaults(weight_names, first=3)),
+    ]
 
 
 def _transpose_op_reference(x, w, b, size, s, p, d, groups, mode):
