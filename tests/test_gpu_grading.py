@@ -107,8 +107,11 @@ def entered_if_exact(ignore: frozenset = frozenset()):
         try:
             check_variant(variant, row, ignore=ignore)
         except AssertionError as e:
-            # said now (its test says it once every variant is graded, which a cut-short run never reaches)
-            print(f"known-wrong {variant.id}: NOT as expected: {str(e).splitlines()[0][:300]}", file=sys.stderr, flush=True)
+            # said now, with the row's reasons (its test says it once every variant is graded, which a
+            # cut-short run never reaches)
+            first, *rest = str(e).splitlines() or [""]
+            detail = "".join(f"\n    {line[:300]}" for line in rest[:30])
+            print(f"known-wrong {variant.id}: NOT as expected: {first[:300]}{detail}", file=sys.stderr, flush=True)
             return
         ledger.record(variant)
         print(f"known-wrong {variant.id}: as expected (entered)", file=sys.stderr, flush=True)

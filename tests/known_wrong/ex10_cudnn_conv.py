@@ -291,8 +291,9 @@ VARIANTS += [
             "check's 8 x 128 x 28 x 28 and 4.9e-4 at the key check's 2 x 6 x 16 x 15, where cuDNN's heuristic ranks "
             "it first (H200, cuDNN 9)",
             {"cudnn_conv.cu": [("    if (strict && strict_refuses(a, c.algo)) continue;\n", "")]},
-            # cache: lost where timing picks that algorithm for the key check's 5 x 5 call (it did on an H200)
-            loses={"backward"}, keeps={"descriptors", "forward", "input_checks", "threads", "streams"},
+            # cache and forward: lost where timing picks that algorithm for a 5 x 5 call (the key check's, the
+            # forward's: each did on an H200), so not claimed either way
+            loses={"backward"}, keeps={"descriptors", "input_checks", "threads", "streams"},
             reason="exceeds 0.0001", extra={"kind": "precision", "old": "full marks"}),
 ]
 
