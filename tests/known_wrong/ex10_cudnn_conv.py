@@ -311,3 +311,16 @@ VARIANTS += [
             loses={"forward", "performance"}, reason="huge",  # speed counts only once forward passes
             extra={"huge": True, "kind": "coverage", "old": "full marks"}),
 ]
+
+# A gradient op's Python default not PyTorch's (the mutant that survived the defaults property before its calls at
+# PyTorch's default geometry): one refused by the C++ checks, one computing another convolution's gradient.
+VARIANTS += [
+    Variant(EX, "backward_weight_default_stride_0", "conv2d_backward_weight's default stride is 0, not 1",
+            {"cudnn_conv.py": [("def conv2d_backward_weight(grad_output, x, weight_size, stride=1,",
+                                "def conv2d_backward_weight(grad_output, x, weight_size, stride=0,")]},
+            loses={"backward"}, reason="PyTorch's defaults", extra={"kind": "coverage", "old": "full marks"}),
+    Variant(EX, "backward_input_default_padding_1", "conv2d_backward_input's default padding is 1, not 0",
+            {"cudnn_conv.py": [("def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=0,",
+                                "def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=1,")]},
+            loses={"backward"}, reason="PyTorch's defaults", extra={"kind": "coverage", "old": "full marks"}),
+]
