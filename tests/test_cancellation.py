@@ -86,3 +86,39 @@ def test_non_finite_answers_do_not_loosen_the_tolerance():
     plain = sum_of_products_tolerance(1e-5, product, (a[1:], b))
     assert sum_of_products_tolerance(1e-5, product, (a, b)) <= plain * 1.5  # the finite rows' ratio, about 1
     assert sum_of_products_tolerance(1e-5, product, (torch.zeros(2, 3), torch.randn(3, 2))) == 1e-5
+
+
+def test_a_large_output_keeps_the_plain_tolerance_without_a_second_reference():
+    calls = []
+
+    def counted(a, b):
+        calls.append(1)
+        return product(a, b)
+
+    a, b = torch.randn(9, 300), torch.randn(300, 8)  # 72 outputs
+    assert sum_of_products_tolerance(1e-5, counted, (a, b)) == 1e-5 and len(calls) == 1
+
+
+@pytest.mark.parametrize("exercise, label", [("05_matmul", "matmul(version=1)"), ("05_matmul", "matmul(version=4)"),
+                                             ("06_conv2d", "conv2d(version=1, bias)"),
+                                             ("10_cudnn_conv", "conv2d(mode=benchmark)")])
+def test_a_float32_call_that_cancels_gets_the_terms_norm_as_its_scale(exercise, label):
+    """A spec's strict float32 call, on one output of two terms that nearly cancel (1 - (1 - 1e-3)): its
+    tolerance (what the judge and the generated properties compare with) is the plain one times the terms'
+    norm over the answer's, about 1414; on terms that do not cancel, the plain one."""
+    from grader.specs import all_specs
+    from grader.verify.checks import CALL_TOLERANCE, call_tolerance
+
+    spec = next(s for s in all_specs() if s.exercise == exercise)
+    call = next(c for c in spec.audit_calls("cpu", torch.float32) if c.label == label)
+    args = list(call.args)
+    if exercise == "05_matmul":
+        one, other = torch.tensor([[1.0, 1.0]]), torch.tensor([[1.0], [-1.0 + 1e-3]])
+    else:  # a 1 x 2 image, a 1 x 2 kernel, no bias, stride 1, no padding, dilation 1, groups 1
+        one, other = torch.tensor([[[[1.0, 1.0]]]]), torch.tensor([[[[1.0, -1.0 + 1e-3]]]])
+        args[2:7] = [None, (1, 1), (0, 0), (1, 1), 1]
+    args[0], args[1] = one, other
+    base = CALL_TOLERANCE[torch.float32] if exercise != "10_cudnn_conv" else 1e-4
+    assert call_tolerance(call, args) == pytest.approx(base * 2 ** 0.5 / 1e-3, rel=1e-3)
+    args[1] = other.abs()
+    assert call_tolerance(call, args) == pytest.approx(base)

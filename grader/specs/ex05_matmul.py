@@ -11,7 +11,7 @@ import torch
 
 from grader.verify.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, assert_own_kernels, assert_rel_error, expect_error,
                                   on_a_busy_stream, poison_next_allocation, relative_error, require_capability,
-                                  require_plain_tensor, sum_of_products_tolerance, terms_norm, transposed_copy,
+                                  require_plain_tensor, sum_of_products_tolerance, terms_norm, cancelling_terms, transposed_copy,
                                   unmodified)
 from grader.verify import precision as probes
 from grader.verify import sass
@@ -264,7 +264,8 @@ class MatmulSpec(Spec):
             if isinstance(c, torch.Tensor) and c.dtype != torch.float32:
                 raise CheckFailure(f"{what}: output dtype {c.dtype}, expected torch.float32")
             # (batched: one norm over all) relative to the terms' norm where the answer cancels (a 1 x 1 product)
-            assert_rel_error(c, a.double() @ b.double(), REL_TOL, what, terms=terms_norm(_product, (a, b)))
+            ref = _product(a, b)
+            assert_rel_error(c, ref, REL_TOL, what, terms=cancelling_terms(_product, (a, b), ref))
         else:
             assert_tensor_core_result(c, a, b, precision, what)
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, assert_own_kernels, assert_rel_error, expect_error,
                                   poison, require_capability, require_free_memory, sum_of_products_tolerance,
-                                  terms_norm, unmodified)
+                                  cancelling_terms, terms_norm, unmodified)
 from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule, kernel_function, observe
@@ -441,7 +441,7 @@ class ConvSpec(Spec):
         tf32 = version in self.tf32_versions
         precision = " (TF32 tensor cores: the README's How it is graded)" if tf32 else ""
         # strict: relative to the terms' norm where that is larger (a few outputs that cancel); TF32's bound has it
-        terms = None if tf32 else terms_norm(lambda x, w, b: self._reference(x, w, b, c), (x, w, b))
+        terms = None if tf32 else cancelling_terms(lambda x, w, b: self._reference(x, w, b, c), (x, w, b), expected)
         assert_rel_error(y, expected, self.tolerance(version, x, w, b, c),
                          f"{what} ({describe(c, self.transposed)}){precision}", terms=terms)
 

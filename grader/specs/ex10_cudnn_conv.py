@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from grader.verify.timer import math_mode
 from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelErrors, assert_rel_error, expect_error, poison,
-                                  poison_next_allocation, require_free_memory, unmodified)
+                                  poison_next_allocation, require_free_memory, sum_of_products_tolerance, unmodified)
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
@@ -1368,8 +1368,9 @@ class CudnnConvSpec(Spec):
         def r(*shape, seed, scale=1.0):
             return audit_randn(*shape, device=device, dtype=dtype, seed=seed, scale=scale)
 
-        return [call for c, kind in ((AUDIT_DENSE, "dense"), (AUDIT_GROUPED, "grouped"), (AUDIT_DEPTHWISE, "depthwise"))
-                for call in _calls(c, kind, r)] + _gradients_at_defaults(AUDIT_DENSE, r)
+        return _cancelling([call for c, kind in ((AUDIT_DENSE, "dense"), (AUDIT_GROUPED, "grouped"),
+                                                 (AUDIT_DEPTHWISE, "depthwise"))
+                            for call in _calls(c, kind, r)] + _gradients_at_defaults(AUDIT_DENSE, r))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:
         """Every op on a convolution of random geometry of each kind (no dimension empty)."""
@@ -1381,7 +1382,7 @@ class CudnnConvSpec(Spec):
                 return audit_randn(*shape, device=device, dtype=dtype, seed=base + seed, scale=scale)
 
             calls += _calls(_draw_config(draws, kind), kind, r)
-        return calls
+        return _cancelling(calls)
 
     def kernel_rule(self):
         # cuDNN's kernels are the point; PyTorch's convolution (which would call cuDNN) may not run
@@ -1431,6 +1432,15 @@ def _audit_tolerance(*args) -> float:
     algorithms' rounding through) for float32, the course's default for other dtypes."""
     dtype = next(a.dtype for a in args if isinstance(a, torch.Tensor))
     return TOL["strict"] if dtype == torch.float32 else CALL_TOLERANCE[dtype]
+
+
+def _cancelling(calls: list[AuditCall]) -> list[AuditCall]:
+    """Each call's tolerance (_audit_tolerance) relative to the larger of its answer's norm and its terms' norm
+    (sum_of_products_tolerance: every op here sums products, and a small output may cancel)."""
+    for call in calls:
+        if call.tolerance is _audit_tolerance:
+            call.tolerance = (lambda ref: lambda *a: sum_of_products_tolerance(_audit_tolerance(*a), ref, a))(call.reference)
+    return calls
 
 
 def _calls(c: Config, kind: str, r) -> list[AuditCall]:
