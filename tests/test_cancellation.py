@@ -122,3 +122,31 @@ def test_a_float32_call_that_cancels_gets_the_terms_norm_as_its_scale(exercise, 
     assert call_tolerance(call, args) == pytest.approx(base * 2 ** 0.5 / 1e-3, rel=1e-3)
     args[1] = other.abs()
     assert call_tolerance(call, args) == pytest.approx(base)
+
+
+def test_a_gradient_that_cancels_gets_its_own_terms_norm_as_its_scale():
+    """The gradients of a sum of products sum products too: the bias's gradient, the sum of v over the
+    output, near 0 (1 - (1 - 1e-3)) gets its terms' norm sqrt(1 + (1 - 1e-3)^2) as its scale; the other
+    gradients theirs (here none cancels); a call that does not sum products keeps the plain tolerance."""
+    from grader.verify.judge import gradient_tolerances, gradients
+    from grader.verify.spec import AuditCall
+
+    conv = lambda x, w, b: F.conv2d(x.double(), w.double(), b.double())  # noqa: E731
+    args = [torch.tensor([[[[1.0, 2.0, 3.0]]]]), torch.tensor([[[[0.5, 0.25]]]]), torch.tensor([0.1])]
+    call = AuditCall("conv", tuple(args), ("x", "weight", "bias"), conv, grad_args=(0, 1, 2), tolerance=1e-5,
+                     sums_products=True)
+    v = torch.tensor([[[[1.0, -1.0 + 1e-3]]]], dtype=torch.float64)
+    expected = gradients(conv, call, [a.double() for a in args], 0, v)
+    tols = gradient_tolerances(call, args, expected, v)
+    assert tols[2] == pytest.approx(1e-5 * (1 + (1 - 1e-3) ** 2) ** 0.5 / 1e-3, rel=1e-6)
+    # d/dw = [1 - 2 c, 2 - 3 c] (c = 1 - 1e-3), its terms' norms [sqrt(1 + 4 c^2), sqrt(4 + 9 c^2)]: about 3
+    c = 1 - 1e-3
+    dw, terms = torch.tensor([1 - 2 * c, 2 - 3 * c]), torch.tensor([1 + 4 * c * c, 4 + 9 * c * c]).sqrt()
+    assert tols[1] == pytest.approx(1e-5 * (terms.norm() / dw.norm()).item(), rel=1e-6)
+    # d/dx = [0.5, 0.25 - 0.5 c, -0.25 c]: its norm against its terms' norm, about 1.3
+    dx, terms = torch.tensor([0.5, 0.25 - 0.5 * c, -0.25 * c]), torch.tensor([0.25, 0.0625 + 0.25 * c * c, 0.0625 * c * c]).sqrt()
+    assert tols[0] == pytest.approx(1e-5 * (terms.norm() / dx.norm()).item(), rel=1e-6)
+    summed = gradients(conv, call, [a.double() for a in args], 0, v.abs())  # 1 + (1 - 1e-3): no cancelling
+    assert gradient_tolerances(call, args, summed, v.abs())[2] == pytest.approx(1e-5)
+    plain = AuditCall("conv", tuple(args), ("x", "weight", "bias"), conv, grad_args=(0, 1, 2), tolerance=1e-5)
+    assert gradient_tolerances(plain, args, expected, v) == [1e-5] * 3

@@ -11,7 +11,7 @@ import torch
 
 from grader.verify.checks import (LAYOUTS, CheckFailure, aligned_cropped_copy, assert_own_kernels, assert_rel_error, expect_error,
                                   on_a_busy_stream, poison_next_allocation, relative_error, require_capability,
-                                  require_plain_tensor, sum_of_products_tolerance, terms_norm, cancelling_terms, transposed_copy,
+                                  require_plain_tensor, terms_norm, cancelling_terms, transposed_copy,
                                   unmodified)
 from grader.verify import precision as probes
 from grader.verify import sass
@@ -599,10 +599,10 @@ class MatmulSpec(Spec):
                          # M = 1 and N = 1, each alone: a tile's bound or a vector path for a thin product
                          domains={0: one_per_axis(a.shape, (None,) * (a.dim() - 2) + ("row of A (M = 1)", None)),
                                   1: one_per_axis(b.shape, (None,) * (b.dim() - 2) + (None, "column of B (N = 1)"))},
-                         # strict float32: REL_TOL of the answer's norm or its terms' norm, the larger (a
-                         # random call's 1 x 1 product cancels); tensor cores: their precision's bound
-                         tolerance=(lambda A, B, v: sum_of_products_tolerance(REL_TOL, _product, (A, B))) if precision is None
-                         else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
+                         # strict float32: the course's float32 tolerance (REL_TOL), of the terms' norm where a
+                         # small product cancels (a random call's 1 x 1); tensor cores: their precision's bound
+                         tolerance=None if precision is None else (lambda A, B, v, p=precision: normwise_tolerance(A, B, p)),
+                         sums_products=precision is None,
                          needs_capability=capability_of(version))
 
     def random_calls(self, g, device, dtype) -> list[AuditCall]:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from grader.verify.timer import math_mode
 from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelErrors, assert_rel_error, expect_error, poison,
-                                  poison_next_allocation, require_free_memory, sum_of_products_tolerance, unmodified)
+                                  poison_next_allocation, require_free_memory, unmodified)
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
@@ -1435,11 +1435,10 @@ def _audit_tolerance(*args) -> float:
 
 
 def _cancelling(calls: list[AuditCall]) -> list[AuditCall]:
-    """Each call's tolerance (_audit_tolerance) relative to the larger of its answer's norm and its terms' norm
-    (sum_of_products_tolerance: every op here sums products, and a small output may cancel)."""
+    """Every op here sums products (`AuditCall.sums_products`: a small output that cancels is judged against
+    its terms' norm)."""
     for call in calls:
-        if call.tolerance is _audit_tolerance:
-            call.tolerance = (lambda ref: lambda *a: sum_of_products_tolerance(_audit_tolerance(*a), ref, a))(call.reference)
+        call.sums_products = True
     return calls
 
 

@@ -261,10 +261,23 @@ def call_dtype(call) -> torch.dtype:
     return next((d for d in order if d in found), torch.float64)
 
 
-def call_tolerance(call, args=None) -> float:
-    """The normwise relative error an AuditCall's result may have: none for an op that only moves
-    values, the call's own tolerance where it gives one (a float, or a function of the arguments: those
-    given, e.g. the call at one of its edges, else the call's own), else by its dtype (CALL_TOLERANCE)."""
+def call_tolerance(call, args=None, expected=None) -> float:
+    """The normwise relative error an AuditCall's result may have (`plain_tolerance`), for a call that sums
+    products (`sums_products`) relative to the larger of the answer's norm and its terms' norm where its
+    output is small (sum_of_products_tolerance; `expected`: the reference's answer on these arguments, where
+    the caller has it)."""
+    tol = plain_tolerance(call, args)
+    if call.sums_products and tol > 0:
+        answer = expected if isinstance(expected, torch.Tensor) else None
+        return sum_of_products_tolerance(tol, call.reference, call.args if args is None else args, answer)
+    return tol
+
+
+def plain_tolerance(call, args=None) -> float:
+    """The normwise relative error an AuditCall's result may have, relative to the answer: none for an op
+    that only moves values, the call's own tolerance where it gives one (a float, or a function of the
+    arguments: those given, e.g. the call at one of its edges, else the call's own), else by its dtype
+    (CALL_TOLERANCE)."""
     if call.exact:
         return 0.0
     if call.tolerance is not None:
@@ -405,10 +418,21 @@ def terms_norm(reference, args) -> torch.Tensor:
     sum of products of its tensor arguments' elements with coefficients 0 or 1 (matmul, a convolution and
     its transpose and their gradients, a bias added): `reference` (float64) on every floating tensor of
     `args` squared (non-finite values as 0: they are judged on their own)."""
-    squared = [torch.nan_to_num(a.detach().double(), nan=0.0, posinf=0.0, neginf=0.0) ** 2
-               if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-    out = reference(*squared)
-    return out.clamp_min(0).sqrt()
+    return reference(*squares(args)).clamp_min(0).sqrt()
+
+
+def squares(args) -> list:
+    """Each floating tensor of `args` squared in float64 (non-finite values as 0); the rest as they are."""
+    return [torch.nan_to_num(a.detach().double(), nan=0.0, posinf=0.0, neginf=0.0) ** 2
+            if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+
+
+def cancellation_factor(answer: torch.Tensor, terms: torch.Tensor) -> float:
+    """max(1, ‖terms‖ / ‖answer‖) over the answer's finite elements (NaN and infinities are judged on their
+    own); 1 where the answer's norm is 0."""
+    finite = torch.isfinite(answer)
+    norm = torch.linalg.vector_norm(answer.double()[finite]).item()
+    return max(1.0, torch.linalg.vector_norm(terms.double()[finite]).item() / norm) if norm > 0 else 1.0
 
 
 def cancelling_terms(reference, args, expected: torch.Tensor) -> torch.Tensor | None:
@@ -417,18 +441,15 @@ def cancelling_terms(reference, args, expected: torch.Tensor) -> torch.Tensor | 
     return terms_norm(reference, args) if expected.numel() <= SMALL_OUTPUT else None
 
 
-def sum_of_products_tolerance(tol: float, reference, args) -> float:
+def sum_of_products_tolerance(tol: float, reference, args, answer: torch.Tensor | None = None) -> float:
     """`tol` (normwise, relative to the answer) for a sum-of-products op (`terms_norm`) on `args`: relative
     to the larger of the answer's norm and its terms' norm, as a tolerance relative to the answer (what a
     call's `tolerance` gives): tol * max(1, ‖terms‖ / ‖answer‖); `tol` itself for an output of more than
-    SMALL_OUTPUT elements."""
-    answer = reference(*args).double()
+    SMALL_OUTPUT elements. `answer`: reference(*args), where the caller has it."""
+    answer = reference(*args) if answer is None else answer
     if answer.numel() > SMALL_OUTPUT:
         return tol
-    finite = torch.isfinite(answer)  # (NaN and infinities are judged on their own: the finite outputs count)
-    norm = torch.linalg.vector_norm(answer[finite]).item()
-    terms = torch.linalg.vector_norm(terms_norm(reference, args)[finite]).item()
-    return tol * max(1.0, terms / norm) if norm > 0 else tol
+    return tol * cancellation_factor(answer, terms_norm(reference, args))
 
 
 def assert_rel_error(actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str,

@@ -45,6 +45,7 @@ from grader import env
 from grader.verify.checks import LAYOUTS, cuda_context_lost, error_message, output_problem, relative_error
 from grader.verify.checks import without_cpp_stack as clean  # the judge's name for it
 from grader.verify.checks import call_tolerance as tolerance  # noqa: F401 (the judge's name for it)
+from grader.verify.checks import SMALL_OUTPUT, cancellation_factor, plain_tolerance, squares
 from grader.verify.outcomes import TestOutcome
 from grader.verify.results import save_atomic
 from grader.verify.spec import AuditCall, Spec, audit_seed, derived_seed
@@ -321,6 +322,23 @@ class _HandsBack(torch.autograd.Function):
         return ctx.v, None
 
 
+def gradient_tolerances(call: AuditCall, args: list, expected: list, v: torch.Tensor) -> list[float]:
+    """The normwise tolerance of each of the call's gradients (`expected`, the reference's, for the cotangent
+    `v`): the call's own (plain_tolerance, not the forward answer's cancellation), and for a call that sums
+    products (`sums_products`), where a gradient is small enough to cancel, relative to the larger of its
+    norm and its terms' norm. Each gradient of a sum of products sums products too: the gradients of
+    <reference(the arguments squared), v squared> are, term by term, the sums of those terms' squares."""
+    base = plain_tolerance(call, args)
+    tols = [base] * len(expected)
+    small = [k for k, e in enumerate(expected) if is_tensor(e) and e.numel() <= SMALL_OUTPUT]
+    if call.sums_products and base > 0 and small:
+        v64 = torch.nan_to_num(v.double(), nan=0.0, posinf=0.0, neginf=0.0)
+        terms = gradients(call.reference, call, squares(args), 0, v64 * v64)  # (v goes where the answer is)
+        for k in small:
+            tols[k] = base * cancellation_factor(expected[k], terms[k].to(expected[k].device).clamp_min(0).sqrt())
+    return tols
+
+
 def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
     """gradients() on the call's own arguments on `device`, v the same in the grading process and here."""
     return gradients(fn, call, [_to(a, device) for a in call.args], derived_seed(seed, call.label))
@@ -395,6 +413,15 @@ class References:
         """The reference's gradients through `call` (one of `calls("gradients")`), in float64 on the CPU."""
         return self._get(("gradients", call.label), lambda: _differentiate(call.reference, call, self.seed, "cpu"))
 
+    def gradient_tolerances(self, call: AuditCall) -> list[float]:
+        """gradient_tolerances of `call`'s gradients, for the cotangent the grading process drew."""
+        def compute():
+            expected = self.gradients(call)
+            answer = call.reference(*[_to(a, "cpu") for a in call.args])
+            v = cotangent(answer.shape, derived_seed(self.seed, call.label))
+            return gradient_tolerances(call, [_to(a, "cpu") for a in call.args], expected, v)
+        return self._get(("gradient tolerances", call.label), compute)
+
     def compute_all(self) -> None:
         """Every answer and gradient `verdicts` may ask for (a fault is kept for it to report)."""
         for call in self.calls():
@@ -446,7 +473,8 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome],
         for call in references.calls("gradients"):
             if call.grad_args:
                 add(call.label + GRADS_SUFFIX, AUTOGRAD,
-                    unreadable or _gradient_problem(call, outputs, lambda call=call: references.gradients(call)))
+                    unreadable or _gradient_problem(call, outputs, lambda call=call: references.gradients(call),
+                                                    lambda call=call: references.gradient_tolerances(call)))
     if INPUT_CHECKS in ran:
         for call in references.calls():
             for name, i in device_spoils(call):
@@ -540,8 +568,9 @@ def _input_check_problem(name: str, argument: str, outputs: dict) -> str | None:
     return None
 
 
-def _gradient_problem(call: AuditCall, outputs: dict, expected) -> str | None:
-    """What is wrong with the saved gradients through `call`; `expected()`: the reference's."""
+def _gradient_problem(call: AuditCall, outputs: dict, expected, tolerances) -> str | None:
+    """What is wrong with the saved gradients through `call`; `expected()`: the reference's, `tolerances()`
+    each one's (gradient_tolerances)."""
     what = f"the gradients through {call.label}"
     actual = outputs.get(call.label + GRADS_SUFFIX)
     if actual is None:
@@ -549,10 +578,17 @@ def _gradient_problem(call: AuditCall, outputs: dict, expected) -> str | None:
     if isinstance(actual, dict):
         return f"{what}: {actual.get('error', 'not tensors')}"
     try:
-        expected = expected()
+        expected, tols = expected(), tolerances()
     except Exception as e:  # noqa: BLE001: a grader fault, reported as such
         return f"grader error: differentiating the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
-    return compare(actual, expected, tolerance(call), what)
+    if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+        return compare(actual, expected, tols[0] if tols else 0.0, what)  # the count's own message
+    # each gradient at its own tolerance, in order: the first wrong one is the problem (named as one list's)
+    for k, (a, e, tol) in enumerate(zip(actual, expected, tols)):
+        problem = compare(a, e, tol, f"{what}[{k}]")
+        if problem:
+            return problem
+    return None
 
 
 def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse: list[str] = (),

@@ -239,6 +239,11 @@ class AuditCall:
     # (major, minor): the call needs a GPU of at least this compute capability; below it, the checks
     # made from the call are reported as not run on this GPU (grader.verify.checks.require_capability)
     needs_capability: tuple[int, int] | None = None
+    # each output (and each gradient) a sum of products of the tensor arguments' elements with coefficients 0
+    # or 1 (matmul, a convolution, its transpose and gradients, a bias added), rounded in float32 order: where
+    # an output is small enough to cancel, its error is relative to the larger of its norm and its terms' norm
+    # (grader.verify.checks.terms_norm). Not for a tolerance derived from the precision (it has the terms)
+    sums_products: bool = False
     # arguments a drop-in caller may leave out, each with the value it then takes (PyTorch's default for
     # it: `torch_defaults`): the generated property calls the op without them (the arguments after them
     # by keyword) and compares with the reference at those values
