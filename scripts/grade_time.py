@@ -42,6 +42,29 @@ def main(argv=None) -> None:
     print(f"\nby kind of check, the {args.top} longest (all exercises):")
     for k in sorted(wall, key=lambda k: -wall[k])[:args.top]:
         print(f"  {wall[k]:7.1f} s wall {cpu[k]:7.1f} s CPU {count[k]:5d} checks  {k[:80]}")
+    lock_timeline(report)
+
+
+def lock_timeline(report: dict) -> None:
+    """The checks past 2^31 bytes, which hold the run's one lock in turn (grader.run.gate.one_at_a_time): each
+    one's wait and hold, in the order they got it, and how long the lock was held in all against its span."""
+    held = []
+    for x in report["exercises"]:
+        for t in x.get("tests", []):
+            p = t.get("properties") or {}
+            if "lock_held_s" in p:
+                got = p["lock_asked"] + p["lock_wait_s"]
+                held.append((got, got + p["lock_held_s"], p["lock_wait_s"], x["exercise"], t["name"]))
+    if not held:
+        return
+    held.sort()
+    start = held[0][0]
+    print("\nthe lock of the checks past 2^31 bytes (seconds from its first taker):")
+    for got, gone, waited, exercise, name in held:
+        print(f"  {got - start:6.1f} - {gone - start:6.1f}  held {gone - got:5.1f}, waited {waited:5.1f}  "
+              f"{exercise[:2]} {name[:60]}")
+    total = sum(gone - got for got, gone, *_ in held)
+    print(f"  held {total:.1f} s in all over a span of {max(g for _, g, *_ in held) - start:.1f} s")
 
 
 if __name__ == "__main__":

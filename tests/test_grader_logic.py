@@ -1034,6 +1034,59 @@ def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
         "--- part 2 of 3 (01_leaky_relu.part2) ---"]
 
 
+def test_part_0_takes_a_smaller_share_where_it_does_more(tmp_path, monkeypatch):
+    """Part 0 also records the judge's outputs: where that costs it seconds (FIRST_PART0_EXTRA, then what the
+    GPU's last full grade measured), it takes fewer of the checks, so that every part ends together; the deal
+    keeps every part a mix of every kind, and equal shares deal check k to part k % n."""
+    from types import SimpleNamespace
+
+    from grader.run import grading
+    from grader.run.suite.conftest import deal
+    from grader.verify.outcomes import ExerciseRow, TestOutcome
+
+    share = grading.first_shares({"09": 124.3, "06": 70.0}, {"09": 8.6, "06": 0.0}, {"09": 4, "06": 3})
+    assert set(share) == {"09"} and share["09"] == pytest.approx(((115.7 + 8.6) / 4 - 8.6) / 115.7)
+    assert grading.first_shares({"09": 10.0}, {"09": 30.0}, {"09": 2}) == {}  # only extra: no checks to move
+    assert grading.first_shares({"09": 40.0}, {"09": 30.0}, {"09": 2}) == {"09": 0.0}  # part 0 its extra alone
+    assert deal(10, 3) == [k % 3 for k in range(10)] and deal(4, 1) == [0] * 4
+    owners = deal(400, 4, 0.194)
+    assert [owners.count(i) for i in range(4)] == [78, 108, 107, 107]
+    assert all(set(owners[k:k + 16]) == {0, 1, 2, 3} for k in range(0, 400, 16))  # mixed all along
+
+    monkeypatch.setattr(grading, "CHECK_SECONDS", tmp_path / "check-seconds.json")
+    assert grading.part0_extras(["09_conv_bn_relu_training", "05_matmul"], "GPU A, 1.0") == {
+        "09_conv_bn_relu_training": grading.FIRST_PART0_EXTRA["09_conv_bn_relu_training"], "05_matmul": 0.0}
+    passed = (TestOutcome("forward[a]", "forward", "passed", seconds=30.0),)
+    row = ExerciseRow("09_conv_bn_relu_training", "x", "graded", "", 1, 1, tests=passed)
+    startup = grading.STARTUP_S
+    # part 0 ran 20 s of its 0.2 share and 6 s of recordings; each other part 26.67 s: (1 - 0.2) / 3 of 100 s
+    parts = [SimpleNamespace(wall_s=26.0 + startup + 3.0, held_s=3.0, waited_s=0.0, timed_s=0.0)] + \
+        [SimpleNamespace(wall_s=80 / 3 + startup, held_s=0.0, waited_s=0.0, timed_s=0.0)] * 3
+    grading.record_check_seconds([row], {row.exercise: parts}, "GPU A, 1.0", shares={row.exercise: 0.2})
+    assert grading.part0_extras([row.exercise], "GPU A, 1.0") == {row.exercise: pytest.approx(6.0)}
+    assert grading.check_weights(tmp_path, [row.exercise], "GPU A, 1.0") == {row.exercise: pytest.approx(106.0)}
+
+
+def test_an_exercise_whose_part_0_takes_a_smaller_share_gives_the_row_of_one_process(monkeypatch):
+    """Shares dealt unevenly (part 0 fewer checks) still grade every check once: the merged results are
+    those of one process."""
+    from grader.run import grading
+    from grader.run.options import GradeOptions
+    from grader.specs import select
+
+    whole = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5, parallel=1), log=lambda *a: None)[0]
+    monkeypatch.setattr(grading, "default_parallel", lambda count: min(count, 3))
+    monkeypatch.setattr(grading, "MIN_PART_S", 0)
+    monkeypatch.setattr(grading, "FIRST_PART0_EXTRA", {"01_leaky_relu": 1.5})
+    commands = []
+    real = grading.grading_job
+    monkeypatch.setattr(grading, "grading_job", lambda *a, **k: commands.append(real(*a, **k)) or commands[-1])
+    parted = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5), log=lambda *a: None)[0]
+    assert any(arg.startswith("--first-share=") for job in commands for arg in job.cmd), [j.cmd for j in commands]
+    assert sorted((t.name, t.outcome, t.reason) for t in parted.tests) == \
+        sorted((t.name, t.outcome, t.reason) for t in whole.tests)
+
+
 def test_a_part_that_died_before_collecting_costs_the_whole_exercise(tmp_path):
     """One part's process died before it wrote its results file: its checks were never collected, so
     the merged results hold none (not the other parts' checks alone, which could pass their groups), and

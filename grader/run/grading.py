@@ -218,7 +218,7 @@ def read_yardstick(job: gate.Job, workdir: Path) -> dict[str, dict]:
 
 
 def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: GradeOptions,
-                device: str | None = None, part: tuple[int, int] = (0, 1)) -> gate.Job:
+                device: str | None = None, part: tuple[int, int] = (0, 1), first_share: float | None = None) -> gate.Job:
     """The process that grades one exercise folder (run by grader.run.gate, which contains its crashes
     and hangs); `grading_row` scores it once it ended. It may start before the folder is built: it
     waits, before loading the exercise, for the parent to write `_build_result_path`. Of `options`,
@@ -236,7 +236,8 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
     checks after it are not run), but all a mutant needs to be known killed (grader.run.mutants).
 
     `part` (i, n): this process runs every n-th of the checks from the i-th (`--shard`); part 0 also the
-    timing and the judge's recordings, under the exercise's own file names (`merge_parts` joins them)."""
+    timing and the judge's recordings, under the exercise's own file names (`merge_parts` joins them), and
+    with `first_share` (`first_shares`) that fraction of the checks, the others the rest in equal parts."""
     if options.seed is None:
         raise ValueError("a grading process needs the run's seed (GradeOptions.seed)")
     seed, keyword, sanitize = options.seed, options.keyword, options.sanitize
@@ -253,6 +254,8 @@ def grading_job(exercise: str, exercise_dir: Path, workdir: Path, options: Grade
                 f"--timed-outputs={_timed_outputs_path(workdir, exercise)}"]
     if part[1] > 1:
         cmd.append(f"--shard={part[0]}/{part[1]}")
+        if first_share is not None:
+            cmd.append(f"--first-share={first_share:.4f}")
     if keyword:
         cmd += ["-k", keyword]
     if sanitize == RACECHECK:
@@ -299,6 +302,12 @@ STARTUP_S = 6.0  # a grading process's start-up before its first check (torch, C
 FIRST_GRADE_SECONDS = {"01_leaky_relu": 3.9, "02_elu": 2.9, "03_transpose": 1.0, "04_stencil2d": 1.2,
                        "05_matmul": 47.0, "06_conv2d": 73.3, "07_conv_transpose2d": 72.2,
                        "08_conv_bn_relu_inference": 19.1, "09_conv_bn_relu_training": 124.3, "10_cudnn_conv": 72.5}
+# Part 0's own work beside its share of the checks (the judge's recordings and last calls), in seconds, before
+# this GPU has measured its own (record_check_seconds): 09's part 0 ran 45.8 s of checks and recordings where
+# its three other parts ran 37.0-37.3 s (H200 host of two, 2026-11-30, warm, d24cd8b); the others' part 0
+# ended with their other parts, within the spread of the parts' own checks.
+FIRST_PART0_EXTRA = {"09_conv_bn_relu_training": 8.6}
+PART0_KEY = "part 0's extra"  # in CHECK_SECONDS, beside the exercises' seconds: {exercise: seconds}
 BYTES_PER_CHECK_SECOND = 1300.0  # an exercise not in the table: from its sources' size (about the table's ratio)
 # each machine's last full grade's check time per exercise, by GPU: {device name: {exercise: seconds}}
 CHECK_SECONDS = env.BUILD_ROOT / "check-seconds.json"
@@ -320,8 +329,31 @@ def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> d
     return out
 
 
+def part0_extras(exercises: Sequence[str], device_name: str) -> dict[str, float]:
+    """Each exercise's part-0 extra seconds (the judge's recordings), as this GPU's last full grade measured
+    them (CHECK_SECONDS), else FIRST_PART0_EXTRA, else 0."""
+    try:
+        measured = json.loads(CHECK_SECONDS.read_text()).get(device_name, {}).get(PART0_KEY, {})
+    except (OSError, ValueError, AttributeError):
+        measured = {}
+    measured = measured if isinstance(measured, dict) else {}
+    return {e: float(measured.get(e, FIRST_PART0_EXTRA.get(e, 0.0))) for e in exercises}
+
+
+def first_shares(weights: dict[str, float], extras: dict[str, float], parts: dict[str, int]) -> dict[str, float]:
+    """For each exercise in several parts whose part 0 has extra work (`extras`), the fraction of its checks
+    part 0 takes so that every part ends together: the checks' seconds T (its weight less the extra) and
+    the extra J over n parts give each (T + J) / n, part 0's checks (T + J) / n - J (none below 0)."""
+    out = {}
+    for e, n in parts.items():
+        checks, extra = weights.get(e, 0.0) - extras.get(e, 0.0), extras.get(e, 0.0)
+        if n > 1 and extra > 0 and checks > 0:
+            out[e] = max(0.0, min(1.0 / n, ((checks + extra) / n - extra) / checks))
+    return out
+
+
 def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], device_name: str,
-                         built: bool = False) -> None:
+                         built: bool = False, shares: dict[str, float] | None = None) -> None:
     """Each exercise's check time where every check ran to its end (no test failed: a failing check stops at
     its first wrong answer, so a stub's or a half-done exercise's seconds would say little): its processes'
     running time (less their waits for the builds, the GPU and the lock of the largest checks, and the timing
@@ -332,12 +364,16 @@ def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], dev
     seconds left 06 unsplit, its longest process (2026-11-30)."""
     if built:
         return
-    seconds = {}
+    seconds, extras = {}, {}
     for row in rows:
         parts = jobs.get(row.exercise, ())
         if row.status == "graded" and parts and not any(t.outcome == "failed" for t in row.tests):
-            running = sum(job.wall_s - job.held_s - job.waited_s - job.timed_s for job in parts)
-            seconds[row.exercise] = round(max(0.0, running - STARTUP_S * len(parts)), 1)
+            running = [job.wall_s - job.held_s - job.waited_s - job.timed_s - STARTUP_S for job in parts]
+            seconds[row.exercise] = round(max(0.0, sum(running)), 1)
+            if len(parts) > 1:  # part 0's extra: what it ran beyond its share of the others' checks
+                share = (shares or {}).get(row.exercise, 1.0 / len(parts))
+                checks = sum(running[1:]) / (1.0 - share)
+                extras[row.exercise] = round(min(max(0.0, running[0] - share * checks), checks), 1)
     if not seconds:
         return
     try:
@@ -345,7 +381,9 @@ def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], dev
         known = known if isinstance(known, dict) else {}
     except (OSError, ValueError):
         known = {}
-    known[device_name] = {**(known.get(device_name) or {}), **seconds}
+    mine = known.get(device_name) if isinstance(known.get(device_name), dict) else {}
+    earlier = mine.get(PART0_KEY) if isinstance(mine.get(PART0_KEY), dict) else {}
+    known[device_name] = {**mine, **seconds, PART0_KEY: {**earlier, **extras}}
     try:
         write_json_atomic(CHECK_SECONDS, known)
     except OSError:
@@ -705,6 +743,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
         parts = plan_parts(weights, default_parallel(PARALLEL_MAX))
     else:
         parts = {e: 1 for e in present}
+    shares = first_shares(weights, part0_extras(present, device_name), parts)  # part 0's, where it does more
     parallel = max(1, options.parallel if options.parallel is not None
                    else default_parallel(max(len(chosen.exercises), sum(parts.values()))))
     # a full grade on a GPU measures each exercise's check time for the next one's plan
@@ -734,8 +773,8 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
         # the libraries' reads (read_library_when_built) in a pool of their own: not behind a build still queued
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="build") as pool, \
                 ThreadPoolExecutor(max_workers=4, thread_name_prefix="library") as readers:
-            part_jobs = {e: [grading_job(e, target / e, tmp, options, device, (k, parts[e])) for k in range(parts[e])]
-                         for e in present}
+            part_jobs = {e: [grading_job(e, target / e, tmp, options, device, (k, parts[e]), shares.get(e))
+                             for k in range(parts[e])] for e in present}
             gradings = {e: jobs_[0] for e, jobs_ in part_jobs.items()}
             jobs_by_name = {job.name: job for jobs_ in part_jobs.values() for job in jobs_}
             exercise_of = {job.name: e for e, jobs_ in part_jobs.items() for job in jobs_}
@@ -850,5 +889,5 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             log(f"  scored {len(rows)} exercises in {scoring_all:.1f} s")
     if measuring:
         record_check_seconds(list(rows.values()), part_jobs, device_name,
-                             built=not all(f.result().get("cached") for f in builds.values()))
+                             built=not all(f.result().get("cached") for f in builds.values()), shares=shares)
     return [rows[e] for e in chosen.exercises if e in rows]

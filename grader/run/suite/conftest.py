@@ -67,6 +67,9 @@ def pytest_addoption(parser):
     group.addoption("--shard", default="0/1",
                     help="i/n: run every n-th of the selected checks from the i-th (part 0 also the timing): one "
                          "exercise's checks over n processes (grader.run.grading.plan_shards)")
+    group.addoption("--first-share", type=float, default=None,
+                    help="with --shard: the fraction of the checks part 0 takes (it also records the judge's "
+                         "outputs); the other parts share the rest equally (grader.run.grading.first_shares)")
 
 
 def pytest_configure(config):
@@ -85,25 +88,29 @@ def pytest_configure(config):
     part, parts = (int(v) for v in config.getoption("--shard").split("/"))
     done = resume.finished(earlier) if earlier else set()
     if parts > 1 or done:
-        config.pluginmanager.register(_Shard(part, parts, done), "course-shard")
+        config.pluginmanager.register(_Shard(part, parts, done, config.getoption("--first-share")), "course-shard")
 
 
 class _Shard:
     """This process's part of the exercise's checks: every n-th of those -k and -m selected, from the
     i-th (so each part gets checks of every kind), and part 0 the timing too; less those an earlier
-    image of this process finished before a fault (`done`, grader/run/suite/resume.py)."""
+    image of this process finished before a fault (`done`, grader/run/suite/resume.py). With `first_share`,
+    part 0 takes that fraction of the checks and the others the rest (`deal`)."""
 
-    def __init__(self, part: int, parts: int, done: set[str] = frozenset()):
+    def __init__(self, part: int, parts: int, done: set[str] = frozenset(), first_share: float | None = None):
         if not 0 <= part < parts:
             raise pytest.UsageError(f"--shard {part}/{parts}: the part must be 0 to {parts - 1}")
-        self.part, self.parts, self.done = part, parts, done
+        if first_share is not None and not 0.0 <= first_share <= 1.0:
+            raise pytest.UsageError(f"--first-share {first_share}: a fraction from 0 to 1")
+        self.part, self.parts, self.done, self.first_share = part, parts, done, first_share
 
     @pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
     def pytest_collection_modifyitems(self, config, items):
         from grader.verify.results import recorded_name
 
         checks = [it for it in items if it.name != "test_performance"]
-        mine = {id(it) for k, it in enumerate(checks) if k % self.parts == self.part}
+        owners = deal(len(checks), self.parts, self.first_share)
+        mine = {id(it) for it, owner in zip(checks, owners) if owner == self.part}
         if self.part == 0:
             mine |= {id(it) for it in items if it.name == "test_performance"}
         mine -= {id(it) for it in items if recorded_name(it.nodeid) in self.done}
@@ -111,6 +118,22 @@ class _Shard:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = [it for it in items if id(it) in mine]
+
+
+def deal(count: int, parts: int, first_share: float | None = None) -> list[int]:
+    """The part of each of `count` checks, in order: part 0 `first_share` of them (default: an equal share),
+    the others the rest equally; each check to the part furthest behind its share so far (the lowest on a
+    tie), so that every part gets checks of every kind: with equal shares, check k goes to part k % parts.
+    Every process of an exercise deals the same list alike."""
+    first = 1.0 / parts if first_share is None else first_share
+    shares = [first] + [(1.0 - first) / (parts - 1)] * (parts - 1) if parts > 1 else [1.0]
+    taken = [0] * parts
+    owners = []
+    for k in range(count):
+        owner = max(range(parts), key=lambda i: (round(shares[i] * (k + 1) - taken[i], 9), -i))  # (float ties)
+        taken[owner] += 1
+        owners.append(owner)
+    return owners
 
 
 _exit_status: list[int] = []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 import types
 
 import pytest
@@ -73,8 +74,13 @@ def test_check(check, ctx, spec, request):
         ctx = dataclasses.replace(ctx, module=Watched(ctx.module, spec.kernel_rule(), check.name))
     # a check of more than 2^31 bytes runs alone among concurrent grading processes; outside the
     # try, so that its tensors (held by a failure's traceback) are freed before the next one runs
+    asked = time.time()
     with gate.one_at_a_time(check.huge):
+        began = time.time()
         failure = run_check(check, ctx)
+    if check.huge:  # the lock's timeline (scripts/grade_time.py): when it was asked for, got, and let go
+        request.node.user_properties += [("lock_asked", round(asked, 3)), ("lock_wait_s", round(began - asked, 3)),
+                                         ("lock_held_s", round(time.time() - began, 3))]
     if failure is not None:
         if cuda_context_lost(failure):
             resume.lost.append(check.name)
