@@ -431,6 +431,7 @@ class References:
             if call.grad_args:
                 with contextlib.suppress(Exception):
                     self.gradients(call)
+                    self.gradient_tolerances(call)
 
 
 def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome],
