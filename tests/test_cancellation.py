@@ -150,3 +150,14 @@ def test_a_gradient_that_cancels_gets_its_own_terms_norm_as_its_scale():
     assert gradient_tolerances(call, args, summed, v.abs())[2] == pytest.approx(1e-5)
     plain = AuditCall("conv", tuple(args), ("x", "weight", "bias"), conv, grad_args=(0, 1, 2), tolerance=1e-5)
     assert gradient_tolerances(plain, args, expected, v) == [1e-5] * 3
+
+
+def test_the_scale_is_found_on_the_answers_device():
+    """The judge's answer is on the CPU where a call's arguments (and so their terms) may be on another
+    GPU: the factor moves the terms to the answer (on an H200 host of two, 10's bias gradient on the other
+    GPU had failed its input check with PyTorch's "indices should be ... on the same device"; a machine of
+    one device cannot show it, so here the terms come in another dtype and must still be compared)."""
+    from grader.verify.checks import cancellation_factor
+
+    answer = torch.tensor([1e-3, 0.0, float("nan")], dtype=torch.float32)
+    assert cancellation_factor(answer, torch.tensor([1.0, 0.0, 5.0], dtype=torch.float64)) == pytest.approx(1000.0)

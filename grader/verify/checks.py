@@ -432,7 +432,9 @@ def cancellation_factor(answer: torch.Tensor, terms: torch.Tensor) -> float:
     own); 1 where the answer's norm is 0."""
     finite = torch.isfinite(answer)
     norm = torch.linalg.vector_norm(answer.double()[finite]).item()
-    return max(1.0, torch.linalg.vector_norm(terms.double()[finite]).item() / norm) if norm > 0 else 1.0
+    # (the judge's answer is on the CPU where a call's arguments may be on another GPU)
+    terms = terms.to(answer.device, torch.float64)
+    return max(1.0, torch.linalg.vector_norm(terms[finite]).item() / norm) if norm > 0 else 1.0
 
 
 def cancelling_terms(reference, args, expected: torch.Tensor) -> torch.Tensor | None:
