@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.verify.checks import CheckFailure, assert_rel_error, sum_of_products_tolerance, terms_norm
+from grader.verify.checks import CheckFailure, assert_rel_error, cancelling_terms, output_problem, terms_norm
 
 K = 300
 
@@ -46,15 +46,15 @@ def test_terms_norm_is_the_root_of_the_squared_terms_sum():
 
 def test_a_right_float32_answer_passes_however_it_cancels():
     """The draws where the answer's own norm would have failed it (they exist: the reason for the rule)
-    pass against the terms' norm, in both the spec checks' form and the calls' tolerance."""
+    pass against the terms' norm, in both the spec checks' form (assert_rel_error) and the calls' (an
+    OutputCheck's terms)."""
     cancelled = 0
     for a, b in draws(600):
         ref, got = product(a, b), sequential_dot(a, b)
-        err = (got.double() - ref).norm().item()
-        if err > 1e-5 * ref.norm().item():
+        if output_problem(got, ref, 1e-5, "1 x 1 x 300") is not None:
             cancelled += 1
         assert_rel_error(got, ref, 1e-5, "1 x 1 x 300", terms=terms_norm(product, (a, b)))
-        assert err <= sum_of_products_tolerance(1e-5, product, (a, b)) * ref.norm().item()
+        assert output_problem(got, ref, 1e-5, "1 x 1 x 300", terms=cancelling_terms(product, (a, b), ref)) is None
     assert cancelled, "no draw cancelled: the test shows nothing"
 
 
@@ -80,12 +80,17 @@ def test_wrong_answers_that_cancel_still_fail(wrong):
     assert failed >= 48, f"{wrong}: only {failed} of 50 draws failed"
 
 
-def test_non_finite_answers_do_not_loosen_the_tolerance():
-    a, b = torch.randn(4, 6), torch.randn(6, 5)
+def test_non_finite_answers_are_judged_on_their_own():
+    """NaN where the answer has NaN passes and elsewhere fails, with terms as without; the terms at the
+    non-finite positions do not count."""
+    a, b = torch.randn(4, 6, dtype=torch.float64), torch.randn(6, 5, dtype=torch.float64)
     a[0, 0] = float("nan")
-    plain = sum_of_products_tolerance(1e-5, product, (a[1:], b))
-    assert sum_of_products_tolerance(1e-5, product, (a, b)) <= plain * 1.5  # the finite rows' ratio, about 1
-    assert sum_of_products_tolerance(1e-5, product, (torch.zeros(2, 3), torch.randn(3, 2))) == 1e-5
+    ref = product(a, b)
+    terms = cancelling_terms(product, (a, b), ref)
+    assert output_problem(ref.float(), ref, 1e-5, "nan rows", terms=terms) is None
+    wrong = ref.clone()
+    wrong[1, 1] = float("nan")
+    assert "NaN" in output_problem(wrong, ref, 1e-5, "nan rows", terms=terms)
 
 
 def test_a_large_output_keeps_the_plain_tolerance_without_a_second_reference():
@@ -96,21 +101,23 @@ def test_a_large_output_keeps_the_plain_tolerance_without_a_second_reference():
         return product(a, b)
 
     a, b = torch.randn(9, 300), torch.randn(300, 8)  # 72 outputs
-    assert sum_of_products_tolerance(1e-5, counted, (a, b)) == 1e-5 and len(calls) == 1
+    assert cancelling_terms(counted, (a, b), product(a, b)) is None and not calls
 
 
 @pytest.mark.parametrize("exercise, label", [("05_matmul", "matmul(version=1)"), ("05_matmul", "matmul(version=4)"),
                                              ("06_conv2d", "conv2d(version=1, bias)"),
                                              ("10_cudnn_conv", "conv2d(mode=benchmark)")])
-def test_a_float32_call_that_cancels_gets_the_terms_norm_as_its_scale(exercise, label):
-    """A spec's strict float32 call, on one output of two terms that nearly cancel (1 - (1 - 1e-3)): its
-    tolerance (what the judge and the generated properties compare with) is the plain one times the terms'
-    norm over the answer's, about 1414; on terms that do not cancel, the plain one."""
+def test_a_float32_call_that_cancels_is_judged_against_its_terms_norm(exercise, label):
+    """A spec's strict float32 call on one output of two terms that nearly cancel (1 - (1 - 1e-3)): the
+    comparison the judge and the generated properties make (call_terms, an OutputCheck's terms) passes an
+    error of 100 times the tolerance of the answer (a tenth of the tolerance of its terms' norm, about
+    1.414) and fails one of 3 times that tolerance; without terms the first fails too."""
     from grader.specs import all_specs
-    from grader.verify.checks import CALL_TOLERANCE, call_tolerance
+    from grader.verify.checks import call_terms, call_tolerance
 
     spec = next(s for s in all_specs() if s.exercise == exercise)
     call = next(c for c in spec.audit_calls("cpu", torch.float32) if c.label == label)
+    assert call.sums_products
     args = list(call.args)
     if exercise == "05_matmul":
         one, other = torch.tensor([[1.0, 1.0]]), torch.tensor([[1.0], [-1.0 + 1e-3]])
@@ -118,17 +125,21 @@ def test_a_float32_call_that_cancels_gets_the_terms_norm_as_its_scale(exercise, 
         one, other = torch.tensor([[[[1.0, 1.0]]]]), torch.tensor([[[[1.0, -1.0 + 1e-3]]]])
         args[2:7] = [None, (1, 1), (0, 0), (1, 1), 1]
     args[0], args[1] = one, other
-    base = CALL_TOLERANCE[torch.float32] if exercise != "10_cudnn_conv" else 1e-4
-    assert call_tolerance(call, args) == pytest.approx(base * 2 ** 0.5 / 1e-3, rel=1e-3)
-    args[1] = other.abs()
-    assert call_tolerance(call, args) == pytest.approx(base)
+    expected = call.reference(*args)
+    tol, terms = call_tolerance(call, args), call_terms(call, args, expected)
+    assert terms is not None and abs(expected.item()) == pytest.approx(1e-3, rel=1e-4)  # (float32 1 - 1e-3)
+    near = expected + 100 * tol * 1e-3
+    assert output_problem(near, expected, tol, label, terms=terms) is None
+    assert output_problem(near, expected, tol, label) is not None
+    far = expected + 3 * tol * 2 ** 0.5
+    assert "terms' norm" in output_problem(far, expected, tol, label, terms=terms)
 
 
-def test_a_gradient_that_cancels_gets_its_own_terms_norm_as_its_scale():
+def test_a_gradient_that_cancels_is_judged_against_its_own_terms_norm():
     """The gradients of a sum of products sum products too: the bias's gradient, the sum of v over the
-    output, near 0 (1 - (1 - 1e-3)) gets its terms' norm sqrt(1 + (1 - 1e-3)^2) as its scale; the other
-    gradients theirs (here none cancels); a call that does not sum products keeps the plain tolerance."""
-    from grader.verify.judge import gradient_tolerances, gradients
+    output, near 0 (1 - (1 - 1e-3)) has its terms' norm sqrt(1 + (1 - 1e-3)^2); the others theirs; a
+    call that does not sum products has none."""
+    from grader.verify.judge import gradient_terms, gradients
     from grader.verify.spec import AuditCall
 
     conv = lambda x, w, b: F.conv2d(x.double(), w.double(), b.double())  # noqa: E731
@@ -137,27 +148,24 @@ def test_a_gradient_that_cancels_gets_its_own_terms_norm_as_its_scale():
                      sums_products=True)
     v = torch.tensor([[[[1.0, -1.0 + 1e-3]]]], dtype=torch.float64)
     expected = gradients(conv, call, [a.double() for a in args], 0, v)
-    tols = gradient_tolerances(call, args, expected, v)
-    assert tols[2] == pytest.approx(1e-5 * (1 + (1 - 1e-3) ** 2) ** 0.5 / 1e-3, rel=1e-6)
-    # d/dw = [1 - 2 c, 2 - 3 c] (c = 1 - 1e-3), its terms' norms [sqrt(1 + 4 c^2), sqrt(4 + 9 c^2)]: about 3
+    terms = gradient_terms(call, args, expected, v)
     c = 1 - 1e-3
-    dw, terms = torch.tensor([1 - 2 * c, 2 - 3 * c]), torch.tensor([1 + 4 * c * c, 4 + 9 * c * c]).sqrt()
-    assert tols[1] == pytest.approx(1e-5 * (terms.norm() / dw.norm()).item(), rel=1e-6)
-    # d/dx = [0.5, 0.25 - 0.5 c, -0.25 c]: its norm against its terms' norm, about 1.3
-    dx, terms = torch.tensor([0.5, 0.25 - 0.5 * c, -0.25 * c]), torch.tensor([0.25, 0.0625 + 0.25 * c * c, 0.0625 * c * c]).sqrt()
-    assert tols[0] == pytest.approx(1e-5 * (terms.norm() / dx.norm()).item(), rel=1e-6)
-    summed = gradients(conv, call, [a.double() for a in args], 0, v.abs())  # 1 + (1 - 1e-3): no cancelling
-    assert gradient_tolerances(call, args, summed, v.abs())[2] == pytest.approx(1e-5)
+    assert terms[2].item() == pytest.approx((1 + c * c) ** 0.5)
+    assert torch.allclose(terms[1].flatten(), torch.tensor([1 + 4 * c * c, 4 + 9 * c * c], dtype=torch.float64).sqrt())
+    assert torch.allclose(terms[0].flatten(), torch.tensor([0.25, 0.0625 + 0.25 * c * c, 0.0625 * c * c],
+                                                           dtype=torch.float64).sqrt())
+    # the bias's gradient 100 times the tolerance of its own norm off: right against its terms' norm
+    near = expected[2] + 100 * 1e-5 * 1e-3
+    assert output_problem(near, expected[2], 1e-5, "d/dbias", terms=terms[2]) is None
+    assert output_problem(near, expected[2], 1e-5, "d/dbias") is not None
     plain = AuditCall("conv", tuple(args), ("x", "weight", "bias"), conv, grad_args=(0, 1, 2), tolerance=1e-5)
-    assert gradient_tolerances(plain, args, expected, v) == [1e-5] * 3
+    assert gradient_terms(plain, args, expected, v) == [None] * 3
 
 
-def test_the_scale_is_found_on_the_answers_device():
+def test_the_terms_come_to_the_answers_device_and_dtype():
     """The judge's answer is on the CPU where a call's arguments (and so their terms) may be on another
-    GPU: the factor moves the terms to the answer (on an H200 host of two, 10's bias gradient on the other
-    GPU had failed its input check with PyTorch's "indices should be ... on the same device"; a machine of
-    one device cannot show it, so here the terms come in another dtype and must still be compared)."""
-    from grader.verify.checks import cancellation_factor
-
-    answer = torch.tensor([1e-3, 0.0, float("nan")], dtype=torch.float32)
-    assert cancellation_factor(answer, torch.tensor([1.0, 0.0, 5.0], dtype=torch.float64)) == pytest.approx(1000.0)
+    GPU (on an H200 host of two, 10's bias gradient on the other GPU had failed its input check with
+    PyTorch's "indices should be ... on the same device"): the terms are moved to the answer's device."""
+    answer = torch.tensor([1e-3], dtype=torch.float64)
+    terms = cancelling_terms(lambda a, b: a.double() * b.double(), (torch.tensor([1.0]), torch.tensor([1.0])), answer)
+    assert terms.device == answer.device and terms.item() == 1.0

@@ -112,7 +112,7 @@ def test_answers_computed_ahead_in_a_thread_give_the_verdicts_computed_at_the_en
         raise AssertionError("an answer computed ahead was computed again")
     monkeypatch.setattr(judge, "_reference_answer", computed_again)
     monkeypatch.setattr(judge, "_differentiate", computed_again)
-    monkeypatch.setattr(judge, "gradient_tolerances", computed_again)
+    monkeypatch.setattr(judge, "gradient_terms", computed_again)
     assert [(v.name, v.group, v.outcome, v.reason) for v in judge.verdicts(LEAKY, SEED, path, ALL_PASSED, ahead)] == at_the_end
 
 
@@ -136,9 +136,9 @@ def test_the_parent_computes_every_answer_in_a_thread_of_its_own(monkeypatch):
     monkeypatch.setattr(judge, "_reference_answer", computed_again)
     monkeypatch.setattr(judge, "_differentiate", computed_again)
     assert [ahead.answer(call) for call in ahead.calls()]
-    monkeypatch.setattr(judge, "gradient_tolerances", computed_again)
+    monkeypatch.setattr(judge, "gradient_terms", computed_again)
     assert [ahead.gradients(call) for call in ahead.calls("gradients") if call.grad_args]
-    assert [ahead.gradient_tolerances(call) for call in ahead.calls("gradients") if call.grad_args]
+    assert len([ahead.gradient_terms(call) for call in ahead.calls("gradients") if call.grad_args])
 
 
 def _reads_any_layout_as_contiguous(x, p):

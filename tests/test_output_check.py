@@ -103,3 +103,17 @@ def test_relative_errors_of_a_check_come_in_one_copy_and_the_first_wrong_fails(h
         with RelErrors() as errors:
             errors.add(e[0], e[0], 1e-6, "result 0")
             errors.add(e[1][:2], e[1], 1e-6, "result 1")
+
+
+def test_a_cancelling_answer_is_judged_in_the_same_one_copy(host_copies):
+    """An output with its terms' norms (checks.call_terms: a small sum of products that may cancel) is judged
+    against the larger norm with no copy of its own: the scale is one of the numbers the one copy brings."""
+    from grader.verify.checks import cancelling_terms
+
+    a, b = torch.tensor([[1.0, 1.0]], dtype=torch.float64), torch.tensor([[1.0], [-1.0 + 1e-3]], dtype=torch.float64)
+    product = lambda a, b: a @ b  # noqa: E731
+    expected = product(a, b)
+    terms = cancelling_terms(product, (a, b), expected)
+    assert output_problem(expected + 5e-8, expected, 1e-5, "call", terms=terms) is None
+    assert host_copies[0] == 1
+    assert output_problem(expected + 5e-8, expected, 1e-5, "call") is not None  # 5e-5 of the answer's own norm

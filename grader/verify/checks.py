@@ -261,23 +261,12 @@ def call_dtype(call) -> torch.dtype:
     return next((d for d in order if d in found), torch.float64)
 
 
-def call_tolerance(call, args=None, expected=None) -> float:
-    """The normwise relative error an AuditCall's result may have (`plain_tolerance`), for a call that sums
-    products (`sums_products`) relative to the larger of the answer's norm and its terms' norm where its
-    output is small (sum_of_products_tolerance; `expected`: the reference's answer on these arguments, where
-    the caller has it)."""
-    tol = plain_tolerance(call, args)
-    if call.sums_products and tol > 0:
-        answer = expected if isinstance(expected, torch.Tensor) else None
-        return sum_of_products_tolerance(tol, call.reference, call.args if args is None else args, answer)
-    return tol
-
-
-def plain_tolerance(call, args=None) -> float:
-    """The normwise relative error an AuditCall's result may have, relative to the answer: none for an op
-    that only moves values, the call's own tolerance where it gives one (a float, or a function of the
-    arguments: those given, e.g. the call at one of its edges, else the call's own), else by its dtype
-    (CALL_TOLERANCE)."""
+def call_tolerance(call, args=None) -> float:
+    """The normwise relative error an AuditCall's result may have: none for an op that only moves
+    values, the call's own tolerance where it gives one (a float, or a function of the arguments: those
+    given, e.g. the call at one of its edges, else the call's own), else by its dtype (CALL_TOLERANCE).
+    Relative to the answer's norm, or for a call that sums products to its terms' norm where that is larger
+    (`call_terms`)."""
     if call.exact:
         return 0.0
     if call.tolerance is not None:
@@ -313,13 +302,17 @@ class OutputCheck:
     (`host_values`): the statistics of every output compared by value are queued on the device when
     made (`stats`: five per output), and `problem(values)` judges them once on the host."""
 
-    def __init__(self, actual, expected, tol: float, what: str, same_device: bool = False):
+    def __init__(self, actual, expected, tol: float, what: str, same_device: bool = False,
+                 terms: torch.Tensor | None = None):
         self.tol = tol
         self.pairs: list[tuple[torch.Tensor, torch.Tensor, str]] = []
         # the first problem found without the values (a count, a type, a shape, a device): it counts only
         # where no output before it is wrong by value
         self.early = self._collect(actual, expected, what, same_device)
-        stats = [self._stats(a, e) for a, e, _ in self.pairs]
+        # a single output that may cancel: its error relative to the larger of its norm and its terms' norm
+        # (call_terms), on the device with the other numbers
+        self.terms = terms if isinstance(expected, torch.Tensor) and len(self.pairs) == 1 else None
+        stats = [self._stats(a, e, self.terms) for a, e, _ in self.pairs]
         # one vector on the first one's device (references on two devices, which no call makes, cost a copy)
         self.stats = torch.cat([t.to(stats[0].device) for t in stats]) if stats else None
 
@@ -345,11 +338,13 @@ class OutputCheck:
         return None
 
     @staticmethod
-    def _stats(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    def _stats(a: torch.Tensor, e: torch.Tensor, terms: torch.Tensor | None = None) -> torch.Tensor:
         finite = torch.isfinite(e)
+        scale = torch.linalg.vector_norm(torch.where(finite, e, 0.0))
+        if terms is not None:
+            scale = torch.maximum(scale, torch.linalg.vector_norm(torch.where(finite, terms.to(e.dtype), 0.0)))
         return torch.stack([*((test(a) != test(e)).any().to(torch.float64) for _, test in _SPECIAL),
-                            torch.linalg.vector_norm(torch.where(finite, a - e, 0.0)),
-                            torch.linalg.vector_norm(torch.where(finite, e, 0.0))])
+                            torch.linalg.vector_norm(torch.where(finite, a - e, 0.0)), scale])
 
     def problem(self, values: list[float] | None = None) -> str | None:
         """Why the outputs do not match, or None; `values`: `stats` as host_values copied them (copied
@@ -365,17 +360,19 @@ class OutputCheck:
                             f"({name} where the reference has{' none' if not bool(test(e)[tuple(i)]) else ' one'})")
             rel = err / ref if ref > 0 else err
             if not rel <= self.tol:
-                return f"{what}: relative error {rel:.3g} exceeds {self.tol:g}"
+                of = " (of the larger of the answer's norm and its terms' norm)" if self.terms is not None else ""
+                return f"{what}: relative error {rel:.3g}{of} exceeds {self.tol:g}"
         return self.early
 
 
-def output_problem(actual, expected, tol: float, what: str, same_device: bool = False) -> str | None:
+def output_problem(actual, expected, tol: float, what: str, same_device: bool = False,
+                   terms: torch.Tensor | None = None) -> str | None:
     """Why `actual` (a tensor, or a tuple/list of them) does not match `expected` (None where not
     compared), or None: the same shape, NaN and infinities at the same positions, and the finite values
     within `tol` in norm (relative to the reference's). One home for the generated properties and the
     judge; `same_device` also requires the reference's device. Every output's numbers come to the host
-    in one copy (`OutputCheck`), not one per output."""
-    return OutputCheck(actual, expected, tol, what, same_device).problem()
+    in one copy (`OutputCheck`), not one per output. `terms`: a single output's terms' norms (call_terms)."""
+    return OutputCheck(actual, expected, tol, what, same_device, terms).problem()
 
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
@@ -427,31 +424,22 @@ def squares(args) -> list:
             if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
 
 
-def cancellation_factor(answer: torch.Tensor, terms: torch.Tensor) -> float:
-    """max(1, ‖terms‖ / ‖answer‖) over the answer's finite elements (NaN and infinities are judged on their
-    own); 1 where the answer's norm is 0."""
-    finite = torch.isfinite(answer)
-    norm = torch.linalg.vector_norm(answer.double()[finite]).item()
-    # (the judge's answer is on the CPU where a call's arguments may be on another GPU)
-    terms = terms.to(answer.device, torch.float64)
-    return max(1.0, torch.linalg.vector_norm(terms[finite]).item() / norm) if norm > 0 else 1.0
-
-
 def cancelling_terms(reference, args, expected: torch.Tensor) -> torch.Tensor | None:
-    """terms_norm of a sum-of-products op's call, for assert_rel_error's `terms`, where its output (`expected`)
-    is small enough to cancel (SMALL_OUTPUT); None otherwise."""
-    return terms_norm(reference, args) if expected.numel() <= SMALL_OUTPUT else None
+    """terms_norm of a sum-of-products op's call on the answer's device, where its output (`expected`) is
+    small enough to cancel (SMALL_OUTPUT); None otherwise: assert_rel_error's and OutputCheck's `terms`,
+    queued with the comparison's other numbers (no copy to the host of its own)."""
+    if expected.numel() > SMALL_OUTPUT:
+        return None
+    # (the judge's answer is on the CPU where a call's arguments may be on another GPU)
+    return terms_norm(reference, args).to(expected.device)
 
 
-def sum_of_products_tolerance(tol: float, reference, args, answer: torch.Tensor | None = None) -> float:
-    """`tol` (normwise, relative to the answer) for a sum-of-products op (`terms_norm`) on `args`: relative
-    to the larger of the answer's norm and its terms' norm, as a tolerance relative to the answer (what a
-    call's `tolerance` gives): tol * max(1, ‖terms‖ / ‖answer‖); `tol` itself for an output of more than
-    SMALL_OUTPUT elements. `answer`: reference(*args), where the caller has it."""
-    answer = reference(*args) if answer is None else answer
-    if answer.numel() > SMALL_OUTPUT:
-        return tol
-    return tol * cancellation_factor(answer, terms_norm(reference, args))
+def call_terms(call, args, expected) -> torch.Tensor | None:
+    """cancelling_terms of an AuditCall on `args` (its answer there: `expected`) where it sums products
+    (`AuditCall.sums_products`) and compares by a tolerance; None otherwise."""
+    if not call.sums_products or call.exact or not isinstance(expected, torch.Tensor):
+        return None
+    return cancelling_terms(call.reference, args, expected)
 
 
 def assert_rel_error(actual: torch.Tensor, expected: torch.Tensor, tol: float, what: str,

@@ -45,7 +45,7 @@ from grader import env
 from grader.verify.checks import LAYOUTS, cuda_context_lost, error_message, output_problem, relative_error
 from grader.verify.checks import without_cpp_stack as clean  # the judge's name for it
 from grader.verify.checks import call_tolerance as tolerance  # noqa: F401 (the judge's name for it)
-from grader.verify.checks import SMALL_OUTPUT, cancellation_factor, plain_tolerance, squares
+from grader.verify.checks import SMALL_OUTPUT, call_terms, squares
 from grader.verify.outcomes import TestOutcome
 from grader.verify.results import save_atomic
 from grader.verify.spec import AuditCall, Spec, audit_seed, derived_seed
@@ -70,10 +70,11 @@ def is_tensor(a) -> bool:
     return isinstance(a, torch.Tensor)
 
 
-def compare(actual, expected, tol: float, what: str) -> str | None:
+def compare(actual, expected, tol: float, what: str, terms=None) -> str | None:
     """None when `actual` matches `expected` (a tensor, or a tuple with None where not compared), on
-    its device: grader.verify.checks.output_problem, the generated properties' comparison."""
-    return output_problem(actual, expected, tol, what, same_device=True)
+    its device: grader.verify.checks.output_problem, the generated properties' comparison (`terms`:
+    call_terms)."""
+    return output_problem(actual, expected, tol, what, same_device=True, terms=terms)
 
 
 def names_one_of(msg: str, names) -> bool:
@@ -322,21 +323,18 @@ class _HandsBack(torch.autograd.Function):
         return ctx.v, None
 
 
-def gradient_tolerances(call: AuditCall, args: list, expected: list, v: torch.Tensor) -> list[float]:
-    """The normwise tolerance of each of the call's gradients (`expected`, the reference's, for the cotangent
-    `v`): the call's own (plain_tolerance, not the forward answer's cancellation), and for a call that sums
-    products (`sums_products`), where a gradient is small enough to cancel, relative to the larger of its
-    norm and its terms' norm. Each gradient of a sum of products sums products too: the gradients of
+def gradient_terms(call: AuditCall, args: list, expected: list, v: torch.Tensor) -> list:
+    """For each of the call's gradients (`expected`, the reference's, for the cotangent `v`) its terms' norms
+    where the call sums products (`sums_products`) and the gradient is small enough to cancel (an OutputCheck's
+    `terms`), else None. Each gradient of a sum of products sums products too: the gradients of
     <reference(the arguments squared), v squared> are, term by term, the sums of those terms' squares."""
-    base = plain_tolerance(call, args)
-    tols = [base] * len(expected)
     small = [k for k, e in enumerate(expected) if is_tensor(e) and e.numel() <= SMALL_OUTPUT]
-    if call.sums_products and base > 0 and small:
-        v64 = torch.nan_to_num(v.double(), nan=0.0, posinf=0.0, neginf=0.0)
-        terms = gradients(call.reference, call, squares(args), 0, v64 * v64)  # (v goes where the answer is)
-        for k in small:
-            tols[k] = base * cancellation_factor(expected[k], terms[k].to(expected[k].device).clamp_min(0).sqrt())
-    return tols
+    if not call.sums_products or call.exact or not small:
+        return [None] * len(expected)
+    v64 = torch.nan_to_num(v.double(), nan=0.0, posinf=0.0, neginf=0.0)
+    squared = gradients(call.reference, call, squares(args), 0, v64 * v64)  # (v goes where the answer is)
+    return [squared[k].clamp_min(0).sqrt().to(expected[k].device) if k in small else None
+            for k in range(len(expected))]
 
 
 def _differentiate(fn, call: AuditCall, seed: int, device: str) -> list:
@@ -413,14 +411,16 @@ class References:
         """The reference's gradients through `call` (one of `calls("gradients")`), in float64 on the CPU."""
         return self._get(("gradients", call.label), lambda: _differentiate(call.reference, call, self.seed, "cpu"))
 
-    def gradient_tolerances(self, call: AuditCall) -> list[float]:
-        """gradient_tolerances of `call`'s gradients, for the cotangent the grading process drew."""
+    def gradient_terms(self, call: AuditCall) -> list:
+        """gradient_terms of `call`'s gradients, for the cotangent the grading process drew."""
         def compute():
             expected = self.gradients(call)
-            answer = call.reference(*[_to(a, "cpu") for a in call.args])
-            v = cotangent(answer.shape, derived_seed(self.seed, call.label))
-            return gradient_tolerances(call, [_to(a, "cpu") for a in call.args], expected, v)
-        return self._get(("gradient tolerances", call.label), compute)
+            if not call.sums_products:
+                return [None] * len(expected)
+            args = [_to(a, "cpu") for a in call.args]
+            v = cotangent(call.reference(*args).shape, derived_seed(self.seed, call.label))
+            return gradient_terms(call, args, expected, v)
+        return self._get(("gradient terms", call.label), compute)
 
     def compute_all(self) -> None:
         """Every answer and gradient `verdicts` may ask for (a fault is kept for it to report)."""
@@ -431,7 +431,7 @@ class References:
             if call.grad_args:
                 with contextlib.suppress(Exception):
                     self.gradients(call)
-                    self.gradient_tolerances(call)
+                    self.gradient_terms(call)
 
 
 def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome],
@@ -475,7 +475,7 @@ def verdicts(spec: Spec, seed: int, path: Path, tests: Sequence[TestOutcome],
             if call.grad_args:
                 add(call.label + GRADS_SUFFIX, AUTOGRAD,
                     unreadable or _gradient_problem(call, outputs, lambda call=call: references.gradients(call),
-                                                    lambda call=call: references.gradient_tolerances(call)))
+                                                    lambda call=call: references.gradient_terms(call)))
     if INPUT_CHECKS in ran:
         for call in references.calls():
             for name, i in device_spoils(call):
@@ -569,9 +569,9 @@ def _input_check_problem(name: str, argument: str, outputs: dict) -> str | None:
     return None
 
 
-def _gradient_problem(call: AuditCall, outputs: dict, expected, tolerances) -> str | None:
-    """What is wrong with the saved gradients through `call`; `expected()`: the reference's, `tolerances()`
-    each one's (gradient_tolerances)."""
+def _gradient_problem(call: AuditCall, outputs: dict, expected, terms) -> str | None:
+    """What is wrong with the saved gradients through `call`; `expected()`: the reference's, `terms()` each
+    one's terms' norms where it may cancel (gradient_terms)."""
     what = f"the gradients through {call.label}"
     actual = outputs.get(call.label + GRADS_SUFFIX)
     if actual is None:
@@ -579,14 +579,14 @@ def _gradient_problem(call: AuditCall, outputs: dict, expected, tolerances) -> s
     if isinstance(actual, dict):
         return f"{what}: {actual.get('error', 'not tensors')}"
     try:
-        expected, tols = expected(), tolerances()
+        expected, terms = expected(), terms()
     except Exception as e:  # noqa: BLE001: a grader fault, reported as such
         return f"grader error: differentiating the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
-    if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
-        return compare(actual, expected, tols[0] if tols else 0.0, what)  # the count's own message
-    # each gradient at its own tolerance, in order: the first wrong one is the problem (named as one list's)
-    for k, (a, e, tol) in enumerate(zip(actual, expected, tols)):
-        problem = compare(a, e, tol, f"{what}[{k}]")
+    if not isinstance(actual, (list, tuple)) or len(actual) != len(expected) or not any(t is not None for t in terms):
+        return compare(actual, expected, tolerance(call), what)
+    # each gradient with its own terms, in order: the first wrong one is the problem (named as one list's)
+    for k, (a, e, t) in enumerate(zip(actual, expected, terms)):
+        problem = compare(a, e, tolerance(call), f"{what}[{k}]", t)
         if problem:
             return problem
     return None
@@ -612,7 +612,7 @@ def _problem(call: AuditCall, outputs: dict, name: str | None = None, may_refuse
         expected = reference() if reference is not None else _reference_answer(call)
     except Exception as e:  # noqa: BLE001: a grader fault, reported as such
         return f"grader error: the reference of {call.label} failed ({type(e).__name__}: {clean(e)[:200]})"
-    return compare(actual, expected, tolerance(call), f"{name}'s result")
+    return compare(actual, expected, tolerance(call), f"{name}'s result", call_terms(call, call.args, expected))
 
 
 def _reference_answer(call: AuditCall):

@@ -89,9 +89,10 @@ from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_
 from grader.verify.checks import refill_late, strided_copy
 from grader.verify.checks import assert_rel_error, expect_error, require_plain_tensor, shape_spoils
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, host_values, output_problem, OutputCheck
+from grader.verify.checks import call_terms
 from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
-from grader.verify.judge import clean, cotangent, gradient_tolerances, gradients, names_one_of, resolve
+from grader.verify.judge import clean, cotangent, gradient_terms, gradients, names_one_of, resolve
 from grader.verify.observe import WATCH, KernelRule, native_threads, observe
 from grader.verify.spec import AuditCall, Check, Context, DropIn, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
 
@@ -192,12 +193,12 @@ def _double(args) -> list:
 
 # --- comparing, NaN-aware ------------------------------------------------------------------------
 
-def _compare(actual, expected, tol: float, what: str) -> None:
+def _compare(actual, expected, tol: float, what: str, terms=None) -> None:
     """`actual` (plain tensors, or a tuple/list of them) against `expected` (float64, None where not
-    compared): grader.verify.checks.output_problem, raised."""
+    compared): grader.verify.checks.output_problem, raised; `terms`: call_terms."""
     for t in _tensors(actual):
         require_plain_tensor(t, what)
-    problem = output_problem(actual, expected, tol, what)
+    problem = output_problem(actual, expected, tol, what, terms=terms)
     if problem:
         raise CheckFailure(problem)
 
@@ -338,8 +339,8 @@ def check_call(ctx: Context, call: AuditCall, args: list, what: str, may_refuse:
         if later is not None:
             later.judge()  # a wrong value of an earlier call fails the check first
         raise
-    tol = tolerance(call, args, expected)
-    checks = [OutputCheck(out, expected, tol, what)] if outputs else []
+    tol = tolerance(call, args)
+    checks = [OutputCheck(out, expected, tol, what, terms=call_terms(call, args, expected))] if outputs else []
     checks += [OutputCheck(args[i], value, tol, f"{what}: `{call.names[i]}` after the call") for i, value in updated.items()]
     if later is not None:
         later.add(unmodified, checks, args)
@@ -476,7 +477,8 @@ def _check_batch(ctx: Context, call: AuditCall, items: list) -> list:
                                "which it overwrote (an op returns new tensors; a caller keeps each)")
         if not _overlap(out, args):
             answered.append((out, what))
-        checks.append((Unmodified(args, before, call.names, what), OutputCheck(out, expected, tolerance(call, args, expected), what)))
+        checks.append((Unmodified(args, before, call.names, what), OutputCheck(out, expected, tolerance(call, args), what,
+                                                                            terms=call_terms(call, args, expected))))
     if left > 0:
         raise CheckFailure(f"{described}: the calls left {left} host thread(s) running")
     if rule is not None and seen is not None:
@@ -534,6 +536,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     if _reached is not None:  # a dry run calls no op
         return
     seed = ctx.seed_for(what)
+    tol = max(tolerance(call, args), 1e-5)
     with torch.no_grad():
         out = call.reference(*_double(args))
     shape = out.shape if isinstance(out, torch.Tensor) else ()
@@ -541,7 +544,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     if flowing == "expanded" and v64.numel():
         v64 = v64.reshape(-1)[:1].expand(shape)
     expected = gradients(call.reference, call, _double(args), seed, v64)
-    tols = [max(t, 1e-5) for t in gradient_tolerances(call, _double(args), expected, v64)]
+    terms = gradient_terms(call, _double(args), expected, v64)
     sizes = sorted({a.numel() for a in args if isinstance(a, torch.Tensor)} | {math.prod(shape)}
                    | {e.numel() for e in expected if isinstance(e, torch.Tensor)})
     fn = _observed(ctx, call, resolve(ctx.module, call.op), what, queued_ok=stream is not None)
@@ -583,7 +586,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
         except CheckFailure as e:
             missing = str(e)
             break
-        checks.append(OutputCheck(a, e, tols[k], f"{what}, d/d{call.names[call.grad_args[k]]}"))
+        checks.append(OutputCheck(a, e, tol, f"{what}, d/d{call.names[call.grad_args[k]]}", terms=terms[k]))
     for c, values in zip(checks, host_values(*(c.stats for c in checks))):
         problem = c.problem(values)
         if problem:
@@ -872,7 +875,8 @@ def _stream(spec, calls: _Calls):
                 problem = rule.problem(seen, what + how, expect_work=False) if rule is not None else None
                 if problem:
                     raise CheckFailure(problem)
-                _compare(out, expected, tolerance(call, list(values), expected), what + how)
+                _compare(out, expected, tolerance(call, list(values)), what + how,
+                         call_terms(call, list(values), expected))
     return run
 
 
@@ -889,7 +893,8 @@ def _held_at_once(spec, calls: _Calls):
                                    "tensors; a caller keeps both)")
             if _overlap(out_b, [t for i, t in enumerate(b.args) if i not in b.mutates]):
                 raise CheckFailure(f"{what}: the result shares memory with an input")
-            _compare(out_a, expected_a, tolerance(a, expected=expected_a), what + " (the first, read after the second)")
+            _compare(out_a, expected_a, tolerance(a), what + " (the first, read after the second)",
+                     call_terms(a, list(a.args), expected_a))
     return run
 
 
@@ -1128,9 +1133,9 @@ def _between_calls(spec, calls: _Calls):
                     DEVICE.poison(first_out.numel(), dtype_of(a))
                 out = fn(*args)
             DEVICE.sync()
-            _compare(out, expected, tolerance(a, expected=expected), f"{desc}: the same tensors, given new values inside "
+            _compare(out, expected, tolerance(a), f"{desc}: the same tensors, given new values inside "
                      "`with torch.cuda.stream(s)` and the op called there (it reads them on the current stream, "
-                     "whatever it saw before)")
+                     "whatever it saw before)", call_terms(a, list(a.args), expected))
             del held
     return run
 
@@ -1148,7 +1153,7 @@ def _right_unchanged(ctx: Context, call: AuditCall) -> bool:
         return False
     except CheckFailure:
         return True
-    return output_problem(out, expected, tolerance(call, args, expected), "as declared") is None
+    return output_problem(out, expected, tolerance(call, args), "as declared", terms=call_terms(call, args, expected)) is None
 
 
 def _refused_as_the_reference_refuses(ctx: Context, call: AuditCall, args: list, i: int, what: str,
