@@ -1,7 +1,7 @@
 """Sums of products that cancel (grader.verify.checks.terms_norm): a right float32 answer whose value lands
 near 0 passes in every draw, while the wrong answers of the class (a term dropped, TF32 or bfloat16 operands,
-a wrong sign) still fail, for the spec checks (assert_rel_error with terms) and the calls' tolerances
-(sum_of_products_tolerance) alike. On the CPU: float32 sums in a kernel's order against float64."""
+a wrong sign) still fail, for the spec checks (assert_rel_error with terms) and the calls' comparisons
+(call_terms, an OutputCheck's terms) alike. On the CPU: float32 sums in a kernel's order against float64."""
 from __future__ import annotations
 
 import pytest
