@@ -1014,7 +1014,8 @@ def test_check_time_is_measured_per_gpu_and_read_back(tmp_path, monkeypatch):
 
 def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
     """With processes to spare, one exercise's checks run in several processes (`--shard`, each every
-    n-th check, part 0 the timing); their results, merged, are those of one process: the same tests with
+    n-th check, part 0 the timing; here part 0 a smaller share, `--first-share`, as where its judge's
+    recordings cost it more); their results, merged, are those of one process: the same tests with
     the same outcomes (on the CPU: its CPU checks, the GPU ones skipped alike)."""
     from grader.run import grading
     from grader.run.options import GradeOptions
@@ -1023,9 +1024,14 @@ def test_an_exercise_graded_in_parts_gives_the_row_of_one_process(monkeypatch):
     whole = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5, parallel=1), log=lambda *a: None)[0]
     monkeypatch.setattr(grading, "default_parallel", lambda count: min(count, 3))
     monkeypatch.setattr(grading, "MIN_PART_S", 0)  # 01 is small enough to be graded whole by default
+    monkeypatch.setattr(grading, "FIRST_PART0_EXTRA", {"01_leaky_relu": 1.5})
+    commands = []
+    real = grading.grading_job
+    monkeypatch.setattr(grading, "grading_job", lambda *a, **k: commands.append(real(*a, **k)) or commands[-1])
     seen = []
     parted = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5), log=seen.append)[0]
     assert any("01_leaky_relu by 3" in line for line in seen), seen
+    assert all(any(arg.startswith("--first-share=") for arg in job.cmd) for job in commands), [j.cmd for j in commands]
     assert sorted((t.name, t.outcome, t.reason) for t in parted.tests) == \
         sorted((t.name, t.outcome, t.reason) for t in whole.tests)
     assert (parted.status, parted.points) == (whole.status, whole.points)
@@ -1065,26 +1071,6 @@ def test_part_0_takes_a_smaller_share_where_it_does_more(tmp_path, monkeypatch):
     grading.record_check_seconds([row], {row.exercise: parts}, "GPU A, 1.0", shares={row.exercise: 0.2})
     assert grading.part0_extras([row.exercise], "GPU A, 1.0") == {row.exercise: pytest.approx(6.0)}
     assert grading.check_weights(tmp_path, [row.exercise], "GPU A, 1.0") == {row.exercise: pytest.approx(106.0)}
-
-
-def test_an_exercise_whose_part_0_takes_a_smaller_share_gives_the_row_of_one_process(monkeypatch):
-    """Shares dealt unevenly (part 0 fewer checks) still grade every check once: the merged results are
-    those of one process."""
-    from grader.run import grading
-    from grader.run.options import GradeOptions
-    from grader.specs import select
-
-    whole = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5, parallel=1), log=lambda *a: None)[0]
-    monkeypatch.setattr(grading, "default_parallel", lambda count: min(count, 3))
-    monkeypatch.setattr(grading, "MIN_PART_S", 0)
-    monkeypatch.setattr(grading, "FIRST_PART0_EXTRA", {"01_leaky_relu": 1.5})
-    commands = []
-    real = grading.grading_job
-    monkeypatch.setattr(grading, "grading_job", lambda *a, **k: commands.append(real(*a, **k)) or commands[-1])
-    parted = grading.grade_target(SOLUTIONS, select(["01"]), GradeOptions(seed=5), log=lambda *a: None)[0]
-    assert any(arg.startswith("--first-share=") for job in commands for arg in job.cmd), [j.cmd for j in commands]
-    assert sorted((t.name, t.outcome, t.reason) for t in parted.tests) == \
-        sorted((t.name, t.outcome, t.reason) for t in whole.tests)
 
 
 def test_a_part_that_died_before_collecting_costs_the_whole_exercise(tmp_path):
