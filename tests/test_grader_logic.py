@@ -1327,3 +1327,26 @@ def test_a_device_s_compute_capability_is_read_by_its_index(monkeypatch):
     assert env.device_capability("2") is None and env.device_capability("GPU-uuid") is None
     monkeypatch.setattr(env, "_fixed_smi", lambda query: [])
     assert env.device_capability("0") is None
+
+
+def test_a_wrong_cudnn_value_names_the_kernels_of_the_same_call(monkeypatch):
+    """10's accuracy checks: a wrong value's failure is the verdict, with the kernels the same call ran
+    again (its plan cached) added where the watch saw any: its algorithm decides its rounding."""
+    from grader.specs import ex10_cudnn_conv as ex10
+    from grader.verify.checks import CheckFailure
+    from grader.verify.observe import Kernel, Observation
+
+    calls = []
+    with ex10.naming_kernels(lambda: calls.append(1), "strict"):
+        pass
+    assert not calls  # a right value costs no second call
+    seen = Observation([Kernel("winograd_nonfused_5x5_kernel(float*, int)", 7, 1e-3, 0.0)])
+    monkeypatch.setattr(ex10, "observe", lambda fn, hidden=False: (fn(), seen))
+    with pytest.raises(CheckFailure) as failure:
+        with ex10.naming_kernels(lambda: calls.append(1), "strict"):
+            raise CheckFailure("cache[backward-data: kernel size]: relative error 2e-4 exceeds 0.0001")
+    assert calls == [1] and str(failure.value).endswith("exceeds 0.0001; the same call again ran winograd_nonfused_5x5_kernel")
+    monkeypatch.setattr(ex10, "observe", lambda fn, hidden=False: (_ for _ in ()).throw(RuntimeError("no watch")))
+    with pytest.raises(CheckFailure, match=r"exceeds 0.0001$"):
+        with ex10.naming_kernels(lambda: None, "strict"):
+            raise CheckFailure("cache[x]: relative error 2e-4 exceeds 0.0001")

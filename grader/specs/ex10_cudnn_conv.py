@@ -20,7 +20,7 @@ from grader.verify.timer import math_mode
 from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelErrors, assert_rel_error, expect_error, poison,
                                   poison_next_allocation, require_free_memory, unmodified)
 from grader.verify.judge import names_one_of
-from grader.verify.observe import KernelRule
+from grader.verify.observe import KernelRule, observe
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
                                 conv_output_hw, conv_padding_edges, conv_smallest_input, conv_transpose_output_hw,
                                 torch_defaults)
@@ -278,12 +278,14 @@ class CudnnConvSpec(Spec):
     # --- forward -------------------------------------------------------------------------------
     def _expect_forward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark", groups=1, bias=None):
         tensors = dict(x=x, weight=w) if bias is None else dict(x=x, weight=w, bias=bias)
+        run = lambda: ctx.module.conv2d(x, w, bias, s, p, d, groups, mode=algo)  # noqa: E731
         with math_of(mode), unmodified(**tensors):
-            y = ctx.module.conv2d(x, w, bias, s, p, d, groups, mode=algo)
+            y = run()
             torch.cuda.synchronize()
         if not isinstance(y, torch.Tensor) or y.dtype != x.dtype:
             raise CheckFailure(f"{what}: expected a {x.dtype} tensor, got {getattr(y, 'dtype', type(y).__name__)}")
-        assert_rel_error(y, _reference(x, w, s, p, d, groups, bias), TOL[mode], what)
+        with naming_kernels(run, mode):
+            assert_rel_error(y, _reference(x, w, s, p, d, groups, bias), TOL[mode], what)
 
     def _check_case(self, ctx, k, s, p, mode, algo="benchmark"):
         dtype = torch.float64 if mode == "float64" else torch.float32
@@ -749,20 +751,22 @@ class CudnnConvSpec(Spec):
         def call(op, c, what):
             xc, wc = c["x"].contiguous(), c["w"].contiguous()
             conv = (c["s"], c["p"], c["d"], c["groups"])
+            if op == "forward":
+                run = lambda: m.conv2d(xc, wc, None, *conv, mode=c["algo"])  # noqa: E731
+                expected = _reference(xc, wc, *conv)
+            elif op == "backward-data":
+                g = grad_output(c)
+                run = lambda: m.conv2d_backward_input(g, wc, tuple(xc.shape), *conv, mode=c["algo"])  # noqa: E731
+                expected = torch.nn.grad.conv2d_input(tuple(xc.shape), wc.double(), g.double(), *conv)
+            else:
+                g = grad_output(c)
+                run = lambda: m.conv2d_backward_weight(g, xc, tuple(wc.shape), *conv, mode=c["algo"])  # noqa: E731
+                expected = torch.nn.grad.conv2d_weight(xc.double(), tuple(wc.shape), g.double(), *conv)
             with math_of(c["mode"]):
-                if op == "forward":
-                    out = m.conv2d(xc, wc, None, *conv, mode=c["algo"])
-                    expected = _reference(xc, wc, *conv)
-                elif op == "backward-data":
-                    g = grad_output(c)
-                    out = m.conv2d_backward_input(g, wc, tuple(xc.shape), *conv, mode=c["algo"])
-                    expected = torch.nn.grad.conv2d_input(tuple(xc.shape), wc.double(), g.double(), *conv)
-                else:
-                    g = grad_output(c)
-                    out = m.conv2d_backward_weight(g, xc, tuple(wc.shape), *conv, mode=c["algo"])
-                    expected = torch.nn.grad.conv2d_weight(xc.double(), tuple(wc.shape), g.double(), *conv)
+                out = run()
             torch.cuda.synchronize()
-            assert_rel_error(out, expected, TOL[c["mode"]], f"cache[{op}: {what}]")
+            with naming_kernels(run, c["mode"]):
+                assert_rel_error(out, expected, TOL[c["mode"]], f"cache[{op}: {what}]")
 
         def new_key(op, c, what):
             """A call whose key no earlier call had: a miss and the right answer; again: a hit."""
@@ -1432,6 +1436,25 @@ def _audit_tolerance(*args) -> float:
     algorithms' rounding through) for float32, the course's default for other dtypes."""
     dtype = next(a.dtype for a in args if isinstance(a, torch.Tensor))
     return TOL["strict"] if dtype == torch.float32 else CALL_TOLERANCE[dtype]
+
+
+@contextmanager
+def naming_kernels(run, mode: str):
+    """A wrong value raised in the body names the kernels cuDNN ran for it: `run()` (the call, its plan now
+    cached) again under the watch (hidden), in `mode`'s math. A plan's algorithm decides its rounding (a
+    transforming one, picked by timing under load, can be past strict fp32's tolerance), and the kernels'
+    names say which algorithm the plan holds."""
+    try:
+        yield
+    except CheckFailure as failure:
+        try:
+            with math_of(mode):
+                _, seen = observe(run, hidden=True)
+            names = list(dict.fromkeys(k.name.split("(")[0][:60] for k in seen.kernels if k.name))
+            said = f"; the same call again ran {', '.join(names[:4])}" if names else ""
+        except Exception:  # noqa: BLE001: the failure is the verdict; the names only explain it
+            said = ""
+        raise CheckFailure(f"{failure}{said}") from None
 
 
 def _cancelling(calls: list[AuditCall]) -> list[AuditCall]:
