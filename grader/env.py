@@ -123,6 +123,15 @@ def _valid_bytecode(source: Path) -> bool:
             and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its affinity (a Slurm allocation, `taskset`, a container's
+    cpuset), not the machine's count, which os.cpu_count() gives."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
+
+
 def nvidia_smi(query: str) -> list[str]:
     """One line per GPU of `nvidia-smi --query-gpu=<query>` (csv, no header, no units), without
     importing torch; [] without a GPU or nvidia-smi. The one place the course asks nvidia-smi."""

@@ -777,7 +777,7 @@ def test_default_parallel_follows_free_gpu_memory_and_cores(monkeypatch, free_mi
     from grader.run import grading
 
     monkeypatch.setattr(grading.env, "nvidia_smi", lambda query: [str(free_mib)] if query == "memory.free" else [])
-    monkeypatch.setattr(grading.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(grading.env, "usable_cores", lambda: cores)
     assert grading.default_parallel(10) == expected
 
 
@@ -1350,3 +1350,20 @@ def test_a_wrong_cudnn_value_names_the_kernels_of_the_same_call(monkeypatch):
     with pytest.raises(CheckFailure, match=r"exceeds 0.0001$"):
         with ex10.naming_kernels(lambda: None, "strict"):
             raise CheckFailure("cache[x]: relative error 2e-4 exceeds 0.0001")
+
+
+def test_usable_cores_follow_the_affinity_not_the_machine():
+    """A Slurm allocation or `taskset` gives the grader fewer cores than the machine has: the defaults
+    (parallel grading processes, builds) count those it may use."""
+    import subprocess
+    import sys
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    code = "from grader import env; print(env.usable_cores())"
+    out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1],
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    if out.returncode != 0 and "taskset" in out.stderr:
+        pytest.skip(f"taskset failed: {out.stderr.strip()[:200]}")
+    assert out.stdout.strip() == "1", out.stderr

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import env
 from grader.env import REPO
 from grader.authoring.notebooks import SOLUTIONS, Course, parse_solution_cell
 
@@ -99,7 +100,7 @@ def prebuild(paths: list[Path], jobs: int | None = None, log=print) -> dict[Path
     for path in paths:
         folders += builds_of(Path(path))
     folders = list(dict.fromkeys(folders))
-    jobs = jobs or max(1, (os.cpu_count() or 2) // 2)
+    jobs = jobs or max(1, env.usable_cores() // 2)
     log(f"building {len(folders)} exercise folder(s) for {len(paths)} notebook(s), {jobs} at a time ...")
     return build_all(folders, jobs, log=log)
 

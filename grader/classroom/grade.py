@@ -187,7 +187,7 @@ def worker_devices(workers: int | None) -> list[str | None]:
     per GPU to grade speed.
     """
     gpus = env.visible_gpus() if env.gpu_present() else []
-    count = workers or (len(gpus) if gpus else max(2, (os.cpu_count() or 2) // 2))
+    count = workers or (len(gpus) if gpus else max(2, env.usable_cores() // 2))
     return [gpus[i % len(gpus)] if gpus else None for i in range(count)]
 
 
@@ -414,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--stall", type=float, default=DEFAULT_STALL,
                         help="seconds of an exercise's grading with no check starting or ending: stopped as hanging")
-    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="parallel builds")
+    parser.add_argument("--jobs", type=int, default=max(1, env.usable_cores() // 2), help="parallel builds")
     parser.add_argument("--workers", type=int, default=None,
                         help="students graded at once (default: one per visible GPU, each pinned to its GPU)")
     parser.add_argument("--force", action="store_true", help="regrade students already graded")

@@ -135,10 +135,7 @@ def compile_one(folder: Path, source: Path, arch: str, scratch: Path) -> ArchRes
 
 def default_jobs() -> int:
     """One nvcc per core this process may use (nvcc compiles one architecture on one core)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
+    return env.usable_cores()
 
 
 def check(folders: list[Path], archs=ARCHS, jobs: int | None = None, log=None) -> list[ArchResult]:

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
     parser.add_argument("--stall", type=float, default=DEFAULT_STALL,
                         help="seconds of an exercise's grading with no check starting or ending: stopped as hanging")
-    parser.add_argument("--jobs", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)), help="parallel builds")
+    parser.add_argument("--jobs", type=int, default=max(1, min(4, env.usable_cores() // 2)), help="parallel builds")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "
                              f"1 grades one after another. Default: {PARALLEL_DEFAULT}")

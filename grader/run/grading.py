@@ -103,7 +103,7 @@ def start_builds(dirs: Sequence[Path], jobs: int, pool: ThreadPoolExecutor, log=
     (a class's rounds, a mutant round's quick builds first) or `longest_first` (by their sources' size);
     a failure costs only that folder. Each future's result is the folder's build result (a dict)."""
     child = _child_env()
-    child["MAX_JOBS"] = str(max(1, (os.cpu_count() or 2) // max(1, jobs)))  # ninja's parallelism inside one build
+    child["MAX_JOBS"] = str(max(1, env.usable_cores() // max(1, jobs)))  # ninja's parallelism inside one build
 
     def report(d: Path, future: Future) -> None:
         data = future.result()
@@ -623,7 +623,7 @@ def default_parallel(count: int) -> int:
     fits: each timing waits for every running check to end, and a process started later makes every
     other one wait for its checks. `python -m grader` prints the most memory each exercise's checks
     held."""
-    n = min(count, max(1, (os.cpu_count() or 2) - CORES_SPARED), PARALLEL_MAX)
+    n = min(count, max(1, env.usable_cores() - CORES_SPARED), PARALLEL_MAX)
     if n <= 1:
         return 1
     free = env.gpu_free_gib()
@@ -781,7 +781,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
             if "OMP_NUM_THREADS" not in os.environ:
                 # PyTorch's CPU ops (references, the judge's inputs) would each take every core, and
                 # `parallel` processes doing so at once spend their time preempting one another
-                share = max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(jobs_by_name))))
+                share = max(1, env.usable_cores() // max(1, min(parallel, len(jobs_by_name))))
                 for job in jobs_by_name.values():
                     job.env["OMP_NUM_THREADS"] = str(share)
             for job in jobs_by_name.values():

@@ -620,7 +620,7 @@ def grade_round(entries: list[Entry], specs: dict, builds: dict[Path, Future], *
             work.mkdir()
             job = grading_job(e.mutant.exercise, e.folder, work, GradeOptions(seed=seed, first_failure=True, stall=stall))
             job.name = e.name
-            job.env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 2) // max(1, min(parallel, len(entries)))))
+            job.env["OMP_NUM_THREADS"] = str(max(1, env.usable_cores() // max(1, min(parallel, len(entries)))))
             job.held = True
             jobs[e.name] = job
         stick = None
@@ -771,7 +771,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(a hang; the solutions' longest check on the H200 takes 7.4 s)")
     parser.add_argument("--width", type=int, default=None,
                         help="mutants per exercise per round (default: about 48 per round in all)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="builds at once (default: the cores)")
+    parser.add_argument("--jobs", type=int, default=env.usable_cores(), help="builds at once (default: the cores)")
     parser.add_argument("--parallel", type=int, default=None, help="grading processes running checks at once")
     parser.add_argument("--fresh", action="store_true", help="grade again mutants an earlier run graded")
     parser.add_argument("--list", action="store_true", help="only list the sampled mutants")

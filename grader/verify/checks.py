@@ -500,10 +500,20 @@ def unmodified(**tensors: torch.Tensor):
     """Fail if the body changes any of the named tensors (bits, shape or strides)."""
     before = {k: (v.detach().clone(), v.shape, v.stride()) for k, v in tensors.items()}
     yield
+    differs = {}  # name -> whether any bit changed, on the tensor's device: brought to the host together
     for k, v in tensors.items():
         copy, shape, stride = before[k]
-        same_bits = v.shape == shape and torch.equal(_bits(v), _bits(copy))
-        if not same_bits or v.stride() != stride:
+        if v.shape != shape or v.stride() != stride:
+            raise CheckFailure(f"the input `{k}` was modified; an op must not write to its inputs")
+        differs[k] = (_bits(v) != _bits(copy)).any()
+    by_device: dict = {}
+    for k, flag in differs.items():
+        by_device.setdefault(flag.device, []).append(k)
+    changed = set()
+    for names in by_device.values():
+        changed.update(k for k, d in zip(names, torch.stack([differs[k] for k in names]).tolist()) if d)
+    for k in tensors:
+        if k in changed:
             raise CheckFailure(f"the input `{k}` was modified; an op must not write to its inputs")
 
 

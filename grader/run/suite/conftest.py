@@ -46,6 +46,14 @@ def _warm_up() -> None:
 _warm_up_thread = threading.Thread(target=_warm_up, name="warm-up", daemon=True)
 _warm_up_thread.start()
 
+PROFILE_ENV = "COURSE_PROFILE"  # a folder: each grading process's main thread under cProfile, one file per process
+_profile = None
+if os.environ.get(PROFILE_ENV):
+    import cProfile
+
+    _profile = cProfile.Profile()
+    _profile.enable()
+
 from grader.run import gate  # noqa: E402
 from grader.run.suite import resume  # noqa: E402
 from grader import specs  # noqa: E402
@@ -200,10 +208,23 @@ def pytest_unconfigure(config):
     """Run by the grader (its results are written after every test), the process ends here, without
     tearing down the CUDA context and the interpreter: a second or two of the edit-grade loop. Not
     under compute-sanitizer, which reports when the process exits normally."""
+    _save_profile(config)
     if config.getoption("--results") and _exit_status and not os.environ.get("COURSE_SANITIZE"):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_exit_status[0])
+
+
+def _save_profile(config) -> None:
+    """COURSE_PROFILE=<folder>: this process's profile as <exercise>[.part<i>].prof (docs/debugging.md)."""
+    if _profile is None:
+        return
+    _profile.disable()
+    part = config.getoption("--shard").split("/")[0]
+    name = Path(config.getoption("--exercise-dir") or "suite").resolve().name + ("" if part == "0" else f".part{part}")
+    folder = Path(os.environ[PROFILE_ENV])
+    folder.mkdir(parents=True, exist_ok=True)
+    _profile.dump_stats(folder / f"{name}.prof")
 
 
 def _spec(config):
