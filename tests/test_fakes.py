@@ -6,7 +6,8 @@ random_calls):
   torch.library.opcheck in the GPU grade);
 - every refusal probe (grader.verify.properties.refusal_probes: each tensor argument misshapen, each
   declared edge, each integer list out of its domain, and again with the optional tensors left out)
-  that the reference refuses is refused by the fake too (else torch.compile traces a wrong shape);
+  that the reference refuses is refused by the fake too (else torch.compile traces a wrong shape), each
+  refusal naming an argument or being PyTorch's own (properties.fake_refusal_problem);
   one the reference computes, where the fake computes it too, has the reference's shapes.
 
 The GPU grade's property "the registered fake refuses what the op refuses" (grader.verify.properties)
@@ -27,7 +28,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 from grader import specs  # noqa: E402
 from grader.verify.judge import resolve  # noqa: E402
-from grader.verify.properties import optional_tensors, reference_result, refusal_probes  # noqa: E402
+from grader.verify.properties import fake_refusal_problem, optional_tensors, reference_result, refusal_probes  # noqa: E402
 from grader.verify.spec import audit_seed  # noqa: E402
 from tests.grading import SOLUTIONS, selected  # noqa: E402
 
@@ -85,8 +86,12 @@ def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses
                 wanted = None
             try:
                 got = _shapes(_fake(op, args))
-            except Exception:  # noqa: BLE001: a refusal, however the fake says it
-                continue  # (one the reference computes the op may refuse: a limit of the exercise's)
+            except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
+                # (one the reference computes the op may refuse: a limit of the exercise's), naming its argument
+                problem = fake_refusal_problem(call, args, str(e))
+                if problem is not None:
+                    problems.append(f"{call.label}: {which}: {problem}")
+                continue
             if wanted is None:
                 problems.append(f"{call.label}: {which}: PyTorch refuses it, the fake gives {got}")
             elif got[:len(wanted)] != wanted:

@@ -20,8 +20,9 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
 from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule, kernel_function, observe
-from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn, conv_padding_edges,
-                                conv_output_hw, conv_smallest_input, conv_transpose_output_hw, torch_defaults)
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn, conv_empty_kernel,
+                                conv_output_hw, conv_padding_edges, conv_smallest_input, conv_transpose_output_hw,
+                                torch_defaults, values)
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
@@ -908,7 +909,8 @@ class ConvSpec(Spec):
                          grad_args=grads if AUTOGRAD in self.points and version == self.autograd_version else (),
                          kernels=KernelRule(kernel_names(kernel)), registered=f"lib.ops.{self.op}", nonfinite=(0,),
                          domains={0: conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), dilation, padding,
-                                                         self.transposed, stride, output_padding), 4: edges},
+                                                         self.transposed, stride, output_padding),
+                                  1: conv_empty_kernel(), 4: edges, 6: values(0, refused=(0,))},
                          tolerance=self._audit_tolerance if tf32 else None, sums_products=not tf32,
                          needs_capability=TENSOR_CORE_CAPABILITY if tf32 else None,
                          defaults=torch_defaults(arg_names, first=2, keep=("groups",) if groups != 1 else ()))

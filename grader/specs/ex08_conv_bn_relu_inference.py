@@ -17,7 +17,8 @@ from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
-                                Spec, audit_randn, conv_padding_edges, conv_smallest_input, torch_defaults, values)
+                                Spec, audit_randn, conv_empty_kernel, conv_padding_edges, conv_smallest_input, torch_defaults,
+                                values)
 from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
 from grader.specs.conv_bn import SHAPES as TRAIN_SHAPES
 from grader.specs.conv_bn import Shape, conv_bn_modules
@@ -402,7 +403,7 @@ def _call(x, w, bias, bn, conv, kind: str = "", version: int = STRICT) -> AuditC
     what += ["TF32"] if tf32 else []
     # the domains' edges: BatchNorm's weight (gamma) negative, zero and of both signs (a fold of the scale
     # that loses its sign, a ReLU applied before it); eps 0 refused; the padding's edges; x at its smallest size
-    domains = {0: conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[2], conv[1]),
+    domains = {0: conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[2], conv[1]), 1: conv_empty_kernel(),
                3: (NEGATIVE, ZERO, SIGNS), 7: (Edge("0.0", 0.0, refused=True),),
                9: conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[0], conv[2], conv[1])}
     # NaN and infinities in x propagate through the convolution, BatchNorm and ReLU (torch.relu keeps NaN)

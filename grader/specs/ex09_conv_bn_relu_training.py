@@ -25,7 +25,8 @@ from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, RelErrors, asser
                                   expect_error, poison, require_capability, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
-                                ModuleOptions, Spec, as_conv_output, audit_randn, conv_output_hw, conv_padding_edges,
+                                ModuleOptions, Spec, as_conv_output, audit_randn, conv_empty_kernel, conv_output_hw,
+                                conv_padding_edges,
                                 conv_smallest_hw, conv_smallest_input, conv_transpose_output_hw, torch_defaults,
                                 values)
 from grader.specs.conv_bn import SHAPES, Shape, conv_bn_modules
@@ -412,6 +413,7 @@ def _domains(x, w, conv, momentum: int | None = None, eps: int = 10, gamma: int 
     if padding is not None:
         out[padding] = conv_padding_edges(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[0], conv[2], conv[1])
         out[0] = conv_smallest_input(tuple(x.shape[2:]), tuple(w.shape[2:]), conv[2], conv[1])
+        out[1] = conv_empty_kernel()
         if trains:
             out[0] += _few_values_per_channel(x, w, conv)
     return out

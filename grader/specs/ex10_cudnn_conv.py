@@ -22,8 +22,8 @@ from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelE
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule, observe
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
-                                conv_output_hw, conv_padding_edges, conv_smallest_input, conv_transpose_output_hw,
-                                torch_defaults)
+                                conv_empty_kernel, conv_output_hw, conv_padding_edges, conv_smallest_input, conv_transpose_output_hw,
+                                torch_defaults, values)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 (no Tensor Core math; every algorithm cuDNN offers, the
@@ -1481,7 +1481,9 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
     # the forward's x at its smallest per axis and its padding's edges (none, 3, the widest), one at a
     # time: each a new plan, and a descriptor or workspace sized for the base geometry shows there
     hw, khw = tuple(c.x[2:]), tuple(c.w[2:])
-    forward_domains = {0: conv_smallest_input(hw, khw, d, p), 4: conv_padding_edges(hw, khw, s, d, p)}
+    groups_zero = values(0, refused=(0,))  # refused, naming groups (a check of groups >= 0 divides by it)
+    forward_domains = {0: conv_smallest_input(hw, khw, d, p), 1: conv_empty_kernel(), 4: conv_padding_edges(hw, khw, s, d, p),
+                       6: groups_zero}
     keep = ("groups",) if c.groups != 1 else ()  # PyTorch's default groups=1 refuses a grouped weight
     calls = [AuditCall("conv2d", (x, w, None if mode == "heuristic" else b, *conv, MODE[mode]),
                        ("x", "weight", "bias", *CONV_NAMES), _conv2d_reference,
@@ -1494,13 +1496,15 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
         ("grad_output", "weight", "input_size", *CONV_NAMES),
         lambda g, w, size, s, p, d, groups, m: torch.nn.grad.conv2d_input(
             size, w.double(), as_conv_output(g, size, w.shape, s, p, d, groups).double(), s, p, d, groups),
-        label=f"conv2d_backward_input{suffix}", registered="lib.ops.conv2d_backward_input", tolerance=_audit_tolerance))
+        label=f"conv2d_backward_input{suffix}", registered="lib.ops.conv2d_backward_input", tolerance=_audit_tolerance,
+        domains={6: groups_zero}))
     calls.append(AuditCall(
         "conv2d_backward_weight", (g, x, list(c.w), *conv, MODE["uncached"]),
         ("grad_output", "x", "weight_size", *CONV_NAMES),
         lambda g, x, size, s, p, d, groups, m: torch.nn.grad.conv2d_weight(
             x.double(), size, as_conv_output(g, x.shape, size, s, p, d, groups).double(), s, p, d, groups),
-        label=f"conv2d_backward_weight{suffix}", registered="lib.ops.conv2d_backward_weight", tolerance=_audit_tolerance))
+        label=f"conv2d_backward_weight{suffix}", registered="lib.ops.conv2d_backward_weight", tolerance=_audit_tolerance,
+        domains={6: groups_zero}))
     if kind == "dense":
         calls.append(AuditCall("conv2d_backward_bias", (g,), ("grad_output",), lambda g: g.double().sum((0, 2, 3)),
                                registered="lib.ops.conv2d_backward_bias", tolerance=_audit_tolerance))
@@ -1517,8 +1521,8 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
         lambda x, w, b, s, p, op, groups, d, m: F.conv_transpose2d(x.double(), w.double(), _double(b), s, p, op, groups, d),
         # graded with the backward checks: it is the same cuDNN backward-data call
         label=f"conv_transpose2d{suffix}", group="backward", tolerance=_audit_tolerance,
-        domains={0: conv_smallest_input(ghw, khw, d, p, True, s, out_pad),
-                 4: conv_padding_edges(ghw, khw, s, d, p, True, out_pad)},
+        domains={0: conv_smallest_input(ghw, khw, d, p, True, s, out_pad), 1: conv_empty_kernel(),
+                 4: conv_padding_edges(ghw, khw, s, d, p, True, out_pad), 6: groups_zero},
         defaults=torch_defaults(("x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"), first=2)))
     if kind == "dense":
         # the registered op itself, which takes the output's size: the Python function's call above never
@@ -1527,7 +1531,7 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
             "lib.ops.conv_transpose2d", (g, w, bt, list(c.x), s, p, d, c.groups, MODE["benchmark"]),
             ("x", "weight", "bias", "output_size", "stride", "padding", "dilation", "groups", "mode"),
             _transpose_op_reference, label="lib.ops.conv_transpose2d", group="backward",
-            registered="lib.ops.conv_transpose2d", tolerance=_audit_tolerance))
+            registered="lib.ops.conv_transpose2d", tolerance=_audit_tolerance, domains={7: groups_zero}))
     return calls
 
 

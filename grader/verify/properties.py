@@ -1331,6 +1331,23 @@ def _reference_refuses(call: AuditCall, args: list) -> bool:
     return False
 
 
+def fake_refusal_problem(call: AuditCall, args: list, message: str) -> str | None:
+    """Why a registered fake's error on these arguments is no refusal, or None. A refusal names one of the
+    call's arguments, as the op's must, or is PyTorch's own for the same arguments (a fake that calls
+    PyTorch's meta function); an error the fake's code runs into (a negative size, a division by zero, a
+    list index past its end) is none: such a fake refuses these inputs by accident, and traces others
+    that its checks let through."""
+    if names_one_of(message, call.names):
+        return None
+    try:
+        call.reference(*_in_float64(args, "meta"))
+    except Exception as e:  # noqa: BLE001: PyTorch's refusal, however it says it
+        if clean(e).splitlines()[:1] == message.splitlines()[:1]:
+            return None
+    return (f"its registered fake raises an error that names no argument ({message.splitlines()[0][:200]}): "
+            "an error its code ran into, not a check")
+
+
 def optional_tensors(op) -> tuple[int, ...]:
     """The positions of `op`'s optional tensor arguments (`Tensor?` in its schema: a bias)."""
     schema = getattr(getattr(op, "default", op), "_schema", None)
@@ -1406,6 +1423,11 @@ def _fake_refuses(spec, calls: _Calls):
                     raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but its registered fake "
                                        f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
                                        f"the fake must make the op's checks [{FAKE_REFUSES}]")
+                if refused is not None and fake_refused is not None:
+                    problem = fake_refusal_problem(call, args, fake_refused)
+                    if problem is not None:
+                        raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but {problem}; the fake "
+                                           f"must make the op's checks, each naming its argument [{FAKE_REFUSES}]")
                 # computed where PyTorch computes it: the fake must not refuse it, unless the op's answer is wrong
                 # or a list's length changed (an input accepted by a faulty check and read in part, its answer
                 # right or wrong by what lies past the list: the input checks judge both, _list_components)

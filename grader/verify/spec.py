@@ -499,6 +499,14 @@ def conv_smallest_hw(k_hw, dilation, padding) -> list[int]:
     return [max(1, d * (k - 1) + 1 - 2 * p) for k, d, p in zip(k_hw, dilation, padding)]
 
 
+def conv_empty_kernel() -> tuple[Edge, ...]:
+    """The edges of a convolution's weight with no rows, and with no columns (each axis alone): PyTorch
+    refuses both (its CPU kernels; the meta device lets them through), and so must the op, naming the
+    weight (`kh > 0 && kw > 0` written with `||`, or with one axis twice, lets one of them through)."""
+    return (Edge("kernel height 0 (refused)", make=lambda w: w[:, :, :0].clone(), refused=True),
+            Edge("kernel width 0 (refused)", make=lambda w: w[:, :, :, :0].clone(), refused=True))
+
+
 def conv_smallest_input(in_hw, k_hw, dilation, padding, transposed: bool = False, stride=(1, 1),
                         output_padding=(0, 0)) -> tuple[Edge, ...]:
     """The edges of a convolution's input `x` at its smallest height, and at its smallest width (each

@@ -319,3 +319,16 @@ VARIANTS += [
             loses={"registration", "autograd"}, reason="a drop-in for torch.nn.Conv2d",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
 ]
+
+# A registered fake that refuses by accident: its kernel-span check reads the input's width for the kernel's
+# height and never checks its width (a `make mutants` survivor), so a kernel too wide for the padded input
+# reaches torch.empty with a negative size, whose error names no argument. The fake property takes a
+# refusal only where it names an argument or is PyTorch's own (properties.fake_refusal_problem).
+VARIANTS += [
+    Variant(EX, "fake_refuses_by_a_negative_size", "the registered fake's kernel-span check compares the kernel's "
+            "height with the input's width and skips its width: a kernel too wide fails in torch.empty, naming nothing",
+            {"conv2d.py": [("zip(ws[2:], dilation, xs[2:], padding)", "zip(ws[2:], dilation, xs[3:], padding)")]},
+            loses={"direct", "implicit_gemm", "depthwise", "tensor_cores_tf32"},
+            keeps={"autograd", "input_checks", "registration"}, reason="names no argument",
+            extra={"kind": "registered fake", "old": "full marks"}),
+]

@@ -270,3 +270,13 @@ VARIANTS += [
             loses={"registration", "autograd"}, reason="a drop-in for torch.nn.ConvTranspose2d",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
 ]
+
+# A registered fake that lets a kernel of no rows (or no columns) through, `and` written `or` (a `make
+# mutants` survivor): each axis of the weight's kernel at 0 is a declared edge (spec.conv_empty_kernel).
+VARIANTS += [
+    Variant(EX, "fake_accepts_a_kernel_of_no_rows", "the registered fake checks that the kernel has rows or "
+            "columns, not both: a weight of kernel height 0 traces to an output the op refuses to compute",
+            {"conv_transpose2d.py": [("torch._check(ws[2] > 0 and ws[3] > 0,", "torch._check(ws[2] > 0 or ws[3] > 0,")]},
+            loses={"gather", "implicit_gemm", "winograd"}, keeps={"autograd", "input_checks", "registration"},
+            reason="torch.compile would trace a wrong shape", extra={"kind": "registered fake", "old": "full marks"}),
+]

@@ -324,3 +324,13 @@ VARIANTS += [
                                 "def conv2d_backward_input(grad_output, weight, input_size, stride=1, padding=1,")]},
             loses={"backward"}, reason="PyTorch's defaults", extra={"kind": "coverage", "old": "full marks"}),
 ]
+
+# The registered fakes' shape function taking groups >= 0 (a `make mutants` survivor): groups 0, a declared
+# edge of every convolution call, then divides by zero in the fake, an error that names no argument.
+VARIANTS += [
+    Variant(EX, "fake_divides_by_groups_zero", "the registered fakes' shape checks let groups 0 through to "
+            "`x[1] % groups`: a ZeroDivisionError where the op refuses naming groups",
+            {"cudnn_conv.py": [("torch._check(groups >= 1 and x[1] % groups == 0", "torch._check(groups >= 0 and x[1] % groups == 0")]},
+            loses={"forward", "backward"}, keeps={"descriptors", "cache", "threads", "streams", "input_checks"},
+            reason="names no argument", extra={"kind": "registered fake", "old": "full marks"}),
+]
