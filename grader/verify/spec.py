@@ -500,9 +500,11 @@ def conv_smallest_hw(k_hw, dilation, padding) -> list[int]:
 
 
 def conv_empty_kernel() -> tuple[Edge, ...]:
-    """The edges of a convolution's weight with no rows, and with no columns (each axis alone): PyTorch
-    refuses both (its CPU kernels; the meta device lets them through), and so must the op, naming the
-    weight (`kh > 0 && kw > 0` written with `||`, or with one axis twice, lets one of them through)."""
+    """The edges of a convolution's weight with no rows, and with no columns (each axis alone), declared
+    refused: PyTorch's CPU kernels refuse both, but its meta device lets them through and the grader's
+    reference runs no empty probe on the CPU (properties.reference_result), so only the declaration says
+    so. The op must refuse them naming the weight, and its fake too (`kh > 0 && kw > 0` written with `||`,
+    or with one axis twice, lets one of them through)."""
     return (Edge("kernel height 0 (refused)", make=lambda w: w[:, :, :0].clone(), refused=True),
             Edge("kernel width 0 (refused)", make=lambda w: w[:, :, :, :0].clone(), refused=True))
 
