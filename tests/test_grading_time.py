@@ -86,3 +86,26 @@ def test_the_cuda_sync_mode_is_one_of_cudas_and_off_unless_asked(monkeypatch):
     with pytest.raises(ValueError, match="COURSE_CUDA_SYNC='sleepy'"):
         env.set_cuda_sync()
     assert set(env.CUDA_SYNC_FLAGS) == {"auto", "spin", "yield", "blocking"}
+
+
+def test_course_profile_writes_one_loadable_profile_per_grading_process(tmp_path):
+    """COURSE_PROFILE=<folder>: the grading suite's process leaves its cProfile there, named as its part
+    (`<exercise>.part<i>.prof`), even though a grading process ends with os._exit (no interpreter teardown)."""
+    import os
+    import pstats
+    import subprocess
+    import sys
+
+    from grader import env
+
+    out = tmp_path / "prof"
+    cmd = [sys.executable, "-m", "pytest", str(env.REPO / "grader" / "run" / "suite"), "-q", "-p", "no:cacheprovider",
+           f"--rootdir={env.REPO}", f"--exercise-dir={env.REPO / 'solutions' / '01_leaky_relu'}", "--seed=1",
+           f"--results={tmp_path / 'results.json'}", "--shard=1/2", "-k", "input_checks"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=env.REPO, timeout=600,
+                          env={**os.environ, "COURSE_PROFILE": str(out), "PYTHONPATH": str(env.REPO),
+                               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert (tmp_path / "results.json").exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    profile = out / "01_leaky_relu.part1.prof"
+    assert profile.exists(), f"no profile in {sorted(p.name for p in out.iterdir()) if out.exists() else out}"
+    assert pstats.Stats(str(profile)).total_calls > 0
