@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, RelErrors, assert_own_kernels, assert_rel_error,
-                                  expect_error, poison, require_capability, unmodified)
+                                  expect_error, host_values, poison, require_capability, unmodified)
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge,
                                 ModuleOptions, Spec, as_conv_output, audit_randn, conv_empty_kernel, conv_output_hw,
@@ -566,11 +566,8 @@ def bound_tolerances(bounds) -> list[float]:
     """bound_tolerance of each (reference, bound, floor), their norms brought to the host in one copy (a wait
     for the GPU each: a few per checked call)."""
     bounds = list(bounds)
-    norms = [torch.linalg.vector_norm(t).double() for reference, bound, _ in bounds for t in (reference, bound)]
-    if len({n.device for n in norms}) == 1:
-        norms = torch.stack(norms).tolist()
-    else:
-        norms = [n.item() for n in norms]
+    norms = [n[0] for n in host_values(*(torch.linalg.vector_norm(t).reshape(1) for reference, bound, _ in bounds
+                                         for t in (reference, bound)))]
     return [(allowed / norm if norm > 0 else allowed) + floor
             for (_, _, floor), norm, allowed in zip(bounds, norms[::2], norms[1::2])]
 

@@ -500,20 +500,14 @@ def unmodified(**tensors: torch.Tensor):
     """Fail if the body changes any of the named tensors (bits, shape or strides)."""
     before = {k: (v.detach().clone(), v.shape, v.stride()) for k, v in tensors.items()}
     yield
-    differs = {}  # name -> whether any bit changed, on the tensor's device: brought to the host together
     for k, v in tensors.items():
-        copy, shape, stride = before[k]
+        _, shape, stride = before[k]
         if v.shape != shape or v.stride() != stride:
             raise CheckFailure(f"the input `{k}` was modified; an op must not write to its inputs")
-        differs[k] = (_bits(v) != _bits(copy)).any()
-    by_device: dict = {}
-    for k, flag in differs.items():
-        by_device.setdefault(flag.device, []).append(k)
-    changed = set()
-    for names in by_device.values():
-        changed.update(k for k, d in zip(names, torch.stack([differs[k] for k in names]).tolist()) if d)
-    for k in tensors:
-        if k in changed:
+    # whether any bit changed, each on its tensor's device, brought to the host together
+    changed = host_values(*((_bits(v) != _bits(before[k][0])).any().reshape(1) for k, v in tensors.items()))
+    for k, flag in zip(tensors, changed):
+        if flag[0]:
             raise CheckFailure(f"the input `{k}` was modified; an op must not write to its inputs")
 
 
