@@ -216,7 +216,8 @@ def pytest_unconfigure(config):
 
 
 def _save_profile(config) -> None:
-    """COURSE_PROFILE=<folder>: this process's profile as <exercise>[.part<i>].prof (docs/performance.md, grading time)."""
+    """COURSE_PROFILE=<folder>: this process's profile as <exercise>[.part<i>].prof (docs/performance.md,
+    grading time)."""
     if _profile is None:
         return
     _profile.disable()
