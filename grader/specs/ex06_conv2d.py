@@ -20,9 +20,9 @@ from grader.verify.checks import (CheckFailure, assert_own_kernels, assert_rel_e
 from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule, kernel_function, observe
-from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn, conv_empty_kernel,
-                                conv_output_hw, conv_padding_edges, conv_smallest_input, conv_transpose_output_hw,
-                                torch_defaults, values)
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn,
+                                conv_empty_kernel, conv_output_hw, conv_padding_edges, conv_smallest_input,
+                                conv_transpose_output_hw, torch_defaults, values)
 
 # Normwise relative error against a float64 reference. A strict-fp32 convolution of these sizes
 # is near 1e-7; TF32 or fp16 operands (10-bit mantissa) give about 1e-3 and fail.
