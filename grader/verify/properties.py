@@ -203,6 +203,11 @@ def _compare(actual, expected, tol: float, what: str, terms=None) -> None:
         raise CheckFailure(problem)
 
 
+def _compare_call(actual, expected, call: AuditCall, args: list, what: str) -> None:
+    """_compare by `call`'s own rule on `args`: its tolerance there and, where it sums products, its terms."""
+    _compare(actual, expected, tolerance(call, args), what, call_terms(call, args, expected))
+
+
 # --- one call, watched ---------------------------------------------------------------------------
 
 def _watching() -> bool:
@@ -875,8 +880,7 @@ def _stream(spec, calls: _Calls):
                 problem = rule.problem(seen, what + how, expect_work=False) if rule is not None else None
                 if problem:
                     raise CheckFailure(problem)
-                _compare(out, expected, tolerance(call, list(values)), what + how,
-                         call_terms(call, list(values), expected))
+                _compare_call(out, expected, call, list(values), what + how)
     return run
 
 
@@ -893,8 +897,7 @@ def _held_at_once(spec, calls: _Calls):
                                    "tensors; a caller keeps both)")
             if _overlap(out_b, [t for i, t in enumerate(b.args) if i not in b.mutates]):
                 raise CheckFailure(f"{what}: the result shares memory with an input")
-            _compare(out_a, expected_a, tolerance(a), what + " (the first, read after the second)",
-                     call_terms(a, list(a.args), expected_a))
+            _compare_call(out_a, expected_a, a, list(a.args), what + " (the first, read after the second)")
     return run
 
 
@@ -1133,9 +1136,9 @@ def _between_calls(spec, calls: _Calls):
                     DEVICE.poison(first_out.numel(), dtype_of(a))
                 out = fn(*args)
             DEVICE.sync()
-            _compare(out, expected, tolerance(a), f"{desc}: the same tensors, given new values inside "
-                     "`with torch.cuda.stream(s)` and the op called there (it reads them on the current stream, "
-                     "whatever it saw before)", call_terms(a, list(a.args), expected))
+            _compare_call(out, expected, a, list(a.args), f"{desc}: the same tensors, given new values inside "
+                          "`with torch.cuda.stream(s)` and the op called there (it reads them on the current stream, "
+                          "whatever it saw before)")
             del held
     return run
 
