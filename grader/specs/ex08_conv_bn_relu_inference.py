@@ -17,8 +17,8 @@ from grader.verify import precision as probes
 from grader.verify import sass
 from grader.verify.observe import KernelRule
 from grader.verify.spec import (NEGATIVE, SIGNS, ZERO, AuditCall, Benchmark, Check, CheckList, Context, Edge, ModuleOptions,
-                                Spec, audit_randn, conv_empty_kernel, conv_padding_edges, conv_smallest_input, torch_defaults,
-                                values)
+                                Spec, audit_randn, conv_empty_kernel, conv_padding_edges, conv_smallest_input,
+                                torch_defaults, values)
 from grader.specs.ex06_conv2d import RANGE_SCALES, TENSOR_CORE_CAPABILITY, random_case, tf32_bound, whole_reference
 from grader.specs.conv_bn import SHAPES as TRAIN_SHAPES
 from grader.specs.conv_bn import Shape, conv_bn_modules

@@ -22,8 +22,8 @@ from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelE
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule, observe
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
-                                conv_empty_kernel, conv_output_hw, conv_padding_edges, conv_smallest_input, conv_transpose_output_hw,
-                                torch_defaults, values)
+                                conv_empty_kernel, conv_output_hw, conv_padding_edges, conv_smallest_input,
+                                conv_transpose_output_hw, torch_defaults, values)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 (no Tensor Core math; every algorithm cuDNN offers, the
@@ -1482,8 +1482,8 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
     # time: each a new plan, and a descriptor or workspace sized for the base geometry shows there
     hw, khw = tuple(c.x[2:]), tuple(c.w[2:])
     groups_zero = values(0, refused=(0,))  # refused, naming groups (a check of groups >= 0 divides by it)
-    forward_domains = {0: conv_smallest_input(hw, khw, d, p), 1: conv_empty_kernel(), 4: conv_padding_edges(hw, khw, s, d, p),
-                       6: groups_zero}
+    forward_domains = {0: conv_smallest_input(hw, khw, d, p), 1: conv_empty_kernel(),
+                       4: conv_padding_edges(hw, khw, s, d, p), 6: groups_zero}
     keep = ("groups",) if c.groups != 1 else ()  # PyTorch's default groups=1 refuses a grouped weight
     calls = [AuditCall("conv2d", (x, w, None if mode == "heuristic" else b, *conv, MODE[mode]),
                        ("x", "weight", "bias", *CONV_NAMES), _conv2d_reference,
@@ -1503,8 +1503,8 @@ def _calls(c: Config, kind: str, r) -> list[AuditCall]:
         ("grad_output", "x", "weight_size", *CONV_NAMES),
         lambda g, x, size, s, p, d, groups, m: torch.nn.grad.conv2d_weight(
             x.double(), size, as_conv_output(g, x.shape, size, s, p, d, groups).double(), s, p, d, groups),
-        label=f"conv2d_backward_weight{suffix}", registered="lib.ops.conv2d_backward_weight", tolerance=_audit_tolerance,
-        domains={6: groups_zero}))
+        label=f"conv2d_backward_weight{suffix}", registered="lib.ops.conv2d_backward_weight",
+        tolerance=_audit_tolerance, domains={6: groups_zero}))
     if kind == "dense":
         calls.append(AuditCall("conv2d_backward_bias", (g,), ("grad_output",), lambda g: g.double().sum((0, 2, 3)),
                                registered="lib.ops.conv2d_backward_bias", tolerance=_audit_tolerance))

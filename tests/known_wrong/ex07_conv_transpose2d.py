@@ -276,7 +276,8 @@ VARIANTS += [
 VARIANTS += [
     Variant(EX, "fake_accepts_a_kernel_of_no_rows", "the registered fake checks that the kernel has rows or "
             "columns, not both: a weight of kernel height 0 traces to an output the op refuses to compute",
-            {"conv_transpose2d.py": [("torch._check(ws[2] > 0 and ws[3] > 0,", "torch._check(ws[2] > 0 or ws[3] > 0,")]},
+            {"conv_transpose2d.py": [("torch._check(ws[2] > 0 and ws[3] > 0,",
+                                      "torch._check(ws[2] > 0 or ws[3] > 0,")]},
             loses={"gather", "implicit_gemm", "winograd"}, keeps={"autograd", "input_checks", "registration"},
             reason="torch.compile would trace a wrong shape", extra={"kind": "registered fake", "old": "full marks"}),
 ]

@@ -330,7 +330,8 @@ VARIANTS += [
 VARIANTS += [
     Variant(EX, "fake_divides_by_groups_zero", "the registered fakes' shape checks let groups 0 through to "
             "`x[1] % groups`: a ZeroDivisionError where the op refuses naming groups",
-            {"cudnn_conv.py": [("torch._check(groups >= 1 and x[1] % groups == 0", "torch._check(groups >= 0 and x[1] % groups == 0")]},
+            {"cudnn_conv.py": [("torch._check(groups >= 1 and x[1] % groups == 0",
+                                "torch._check(groups >= 0 and x[1] % groups == 0")]},
             loses={"forward", "backward"}, keeps={"descriptors", "cache", "threads", "streams", "input_checks"},
             reason="names no argument", extra={"kind": "registered fake", "old": "full marks"}),
 ]
