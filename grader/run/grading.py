@@ -314,16 +314,22 @@ CHECK_SECONDS = env.BUILD_ROOT / "check-seconds.json"
 FP64_ENV = "COURSE_COUNT_FP64"  # grader.verify.fp64.ENV, named here without importing torch: counts per process
 
 
+def _recorded(device_name: str) -> dict:
+    """This GPU's entry of CHECK_SECONDS (record_check_seconds), {} where there is none or it cannot be read."""
+    try:
+        mine = json.loads(CHECK_SECONDS.read_text()).get(device_name, {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return mine if isinstance(mine, dict) else {}
+
+
 def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> dict[str, float]:
     """Each exercise's check time in seconds, as this GPU's last full grade measured it (CHECK_SECONDS),
     else FIRST_GRADE_SECONDS, else estimated from its sources' size."""
-    try:
-        measured = json.loads(CHECK_SECONDS.read_text()).get(device_name, {})
-    except (OSError, ValueError, AttributeError):
-        measured = {}
+    measured = _recorded(device_name)
     out = {}
     for e in exercises:
-        known = measured.get(e) if isinstance(measured, dict) else None
+        known = measured.get(e)
         out[e] = (float(known) if isinstance(known, (int, float)) else FIRST_GRADE_SECONDS.get(e)
                   or _source_bytes(target / e) / BYTES_PER_CHECK_SECOND)
     return out
@@ -332,10 +338,7 @@ def check_weights(target: Path, exercises: Sequence[str], device_name: str) -> d
 def part0_extras(exercises: Sequence[str], device_name: str) -> dict[str, float]:
     """Each exercise's part-0 extra seconds (the judge's recordings), as this GPU's last full grade measured
     them (CHECK_SECONDS), else FIRST_PART0_EXTRA, else 0."""
-    try:
-        measured = json.loads(CHECK_SECONDS.read_text()).get(device_name, {}).get(PART0_KEY, {})
-    except (OSError, ValueError, AttributeError):
-        measured = {}
+    measured = _recorded(device_name).get(PART0_KEY)
     measured = measured if isinstance(measured, dict) else {}
     return {e: float(measured.get(e, FIRST_PART0_EXTRA.get(e, 0.0))) for e in exercises}
 
