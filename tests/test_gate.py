@@ -21,6 +21,7 @@ from grader.run import gate
 
 name, log, checks_s, huge_s, timed_s = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:6])
 startup_s = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0  # a grading process's torch and CUDA
+exit_s = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0  # its CUDA context's teardown as it exits
 
 def mark(event):
     with open(log, "a") as f:
@@ -44,6 +45,11 @@ with open(f"{log}.{name}.told", "w") as f:
 mark("timed-start")
 time.sleep(timed_s)
 mark("timed-end")
+gate.timing_over()
+gate.hold_exit()
+mark("exit-start")
+time.sleep(exit_s)
+mark("exit-end")
 """
 HANG = 3600.0
 
@@ -51,7 +57,8 @@ HANG = 3600.0
 def _run(tmp_path: Path, plan: dict[str, tuple[float, ...]], *, parallel: int, timeout: float,
          builds: dict[str, float] | None = None, resident: int | None = None, light: frozenset = frozenset(),
          compiling=None, stop_compilers: bool = False, may_queue: bool = False, last: dict | None = None):
-    """plan: name -> (seconds of checks, of a check under the lock, of the timed section); builds:
+    """plan: name -> (seconds of checks, of a check under the lock, of the timed section[, of its start-up[,
+    of its exit]]); builds:
     name -> seconds until the parent says that job's build is done (it is held until then); last: name ->
     its go_text (a `last` job)."""
     script, log, work = tmp_path / "child.py", tmp_path / "events.log", tmp_path / "work"
@@ -113,7 +120,7 @@ def test_no_more_processes_alive_than_resident(tmp_path):
     plan = {name: (0.3, 0, 0.3) for name in "abcdef"}
     jobs, spans, _ = _run(tmp_path, plan, parallel=2, timeout=60, resident=3)
     assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
-    alive = {n: (spans[(n, "start")][0], spans[(n, "timed")][1]) for n in plan}
+    alive = {n: (spans[(n, "start")][0], spans[(n, "exit")][1]) for n in plan}
     edges = sorted(t for span in alive.values() for t in span)
     most = max(sum(a <= t < b for a, b in alive.values()) for t in edges)
     assert most == 3, f"{most} processes alive at once, resident=3"
@@ -144,6 +151,27 @@ def test_processes_past_the_slots_start_up_beside_the_checks_and_begin_theirs_as
     assert checks["c"][0] - first_end < 0.4, "its checks waited for a start-up after the slot freed"
     queued = jobs["c"]
     assert queued.held_s > 0.2 and queued.active_s < queued.wall_s - 0.2, (queued.held_s, queued.active_s, queued.wall_s)
+
+
+@pytest.mark.parametrize("resident", [None, 2])
+def test_a_turn_passes_as_the_timing_ends_and_no_exit_meets_a_timing(tmp_path, resident):
+    """A process whose timing is over hands the GPU on at once and exits (here 0.5 s: a CUDA context's
+    teardown) only when no timing runs: once no turn is left, or when a process waiting to start needs
+    its room (`resident`)."""
+    plan = {n: (0.1, 0, 0.3, 0, 0.5) for n in "abcd"}
+    jobs, spans, _ = _run(tmp_path, plan, parallel=2 if resident else 4, timeout=60, resident=resident)
+    assert all(j.returncode == 0 and not j.timed_out for j in jobs.values()), jobs
+    for n in plan:
+        for m in plan:
+            assert not _overlap(spans[(n, "exit")], spans[(m, "timed")]), f"{n}'s exit meets {m}'s timing"
+    timed = sorted(spans[(n, "timed")] for n in plan)
+    if resident is None:  # every turn follows the one before it without an exit between them
+        assert all(b[0] - a[1] < 0.3 for a, b in zip(timed, timed[1:])), timed
+        assert all(0.25 <= j.timed_s < 0.45 for j in jobs.values()), {n: j.timed_s for n, j in jobs.items()}
+    else:
+        alive = {n: (spans[(n, "start")][0], spans[(n, "exit")][1]) for n in plan}
+        edges = sorted(t for span in alive.values() for t in span)
+        assert max(sum(a <= t < b for a, b in alive.values()) for t in edges) <= resident
 
 
 def test_one_at_a_time_runs_each_job_alone(tmp_path):

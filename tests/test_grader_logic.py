@@ -984,9 +984,10 @@ def test_check_time_is_measured_per_gpu_and_read_back(tmp_path, monkeypatch):
     passed = (TestOutcome("forward[a]", "forward", "passed", seconds=30.0),)
     rows = [ExerciseRow("09_conv_bn_relu_training", "x", "graded", "", 1, 1, tests=passed),
             ExerciseRow("05_matmul", "y", "build failed", "", 0, 1)]
-    jobs = {"09_conv_bn_relu_training": [SimpleNamespace(wall_s=85.0, held_s=20.0, waited_s=10.0, timed_s=5.0),
-                                         SimpleNamespace(wall_s=40.0, held_s=2.0, waited_s=0.0, timed_s=0.0)],
-            "05_matmul": [SimpleNamespace(wall_s=50.0, held_s=0.0, waited_s=0.0, timed_s=0.0)]}
+    jobs = {"09_conv_bn_relu_training": [
+        SimpleNamespace(wall_s=85.0, held_s=20.0, waited_s=10.0, timed_s=5.0, after_s=0.0),
+        SimpleNamespace(wall_s=40.0, held_s=2.0, waited_s=0.0, timed_s=0.0, after_s=0.0)],
+            "05_matmul": [SimpleNamespace(wall_s=50.0, held_s=0.0, waited_s=0.0, timed_s=0.0, after_s=0.0)]}
     grading.record_check_seconds(rows, jobs, "GPU A, 1.0")
     (tmp_path / "99_new").mkdir()
     (tmp_path / "99_new" / "y.cu").write_text("x" * 5000)
@@ -1001,7 +1002,7 @@ def test_check_time_is_measured_per_gpu_and_read_back(tmp_path, monkeypatch):
     assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": 50.0 - startup}
     # a grade with a failed check (a stub's, stopping early) leaves the measurement as it was
     failed = (TestOutcome("forward[a]", "forward", "failed", seconds=0.5),)
-    jobs_fast = {"05_matmul": [SimpleNamespace(wall_s=9.0, held_s=0.0, waited_s=0.0, timed_s=0.0)]}
+    jobs_fast = {"05_matmul": [SimpleNamespace(wall_s=9.0, held_s=0.0, waited_s=0.0, timed_s=0.0, after_s=0.0)]}
     grading.record_check_seconds([ExerciseRow("05_matmul", "y", "graded", "", 0, 1, tests=failed)], jobs_fast, "GPU A, 1.0")
     assert grading.check_weights(tmp_path, ["05_matmul"], "GPU A, 1.0") == {"05_matmul": 50.0 - startup}
     # nor does a grade that built anything (its checks ran beside compilers and processes waiting on them)
@@ -1066,8 +1067,8 @@ def test_part_0_takes_a_smaller_share_where_it_does_more(tmp_path, monkeypatch):
     row = ExerciseRow("09_conv_bn_relu_training", "x", "graded", "", 1, 1, tests=passed)
     startup = grading.STARTUP_S
     # part 0 ran 20 s of its 0.2 share and 6 s of recordings; each other part 26.67 s: (1 - 0.2) / 3 of 100 s
-    parts = [SimpleNamespace(wall_s=26.0 + startup + 3.0, held_s=3.0, waited_s=0.0, timed_s=0.0)] + \
-        [SimpleNamespace(wall_s=80 / 3 + startup, held_s=0.0, waited_s=0.0, timed_s=0.0)] * 3
+    parts = [SimpleNamespace(wall_s=26.0 + startup + 3.0, held_s=3.0, waited_s=0.0, timed_s=0.0, after_s=0.0)] + \
+        [SimpleNamespace(wall_s=80 / 3 + startup, held_s=0.0, waited_s=0.0, timed_s=0.0, after_s=0.0)] * 3
     grading.record_check_seconds([row], {row.exercise: parts}, "GPU A, 1.0", shares={row.exercise: 0.2})
     assert grading.part0_extras([row.exercise], "GPU A, 1.0") == {row.exercise: pytest.approx(6.0)}
     assert grading.check_weights(tmp_path, [row.exercise], "GPU A, 1.0") == {row.exercise: pytest.approx(106.0)}

@@ -4,8 +4,12 @@ The parent (`run`) starts one process per exercise, several at a time, and their
 checks share the GPU. A process that reaches its timing calls `wait_for_gpu()`: it writes
 `<name>.ready` in the run's folder and waits until `<name>.go` appears. The parent creates that
 file for one process at a time, and only while no other process runs anything but that wait (the
-rest wait too or have finished), and it starts no new process until the timed one has exited: a
-timing never overlaps another process's checks, nor another timing.
+rest wait too or have finished), and it starts no new process until the timed one's timing is over: a
+timing never overlaps another process's checks, nor another timing. A process whose timing is over
+says so (`timing_over`: `<name>.timed`), which hands the GPU to the next turn at once; it writes its
+results meanwhile and exits only on the parent's word (`hold_exit`, `<name>.exit`), given once no turn
+is left (or when a process waiting to start needs its room): an exit tears the CUDA context down,
+which no timing meets, and the turns do not each wait for one.
 
 Checks that allocate more than 2^31 bytes run one at a time (`one_at_a_time`, an exclusive lock
 on `huge.lock` in the same folder), so that several of them never exhaust the GPU's memory
@@ -62,6 +66,8 @@ LOCK_NAME = "huge.lock"
 
 # a grading process's states, as the parent sees them
 CHECKS, READY, TIMING = "checks", "ready", "timing"
+# its timing over (`timing_over`), writing its results and waiting for the word to exit; then exiting
+TIMED, EXITING = "timed", "exiting"
 
 
 # --- in a grading process ------------------------------------------------------------------------
@@ -123,6 +129,33 @@ def wait_for_gpu() -> str:
     text = _appeared(Path(prefix + ".go")).read_text()
     cap_gpu_memory(lifted=True)  # alone on the GPU: a library's workspace may take what it would take alone
     return text
+
+
+def timing_over() -> None:
+    """After the timing, its GPU work done: the turn passes to the next process now, while this one
+    writes its results; it exits only once the parent says (`hold_exit`), when no timing runs, so that
+    its exit (the CUDA context torn down) never meets another's timing. Nothing when ungated."""
+    prefix = os.environ.get(GATE_ENV)
+    if not prefix or _timed:
+        return
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        try:
+            torch.cuda.synchronize()
+        except RuntimeError:  # a broken CUDA context: the timing reported that itself
+            pass
+    _release_cached_memory()
+    Path(prefix + ".timed").touch()
+    _timed.append(prefix)
+
+
+_timed: list[str] = []  # this process's gate prefix once its timing is over (timing_over)
+
+
+def hold_exit() -> None:
+    """Before this process exits: once its timing is over, wait for the parent's word (`<name>.exit`)."""
+    if _timed:
+        _appeared(Path(_timed[0] + ".exit"))
 
 
 def wait_for_build() -> dict:
@@ -206,7 +239,8 @@ class Job:
     stalled: bool = False
     waited_s: float = 0.0  # for its turn on the GPU or for the lock, while another process ran
     held_s: float = 0.0  # running while held (waiting for its builds) or queued (for a slot)
-    timed_s: float = 0.0  # from its go to its end: its timing, alone on the GPU (the others wait meanwhile)
+    timed_s: float = 0.0  # from its go to its timing's end: alone on the GPU (the others wait meanwhile)
+    after_s: float = 0.0  # from its timing's end to the word to exit (it writes its results meanwhile)
     wall_s: float = 0.0
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _state: str = field(default=CHECKS, repr=False)
@@ -381,6 +415,8 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
                 if job.held or job._queued:  # bounded by the parent's own limit on builds, by the others' limits
                     job.held_s += step
+                elif job._state == TIMED:  # its results written, it waits for the word to exit
+                    job.after_s += step
                 elif job._state == TIMING:
                     job.timed_s += step
                     job.active_s += step
@@ -402,10 +438,25 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                     finish(job)
                 elif gated and job._state == CHECKS and (folder / f"{job.name}.ready").exists():
                     job._state = READY
+                elif job._state == TIMING and (folder / f"{job.name}.timed").exists():
+                    job._state = TIMED  # the turn is over: the next may begin while this one writes its results
+                    holder = None
+                    if compilers is not None:
+                        compilers.resume()
             for job in [j for j in pending if j.light]:
                 pending.remove(job)
                 start(job)
             if holder is None:
+                timed = [j for j in running if j._state == TIMED]
+                # the processes whose timing is over exit once no turn is left, or when one waiting to start
+                # needs their room, a light one at once (the others start once it has ended); a turn then waits
+                # for their exits (EXITING is not READY)
+                if not ((not pending and all(j._state == TIMED for j in running if not j.last))
+                        or (pending and not room())):
+                    timed = [j for j in timed if j.light]
+                for job in timed:
+                    job._state = EXITING
+                    (folder / f"{job.name}.exit").touch()
                 for job in [j for j in running if j._queued]:  # those started ahead first, in order
                     if checking() >= parallel:
                         break
@@ -428,7 +479,7 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 quiet = not building or (compilers is not None and not held)
                 # in order of start (the report's order); a `last` job once it is all that is left
                 turn = [j for j in ready if not j.last] or ([] if pending or lasts else ready)
-                if turn and len(ready) == len(running) and quiet:
+                if turn and len(ready) == sum(j._state != TIMED for j in running) and quiet:
                     if building:
                         compilers.stop(jobs)
                     holder = turn[0]

@@ -371,7 +371,7 @@ def record_check_seconds(rows: Sequence[ExerciseRow], jobs: dict[str, list], dev
     for row in rows:
         parts = jobs.get(row.exercise, ())
         if row.status == "graded" and parts and not any(t.outcome == "failed" for t in row.tests):
-            running = [job.wall_s - job.held_s - job.waited_s - job.timed_s - STARTUP_S for job in parts]
+            running = [job.wall_s - job.held_s - job.waited_s - job.timed_s - job.after_s - STARTUP_S for job in parts]
             seconds[row.exercise] = round(max(0.0, sum(running)), 1)
             if len(parts) > 1:  # part 0's extra: what it ran beyond its share of the others' checks
                 share = (shares or {}).get(row.exercise, 1.0 / len(parts))
@@ -442,7 +442,7 @@ def merge_parts(exercise: str, jobs: list[gate.Job], workdir: Path) -> gate.Job:
                       stalled=any(j.stalled for j in jobs),
                       output="\n".join(f"--- part {k} of {len(jobs)} ({j.name}) ---\n{j.output}"
                                         for k, j in enumerate(jobs)))
-    for field_ in ("active_s", "waited_s", "held_s", "wall_s"):
+    for field_ in ("active_s", "waited_s", "held_s", "timed_s", "after_s", "wall_s"):
         setattr(merged, field_, max(getattr(j, field_) for j in jobs))
     return merged
 
@@ -823,7 +823,7 @@ def grade_target(target: Path, specs: Sequence[Spec] | Selection, options: Grade
                 if peak:
                     notes.append(f"its largest check held {peak / 1024:.1f} GiB of the GPU")
                 session = pytest_session_s(job.output)
-                outside = job.wall_s - job.held_s - job.waited_s - (session or 0.0)
+                outside = job.wall_s - job.held_s - job.waited_s - job.after_s - (session or 0.0)
                 if session is not None and outside >= 5:  # start-up and exit, which should take seconds
                     notes.append(f"{session:.1f} s in pytest's session, {outside:.1f} s outside it")
                 log(f"  graded {job.name} in {job.wall_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else ""))

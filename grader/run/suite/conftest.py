@@ -209,6 +209,7 @@ def pytest_unconfigure(config):
     tearing down the CUDA context and the interpreter: a second or two of the edit-grade loop. Not
     under compute-sanitizer, which reports when the process exits normally."""
     _save_profile(config)
+    gate.hold_exit()  # after a timing: the exit (the CUDA context's teardown) waits until no timing runs
     if config.getoption("--results") and _exit_status and not os.environ.get("COURSE_SANITIZE"):
         sys.stdout.flush()
         sys.stderr.flush()

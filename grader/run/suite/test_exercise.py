@@ -102,7 +102,10 @@ def test_performance(spec, ctx, record_property, request, judge_last_calls):
         pytest.skip(f"{NOT_TIMED}{failed[0]} failed")
     judge_last_calls()  # the judge's last calls: not in the GPU's turn below
     gate.wait_for_gpu()  # graded beside other exercises: the timing runs alone on the GPU
-    result = measure_submission(spec, ctx)
+    try:
+        result = measure_submission(spec, ctx)
+    finally:
+        gate.timing_over()  # the next turn begins while this process writes its results
     judged = result.pop("judged", [])
     path = request.config.getoption("--timed-outputs")
     if path and judged:
