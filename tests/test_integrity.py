@@ -1,12 +1,14 @@
 """The integrity snapshot notices a patched grader or PyTorch function, and nothing else."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import torch
 
 import grader.verify.checks
+from grader.run import gate
 from grader.verify.integrity import Snapshot
 
 
@@ -19,15 +21,22 @@ def test_an_untouched_process_has_no_changes():
 def test_what_a_grading_process_does_changes_nothing(tmp_path):
     """In a process of its own, the grading process's own work after the snapshot: a library with a
     fake and an autograd formula registered (as an exercise's wrapper does), outputs saved for the judge
-    (pickle caches __slotnames__ on torch.Tensor), the profiler, opcheck, gradcheck, a dispatch mode."""
+    (pickle caches __slotnames__ on torch.Tensor), the profiler, opcheck, gradcheck, a dispatch mode, the
+    gate's turn (its wait, its end, its wait to exit)."""
     import subprocess
     import sys
 
+    for word in ("go", "exit"):  # the parent's words, given already
+        (tmp_path / f"turn.{word}").touch()
     code = ("import importlib, io, torch\n"
             "from grader.verify.integrity import Snapshot, WATCHED_MODULES\n"
+            "from grader.run import gate\n"
             "for n in WATCHED_MODULES:\n"
             "    importlib.import_module(n)\n"
             "snap = Snapshot().take()\n"
+            "gate.wait_for_gpu()\n"
+            "gate.timing_over()\n"
+            "gate.hold_exit()\n"
             "lib = torch.library.Library('integrity_probe', 'DEF')\n"
             "lib.define('f(Tensor x) -> Tensor')\n"
             "torch.library.impl('integrity_probe::f', 'CPU')(lambda x: x * 2)\n"
@@ -46,8 +55,10 @@ def test_what_a_grading_process_does_changes_nothing(tmp_path):
             "p.events()\n"
             "print(snap.changed(deep=True))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(grader.verify.checks.__file__).parents[2])
+                         cwd=Path(grader.verify.checks.__file__).parents[2],
+                         env=dict(os.environ, **{gate.GATE_ENV: str(tmp_path / "turn")}))
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+    assert (tmp_path / "turn.timed").exists(), "the turn's end was not said"
 
 
 def test_pytorch_rebinding_its_own_functions_is_not_reported(tmp_path):

@@ -136,7 +136,7 @@ def timing_over() -> None:
     writes its results; it exits only once the parent says (`hold_exit`), when no timing runs, so that
     its exit (the CUDA context torn down) never meets another's timing. Nothing when ungated."""
     prefix = os.environ.get(GATE_ENV)
-    if not prefix or _timed:
+    if not prefix:
         return
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
@@ -146,16 +146,15 @@ def timing_over() -> None:
             pass
     _release_cached_memory()
     Path(prefix + ".timed").touch()
-    _timed.append(prefix)
-
-
-_timed: list[str] = []  # this process's gate prefix once its timing is over (timing_over)
 
 
 def hold_exit() -> None:
-    """Before this process exits: once its timing is over, wait for the parent's word (`<name>.exit`)."""
-    if _timed:
-        _appeared(Path(_timed[0] + ".exit"))
+    """Before this process exits: once its timing is over, wait for the parent's word (`<name>.exit`).
+    (The gate's files say whether it timed: a module variable would be grader state that changed under
+    the integrity snapshot.)"""
+    prefix = os.environ.get(GATE_ENV)
+    if prefix and Path(prefix + ".timed").exists():
+        _appeared(Path(prefix + ".exit"))
 
 
 def wait_for_build() -> dict:
