@@ -271,9 +271,9 @@ if want knownwrong; then
   while read -r rx; do
     i=$((i + 1))
     if [ "$(left)" -lt 120 ]; then echo "knownwrong_$i: not started, $(left) s left" | tee -a "$T"; continue; fi
-    KNOWN_WRONG="$rx" run "knownwrong_$i" "$(left)" python3 -m pytest tests/test_gpu_grading.py -k known_wrong \
+    KNOWN_WRONG="$rx" run "knownwrong_$i" "$(left)" python3 -m pytest tests/test_gpu_grading.py -k known_wrong -s \
       -q -rf -p no:cacheprovider
-    grep -E "^FAILED|[0-9]+ (passed|failed)" "$L/knownwrong_$i.log" | tail -8
+    grep -E "^FAILED|NOT as expected|[0-9]+ (passed|failed)" "$L/knownwrong_$i.log" | tail -12
     cp tests/known_wrong/graded.json "$OUT/" 2>/dev/null
   done < <(python3 -m tests.known_wrong ${KW_STALE:+stale} "${KW_PATTERN:-.}" "$size")
 fi
