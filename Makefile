@@ -146,7 +146,7 @@ bench:
 
 mutants:
 	@$(PY) $$py -m grader.run.mutants $(if $(EX),--ex $(EX)) $(if $(N),--n $(N)) $(if $(SEED),--seed $(SEED)) \
-	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(SAME_CODE),--same-code)
+	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(SAME_CODE),--same-code) $(if $(MUTANTS_OUT),--out $(MUTANTS_OUT))
 
 # the student copies and the student notebooks both hold the solutions' regions (their TODO lines):
 # regenerate both

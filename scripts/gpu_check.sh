@@ -9,6 +9,7 @@
 #                                              mutants openstubs paths knownwrong
 #   N=300 SEED=1 STAGES=mutants ...            the mutants stage: N mutants of EXS (default all) sampled with SEED,
 #                                              graded until the stage's time is spent; report in $OUT/mutants-report/
+#                                              (MUTANTS_OUT=tests/mutants/report: continue the tracked sample there)
 #   EXS="01 02" scripts/gpu_check.sh           some exercises (grade, stubs, bench)
 #   TEST_FILES="tests/test_classroom.py" ...   the test stage runs these files (default: all)
 #   TEST_K=timed ...                           and only their tests matching this -k expression
@@ -258,8 +259,10 @@ if want models; then
 fi
 if want mutants; then
   # the grader's kill rate (grader.run.mutants); it stops starting rounds 30 s before the stage's time is out
-  run mutants "$(left)" make mutants EX="$EXS" N="${N:-300}" SEED="${SEED:-1}" BUDGET="$(( $(left) - 30 ))"
-  rm -rf "$OUT/mutants-report"; cp -r mutants-report "$OUT/" 2>/dev/null
+  mout=${MUTANTS_OUT:-mutants-report}  # tests/mutants/report: the tracked sample, continued
+  run mutants "$(left)" make mutants EX="$EXS" N="${N:-300}" SEED="${SEED:-1}" BUDGET="$(( $(left) - 30 ))" \
+    MUTANTS_OUT="$mout"
+  rm -rf "$OUT/mutants-report"; cp -r "$mout" "$OUT/mutants-report" 2>/dev/null
   grep -E "^round|^budget|^  [0-9][0-9]_|^  wall" "$L/mutants.log"
   tail -16 "$L/mutants.log"
 fi
