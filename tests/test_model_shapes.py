@@ -155,3 +155,110 @@ def test_the_page_plots_each_ops_worst_and_median_layer_ratio_in_both_math_modes
     benchmarks.plot([plain], limits, tmp_path / "none")
     assert not (tmp_path / "none" / "layers.png").exists()
     assert "(layers.png)" not in benchmarks.render([plain], limits, info)[1]
+
+
+def test_every_bench_layer_s_geometry_is_pytorch_s():
+    """Each layer `make bench` times (the models' and the shape classes'), run by PyTorch on the meta
+    device: its weight shape is accepted, and its output size and multiply-adds are the layer's."""
+    import torch
+    import torch.nn.functional as F
+
+    for layer in ms.bench_layers():
+        if isinstance(layer, ms.Matmul):
+            continue
+        x, w = torch.empty(layer.x_shape, device="meta"), torch.empty(layer.w_shape, device="meta")
+        if isinstance(layer, ms.Conv):
+            y = F.conv2d(x, w, None, layer.stride, layer.padding, layer.dilation, layer.groups)
+            macs = y.numel() * w[0].numel()
+        else:
+            y = F.conv_transpose2d(x, w, None, layer.stride, layer.padding, layer.output_padding, layer.groups,
+                                   layer.dilation)
+            macs = x.numel() * w[0].numel()
+        assert tuple(y.shape[2:]) == layer.out_hw and layer.macs == macs, layer
+
+
+def test_the_shape_classes_hold_the_kinds_the_models_lack():
+    """What public kernel benchmarks pose and the models do not: each kind by its geometry, not its name."""
+    classes = ms.shape_classes()
+    convs = [x for x in classes if isinstance(x, ms.Conv)]
+    ups = [x for x in classes if isinstance(x, ms.ConvTranspose)]
+    assert {x.model for x in classes} == {ms.CLASSES}
+    for kind in (convs, ups):
+        assert any(x.kernel[0] != x.kernel[1] for x in kind), "a kernel wider than tall (or taller than wide)"
+        assert any(x.dilation > 1 for x in kind), "dilation"
+        assert any(x.n >= 128 and x.cin <= 32 for x in kind), "a large batch of few channels"
+        assert any(1 < x.groups < x.cin for x in kind), "groups, not depthwise"
+    assert any(x.dilation > 1 and x.stride > 1 and x.padding > 0 and x.output_padding > 0 for x in ups)
+    assert any(x.stride > 2 for x in ups) and any(x.dilation > 1 and x.stride > 1 for x in convs)
+    assert any(x.groups == x.cin == x.cout and x.k > 3 for x in convs), "a depthwise kernel past 3x3"
+    assert any(x.h != x.w for x in convs), "an image wider than tall"
+    shapes = [(type(x).__name__, x.shape) for x in ms.bench_layers()]
+    assert all(shapes.count(s) == 1 for s in {(type(x).__name__, x.shape) for x in classes}), \
+        "a shape class repeats a model's layer"
+
+
+def _signatures(path, names):
+    """The parameters, in order, of the functions `names` in a solution's Python file (read, not imported:
+    importing builds its extension)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    return {f.name: [a.arg for a in f.args.args] for f in tree.body
+            if isinstance(f, ast.FunctionDef) and f.name in names}
+
+
+def test_the_bench_passes_every_layer_s_geometry_to_ours_and_to_pytorch(monkeypatch):
+    """06's, 07's and 10's calls of `make bench` on every layer, with each op stood in for by PyTorch's on the
+    meta device under the solution's own parameter names and order: ours and PyTorch's give the layer's
+    output, so no geometry field (kernel width, dilation, output padding, groups) is dropped on either side."""
+    import inspect
+
+    import torch
+    import torch.nn.functional as F
+
+    from grader.bench import benchmark_extras as be
+
+    def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, version=None, mode=None):
+        return F.conv2d(x, weight, bias, stride, padding, dilation, groups)
+
+    def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                         version=None, mode=None):
+        return F.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation)
+
+    solutions = be.env.REPO / "solutions"
+    own = {**_signatures(solutions / "06_conv2d" / "conv2d.py", {"conv2d"}),
+           **_signatures(solutions / "07_conv_transpose2d" / "conv_transpose2d.py", {"conv_transpose2d"})}
+    cudnn = _signatures(solutions / "10_cudnn_conv" / "cudnn_conv.py", {"conv2d", "conv_transpose2d"})
+    for name, fake in (("conv2d", conv2d), ("conv_transpose2d", conv_transpose2d)):
+        params = list(inspect.signature(fake).parameters)
+        assert own[name] == [p for p in params if p != "mode"], (name, own[name])
+        assert cudnn[name] == [p for p in params if p != "version"], (name, cudnn[name])
+
+    module = type("Module", (), {"conv2d": staticmethod(conv2d), "conv_transpose2d": staticmethod(conv_transpose2d)})
+    monkeypatch.setattr(be, "_reference", lambda exercise: module)
+    monkeypatch.setattr(be.torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    seen = []
+
+    def time_layers(kind, inputs_of, calls, skip=lambda layer: None):
+        for layer in ms.bench_layers():
+            if not isinstance(layer, kind) or skip(layer):
+                continue
+            inp = (torch.empty(layer.x_shape, device="meta"), torch.empty(layer.w_shape, device="meta"))
+            for call in calls(layer):
+                if call is not None:
+                    assert tuple(call(inp).shape[2:]) == layer.out_hw, layer
+            seen.append(layer)
+        return []
+
+    monkeypatch.setattr(be, "time_layers", time_layers)
+    be.conv2d_layers(), be.conv_transpose2d_layers(), be.cudnn_conv_layers()
+    assert set(ms.shape_classes()) <= set(seen)
+
+
+def test_the_summary_names_the_shape_classes_worst_apart():
+    from grader.bench.benchmarks import layers_summary
+
+    rows = [{"model": "ResNet-50", "vs_strict": 0.5, "vs_tf32": 0.6},
+            {"model": ms.CLASSES, "vs_strict": 0.9, "vs_tf32": 1.3}, {"model": ms.CLASSES, "vs_strict": 1.1, "vs_tf32": 0.7}]
+    assert "the 2 shape classes' worst 0.90x strict, 0.70x TF32" in layers_summary(rows)
+    assert "shape classes" not in layers_summary(rows[:1])

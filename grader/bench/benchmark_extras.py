@@ -189,14 +189,15 @@ def conv_bn_relu_inference_report() -> dict:
 # ------------------------------------------------------------------- layers of real models
 
 def time_layers(kind, inputs_of, calls, skip=lambda layer: None) -> list[dict]:
-    """The distinct layers of grader.bench.model_shapes of one kind, each timed (time_fn: median GPU time,
+    """The distinct layers of grader.bench.model_shapes of one kind (the models' and the shape classes',
+    `bench_layers`), each timed (time_fn: median GPU time,
     L2 flushed): `calls(layer)` gives (ours, PyTorch's, ours with TF32 allowed or None), each a
     function of `inputs_of(layer, generator)`. Ours and PyTorch's in strict fp32 (cuDNN's autotuner
     on), and PyTorch with TF32 allowed (its default for convolutions) beside ours in TF32 where there
     is such a version, else beside our strict time. vs = PyTorch's time / ours: above 1, ours is faster."""
     flush = L2Flusher()
     rows = []
-    for layer, count in model_shapes.unique(model_shapes.all_layers()):
+    for layer, count in model_shapes.unique(model_shapes.bench_layers()):
         if not isinstance(layer, kind):
             continue
         row = {"model": layer.model, "layer": layer.name, "shape": layer.shape, "count": count}
@@ -226,7 +227,7 @@ def time_layers(kind, inputs_of, calls, skip=lambda layer: None) -> list[dict]:
 
 
 def conv_inputs(layer, g):
-    fan_in = layer.w_shape[1] * layer.k ** 2
+    fan_in = layer.w_shape[1] * layer.kernel[0] * layer.kernel[1]
     return randn(g, layer.x_shape, torch.float32), randn(g, layer.w_shape, torch.float32, fan_in ** -0.5)
 
 
@@ -237,10 +238,11 @@ def conv2d_layers() -> list[dict]:
     m = _reference("06_conv2d")
     tensor_cores = torch.cuda.get_device_capability() >= (8, 0)
     return time_layers(model_shapes.Conv, conv_inputs, lambda layer: (
-        lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding, groups=layer.groups,
-                             version=2),
-        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups),
-        (lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding, version=3))
+        lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding,
+                             dilation=layer.dilation, groups=layer.groups, version=2),
+        lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, layer.dilation, layer.groups),
+        (lambda inp: m.conv2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding,
+                              dilation=layer.dilation, version=3))
         if tensor_cores and layer.groups == 1 else None))
 
 
@@ -280,21 +282,31 @@ def conv_transpose2d_layers() -> list[dict]:
     m = _reference("07_conv_transpose2d")
     return time_layers(model_shapes.ConvTranspose, conv_inputs, lambda layer: (
         lambda inp: m.conv_transpose2d(inp[0], inp[1], None, stride=layer.stride, padding=layer.padding,
-                                       output_padding=layer.output_padding, groups=layer.groups),
+                                       output_padding=layer.output_padding, groups=layer.groups,
+                                       dilation=layer.dilation),
         lambda inp: F.conv_transpose2d(inp[0], inp[1], None, layer.stride, layer.padding, layer.output_padding,
-                                       layer.groups), None))
+                                       layer.groups, layer.dilation), None))
 
 
 def cudnn_conv_layers() -> list[dict]:
-    """10's op on every convolution of the model list, grouped (depthwise) ones included. It follows
-    PyTorch's flags as F.conv2d does, so the same call timed with TF32 allowed is its TF32 path."""
+    """10's ops on every convolution and transposed convolution of the model list, grouped (depthwise) ones
+    included. They follow PyTorch's flags as F.conv2d does, so the same call timed with TF32 allowed is
+    their TF32 path."""
     m = _reference("10_cudnn_conv")
 
     def calls(layer):
         ours = lambda inp: m.conv2d(inp[0], inp[1], stride=layer.stride, padding=layer.padding,  # noqa: E731
-                                    groups=layer.groups)
-        return ours, lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, 1, layer.groups), ours
-    return time_layers(model_shapes.Conv, conv_inputs, calls)
+                                    dilation=layer.dilation, groups=layer.groups)
+        return ours, lambda inp: F.conv2d(inp[0], inp[1], None, layer.stride, layer.padding, layer.dilation,
+                                          layer.groups), ours
+
+    def transposed_calls(layer):
+        ours = lambda inp: m.conv_transpose2d(inp[0], inp[1], None, layer.stride, layer.padding,  # noqa: E731
+                                              layer.output_padding, layer.groups, layer.dilation)
+        return ours, lambda inp: F.conv_transpose2d(inp[0], inp[1], None, layer.stride, layer.padding,
+                                                    layer.output_padding, layer.groups, layer.dilation), ours
+    return (time_layers(model_shapes.Conv, conv_inputs, calls)
+            + time_layers(model_shapes.ConvTranspose, conv_inputs, transposed_calls))
 
 
 def matmul_layers() -> list[dict]:

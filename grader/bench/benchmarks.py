@@ -104,7 +104,8 @@ def tf32_lines(extra: dict) -> list[str]:
 
 
 def layers_summary(rows: list[dict]) -> str:
-    """One line: how the op did over the model layers, against PyTorch strict and with TF32."""
+    """One line: how the op did over the model layers (shape classes included), against PyTorch strict and
+    with TF32, and the shape classes' worst apart."""
     timed = [r for r in rows if "skipped" not in r]
     if not timed:
         return f"model layers: none timed ({len(rows)} skipped)"
@@ -112,16 +113,19 @@ def layers_summary(rows: list[dict]) -> str:
     tf32 = sorted(r["vs_tf32"] for r in timed)
     failed = sum(r.get("skipped", "").startswith("failed") for r in rows)
     skipped = len(rows) - len(timed) - failed
+    classes = [r for r in timed if r.get("model") == model_shapes.CLASSES]
     return (f"model layers: {len(timed)} timed, vs PyTorch strict fp32 {strict[0]:.2f}x-{strict[-1]:.2f}x "
             f"(median {strict[len(strict) // 2]:.2f}x), vs TF32 allowed {tf32[0]:.2f}x-{tf32[-1]:.2f}x "
             f"(median {tf32[len(tf32) // 2]:.2f}x)"
+            + (f"; the {len(classes)} shape classes' worst {min(r['vs_strict'] for r in classes):.2f}x strict, "
+               f"{min(r['vs_tf32'] for r in classes):.2f}x TF32" if classes else "")
             + (f"; {skipped} not supported yet" if skipped else "") + (f"; {failed} FAILED" if failed else ""))
 
 
 def layers_table(rows: list[dict]) -> list[str]:
     """The layers as a Markdown table: time and rate, and PyTorch's time / ours in both math modes."""
-    out = ["Layers of real models (grader/bench/model_shapes.py), each distinct shape once (count: how many layers "
-           "have it). vs = PyTorch's time / ours: above 1.00x ours is faster. TF32: PyTorch with TF32 allowed "
+    out = ["Layers of real models and shape classes the models lack (grader/bench/model_shapes.py), each distinct "
+           "shape once (count: how many layers have it). vs = PyTorch's time / ours: above 1.00x ours is faster. TF32: PyTorch with TF32 allowed "
            "(its default for convolutions) beside our TF32 version where there is one, else our strict time.", "",
            "| model | layer | shape | count | ours | TFLOP/s | vs strict fp32 | vs TF32 |", "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:

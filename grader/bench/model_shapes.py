@@ -8,10 +8,15 @@ grader.bench.models on the meta device (`layers_of`; the same definitions the co
 grader.bench.course_models), and from stage widths, block counts and strides the decoder of a UNet (2x2 transposed convolutions that double the size, then two 3x3
 convolutions), and GPT-2 small's projections (prompt: 8 sequences of 1024 tokens; decoding: one
 token, a matrix-vector product). `unique()` keeps one of each distinct shape, with its count.
+
+Models alone leave out kinds of convolution that users run and public kernel benchmarks pose: kernels
+wider than tall, dilation, a stride with a dilation and a padding in a transposed convolution, large
+batches of few channels. `shape_classes()` adds one layer of each such class, and `make bench` times
+them with the models' layers (`bench_layers()`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # the key under which an exercise's benchmark extras hold its timings on these layers (grader.bench.benchmark_extras
 # writes it, grader.bench.benchmarks renders it)
@@ -28,13 +33,25 @@ class _Window:
     h: int
     w: int
     cout: int
-    k: int
+    k: int  # the kernel's height, and its width unless k_w says otherwise
     stride: int = 1
     padding: int = 0
+    k_w: int = field(default=0, kw_only=True)  # the kernel's width where it is not k
+    dilation: int = field(default=1, kw_only=True)
 
     @property
     def x_shape(self) -> tuple[int, ...]:
         return (self.n, self.cin, self.h, self.w)
+
+    @property
+    def kernel(self) -> tuple[int, int]:
+        return self.k, self.k_w or self.k
+
+    def _geometry(self) -> str:
+        kh, kw = self.kernel
+        return (f"{kh}x{kw}" + (f", stride {self.stride}" if self.stride != 1 else "")
+                + (f", pad {self.padding}" if self.padding else "")
+                + (f", dilation {self.dilation}" if self.dilation != 1 else ""))
 
 
 @dataclass(frozen=True)
@@ -43,23 +60,24 @@ class Conv(_Window):
 
     @property
     def out_hw(self) -> tuple[int, int]:
-        return tuple((s + 2 * self.padding - self.k) // self.stride + 1 for s in (self.h, self.w))
+        return tuple((s + 2 * self.padding - self.dilation * (k - 1) - 1) // self.stride + 1
+                     for s, k in zip((self.h, self.w), self.kernel))
 
     @property
     def w_shape(self) -> tuple[int, ...]:
-        return (self.cout, self.cin // self.groups, self.k, self.k)
+        return (self.cout, self.cin // self.groups, *self.kernel)
 
     @property
     def macs(self) -> int:
         ho, wo = self.out_hw
-        return self.n * self.cout * ho * wo * (self.cin // self.groups) * self.k * self.k
+        kh, kw = self.kernel
+        return self.n * self.cout * ho * wo * (self.cin // self.groups) * kh * kw
 
     @property
     def shape(self) -> str:
-        extra = "".join([f", stride {self.stride}" if self.stride != 1 else "", f", pad {self.padding}" if self.padding else "",
-                         ", depthwise" if self.groups == self.cin == self.cout and self.groups > 1
-                         else (f", groups {self.groups}" if self.groups > 1 else "")])
-        return f"{self.n}x{self.cin}x{self.h}x{self.w}, {self.cin}->{self.cout}, {self.k}x{self.k}{extra}"
+        groups = (", depthwise" if self.groups == self.cin == self.cout and self.groups > 1
+                  else (f", groups {self.groups}" if self.groups > 1 else ""))
+        return f"{self.n}x{self.cin}x{self.h}x{self.w}, {self.cin}->{self.cout}, {self._geometry()}{groups}"
 
 
 @dataclass(frozen=True)
@@ -69,20 +87,22 @@ class ConvTranspose(_Window):
 
     @property
     def out_hw(self) -> tuple[int, int]:
-        return tuple((s - 1) * self.stride - 2 * self.padding + self.k + self.output_padding for s in (self.h, self.w))
+        return tuple((s - 1) * self.stride - 2 * self.padding + self.dilation * (k - 1) + self.output_padding + 1
+                     for s, k in zip((self.h, self.w), self.kernel))
 
     @property
     def w_shape(self) -> tuple[int, ...]:
-        return (self.cin, self.cout // self.groups, self.k, self.k)
+        return (self.cin, self.cout // self.groups, *self.kernel)
 
     @property
     def macs(self) -> int:
-        return self.n * self.cin * self.h * self.w * (self.cout // self.groups) * self.k * self.k
+        kh, kw = self.kernel
+        return self.n * self.cin * self.h * self.w * (self.cout // self.groups) * kh * kw
 
     @property
     def shape(self) -> str:
-        return (f"{self.n}x{self.cin}x{self.h}x{self.w}, {self.cin}->{self.cout}, {self.k}x{self.k}"
-                + (f", stride {self.stride}" if self.stride != 1 else "") + (f", pad {self.padding}" if self.padding else "")
+        return (f"{self.n}x{self.cin}x{self.h}x{self.w}, {self.cin}->{self.cout}, {self._geometry()}"
+                + (f", output pad {self.output_padding}" if self.output_padding else "")
                 + (f", groups {self.groups}" if self.groups > 1 else ""))
 
 
@@ -176,6 +196,40 @@ def gpt2_projections(batch: int = 8, tokens: int = 1024, d: int = 768) -> list[L
 
 def all_layers() -> list[Layer]:
     return resnet50() + mobilenet_v2() + unet_decoder() + gpt2_projections()
+
+
+CLASSES = "shape classes"  # the `model` of shape_classes()'s layers
+
+
+def shape_classes() -> list[Layer]:
+    """One layer of each kind of convolution the models above do not have: kernels wider than tall and a
+    column kernel, dilation, large batches of few channels and a large plane of many, a depthwise 5 x 5
+    and a grouped 3 x 3; transposed: the generators' 4 x 4 stride 2, a stride with a dilation, a padding
+    and an output padding, a kernel wider than tall, a stride of 3, a large batch of few channels, groups."""
+    c, t = Conv, ConvTranspose
+    return [
+        c(CLASSES, "kernel wider than tall", 8, 64, 128, 128, 128, 3, 1, 1, k_w=7),
+        c(CLASSES, "column kernel", 32, 192, 17, 17, 192, 7, k_w=1),
+        c(CLASSES, "dilated", 4, 256, 64, 64, 256, 3, 1, 2, dilation=2),
+        c(CLASSES, "dilated, strided", 16, 64, 96, 96, 128, 3, 2, 2, dilation=2),
+        c(CLASSES, "large batch, few channels", 256, 3, 32, 32, 64, 3, 1, 1),
+        c(CLASSES, "strided 5x5", 16, 32, 128, 128, 64, 5, 2, 2),
+        c(CLASSES, "large plane, pointwise", 16, 64, 256, 256, 128, 1),
+        c(CLASSES, "image wider than tall", 8, 16, 256, 1024, 32, 3, 1, 1),
+        c(CLASSES, "depthwise 5x5", 32, 240, 28, 28, 240, 5, 1, 2, groups=240),
+        c(CLASSES, "grouped, 32 groups", 16, 256, 56, 56, 256, 3, 1, 1, groups=32),
+        t(CLASSES, "transposed 4x4, stride 2", 64, 256, 16, 16, 128, 4, 2, 1),
+        t(CLASSES, "transposed, strided, dilated, padded", 16, 64, 64, 64, 64, 3, 2, 2, output_padding=1, dilation=2),
+        t(CLASSES, "transposed, kernel wider than tall", 16, 64, 64, 64, 32, 3, k_w=5),
+        t(CLASSES, "transposed, stride 3", 16, 64, 32, 32, 32, 5, 3, 1),
+        t(CLASSES, "transposed, large batch, few channels", 128, 32, 32, 32, 16, 3, 1, 1),
+        t(CLASSES, "transposed, 4 groups", 16, 128, 32, 32, 128, 4, 2, 1, groups=4),
+    ]
+
+
+def bench_layers() -> list[Layer]:
+    """What `make bench` times each op on: the models' layers, then the shape classes."""
+    return all_layers() + shape_classes()
 
 
 def unique(layers: list[Layer]) -> list[tuple[Layer, int]]:
