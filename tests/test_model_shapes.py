@@ -259,6 +259,7 @@ def test_the_summary_names_the_shape_classes_worst_apart():
     from grader.bench.benchmarks import layers_summary
 
     rows = [{"model": "ResNet-50", "vs_strict": 0.5, "vs_tf32": 0.6},
-            {"model": ms.CLASSES, "vs_strict": 0.9, "vs_tf32": 1.3}, {"model": ms.CLASSES, "vs_strict": 1.1, "vs_tf32": 0.7}]
+            {"model": ms.CLASSES, "vs_strict": 0.9, "vs_tf32": 1.3},
+            {"model": ms.CLASSES, "vs_strict": 1.1, "vs_tf32": 0.7}]
     assert "the 2 shape classes' worst 0.90x strict, 0.70x TF32" in layers_summary(rows)
     assert "shape classes" not in layers_summary(rows[:1])

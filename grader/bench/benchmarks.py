@@ -125,7 +125,8 @@ def layers_summary(rows: list[dict]) -> str:
 def layers_table(rows: list[dict]) -> list[str]:
     """The layers as a Markdown table: time and rate, and PyTorch's time / ours in both math modes."""
     out = ["Layers of real models and shape classes the models lack (grader/bench/model_shapes.py), each distinct "
-           "shape once (count: how many layers have it). vs = PyTorch's time / ours: above 1.00x ours is faster. TF32: PyTorch with TF32 allowed "
+           "shape once (count: how many layers have it). vs = PyTorch's time / ours: above 1.00x ours is faster. "
+           "TF32: PyTorch with TF32 allowed "
            "(its default for convolutions) beside our TF32 version where there is one, else our strict time.", "",
            "| model | layer | shape | count | ours | TFLOP/s | vs strict fp32 | vs TF32 |", "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
