@@ -414,7 +414,7 @@ def run(jobs: list[Job], folder: Path, *, parallel: int, timeout: float, residen
                 waits = gated and (job._state == READY or (folder / f"{job.name}.lockwait").exists())
                 if job.held or job._queued:  # bounded by the parent's own limit on builds, by the others' limits
                     job.held_s += step
-                elif job._state == TIMED:  # its results written, it waits for the word to exit
+                elif job._state == TIMED:  # it writes its results, then waits for the word to exit
                     job.after_s += step
                 elif job._state == TIMING:
                     job.timed_s += step
