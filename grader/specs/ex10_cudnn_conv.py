@@ -93,6 +93,7 @@ HUGE_CHUNK = 1 << 24  # elements a piece of the float64 comparison (128 MiB)
 BENCH = (((32, 512, 7, 7), 512), ((32, 64, 56, 56), 64))
 # The launch cache's checks (CUDA graphs): the streams check's convolution, 3x3, stride 1, padding 1.
 GRAPH_X, GRAPH_K = (2, 8, 20, 20), 8
+GRAPH_Y = (GRAPH_X[0], GRAPH_K, GRAPH_X[2], GRAPH_X[3])  # its output
 GRAPH_COUNTS = ("graph_hits", "graph_captures", "graph_failures", "graphs")
 
 
@@ -205,15 +206,17 @@ def launch_cache(m, enabled: bool):
         m.set_graphs(True)
 
 
-def repeat_on_same_buffers(fn, x: torch.Tensor, values) -> list[torch.Tensor]:
-    """fn() once per value, with x refilled in place first; each output is copied and freed before the
-    next call, so the caching allocator hands the op the same buffers every time (as in a training
-    loop): with the launch cache on, the second call captures a graph and the later ones replay it."""
-    outs = []
-    for v in values:
+def repeat_on_same_buffers(fn, x: torch.Tensor, values, out_shape) -> list[torch.Tensor]:
+    """fn() once per value, with x refilled in place first; each output is copied into a slot made before
+    the first call and freed before the next call, so the caching allocator hands the op the same buffers
+    every time (as in a training loop): with the launch cache on, the second call captures a graph and the
+    later ones replay it. A copy allocated between the calls (a clone) could take the block the op's
+    workspace had, and move the workspace, and with it the graph's key, at every call."""
+    outs = [torch.empty(out_shape, device="cuda") for _ in values]
+    for v, out in zip(values, outs):
         x.copy_(v)
         y = fn()
-        outs.append(y.clone())
+        out.copy_(y)
         del y
     torch.cuda.synchronize()
     return outs
@@ -872,7 +875,7 @@ class CudnnConvSpec(Spec):
         refs = [_reference(v, w, 1, 1, 1) for v in values]
         m.cache_clear()
         with math_of("strict"), launch_cache(m, True):
-            outs = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values)
+            outs = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values, GRAPH_Y)
             counts = graph_counts(m)
             for i, (y, ref) in enumerate(zip(outs, refs)):
                 assert_rel_error(y, ref, TOL["strict"], f"graphs: call {i + 1} of conv2d on the same buffers refilled "
@@ -881,11 +884,12 @@ class CudnnConvSpec(Spec):
                 raise CheckFailure(f"graphs: {len(values)} calls of conv2d on the same buffers replayed no graph "
                                    f"(counts {counts}); the second call should capture one, the later ones replay it")
             # the gradients, the same way: grad_output refilled in place, x as the last call left it
-            g = torch.zeros((GRAPH_X[0], GRAPH_K, GRAPH_X[2], GRAPH_X[3]), device="cuda")
+            g = torch.zeros(GRAPH_Y, device="cuda")
             gs = [_rand(ctx, f"graph-g{i}", tuple(g.shape)) for i in range(4)]
             grads = [_reference_grads(x, w, gi, 1, 1, 1) for gi in gs]
-            gxs = repeat_on_same_buffers(lambda: m.conv2d_backward_input(g, w, GRAPH_X, 1, 1), g, gs)
-            gws = repeat_on_same_buffers(lambda: m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1), g, gs)
+            gxs = repeat_on_same_buffers(lambda: m.conv2d_backward_input(g, w, GRAPH_X, 1, 1), g, gs, GRAPH_X)
+            gws = repeat_on_same_buffers(lambda: m.conv2d_backward_weight(g, x, tuple(w.shape), 1, 1), g, gs,
+                                         tuple(w.shape))
         with RelErrors() as errors:  # every call's gradients in one copy to the host, in this order
             for i, ((ref_x, ref_w, _), gx, gw) in enumerate(zip(grads, gxs, gws)):
                 same = f"call {i + 1} on the same buffers"
@@ -902,8 +906,7 @@ class CudnnConvSpec(Spec):
         m = ctx.module
         x, _, values = self._graph_inputs(ctx, "graph-layers", 6)
         weights = [_weight(ctx, f"graph-layers-w{j}", (GRAPH_K, GRAPH_X[1], 3, 3)) for j in range(3)]
-        out_shape = (GRAPH_X[0], GRAPH_K, GRAPH_X[2], GRAPH_X[3])
-        outs = [torch.empty(out_shape, device="cuda") for _ in range(len(values) * len(weights))]
+        outs = [torch.empty(GRAPH_Y, device="cuda") for _ in range(len(values) * len(weights))]
         addresses = [[] for _ in weights]  # each layer's output address, call by call
         m.cache_clear()
         with math_of("strict"), launch_cache(m, True):
@@ -937,7 +940,8 @@ class CudnnConvSpec(Spec):
         x, w, values = self._graph_inputs(ctx, "graph-out", 7)
         m.cache_clear()
         with math_of("strict"), launch_cache(m, True):
-            repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values[:3])  # a graph for these buffers
+            # a graph for these buffers
+            repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values[:3], GRAPH_Y)
             kept = []
             for v in values[3:]:  # same x, w and workspace; every output kept alive, so each is a new buffer
                 x.copy_(v)
@@ -959,19 +963,19 @@ class CudnnConvSpec(Spec):
         biases = [_rand(ctx, f"graph-bias-b{i}", (GRAPH_K,)) for i in range(len(values))]
         other = _rand(ctx, "graph-bias-other", (GRAPH_K,))
         m.cache_clear()
+        outs = [torch.empty(GRAPH_Y, device="cuda") for _ in values]  # made first: no allocation between calls
         with math_of("strict"), launch_cache(m, True):
-            outs = []
-            for v, b in zip(values[:4], biases):  # x and the bias refilled in place: captured, then replayed
+            for v, b, out in zip(values[:4], biases, outs):  # x and the bias refilled in place: captured, then replayed
                 x.copy_(v)
                 bias.copy_(b)
                 y = m.conv2d(x, w, bias, 1, 1)
-                outs.append(y.clone())
+                out.copy_(y)
                 del y
             counts = graph_counts(m)
-            for v in values[4:]:  # the same x, w and output buffer, another bias tensor
+            for v, out in zip(values[4:], outs[4:]):  # the same x, w and output buffer, another bias tensor
                 x.copy_(v)
                 y = m.conv2d(x, w, other, 1, 1)
-                outs.append(y.clone())
+                out.copy_(y)
                 del y
             torch.cuda.synchronize()
         for i, (y, v) in enumerate(zip(outs, values)):
@@ -994,9 +998,10 @@ class CudnnConvSpec(Spec):
             with launch_cache(m, False):
                 if m.cache_stats().get("graphs_enabled") is not False:
                     raise CheckFailure(f"graphs: after set_graphs(False), cache_stats() says {m.cache_stats()}")
-                off = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values)
+                off = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values, GRAPH_Y)
                 off_counts = graph_counts(m)
-            uncached = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1, mode="uncached"), x, values)
+            uncached = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1, mode="uncached"), x, values,
+                                              GRAPH_Y)
             uncached_counts = graph_counts(m)
         with RelErrors() as errors:
             for i, ref in enumerate(refs):
