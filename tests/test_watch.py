@@ -144,3 +144,38 @@ def test_the_huge_checks_calls_are_observed_through_the_module():
     assert torch.equal(module.scale(x, 0.1), _right(x, 0.1))
     with pytest.raises(CheckFailure, match=f"forward\\[huge\\].*PyTorch's {FALLBACK}"):
         module.lib.ops.scale(x, 0.1)
+
+
+def _k(name: str, stream: int, start_us: float, dur_us: float):
+    from grader.verify.observe import Kernel
+
+    return Kernel(name, stream, dur_us / 1e6, start_us / 1e6)
+
+
+SLEEP = "spin_kernel(long)"
+COPY = "void at::native::elementwise_kernel<128, 2, at::native::direct_copy_kernel_cuda(...)>"
+FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, ...>"
+OWN = "void (anonymous namespace)::leaky_relu_kernel<float>(float const*, float*, long)"
+
+
+def test_a_watched_timed_call_less_the_graders_kernels_is_the_ops_own_work():
+    """grader.verify.speed.grader_kernels on a timed call's timeline (timer.timed_call): the grader's two
+    sleeps and its late step between them on the timed stream (the inputs' copies, the L2 flush) are set
+    apart; the op's kernels on that stream after them are its work, inside the window; a kernel of
+    another stream that ran during the sleep or the late step is work before the window opened."""
+    from grader.verify.speed import grader_kernels
+
+    timed, side = 7, 13
+    honest = [_k(SLEEP, timed, 0, 300), _k(COPY, timed, 301, 20), _k(FILL, timed, 322, 40),
+              _k(SLEEP, timed, 363, 1), _k(OWN, timed, 365, 50)]
+    work, opened = grader_kernels(honest)
+    assert [k.name for k in work] == [OWN] and abs(opened - 364e-6) < 1e-9
+    assert not [k for k in work if k.start_s < opened - 1e-6]
+    ahead = honest[:4] + [_k(OWN, side, 40, 50), _k(OWN, side, 330, 10)]
+    work, opened = grader_kernels(ahead)
+    assert [k.start_s for k in work if k.start_s < opened - 1e-6] == [40e-6, 330e-6]
+    # an op's own sleep (on any stream) is its work, not a sleep of the grader's
+    cheat = honest + [_k(SLEEP, timed, 420, 5), _k(SLEEP, side, 200, 5)]
+    work, _ = grader_kernels(cheat)
+    assert sorted(k.start_s for k in work) == [200e-6, 365e-6, 420e-6]
+    assert grader_kernels([_k(OWN, timed, 0, 5)]) == ([_k(OWN, timed, 0, 5)], None)

@@ -8,7 +8,10 @@ a timed call indistinguishable from a checked one, and checked:
 
 - Fresh inputs: before every call the input set is refilled in place from a secret seed, so no
   call sees the values of another (a memo by tensor, by pointer or by version, or a replayed
-  output, returns the wrong answer), and nothing can be computed ahead of time.
+  output, returns the wrong answer), and nothing can be computed ahead of time. The fresh values
+  are written on the timed stream just before the call, the set holding NaN until then: an op that
+  runs ahead of the current stream (on a stream of its own, during the timer's sleep) answers wrong,
+  at the benchmark's shape as at every checked one.
 - Every output looked at: a plain torch.Tensor, on the GPU, sharing no memory with the inputs;
   each call's output is checked in full against the float64 reference with a chance decided after
   the call returned, and always the last; the elements of some of them are saved for the parent to
@@ -28,13 +31,14 @@ from __future__ import annotations
 import random
 import secrets
 import time
+from typing import Callable
 
 import torch
 
 from grader.verify.timer import (L2Flusher, copy_bandwidth, input_tensors, matmul_flops, new_events, output_tensors,
                                  prepare, time_fn, timed_call)
 from grader.verify.checks import CheckFailure, Comparison, require_plain_tensor
-from grader.verify.observe import SLEEP_KERNEL, kernel_function, observe
+from grader.verify.observe import SLEEP_KERNEL, Observation, kernel_function, observe
 from grader.verify.scoring import speed_verdict
 from grader.verify.spec import Benchmark, Context, Spec
 
@@ -66,12 +70,24 @@ class Refill:
         self.bench, self.seed = bench, None
         self.rng = rng or random.SystemRandom()
 
-    def __call__(self, inputs) -> None:
+    def stage(self, inputs) -> Callable[[], None]:
+        """Fresh values for the set, made now from a new seed, and its floating-point tensors filled with
+        NaN now; returns their copy into the set, for the timed call to queue on its stream late
+        (grader.verify.timer.prepare): an op that reads its inputs ahead of the current stream reads NaN."""
         self.seed = self.rng.getrandbits(62)
         fresh = self.bench.make_inputs(self.seed)
+        pairs = list(zip(input_tensors(inputs), input_tensors(fresh), strict=True))
         with torch.no_grad():
-            for dst, src in zip(input_tensors(inputs), input_tensors(fresh), strict=True):
-                dst.copy_(src)
+            for dst, _ in pairs:
+                if dst.is_floating_point():
+                    dst.fill_(float("nan"))
+
+        def commit() -> None:
+            with torch.no_grad():
+                for dst, src in pairs:
+                    dst.copy_(src)
+
+        return commit
 
 
 def _storage_range(t: torch.Tensor) -> tuple[int, int]:
@@ -190,6 +206,24 @@ def busy_time(kernels) -> float:
     return total
 
 
+def grader_kernels(kernels) -> tuple[list, float | None]:
+    """The kernels of a watched timed call (grader.verify.timer.timed_call) less the grader's own: its two
+    GPU sleeps (the first two on the timed stream, which the op's own work there follows) and its late
+    step between them on that stream (the inputs' copies, the L2 flush); and when the timed window opened
+    (the second sleep's end), or None without the sleeps."""
+    kernels = sorted(kernels, key=lambda k: k.start_s)
+    sleeps = [k for k in kernels if kernel_function(k.name) == SLEEP_KERNEL]
+    if not sleeps:
+        return kernels, None
+    stream = sleeps[0].stream  # the first kernel of all: the device was idle before the grader's sleep
+    first, second = ([k for k in sleeps if k.stream == stream] + [sleeps[0]])[:2]
+    lo, hi = first.start_s + first.duration_s, second.start_s
+    grader = {first, second}
+    work = [k for k in kernels
+            if k not in grader and not (k.stream == stream and lo - 1e-6 <= k.start_s <= hi + 1e-6)]
+    return work, second.start_s + second.duration_s
+
+
 def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, inspect, flush,
                   lead_cycles: int) -> dict:
     """A few timed calls observed in the watch's hidden windows (like the others, to the op): their
@@ -199,19 +233,17 @@ def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, in
     events = new_events()
     found = {"kernel_time_s": [], "profiled_time_s": [], "foreign": "", "early_work": ""}
     for _ in range(PROFILED_CALLS):
-        prepare(inputs, refill, flush)
-        sample, seen = observe(lambda: timed_call(call, inputs, events, lead_cycles), cpu_ops=bool(rule and rule.needs_cpu_ops),
-                               hidden=True)
+        late = prepare(inputs, refill, flush)
+        sample, seen = observe(lambda: timed_call(call, inputs, events, lead_cycles, late),
+                               cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True)
         inspect(sample.output, inputs, always=True)
-        sleeps = [k for k in seen.kernels if kernel_function(k.name) == SLEEP_KERNEL]
-        work = [k for k in seen.kernels if kernel_function(k.name) != SLEEP_KERNEL]
+        work, opened = grader_kernels(seen.kernels)
         if rule is not None and not found["foreign"]:
-            found["foreign"] = rule.problem(seen, "a timed call at the benchmark's shape") or ""
-        if sleeps and not found["early_work"]:
-            # the timed window opens as the grader's sleep ends (the start event follows it): work of the
+            found["foreign"] = rule.problem(Observation(work, seen.ops), "a timed call at the benchmark's shape") or ""
+        if opened is not None and not found["early_work"]:
+            # the timed window opens as the grader's sleeps end (the start event follows them): work of the
             # call's that ran before, on another stream or from another thread, escaped the timing. Work
             # on other streams inside the window (a library forking and joining) is fine.
-            opened = sleeps[0].start_s + sleeps[0].duration_s
             early = sorted({k.name[:80] for k in work if k.start_s < opened - 1e-6})
             if early:
                 found["early_work"] = (f"kernels ran before the timed window opened, during the grader's GPU sleep "
@@ -258,7 +290,7 @@ def measure_submission(spec: Spec, ctx: Context) -> dict:
         phase("profiled calls")
         rule = bench.kernels or spec.kernel_rule()
         for label, (variant, reference) in bench.variants.items():
-            prepare(inputs, refill, flush)
+            prepare(inputs, refill, flush)()  # the fresh values in place now: this call is not timed
             what = f"{label} at the benchmark's shape"
             out, seen = observe(lambda: variant(ctx.module, inputs), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True)
             problems = verify(bench, reference, out, inputs, what)

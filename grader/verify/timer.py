@@ -1,9 +1,11 @@
 """Timing on the GPU: the one harness used by grading and by `make bench`.
 
-Each sample: flush L2 (write twice its size), synchronise, queue a GPU sleep, record a CUDA event,
-run the op on the next of several rotated input sets, record an event, synchronise. The sleep
-keeps the GPU busy while Python dispatches the op, so the events time the GPU's work and not the
-host's launch latency (40-70 us per call for a Python-registered op, 5-9% of a 0.7 ms kernel);
+Each sample: fresh values made for the next of several rotated input sets and the set poisoned,
+synchronise; queue a GPU sleep, then the fresh values' copy into the set and an L2 flush (write twice
+its size), record a CUDA event, run the op, record an event, synchronise. The inputs are ready on the
+timed stream only, just before the op: work started ahead of it (on a stream of its own) reads the
+poison. The sleep keeps the GPU busy while Python dispatches the op, so the events time the GPU's work
+and not the host's launch latency (40-70 us per call for a Python-registered op, 5-9% of a 0.7 ms kernel);
 its length is twice the op's host dispatch time, measured in the warm-up (an autograd forward and
 backward through a Python module takes longer than the 250 us that suffice for one op, and the
 gap would otherwise be timed, by how busy the process's host is).
@@ -132,19 +134,34 @@ class Sample:
     threads_started: int  # host threads the call left running
 
 
-def prepare(inputs, refill=None, flush: "L2Flusher | None" = None) -> None:
-    """Before a timed call: fresh values in the inputs (in place), L2 flushed, the device idle."""
-    if refill is not None:
-        refill(inputs)
-    if flush is not None:
-        flush()
+def prepare(inputs, refill=None, flush: "L2Flusher | None" = None) -> Callable[[], None]:
+    """Before a timed call, on the host: fresh values made for the inputs (`refill.stage`, which
+    poisons the inputs themselves), the device idle. Returns the late step that `timed_call` queues on
+    the timed stream behind its GPU sleep: the fresh values copied in, then L2 flushed. The inputs are
+    ready on the current stream only, just before the call: an op that starts ahead of it (on a stream of
+    its own, during the sleep) reads the poison and answers wrong, whatever shape the checks used."""
+    commit = refill.stage(inputs) if refill is not None else None
     torch.cuda.synchronize()
 
+    def late() -> None:
+        if commit is not None:
+            commit()
+        if flush is not None:
+            flush()
 
-def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES) -> Sample:
+    return late
+
+
+# GPU clock cycles of the short sleep that ends the late step (under a microsecond): with the first
+# sleep it brackets the grader's own kernels for the watch (grader.verify.speed.grader_kernels)
+MARK_CYCLES = 1_000
+
+
+def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES,
+               late: Callable[[], None] | None = None) -> Sample:
     """`fn(inputs)` between two CUDA events on the current stream, behind a GPU sleep that keeps
-    the GPU busy while the host dispatches the op; `events` = (queued, start, end). Call
-    `prepare` first."""
+    the GPU busy while the host dispatches the op; `events` = (queued, start, end). `late` (from
+    `prepare`, which comes first) is queued after the sleep, before the start event."""
     from grader.verify.observe import native_threads
 
     queued, start, end = events
@@ -153,6 +170,9 @@ def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES) -> Sampl
     t0 = time.perf_counter()
     queued.record(stream)
     torch.cuda._sleep(lead_cycles)
+    if late is not None:
+        late()
+    torch.cuda._sleep(MARK_CYCLES)
     start.record(stream)
     out = fn(inputs)
     end.record(stream)
@@ -173,7 +193,7 @@ def time_fn(
     fn: Callable[[object], object],
     inputs: Sequence[object],
     *,
-    refill: Callable[[object], None] | None = None,
+    refill=None,
     inspect: Callable[[object, object], None] | None = None,
     keep_last: bool = False,
     warmup: int = 3,
@@ -185,7 +205,8 @@ def time_fn(
 ) -> Timing:
     """Time `fn(inputs[i % len(inputs)])` on the current stream.
 
-    `refill(input_set)` gives the set fresh values in place before each timed call (not timed), so no
+    `refill` (grader.verify.speed.Refill) gives the set fresh values before each timed call, written on
+    the timed stream just before it (not timed; see `prepare`), so no
     call sees the inputs of another; `inspect(output, input_set)` looks at each output after its call
     (not timed) and may raise to stop. With `keep_last`, `Timing.last` holds the last call's
     (output, input set), unchanged since that call."""
@@ -200,8 +221,8 @@ def time_fn(
     for i in range(max_samples):
         inp = inputs[i % len(inputs)]
         last = None  # the previous output is freed before the next call, as between untimed calls
-        prepare(inp, refill, flush)
-        sample = timed_call(fn, inp, events, lead)
+        late = prepare(inp, refill, flush)
+        sample = timed_call(fn, inp, events, lead, late)
         if inspect is not None:
             inspect(sample.output, inp)
         last = (sample.output, inp)
@@ -233,8 +254,8 @@ def honest_busy_after(median_s: float, lead: int, events, flush: "L2Flusher") ->
     cycles = max(1, int(median_s * _sleep_rate()))
     busy = []
     for _ in range(HONEST_SAMPLES):
-        prepare(None, None, flush)
-        busy.append(timed_call(lambda _: torch.cuda._sleep(cycles), None, events, lead).busy_after_s)
+        late = prepare(None, None, flush)
+        busy.append(timed_call(lambda _: torch.cuda._sleep(cycles), None, events, lead, late).busy_after_s)
     return statistics.median(busy)
 
 
