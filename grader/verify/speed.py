@@ -86,6 +86,9 @@ class Refill:
             with torch.no_grad():
                 for dst, src in pairs:
                     dst.copy_(src)
+            # their memory back now (reused only behind the copies, on this stream): the op's own allocations
+            # land where they did when the inputs were refilled before the sleep, call after call
+            pairs.clear()
 
         return commit
 
