@@ -179,3 +179,26 @@ def test_a_watched_timed_call_less_the_graders_kernels_is_the_ops_own_work():
     work, _ = grader_kernels(cheat)
     assert sorted(k.start_s for k in work) == [200e-6, 365e-6, 420e-6]
     assert grader_kernels([_k(OWN, timed, 0, 5)]) == ([_k(OWN, timed, 0, 5)], None)
+
+
+def test_work_still_running_when_the_current_streams_next_work_began_is_unjoined():
+    """properties.unjoined_work on the stream property's window: the call's kernels, then the mark (a short
+    sleep queued on the current stream after the call returned). Work on the current stream, and work of
+    another stream that the current one waited for (ended before the mark began), is ordered; a kernel of
+    another stream still running at the mark, or starting after it, is not."""
+    from grader.verify.observe import Observation
+    from grader.verify.properties import unjoined_work
+
+    current, side = 7, 13
+    late_inputs = [_k(SLEEP, current, 0, 10_000), _k(COPY, current, 10_001, 3)]
+    mark = _k(SLEEP, current, 10_030, 1)
+    on_current = Observation(late_inputs + [_k(OWN, current, 10_005, 20), mark])
+    joined = Observation(late_inputs + [_k(OWN, side, 10_006, 20), mark])
+    still_running = Observation(late_inputs + [_k(OWN, side, 10_020, 20), mark])
+    after = Observation(late_inputs + [mark, _k(OWN, side, 10_040, 5)])
+    assert unjoined_work(on_current, current, "call") is None
+    assert unjoined_work(joined, current, "call") is None
+    for seen in (still_running, after):
+        problem = unjoined_work(seen, current, "call")
+        assert problem and "leaky_relu_kernel" in problem and "the current stream's next work started" in problem
+    assert unjoined_work(after, None, "call") is None  # the stream's id unknown: nothing claimed

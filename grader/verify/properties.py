@@ -93,7 +93,8 @@ from grader.verify.checks import call_terms
 from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
 from grader.verify.judge import clean, cotangent, gradient_terms, gradients, names_one_of, resolve
-from grader.verify.observe import WATCH, KernelRule, native_threads, observe
+from grader.verify.observe import SLEEP_KERNEL, WATCH, KernelRule, Observation, kernel_function, native_threads, observe
+from grader.verify.timer import MARK_CYCLES
 from grader.verify.spec import AuditCall, Check, Context, DropIn, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
 
 ERRORS = (RuntimeError, ValueError, TypeError, IndexError)
@@ -850,13 +851,48 @@ def _updates(spec, calls: _Calls):
     return run
 
 
+def stream_id(stream) -> int | None:
+    """The watch's id of `stream` (grader.verify.observe.Kernel.stream): a short sleep queued there,
+    observed alone."""
+    with DEVICE.on(stream):
+        _, seen = observe(lambda: torch.cuda._sleep(MARK_CYCLES), hidden=True)
+    return next((k.stream for k in seen.kernels if kernel_function(k.name) == SLEEP_KERNEL), None)
+
+
+def _then_mark(out):
+    """`out`, once a short GPU sleep is queued on the current stream: the work a caller queues there next."""
+    if DEVICE.cuda:
+        torch.cuda._sleep(MARK_CYCLES)
+    return out
+
+
+def unjoined_work(seen: Observation, stream: int | None, what: str) -> str | None:
+    """Why the call's work was not all ordered before the current stream's next work, or None. `seen`: a
+    window holding the call and then `_then_mark`'s sleep on `stream` (the current one); a kernel of
+    another stream still running when that sleep began, or starting after, ran past the point where the
+    caller's stream went on: the op returned without making its stream wait for that work. A library
+    that forks onto its own streams and joins back ends them all first."""
+    marks = [k for k in seen.kernels if k.stream == stream and kernel_function(k.name) == SLEEP_KERNEL]
+    if stream is None or not marks:
+        return None
+    mark = marks[-1]
+    late = sorted({k.name[:80] for k in seen.kernels if k.stream != stream and k.start_s + k.duration_s > mark.start_s})
+    if not late:
+        return None
+    return (f"{what}: kernels of the call ({'; '.join(late[:2])}) ran on another stream after the current stream's "
+            "next work started: the op returned without making the current stream wait for its work (e.g. "
+            "current.wait_stream(side), or an event), so a caller that reads the result there reads it unfinished")
+
+
 def _stream(spec, calls: _Calls):
     """Each fixed call inside `with torch.cuda.stream(s)`, its inputs arriving late on s: on fresh tensors,
     then on the same tensors again with new values (an op that runs the calls it has seen before on a
     stream of its own, as the timing's repeated inputs, reads them early there, whatever the allocator
-    reuses)."""
+    reuses). Its work must also be ordered before s's next work (`unjoined_work`): an op whose own stream
+    waits for s but that never makes s wait for it back is right only for a caller that synchronizes."""
     def run(ctx):
         side = DEVICE.side_stream()
+        side_id = stream_id(side) if DEVICE.cuda and _watching() else None
         dtype = _dtypes(spec)[0]
         for call, again in zip(calls(ctx, "stream", dtype, random_shapes=False),
                                calls(ctx, "stream again", dtype, random_shapes=False)):
@@ -874,10 +910,11 @@ def _stream(spec, calls: _Calls):
                         DEVICE.refill_late(late, list(values))
                     # observed like every call (grader.verify.observe.WATCH); the late inputs' copies and sleep
                     # are still queued, which the window allows
-                    out, seen = observe(lambda: fn(*late), cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True,
-                                        queued_ok=True) if rule is not None else (fn(*late), None)
+                    out, seen = observe(lambda: _then_mark(fn(*late)), cpu_ops=bool(rule and rule.needs_cpu_ops),
+                                        hidden=True, queued_ok=True) if rule is not None else (fn(*late), None)
                 DEVICE.sync()
                 problem = rule.problem(seen, what + how, expect_work=False) if rule is not None else None
+                problem = problem or (unjoined_work(seen, side_id, what + how) if seen is not None else None)
                 if problem:
                     raise CheckFailure(problem)
                 _compare_call(out, expected, call, list(values), what + how)

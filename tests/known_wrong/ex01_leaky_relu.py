@@ -1,6 +1,19 @@
 from tests.known_wrong import IN_TIMING, Variant, after_lib, takes_over
 
 EX = "01_leaky_relu"
+# a stream of the wrapper's own, made to wait for the caller's current stream (never the other way)
+UNJOINED = """
+
+_own = []
+
+
+def _on_own_stream(op):
+    if not _own:
+        _own.append(torch.cuda.Stream())
+    _own[0].wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(_own[0]):
+        return op()
+"""
 FORWARD_VEC = "for (int k = 0; k < V; ++k) v.v[k] = leaky_relu_value<opmath>(v.v[k], negative_slope);"
 FORWARD_TAIL = "y[i] = leaky_relu_value<opmath>(x[i], negative_slope);"
 
@@ -63,6 +76,16 @@ VARIANTS = [
             # no reason asserted: the kernel races with the producer of x, so which check fails first varies;
             # the finite differences' inputs arrive late on the caller's stream, so autograd fails every run
             loses={"forward", "performance", "autograd"}, keeps={"backward", "input_checks"}),
+    Variant(EX, "side_stream_never_joined", "the forward runs on a stream of its own that waits for the caller's "
+            "stream, which never waits for it back: right only for a caller that synchronizes before reading",
+            {"leaky_relu.py": [after_lib(UNJOINED),
+                               ("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
+                                "    return _on_own_stream(lambda: lib.ops.leaky_relu(x, float(negative_slope)))\n")]},
+            # every check reads its results after a device sync; the stream property's mark, queued on the
+            # current stream before that sync, starts before the op's kernel ends (and the timing finds the
+            # device busy after its end event)
+            loses={"forward", "performance"}, keeps={"backward", "input_checks"},
+            reason="the current stream's next work started", extra={"kind": "own stream", "old": "loses performance"}),
     Variant(EX, "replays_output", "the Python wrapper keeps its first output per shape and returns it again",
             {"leaky_relu.py": [("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
                                 "    key = (tuple(x.shape), x.dtype, float(negative_slope))\n"
