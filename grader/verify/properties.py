@@ -21,7 +21,8 @@ generates, for every op, in each dtype the spec lists:
 - the state an op updates in place by design (running statistics: the call's `updates`), after the
   call and at every edge, in every dtype;
 - the current stream, forward and backward: inside `torch.cuda.stream(s)`, with the inputs
-  produced late on `s`, the answer is right;
+  produced late on `s`, the answer is right, and (forward) the call's work ends before the next work
+  queued on `s` begins;
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
 - gradients (calls with `grad_args`) at every declared edge, with each differentiable argument frozen
