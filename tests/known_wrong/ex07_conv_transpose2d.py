@@ -97,7 +97,7 @@ VARIANTS += [
             # the group the timed calls vouch for, loses (winograd, autograd, registration and performance
             # with it). Before the inputs came late, only the timing told ("not credited"), and the
             # huge winograd check's reads raced the side stream (it lost once, H200 2026-12-01)
-            loses={"implicit_gemm", "performance"}, reason="a timed call at the benchmark's shape",
+            loses={"implicit_gemm", "performance"}, reason="the benchmark's shape",
             extra={"timed": True, "kind": "timed work unverified", "old": "loses performance"}),
     Variant(EX, "cudnn_when_not_profiled", "for batches of 32 or more (the benchmark's), calls cuDNN in strict "
             "float32 whenever no profiler is on: its own kernel runs only while the grader profiles it",

@@ -99,7 +99,7 @@ VARIANTS += [
             # current stream (they hold NaN until then): every timed output is wrong, and forward, the
             # group the timed calls vouch for, loses. Before the inputs came late, only the profiled
             # timed calls told (the kernel started before the timed window opened)
-            loses={"forward", "performance"}, reason="a timed call at the benchmark's shape",
+            loses={"forward", "performance"}, reason="the benchmark's shape",
             extra={"timed": True, "kind": "timed work unverified", "old": "full marks"}),
     Variant(EX, "zeroes_every_norm", "enters a torch-function mode at import that makes torch.linalg.vector_norm "
             "return 0 (every normwise relative error reads 0), and leaves the conv bias out in float32",

@@ -114,7 +114,7 @@ VARIANTS += [
             # current stream (they hold NaN until then): every timed output is wrong, and forward, the
             # group the timed calls vouch for, loses (streams and performance with it). Before the inputs
             # came late, only the timing told: the work outlasted the end event ("not credited")
-            loses={"forward", "performance"}, reason="a timed call at the benchmark's shape",
+            loses={"forward", "performance"}, reason="the benchmark's shape",
             # before the rework only the device's busy time after the end event told (about 270 us of
             # cuDNN work queued during a 250 us sleep): perhaps within its 50 us margin
             extra={"timed": True, "kind": "timed work unverified", "old": "loses performance, or full marks"}),
