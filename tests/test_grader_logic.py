@@ -1368,3 +1368,14 @@ def test_usable_cores_follow_the_affinity_not_the_machine():
     if out.returncode != 0 and "taskset" in out.stderr:
         pytest.skip(f"taskset failed: {out.stderr.strip()[:200]}")
     assert out.stdout.strip() == "1", out.stderr
+
+
+def test_memory_kept_by_calls_past_their_warm_up_fails_them_from_a_mebibyte():
+    """grader.verify.speed.memory_kept: calls at one shape, their outputs freed, that leave a mebibyte or
+    more allocated keep memory per call (no cache, plan or graph needs it after the warm-up); less is
+    allowed (the allocator's block rounding, a small bounded state)."""
+    from grader.verify.speed import KEPT_BYTES, memory_kept
+
+    assert memory_kept(0, 3) is None and memory_kept(KEPT_BYTES - 512, 3) is None
+    problem = memory_kept(3 * 64 << 20, 3)
+    assert problem and "192.0 MiB" in problem and "keeps memory with every call" in problem

@@ -25,6 +25,9 @@ a timed call indistinguishable from a checked one, and checked:
   Host threads left running by a call are counted, and the device must be idle after the end event.
 - One state: the global math flags are the exercise's for the whole process (Spec.math), checks
   and timing alike.
+- No memory kept per call: before the timing, calls at the benchmark's shape with their outputs freed
+  must leave no PyTorch memory allocated past their warm-up (`grown_per_calls`); an op that keeps a
+  tensor with every call fails the group its timed calls vouch for.
 """
 from __future__ import annotations
 
@@ -260,6 +263,40 @@ def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, in
     return found
 
 
+# PyTorch memory that calls at one shape, past their warm-up and with their outputs freed, may leave
+# allocated: none is needed (caches, plans, workspaces and graphs are made by the first calls; 10's graph
+# is captured on a key's second call), and an op keeping a tensor of the benchmark's size per call leaves
+# megabytes
+KEPT_BYTES = 1 << 20
+KEPT_CALLS = 3
+
+
+def grown_per_calls(call, inputs, refill: Refill, warm: int = 2) -> int:
+    """Bytes of PyTorch memory that KEPT_CALLS calls at the benchmark's shape left allocated, after `warm`
+    calls and with every output freed: before the timing, which would run out of memory first."""
+    def calls(n: int) -> None:
+        for _ in range(n):
+            prepare(inputs, refill)()
+            out = call(inputs)
+            del out
+
+    calls(warm)
+    torch.cuda.synchronize()
+    held = torch.cuda.memory_allocated()
+    calls(KEPT_CALLS)
+    torch.cuda.synchronize()
+    return torch.cuda.memory_allocated() - held
+
+
+def memory_kept(grown: int, calls: int) -> str | None:
+    """Why `calls` calls that left `grown` more bytes allocated keep memory with every call, or None."""
+    if grown < KEPT_BYTES:
+        return None
+    return (f"{calls} more calls at the benchmark's shape, their outputs freed, left {grown / 2**20:.1f} MiB more "
+            "memory allocated than before them: the op keeps memory with every call (a tensor held in a list, a "
+            "cache without a bound), and a model calling it in a loop runs out of memory")
+
+
 def measure_submission(spec: Spec, ctx: Context) -> dict:
     """Time the submission's op (in its own grading process): the raw numbers and what was wrong
     with the timed calls. The parent scores them against the yardstick (grader.verify.scoring)."""
@@ -284,6 +321,10 @@ def measure_submission(spec: Spec, ctx: Context) -> dict:
         clock = now
 
     try:
+        kept = memory_kept(grown_per_calls(call, inputs, refill), KEPT_CALLS)
+        if kept:
+            raise CheckFailure(kept)
+        phase("memory per call")
         timing = time_fn(call, [inputs], refill=refill, inspect=inspector, keep_last=True, flush=flush,
                          max_seconds=GRADING_SECONDS)
         inspector.last(*timing.last)

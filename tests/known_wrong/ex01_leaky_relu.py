@@ -86,6 +86,15 @@ VARIANTS = [
             # device busy after its end event)
             loses={"forward", "performance"}, keeps={"backward", "input_checks"},
             reason="the current stream's next work started", extra={"kind": "own stream", "old": "loses performance"}),
+    Variant(EX, "keeps_every_output", "the Python wrapper appends every result to a module-level list: right "
+            "values, and memory that grows with every call",
+            {"leaky_relu.py": [after_lib("\n_kept = []\n"),
+                               ("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
+                                "    _kept.append(lib.ops.leaky_relu(x, float(negative_slope)))\n    return _kept[-1]\n")]},
+            # every value is right and no output is reused; the calls at the benchmark's shape before the
+            # timing (grader.verify.speed.grown_per_calls) leave their outputs allocated, 512 MiB each
+            loses={"forward", "performance"}, keeps={"backward", "input_checks", "autograd"},
+            reason="keeps memory with every call", extra={"timed": True, "kind": "state", "old": "full marks"}),
     Variant(EX, "replays_output", "the Python wrapper keeps its first output per shape and returns it again",
             {"leaky_relu.py": [("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
                                 "    key = (tuple(x.shape), x.dtype, float(negative_slope))\n"
