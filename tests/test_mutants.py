@@ -356,3 +356,20 @@ def test_same_code_tells_01s_dead_register_store_from_a_block_size(monkeypatch, 
     assert M.read_equivalents(equivalents) == {dead_store.id: same.why}, "\n".join(printed)
     header = next(k for k, line in enumerate(printed) if line.startswith("different code"))
     assert printed[header + 1].strip().startswith(block.id), printed
+
+
+def test_a_report_drawn_from_another_population_of_the_same_solution_is_named(tmp_path):
+    """population_drift: an exercise whose solution the report sampled, but whose mutants this Python
+    numbers otherwise (f-string fields are tokens from 3.12 on), is named with both counts; a changed
+    solution, an unchanged count, or no report, is not."""
+    report = tmp_path / "report.json"
+    assert M.population_drift(report, {"06_conv2d": 10}, {"06_conv2d": "a"}) == []
+    report.write_text(json.dumps({"python": "3.12.3", "exercises": [
+        {"exercise": "06_conv2d", "generated": 12}, {"exercise": "10_cudnn_conv", "generated": 7},
+        {"exercise": "01_leaky_relu", "generated": 5}],
+        "mutants": [{"exercise": "06_conv2d", "solution_key": "a"}, {"exercise": "10_cudnn_conv", "solution_key": "old"},
+                    {"exercise": "01_leaky_relu", "solution_key": "c"}]}))
+    lines = M.population_drift(report, {"06_conv2d": 10, "10_cudnn_conv": 9, "01_leaky_relu": 5},
+                               {"06_conv2d": "a", "10_cudnn_conv": "b", "01_leaky_relu": "c"})
+    assert len(lines) == 1 and lines[0].startswith("06_conv2d:") and "12 mutants" in lines[0]
+    assert "Python 3.12.3" in lines[0] and "generates 10" in lines[0]

@@ -36,6 +36,7 @@ import io
 import json
 import math
 import os
+import platform
 import re
 import shutil
 import sys
@@ -737,7 +738,8 @@ def table(rows: list[dict]) -> str:
 
 def markdown(header: dict, rows: list[dict], results: list[dict]) -> str:
     out = ["# Mutants of the solutions, graded", "",
-           f"{header['date']}, {header['device'] or 'no GPU'}, seed {header['seed']}, {header['n']} asked, "
+           f"{header['date']}, {header['device'] or 'no GPU'}, Python {header.get('python', '?')}, seed "
+           f"{header['seed']}, {header['n']} asked, "
            f"{header['wall_s']:.0f} s. Kill rate = killed / (killed + survived).", "", "```", table(rows), "```", ""]
     survivors = [r for r in results if r["outcome"] == "survived"]
     out += ["## Survivors", "", "Each is a hole in the grader (fix it, and add a known-wrong variant) or a program "
@@ -843,6 +845,10 @@ def main(argv: list[str] | None = None) -> int:
                     previous[r["id"]] = {**r, "earlier_grader": True}
         except (ValueError, KeyError):
             previous = {}
+
+    if not args.ids:
+        for line in population_drift(args.out / "report.json", {x: len(every[x]) for x in exercises}, solution_keys):
+            print(f"warning: {line}")
 
     results: dict[str, dict] = {}
 
@@ -1022,6 +1028,27 @@ def main(argv: list[str] | None = None) -> int:
     return 130 if interrupted else 0
 
 
+def population_drift(report: Path, generated: dict[str, int], solution_keys: dict[str, str]) -> list[str]:
+    """Exercises whose solution is the one an earlier report sampled but whose mutants number otherwise
+    here: the generator's population depends on the Python that tokenizes the wrappers (3.12 splits an
+    f-string's fields into tokens, 3.11 keeps the whole f-string one string), and a seed draws its sample
+    from the population, so this run's sample is another and the report would hold two."""
+    try:
+        earlier = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return []
+    same = {r.get("exercise") for r in earlier.get("mutants", [])
+            if r.get("solution_key") == solution_keys.get(r.get("exercise"))}
+    lines = []
+    for row in earlier.get("exercises", []):
+        x, then = row.get("exercise"), row.get("generated")
+        if x in same and x in generated and then is not None and then != generated[x]:
+            lines.append(f"{x}: the report's sample was drawn from {then} mutants of this solution (Python "
+                         f"{earlier.get('python', 'unrecorded')}); Python {platform.python_version()} generates "
+                         f"{generated[x]}, so the seed draws another sample here: grade with the report's Python")
+    return lines
+
+
 def write_report(args, results: dict[str, dict], every: dict, exercises: list[str], device: str, began: float,
                  equivalents: dict) -> list[dict]:
     from grader.verify.results import write_json_atomic, write_text_atomic
@@ -1030,7 +1057,7 @@ def write_report(args, results: dict[str, dict], every: dict, exercises: list[st
     rows = summarize(listed, {x: len(every[x]) for x in exercises}, exercises)
     header = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "device": device, "seed": args.seed,
               "n": len(args.ids) if args.ids else args.n,
-              "wall_s": time.perf_counter() - began, "operators": OPERATORS}
+              "wall_s": time.perf_counter() - began, "python": platform.python_version(), "operators": OPERATORS}
     write_json_atomic(args.out / "report.json", {**header, "exercises": rows, "mutants": listed})
     write_text_atomic(args.out / "report.md", markdown(header, rows, listed))
     return rows
