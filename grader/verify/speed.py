@@ -280,17 +280,12 @@ def grown_per_calls(call, inputs, refill: Refill, warm: int = 2) -> int:
             out = call(inputs)
             del out
 
-    def settled() -> int:
-        # the device idle, and an allocation made: the caching allocator then ends the frees that waited on
-        # other streams' work (an output handed to record_stream), which would otherwise still count
-        torch.cuda.synchronize()
-        torch.empty(1, device="cuda")
-        return torch.cuda.memory_allocated()
-
     calls(warm)
-    held = settled()
+    torch.cuda.synchronize()
+    held = torch.cuda.memory_allocated()
     calls(KEPT_CALLS)
-    return settled() - held
+    torch.cuda.synchronize()
+    return torch.cuda.memory_allocated() - held
 
 
 def memory_kept(grown: int, calls: int) -> str | None:
