@@ -281,7 +281,7 @@ def grown_per_calls(call, inputs, refill: Refill, warm: int = 2) -> int:
             del out
 
     calls(warm)
-    torch.cuda.synchronize()
+    torch.cuda.synchronize()  # allocated bytes fall at each free, record_stream or not: no event to wait for
     held = torch.cuda.memory_allocated()
     calls(KEPT_CALLS)
     torch.cuda.synchronize()
