@@ -151,6 +151,12 @@ def _no_gradient(x, a):
     return _scale(x.detach(), float(a))
 
 
+def _offset_under_autograd(x, a):
+    """Right without autograd; under it, every value off by 1e-3 and every gradient still right."""
+    y = torch.ops.course_props_test.scale(x, float(a))
+    return y + 1e-3 if x.requires_grad else y
+
+
 def _column_major(x, a):
     y = torch.ops.course_props_test.scale(x, float(a))
     return y.t().contiguous().t() if y.dim() == 2 else y  # the right values, laid out column by column
@@ -225,6 +231,7 @@ def test_a_right_op_passes_every_property(seed):
     (_returns_a_subclass, "random shapes", "plain torch.Tensor"),
     (_leaves_a_thread, "random shapes", "host thread"),
     (_no_gradient, "gradients", "does not require grad"),
+    (_offset_under_autograd, "gradients", "the forward's result"),
     (_column_major, "output strides", "registered fake"),
     (_memo_without_copy, "state between calls", "filled the previous result with NaN"),
     (_memo_by_address, "state between calls", "changed in place"),

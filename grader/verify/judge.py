@@ -289,17 +289,21 @@ def cotangent(shape, seed: int) -> torch.Tensor:
     return torch.randn(tuple(shape), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
-def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Tensor | None = None) -> list:
+def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Tensor | None = None,
+              forward: list | None = None) -> list:
     """The gradients of <fn(*args), v> for the call's grad_args, through autograd, for a random v
     drawn from `cotangent_seed` (or `v`, cotangent(...) already where the result will be: no copy
     between the forward and the backward); one scalar backward (torch.autograd.grad with explicit
-    gradients would import sympy: seconds). Also grader.verify.properties's."""
+    gradients would import sympy: seconds). Also grader.verify.properties's, which passes `forward`
+    to receive the forward's result (detached) and judge it too."""
     args = list(args)
     for i in call.grad_args:
         args[i] = args[i].detach().requires_grad_()
     y = fn(*args)
     if not is_tensor(y):
         raise TypeError(f"returned a {type(y).__name__}, not a tensor")
+    if forward is not None:
+        forward.append(y.detach())
     if not y.requires_grad:
         raise RuntimeError("the result does not require grad: no backward is registered")
     if v is None:

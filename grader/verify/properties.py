@@ -25,7 +25,8 @@ generates, for every op, in each dtype the spec lists:
   queued on `s` begins;
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
-- gradients (calls with `grad_args`) at every declared edge, with each differentiable argument frozen
+- gradients (calls with `grad_args`) at every declared edge, the forward's result judged there too
+  (an op that computes otherwise when an input requires grad), with each differentiable argument frozen
   in turn (requires_grad=False while the others are differentiated), each alone differentiated (three or
   more), one subset between drawn from the run's seed (four or more), and on a side stream;
 - module entry points (Spec.module_options): each option's every edge built into PyTorch's own
@@ -577,13 +578,16 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
             else:
                 for numel in sizes:
                     DEVICE.poison(numel, dtype_of(call), blocks=None)
-            actual = gradients(fn, call, args, seed, v)
+            forward: list = []
+            actual = gradients(fn, call, args, seed, v, forward=forward)
     except (TypeError, RuntimeError) as e:
         raise CheckFailure(f"{what}: {clean(e)[:300]}") from None
     DEVICE.sync()
-    # every gradient's numbers in one copy to the host, judged in the arguments' order: the first wrong or
-    # missing one fails the check
-    checks, missing = [], None
+    # the forward's result first (the value checks call the op with no input requiring grad: an op that
+    # computes otherwise under autograd is judged here), then every gradient's numbers, in one copy to the
+    # host, judged in the arguments' order: the first wrong or missing one fails the check
+    checks, missing = [OutputCheck(forward[0], out, tolerance(call, args), f"{what}: the forward's result",
+                                   terms=call_terms(call, args, out))], None
     for k, (a, e) in enumerate(zip(actual, expected)):
         if a is None:
             missing = f"{what}: no gradient reached `{call.names[call.grad_args[k]]}`"
