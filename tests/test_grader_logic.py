@@ -1376,6 +1376,6 @@ def test_memory_kept_by_calls_past_their_warm_up_fails_them_from_a_mebibyte():
     allowed (the allocator's block rounding, a small bounded state)."""
     from grader.verify.speed import KEPT_BYTES, memory_kept
 
-    assert memory_kept(0, 3) is None and memory_kept(KEPT_BYTES - 512, 3) is None
-    problem = memory_kept(3 * 64 << 20, 3)
+    assert memory_kept(0) is None and memory_kept(KEPT_BYTES - 512) is None
+    problem = memory_kept(3 * 64 << 20)
     assert problem and "192.0 MiB" in problem and "keeps memory with every call" in problem

@@ -877,8 +877,10 @@ def unjoined_work(seen: Observation, stream: int | None, what: str) -> str | Non
     another stream still running when that sleep began, or starting after, ran past the point where the
     caller's stream went on: the op returned without making its stream wait for that work. A library
     that forks onto its own streams and joins back ends them all first."""
+    if stream is None:
+        return None
     marks = [k for k in seen.kernels if k.stream == stream and kernel_function(k.name) == SLEEP_KERNEL]
-    if stream is None or not marks:
+    if not marks:
         return None
     mark = marks[-1]
     late = sorted({k.name[:80] for k in seen.kernels if k.stream != stream and k.start_s + k.duration_s > mark.start_s})

@@ -288,11 +288,11 @@ def grown_per_calls(call, inputs, refill: Refill, warm: int = 2) -> int:
     return torch.cuda.memory_allocated() - held
 
 
-def memory_kept(grown: int, calls: int) -> str | None:
-    """Why `calls` calls that left `grown` more bytes allocated keep memory with every call, or None."""
+def memory_kept(grown: int) -> str | None:
+    """Why KEPT_CALLS calls that left `grown` more bytes allocated keep memory with every call, or None."""
     if grown < KEPT_BYTES:
         return None
-    return (f"{calls} more calls at the benchmark's shape, their outputs freed, left {grown / 2**20:.1f} MiB more "
+    return (f"{KEPT_CALLS} more calls at the benchmark's shape, their outputs freed, left {grown / 2**20:.1f} MiB more "
             "memory allocated than before them: the op keeps memory with every call (a tensor held in a list, a "
             "cache without a bound), and a model calling it in a loop runs out of memory")
 
@@ -321,7 +321,7 @@ def measure_submission(spec: Spec, ctx: Context) -> dict:
         clock = now
 
     try:
-        kept = memory_kept(grown_per_calls(call, inputs, refill), KEPT_CALLS)
+        kept = memory_kept(grown_per_calls(call, inputs, refill))
         if kept:
             raise CheckFailure(kept)
         phase("memory per call")
