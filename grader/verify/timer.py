@@ -2,9 +2,13 @@
 
 Each sample: fresh values made for the next of several rotated input sets and the set poisoned,
 synchronise; queue a GPU sleep, then the fresh values' copy into the set and an L2 flush (write twice
-its size), record a CUDA event, run the op, record an event, synchronise. The inputs are ready on the
-timed stream only, just before the op: work started ahead of it (on a stream of its own) reads the
-poison. The sleep keeps the GPU busy while Python dispatches the op, so the events time the GPU's work
+its size), a second sleep as long, record a CUDA event, run the op, record an event, synchronise. The
+inputs are ready on the timed stream only, just before the op: work started ahead of it (on a stream of
+its own, during the first sleep) reads the poison. The second sleep parts the flush from the op as the
+synchronise before the sleep did when the inputs were refilled first: with the op queued straight
+behind the copies and the flush, the solutions' timed calls on an H200 took 50-250 us longer than
+their kernels (2026-12-01), 9 of the 135 points lost. The sleeps keep the GPU busy while Python
+dispatches the op, so the events time the GPU's work
 and not the host's launch latency (40-70 us per call for a Python-registered op, 5-9% of a 0.7 ms kernel);
 its length is twice the op's host dispatch time, measured in the warm-up (an autograd forward and
 backward through a Python module takes longer than the 250 us that suffice for one op, and the
@@ -152,8 +156,8 @@ def prepare(inputs, refill=None, flush: "L2Flusher | None" = None) -> Callable[[
     return late
 
 
-# GPU clock cycles of the short sleep that ends the late step (under a microsecond): with the first
-# sleep it brackets the grader's own kernels for the watch (grader.verify.speed.grader_kernels)
+# GPU clock cycles of a short sleep (under a microsecond) that marks a point on a stream for the watch
+# (grader.verify.properties: the stream property's marks)
 MARK_CYCLES = 1_000
 
 
@@ -161,7 +165,9 @@ def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES,
                late: Callable[[], None] | None = None) -> Sample:
     """`fn(inputs)` between two CUDA events on the current stream, behind a GPU sleep that keeps
     the GPU busy while the host dispatches the op; `events` = (queued, start, end). `late` (from
-    `prepare`, which comes first) is queued after the sleep, before the start event."""
+    `prepare`, which comes first) is queued after the sleep, then a second sleep as long (its end opens
+    the timed window; the two bracket the grader's own kernels for the watch,
+    grader.verify.speed.grader_kernels), then the start event."""
     from grader.verify.observe import native_threads
 
     queued, start, end = events
@@ -172,7 +178,7 @@ def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES,
     torch.cuda._sleep(lead_cycles)
     if late is not None:
         late()
-    torch.cuda._sleep(MARK_CYCLES)
+    torch.cuda._sleep(lead_cycles)
     start.record(stream)
     out = fn(inputs)
     end.record(stream)
