@@ -37,7 +37,7 @@ import threading
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -290,12 +290,13 @@ def cotangent(shape, seed: int) -> torch.Tensor:
 
 
 def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Tensor | None = None,
-              forward: list | None = None) -> list:
+              forward: list | None = None, backward: Callable[[Callable[[], None]], None] | None = None) -> list:
     """The gradients of <fn(*args), v> for the call's grad_args, through autograd, for a random v
     drawn from `cotangent_seed` (or `v`, cotangent(...) already where the result will be: no copy
     between the forward and the backward); one scalar backward (torch.autograd.grad with explicit
     gradients would import sympy: seconds). Also grader.verify.properties's, which passes `forward`
-    to receive the forward's result (detached) and judge it too."""
+    to receive the forward's result (detached) and judge it too, and `backward` to run the backward
+    step itself (in a window of the watch)."""
     args = list(args)
     for i in call.grad_args:
         args[i] = args[i].detach().requires_grad_()
@@ -308,7 +309,8 @@ def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Ten
         raise RuntimeError("the result does not require grad: no backward is registered")
     if v is None:
         v = cotangent(y.shape, cotangent_seed)
-    _HandsBack.apply(y, v.to(device=y.device, dtype=y.dtype)).backward()
+    scalar = _HandsBack.apply(y, v.to(device=y.device, dtype=y.dtype))
+    (backward or (lambda step: step()))(scalar.backward)
     return [args[i].grad for i in call.grad_args]
 
 

@@ -21,8 +21,8 @@ generates, for every op, in each dtype the spec lists:
 - the state an op updates in place by design (running statistics: the call's `updates`), after the
   call and at every edge, in every dtype;
 - the current stream, forward and backward: inside `torch.cuda.stream(s)`, with the inputs
-  produced late on `s`, the answer is right, and (forward) the call's work ends before the next work
-  queued on `s` begins;
+  produced late on `s`, the answer is right, and the call's work (the forward's in the stream property,
+  the backward's in the gradients') ends before the next work queued on `s` begins;
 - two results held at once: two calls with other values, both kept: they share no memory with each
   other or with the inputs, and both are right;
 - gradients (calls with `grad_args`) at every declared edge, the forward's result judged there too
@@ -539,8 +539,9 @@ FLOWING_BACK = {"a strided view": "strided", "one value expanded (stride 0, as y
 
 def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream=None, flowing: str = "") -> None:
     """<d(y . v)/d arg> through autograd against the reference differentiated in float64 (on a side
-    stream whose inputs arrive late, when `stream` is given); v, the gradient the op's backward receives,
-    dense, or laid out as `flowing` says (a value of FLOWING_BACK)."""
+    stream whose inputs arrive late, when `stream` is given, and the backward's work ordered before that
+    stream's next work); v, the gradient the op's backward receives, dense, or laid out as `flowing` says
+    (a value of FLOWING_BACK)."""
     if _reached is not None:  # a dry run calls no op
         return
     seed = ctx.seed_for(what)
@@ -556,6 +557,16 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     sizes = sorted({a.numel() for a in args if isinstance(a, torch.Tensor)} | {math.prod(shape)}
                    | {e.numel() for e in expected if isinstance(e, torch.Tensor)})
     fn = _observed(ctx, call, resolve(ctx.module, call.op), what, queued_ok=stream is not None)
+    seen: list = []
+
+    def backward(step) -> None:
+        """On a side stream, the backward observed and then a mark: its work must be ordered before the
+        current stream's next work (unjoined_work), as the forward's is in the stream property."""
+        if stream is None or not DEVICE.cuda or not _watching():
+            return step()
+        _, window = observe(lambda: _then_mark(step()), hidden=True, queued_ok=True)
+        seen.append(window)
+
     DEVICE.sync()
     try:
         with DEVICE.on(stream):
@@ -579,10 +590,13 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
                 for numel in sizes:
                     DEVICE.poison(numel, dtype_of(call), blocks=None)
             forward: list = []
-            actual = gradients(fn, call, args, seed, v, forward=forward)
+            actual = gradients(fn, call, args, seed, v, forward=forward, backward=backward)
     except (TypeError, RuntimeError) as e:
         raise CheckFailure(f"{what}: {clean(e)[:300]}") from None
     DEVICE.sync()
+    unjoined = unjoined_work(seen[0], stream_id(stream), f"{what}, the backward") if seen else None
+    if unjoined:
+        raise CheckFailure(unjoined)
     # the forward's result first (the value checks call the op with no input requiring grad: an op that
     # computes otherwise under autograd is judged here), then every gradient's numbers, in one copy to the
     # host, judged in the arguments' order: the first wrong or missing one fails the check

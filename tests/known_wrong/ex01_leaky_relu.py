@@ -86,6 +86,17 @@ VARIANTS = [
             # device busy after its end event)
             loses={"forward", "performance"}, keeps={"backward", "input_checks"},
             reason="the current stream's next work started", extra={"kind": "own stream", "old": "loses performance"}),
+    Variant(EX, "backward_never_joined", "autograd's backward runs the backward op on a stream of its own that "
+            "waits for the caller's stream, which never waits for it back: x.grad is right only for a caller that "
+            "synchronizes before reading it",
+            {"leaky_relu.py": [after_lib(UNJOINED),
+                               ("    return leaky_relu_backward(grad_output, x, ctx.negative_slope), None\n",
+                                "    return _on_own_stream(lambda: leaky_relu_backward(grad_output, x, "
+                                "ctx.negative_slope)), None\n")]},
+            # the ops called directly (the forward and backward groups, the timing) are the solution's; the
+            # gradients on a side stream queue a mark after the backward, which starts before its kernel ends
+            loses={"autograd"}, keeps={"forward", "backward", "input_checks", "performance"},
+            reason="the current stream's next work started", extra={"kind": "own stream"}),
     Variant(EX, "keeps_every_output", "the Python wrapper appends every result to a module-level list: right "
             "values, and memory that grows with every call",
             {"leaky_relu.py": [after_lib("\n_kept = []\n"),
