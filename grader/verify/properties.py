@@ -95,7 +95,7 @@ from grader.verify.checks import call_terms
 from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
 from grader.verify.judge import clean, cotangent, gradient_terms, gradients, names_one_of, resolve
-from grader.verify.observe import SLEEP_KERNEL, WATCH, KernelRule, Observation, kernel_function, native_threads, observe
+from grader.verify.observe import WATCH, KernelRule, Observation, is_sleep, native_threads, observe
 from grader.verify.timer import MARK_CYCLES
 from grader.verify.spec import AuditCall, Check, Context, DropIn, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
 
@@ -875,7 +875,7 @@ def stream_id(stream) -> int | None:
     observed alone."""
     with DEVICE.on(stream):
         _, seen = observe(lambda: torch.cuda._sleep(MARK_CYCLES), hidden=True)
-    return next((k.stream for k in seen.kernels if kernel_function(k.name) == SLEEP_KERNEL), None)
+    return next((k.stream for k in seen.kernels if is_sleep(k)), None)
 
 
 def _then_mark(out):
@@ -893,7 +893,7 @@ def unjoined_work(seen: Observation, stream: int | None, what: str) -> str | Non
     that forks onto its own streams and joins back ends them all first."""
     if stream is None:
         return None
-    marks = [k for k in seen.kernels if k.stream == stream and kernel_function(k.name) == SLEEP_KERNEL]
+    marks = [k for k in seen.kernels if k.stream == stream and is_sleep(k)]
     if not marks:
         return None
     mark = marks[-1]

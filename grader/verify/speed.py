@@ -41,7 +41,7 @@ import torch
 from grader.verify.timer import (L2Flusher, copy_bandwidth, input_tensors, matmul_flops, new_events, output_tensors,
                                  prepare, time_fn, timed_call)
 from grader.verify.checks import CheckFailure, Comparison, require_plain_tensor
-from grader.verify.observe import SLEEP_KERNEL, Observation, kernel_function, observe
+from grader.verify.observe import Observation, is_sleep, observe
 from grader.verify.scoring import speed_verdict
 from grader.verify.spec import Benchmark, Context, Spec
 
@@ -218,7 +218,7 @@ def grader_kernels(kernels) -> tuple[list, float | None]:
     step between them on that stream (the inputs' copies, the L2 flush); and when the timed window opened
     (the second sleep's end), or None without the sleeps."""
     kernels = sorted(kernels, key=lambda k: k.start_s)
-    sleeps = [k for k in kernels if kernel_function(k.name) == SLEEP_KERNEL]
+    sleeps = [k for k in kernels if is_sleep(k)]
     if not sleeps:
         return kernels, None
     stream = sleeps[0].stream  # the first kernel of all: the device was idle before the grader's sleep
