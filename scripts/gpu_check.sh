@@ -6,7 +6,7 @@
 #   scripts/gpu_check.sh                       every stage, every exercise
 #   STAGES="grade test" scripts/gpu_check.sh   some stages: sweep grade serial stubs goalstubs edit test bench notebooks
 #                                              classroom classtime multigpu ballast ptx fp64 oldgrader tune5 tune3 models
-#                                              mutants openstubs paths knownwrong
+#                                              mutants openstubs paths knownwrong timerorder
 #   N=300 SEED=1 STAGES=mutants ...            the mutants stage: N mutants of EXS (default all) sampled with SEED,
 #                                              graded until the stage's time is spent; report in $OUT/mutants-report/
 #                                              (MUTANTS_OUT=tests/mutants/report: continue the tracked sample there)
@@ -76,6 +76,8 @@ if want notebooks || want classroom || want test; then
   notebook_packages
 fi
 want sweep && run sweep "$(left)" python3 scripts/sweep_elementwise.py
+# the timed call's preparation orders against the op's kernel time (grader.verify.timer; about a minute)
+want timerorder && run timerorder "$(left)" env PYTHONPATH=. python3 scripts/timer_order_probe.py $EXS
 if want grade; then
   run grade_solutions_cold "$(left)" make grade TARGET=solutions EX="$EXS" SEED=1
   cp grade-report/report.json "$OUT/report_solutions_cold.json" 2>/dev/null
