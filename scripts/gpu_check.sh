@@ -76,8 +76,6 @@ if want notebooks || want classroom || want test; then
   notebook_packages
 fi
 want sweep && run sweep "$(left)" python3 scripts/sweep_elementwise.py
-# the timed call's preparation orders against the op's kernel time (grader.verify.timer; about a minute)
-want timerorder && run timerorder "$(left)" env PYTHONPATH=. python3 scripts/timer_order_probe.py $EXS
 if want grade; then
   run grade_solutions_cold "$(left)" make grade TARGET=solutions EX="$EXS" SEED=1
   cp grade-report/report.json "$OUT/report_solutions_cold.json" 2>/dev/null
@@ -88,6 +86,9 @@ if want grade; then
   grep -A30 "^exercise" "$L/grade_solutions_warm.log" | head -40
   grep "graded " "$L/grade_solutions_warm.log"
 fi
+# the timed call's preparation orders against the op's kernel time (grader.verify.timer; about a minute,
+# after the grade, whose builds it reuses)
+want timerorder && run timerorder "$(left)" env PYTHONPATH=. python3 scripts/timer_order_probe.py $EXS
 if want serial; then
   # the same warm grade one exercise after another: its time, and the speeds beside the parallel run's
   run grade_solutions_serial "$(left)" make grade TARGET=solutions EX="$EXS" SEED=2 PARALLEL=1
