@@ -11,6 +11,7 @@ from grader import env
 
 env.configure()  # before torch.utils.cpp_extension is imported (by the exercise modules' builds)
 
+import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from grader import specs  # noqa: E402
@@ -21,6 +22,12 @@ from tests.grading import SOLUTIONS  # noqa: E402
 
 # each exercise's functional op as PyTorch computes it (the classes call it with torch.nn's argument order)
 PYTORCH_OPS = {"leaky_relu": F.leaky_relu, "elu": F.elu, "conv2d": F.conv2d, "conv_transpose2d": F.conv_transpose2d}
+# and the backward ops the in-place classes call themselves (inplace=True: their own autograd.Function)
+PYTORCH_BACKWARDS = {
+    "leaky_relu": lambda grad_output, x, negative_slope: torch.ops.aten.leaky_relu_backward(grad_output, x,
+                                                                                            negative_slope, False),
+    "elu": lambda grad_output, x, alpha: torch.ops.aten.elu_backward(grad_output, alpha, 1, 1, False, x),
+}
 SPECS = [s for s in specs.select([]) if s.drop_ins()]
 
 
@@ -37,7 +44,50 @@ def test_each_solution_class_is_a_drop_in_for_torch_nn(spec, monkeypatch):
         pytest.skip(f"solutions/{spec.exercise}: its extension cannot load here: {str(e).splitlines()[0][:200]}")
     op = PYTORCH_OPS[spec.op]
     monkeypatch.setattr(module, spec.op, lambda *args, version=None, **kwargs: op(*args, **kwargs))
+    if spec.op in PYTORCH_BACKWARDS:
+        monkeypatch.setattr(module, f"{spec.op}_backward", PYTORCH_BACKWARDS[spec.op])
     checks = drop_in_checks(spec)
     assert checks
     for check in checks:
         check.run(Context(module=module, seed=11, exercise_dir=None))
+
+
+def test_an_inplace_construction_must_overwrite_and_return_its_input(monkeypatch):
+    """The drop-in check on toy classes: one that takes `inplace` and ignores it (a new tensor, the input left
+    as it was) fails where torch.nn's overwrites its input; one that honours it passes, gradients included."""
+    import types
+
+    from grader.verify.checks import CheckFailure
+    from grader.verify.spec import DropIn
+
+    monkeypatch.setattr(properties, "DEVICE", Device("cpu"))
+
+    class Ignores(torch.nn.Module):
+        extra_repr = torch.nn.LeakyReLU.extra_repr
+
+        def __init__(self, negative_slope=0.01, inplace=False):
+            super().__init__()
+            self.negative_slope, self.inplace = negative_slope, inplace
+
+        def forward(self, x):
+            return F.leaky_relu(x, self.negative_slope)
+
+    class Honours(Ignores):
+        def forward(self, x):
+            return F.leaky_relu(x, self.negative_slope, inplace=self.inplace)
+
+    entry = DropIn("LeakyReLU", torch.nn.LeakyReLU, (((0.2, True), {}),), input_shape=lambda args, kwargs: (3, 5))
+    for cls, right in ((Ignores, False), (Honours, True)):
+        for gradients in (False, True):
+            check = properties._drop_in(entry, gradients)
+            ctx = Context(module=types.SimpleNamespace(LeakyReLU=cls), seed=3, exercise_dir=None)
+            if right or gradients:  # the ignoring class's gradients are right: its outputs fail the other check
+                check(ctx)
+            else:
+                with pytest.raises(CheckFailure, match="input after the call"):
+                    check(ctx)
+    # and what print(model) shows of it is torch.nn's
+    silent = type("Silent", (Honours,), {"extra_repr": lambda self: ""})
+    with pytest.raises(CheckFailure, match="extra_repr"):
+        properties._drop_in(entry, False)(Context(module=types.SimpleNamespace(LeakyReLU=silent), seed=3,
+                                                  exercise_dir=None))

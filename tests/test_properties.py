@@ -806,6 +806,8 @@ def test_arguments_the_op_updates_in_place_are_not_moved(monkeypatch):
 class _LeakyReLU(torch.nn.Module):
     """A drop-in for torch.nn.LeakyReLU; `default` and `positional` spoil it."""
     default = 0.01
+    extra_repr = torch.nn.LeakyReLU.extra_repr
+    inplace = False
 
     def __init__(self, negative_slope=None):
         super().__init__()
@@ -840,8 +842,8 @@ class _ConvUnscaledGradient(torch.nn.Conv2d):
 
 @pytest.mark.parametrize("wrong, words", [
     (types.SimpleNamespace(LeakyReLU=type("L", (_LeakyReLU,), {"default": 1.01}), Conv2d=_Conv2d),
-     r"LeakyReLU\(\) .*the output"),
-    (types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_ConvDilationBeforePadding), r"Conv2d\(6, 9, .*the output"),
+     r"LeakyReLU\(\) .*extra_repr\(\) gives 'negative_slope=1.01'"),  # print(model) shows the wrong default first
+    (types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_ConvDilationBeforePadding), r"Conv2d\(6, 9, .*extra_repr"),  # its arguments taken in another order
     (types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_ConvWeightAsBuffer), "expected .*parameters"),
     (types.SimpleNamespace(LeakyReLU=_LeakyReLU, Conv2d=_ConvUnscaledGradient), "gradient of the input"),
     (types.SimpleNamespace(LeakyReLU=_LeakyReLU), "no class Conv2d"),

@@ -48,15 +48,40 @@ def _backward(ctx, grad_output):
 torch.library.register_autograd(lib.qualname("elu"), _backward, setup_context=_setup_context)
 
 
-class ELU(torch.nn.Module):
-    """Drop-in for torch.nn.ELU (without inplace)."""
+class _ELUInPlace(torch.autograd.Function):
+    """x overwritten with its ELU. The backward kernel reads x, so where a gradient is wanted a copy of x
+    is kept for it (the memory the out-of-place op keeps); without autograd nothing is. (PyTorch's in-place
+    ELU reads its result instead and refuses a negative alpha under autograd; this one computes it.)"""
 
-    def __init__(self, alpha: float = 1.0):
+    @staticmethod
+    def forward(ctx, x, alpha):
+        kept = x.clone() if ctx.needs_input_grad[0] else None
+        x.copy_(elu(x, alpha))
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(kept)
+        ctx.alpha = alpha
+        return x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return elu_backward(grad_output, x, ctx.alpha), None
+
+
+def elu_(x: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    """In place, as F.elu_ and nn.ELU(inplace=True): x holds the result and is returned."""
+    return _ELUInPlace.apply(x, float(alpha))
+
+
+class ELU(torch.nn.Module):
+    """Drop-in for torch.nn.ELU."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = alpha
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return elu(x, self.alpha)
+        return elu_(x, self.alpha) if self.inplace else elu(x, self.alpha)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")

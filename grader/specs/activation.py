@@ -289,11 +289,14 @@ class ActivationSpec(Spec):
 
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def drop_ins(self) -> list[DropIn]:
-        """The module class with torch.nn's default, a value given positionally and one by keyword."""
+        """The module class with torch.nn's default, a value given positionally and one by keyword, and in
+        place (`inplace` positionally and by keyword, at values whose in-place backward PyTorch computes:
+        0 or more)."""
         if not self.module_class:
             return []
         other = self.param_values[1]
-        constructions = (((), {}), ((other,), {}), ((), {self.param: self.param_values[-1]}))
+        constructions = (((), {}), ((other,), {}), ((), {self.param: self.param_values[-1]}),
+                         ((other, True), {}), ((), {self.param: self.param_values[2], "inplace": True}))
         return [DropIn(self.module_class, self.torch_module, constructions, input_shape=lambda args, kwargs: (3, 37, 19))]
 
     def audit_calls(self, device, dtype) -> list[AuditCall]:

@@ -57,7 +57,8 @@ generates, for every op, in each dtype the spec lists:
   where the op computes it, the fake gives its shape and dtype;
 - each drop-in module class (Spec.drop_ins): built as torch.nn's is, with only the required arguments
   (torch.nn's defaults), positionally in torch.nn's order and by keyword: the same parameters and
-  buffers, and with torch.nn's state loaded, its outputs and gradients;
+  buffers and the same extra_repr (print(model)), and with torch.nn's state loaded, its outputs and
+  gradients, and its input afterwards (overwritten and returned where torch.nn's is: inplace=True);
 - every tensor argument at the edge of mapped memory (checked last): each call (fixed and random shapes,
   first dtype) with every tensor argument in memory of its own whose last byte is the last mapped one,
   then whose first byte is the first (grader.verify.guard): the right answer, and a read or write
@@ -1636,6 +1637,9 @@ def _drop_in(entry: DropIn, gradients: bool):
                 raise CheckFailure(f"{what}: {type(e).__name__}: {clean(e)[:300]}") from None
             if shapes(ours) != shapes(theirs):
                 raise CheckFailure(f"{what}: {shapes(ours)}, expected {shapes(theirs)}")
+            if not gradients and ours.extra_repr() != theirs.extra_repr():  # what print(model) shows of it
+                raise CheckFailure(f"{what}: extra_repr() gives {ours.extra_repr()!r}, torch.nn's "
+                                   f"{theirs.extra_repr()!r}")
             # torch.nn's drawn state in both: the same values whatever each initialisation draws
             ours.load_state_dict(theirs.state_dict())
             ours, theirs = ours.to(device), theirs.to(device, torch.float64)
@@ -1648,17 +1652,27 @@ def _drop_in(entry: DropIn, gradients: bool):
                                  what=f"{said}, which torch.nn's refuses")
                     continue
                 ours.zero_grad(), theirs.zero_grad()
-                # fresh leaves each call (on the CPU, x.to() of x's own device and dtype would be x itself)
+                # fresh leaves each call (on the CPU, x.to() of x's own device and dtype would be x itself); each
+                # module is given a copy made under autograd, which one built with inplace=True may overwrite
                 x_ours = x.to(device, torch.float32).detach().requires_grad_()
                 x_ref = x.to(device).detach().clone().requires_grad_()
-                y_ref = theirs(x_ref, **extra)
-                y = ours(x_ours, **extra)
+                in_ours, in_ref = x_ours.clone(), x_ref.clone()
+                y_ref = theirs(in_ref, **extra)
+                y = ours(in_ours, **extra)
                 DEVICE.sync()
                 v = torch.randn(tuple(y_ref.shape), generator=g, dtype=torch.float64).to(device)
                 if not gradients:
                     assert_rel_error(y.detach(), y_ref.detach(), entry.tol, f"{said}: the output")
-                    if not torch.equal(x_ours.detach(), x.to(device, torch.float32)):  # torch.nn's leaves it
-                        raise CheckFailure(f"{said}: the call changed its input")
+                    if torch.equal(in_ref.detach(), x_ref.detach()):  # torch.nn's leaves its input as it was
+                        if not torch.equal(in_ours.detach(), x.to(device, torch.float32)):
+                            raise CheckFailure(f"{said}: the call changed its input")
+                    else:  # in place: its input overwritten with the result, and returned
+                        assert_rel_error(in_ours.detach(), in_ref.detach(), entry.tol,
+                                         f"{said}: its input after the call (torch.nn's holds the result there)")
+                    if (y is in_ours) != (y_ref is in_ref):
+                        raise CheckFailure(f"{said}: " + ("returned its input itself, where torch.nn's returns a new "
+                                                          "tensor" if y is in_ours else "returned a new tensor, where "
+                                                          "torch.nn's returns its input, overwritten"))
                     continue
                 if y.shape != y_ref.shape:
                     raise CheckFailure(f"{said}: an output of shape {tuple(y.shape)}, expected {tuple(y_ref.shape)}")

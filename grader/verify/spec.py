@@ -166,9 +166,10 @@ class DropIn:
     """A module class the exercise exports as a drop-in for one of torch.nn's: the generated check
     (grader.verify.properties.drop_in_checks) builds both from each of `constructions` (positional
     arguments in torch.nn's order, keywords by torch.nn's names; the first with only the required ones,
-    so that every default is torch.nn's), requires the same parameters and buffers (names and shapes),
-    loads torch.nn's state into the exercise's module, and compares the outputs and the gradients (the
-    input's and every parameter's) with torch.nn's module run in float64; the input is left as it was."""
+    so that every default is torch.nn's), requires the same parameters and buffers (names and shapes) and
+    the same extra_repr, loads torch.nn's state into the exercise's module, and compares the outputs and
+    the gradients (the input's and every parameter's) with torch.nn's module run in float64; the input is
+    left as torch.nn's leaves it (as it was, or overwritten with the result and returned: inplace=True)."""
 
     name: str  # the class's name in the exercise's module: "LeakyReLU"
     torch_class: type  # torch.nn.LeakyReLU

@@ -47,15 +47,43 @@ def _backward(ctx, grad_output):
 torch.library.register_autograd(lib.qualname("leaky_relu"), _backward, setup_context=_setup_context)
 
 
-class LeakyReLU(torch.nn.Module):
-    """Drop-in for torch.nn.LeakyReLU (without inplace)."""
+class _LeakyReLUInPlace(torch.autograd.Function):
+    """x overwritten with its LeakyReLU. The backward reads the result, not x: for a slope of 0 or more
+    the result is positive exactly where x was, so the backward kernel gives the same gradient from it,
+    and no copy of x is kept. PyTorch's in-place LeakyReLU has the same rule and refuses a negative slope
+    under autograd; so does this one."""
 
-    def __init__(self, negative_slope: float = 0.01):
+    @staticmethod
+    def forward(ctx, x, negative_slope):
+        x.copy_(leaky_relu(x, negative_slope))
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        ctx.negative_slope = negative_slope
+        return x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        torch._check(ctx.negative_slope >= 0, lambda: f"leaky_relu_: the backward of the in-place LeakyReLU reads "
+                     f"its result, which a negative_slope ({ctx.negative_slope}) makes ambiguous; call the "
+                     "out-of-place leaky_relu (inplace=False)")
+        return leaky_relu_backward(grad_output, y, ctx.negative_slope), None
+
+
+def leaky_relu_(x: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
+    """In place, as F.leaky_relu_ and nn.LeakyReLU(inplace=True): x holds the result and is returned."""
+    return _LeakyReLUInPlace.apply(x, float(negative_slope))
+
+
+class LeakyReLU(torch.nn.Module):
+    """Drop-in for torch.nn.LeakyReLU."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
-        self.negative_slope = negative_slope
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return leaky_relu(x, self.negative_slope)
+        return leaky_relu_(x, self.negative_slope) if self.inplace else leaky_relu(x, self.negative_slope)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")

@@ -276,6 +276,13 @@ class Conv2d(torch.nn.Module):
         return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
-        return (f"{self.weight.shape[1] * self.groups}, {self.weight.shape[0]}, kernel_size={tuple(self.weight.shape[2:])}, "
-                f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, groups={self.groups}, "
-                f"bias={self.bias is not None}")
+        """As torch.nn.Conv2d's (what print(model) shows): the sizes and stride, then each setting off its default."""
+        s = (f"{self.weight.shape[1] * self.groups}, {self.weight.shape[0]}, kernel_size={tuple(self.weight.shape[2:])}, "
+             f"stride={tuple(self.stride)}")
+        if isinstance(self.padding, str) or any(self.padding):
+            s += f", padding={self.padding if isinstance(self.padding, str) else tuple(self.padding)}"
+        if tuple(self.dilation) != (1, 1):
+            s += f", dilation={tuple(self.dilation)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s if self.bias is not None else s + ", bias=False"

@@ -316,6 +316,14 @@ class ConvTranspose2d(torch.nn.Module):
         return [size[d] - smallest[d] for d in range(2)]
 
     def extra_repr(self) -> str:
-        return (f"{self.weight.shape[0]}, {self.weight.shape[1] * self.groups}, kernel_size={tuple(self.weight.shape[2:])}, "
-                f"stride={self.stride}, padding={self.padding}, output_padding={self.output_padding}, "
-                f"groups={self.groups}, dilation={self.dilation}, bias={self.bias is not None}")
+        """As torch.nn.ConvTranspose2d's (what print(model) shows): the sizes and stride, then each setting off
+        its default."""
+        s = (f"{self.weight.shape[0]}, {self.weight.shape[1] * self.groups}, kernel_size={tuple(self.weight.shape[2:])}, "
+             f"stride={tuple(self.stride)}")
+        for name, value, default in (("padding", self.padding, (0, 0)), ("dilation", self.dilation, (1, 1)),
+                                     ("output_padding", self.output_padding, (0, 0))):
+            if tuple(value) != default:
+                s += f", {name}={tuple(value)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s if self.bias is not None else s + ", bias=False"

@@ -241,6 +241,15 @@ VARIANTS += [
             {"leaky_relu.py": [("negative_slope: float = 0.01) -> torch.Tensor:", "negative_slope: float = 0.02) -> torch.Tensor:")]},
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="PyTorch's defaults",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
+    Variant(EX, "inplace_ignored", "LeakyReLU(inplace=True) computes out of place: a model that relies on its input "
+            "being overwritten (or returned) sees the old values",
+            {"leaky_relu.py": [("        return leaky_relu_(x, self.negative_slope) if self.inplace else "
+                                "leaky_relu(x, self.negative_slope)\n",
+                                "        return leaky_relu(x, self.negative_slope)\n")]},
+            # the drop-in check's outputs (forward): its input after the call is not torch.nn's; the
+            # gradients are right
+            loses={"forward", "performance"}, keeps={"backward", "input_checks", "autograd"},
+            reason="its input after the call", extra={"kind": "drop-in defaults"}),
 ]
 
 # The gradient flowing back laid out as a caller's graph hands it (issue 47: every tensor argument non-contiguous,

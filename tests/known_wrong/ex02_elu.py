@@ -81,4 +81,11 @@ VARIANTS += [
             {"elu.py": [("alpha: float = 1.0) -> torch.Tensor:", "alpha: float = 0.5) -> torch.Tensor:")]},
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="PyTorch's defaults",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
+    Variant(EX, "inplace_backward_reads_the_result", "ELU(inplace=True) keeps no copy of x: its backward reads the "
+            "result that overwrote x, and below zero gives grad * alpha * exp(y), not grad * alpha * exp(x)",
+            {"elu.py": [("        kept = x.clone() if ctx.needs_input_grad[0] else None\n", ""),
+                        ("        ctx.save_for_backward(kept)\n", "        ctx.save_for_backward(x)\n")]},
+            # the drop-in check's gradients (autograd) through ELU(0.5, True) and ELU(alpha=2.5, inplace=True)
+            loses={"autograd"}, keeps={"forward", "backward", "input_checks", "performance"},
+            reason="the gradient of the input", extra={"kind": "drop-in defaults"}),
 ]
