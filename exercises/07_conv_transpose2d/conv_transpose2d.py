@@ -9,12 +9,10 @@ no other kernel, and no PyTorch convolution.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
 from grader.build import load_library
-from grader.conv_args import pair as _pair
+from grader.conv_args import ConvTranspose2dLayer, pair as _pair
 
 lib = load_library(__file__)
 
@@ -137,7 +135,7 @@ def conv_transpose2d_input_grad(convt, grad_y: torch.Tensor, weight: torch.Tenso
     # TODO: [max(q, 0) per axis], [0, 0], g, dilation); dL/dx[i] = full[i s + min(q, 0)], 0 where that
     # TODO: is outside full: sample(full, [min(q, 0) per axis], stride, (h, w)).
     # TODO: (the reference solution takes about 6 lines)
-    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 133 is not implemented yet")
+    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 131 is not implemented yet")
     # END SOLUTION
 
 
@@ -157,7 +155,7 @@ def conv_transpose2d_weight_grad(convt, x: torch.Tensor, grad_y: torch.Tensor, w
     # TODO: (cout / g, g, c, cin / g, kh, kw), summed over the chunks, ordered (g, cin / g, cout / g, kh,
     # TODO: kw), is dL/dW reshaped to (cin, cout / g, kh, kw).
     # TODO: (the reference solution takes about 8 lines)
-    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 154 is not implemented yet")
+    raise NotImplementedError("exercises/07_conv_transpose2d/conv_transpose2d.py: line 152 is not implemented yet")
     # END SOLUTION
 
 
@@ -255,62 +253,13 @@ def _backward(ctx, grad_y):
 torch.library.register_autograd(lib.qualname("conv_transpose2d"), _backward, setup_context=_setup_context)
 
 
-class ConvTranspose2d(torch.nn.Module):
+class ConvTranspose2d(ConvTranspose2dLayer):
     """Drop-in for torch.nn.ConvTranspose2d (zero padding), trainable: weight (in_channels,
-    out_channels / groups, kh, kw)."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, device=None, dtype=None):
-        super().__init__()
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"groups ({groups}) must divide in_channels ({in_channels}) and out_channels ({out_channels})")
-        kh, kw = _pair(kernel_size, "kernel_size")
-        self.stride, self.padding = _pair(stride, "stride"), _pair(padding, "padding")
-        self.dilation, self.output_padding = _pair(dilation, "dilation"), _pair(output_padding, "output_padding")
-        self.groups = groups
-        factory = {"device": device, "dtype": dtype}
-        self.weight = torch.nn.Parameter(torch.empty(in_channels, out_channels // groups, kh, kw, **factory))
-        self.bias = torch.nn.Parameter(torch.empty(out_channels, **factory)) if bias else None
-        # torch.nn.ConvTranspose2d's default initialisation: fan_in = weight.shape[1] * kh * kw
-        bound = 1 / math.sqrt(out_channels // groups * kh * kw)
-        torch.nn.init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            torch.nn.init.uniform_(self.bias, -bound, bound)
+    out_channels / groups, kh, kw), torch.nn's signature, initialisation and print
+    (grader.conv_args.ConvTranspose2dLayer)."""
 
     def forward(self, x: torch.Tensor, output_size=None) -> torch.Tensor:
         """`output_size` ((H, W), or the whole output shape), as torch.nn.ConvTranspose2d takes it: the
         output_padding that gives that size, in place of the module's."""
-        output_padding = self.output_padding if output_size is None else self._output_padding(x, output_size)
-        return conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
-                                self.dilation)
-
-    def _output_padding(self, x: torch.Tensor, output_size) -> list[int]:
-        """torch.nn.ConvTranspose2d's rule: a stride s leaves s sizes an output could have (output_padding
-        0 to s - 1 more than the smallest); `output_size` must be one of them along each axis."""
-        size = [int(v) for v in output_size]
-        if len(size) == x.dim():  # the whole shape: its height and width
-            size = size[-2:]
-        if len(size) != 2:
-            raise ValueError(f"output_size must be (height, width) or the output's whole shape, but is "
-                             f"{list(output_size)}")
-        kernel = self.weight.shape[2:]
-        smallest = [(x.shape[2 + d] - 1) * self.stride[d] - 2 * self.padding[d]
-                    + self.dilation[d] * (kernel[d] - 1) + 1 for d in range(2)]
-        largest = [smallest[d] + self.stride[d] - 1 for d in range(2)]
-        if any(not smallest[d] <= size[d] <= largest[d] for d in range(2)):
-            raise ValueError(f"output_size {size}: the sizes this input ({list(x.shape[2:])}) can give range from "
-                             f"{smallest} to {largest}")
-        return [size[d] - smallest[d] for d in range(2)]
-
-    def extra_repr(self) -> str:
-        """As torch.nn.ConvTranspose2d's (what print(model) shows): the sizes and stride, then each setting off
-        its default."""
-        s = (f"{self.weight.shape[0]}, {self.weight.shape[1] * self.groups}, kernel_size={tuple(self.weight.shape[2:])}, "
-             f"stride={tuple(self.stride)}")
-        for name, value, default in (("padding", self.padding, (0, 0)), ("dilation", self.dilation, (1, 1)),
-                                     ("output_padding", self.output_padding, (0, 0))):
-            if tuple(value) != default:
-                s += f", {name}={tuple(value)}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        return s if self.bias is not None else s + ", bias=False"
+        return conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                self.output_padding_for(x, output_size), self.groups, self.dilation)

@@ -8,6 +8,7 @@ not run is PyTorch's own convolution (aten::conv*, aten::cudnn_convolution, at::
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from contextlib import contextmanager
@@ -21,7 +22,8 @@ from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelE
                                   poison_next_allocation, require_free_memory, unmodified)
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule, observe
-from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, Spec, audit_randn, as_conv_output,
+from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn,
+                                as_conv_output,
                                 conv_empty_kernel, conv_output_hw, conv_padding_edges, conv_smallest_input,
                                 conv_transpose_output_hw, torch_defaults, values)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
@@ -278,6 +280,16 @@ def expect_size_error(fn, ctx, arg: str, what: str) -> None:
 
 
 class CudnnConvSpec(Spec):
+    def drop_ins(self) -> list[DropIn]:
+        """Conv2d and ConvTranspose2d through the wrapper, built and called as 06's and 07's are (their
+        constructions, output sizes and torch.nn's print), held to strict fp32's bound (its transforms: TOL)."""
+        from grader.specs.ex06_conv2d import SPEC as CONV2D
+        from grader.specs.ex07_conv_transpose2d import SPEC as CONV_TRANSPOSE2D
+
+        return [dataclasses.replace(entry, tol=TOL["strict"], grad_tol=TOL["strict"], group="forward",
+                                    grad_group="backward")
+                for spec in (CONV2D, CONV_TRANSPOSE2D) for entry in spec.drop_ins()]
+
     # --- forward -------------------------------------------------------------------------------
     def _expect_forward(self, ctx, x, w, s, p, d, mode, what, algo="benchmark", groups=1, bias=None):
         tensors = dict(x=x, weight=w) if bias is None else dict(x=x, weight=w, bias=bias)

@@ -1,6 +1,7 @@
 """The convolution exercises' argument spelling, shared by their Python wrappers (06 to 10) as the course's
-C++ headers are by their kernels: a (height, width) pair from an int or two values, and PyTorch's padding
-words. The students' files import it as `grader.conv_args`.
+C++ headers are by their kernels: a (height, width) pair from an int or two values, PyTorch's padding
+words, and their drop-in module classes' construction and print (Conv2dLayer, ConvTranspose2dLayer: each
+exercise's subclass runs its own op). The students' files import it as `grader.conv_args`.
 
 PyTorch's padding words (F.conv2d, torch.nn.Conv2d): "valid" is no padding; "same" (stride 1 only) gives
 an output as large as x, d (k - 1) zeros along each axis, half before x and the rest after it. The
@@ -9,6 +10,8 @@ the one more row or column of zeros after its end first (`F.pad`: a fill and a c
 cuDNN.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -47,3 +50,100 @@ def resolve_padding(x: torch.Tensor, weight: torch.Tensor, stride, padding, dila
     if total[0] % 2 or total[1] % 2:
         x = torch.nn.functional.pad(x, (0, total[1] % 2, 0, total[0] % 2))
     return x, [t // 2 for t in total]
+
+
+# --- the drop-in module classes' common part ------------------------------------------------------
+
+class _ConvLayer(torch.nn.Module):
+    """torch.nn.Conv2d's and torch.nn.ConvTranspose2d's construction, parameters, default initialisation
+    and print (extra_repr), for the exercises' drop-in classes (zero padding only, as their ops); each
+    exercise's subclass gives `forward`, through its own op."""
+
+    transposed = False
+
+    def _build(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+               device, dtype, output_padding=0) -> None:
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"groups ({groups}) must divide in_channels ({in_channels}) and out_channels ({out_channels})")
+        if padding_mode != "zeros":
+            raise ValueError(f"padding_mode: only 'zeros' is supported, not {padding_mode!r}")
+        kh, kw = pair(kernel_size, "kernel_size")
+        if self.transposed:
+            self.padding = pair(padding, "padding")
+        else:
+            check_padding_word(padding, stride)
+            self.padding = padding if isinstance(padding, str) else pair(padding, "padding")
+        self.stride, self.dilation = pair(stride, "stride"), pair(dilation, "dilation")
+        self.output_padding = pair(output_padding, "output_padding")
+        self.groups, self.padding_mode = groups, padding_mode
+        factory = {"device": device, "dtype": dtype}
+        shape = (in_channels, out_channels // groups) if self.transposed else (out_channels, in_channels // groups)
+        self.weight = torch.nn.Parameter(torch.empty(*shape, kh, kw, **factory))
+        self.bias = torch.nn.Parameter(torch.empty(out_channels, **factory)) if bias else None
+        # torch.nn's default initialisation (kaiming_uniform_ with a = sqrt(5)): uniform within 1 / sqrt(fan_in),
+        # fan_in = weight.shape[1] * kh * kw
+        bound = 1 / math.sqrt(shape[1] * kh * kw)
+        torch.nn.init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            torch.nn.init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        """As torch.nn's (what print(model) shows): the sizes and stride, then each setting off its default."""
+        a, b = self.weight.shape[:2]  # (out, in / groups), transposed (in, out / groups)
+        cin, cout = (a, b * self.groups) if self.transposed else (b * self.groups, a)
+        s = f"{cin}, {cout}, kernel_size={tuple(self.weight.shape[2:])}, stride={tuple(self.stride)}"
+        if isinstance(self.padding, str) or any(self.padding):
+            s += f", padding={self.padding if isinstance(self.padding, str) else tuple(self.padding)}"
+        if tuple(self.dilation) != (1, 1):
+            s += f", dilation={tuple(self.dilation)}"
+        if any(self.output_padding):
+            s += f", output_padding={tuple(self.output_padding)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s if self.bias is not None else s + ", bias=False"
+
+
+class Conv2dLayer(_ConvLayer):
+    """torch.nn.Conv2d's signature (padding as numbers, "valid" or "same"): weight (out_channels,
+    in_channels / groups, kh, kw). A subclass's forward(x) calls its conv2d with self's settings."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__()
+        self._build(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                    device, dtype)
+
+
+class ConvTranspose2dLayer(_ConvLayer):
+    """torch.nn.ConvTranspose2d's signature: weight (in_channels, out_channels / groups, kh, kw). A
+    subclass's forward(x, output_size=None) calls its conv_transpose2d with `output_padding_for(x,
+    output_size)`."""
+
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__()
+        self._build(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                    device, dtype, output_padding)
+
+    def output_padding_for(self, x: torch.Tensor, output_size=None) -> list[int]:
+        """The module's output_padding, or, given `output_size` ((H, W), or the whole output shape) as
+        torch.nn.ConvTranspose2d takes it, the one that gives that size: a stride s leaves s sizes an output
+        could have (output_padding 0 to s - 1 more than the smallest), and `output_size` must be one of them."""
+        if output_size is None:
+            return self.output_padding
+        size = [int(v) for v in output_size]
+        if len(size) == x.dim():  # the whole shape: its height and width
+            size = size[-2:]
+        if len(size) != 2:
+            raise ValueError(f"output_size must be (height, width) or the output's whole shape, but is "
+                             f"{list(output_size)}")
+        kernel = self.weight.shape[2:]
+        smallest = [(x.shape[2 + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (kernel[d] - 1) + 1 for d in range(2)]
+        largest = [smallest[d] + self.stride[d] - 1 for d in range(2)]
+        if any(not smallest[d] <= size[d] <= largest[d] for d in range(2)):
+            raise ValueError(f"output_size {size}: the sizes this input ({list(x.shape[2:])}) can give range from "
+                             f"{smallest} to {largest}")
+        return [size[d] - smallest[d] for d in range(2)]

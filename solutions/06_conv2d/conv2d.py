@@ -7,12 +7,10 @@ convolution.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
 from grader.build import load_library
-from grader.conv_args import check_padding_word, pair as _pair, resolve_padding
+from grader.conv_args import Conv2dLayer, pair as _pair, resolve_padding
 
 lib = load_library(__file__)
 
@@ -249,40 +247,11 @@ def _backward(ctx, grad_y):
 torch.library.register_autograd(lib.qualname("conv2d"), _backward, setup_context=_setup_context)
 
 
-class Conv2d(torch.nn.Module):
+class Conv2d(Conv2dLayer):
     """Drop-in for torch.nn.Conv2d (zero padding, as numbers, "valid" or "same"), trainable: weight
-    (out_channels, in_channels / groups, kh, kw); runs conv2d's default version (TF32 tensor cores where
+    (out_channels, in_channels / groups, kh, kw), torch.nn's signature, initialisation and print
+    (grader.conv_args.Conv2dLayer); runs conv2d's default version (TF32 tensor cores where
     torch.backends.cudnn.allow_tf32 allows them, as torch.nn.Conv2d), its backward too."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, device=None, dtype=None):
-        super().__init__()
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"groups ({groups}) must divide in_channels ({in_channels}) and out_channels ({out_channels})")
-        kh, kw = _pair(kernel_size, "kernel_size")
-        check_padding_word(padding, stride)
-        self.stride, self.dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-        self.padding = padding if isinstance(padding, str) else _pair(padding, "padding")
-        self.groups = groups
-        factory = {"device": device, "dtype": dtype}
-        self.weight = torch.nn.Parameter(torch.empty(out_channels, in_channels // groups, kh, kw, **factory))
-        self.bias = torch.nn.Parameter(torch.empty(out_channels, **factory)) if bias else None
-        bound = 1 / math.sqrt(in_channels // groups * kh * kw)  # torch.nn.Conv2d's default initialisation
-        torch.nn.init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            torch.nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def extra_repr(self) -> str:
-        """As torch.nn.Conv2d's (what print(model) shows): the sizes and stride, then each setting off its default."""
-        s = (f"{self.weight.shape[1] * self.groups}, {self.weight.shape[0]}, kernel_size={tuple(self.weight.shape[2:])}, "
-             f"stride={tuple(self.stride)}")
-        if isinstance(self.padding, str) or any(self.padding):
-            s += f", padding={self.padding if isinstance(self.padding, str) else tuple(self.padding)}"
-        if tuple(self.dilation) != (1, 1):
-            s += f", dilation={tuple(self.dilation)}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        return s if self.bias is not None else s + ", bias=False"

@@ -6,7 +6,7 @@ defines the gradients and the shape functions, and exposes the Python API.
 import torch
 
 from grader.build import load_library
-from grader.conv_args import resolve_padding
+from grader.conv_args import Conv2dLayer, ConvTranspose2dLayer, resolve_padding
 
 lib = load_library(__file__)
 
@@ -279,3 +279,25 @@ def set_graphs(enabled: bool) -> None:
 def set_cache_capacity(capacity: int) -> None:
     """Keep at most `capacity` plans (least recently used evicted first)."""
     lib.ops.cache_set_capacity(int(capacity))
+
+
+class Conv2d(Conv2dLayer):
+    """Drop-in for torch.nn.Conv2d (zero padding, as numbers, "valid" or "same") through conv2d: torch.nn's
+    signature, parameters, initialisation and print (grader.conv_args.Conv2dLayer). `mode` (an attribute,
+    "benchmark" unless set) picks how cuDNN's algorithm is chosen, for the forward and the backward."""
+
+    mode = "benchmark"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, mode=self.mode)
+
+
+class ConvTranspose2d(ConvTranspose2dLayer):
+    """Drop-in for torch.nn.ConvTranspose2d (zero padding) through conv_transpose2d, `output_size` included
+    (grader.conv_args.ConvTranspose2dLayer); `mode` as Conv2d's."""
+
+    mode = "benchmark"
+
+    def forward(self, x: torch.Tensor, output_size=None) -> torch.Tensor:
+        return conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                self.output_padding_for(x, output_size), self.groups, self.dilation, mode=self.mode)

@@ -315,7 +315,12 @@ VARIANTS += [
 VARIANTS += [
     Variant(EX, "module_default_padding_one", "Conv2d's constructor defaults padding to 1, not torch.nn.Conv2d's 0: "
             "a layer built with the required arguments only pads every image",
-            {"conv2d.py": [("kernel_size, stride=1, padding=0, dilation=1,", "kernel_size, stride=1, padding=1, dilation=1,")]},
+            {"conv2d.py": [("    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return conv2d(",
+                            "    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=1, dilation=1, "
+                            "groups=1, bias=True, padding_mode=\"zeros\", device=None, dtype=None):\n"
+                            "        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, "
+                            "groups, bias, padding_mode, device, dtype)\n\n"
+                            "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return conv2d(")]},
             loses={"registration", "autograd"}, reason="a drop-in for torch.nn.Conv2d",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
 ]

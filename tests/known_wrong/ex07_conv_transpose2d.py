@@ -267,8 +267,13 @@ VARIANTS += [
 VARIANTS += [
     Variant(EX, "module_default_dilation_two", "ConvTranspose2d's constructor defaults dilation to 2, not "
             "torch.nn.ConvTranspose2d's 1: a layer built without it spreads its kernel taps",
-            {"conv_transpose2d.py": [("groups: int = 1, bias: bool = True, dilation=1, device=None, dtype=None):",
-                                      "groups: int = 1, bias: bool = True, dilation=2, device=None, dtype=None):")]},
+            {"conv_transpose2d.py": [("    def forward(self, x: torch.Tensor, output_size=None) -> torch.Tensor:\n",
+                                      "    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, "
+                                      "output_padding=0, groups=1, bias=True, dilation=2, padding_mode=\"zeros\", "
+                                      "device=None, dtype=None):\n"
+                                      "        super().__init__(in_channels, out_channels, kernel_size, stride, padding, "
+                                      "output_padding, groups, bias, dilation, padding_mode, device, dtype)\n\n"
+                                      "    def forward(self, x: torch.Tensor, output_size=None) -> torch.Tensor:\n")]},
             loses={"registration", "autograd"}, reason="a drop-in for torch.nn.ConvTranspose2d",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
 ]

@@ -337,3 +337,15 @@ VARIANTS += [
             loses={"forward", "backward"}, keeps={"descriptors", "cache", "threads", "streams", "input_checks"},
             reason="names no argument", extra={"kind": "registered fake", "old": "full marks"}),
 ]
+
+# The drop-in module classes (Spec.drop_ins, 06's and 07's constructions)
+VARIANTS += [
+    Variant(EX, "module_drops_the_bias", "the Conv2d module calls conv2d without its bias: a layer built with "
+            "bias=True (torch.nn's default) adds nothing, and its bias never learns",
+            {"cudnn_conv.py": [("        return conv2d(x, self.weight, self.bias, self.stride,",
+                                "        return conv2d(x, self.weight, None, self.stride,")]},
+            # the drop-in check's outputs (forward) and gradients (backward): no gradient reaches the bias
+            loses={"forward", "backward", "performance"},
+            keeps={"descriptors", "cache", "threads", "streams", "input_checks"},
+            reason="a drop-in for torch.nn.Conv2d", extra={"kind": "drop-in defaults"}),
+]
