@@ -31,6 +31,19 @@ PYTORCH_BACKWARDS = {
 SPECS = [s for s in specs.select([]) if s.drop_ins()]
 
 
+def standing_in(module, name: str, op):
+    """PyTorch's `op` in place of the exercise's functional `name`, except in place: an activation called with
+    inplace=True (its third argument) runs the exercise's own in-place function (`name_`), whose out-of-place
+    call comes back here."""
+    own_inplace = getattr(module, f"{name}_", None)
+
+    def call(*args, version=None, mode=None, inplace=False, **kwargs):
+        if own_inplace is not None and len(args) == 3:
+            *args, inplace = args
+        return own_inplace(*args, **kwargs) if inplace else op(*args, **kwargs)
+    return call
+
+
 def test_the_drop_in_classes_are_declared_where_the_solutions_have_them():
     assert [s.exercise[:2] for s in SPECS] == ["01", "02", "06", "07", "10"]
 
@@ -44,7 +57,7 @@ def test_each_solution_class_is_a_drop_in_for_torch_nn(spec, monkeypatch):
         pytest.skip(f"solutions/{spec.exercise}: its extension cannot load here: {str(e).splitlines()[0][:200]}")
     for name, op in PYTORCH_OPS.items():  # every op of the exercise's a class may call (10's two)
         if hasattr(module, name):
-            monkeypatch.setattr(module, name, lambda *args, version=None, mode=None, op=op, **kwargs: op(*args, **kwargs))
+            monkeypatch.setattr(module, name, standing_in(module, name, op))
     for name, backward in PYTORCH_BACKWARDS.items():
         if hasattr(module, f"{name}_backward"):
             monkeypatch.setattr(module, f"{name}_backward", backward)

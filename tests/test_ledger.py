@@ -78,8 +78,9 @@ def test_a_recorded_grade_is_current_until_its_variant_changes(tmp_path, monkeyp
     ledger.record(v, device="a test's GPU")
     assert ledger.stale([v, w]) == [w]
     assert ledger.read()[v.id]["device"] == "a test's GPU"
-    changed = dataclasses.replace(v, edits={**v.edits, next(iter(v.edits)): v.edits[next(iter(v.edits))] * 1
-                                            + [("\n", "\n\n")]})
+    file = next(iter(v.edits))
+    changed = dataclasses.replace(v, edits={**v.edits, file: v.edits[file] + [
+        ("\n", "\n\n", v.texts()[file].count("\n"))]})
     assert ledger.stale([changed]) == [changed]
 
 

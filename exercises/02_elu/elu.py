@@ -11,8 +11,11 @@ from grader.build import load_library
 lib = load_library(__file__)
 
 
-def elu(x: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
-    """y = x where x > 0, alpha * (exp(x) - 1) elsewhere. `alpha` reaches the kernel by value."""
+def elu(x: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
+    """y = x where x > 0, alpha * (exp(x) - 1) elsewhere. `alpha` reaches the kernel by value; `inplace`,
+    as F.elu's, writes y into x and returns x (elu_)."""
+    if inplace:
+        return elu_(x, alpha)
     return lib.ops.elu(x, float(alpha))
 
 
@@ -81,7 +84,7 @@ class ELU(torch.nn.Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return elu_(x, self.alpha) if self.inplace else elu(x, self.alpha)
+        return elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")

@@ -10,8 +10,11 @@ from grader.build import load_library
 lib = load_library(__file__)
 
 
-def leaky_relu(x: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
-    """y = x where x > 0, negative_slope * x elsewhere. `negative_slope` reaches the kernel by value."""
+def leaky_relu(x: torch.Tensor, negative_slope: float = 0.01, inplace: bool = False) -> torch.Tensor:
+    """y = x where x > 0, negative_slope * x elsewhere. `negative_slope` reaches the kernel by value;
+    `inplace`, as F.leaky_relu's, writes y into x and returns x (leaky_relu_)."""
+    if inplace:
+        return leaky_relu_(x, negative_slope)
     return lib.ops.leaky_relu(x, float(negative_slope))
 
 
@@ -83,7 +86,7 @@ class LeakyReLU(torch.nn.Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return leaky_relu_(x, self.negative_slope) if self.inplace else leaky_relu(x, self.negative_slope)
+        return leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")

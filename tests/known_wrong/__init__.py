@@ -20,7 +20,9 @@ class Variant:
     exercise: str  # e.g. "01_leaky_relu"
     name: str  # e.g. "empty_kernel"
     description: str
-    edits: dict[str, list[tuple[str, str]]]  # file -> [(old text, new text)], each old text must occur
+    # file -> [(old text, new text)]: each old text must occur exactly once (an edit that matches another place as
+    # well, after the solution changed, patches what it was not written for), or (old, new, n): exactly n times
+    edits: dict[str, list[tuple]]
     loses: set[str]  # groups that must earn 0 points; every other group keeps full points
     reason: str = ""  # a phrase the grader's reason for the first lost group must contain
     status: str = "graded"  # or "build failed", "crashed", "timed out"
@@ -57,9 +59,11 @@ class Variant:
         out = {}
         for file, replacements in self.edits.items():
             text = (self.source / file).read_text()
-            for old, new in replacements:
-                if text.count(old) < 1:
-                    raise ValueError(f"{self.id}: the text to replace is not in {file}: {old[:80]!r}")
+            for old, new, *times in replacements:
+                expected = times[0] if times else 1
+                if text.count(old) != expected:
+                    raise ValueError(f"{self.id}: the text to replace occurs {text.count(old)} times in {file}, "
+                                     f"expected {expected}: {old[:80]!r}")
                 text = text.replace(old, new)
             out[file] = text
         return out

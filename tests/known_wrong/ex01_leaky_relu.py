@@ -238,13 +238,13 @@ VARIANTS += [
 VARIANTS += [
     Variant(EX, "default_negative_slope_not_pytorchs", "the signature's default negative_slope differs from F.leaky_relu's: "
             "a caller who leaves it out gets another function",
-            {"leaky_relu.py": [("negative_slope: float = 0.01) -> torch.Tensor:", "negative_slope: float = 0.02) -> torch.Tensor:")]},
+            {"leaky_relu.py": [("negative_slope: float = 0.01, inplace: bool = False) -> torch.Tensor:",
+                                "negative_slope: float = 0.02, inplace: bool = False) -> torch.Tensor:")]},
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="PyTorch's defaults",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
     Variant(EX, "inplace_ignored", "LeakyReLU(inplace=True) computes out of place: a model that relies on its input "
             "being overwritten (or returned) sees the old values",
-            {"leaky_relu.py": [("        return leaky_relu_(x, self.negative_slope) if self.inplace else "
-                                "leaky_relu(x, self.negative_slope)\n",
+            {"leaky_relu.py": [("        return leaky_relu(x, self.negative_slope, self.inplace)\n",
                                 "        return leaky_relu(x, self.negative_slope)\n")]},
             # the drop-in check's outputs (forward): its input after the call is not torch.nn's; the
             # gradients are right

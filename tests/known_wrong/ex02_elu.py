@@ -78,7 +78,8 @@ VARIANTS += [
 VARIANTS += [
     Variant(EX, "default_alpha_not_pytorchs", "the signature's default alpha differs from F.elu's: "
             "a caller who leaves it out gets another function",
-            {"elu.py": [("alpha: float = 1.0) -> torch.Tensor:", "alpha: float = 0.5) -> torch.Tensor:")]},
+            {"elu.py": [("alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:",
+                         "alpha: float = 0.5, inplace: bool = False) -> torch.Tensor:")]},
             loses={"forward", "performance"}, keeps={"backward", "input_checks"}, reason="PyTorch's defaults",
             extra={"kind": "drop-in defaults", "old": "full marks"}),
     Variant(EX, "inplace_backward_reads_the_result", "ELU(inplace=True) keeps no copy of x: its backward reads the "

@@ -156,7 +156,7 @@ DEFAULT = "    if (torch.backends.cudnn.allow_tf32 and x.dtype == torch.float32 
 VARIANTS += [
     Variant(EX, "c_fragment_rows_swapped_in_z", "version 2's training epilogue takes the C fragment's c0 (row g) and "
             "c2 (row g + 8) the other way round: pixels m and m + 1 of each group of 4 of z are swapped",
-            {CU: [(Z_ROWS, "acc[2 * q][j][2 + c] + b, acc[2 * q][j][c] + b,")]},
+            {CU: [(Z_ROWS, "acc[2 * q][j][2 + c] + b, acc[2 * q][j][c] + b,", 2)]},
             loses={TF32}, reason="relative error"),
     Variant(EX, "backward_b_fragment_wrong", "version 2's backward GEMMs read the B fragment's b1 at k t instead of "
             "t + 4: half of each slice's k meet the wrong column values",

@@ -8,7 +8,7 @@ VARIANTS = [
             loses={"forward", "backward", "cache"}, reason="cache key is missing a field"),
     # The seed's crash: cuDNN is handed a null workspace with a non-zero size.
     Variant(EX, "null_workspace", "execute passes nullptr as the workspace but keeps its size",
-            {"cudnn_conv.cu": [("ws.get(), plan.workspace_bytes", "nullptr, plan.workspace_bytes")]},
+            {"cudnn_conv.cu": [("ws.get(), plan.workspace_bytes", "nullptr, plan.workspace_bytes", 3)]},
             # on the H100 (cuDNN 9.19) cuDNN rejects it cleanly: every group that runs a plan needing a
             # workspace fails. The cache and thread checks' small shapes need one only if the benchmark
             # picks such an algorithm (each lost on one H100 run and kept on another): not claimed; nor
