@@ -456,3 +456,24 @@ def test_a_calls_reference_is_computed_once_for_it_and_its_layouts(tmp_path, mon
     layouts = [n for n in found if judge.LAYOUT_INFIX in n]
     assert layouts and all(e.outcome == "passed" for e in found.values()), found
     assert len(computed) == len(set(computed)) == len(judge.judged_calls(LEAKY, SEED)), computed
+
+
+def test_the_backward_of_gradients_runs_through_the_callers_hook():
+    """judge.gradients hands its backward step to `backward` (the gradient property observes it there, on a
+    side stream, with a mark after it): the step runs once, and the gradients are the ones it made."""
+    from grader.verify.judge import cotangent, gradients
+    from grader.verify.spec import AuditCall
+
+    x = torch.randn(5, dtype=torch.float64)
+    call = AuditCall("f", (x, 2.0), ("x", "a"), lambda x, a: x * a, grad_args=(0,))
+    steps = []
+
+    def hook(step):
+        steps.append(step)
+        step()
+
+    (grad,) = gradients(lambda x, a: x * a, call, [x, 2.0], 1, backward=hook)
+    assert len(steps) == 1
+    assert torch.allclose(grad, 2 * cotangent((5,), 1))
+    (plain,) = gradients(lambda x, a: x * a, call, [x, 2.0], 1)
+    assert torch.equal(grad, plain)
