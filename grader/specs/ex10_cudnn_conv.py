@@ -23,9 +23,8 @@ from grader.verify.checks import (CALL_TOLERANCE, CheckFailure, Comparison, RelE
 from grader.verify.judge import names_one_of
 from grader.verify.observe import KernelRule, observe
 from grader.verify.spec import (AuditCall, Benchmark, Check, CheckList, Context, DropIn, Spec, audit_randn,
-                                as_conv_output,
-                                conv_empty_kernel, conv_output_hw, conv_padding_edges, conv_smallest_input,
-                                conv_transpose_output_hw, torch_defaults, values)
+                                as_conv_output, conv_empty_kernel, conv_output_hw, conv_padding_edges,
+                                conv_smallest_input, conv_transpose_output_hw, torch_defaults, values)
 from grader.specs.ex06_conv2d import SQUARE_GEOMETRIES, random_case, whole_reference
 
 # Normwise relative error against float64. Strict fp32 (no Tensor Core math; every algorithm cuDNN offers, the
