@@ -871,20 +871,12 @@ def _updates(spec, calls: _Calls):
     return run
 
 
-_STREAM_IDS: dict[int, int] = {}  # a CUDA stream's handle -> its id in the watch (PyTorch's pooled streams live on)
-
-
 def stream_id(stream) -> int | None:
     """The watch's id of `stream` (grader.verify.observe.Kernel.stream): a short sleep queued there,
-    observed alone, once per stream and process."""
-    if stream.cuda_stream not in _STREAM_IDS:
-        with DEVICE.on(stream):
-            _, seen = observe(lambda: torch.cuda._sleep(MARK_CYCLES), hidden=True)
-        found = next((k.stream for k in seen.kernels if is_sleep(k)), None)
-        if found is None:
-            return None
-        _STREAM_IDS[stream.cuda_stream] = found
-    return _STREAM_IDS[stream.cuda_stream]
+    observed alone."""
+    with DEVICE.on(stream):
+        _, seen = observe(lambda: torch.cuda._sleep(MARK_CYCLES), hidden=True)
+    return next((k.stream for k in seen.kernels if is_sleep(k)), None)
 
 
 def _then_mark(out):
