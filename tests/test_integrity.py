@@ -250,3 +250,44 @@ def test_a_kernel_registered_on_any_dispatch_key_of_an_aten_operator_is_reported
     found = _changed_after("lib = torch.library.Library('aten', 'IMPL')\n"
                            "lib.impl('linalg_vector_norm', lambda *a, **k: torch.zeros(()), 'BackendSelect')")
     assert "dispatcher aten::linalg_vector_norm" in found, found
+
+
+# Module-level caches the grader fills as it goes, which the snapshot does not flag only because no
+# graded process fills them after the snapshot is taken (each with where it is filled).
+FILLED_OUTSIDE_THE_WATCH = {
+    "grader.env._fixed": "nvidia-smi's fixed facts: asked while building and gating, before the snapshot",
+    "grader.run.same_code._solution_listings": "the mutants' parent process, which takes no snapshot",
+    "grader.verify.speed._limits": "the yardstick's process, which runs no submitted code and takes no snapshot",
+}
+
+
+def test_every_lazily_filled_module_cache_is_ignored_or_filled_outside_the_watch():
+    """A module-level container the grader fills after the snapshot reads as tampering and zeroes every
+    grade (a per-process cache of stream ids once did, on the GPU only): each one must be in the snapshot's
+    IGNORED set or be shown filled where no snapshot watches."""
+    import ast
+
+    from grader.verify.integrity import IGNORED
+
+    found = set()
+    for path in sorted(Path("grader").rglob("*.py")):
+        module = ".".join(path.with_suffix("").parts).removesuffix(".__init__")
+        if module.startswith("grader.run.suite"):  # its state is not watched (integrity._grader_entries)
+            continue
+        for node in ast.parse(path.read_text()).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+                getattr(node, "target", None) if isinstance(node, ast.AnnAssign) else None
+            value = getattr(node, "value", None)
+            if not isinstance(target, ast.Name) or value is None:
+                continue
+            empty_literal = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not (
+                getattr(value, "keys", None) or getattr(value, "elts", None))
+            empty_call = (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.args
+                          and value.func.id in ("dict", "list", "set", "defaultdict", "OrderedDict"))
+            if empty_literal or empty_call:
+                found.add(f"{module}.{target.id}")
+    assert found, "the scan found no module cache at all: it no longer reads the grader"
+    unexplained = sorted(found - IGNORED - set(FILLED_OUTSIDE_THE_WATCH))
+    assert not unexplained, f"module caches the snapshot would report as tampering once filled: {unexplained}"
+    stale = sorted(set(FILLED_OUTSIDE_THE_WATCH) - found)
+    assert not stale, f"FILLED_OUTSIDE_THE_WATCH names caches that are gone: {stale}"
