@@ -88,7 +88,8 @@ import math
 
 import torch
 
-from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
+from grader.verify.checks import LATE_CYCLES, LAYOUTS, CheckFailure, cuda_context_lost, late_copies
+from grader.verify.checks import poison_next_allocation
 from grader.verify.checks import refill_late, strided_copy
 from grader.verify.checks import assert_rel_error, expect_error, require_plain_tensor, shape_spoils
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, host_values, output_problem, OutputCheck
@@ -565,7 +566,7 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
         current stream's next work (unjoined_work), as the forward's is in the stream property."""
         if stream is None or not DEVICE.cuda or not _watching():
             return step()
-        _, window = observe(lambda: _then_mark(step()), hidden=True, queued_ok=True)
+        _, window = observe(lambda: _held_then_marked(step), hidden=True, queued_ok=True)
         seen.append(window)
 
     DEVICE.sync()
@@ -879,8 +880,15 @@ def stream_id(stream) -> int | None:
     return next((k.stream for k in seen.kernels if is_sleep(k)), None)
 
 
-def _then_mark(out):
-    """`out`, once a short GPU sleep is queued on the current stream: the work a caller queues there next."""
+def _held_then_marked(call):
+    """`call()` between a long GPU sleep queued on the current stream and a short one (the work a caller queues
+    there next). The first holds back the call's work and the mark alike, however long the host takes to
+    queue them (a profiler starting, autograd's engine): work on a stream of the op's own that waits for the
+    current one but is never waited for becomes ready with the mark and is still running as it starts,
+    where without the hold it could finish before the host reached the mark and pass unseen."""
+    if DEVICE.cuda:
+        torch.cuda._sleep(LATE_CYCLES)
+    out = call()
     if DEVICE.cuda:
         torch.cuda._sleep(MARK_CYCLES)
     return out
@@ -888,7 +896,7 @@ def _then_mark(out):
 
 def unjoined_work(seen: Observation, stream: int | None, what: str) -> str | None:
     """Why the call's work was not all ordered before the current stream's next work, or None. `seen`: a
-    window holding the call and then `_then_mark`'s sleep on `stream` (the current one); a kernel of
+    window holding the call and then `_held_then_marked`'s mark on `stream` (the current one); a kernel of
     another stream still running when that sleep began, or starting after, ran past the point where the
     caller's stream went on: the op returned without making its stream wait for that work. A library
     that forks onto its own streams and joins back ends them all first."""
@@ -932,8 +940,9 @@ def _stream(spec, calls: _Calls):
                         DEVICE.refill_late(late, list(values))
                     # observed like every call (grader.verify.observe.WATCH); the late inputs' copies and sleep
                     # are still queued, which the window allows
-                    out, seen = observe(lambda: _then_mark(fn(*late)), cpu_ops=bool(rule and rule.needs_cpu_ops),
-                                        hidden=True, queued_ok=True) if rule is not None else (fn(*late), None)
+                    out, seen = observe(lambda: _held_then_marked(lambda: fn(*late)),
+                                        cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True,
+                                        queued_ok=True) if rule is not None else (fn(*late), None)
                 DEVICE.sync()
                 problem = rule.problem(seen, what + how, expect_work=False) if rule is not None else None
                 problem = problem or (unjoined_work(seen, side_id, what + how) if seen is not None else None)
