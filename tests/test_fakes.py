@@ -79,7 +79,7 @@ def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses
             problems.append(f"{call.label}: the fake refuses a valid call: {str(e).splitlines()[0][:200]}")
         # (an edge the spec declares refused, as 08's eps = 0, the op may refuse or compute: which it does,
         # and so whether its fake must refuse it, only the GPU grade sees)
-        for args, which, _ in refusal_probes(call, optional_tensors(op)):
+        for args, which, _, shows in refusal_probes(call, optional_tensors(op)):
             try:
                 wanted = _shapes(reference_result(call, args))
             except Exception:  # noqa: BLE001: refused by the reference, however it says so
@@ -88,7 +88,7 @@ def test_the_registered_fakes_accept_valid_calls_and_refuse_what_pytorch_refuses
                 got = _shapes(_fake(op, args))
             except Exception as e:  # noqa: BLE001: a refusal, however the fake says it
                 # (one the reference computes the op may refuse: a limit of the exercise's), naming its argument
-                problem = fake_refusal_problem(call, args, str(e))
+                problem = fake_refusal_problem(call, args, str(e), shows)
                 if problem is not None:
                     problems.append(f"{call.label}: {which}: {problem}")
                 continue

@@ -1074,3 +1074,18 @@ def test_later_judges_a_checks_values_in_one_copy_and_the_first_failure_first(mo
     properties.check_call(wrong, call, properties._fresh(call.args), "call 0", later=later)
     with pytest.raises(CheckFailure, match="call 0: relative error"):
         properties.check_call(wrong, call, properties._fresh(call.args), "call 1", later=later)
+
+
+def test_a_fake_refusing_a_grown_dim_shows_the_size_it_refused():
+    """A refusal that names the misshapen tensor quotes the size it refused, not another of its figures
+    (the message-figure mutants of 06's and 10's fakes, each printing a neighbouring dim); one naming
+    another argument (a bias checked against the grown weight) may quote what that one needed."""
+    call = types.SimpleNamespace(names=("x", "weight", "bias"), reference=None)
+    shows = ("weight", 7)
+    assert properties.fake_refusal_problem(call, [], "groups (2) must divide weight's 7 output channels", shows) is None
+    wrong = properties.fake_refusal_problem(call, [], "groups (2) must divide weight's 2 output channels", shows)
+    assert wrong and "without showing 7" in wrong
+    assert properties.fake_refusal_problem(call, [], "bias must have shape (6,), but has [5]", shows) is None
+    assert properties.fake_refusal_problem(call, [], "weight must have 4 dims, got 17", None) is None
+    spoils = {which: grown for which, _, grown in properties.shape_spoils(torch.empty(6, 2, 3))}
+    assert spoils["[6, 2, 3] with dim 0 6 -> 7"] == 7 and spoils["[6, 2, 3] with dim 0 6 -> 1"] is None

@@ -830,22 +830,23 @@ def grown(t: torch.Tensor, d: int) -> torch.Tensor:
     return torch.cat([t, t.narrow(d, 0, 1)], dim=d)
 
 
-def shape_spoils(t: torch.Tensor) -> list[tuple[str, object]]:
-    """(description, spoil) for each misshapen copy of a tensor argument: an extra dim of size 2 in front
+def shape_spoils(t: torch.Tensor) -> list[tuple[str, object, int | None]]:
+    """(description, spoil, grown) for each misshapen copy of a tensor argument: an extra dim of size 2 in front
     and of size 1 at the end, one dim fewer at each end (from two dims), and each non-empty dim one
     longer and cut to 1. Both ends: a check of `x.shape[1]` without `x.dim()` passes one of them; 1: a
     size check's `> 1` for `> 0`. (Not emptied: what PyTorch refuses is decided on the meta device, whose
     shape checks let a kernel of no columns through, and on the CPU some empty probes crash PyTorch:
-    torch.nn.grad.conv2d_input, depthwise, with an empty grad_output batch.) `spoil(t)` makes it."""
+    torch.nn.grad.conv2d_input, depthwise, with an empty grad_output batch.) `spoil(t)` makes it; `grown`:
+    the size a dim was grown to (a refusal naming this tensor shows it), else None."""
     shape = "[" + ", ".join(map(str, t.shape)) + "]"
-    out = [(f"{shape} with an extra leading dim", with_leading_dim),
-           (f"{shape} with an extra trailing dim of 1", lambda t: t.unsqueeze(-1).clone())]
+    out = [(f"{shape} with an extra leading dim", with_leading_dim, None),
+           (f"{shape} with an extra trailing dim of 1", lambda t: t.unsqueeze(-1).clone(), None)]
     if t.dim() > 1:
-        out.append((f"{shape} with one dim fewer (its first slice)", lambda t: t[0].clone()))
-        out.append((f"{shape} with its last dim dropped (index 0 of it)", lambda t: t[..., 0].clone()))
+        out.append((f"{shape} with one dim fewer (its first slice)", lambda t: t[0].clone(), None))
+        out.append((f"{shape} with its last dim dropped (index 0 of it)", lambda t: t[..., 0].clone(), None))
     for d, n in enumerate(t.shape):
         if n:
-            out.append((f"{shape} with dim {d} {n} -> {n + 1}", lambda t, d=d: grown(t, d)))
+            out.append((f"{shape} with dim {d} {n} -> {n + 1}", lambda t, d=d: grown(t, d), n + 1))
         if n > 1:
-            out.append((f"{shape} with dim {d} {n} -> 1", lambda t, d=d: t.narrow(d, 0, 1).clone()))
+            out.append((f"{shape} with dim {d} {n} -> 1", lambda t, d=d: t.narrow(d, 0, 1).clone(), None))
     return out

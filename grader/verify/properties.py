@@ -85,6 +85,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import re
 
 import torch
 
@@ -1402,13 +1403,20 @@ def _reference_refuses(call: AuditCall, args: list) -> bool:
     return False
 
 
-def fake_refusal_problem(call: AuditCall, args: list, message: str) -> str | None:
+def fake_refusal_problem(call: AuditCall, args: list, message: str,
+                         shows: tuple[str, int] | None = None) -> str | None:
     """Why a registered fake's error on these arguments is no refusal, or None. A refusal names one of the
     call's arguments, as the op's must, or is PyTorch's own for the same arguments (a fake that calls
     PyTorch's meta function); an error the fake's code runs into (a negative size, a division by zero, a
     list index past its end) is none: such a fake refuses these inputs by accident, and traces others
-    that its checks let through."""
+    that its checks let through. `shows`: (a tensor argument, the size one of its dims was grown to): a
+    refusal that names that argument shows the size it refused, not another of its figures (a message
+    quoting the wrong dim sends the reader to the wrong number; the fakes are given code, not the
+    student's)."""
     if names_one_of(message, call.names):
+        if shows and names_one_of(message, shows[:1]) and str(shows[1]) not in re.findall(r"\d+", message):
+            return (f"its registered fake refuses `{shows[0]}` with a dim grown to {shows[1]} without showing "
+                    f"{shows[1]} ({message.splitlines()[0][:200]}): the message quotes another figure")
         return None
     try:
         call.reference(*_in_float64(args, "meta"))
@@ -1429,33 +1437,35 @@ def optional_tensors(op) -> tuple[int, ...]:
 
 
 def refusal_probes(call: AuditCall, optional: Sequence[int] = ()):
-    """(fresh arguments, description, declared) for every misshapen or out-of-domain input the grader has
-    for one call, one change at a time: each tensor argument misshapen (grader.verify.checks.shape_spoils),
+    """(fresh arguments, description, declared, shows) for every misshapen or out-of-domain input the grader
+    has for one call, one change at a time: each tensor argument misshapen (grader.verify.checks.shape_spoils),
     each declared edge (an input one pixel below the smallest, where PyTorch refuses it; `declared` is
     True for an edge the spec lets the op refuse, as eps = 0, whatever PyTorch's version does with it),
     each integer list with a component at -1, at 0 (list_variants) or 64 above its value, or a value
     more or fewer; then all of them again with the `optional` tensor arguments (a bias) left out, whose
     own shape checks could refuse first and hide a check behind them (a grouped weight's filter count
-    divisible by groups)."""
+    divisible by groups). `shows`: (argument, size) where one of a tensor's dims was grown (shape_spoils),
+    the figure a refusal naming that argument quotes, else None."""
     def around(base: list, note: str, skip: Sequence[int]):
         for i, t in enumerate(base):
             if isinstance(t, torch.Tensor):
-                for which, spoil in shape_spoils(t):
+                for which, spoil, grown_to in shape_spoils(t):
                     args = _fresh(base)
                     args[i] = spoil(args[i])
-                    yield args, f"`{call.names[i]}` {which}{note}", False
+                    shows = None if grown_to is None else (call.names[i], grown_to)
+                    yield args, f"`{call.names[i]}` {which}{note}", False, shows
         for i, edge in call.edges():
             if i not in skip and (edge.make is None or isinstance(base[i], torch.Tensor)):
                 args = _fresh(base)
                 args[i] = edge.at(args[i])
-                yield args, f"{_edge_text(call, i, edge)}{note}", edge.refused
+                yield args, f"{_edge_text(call, i, edge)}{note}", edge.refused, None
         for i in _int_lists(call):
             far = [(list(base[i][:j]) + [v + 64] + list(base[i][j + 1:]), f"component {j} far above")
                    for j, v in enumerate(base[i])]  # an output_padding past the stride, a kernel past the input
             for value, which in list_variants(base[i]) + far:
                 args = _fresh(base)
                 args[i] = type(base[i])(value)
-                yield args, f"`{call.names[i]}` = {value} ({which}){note}", False
+                yield args, f"`{call.names[i]}` = {value} ({which}){note}", False, None
 
     yield from around(list(call.args), "", ())
     left_out = [i for i in optional if isinstance(call.args[i], torch.Tensor)]
@@ -1476,7 +1486,7 @@ def _fake_refuses(spec, calls: _Calls):
     def run(ctx):
         for call in calls(ctx, "fake refusals", _dtypes(spec)[0], random_shapes=False):
             op = resolve(ctx.module, call.registered)
-            for args, which, declared in refusal_probes(call, optional_tensors(op)):
+            for args, which, declared, shows in refusal_probes(call, optional_tensors(op)):
                 what = f"{_described(call)}, {which}"
                 try:
                     out, refused = op(*_fresh(args)), None
@@ -1495,7 +1505,7 @@ def _fake_refuses(spec, calls: _Calls):
                                        f"accepts it (giving {shapes}): torch.compile would trace a wrong shape; "
                                        f"the fake must make the op's checks [{FAKE_REFUSES}]")
                 if refused is not None and fake_refused is not None:
-                    problem = fake_refusal_problem(call, args, fake_refused)
+                    problem = fake_refusal_problem(call, args, fake_refused, shows)
                     if problem is not None:
                         raise CheckFailure(f"{what}: the op refuses it ({refused[:200]}), but {problem}; the fake "
                                            f"must make the op's checks, each naming its argument [{FAKE_REFUSES}]")

@@ -340,3 +340,18 @@ VARIANTS += [
             reason="the registered fake refuses what the op refuses",
             extra={"kind": "registered fake", "old": "full marks"}),
 ]
+
+# A registered fake whose refusal quotes the wrong figure (a `make mutants` survivor): groups that do not
+# divide weight's filters print weight's dim 1. It refuses what it should, naming weight, and sends the
+# reader to a number that is not the one refused: the fake property requires a refusal naming a tensor
+# whose dim was grown to show that size (properties.fake_refusal_problem).
+VARIANTS += [
+    Variant(EX, "fake_message_quotes_another_dim", "the registered fake refuses groups that do not divide weight's "
+            "filters with a message printing weight's input channels for its filter count",
+            {"conv2d.py": [("must divide weight's {ws[0]} output", "must divide weight's {ws[1]} output")]},
+            # version 3 takes groups 1 only, which divide every filter count
+            loses={"direct", "implicit_gemm", "depthwise"},
+            keeps={"tensor_cores_tf32", "autograd", "input_checks", "registration"},
+            reason="the message quotes another figure",
+            extra={"kind": "registered fake", "old": "full marks"}),
+]
