@@ -621,13 +621,10 @@ def late_copies(args, later_sizes=()) -> list:
     return late
 
 
-LATE_CYCLES = 20_000_000  # a late step's GPU sleep, in clock cycles: milliseconds on any GPU
-
-
 def _copied_after_a_sleep(pairs) -> None:
     """Each (tensor, value) of `pairs` copied on the current stream after a GPU sleep there."""
     if torch.cuda.is_available():
-        torch.cuda._sleep(LATE_CYCLES)
+        torch.cuda._sleep(20_000_000)  # GPU clock cycles: milliseconds on any GPU
     for t, v in pairs:
         t.copy_(v)
 

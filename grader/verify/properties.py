@@ -89,8 +89,7 @@ import re
 
 import torch
 
-from grader.verify.checks import LATE_CYCLES, LAYOUTS, CheckFailure, cuda_context_lost, late_copies
-from grader.verify.checks import poison_next_allocation
+from grader.verify.checks import LAYOUTS, CheckFailure, cuda_context_lost, late_copies, poison_next_allocation
 from grader.verify.checks import refill_late, strided_copy
 from grader.verify.checks import assert_rel_error, expect_error, require_plain_tensor, shape_spoils
 from grader.verify.checks import call_dtype as dtype_of, call_tolerance as tolerance, host_values, output_problem, OutputCheck
@@ -881,14 +880,20 @@ def stream_id(stream) -> int | None:
     return next((k.stream for k in seen.kernels if is_sleep(k)), None)
 
 
+# The hold before a call whose join is judged, in GPU clock cycles: 2.5-3 ms, ten times the 250 us that 09's
+# training step through autograd outran (docs/performance.md, the timer), a quarter of the late inputs'
+# sleep, as every call on a side stream pays it once more
+HOLD_CYCLES = 5_000_000
+
+
 def _held_then_marked(call):
     """`call()` between a long GPU sleep queued on the current stream and a short one (the work a caller queues
-    there next). The first holds back the call's work and the mark alike, however long the host takes to
-    queue them (a profiler starting, autograd's engine): work on a stream of the op's own that waits for the
-    current one but is never waited for becomes ready with the mark and is still running as it starts,
-    where without the hold it could finish before the host reached the mark and pass unseen."""
+    there next). The first holds back the call's work and the mark alike while the host queues them (the
+    op's Python, autograd's engine): work on a stream of the op's own that waits for the current one but is
+    never waited for becomes ready with the mark and is still running as it starts, where without the hold
+    it could finish before the host reached the mark and pass unseen."""
     if DEVICE.cuda:
-        torch.cuda._sleep(LATE_CYCLES)
+        torch.cuda._sleep(HOLD_CYCLES)
     out = call()
     if DEVICE.cuda:
         torch.cuda._sleep(MARK_CYCLES)
