@@ -290,7 +290,8 @@ def _scale_rows_limited_fake(x, w):  # PyTorch's checks only: the op refuses the
 @torch.library.register_fake("course_props_test::scale_rows")
 def _scale_rows_fake(x, w):  # the op's checks, made on the fake tensors' shapes
     torch._check(x.dim() == 2, lambda: f"x must have 2 dimensions, but has shape {list(x.shape)}")
-    torch._check(w.dim() == 1 and w.shape[0] == x.shape[1], lambda: f"w must have shape [{x.shape[1]}]")
+    torch._check(w.dim() == 1 and w.shape[0] == x.shape[1],
+                 lambda: f"w must have shape [{x.shape[1]}], but has {list(w.shape)}")
     return x.new_empty(x.shape)
 
 
@@ -308,7 +309,8 @@ def _scale_rows_rank_only(x, w):  # x's rank checked, w's length not
 @torch.library.register_fake("course_props_test::scale_rows_strict_fake")
 def _scale_rows_strict(x, w):  # stricter than the op: a limit of 3 rows the op does not have
     torch._check(x.dim() == 2 and x.shape[0] <= 3, lambda: f"x must have at most 3 rows, but has shape {list(x.shape)}")
-    torch._check(w.dim() == 1 and w.shape[0] == x.shape[1], lambda: f"w must have shape [{x.shape[1]}]")
+    torch._check(w.dim() == 1 and w.shape[0] == x.shape[1],
+                 lambda: f"w must have shape [{x.shape[1]}], but has {list(w.shape)}")
     return x.new_empty(x.shape)
 
 
