@@ -202,3 +202,26 @@ def test_work_still_running_when_the_current_streams_next_work_began_is_unjoined
         problem = unjoined_work(seen, current, "call")
         assert problem and "leaky_relu_kernel" in problem and "the current stream's next work started" in problem
     assert unjoined_work(after, None, "call") is None  # the stream's id unknown: nothing claimed
+
+
+def test_a_window_whose_mark_came_after_an_idle_gpu_proves_nothing_and_asks_a_longer_hold():
+    """properties.host_outran: the GPU idle before the mark (every earlier kernel ended well before it
+    began) means the host queued the mark after the hold ran out, so an unjoined kernel could have run and
+    ended unseen in between; a mark right after the hold, the call's last kernel or its join is in time."""
+    from grader.verify.observe import Observation
+    from grader.verify.properties import HOST_SLACK_S, host_outran, unjoined_work
+
+    current, side = 7, 13
+    hold = _k(SLEEP, current, 0, 2_500)
+    in_time = Observation([hold, _k(OWN, current, 2_501, 20), _k(SLEEP, current, 2_523, 1)])
+    joined = Observation([hold, _k(OWN, side, 2_504, 20), _k(SLEEP, current, 2_530, 1)])
+    unjoined_in_time = Observation([hold, _k(OWN, side, 2_504, 20), _k(SLEEP, current, 2_502, 1)])
+    gap_us = HOST_SLACK_S * 1e6 + 30
+    # the host late: the unjoined kernel ran right after the hold and ended long before the mark
+    unjoined_late = Observation([hold, _k(OWN, side, 2_504, 5), _k(SLEEP, current, 2_509 + gap_us, 1)])
+    for seen in (in_time, joined, unjoined_in_time):
+        assert not host_outran(seen, current)
+    assert unjoined_work(unjoined_in_time, current, "call")
+    assert host_outran(unjoined_late, current) and unjoined_work(unjoined_late, current, "call") is None
+    assert not host_outran(unjoined_late, None)  # the stream's id unknown: no mark to judge
+    assert not host_outran(Observation([_k(SLEEP, current, 0, 1)]), current)  # nothing before the mark
