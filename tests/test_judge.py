@@ -459,8 +459,9 @@ def test_a_calls_reference_is_computed_once_for_it_and_its_layouts(tmp_path, mon
 
 
 def test_the_backward_of_gradients_runs_through_the_callers_hook():
-    """judge.gradients hands its backward step to `backward` (the gradient property observes it there, on a
-    side stream, with a mark after it): the step runs once, and the gradients are the ones it made."""
+    """judge.gradients hands its backward step and the leaves to `backward` (the gradient property observes
+    it there, on a side stream, with a mark after it): the step runs once; the gradients are the ones it
+    made, or what the hook returns in their place (the copies the current stream read)."""
     from grader.verify.judge import cotangent, gradients
     from grader.verify.spec import AuditCall
 
@@ -468,12 +469,16 @@ def test_the_backward_of_gradients_runs_through_the_callers_hook():
     call = AuditCall("f", (x, 2.0), ("x", "a"), lambda x, a: x * a, grad_args=(0,))
     steps = []
 
-    def hook(step):
+    def hook(step, leaves):
         steps.append(step)
         step()
+        assert len(leaves) == 1 and leaves[0].grad is not None
 
     (grad,) = gradients(lambda x, a: x * a, call, [x, 2.0], 1, backward=hook)
     assert len(steps) == 1
     assert torch.allclose(grad, 2 * cotangent((5,), 1))
     (plain,) = gradients(lambda x, a: x * a, call, [x, 2.0], 1)
     assert torch.equal(grad, plain)
+    read = torch.zeros(5, dtype=torch.float64)
+    (got,) = gradients(lambda x, a: x * a, call, [x, 2.0], 1, backward=lambda step, leaves: (step(), [read])[1])
+    assert got is read

@@ -225,3 +225,20 @@ def test_a_window_whose_mark_came_after_an_idle_gpu_proves_nothing_and_asks_a_lo
     assert host_outran(unjoined_late, current) and unjoined_work(unjoined_late, current, "call") is None
     assert not host_outran(unjoined_late, None)  # the stream's id unknown: no mark to judge
     assert not host_outran(Observation([_k(SLEEP, current, 0, 1)]), current)  # nothing before the mark
+
+
+def test_a_gradient_read_on_the_current_stream_unlike_its_settled_value_was_read_unfinished():
+    """properties.read_early: the copies the current stream made of the gradients as the backward returned
+    against the gradients once the device is synchronized. Equal (NaN where both are NaN, or a gradient
+    that is not a tensor) is ordered; a difference anywhere names the argument and the unjoined stream."""
+    import torch
+
+    from grader.verify.properties import read_early
+
+    g = torch.tensor([1.0, float("nan"), -2.0])
+    assert read_early([g.clone(), None], [g, None], ["x", "w"], "call") is None
+    early = g.clone()
+    early[2] = float("nan")  # the poisoned memory the backward had not yet written
+    problem = read_early([g.clone(), early], [g, g], ["x", "weight"], "call")
+    assert problem and "`weight`" in problem and "the current stream's next work started" in problem
+    assert read_early([torch.tensor([3, 4])], [torch.tensor([3, 5])], ["n"], "call")

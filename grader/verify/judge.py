@@ -290,13 +290,15 @@ def cotangent(shape, seed: int) -> torch.Tensor:
 
 
 def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Tensor | None = None,
-              forward: list | None = None, backward: Callable[[Callable[[], None]], None] | None = None) -> list:
+              forward: list | None = None,
+              backward: Callable[[Callable[[], None], list], list | None] | None = None) -> list:
     """The gradients of <fn(*args), v> for the call's grad_args, through autograd, for a random v
     drawn from `cotangent_seed` (or `v`, cotangent(...) already where the result will be: no copy
     between the forward and the backward); one scalar backward (torch.autograd.grad with explicit
     gradients would import sympy: seconds). Also grader.verify.properties's, which passes `forward`
-    to receive the forward's result (detached) and judge it too, and `backward` to run the backward
-    step itself (in a window of the watch)."""
+    to receive the forward's result (detached) and judge it too, and `backward(step, leaves)` to run the
+    backward step itself (in a window of the watch); what that returns, where not None, stands for the
+    leaves' gradients (as the current stream read them)."""
     args = list(args)
     for i in call.grad_args:
         args[i] = args[i].detach().requires_grad_()
@@ -310,8 +312,9 @@ def gradients(fn, call: AuditCall, args: list, cotangent_seed: int, v: torch.Ten
     if v is None:
         v = cotangent(y.shape, cotangent_seed)
     scalar = _HandsBack.apply(y, v.to(device=y.device, dtype=y.dtype))
-    (backward or (lambda step: step()))(scalar.backward)
-    return [args[i].grad for i in call.grad_args]
+    leaves = [args[i] for i in call.grad_args]
+    read = backward(scalar.backward, leaves) if backward is not None else scalar.backward()
+    return read if read is not None else [leaf.grad for leaf in leaves]
 
 
 class _HandsBack(torch.autograd.Function):

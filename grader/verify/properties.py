@@ -562,16 +562,26 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
     watched_join = stream is not None and DEVICE.cuda and _watching()
     side_id = stream_id(stream) if watched_join else None
 
-    def backward(step, hold: int, windows: list) -> None:
-        """On a side stream, the backward observed and then a mark: its work must be ordered before the
-        current stream's next work (unjoined_work), as the forward's is in the stream property."""
+    def backward(step, leaves: list, hold: int, windows: list, settled: list) -> list | None:
+        """On a side stream, the backward observed, a copy of each gradient made on the current stream as it
+        returns (what a caller reading them there reads), and then a mark: its work must be ordered before
+        the current stream's next work (unjoined_work), as the forward's is in the stream property, and the
+        copies must equal the gradients once the device is synchronized (`settled`, filled then)."""
         if not watched_join:
-            return step()
-        _, window = observe(lambda: _held_then_marked(step, hold), hidden=True, queued_ok=True)
+            step()
+            return None
+
+        def step_then_read() -> list:
+            step()
+            return [leaf.grad.clone() if type(leaf.grad) is torch.Tensor else leaf.grad for leaf in leaves]
+
+        read, window = observe(lambda: _held_then_marked(step_then_read, hold), hidden=True, queued_ok=True)
         windows.append(window)
+        settled[:] = [leaf.grad for leaf in leaves]
+        return read
 
     for hold in HOLDS[1:]:  # a longer hold only where the host outran the last (host_outran)
-        seen: list = []
+        seen, settled = [], []
         DEVICE.sync()
         try:
             with DEVICE.on(stream):
@@ -597,13 +607,15 @@ def check_gradients(ctx: Context, call: AuditCall, args: list, what: str, stream
                         DEVICE.poison(numel, dtype_of(call), blocks=None)
                 forward: list = []
                 actual = gradients(fn, call, made, seed, v, forward=forward,
-                                   backward=lambda step, h=hold, w=seen: backward(step, h, w))
+                                   backward=lambda step, leaves, h=hold, w=seen, s=settled:
+                                   backward(step, leaves, h, w, s))
         except (TypeError, RuntimeError) as e:
             raise CheckFailure(f"{what}: {clean(e)[:300]}") from None
         DEVICE.sync()
         if not seen or not host_outran(seen[0], side_id):
             break
     unjoined = unjoined_work(seen[0], side_id, f"{what}, the backward") if seen else None
+    unjoined = unjoined or read_early(actual, settled, [call.names[i] for i in call.grad_args], f"{what}, the backward")
     if unjoined:
         raise CheckFailure(unjoined)
     # the forward's result first (the value checks call the op with no input requiring grad: an op that
@@ -944,6 +956,23 @@ def unjoined_work(seen: Observation, stream: int | None, what: str) -> str | Non
     return (f"{what}: kernels of the call ({'; '.join(late[:2])}) ran on another stream after the current stream's "
             "next work started: the op returned without making the current stream wait for its work (e.g. "
             "current.wait_stream(side), or an event), so a caller that reads the result there reads it unfinished")
+
+
+def read_early(read: list, settled: list, names: list, what: str) -> str | None:
+    """Why the gradients read on the current stream as the backward returned (`read`) differ from the same
+    gradients once the device is synchronized (`settled`), or None: the backward's work was still running
+    on a stream of its own when the caller's stream read its results. NaN equals NaN here (a NaN the
+    backward itself wrote is the values' check's to judge)."""
+    for r, s, name in zip(read, settled, names):
+        if not (isinstance(r, torch.Tensor) and isinstance(s, torch.Tensor)) or r.shape != s.shape:
+            continue
+        same = (r == s) | (torch.isnan(r) & torch.isnan(s)) if r.is_floating_point() else r == s
+        if not bool(same.all()):
+            return (f"{what}: `{name}`'s gradient read on the current stream as the backward returned differs "
+                    "from its value once the device is synchronized: its work (on another stream) was not ordered "
+                    "before the current stream's next work started (e.g. current.wait_stream(side), or an event), "
+                    "so a caller that reads it there reads it unfinished")
+    return None
 
 
 def _stream(spec, calls: _Calls):
