@@ -1091,3 +1091,46 @@ def test_a_fake_refusing_a_grown_dim_shows_the_size_it_refused():
     assert properties.fake_refusal_problem(call, [], "weight must have 4 dims, got 17", None) is None
     spoils = {which: grown for which, _, grown in properties.shape_spoils(torch.empty(6, 2, 3))}
     assert spoils["[6, 2, 3] with dim 0 6 -> 7"] == 7 and spoils["[6, 2, 3] with dim 0 6 -> 1"] is None
+
+
+class _OwnStreamBackwardProduct(_Product):
+    """x * y whose backward runs on a stream of its own that waits for the current one; `joined`: the
+    current stream waits for it back, as a right op does."""
+    joined = False
+    _own: list = []
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        if not _OwnStreamBackwardProduct._own:
+            _OwnStreamBackwardProduct._own.append(torch.cuda.Stream())
+        own, current = _OwnStreamBackwardProduct._own[0], torch.cuda.current_stream()
+        own.wait_stream(current)
+        with torch.cuda.stream(own):
+            grads = g * y, g * x
+        if _OwnStreamBackwardProduct.joined:
+            current.wait_stream(own)
+        return grads
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the join of a backward's own stream")
+def test_a_backward_never_joined_back_to_the_callers_stream_fails_every_time():
+    """The gradients on a side stream: a backward whose own stream the caller's never waits for (tiny
+    kernels, which end within microseconds of the hold) fails each run with the join's reason (the
+    window's timeline or the gradients read early); the same backward joined back passes each run."""
+    ctx = Context(module=types.SimpleNamespace(product=_OwnStreamBackwardProduct.apply), seed=3, exercise_dir=None)
+    call = PRODUCT.audit_calls("cuda", torch.float32)[0]
+    side = torch.cuda.Stream()
+    try:
+        for joined in (False, True):
+            _OwnStreamBackwardProduct.joined = joined
+            for run in range(5):
+                args = [a.clone() for a in call.args]
+                if joined:
+                    properties.check_gradients(ctx, call, args, "product", stream=side)
+                else:
+                    with pytest.raises(CheckFailure, match="the current stream's next work started"):
+                        properties.check_gradients(ctx, call, args, "product", stream=side)
+    finally:
+        _OwnStreamBackwardProduct.joined = False

@@ -962,17 +962,20 @@ def read_early(read: list, settled: list, names: list, what: str) -> str | None:
     """Why the gradients read on the current stream as the backward returned (`read`) differ from the same
     gradients once the device is synchronized (`settled`), or None: the backward's work was still running
     on a stream of its own when the caller's stream read its results. NaN equals NaN here (a NaN the
-    backward itself wrote is the values' check's to judge)."""
-    for r, s, name in zip(read, settled, names):
-        if not (isinstance(r, torch.Tensor) and isinstance(s, torch.Tensor)) or r.shape != s.shape:
-            continue
-        same = (r == s) | (torch.isnan(r) & torch.isnan(s)) if r.is_floating_point() else r == s
-        if not bool(same.all()):
-            return (f"{what}: `{name}`'s gradient read on the current stream as the backward returned differs "
-                    "from its value once the device is synchronized: its work (on another stream) was not ordered "
-                    "before the current stream's next work started (e.g. current.wait_stream(side), or an event), "
-                    "so a caller that reads it there reads it unfinished")
-    return None
+    backward itself wrote is the values' check's to judge). One copy to the host for them all."""
+    pairs = [(r, s, name) for r, s, name in zip(read, settled, names)
+             if isinstance(r, torch.Tensor) and isinstance(s, torch.Tensor) and r.shape == s.shape]
+    if not pairs:
+        return None
+    differ = torch.stack([(((r != s) & ~(torch.isnan(r) & torch.isnan(s))) if r.is_floating_point() else r != s)
+                          .any().to(s.device) for r, s, _ in pairs]).tolist()
+    name = next((name for (_, _, name), d in zip(pairs, differ) if d), None)
+    if name is None:
+        return None
+    return (f"{what}: `{name}`'s gradient read on the current stream as the backward returned differs from its "
+            "value once the device is synchronized: its work (on another stream) was not ordered before the "
+            "current stream's next work started (e.g. current.wait_stream(side), or an event), so a caller that "
+            "reads it there reads it unfinished")
 
 
 def _stream(spec, calls: _Calls):

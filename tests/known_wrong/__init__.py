@@ -24,7 +24,9 @@ class Variant:
     # well, after the solution changed, patches what it was not written for), or (old, new, n): exactly n times
     edits: dict[str, list[tuple]]
     loses: set[str]  # groups that must earn 0 points; every other group keeps full points
-    reason: str = ""  # a phrase the grader's reason for the first lost group must contain
+    # a phrase the grader's reason for the first lost group must contain (a tuple: any one of them, for a
+    # race that more than one check can meet first)
+    reason: str | tuple[str, ...] = ""
     status: str = "graded"  # or "build failed", "crashed", "timed out"
     keeps: set[str] | None = None  # groups that must keep full points (default: all others)
     # groups that must earn some of their points but not all (a speed tier missed: 1 of 2)
