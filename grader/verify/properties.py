@@ -968,7 +968,7 @@ def read_early(read: list, settled: list, names: list, what: str) -> str | None:
     if not pairs:
         return None
     differ = torch.stack([(((r != s) & ~(torch.isnan(r) & torch.isnan(s))) if r.is_floating_point() else r != s)
-                          .any().to(s.device) for r, s, _ in pairs]).tolist()
+                          .any() for r, s, _ in pairs]).tolist()
     name = next((name for (_, _, name), d in zip(pairs, differ) if d), None)
     if name is None:
         return None
