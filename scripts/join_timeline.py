@@ -26,7 +26,7 @@ which = sys.argv[1]
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 4
 if which.startswith("solution:"):
     ex = which.split(":", 1)[1]
-    d = Path("solutions") / ex
+    d = Path(__file__).resolve().parents[1] / "solutions" / ex
 else:
     from tests.known_wrong import all_variants
     v = next(x for x in all_variants() if x.id == which)
