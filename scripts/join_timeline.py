@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from grader import specs  # noqa: E402
+from grader.env import REPO  # noqa: E402
 from grader.verify import properties as P  # noqa: E402
 from grader.verify.observe import WATCH  # noqa: E402
 
@@ -26,7 +27,7 @@ which = sys.argv[1]
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 4
 if which.startswith("solution:"):
     ex = which.split(":", 1)[1]
-    d = Path(__file__).resolve().parents[1] / "solutions" / ex
+    d = REPO / "solutions" / ex
 else:
     from tests.known_wrong import all_variants
     v = next(x for x in all_variants() if x.id == which)
@@ -39,7 +40,7 @@ ctx = specs.Context(module=m, seed=1, exercise_dir=d, kernel_rule=spec.kernel_ru
 real_outran, real_unjoined = P.host_outran, P.unjoined_work
 
 
-def show(seen, stream):
+def show(seen):
     if not seen.kernels:
         print("   (no kernels)")
         return
@@ -51,7 +52,7 @@ def show(seen, stream):
 def outran(seen, stream):
     r = real_outran(seen, stream)
     print(f"  window (current stream {stream}): host_outran={r}")
-    show(seen, stream)
+    show(seen)
     return r
 
 
