@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import torch  # noqa: E402
+import torch
 
-from grader import specs  # noqa: E402
-from grader.env import REPO  # noqa: E402
-from grader.verify import properties as P  # noqa: E402
-from grader.verify.observe import WATCH  # noqa: E402
+from grader import specs
+from grader.env import REPO
+from grader.verify import properties as P
+from grader.verify.observe import WATCH
 
 if len(sys.argv) < 2:
     sys.exit(__doc__)
