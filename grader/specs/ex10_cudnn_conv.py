@@ -946,19 +946,33 @@ class CudnnConvSpec(Spec):
 
     def _check_graph_new_output(self, ctx):
         """A graph holds the addresses it was captured with: a call whose output is another buffer must
-        not replay it (it would write the old buffer and leave the new one unwritten)."""
+        not replay it (it would write the old buffer and leave the new one unwritten).
+
+        The workspace is in a graph's key too, and it comes from the caching allocator right after the
+        output: a new output that took the workspace's old block would move the workspace, and a key
+        without the output would miss by luck. So the call swaps two blocks of the output's size and
+        nothing else: `spare` holds one while the graph is captured (the op's output takes the other), then
+        `held` takes the graph's output block and `spare` is freed. The op's next output lands in the spare
+        block from the same allocator state the captured calls' workspace came from: only the output's
+        address differs from the graph's key."""
         m = ctx.module
         x, w, values = self._graph_inputs(ctx, "graph-out", 7)
+        numel = GRAPH_X[0] * GRAPH_K * GRAPH_X[2] * GRAPH_X[3]
         m.cache_clear()
         with math_of("strict"), launch_cache(m, True):
-            # a graph for these buffers
-            repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values[:3], GRAPH_Y)
-            kept = []
-            for v in values[3:]:  # same x, w and workspace; every output kept alive, so each is a new buffer
+            spare = poison(torch.empty(GRAPH_Y, device="cuda"))
+            # a graph for these buffers; its slots stay alive, so no block of the output's size is freed
+            slots = repeat_on_same_buffers(lambda: m.conv2d(x, w, None, 1, 1), x, values[:3], GRAPH_Y)
+            held = torch.empty(GRAPH_Y, device="cuda")  # the block the graph's output had
+            del spare
+            x.copy_(values[3])
+            kept = [m.conv2d(x, w, None, 1, 1)]
+            for v in values[4:]:  # more new buffers, each output kept alive
                 x.copy_(v)
-                poison_next_allocation(GRAPH_X[0] * GRAPH_K * GRAPH_X[2] * GRAPH_X[3])
+                poison_next_allocation(numel)
                 kept.append(m.conv2d(x, w, None, 1, 1))
             torch.cuda.synchronize()
+            del slots, held
         for i, (y, v) in enumerate(zip(kept, values[3:])):
             assert_rel_error(y, _reference(v, w, 1, 1, 1), TOL["strict"],
                              f"graphs: conv2d call {i + 1} into its own output buffer, after a graph was captured "

@@ -81,11 +81,12 @@ VARIANTS = [
             {"leaky_relu.py": [after_lib(UNJOINED),
                                ("    return lib.ops.leaky_relu(x, float(negative_slope))\n",
                                 "    return _on_own_stream(lambda: lib.ops.leaky_relu(x, float(negative_slope)))\n")]},
-            # every check reads its results after a device sync; the stream property's mark, queued on the
-            # current stream before that sync, starts before the op's kernel ends (and the timing finds the
-            # device busy after its end event)
+            # the stream property's mark, queued on the current stream, starts before the op's kernel ends
+            # (and the timing finds the device busy after its end event); a value check can meet the race
+            # first and read the output before the kernel wrote it (the drop-in module's, in one run of two on
+            # the H200): either is the fault
             loses={"forward", "performance"}, keeps={"backward", "input_checks"},
-            reason="the current stream's next work started", extra={"kind": "own stream", "old": "loses performance"}),
+            reason=("the current stream's next work started", "relative error"), extra={"kind": "own stream", "old": "loses performance"}),
     Variant(EX, "backward_never_joined", "autograd's backward runs the backward op on a stream of its own that "
             "waits for the caller's stream, which never waits for it back: x.grad is right only for a caller that "
             "synchronizes before reading it",
