@@ -978,6 +978,30 @@ class CudnnConvSpec(Spec):
                              f"graphs: conv2d call {i + 1} into its own output buffer, after a graph was captured "
                              "for another output buffer (a graph is only for the exact addresses it was captured with)")
 
+    def _check_graph_new_plan(self, ctx):
+        """The plan is in a graph's key: on the same x, w and output buffers, another convolution (padding
+        2 and dilation 2 where the graph's had 1 and 1: the same output shape, so the output lands where
+        the graph's did) must not replay the graph of the first. A key without the plan replays it where
+        the two plans' workspaces also land at one address (no workspace, or one best-fitting free block);
+        the values tell either way."""
+        m = ctx.module
+        x, w, values = self._graph_inputs(ctx, "graph-plan", 6)
+        convs = [(1, 1)] * 3 + [(2, 2)] * 3  # (padding, dilation) call by call
+        outs = [torch.empty(GRAPH_Y, device="cuda") for _ in values]  # made first: no allocation between calls
+        m.cache_clear()
+        with math_of("strict"), launch_cache(m, True):
+            for v, (p, d), out in zip(values, convs, outs):
+                x.copy_(v)
+                y = m.conv2d(x, w, None, 1, p, d)
+                out.copy_(y)
+                del y
+            torch.cuda.synchronize()
+        for i, (y, v, (p, d)) in enumerate(zip(outs, values, convs)):
+            what = (f"call {i + 1} on the same buffers" if i < 3 else f"call {i + 1}: the same buffers, another "
+                    f"convolution (padding {p}, dilation {d} after three calls with 1 and 1: a graph is only for the "
+                    "plan it was captured with)")
+            assert_rel_error(y, _reference(v, w, 1, p, d), TOL["strict"], f"graphs: conv2d, {what}")
+
     def _check_graph_bias(self, ctx):
         """The bias is one of the addresses a graph holds: on the same buffers, a bias refilled in place
         is read anew by every replay, and a call with another bias tensor (same x, w and output
@@ -1378,6 +1402,8 @@ class CudnnConvSpec(Spec):
         checks.add("cache[graphs: repeated calls replay, reading new values]", self._check_graph_replay)
         checks.add("cache[graphs: layers called in turn each replay]", self._check_graph_interleaved)
         checks.add("cache[graphs: a new output buffer never replays an old graph]", self._check_graph_new_output)
+        checks.add("cache[graphs: another convolution on the same buffers is another graph]",
+                   self._check_graph_new_plan)
         checks.add("cache[graphs: the bias is read at every replay, and another bias is another graph]",
                    self._check_graph_bias)
         checks.add("cache[graphs off and mode=uncached: no graph]", self._check_graphs_off)
