@@ -241,6 +241,13 @@ VARIANTS += [
             {"cudnn_conv.cu": [("  k.w = reinterpret_cast<uintptr_t>(b.w);\n", "")]},
             loses={"forward"}, keeps={"descriptors", "input_checks"}, reason="at a new address",
             extra={"kind": "state", "old": "full marks"}),
+    # The same class for the convolution's input (the forward's x; backward-data's output): the state
+    # property moves x alone, the old tensor alive, and the graph of the old address is replayed.
+    Variant(EX, "graph_key_without_input", "the launch cache's key leaves out b.x (the forward's input, "
+            "backward-data's output): a call that differs only in that buffer's address replays another's graph",
+            {"cudnn_conv.cu": [("  k.x = reinterpret_cast<uintptr_t>(b.x);\n", "")]},
+            loses={"forward"}, keeps={"descriptors", "input_checks"}, reason="at a new address",
+            extra={"kind": "state"}),
 ]
 
 # The launch cache's memory of first calls (GraphCache::seen_) forgotten at every new key: one layer
