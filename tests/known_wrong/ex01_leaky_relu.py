@@ -86,7 +86,8 @@ VARIANTS = [
             # first and read the output before the kernel wrote it (the drop-in module's, in one run of two on
             # the H200): either is the fault
             loses={"forward", "performance"}, keeps={"backward", "input_checks"},
-            reason=("the current stream's next work started", "relative error"), extra={"kind": "own stream", "old": "loses performance"}),
+            reason=("the current stream's next work started", "relative error"),
+            extra={"kind": "own stream", "old": "loses performance"}),
     Variant(EX, "backward_never_joined", "autograd's backward runs the backward op on a stream of its own that "
             "waits for the caller's stream, which never waits for it back: x.grad is right only for a caller that "
             "synchronizes before reading it",
