@@ -160,34 +160,63 @@ OWN = "void (anonymous namespace)::leaky_relu_kernel<float>(float const*, float*
 
 def test_a_watched_timed_call_less_the_graders_kernels_is_the_ops_own_work():
     """grader.verify.speed.grader_kernels on a timed call's timeline (timer.timed_call): the grader's two
-    sleeps and its late step between them on the timed stream (the inputs' copies, the L2 flush) are set
-    apart; the op's kernels on that stream after them are its work, inside the window; a kernel of
-    another stream that ran during the sleep or the late step is work before the window opened."""
+    sleeps and its late step between them on the timed stream (the inputs' copies, the L2 flush), and the
+    mark after the end event (the stream's last sleep), are set apart; the op's kernels on that stream
+    after them are its work, inside the window; a kernel of another stream that ran during the sleep or
+    the late step is work before the window opened."""
     from grader.verify.speed import grader_kernels
 
     timed, side = 7, 13
+    mark = _k(SLEEP, timed, 430, 1)
     honest = [_k(SLEEP, timed, 0, 300), _k(COPY, timed, 301, 20), _k(FILL, timed, 322, 40),
-              _k(SLEEP, timed, 363, 1), _k(OWN, timed, 365, 50)]
-    work, opened = grader_kernels(honest)
-    assert [k.name for k in work] == [OWN] and abs(opened - 364e-6) < 1e-9
+              _k(SLEEP, timed, 363, 1), _k(OWN, timed, 365, 50), mark]
+    work, opened, found = grader_kernels(honest)
+    assert [k.name for k in work] == [OWN] and abs(opened - 364e-6) < 1e-9 and found == mark
     assert not [k for k in work if k.start_s < opened - 1e-6]
     ahead = honest[:4] + [_k(OWN, side, 40, 50), _k(OWN, side, 330, 10)]
-    work, opened = grader_kernels(ahead)
-    assert [k.start_s for k in work if k.start_s < opened - 1e-6] == [40e-6, 330e-6]
-    # an op's own sleep (on any stream) is its work, not a sleep of the grader's
-    cheat = honest + [_k(SLEEP, timed, 420, 5), _k(SLEEP, side, 200, 5)]
-    work, _ = grader_kernels(cheat)
-    assert sorted(k.start_s for k in work) == [200e-6, 365e-6, 420e-6]
-    assert grader_kernels([_k(OWN, timed, 0, 5)]) == ([_k(OWN, timed, 0, 5)], None)
+    work, opened, found = grader_kernels(ahead)
+    assert [k.start_s for k in work if k.start_s < opened - 1e-6] == [40e-6, 330e-6] and found is None
+    # an op's own sleep (on any stream) is its work, not a sleep of the grader's: the grader's mark is
+    # queued after the call returns, the last on the timed stream
+    cheat = honest[:5] + [_k(SLEEP, timed, 420, 5), _k(SLEEP, side, 200, 5), _k(SLEEP, timed, 440, 1)]
+    work, _, found = grader_kernels(cheat)
+    assert sorted(k.start_s for k in work) == [200e-6, 365e-6, 420e-6] and found.start_s == 440e-6
+    assert grader_kernels([_k(OWN, timed, 0, 5)]) == ([_k(OWN, timed, 0, 5)], None, None)
+
+
+def test_a_watched_timed_calls_work_must_lie_between_the_window_and_the_mark():
+    """grader.verify.speed.unordered_work: the call's kernels, on any stream, start once the timed window
+    opened (the current stream reached the call) and end before the mark (the caller's next work there).
+    Work that started during the grader's sleep read inputs not yet written; work of another stream still
+    running at the mark was never joined. Either fails, whatever values it happened to read; a library's
+    fork and join inside the window passes."""
+    from grader.verify.speed import grader_kernels, unordered_work
+
+    timed, side = 7, 13
+    grader = [_k(SLEEP, timed, 0, 300), _k(COPY, timed, 301, 20), _k(FILL, timed, 322, 40), _k(SLEEP, timed, 363, 1)]
+
+    def verdict(*kernels):
+        return unordered_work(*grader_kernels(grader + list(kernels)))
+
+    assert verdict(_k(OWN, timed, 365, 50), _k(SLEEP, timed, 416, 1)) is None
+    # forked onto a stream of its own after the window opened, and joined back before the mark
+    assert verdict(_k(OWN, side, 366, 40), _k(OWN, timed, 407, 5), _k(SLEEP, timed, 413, 1)) is None
+    early = verdict(_k(OWN, side, 120, 50), _k(SLEEP, timed, 365, 1))  # ran ahead, joined or not
+    assert early and "started before the current stream reached the call" in early
+    assert "the benchmark's shape" in early
+    unjoined = verdict(_k(SLEEP, timed, 366, 1), _k(OWN, side, 365, 50))  # waited, never joined
+    assert unjoined and "after the current stream's next work started" in unjoined
+    # a timeline without the mark judges only the start
+    assert verdict(_k(OWN, side, 370, 50)) is None
 
 
 def test_work_still_running_when_the_current_streams_next_work_began_is_unjoined():
-    """properties.unjoined_work on the stream property's window: the call's kernels, then the mark (a short
+    """observe.unjoined_work on the stream property's window: the call's kernels, then the mark (a short
     sleep queued on the current stream after the call returned). Work on the current stream, and work of
     another stream that the current one waited for (ended before the mark began), is ordered; a kernel of
     another stream still running at the mark, or starting after it, is not."""
     from grader.verify.observe import Observation
-    from grader.verify.properties import unjoined_work
+    from grader.verify.observe import unjoined_work
 
     current, side = 7, 13
     late_inputs = [_k(SLEEP, current, 0, 10_000), _k(COPY, current, 10_001, 3)]
@@ -209,7 +238,8 @@ def test_a_window_whose_mark_came_after_an_idle_gpu_proves_nothing_and_asks_a_lo
     began) means the host queued the mark after the hold ran out, so an unjoined kernel could have run and
     ended unseen in between; a mark right after the hold, the call's last kernel or its join is in time."""
     from grader.verify.observe import Observation
-    from grader.verify.properties import HOST_SLACK_S, host_outran, unjoined_work
+    from grader.verify.observe import unjoined_work
+    from grader.verify.properties import HOST_SLACK_S, host_outran
 
     current, side = 7, 13
     hold = _k(SLEEP, current, 0, 2_500)

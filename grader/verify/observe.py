@@ -262,6 +262,31 @@ def is_sleep(kernel) -> bool:
     return kernel_function(kernel.name) == SLEEP_KERNEL
 
 
+def stream_mark(seen: Observation, stream: int | None):
+    """The mark in `seen`: a short sleep queued on `stream` (the current one) as a call returned, the caller's
+    next work there (grader.verify.properties._held_then_marked, grader.verify.timer.timed_call); the last
+    sleep on `stream`, or None (None also where the stream's id is unknown)."""
+    marks = [k for k in seen.kernels if k.stream == stream and is_sleep(k)] if stream is not None else []
+    return marks[-1] if marks else None
+
+
+def unjoined_work(seen: Observation, stream: int | None, what: str) -> str | None:
+    """Why the call's work was not all ordered before the current stream's next work, or None. `seen`: a
+    window holding the call and then a mark on `stream` (the current one; `stream_mark`); a kernel of
+    another stream still running when that sleep began, or starting after, ran past the point where the
+    caller's stream went on: the op returned without making its stream wait for that work. A library
+    that forks onto its own streams and joins back ends them all first."""
+    mark = stream_mark(seen, stream)
+    if mark is None:
+        return None
+    late = sorted({k.name[:80] for k in seen.kernels if k.stream != stream and k.start_s + k.duration_s > mark.start_s})
+    if not late:
+        return None
+    return (f"{what}: kernels of the call ({'; '.join(late[:2])}) ran on another stream after the current stream's "
+            "next work started: the op returned without making the current stream wait for its work (e.g. "
+            "current.wait_stream(side), or an event), so a caller that reads the result there reads it unfinished")
+
+
 # The PyTorch kernels an `elementwise` rule allows beside copies and fills: flips and sums (a
 # backward's flipped kernels and summed chunks; names seen on the H100, torch 2.11). Nothing else of
 # PyTorch's: a multiply and a sum over a strided view would compute a convolution.

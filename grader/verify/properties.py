@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import math
 import re
 
@@ -98,6 +99,7 @@ from grader.verify.fp64 import reference_device
 from grader.verify.guard import at_memory_edge, unsupported as memory_edge_unsupported
 from grader.verify.judge import clean, cotangent, gradient_terms, gradients, names_one_of, resolve
 from grader.verify.observe import WATCH, KernelRule, Observation, is_sleep, native_threads, observe
+from grader.verify.observe import stream_mark, unjoined_work
 from grader.verify.timer import MARK_CYCLES
 from grader.verify.spec import AuditCall, Check, Context, DropIn, Edge, ModuleOptions, Spec, audit_seed, frozen_edge
 
@@ -300,8 +302,6 @@ class Unmodified:
 def _leaving_out(fn, omit: frozenset):
     """`fn` called as fn(*args) but with the arguments at `omit` left out: those before the first one
     positionally, the rest by the keyword the signature gives their position."""
-    import inspect
-
     first = min(omit)
 
     def call(*args):
@@ -924,38 +924,15 @@ def _held_then_marked(call, hold: int = HOLDS[0]):
     return out
 
 
-def _mark(seen: Observation, stream: int | None):
-    """`_held_then_marked`'s mark in `seen`: the last sleep on `stream` (None: the stream's id unknown)."""
-    marks = [k for k in seen.kernels if k.stream == stream and is_sleep(k)] if stream is not None else []
-    return marks[-1] if marks else None
-
-
 def host_outran(seen: Observation, stream: int | None) -> bool:
     """Whether the GPU idled before `_held_then_marked`'s mark: every kernel before it had ended more than
     HOST_SLACK_S before it began, so the host queued the mark after the hold ran out and unjoined work could
     have ended unseen in between. The window proves nothing either way; a longer hold is tried."""
-    mark = _mark(seen, stream)
+    mark = stream_mark(seen, stream)
     if mark is None:
         return False
     ends = [k.start_s + k.duration_s for k in seen.kernels if k is not mark and k.start_s <= mark.start_s]
     return bool(ends) and mark.start_s - max(ends) > HOST_SLACK_S
-
-
-def unjoined_work(seen: Observation, stream: int | None, what: str) -> str | None:
-    """Why the call's work was not all ordered before the current stream's next work, or None. `seen`: a
-    window holding the call and then `_held_then_marked`'s mark on `stream` (the current one); a kernel of
-    another stream still running when that sleep began, or starting after, ran past the point where the
-    caller's stream went on: the op returned without making its stream wait for that work. A library
-    that forks onto its own streams and joins back ends them all first."""
-    mark = _mark(seen, stream)
-    if mark is None:
-        return None
-    late = sorted({k.name[:80] for k in seen.kernels if k.stream != stream and k.start_s + k.duration_s > mark.start_s})
-    if not late:
-        return None
-    return (f"{what}: kernels of the call ({'; '.join(late[:2])}) ran on another stream after the current stream's "
-            "next work started: the op returned without making the current stream wait for its work (e.g. "
-            "current.wait_stream(side), or an event), so a caller that reads the result there reads it unfinished")
 
 
 def read_early(read: list, settled: list, names: list, what: str) -> str | None:
@@ -1761,15 +1738,51 @@ def _drop_in(entry: DropIn, gradients: bool):
                     continue
                 if y.shape != y_ref.shape:
                     raise CheckFailure(f"{said}: an output of shape {tuple(y.shape)}, expected {tuple(y_ref.shape)}")
-                (y_ref * v).sum().backward()
-                (y * v.to(y.dtype)).sum().backward()
+                try:
+                    (y_ref * v).sum().backward()
+                    refused, reference = None, theirs
+                except RuntimeError as e:
+                    refused = clean(e).splitlines()[0][:200]
+                    reference, x_ref = _out_of_place_gradients(entry, args, kwargs, theirs, x, v, device)
+                try:
+                    (y * v.to(y.dtype)).sum().backward()
+                except ERRORS as e:
+                    if refused is None or "not implemented yet" in str(e):
+                        raise
+                    continue  # refused, as torch.nn's module refuses it
                 DEVICE.sync()
+                if refused is not None and reference is None:
+                    raise CheckFailure(f"{said}: the backward ran where torch.nn's refuses it ({refused}); refuse it "
+                                       "with an error too")
+                if refused is not None:
+                    said = f"{said}, whose backward torch.nn's refuses ({refused}), against the out-of-place module's"
                 mine = {"the input": x_ours.grad, **{n: t.grad for n, t in ours.named_parameters()}}
-                for name, want in {"the input": x_ref.grad, **{n: t.grad for n, t in theirs.named_parameters()}}.items():
+                for name, want in {"the input": x_ref.grad,
+                                   **{n: t.grad for n, t in reference.named_parameters()}}.items():
                     if mine[name] is None:
                         raise CheckFailure(f"{said}: no gradient for {name}")
                     assert_rel_error(mine[name], want, entry.grad_tol, f"{said}: the gradient of {name}")
     return run
+
+
+def _out_of_place_gradients(entry: DropIn, args, kwargs, theirs, x, v, device):
+    """Where torch.nn's module refuses a backward (an in-place activation's, which reads its result: a
+    negative slope makes the result's sign ambiguous), the gradients a drop-in may compute instead: torch.nn's
+    module built with inplace=False, holding `theirs`'s state, in float64. Returns (that module, its input
+    with its gradient), or (None, None) where the class takes no `inplace`."""
+    try:
+        bound = inspect.signature(entry.torch_class).bind(*args, **kwargs)
+    except TypeError:
+        return None, None
+    if "inplace" not in inspect.signature(entry.torch_class).parameters:
+        return None, None
+    bound.arguments["inplace"] = False
+    module = entry.torch_class(*bound.args, **bound.kwargs)
+    module.load_state_dict(theirs.state_dict())
+    module = module.to(device, torch.float64)
+    x_ref = x.to(device).detach().clone().requires_grad_()
+    (module(x_ref) * v).sum().backward()
+    return module, x_ref
 
 
 def drop_in_checks(spec: Spec) -> list[Check]:

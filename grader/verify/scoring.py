@@ -74,8 +74,6 @@ def speed_verdict(spec: Spec, perf: dict) -> tuple[float, str]:
         return 0.0, (f"the GPU stayed busy {busy * 1e6:.0f} us after the timed stream's {time_s * 1e6:.0f} us "
                      "of work ended: work ran outside the current stream, so the timing is not credited "
                      "(launch on at::cuda::getCurrentCUDAStream())")
-    if perf.get("early_work"):
-        return 0.0, f"{perf['early_work']}; the timing is not credited"
     if threads:
         return 0.0, (f"a timed call left {threads} host thread(s) running after it returned (work the timing "
                      "cannot see), so the timing is not credited")

@@ -10,8 +10,10 @@ a timed call indistinguishable from a checked one, and checked:
   call sees the values of another (a memo by tensor, by pointer or by version, or a replayed
   output, returns the wrong answer), and nothing can be computed ahead of time. The fresh values
   are written on the timed stream just before the call, the set holding NaN until then: an op that
-  runs ahead of the current stream (on a stream of its own, during the timer's sleep) answers wrong,
-  at the benchmark's shape as at every checked one.
+  runs ahead of the current stream (on a stream of its own, during the timer's sleep) reads NaN
+  where its work starts before the copies end. Whether it does is a race with the host's dispatch
+  (on an H200, 2026-12-02, three such ops read the fresh values in every checked timed call); the
+  watched calls below judge the order itself.
 - Every output looked at: a plain torch.Tensor, on the GPU, sharing no memory with the inputs;
   each call's output is checked in full against the float64 reference with a chance decided after
   the call returned, and always the last; the elements of some of them are saved for the parent to
@@ -19,8 +21,10 @@ a timed call indistinguishable from a checked one, and checked:
 - Watched: a few timed calls are observed in the process-wide watch's hidden windows
   (grader.verify.observe.WATCH), as the checked calls are, so the op sees the same state whether it is
   checked, observed or timed; the watch sees every kernel of the process with its stream and
-  duration: each must be the exercise's own and on the timed stream, and the timed median may not be
-  far below what those kernels took. Between its windows the watch profiles nothing, so the other
+  duration: each must be the exercise's own, start once the timed stream reaches the call and end
+  before the timed stream's next work (a mark queued as the call returns), or the group the timed
+  calls vouch for fails (`unordered_work`); and the timed median may not be far below what those
+  kernels took. Between its windows the watch profiles nothing, so the other
   timed calls, and the yardstick's, run without a profiler's overhead.
   Host threads left running by a call are counted, and the device must be idle after the end event.
 - One state: the global math flags are the exercise's for the whole process (Spec.math), checks
@@ -41,7 +45,7 @@ import torch
 from grader.verify.timer import (L2Flusher, copy_bandwidth, input_tensors, matmul_flops, new_events, output_tensors,
                                  prepare, time_fn, timed_call)
 from grader.verify.checks import CheckFailure, Comparison, require_plain_tensor
-from grader.verify.observe import Observation, is_sleep, observe
+from grader.verify.observe import Observation, is_sleep, observe, unjoined_work
 from grader.verify.scoring import speed_verdict
 from grader.verify.spec import Benchmark, Context, Spec
 
@@ -212,49 +216,64 @@ def busy_time(kernels) -> float:
     return total
 
 
-def grader_kernels(kernels) -> tuple[list, float | None]:
+def grader_kernels(kernels) -> tuple[list, float | None, object]:
     """The kernels of a watched timed call (grader.verify.timer.timed_call) less the grader's own: its two
-    GPU sleeps (the first two on the timed stream, which the op's own work there follows) and its late
-    step between them on that stream (the inputs' copies, the L2 flush); and when the timed window opened
-    (the second sleep's end), or None without the sleeps."""
+    GPU sleeps (the first two on the timed stream, which the op's own work there follows), its late step
+    between them on that stream (the inputs' copies, the L2 flush) and the mark after the end event (the
+    last sleep on that stream, when it follows the two); when the timed window opened (the second
+    sleep's end), or None without the sleeps; and the mark, or None."""
     kernels = sorted(kernels, key=lambda k: k.start_s)
     sleeps = [k for k in kernels if is_sleep(k)]
     if not sleeps:
-        return kernels, None
+        return kernels, None, None
     stream = sleeps[0].stream  # the first kernel of all: the device was idle before the grader's sleep
-    first, second = ([k for k in sleeps if k.stream == stream] + [sleeps[0]])[:2]
+    on_timed = [k for k in sleeps if k.stream == stream]
+    first, second = (on_timed + [sleeps[0]])[:2]
+    mark = on_timed[-1] if len(on_timed) > 2 else None
     lo, hi = first.start_s + first.duration_s, second.start_s
-    grader = {first, second}
+    grader = {first, second, mark}
     work = [k for k in kernels
             if k not in grader and not (k.stream == stream and lo - 1e-6 <= k.start_s <= hi + 1e-6)]
-    return work, second.start_s + second.duration_s
+    return work, second.start_s + second.duration_s, mark
+
+
+def unordered_work(work: list, opened: float | None, mark) -> str | None:
+    """Why a watched timed call's work (`grader_kernels`) was not ordered on the current stream, or None:
+    a kernel that started before the timed window opened did not wait for the current stream (it ran
+    during the grader's sleep, reading inputs the caller had not written yet: they hold NaN until just
+    before the call), and one of another stream still running at the mark was never waited for (a caller
+    reading the result on its stream reads it unfinished). Either is a wrong op, whatever its values
+    happened to be: which values a race reads depends on how fast the host dispatched."""
+    what = "a timed call at the benchmark's shape"
+    early = sorted({k.name[:80] for k in work if opened is not None and k.start_s < opened - 1e-6})
+    if early:
+        return (f"{what}: kernels of the call ({'; '.join(early[:2])}) started before the current stream reached "
+                "the call, during the grader's GPU sleep: work that does not wait for the current stream reads "
+                "inputs the caller has not written yet, and escapes the timing (launch on the current stream, or "
+                "make the op's own stream wait for it: side.wait_stream(current))")
+    if mark is None:
+        return None
+    return unjoined_work(Observation(work + [mark]), mark.stream, what)
 
 
 def watched_calls(spec: Spec, bench: Benchmark, call, inputs, refill: Refill, inspect, flush,
                   lead_cycles: int) -> dict:
     """A few timed calls observed in the watch's hidden windows (like the others, to the op): their
-    kernels (the exercise's own, none before the timed window opens), and how long those kernels
-    took on the GPU."""
+    kernels (the exercise's own, each between the timed window's opening and the mark: `unordered_work`),
+    and how long those kernels took on the GPU."""
     rule = bench.kernels or spec.kernel_rule()
     events = new_events()
-    found = {"kernel_time_s": [], "profiled_time_s": [], "foreign": "", "early_work": ""}
+    found = {"kernel_time_s": [], "profiled_time_s": [], "foreign": "", "unordered": ""}
     for _ in range(PROFILED_CALLS):
         late = prepare(inputs, refill, flush)
         sample, seen = observe(lambda: timed_call(call, inputs, events, lead_cycles, late),
                                cpu_ops=bool(rule and rule.needs_cpu_ops), hidden=True)
         inspect(sample.output, inputs, always=True)
-        work, opened = grader_kernels(seen.kernels)
+        work, opened, mark = grader_kernels(seen.kernels)
         if rule is not None and not found["foreign"]:
             found["foreign"] = rule.problem(Observation(work, seen.ops), "a timed call at the benchmark's shape") or ""
-        if opened is not None and not found["early_work"]:
-            # the timed window opens as the grader's sleeps end (the start event follows them): work of the
-            # call's that ran before, on another stream or from another thread, escaped the timing. Work
-            # on other streams inside the window (a library forking and joining) is fine.
-            early = sorted({k.name[:80] for k in work if k.start_s < opened - 1e-6})
-            if early:
-                found["early_work"] = (f"kernels ran before the timed window opened, during the grader's GPU sleep "
-                                       f"({'; '.join(early[:2])}): work launched ahead, on another stream or from "
-                                       "another thread, escapes the timing")
+        if not found["unordered"]:
+            found["unordered"] = unordered_work(work, opened, mark) or ""
         found["kernel_time_s"].append(busy_time(work))
         found["profiled_time_s"].append(sample.time_s)
     for key in ("kernel_time_s", "profiled_time_s"):
@@ -355,9 +374,10 @@ def measure_submission(spec: Spec, ctx: Context) -> dict:
                   wall_s=timing.wall_median_s,
                   threads_started=timing.threads_started, verified=inspector.verified, **watched)
     result["judged"] = inspector.judged
-    if watched["foreign"]:
-        result["wrong"] = {bench_group(spec, 0, bench): watched["foreign"]}
-        result["verdict"] = watched["foreign"]
+    problem = watched["foreign"] or watched["unordered"]
+    if problem:
+        result["wrong"] = {bench_group(spec, 0, bench): problem}
+        result["verdict"] = problem
     return result
 
 

@@ -167,7 +167,8 @@ def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES,
     the GPU busy while the host dispatches the op; `events` = (queued, start, end). `late` (from
     `prepare`, which comes first) is queued after the sleep, then a second sleep as long (its end opens
     the timed window; the two bracket the grader's own kernels for the watch,
-    grader.verify.speed.grader_kernels), then the start event."""
+    grader.verify.speed.grader_kernels), then the start event; after the end event, a mark (a short sleep:
+    the caller's next work, which the call's work on any stream must precede)."""
     from grader.verify.observe import native_threads
 
     queued, start, end = events
@@ -182,6 +183,7 @@ def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES,
     start.record(stream)
     out = fn(inputs)
     end.record(stream)
+    torch.cuda._sleep(MARK_CYCLES)  # the caller's next work on its stream, for the watch: the call's work must end first
     threads_after = native_threads()
     end.synchronize()
     done = time.perf_counter()

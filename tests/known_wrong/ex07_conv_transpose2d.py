@@ -92,11 +92,12 @@ VARIANTS += [
             "stream of its own that never joins the current one: the timer's events see none of the work",
             {"conv_transpose2d.py": [takes_over(CALL, LARGE, "_on_a_side_stream(lambda: " + OWN_CALL + ")"),
                                      after_lib(SIDE_STREAM)]},
-            # the kernel starts during the timer's GPU sleep, before the timed inputs are written on the
-            # current stream (they hold NaN until then): every timed output is wrong, and implicit_gemm,
-            # the group the timed calls vouch for, loses (winograd, autograd, registration and performance
-            # with it). Before the inputs came late, only the timing told ("not credited"), and the
-            # huge winograd check's reads raced the side stream (it lost once, H200 2026-12-01)
+            # the kernel starts during the timer's GPU sleep, before the current stream reaches the call:
+            # the watched timed calls see it (speed.unordered_work), and implicit_gemm, the group the timed
+            # calls vouch for, loses (winograd, autograd, registration and performance with it). Its timed
+            # outputs were right in every checked call (H200, 2026-12-02), and only the timing was refused,
+            # until the order itself was judged; the huge winograd check's reads raced the side stream (it
+            # lost once, H200 2026-12-01)
             loses={"implicit_gemm", "performance"}, reason="the benchmark's shape",
             extra={"timed": True, "kind": "timed work unverified", "old": "loses performance"}),
     Variant(EX, "cudnn_when_not_profiled", "for batches of 32 or more (the benchmark's), calls cuDNN in strict "
@@ -287,4 +288,16 @@ VARIANTS += [
                                       "torch._check(ws[2] > 0 or ws[3] > 0,")]},
             loses={"gather", "implicit_gemm", "winograd"}, keeps={"autograd", "input_checks", "registration"},
             reason="torch.compile would trace a wrong shape", extra={"kind": "registered fake", "old": "full marks"}),
+]
+
+# The default version's estimate of Winograd's transforms with one dimension's tiles miscounted (a `make
+# mutants` survivor, 07:conv_transpose2d.py:39:constant:e5c53ada): each spatial dimension at the edge alone.
+VARIANTS += [
+    Variant(EX, "winograd_estimate_counts_5_columns_as_one_tile", "default_version counts the output's columns "
+            "in tiles of 5, not 4: past 2^31 transform elements by the kernel's count, it still picks Winograd, "
+            "which refuses the call",
+            {"conv_transpose2d.py": [("tiles = x.shape[0] * -(-ho // 4) * -(-wo // 4)",
+                                      "tiles = x.shape[0] * -(-ho // 4) * -(-wo // 5)")]},
+            loses={"winograd"}, reason="version=None must choose a version that takes these arguments",
+            extra={"kind": "coverage", "old": "full marks"}),
 ]

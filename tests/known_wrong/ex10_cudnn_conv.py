@@ -110,10 +110,11 @@ VARIANTS += [
             {"cudnn_conv.py": [after_lib(SIDE_STREAM),
                                takes_over(CALL, LARGE, "_on_a_side_stream(lambda: _conv2d(x, weight, bias, stride, "
                                                        "padding, dilation, groups, _mode(mode)))")]},
-            # the work starts during the timer's GPU sleep, before the timed inputs are written on the
-            # current stream (they hold NaN until then): every timed output is wrong, and forward, the
-            # group the timed calls vouch for, loses (streams and performance with it). Before the inputs
-            # came late, only the timing told: the work outlasted the end event ("not credited")
+            # the work starts during the timer's GPU sleep, before the current stream reaches the call:
+            # the watched timed calls see it (speed.unordered_work), and forward, the group the timed
+            # calls vouch for, loses (streams and performance with it). Its timed outputs were right in
+            # every checked call (H200, 2026-12-02: the late inputs' copies had ended by the time it read
+            # them), and only the timing was refused ("not credited"), until the order itself was judged
             loses={"forward", "performance"}, reason="the benchmark's shape",
             # before the rework only the device's busy time after the end event told (about 270 us of
             # cuDNN work queued during a 250 us sleep): perhaps within its 50 us margin
