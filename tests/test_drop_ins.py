@@ -106,3 +106,120 @@ def test_an_inplace_construction_must_overwrite_and_return_its_input(monkeypatch
     with pytest.raises(CheckFailure, match="extra_repr"):
         properties._drop_in(entry, False)(Context(module=types.SimpleNamespace(LeakyReLU=silent), seed=3,
                                                   exercise_dir=None))
+
+
+class _InPlaceReadingItsResult(torch.autograd.Function):
+    """LeakyReLU in place whose backward reads its result, as PyTorch's does, without PyTorch's refusal of a
+    negative slope: where x < 0 the result is positive, and the gradient is taken as 1."""
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        x.copy_(F.leaky_relu(x, slope))
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        ctx.slope = slope
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return torch.where(y > 0, grad, grad * ctx.slope), None
+
+
+class _InPlaceKeepingItsInput(torch.autograd.Function):
+    """LeakyReLU in place whose backward reads a copy of x kept for it: right at any slope."""
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        ctx.save_for_backward(x.clone())
+        x.copy_(F.leaky_relu(x, slope))
+        ctx.mark_dirty(x)
+        ctx.slope = slope
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return torch.where(x > 0, grad, grad * ctx.slope), None
+
+
+class _InPlaceRefusing(_InPlaceReadingItsResult):
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(f"leaky_relu_: an in-place backward with negative_slope {ctx.slope} < 0")
+
+
+@pytest.mark.parametrize("function, right", [(_InPlaceReadingItsResult, False), (_InPlaceKeepingItsInput, True),
+                                             (_InPlaceRefusing, True)], ids=["reads_result", "keeps_input", "refuses"])
+def test_where_torch_nn_refuses_a_backward_the_drop_in_refuses_it_or_gives_the_out_of_place_gradients(
+        function, right, monkeypatch):
+    """An in-place LeakyReLU at a negative slope: torch.nn's backward refuses it (it reads the result). A drop-in
+    that refuses passes, one that keeps x and computes the gradient passes against torch.nn's out-of-place
+    module, and one that reads its result without refusing (the right gradient's sign lost) fails."""
+    import types
+
+    from grader.verify.checks import CheckFailure
+    from grader.verify.spec import DropIn
+
+    monkeypatch.setattr(properties, "DEVICE", Device("cpu"))
+
+    class InPlace(torch.nn.Module):
+        extra_repr = torch.nn.LeakyReLU.extra_repr
+
+        def __init__(self, negative_slope=0.01, inplace=False):
+            super().__init__()
+            self.negative_slope, self.inplace = negative_slope, inplace
+
+        def forward(self, x):
+            if self.inplace:
+                return function.apply(x, self.negative_slope)
+            return F.leaky_relu(x, self.negative_slope)
+
+    entry = DropIn("LeakyReLU", torch.nn.LeakyReLU, (((-0.5, True), {}), ((), {"negative_slope": -0.5,
+                                                                                "inplace": True})),
+                   input_shape=lambda args, kwargs: (3, 5))
+    ctx = Context(module=types.SimpleNamespace(LeakyReLU=InPlace), seed=3, exercise_dir=None)
+    properties._drop_in(entry, False)(ctx)  # the outputs are right in every case
+    check = properties._drop_in(entry, True)
+    if right:
+        check(ctx)
+    else:
+        with pytest.raises(CheckFailure, match="whose backward torch.nn's refuses .*the gradient of the input"):
+            check(ctx)
+
+
+def test_the_activations_drop_ins_are_built_in_place_at_a_negative_value():
+    """Every activation with a negative parameter value declares its in-place construction there (where
+    torch.nn's backward refuses), so a drop-in's in-place backward is judged on both sides of zero."""
+    for spec in SPECS:
+        values = getattr(spec, "param_values", ())
+        negative = [p for p in values if p < 0]
+        if not negative:
+            continue
+        built = [kwargs.get(spec.param) for args, kwargs in spec.drop_ins()[0].constructions if kwargs.get("inplace")]
+        assert set(negative) <= set(built), spec.exercise
+
+
+@pytest.mark.parametrize("exercise", ["01_leaky_relu", "02_elu"])
+def test_the_in_place_function_takes_pytorchs_default(exercise, monkeypatch):
+    """The activations' `op_(x)` check (grader.specs.activation) on the CPU: an in-place function with
+    PyTorch's default passes, one with another default fails, and one that returns a new tensor fails."""
+    import types
+
+    from grader.verify.checks import CheckFailure
+
+    spec = specs.by_exercise(exercise)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(spec, "_rand", lambda ctx, name, shape, dtype, scale=None: torch.randn(shape, dtype=dtype) * 3)
+    F_inplace = getattr(F, f"{spec.op}_")
+    default = spec.param_values[0]
+
+    def with_default(value):
+        return lambda x, p=value: F_inplace(x, p)
+
+    ctx = Context(module=types.SimpleNamespace(**{f"{spec.op}_": with_default(default)}), seed=1, exercise_dir=None)
+    spec._check_inplace_defaults(ctx)
+    for wrong in (with_default(default + 1.0), lambda x, p=default: getattr(F, spec.op)(x, p)):
+        ctx = Context(module=types.SimpleNamespace(**{f"{spec.op}_": wrong}), seed=1, exercise_dir=None)
+        with pytest.raises(CheckFailure, match="left out"):
+            spec._check_inplace_defaults(ctx)

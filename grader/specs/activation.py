@@ -100,6 +100,7 @@ class ActivationSpec(Spec):
         checks.add("forward[output poisoned]", self._check_writes_every_element)
         checks.add("forward[current stream]", self._check_current_stream)
         checks.add("forward[called twice]", self._check_called_twice)
+        checks.add(f"forward[{self.op}_: in place, with PyTorch's defaults]", self._check_inplace_defaults)
         checks.add("forward[huge]", self._check_large, slow=True, huge=True)
         checks.add("forward[own kernel ran]", self._check_own_forward, slow=True)
         for dtype in DTYPES:
@@ -173,6 +174,24 @@ class ActivationSpec(Spec):
         base = self._rand(ctx, "noncontig", (300, 512), torch.float32)
         self._expect_forward(ctx, base.t(), self.param_values[0], "forward[transposed x]")
         self._expect_forward(ctx, base[:, ::3], self.param_values[0], "forward[strided x[:, ::3]]")
+
+    def _check_inplace_defaults(self, ctx: Context) -> None:
+        """`op_(x)`, the in-place function, with its parameter left out, against torch.nn.functional's
+        `op_(x)`: PyTorch's default (the generated defaults property calls the out-of-place op only), x
+        holding the result, and x returned."""
+        what = f"forward[{self.op}_(x) with {self.param} left out (PyTorch's default)]"
+        fn = getattr(ctx.module, f"{self.op}_", None)
+        if not callable(fn):
+            raise CheckFailure(f"{what}: the exercise's module has no {self.op}_ (in place, as "
+                               f"torch.nn.functional.{self.op}_)")
+        x = self._rand(ctx, "in place defaults", (4, 7), torch.float32)
+        expected = getattr(torch.nn.functional, f"{self.op}_")(x.to(torch.float64))
+        y = fn(x)
+        torch.cuda.synchronize()
+        assert_close(x, expected, ELEMENTWISE_TOL[torch.float32], f"{what}: x after the call")
+        if not isinstance(y, torch.Tensor) or y.data_ptr() != x.data_ptr() or y.shape != x.shape:
+            raise CheckFailure(f"{what}: returned {type(y).__name__} {tuple(getattr(y, 'shape', ()))}, not x itself "
+                               "(an in-place function returns its input, overwritten)")
 
     def _check_empty(self, ctx: Context) -> None:
         for shape in ((0,), (3, 0, 2)):
@@ -290,13 +309,14 @@ class ActivationSpec(Spec):
     # --- the bad-input audit (tests/test_input_audit.py) -----------------------------------------
     def drop_ins(self) -> list[DropIn]:
         """The module class with torch.nn's default, a value given positionally and one by keyword, and in
-        place (`inplace` positionally and by keyword, at values whose in-place backward PyTorch computes:
-        0 or more)."""
+        place (`inplace` positionally and by keyword), at every negative value too, whose in-place backward
+        torch.nn's refuses: the drop-in refuses it as well, or gives the out-of-place module's gradients."""
         if not self.module_class:
             return []
         other = self.param_values[1]
         constructions = (((), {}), ((other,), {}), ((), {self.param: self.param_values[-1]}),
-                         ((other, True), {}), ((), {self.param: self.param_values[2], "inplace": True}))
+                         ((other, True), {}), ((), {self.param: self.param_values[2], "inplace": True}),
+                         *(((), {self.param: p, "inplace": True}) for p in self.param_values if p < 0))
         return [DropIn(self.module_class, self.torch_module, constructions, input_shape=lambda args, kwargs: (3, 37, 19))]
 
     def audit_calls(self, device, dtype) -> list[AuditCall]:

@@ -254,6 +254,22 @@ VARIANTS += [
             # gradients are right
             loses={"forward", "performance"}, keeps={"backward", "input_checks", "autograd"},
             reason="its input after the call", extra={"kind": "drop-in defaults"}),
+    Variant(EX, "inplace_default_not_pytorchs", "leaky_relu_'s default negative_slope differs from F.leaky_relu_'s "
+            "(the out-of-place function's and the module's are right): a caller who leaves it out gets another "
+            "function",
+            {"leaky_relu.py": [("def leaky_relu_(x: torch.Tensor, negative_slope: float = 0.01)",
+                                "def leaky_relu_(x: torch.Tensor, negative_slope: float = 0.02)")]},
+            # the make mutants survivor 01:leaky_relu.py:76:constant:f49db341 (H200, 2026-12-02)
+            loses={"forward", "performance"}, reason="left out (PyTorch's default)",
+            extra={"kind": "drop-in defaults", "old": "full marks"}),
+    Variant(EX, "inplace_backward_past_its_domain", "the in-place LeakyReLU's backward reads its result at any "
+            "slope: with a negative one, where x < 0 the result is positive and the gradient comes out 1",
+            {"leaky_relu.py": [("        torch._check(ctx.negative_slope >= 0, ",
+                                "        torch._check(True, ")]},
+            # torch.nn's refuses that backward; the drop-in check's gradients (autograd) want a refusal or the
+            # out-of-place module's gradients (the make mutants survivor 01:leaky_relu.py:70:remove-check:b807886c)
+            loses={"autograd"}, reason="whose backward torch.nn's refuses",
+            extra={"kind": "drop-in defaults", "old": "full marks"}),
 ]
 
 # The gradient flowing back laid out as a caller's graph hands it (issue 47: every tensor argument non-contiguous,
