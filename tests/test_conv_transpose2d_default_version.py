@@ -1,8 +1,8 @@
 """07's default version (`default_version` in conv_transpose2d.py): the version conv_transpose2d runs
 when none is named. 3 (Winograd) on every call version 3 accepts and where it pays, else 2.
 
-The GPU grade reaches only one of its edges (the winograd group's call past version 3's 2^31-element
-transforms); where Winograd pays (8 input channels a group or more) is a speed rule no graded check
+The GPU grade reaches one of its edges (the winograd group's calls past version 3's 2^31-element
+transforms, each spatial dimension's tile count at the edge alone); where Winograd pays (8 input channels a group or more) is a speed rule no graded check
 sees. What the kernels compute is graded there: the gather, implicit_gemm and winograd groups lose
 their points to the known-wrong variants gather_weight_offset_by_output_group,
 gemm_phase_taps_from_tap_0, winograd_output_transform_row_2, winograd_input_tiles_unpadded and
@@ -54,3 +54,17 @@ def test_default_version_takes_winograd_exactly_where_version_3_applies(default_
     small = empty(big.shape[0] - 2, 64, 16, 16)
     wb = empty(64, 64, 3, 3)
     assert version(small, wb, padding=1) == 3 and version(big, wb, padding=1) == 2
+
+
+def test_the_graded_calls_past_winograd_sit_on_the_edge_in_each_dimension(default_version):
+    """The winograd group's calls past version 3's limit (ex07_conv_transpose2d.PAST_WINOGRAD): version 2 for
+    each, while an estimate that counts 5 rows, or 5 columns, as one tile of 4 would fall under 2^31 and
+    choose version 3, which refuses them: each dimension's tile count is varied alone."""
+    from grader.specs.ex07_conv_transpose2d import PAST_WINOGRAD
+
+    assert {(h, w) for _, _, h, w in PAST_WINOGRAD} == {(5, 1), (1, 5)}
+    for n, cin, h, w in PAST_WINOGRAD:
+        weight = empty(cin, cin, 3, 3)  # 2 groups: 32 output channels
+        assert default_version(empty(n, cin, h, w), weight, 1, 1, 1, 2) == 2
+        tiles = n * -(-h // 4) * -(-w // 4)
+        assert 36 * 2 * cin * tiles >= 2**31 - 1 > 36 * 2 * cin * n  # one tile an image would fit

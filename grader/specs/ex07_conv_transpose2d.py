@@ -96,9 +96,10 @@ def random_transposed_case(g: torch.Generator, name: str, kind: str = "dense") -
 
 # version=None where Winograd applies (3 x 3, stride 1, 8 input channels a group) but its transforms
 # would hold 36 x max(cin, cout) x tiles >= 2^31 elements: 2 groups of 16 -> 32 channels, padding 1,
-# 932,068 images of 5 x 1 (2 tiles of 4 rows each): 36 x 32 x 1,864,136 = 2^31 + 1,025. An estimate
-# counting 5 rows as one tile, or cout as weight.shape[1] / groups, falls under it (0.3 GB in, 0.6 GB out)
-PAST_WINOGRAD = (932_068, 16, 5, 1)
+# 932,068 images of 5 x 1 (2 tiles of 4 rows each): 36 x 32 x 1,864,136 = 2^31 + 1,025, and the same
+# images 1 x 5 (each dimension's tile count varied alone). An estimate counting 5 rows or 5 columns as
+# one tile, or cout as weight.shape[1] / groups, falls under it (0.3 GB in, 0.6 GB out)
+PAST_WINOGRAD = ((932_068, 16, 5, 1), (932_068, 16, 1, 5))
 
 
 def _output_sizes(module: torch.nn.ConvTranspose2d, x_shape: tuple) -> list[tuple[dict, bool]]:
@@ -121,13 +122,17 @@ class ConvTranspose2dSpec(ConvSpec):
         return checks
 
     def _check_default_past_winograd(self, ctx) -> None:
-        n, cin, h, w = PAST_WINOGRAD
+        for shape in PAST_WINOGRAD:
+            self._default_past_winograd(ctx, shape)
+
+    def _default_past_winograd(self, ctx, shape: tuple) -> None:
+        n, cin, h, w = shape
         require_free_memory(n * (cin + 2 * cin) * h * w * 4 + (1 << 28), "the check of version=None past Winograd's limit")
-        g = ctx.generator("past winograd")
-        x = torch.randn(PAST_WINOGRAD, generator=g, device="cuda")
+        g = ctx.generator(f"past winograd {shape}")
+        x = torch.randn(shape, generator=g, device="cuda")
         weight = torch.randn((cin, cin, 3, 3), generator=g, device="cuda") * (cin * 9) ** -0.5
         bias = torch.randn(2 * cin, generator=g, device="cuda")
-        what = f"winograd[version=None, x {PAST_WINOGRAD}, weight {tuple(weight.shape)}, groups 2, padding 1]"
+        what = f"winograd[version=None, x {shape}, weight {tuple(weight.shape)}, groups 2, padding 1]"
         try:
             y = ctx.module.conv_transpose2d(x, weight, bias, 1, 1, 0, 2, 1)
             torch.cuda.synchronize()
