@@ -2,7 +2,8 @@
 when none is named. 3 (Winograd) on every call version 3 accepts and where it pays, else 2.
 
 The GPU grade reaches one of its edges (the winograd group's calls past version 3's 2^31-element
-transforms, each spatial dimension's tile count at the edge alone); where Winograd pays (8 input channels a group or more) is a speed rule no graded check
+transforms, each spatial dimension's tile count at the edge alone); where Winograd pays (8 input
+channels a group or more) is a speed rule no graded check
 sees. What the kernels compute is graded there: the gather, implicit_gemm and winograd groups lose
 their points to the known-wrong variants gather_weight_offset_by_output_group,
 gemm_phase_taps_from_tap_0, winograd_output_transform_row_2, winograd_input_tiles_unpadded and

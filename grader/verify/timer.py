@@ -183,7 +183,7 @@ def timed_call(fn, inputs, events, lead_cycles: int = HOST_LEAD_CYCLES,
     start.record(stream)
     out = fn(inputs)
     end.record(stream)
-    torch.cuda._sleep(MARK_CYCLES)  # the caller's next work on its stream, for the watch: the call's work must end first
+    torch.cuda._sleep(MARK_CYCLES)  # the caller's next work on its stream (the watch: the call's must end first)
     threads_after = native_threads()
     end.synchronize()
     done = time.perf_counter()
