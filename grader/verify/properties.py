@@ -1770,12 +1770,10 @@ def _out_of_place_gradients(entry: DropIn, args, kwargs, theirs, x, v, device):
     negative slope makes the result's sign ambiguous), the gradients a drop-in may compute instead: torch.nn's
     module built with inplace=False, holding `theirs`'s state, in float64. Returns (that module, its input
     with its gradient), or (None, None) where the class takes no `inplace`."""
-    try:
-        bound = inspect.signature(entry.torch_class).bind(*args, **kwargs)
-    except TypeError:
+    signature = inspect.signature(entry.torch_class)
+    if "inplace" not in signature.parameters:
         return None, None
-    if "inplace" not in inspect.signature(entry.torch_class).parameters:
-        return None, None
+    bound = signature.bind(*args, **kwargs)  # the constructions built torch.nn's module already
     bound.arguments["inplace"] = False
     module = entry.torch_class(*bound.args, **bound.kwargs)
     module.load_state_dict(theirs.state_dict())
