@@ -67,6 +67,18 @@ def test_each_solution_class_is_a_drop_in_for_torch_nn(spec, monkeypatch):
         check.run(Context(module=module, seed=11, exercise_dir=None))
 
 
+class _ToyLeakyReLU(torch.nn.Module):
+    """A LeakyReLU module built as torch.nn's is, computing out of place: the toy drop-ins' base."""
+    extra_repr = torch.nn.LeakyReLU.extra_repr
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+
 def test_an_inplace_construction_must_overwrite_and_return_its_input(monkeypatch):
     """The drop-in check on toy classes: one that takes `inplace` and ignores it (a new tensor, the input left
     as it was) fails where torch.nn's overwrites its input; one that honours it passes, gradients included."""
@@ -77,17 +89,10 @@ def test_an_inplace_construction_must_overwrite_and_return_its_input(monkeypatch
 
     monkeypatch.setattr(properties, "DEVICE", Device("cpu"))
 
-    class Ignores(torch.nn.Module):
-        extra_repr = torch.nn.LeakyReLU.extra_repr
+    class Ignores(_ToyLeakyReLU):  # inplace taken, and ignored
+        pass
 
-        def __init__(self, negative_slope=0.01, inplace=False):
-            super().__init__()
-            self.negative_slope, self.inplace = negative_slope, inplace
-
-        def forward(self, x):
-            return F.leaky_relu(x, self.negative_slope)
-
-    class Honours(Ignores):
+    class Honours(_ToyLeakyReLU):
         def forward(self, x):
             return F.leaky_relu(x, self.negative_slope, inplace=self.inplace)
 
@@ -163,13 +168,7 @@ def test_where_torch_nn_refuses_a_backward_the_drop_in_refuses_it_or_gives_the_o
 
     monkeypatch.setattr(properties, "DEVICE", Device("cpu"))
 
-    class InPlace(torch.nn.Module):
-        extra_repr = torch.nn.LeakyReLU.extra_repr
-
-        def __init__(self, negative_slope=0.01, inplace=False):
-            super().__init__()
-            self.negative_slope, self.inplace = negative_slope, inplace
-
+    class InPlace(_ToyLeakyReLU):
         def forward(self, x):
             if self.inplace:
                 return function.apply(x, self.negative_slope)
