@@ -75,9 +75,9 @@ def _run(tmp_path: Path, plan: dict[str, tuple[float, ...]], *, parallel: int, t
             job.env[gate.BUILD_ENV], job.held = str(result), True
 
             def built(job=job, result=result):
-                write_json_atomic(result, {"ok": True})  # as the grader does: a half-written file is never read
-                with open(log, "a") as f:
+                with open(log, "a") as f:  # first: the job's process may read the result and log at once
                     f.write(f"{job.name} built-end {time.monotonic()}\n")
+                write_json_atomic(result, {"ok": True})  # as the grader does: a half-written file is never read
                 job.held = False
 
             timers.append(threading.Timer(builds[name], built))
