@@ -213,15 +213,22 @@ def matmul():
 
 def _independent_ptxas(folder: Path, source: Path, tmp: Path) -> dict[tuple[str, str], tuple[int, int, int, int]]:
     """Compile `source` again with the build's own nvcc flags and -Xptxas -v, read with a regex of
-    its own: (mangled, arch) -> (registers, static smem, spill stores, spill loads)."""
+    its own: (mangled, arch) -> (registers, static smem, spill stores, spill loads). Device code only
+    (-cubin, one architecture at a time): ptxas says the same, without the host compile of torch's headers."""
     ninja = (build.build_dir_for(folder) / "build.ninja").read_text()
     nvcc = re.search(r"^nvcc = (.*)$", ninja, re.M).group(1)
     flags = [f for f in shlex.split(re.search(r"^cuda_cflags = (.*)$", ninja, re.M).group(1)) if f != "--resource-usage"]
-    out = subprocess.run([nvcc, *flags, "-Xptxas", "-v", "-c", str(source), "-o", str(tmp / "again.o")],
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
+    targets = [f for f in flags if f.startswith("-gencode") and "code=sm_" in f]  # not +PTX's (no ptxas)
+    assert targets, flags
+    printed = ""
+    for target in targets:
+        cmd = [nvcc, *(f for f in flags if not f.startswith("-gencode")), target, "-Xptxas", "-v", "-cubin",
+               str(source), "-o", str(tmp / "again.cubin")]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        printed += out.stdout + out.stderr
     found, entry, spills = {}, None, (0, 0)
-    for line in (out.stdout + out.stderr).splitlines():
+    for line in printed.splitlines():
         if m := re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line):
             entry = (m.group(1), m.group(2))
         elif m := re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line):
