@@ -160,8 +160,15 @@ def test_verbose_says_fresh_or_cached_and_no_warnings():
     ["-m", "grader.classroom.grade", "{empty}"],
     ["-m", "grader.classroom.grade", "{class}", "--ex", "99"],
     ["-m", "grader.classroom.grade", "{class}", "--frobnicate"],
+    ["-m", "grader.authoring.stubs", "--level", "hard"],
+    ["-m", "grader.authoring.notebook_release", "publish"],
+    ["-m", "grader.bench.benchmarks", "--frobnicate"],
+    ["-m", "grader.run.mutants", "--n", "many"],
+    ["-m", "grader.run.archs", "--frobnicate"],
 ], ids=["unknown option", "unknown EX", "unknown EX in a list", "missing TARGET", "missing SUBMISSIONS",
-        "empty class", "class with an unknown EX", "class with an unknown option"])
+        "empty class", "class with an unknown EX", "class with an unknown option", "make exercises LEVEL=hard",
+        "make notebooks: an unknown command", "make bench: an unknown option", "make mutants N=many",
+        "make archs: an unknown option"])
 def test_a_wrong_usage_is_one_line_on_stderr(args, tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "class" / "student1").mkdir(parents=True)

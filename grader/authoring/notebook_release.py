@@ -334,7 +334,10 @@ def release_leaks(path: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from grader.run.cli import UsageParser  # as `python -m grader`: a wrong usage in one line
+
+    parser = UsageParser(prog="python -m grader.authoring.notebook_release", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p_release = sub.add_parser("release", help="nbgrader generate_assignment for every unit into notebooks/release")
     p_release.add_argument("units", nargs="*")

@@ -834,7 +834,10 @@ def _student_edits(paths: list[str] | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from grader.run.cli import UsageParser  # as `python -m grader`: a wrong usage in one line
+
+    parser = UsageParser(prog="python -m grader.authoring.stubs", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only report differences")
     parser.add_argument("--force", action="store_true", help="overwrite uncommitted changes in exercises/")
     parser.add_argument("--ex", nargs="*", default=[], help="only these exercise folders (numbers or names)")

@@ -387,7 +387,10 @@ def publish(report: Path, docs: Path = env.REPO / "docs" / "results", readme: Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from grader.run.cli import UsageParser  # as `python -m grader`: a wrong usage in one line
+
+    parser = UsageParser(prog="python -m grader.bench.benchmarks", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ex", nargs="*", default=[])
     parser.add_argument("--out", type=Path, default=env.REPO / "bench-report")
     parser.add_argument("--publish", action="store_true",

@@ -758,8 +758,10 @@ def markdown(header: dict, rows: list[dict], results: list[dict]) -> str:
 # --- the run -----------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.run.mutants", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from grader.run.cli import UsageParser  # as `python -m grader`: a wrong usage in one line
+
+    parser = UsageParser(prog="python -m grader.run.mutants", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ex", nargs="*", default=[], help="exercise numbers or names (default: all)")
     parser.add_argument("--n", type=int, default=300, help="mutants to sample (at least N / exercises of each)")
     parser.add_argument("--seed", type=int, default=1, help="which mutants are sampled (and the checks' seed)")
