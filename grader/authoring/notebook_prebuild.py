@@ -100,7 +100,7 @@ def prebuild(paths: list[Path], jobs: int | None = None, log=print) -> dict[Path
     for path in paths:
         folders += builds_of(Path(path))
     folders = list(dict.fromkeys(folders))
-    jobs = jobs or max(1, env.usable_cores() // 2)
+    jobs = jobs or env.default_build_jobs()
     log(f"building {len(folders)} exercise folder(s) for {len(paths)} notebook(s), {jobs} at a time ...")
     return build_all(folders, jobs, log=log)
 

@@ -414,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     parser.add_argument("--stall", type=float, default=DEFAULT_STALL,
                         help="seconds of an exercise's grading with no check starting or ending: stopped as hanging")
-    parser.add_argument("--jobs", type=int, default=max(1, env.usable_cores() // 2), help="parallel builds")
+    parser.add_argument("--jobs", type=int, default=env.default_build_jobs(), help="parallel builds")
     parser.add_argument("--workers", type=int, default=None,
                         help="students graded at once (default: one per visible GPU, each pinned to its GPU)")
     parser.add_argument("--force", action="store_true", help="regrade students already graded")

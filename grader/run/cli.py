@@ -33,15 +33,6 @@ class UsageParser(argparse.ArgumentParser):
 
 
 
-# Builds at once: half the cores, at most 8; each build's ninja gets the cores left (MAX_JOBS). A stub or
-# a small exercise compiles two units, so four builds at a time on 16 cores left most of them idle: the
-# ten stubs' builds ended 40 s after the grade began (H200, 2026-12-02), the last two exercises waiting
-MAX_BUILD_JOBS = 8
-
-
-def default_build_jobs() -> int:
-    return max(1, min(MAX_BUILD_JOBS, env.usable_cores() // 2))
-
 def exercise_names(values: list[str]) -> list[str]:
     """EX="04 09 10" (several arguments) or EX=04,09,10 (one, commas): the names, in order."""
     return [name for value in values for name in value.replace(",", " ").split()]
@@ -57,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
     parser.add_argument("--stall", type=float, default=DEFAULT_STALL,
                         help="seconds of an exercise's grading with no check starting or ending: stopped as hanging")
-    parser.add_argument("--jobs", type=int, default=default_build_jobs(),
+    parser.add_argument("--jobs", type=int, default=env.default_build_jobs(),
                         help="builds at once (default: half the cores, at most 8)")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "
