@@ -132,15 +132,11 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-# Builds at once: half the cores, at most 8; each build's ninja gets the cores left (MAX_JOBS). A stub or
-# a small exercise compiles two units, so four builds at a time on 16 cores left most of them idle: the
-# ten stubs' builds ended 40 s after the grade began (H200, 2026-12-02), the last two exercises waiting
-MAX_BUILD_JOBS = 8
-
-
-def default_build_jobs() -> int:
-    """How many exercise folders to build at once (a grade, a class's grade, a notebook prebuild)."""
-    return max(1, min(MAX_BUILD_JOBS, usable_cores() // 2))
+def default_build_jobs(most: int | None = None) -> int:
+    """How many exercise folders to build at once: half the cores (each build's ninja gets the cores left,
+    MAX_JOBS), at most `most` (a grade of one target, whose ten folders want their ninjas wider)."""
+    half = max(1, usable_cores() // 2)
+    return half if most is None else max(1, min(most, half))
 
 
 def nvidia_smi(query: str) -> list[str]:

@@ -32,6 +32,11 @@ class UsageParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} ({self.prog} --help lists the options)\n")
 
 
+# Builds at once in a grade of one target: half the cores, at most 8 (a class's grade builds half the cores'
+# count). A stub or a small exercise compiles two units, so four builds at a time on 16 cores left most of
+# them idle: the ten stubs' builds ended 40 s after the grade began (H200, 2026-12-02), the last two waiting
+MAX_BUILD_JOBS = 8
+
 
 def exercise_names(values: list[str]) -> list[str]:
     """EX="04 09 10" (several arguments) or EX=04,09,10 (one, commas): the names, in order."""
@@ -48,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per exercise")
     parser.add_argument("--stall", type=float, default=DEFAULT_STALL,
                         help="seconds of an exercise's grading with no check starting or ending: stopped as hanging")
-    parser.add_argument("--jobs", type=int, default=env.default_build_jobs(),
+    parser.add_argument("--jobs", type=int, default=env.default_build_jobs(MAX_BUILD_JOBS),
                         help="builds at once (default: half the cores, at most 8)")
     parser.add_argument("--parallel", type=int, default=None,
                         help="exercises whose checks run at once (each timing still runs alone on the GPU); "
