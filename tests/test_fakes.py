@@ -34,8 +34,9 @@ from tests.grading import SOLUTIONS, selected  # noqa: E402
 
 SPECS = selected()
 SEEDS = (1, 2, 3)  # random geometries drawn per exercise, each accepted with the reference's shapes
-PROBED_SEEDS = SEEDS[:1]  # refused where PyTorch refuses: the declared edges and one seed's geometries (the
-# probes change one argument at a time, whatever the geometry: more seeds cost minutes of CI, not coverage)
+PROBED_SEEDS = SEEDS[:1]  # refused where PyTorch refuses: the declared edges and one seed's geometries (each
+# probe changes one argument, and the declared edges hold every kind of geometry: groups, depthwise, strides,
+# padding words; two more seeds' probes cost a minute of CI)
 
 
 def _fake(op, args: list):
