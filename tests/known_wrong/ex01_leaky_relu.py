@@ -84,9 +84,9 @@ VARIANTS = [
             # the stream property's mark, queued on the current stream, starts before the op's kernel ends
             # (and the timing finds the device busy after its end event); a value check can meet the race
             # first and read the output before the kernel wrote it (the drop-in module's, in one run of two on
-            # the H200): either is the fault
+            # the H200; the in-place call's "elements wrong", H200, 2026-12-02): either is the fault
             loses={"forward", "performance"}, keeps={"backward", "input_checks"},
-            reason=("the current stream's next work started", "relative error"),
+            reason=("the current stream's next work started", "relative error", "elements wrong"),
             extra={"kind": "own stream", "old": "loses performance"}),
     Variant(EX, "backward_never_joined", "autograd's backward runs the backward op on a stream of its own that "
             "waits for the caller's stream, which never waits for it back: x.grad is right only for a caller that "
